@@ -1,0 +1,73 @@
+# Mill — make targets. `make` alone lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.SHELLFLAGS := -euo pipefail -c
+
+GO          ?= go
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+GOVULNCHECK := golang.org/x/vuln/cmd/govulncheck@v1.9.0
+TEST_TIMEOUT ?= 14m
+FUZZTIME    ?= 30s
+# Every target that talks to the local services runs with this environment.
+WITH_ENV := source localstack/env.sh &&
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_\/-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: up
+up: ## start the AWS emulator (moto or LocalStack) and PostgreSQL, wait until they answer
+	./localstack/up.sh
+
+.PHONY: down
+down: ## stop what `make up` started
+	./localstack/down.sh
+
+.PHONY: env
+env: ## print the environment for the local services (eval "$$(make -s env)" in a shell)
+	@./localstack/env.sh
+
+.PHONY: build
+build: ## build every binary into bin/
+	$(GO) build -o bin/ ./cmd/...
+
+.PHONY: test
+test: up ## start the services if needed, then go vet and every test with -race
+	$(WITH_ENV) $(GO) vet ./...
+	$(WITH_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: test/unit
+test/unit: ## unit tests only (-short: integration tests are skipped), no services needed
+	$(GO) test -short -race -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: test/integration
+test/integration: up ## every test, verbose, against the local services
+	$(WITH_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | tee .local/test.log | grep -E '^(=== RUN|--- (PASS|FAIL|SKIP)|ok|FAIL|PASS)' | grep -v '=== RUN' || true
+
+.PHONY: lint
+lint: ## gofmt, go vet, go mod tidy check, staticcheck, govulncheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(GOVULNCHECK) ./...
+
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME (default 30s) each
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+.PHONY: bench
+bench: up ## run the benchmarks against the local services
+	$(WITH_ENV) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
+
+.PHONY: tidy
+tidy: ## go mod tidy
+	$(GO) mod tidy
+
+.PHONY: clean
+clean: ## remove build outputs
+	rm -rf bin/

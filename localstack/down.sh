@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Stop what localstack/up.sh started, and nothing else. Data under .local/pgdata
+# is kept (remove .local/ to start from scratch).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+state="$root/.local"
+log() { printf 'localstack/down: %s\n' "$*" >&2; }
+
+if [[ -f "$state/compose.started" ]]; then
+  log "stopping docker compose services"
+  docker compose -f "$here/docker-compose.yml" down
+  rm -f "$state/compose.started"
+fi
+if [[ -f "$state/moto.pid" ]]; then
+  pid=$(cat "$state/moto.pid")
+  if kill -0 "$pid" 2>/dev/null; then
+    log "stopping moto server (pid $pid)"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$state/moto.pid"
+fi
+if [[ -f "$state/postgres.started" ]]; then
+  pgbin=$(cat "$state/postgres.started")
+  as_pg=()
+  [[ $(id -u) -eq 0 ]] && as_pg=(runuser -u postgres --)
+  if [[ -f "$state/pgdata/postmaster.pid" ]]; then
+    log "stopping PostgreSQL"
+    "${as_pg[@]}" "$pgbin/pg_ctl" -D "$state/pgdata" -m fast -w stop >/dev/null || true
+  fi
+  rm -f "$state/postgres.started"
+fi
+log "done"

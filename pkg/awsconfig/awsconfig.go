@@ -1,0 +1,132 @@
+// Package awsconfig loads the AWS SDK configuration every Mill binary uses and
+// builds the service clients from it.
+//
+// Configuration comes from the SDK's default chain, so AWS_ENDPOINT_URL,
+// service-specific endpoint variables (AWS_ENDPOINT_URL_SQS, …), AWS_REGION,
+// profiles, web identity and instance roles all work unchanged. When an
+// endpoint override is in force (a local emulator such as moto or LocalStack),
+// S3 uses path-style addressing. This is the only package that looks at the
+// process environment for AWS settings; everything under pkg/ takes clients.
+package awsconfig
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwschemas "github.com/aws/aws-sdk-go-v2/service/cloudwatch/schemas"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
+)
+
+// DefaultRegion is used when no region is configured anywhere.
+const DefaultRegion = "us-east-1"
+
+// DefaultMaxAttempts is the SDK retryer's attempt limit for one call.
+const DefaultMaxAttempts = 5
+
+// Options tune Load. The zero value is ready to use.
+type Options struct {
+	// Region overrides the chain's region when set.
+	Region string
+	// MaxAttempts per SDK call (default DefaultMaxAttempts).
+	MaxAttempts int
+	// Logger receives notices (a defaulted region). Default slog.Default().
+	Logger *slog.Logger
+	// Getenv reads the environment (default os.Getenv); tests replace it.
+	Getenv func(string) string
+}
+
+// Config is the loaded SDK configuration plus what Mill derives from it.
+type Config struct {
+	AWS aws.Config
+	// EndpointOverride is true when a custom endpoint is in force for any
+	// service (AWS_ENDPOINT_URL or a service-specific variable).
+	EndpointOverride bool
+}
+
+// Load reads the default chain. A missing region is defaulted to
+// DefaultRegion with a logged notice rather than failing the first call.
+func Load(ctx context.Context, o Options) (*Config, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	opts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(so *retry.StandardOptions) {
+				so.MaxAttempts = o.MaxAttempts
+				so.MaxBackoff = 5 * time.Second
+			})
+		}),
+	}
+	if o.Region != "" {
+		opts = append(opts, config.WithRegion(o.Region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("awsconfig: load: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = DefaultRegion
+		o.Logger.Info("no AWS region configured; using the default", "region", DefaultRegion)
+	}
+	c := &Config{AWS: cfg}
+	if cfg.BaseEndpoint != nil && *cfg.BaseEndpoint != "" {
+		c.EndpointOverride = true
+	}
+	for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_CLOUDWATCH"} {
+		if o.Getenv(v) != "" {
+			c.EndpointOverride = true
+		}
+	}
+	return c, nil
+}
+
+// S3 returns an S3 client; path-style addressing when an endpoint override
+// is in force (emulators do not serve virtual-hosted buckets on 127.0.0.1).
+func (c *Config) S3(optFns ...func(*s3.Options)) *s3.Client {
+	fns := append([]func(*s3.Options){func(o *s3.Options) {
+		o.UsePathStyle = c.EndpointOverride
+	}}, optFns...)
+	return s3.NewFromConfig(c.AWS, fns...)
+}
+
+// SQS returns an SQS client.
+func (c *Config) SQS(optFns ...func(*sqs.Options)) *sqs.Client {
+	return sqs.NewFromConfig(c.AWS, optFns...)
+}
+
+// DynamoDB returns a DynamoDB client.
+func (c *Config) DynamoDB(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	return dynamodb.NewFromConfig(c.AWS, optFns...)
+}
+
+// STS returns an STS client.
+func (c *Config) STS(optFns ...func(*sts.Options)) *sts.Client {
+	return sts.NewFromConfig(c.AWS, optFns...)
+}
+
+// CloudWatch returns a CloudWatch client speaking the AWS query protocol.
+// The SDK's default for CloudWatch is Smithy RPC v2 CBOR, which AWS accepts
+// but local emulators (moto 5.2) do not; the query protocol works with both.
+func (c *Config) CloudWatch(optFns ...func(*cloudwatch.Options)) *cloudwatch.Client {
+	fns := append([]func(*cloudwatch.Options){func(o *cloudwatch.Options) {
+		o.Protocol = awsquery.New(cwschemas.GraniteServiceVersion20100801)
+	}}, optFns...)
+	return cloudwatch.NewFromConfig(c.AWS, fns...)
+}

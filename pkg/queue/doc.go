@@ -1,0 +1,6 @@
+// Package queue defines Mill's message queue: the Queue interface and its
+// contract (at-least-once delivery, visibility timeouts, batch operations with
+// per-entry errors). Implementations live in sub-packages: sqsqueue (Amazon SQS
+// through aws-sdk-go-v2) and memqueue (in memory, for unit tests and the
+// embedded dev mode). queuetest is the conformance suite both pass.
+package queue

@@ -1,0 +1,165 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Limits shared by every implementation (they are SQS's).
+const (
+	// MaxBatch is the most entries one Send, Delete or ChangeVisibility call
+	// hands to the service in one request, and the most messages one Receive
+	// returns.
+	MaxBatch = 10
+	// MaxDelay is the longest delay a sent message may carry.
+	MaxDelay = 15 * time.Minute
+	// MaxVisibility is the longest visibility timeout a message may be given.
+	MaxVisibility = 12 * time.Hour
+	// MaxWait is the longest long-poll wait of one Receive.
+	MaxWait = 20 * time.Second
+)
+
+// Message is one received message. ReceiptHandle identifies this delivery; it
+// is what Delete, ChangeVisibility and Release act on.
+type Message struct {
+	ID            string
+	ReceiptHandle string
+	Body          []byte
+	// ReceiveCount is how many times the message has been received,
+	// this delivery included (SQS ApproximateReceiveCount).
+	ReceiveCount int
+	// SentAt is when the message was first sent (SQS SentTimestamp).
+	SentAt time.Time
+	// Attributes carries implementation-specific message attributes
+	// (for example the claim-check reference).
+	Attributes map[string]string
+}
+
+// SendEntry is one message to send.
+type SendEntry struct {
+	Body  []byte
+	Delay time.Duration // 0..MaxDelay; the message is invisible until then
+	// Attributes are string message attributes sent with the body.
+	Attributes map[string]string
+}
+
+// VisibilityChange sets the visibility timeout of one received message,
+// counted from now.
+type VisibilityChange struct {
+	Message *Message
+	Timeout time.Duration
+}
+
+// Depth is the approximate number of messages in a queue by state.
+type Depth struct {
+	Visible  int64 // ready to be received
+	InFlight int64 // received and not yet deleted or visible again
+	Delayed  int64 // sent with a delay that has not yet passed
+}
+
+// Total is Visible + InFlight + Delayed.
+func (d Depth) Total() int64 { return d.Visible + d.InFlight + d.Delayed }
+
+// Queue is one message queue with SQS standard-queue semantics.
+//
+// Contract (every implementation passes queuetest.Run):
+//
+//   - Delivery is at least once. A received message stays invisible to other
+//     receivers for the queue's visibility timeout; if it is not deleted in
+//     that time it becomes visible again and is delivered again with its
+//     ReceiveCount increased. Order is not guaranteed. Consumers must be
+//     idempotent.
+//   - Send accepts any number of entries and sends them in batches of at most
+//     MaxBatch. Receive returns at most max (≤ MaxBatch) messages, waiting up
+//     to wait (≤ MaxWait) for the first one; it returns early when a message
+//     arrives and returns ctx.Err() when ctx is cancelled while waiting. An
+//     empty result with a nil error means the queue had nothing visible.
+//   - Delete removes delivered messages; deleting a message that is already
+//     gone is success. ChangeVisibility extends (or shortens) how long a
+//     message stays invisible, counted from the call. Release makes messages
+//     visible again at once (visibility 0).
+//   - Batch operations report per-entry failures as a *BatchError after the
+//     implementation has retried what can be retried; entries not named in it
+//     succeeded. No failure is ever dropped silently.
+//   - A message whose ReceiveCount exceeds the queue's redrive limit is moved
+//     to the queue's dead-letter queue by the service (if one is configured).
+//   - All methods are safe for concurrent use. Cancelling ctx abandons the
+//     call; what the service already did stays done.
+type Queue interface {
+	// Name is the queue's name (for logs and metrics).
+	Name() string
+	Send(ctx context.Context, entries ...SendEntry) error
+	Receive(ctx context.Context, max int, wait time.Duration) ([]*Message, error)
+	Delete(ctx context.Context, msgs ...*Message) error
+	ChangeVisibility(ctx context.Context, changes ...VisibilityChange) error
+	Release(ctx context.Context, msgs ...*Message) error
+	Depth(ctx context.Context) (Depth, error)
+	// VisibilityTimeout is the queue's default visibility timeout.
+	VisibilityTimeout(ctx context.Context) (time.Duration, error)
+}
+
+// ErrNotFound reports that a queue does not exist.
+var ErrNotFound = errors.New("queue: not found")
+
+// ErrTooLarge reports a message body larger than the queue accepts.
+var ErrTooLarge = errors.New("queue: message too large")
+
+// BatchError reports the entries of a batch call that failed, by their index
+// in the call's arguments.
+type BatchError struct {
+	Op     string        // "send", "delete", "change visibility", "release"
+	Failed map[int]error // index in the call's arguments → cause
+}
+
+func (e *BatchError) Error() string {
+	idx := make([]int, 0, len(e.Failed))
+	for i := range e.Failed {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	var b strings.Builder
+	fmt.Fprintf(&b, "queue: %s: %d entries failed", e.Op, len(e.Failed))
+	for n, i := range idx {
+		if n == 3 {
+			fmt.Fprintf(&b, "; …")
+			break
+		}
+		fmt.Fprintf(&b, "; [%d] %v", i, e.Failed[i])
+	}
+	return b.String()
+}
+
+// Unwrap returns the causes, so errors.Is finds ErrTooLarge and the like.
+func (e *BatchError) Unwrap() []error {
+	out := make([]error, 0, len(e.Failed))
+	for _, err := range e.Failed {
+		out = append(out, err)
+	}
+	return out
+}
+
+// FailedIndexes returns the failed indexes of err if it is a *BatchError, or
+// every index 0..n-1 for any other non-nil error, or nil for nil.
+func FailedIndexes(err error, n int) []int {
+	if err == nil {
+		return nil
+	}
+	var be *BatchError
+	if errors.As(err, &be) {
+		out := make([]int, 0, len(be.Failed))
+		for i := range be.Failed {
+			out = append(out, i)
+		}
+		sort.Ints(out)
+		return out
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}

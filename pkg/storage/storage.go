@@ -1,0 +1,108 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Kind names a kind of store.
+type Kind string
+
+// Store kinds.
+const (
+	KindS3 Kind = "s3"
+	KindFS Kind = "fs"
+)
+
+// Portable errors. Every provider maps its native errors onto these in one
+// place; callers test them with errors.Is.
+var (
+	// ErrNotFound: the space or content item does not exist.
+	ErrNotFound = errors.New("storage: not found")
+	// ErrSpaceNotEmpty: DeleteSpace on a space that still holds content.
+	ErrSpaceNotEmpty = errors.New("storage: space not empty")
+	// ErrChecksumMismatch: the bytes written do not match the expected MD5;
+	// nothing was committed.
+	ErrChecksumMismatch = errors.New("storage: checksum mismatch")
+	// ErrInvalidID: a space or content ID the provider refuses (empty, NUL,
+	// escaping the store's root, too long, …).
+	ErrInvalidID = errors.New("storage: invalid id")
+	// ErrPropertiesTooLarge: properties exceed what the provider can store
+	// (S3 user metadata is limited to 2 KB).
+	ErrPropertiesTooLarge = errors.New("storage: properties too large")
+)
+
+// Info describes one content item.
+type Info struct {
+	ContentID string
+	// Checksum is the MD5 (lower-case hex) of the content as recorded when
+	// it was written — DuraCloud's content checksum.
+	Checksum string
+	// ProviderChecksum is the storage provider's own whole-object checksum
+	// as the provider reports it, prefixed with its algorithm:
+	// "md5:<hex>" (an S3 single-part ETag, a filesystem sidecar) or
+	// "crc64nvme:<base64>" (an S3 full-object checksum of a multipart
+	// upload). Never a multipart ETag.
+	ProviderChecksum string
+	Size             int64
+	MimeType         string
+	Modified         time.Time
+	// Properties are the user properties of the item (system values —
+	// checksum, size, mimetype, modified — are the fields above).
+	Properties map[string]string
+}
+
+// PutOptions describe content being written.
+type PutOptions struct {
+	// Size of the content in bytes, or -1 when unknown (streaming).
+	Size int64
+	// Checksum, when set, is the expected MD5 (hex). The provider verifies
+	// it while writing and commits nothing when it does not match
+	// (ErrChecksumMismatch).
+	Checksum   string
+	MimeType   string
+	Properties map[string]string
+}
+
+// Provider is one store: a set of spaces holding content items.
+//
+// Contract (every provider passes storagetest.Run):
+//
+//   - IDs: a space ID is one path segment; a content ID is any non-empty
+//     UTF-8 string without NUL (it may contain slashes, spaces, unicode).
+//     Providers reject IDs they cannot store safely with ErrInvalidID.
+//   - Listing: ListSpaces and ListContent return IDs in byte-wise ascending
+//     order (S3's order) so listings of two providers can be merged.
+//     ListContent returns up to limit IDs strictly after the marker `after`
+//     ("" = from the start) and whether more follow.
+//   - Missing spaces and items give ErrNotFound on every operation except
+//     CreateSpace (creates), DeleteSpace and Delete (already gone is
+//     success).
+//   - Put streams r to the store with bounded memory, verifies
+//     opts.Checksum when set, and is atomic: a failed or cancelled Put
+//     leaves the previous version (or nothing) in place. Put returns the
+//     stored item's Info. Get returns a stream the caller must close.
+//   - SetProperties replaces the user properties of an existing item.
+//   - All methods are safe for concurrent use; cancelling ctx abandons
+//     the call.
+type Provider interface {
+	Kind() Kind
+
+	ListSpaces(ctx context.Context) ([]string, error)
+	CreateSpace(ctx context.Context, space string) error
+	// DeleteSpace removes an empty space (ErrSpaceNotEmpty otherwise).
+	DeleteSpace(ctx context.Context, space string) error
+	// SpaceACLs returns the space's access control list (user or group →
+	// permission); ErrNotFound when the space does not exist.
+	SpaceACLs(ctx context.Context, space string) (map[string]string, error)
+	SetSpaceACLs(ctx context.Context, space string, acls map[string]string) error
+
+	ListContent(ctx context.Context, space, after string, limit int) (ids []string, more bool, err error)
+	Head(ctx context.Context, space, contentID string) (*Info, error)
+	Get(ctx context.Context, space, contentID string) (io.ReadCloser, *Info, error)
+	Put(ctx context.Context, space, contentID string, r io.Reader, opts PutOptions) (*Info, error)
+	SetProperties(ctx context.Context, space, contentID string, props map[string]string) error
+	Delete(ctx context.Context, space, contentID string) error
+}

@@ -1,0 +1,97 @@
+package processors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/millfleet/mill/pkg/task"
+)
+
+// Handler processes one task. Its outcome is its error:
+//
+//   - nil: the task is done; its message is deleted.
+//   - an error wrapped with Permanent: retrying cannot help; the task goes to
+//     the dead-letter queue at once.
+//   - an error made by RetryAfter: the task is sent again after that delay
+//     with attempts+1 (the bit check's "wait 5 minutes").
+//   - any other error: the task is retried with exponential backoff and goes
+//     to the dead-letter queue after its third failure.
+//
+// Handle must honour ctx: it carries the per-type timeout and is cancelled on
+// hard shutdown. Handlers must be idempotent: a task may be delivered more than
+// once.
+type Handler interface {
+	Handle(ctx context.Context, t *task.Task) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, t *task.Task) error
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, t *task.Task) error { return f(ctx, t) }
+
+// Middleware wraps a Handler with cross-cutting behaviour.
+type Middleware func(Handler) Handler
+
+// Chain applies mws to h so that the first middleware is the outermost.
+func Chain(h Handler, mws ...Middleware) Handler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}
+
+// permanentError marks an error that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return "permanent: " + e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as permanent: the task goes straight to the dead-letter
+// queue. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// Permanentf is Permanent(fmt.Errorf(format, args...)).
+func Permanentf(format string, args ...any) error {
+	return Permanent(fmt.Errorf(format, args...))
+}
+
+// IsPermanent reports whether err (or an error it wraps) was marked Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+// RetryAfterError asks for the task to be sent again after Delay.
+type RetryAfterError struct {
+	Delay time.Duration
+	Err   error
+}
+
+func (e *RetryAfterError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("retry after %s", e.Delay)
+	}
+	return fmt.Sprintf("retry after %s: %v", e.Delay, e.Err)
+}
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter returns an error asking for a retry after d, with reason err
+// (which may be nil).
+func RetryAfter(d time.Duration, err error) error { return &RetryAfterError{Delay: d, Err: err} }
+
+// RetryDelay returns the delay asked for by a RetryAfter error in err's chain.
+func RetryDelay(err error) (time.Duration, bool) {
+	var r *RetryAfterError
+	if errors.As(err, &r) {
+		return r.Delay, true
+	}
+	return 0, false
+}
