@@ -1,0 +1,24 @@
+package main
+
+import (
+	"context"
+	"flag"
+
+	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/queue"
+)
+
+// awsConfig loads the SDK configuration from the default chain.
+func (a *app) awsConfig(ctx context.Context) (*awsconfig.Config, error) {
+	return awsconfig.Load(ctx, awsconfig.Options{Logger: a.logger, Getenv: a.getenv})
+}
+
+// queuePrefixFlag defines --queue-prefix (MILL_QUEUE_PREFIX).
+func queuePrefixFlag(fs *flag.FlagSet) *string {
+	return fs.String("queue-prefix", queue.DefaultPrefix, "prefix of every queue name (the queue `prefix`)")
+}
+
+// databaseURLFlag defines --database-url (MILL_DATABASE_URL).
+func databaseURLFlag(fs *flag.FlagSet) *string {
+	return fs.String("database-url", "", "PostgreSQL connection `URL` (postgres://user:pass@host:port/db?sslmode=disable)")
+}
