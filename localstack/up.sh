@@ -81,8 +81,10 @@ else
     python3 -m venv "$venv" || { ensure_apt_packages python3-venv && python3 -m venv "$venv"; }
     "$venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"
   fi
-  log "starting moto server on 127.0.0.1:4566 (log: .local/moto.log)"
-  nohup "$venv/bin/moto_server" -H 127.0.0.1 -p 4566 >"$state/moto.log" 2>&1 &
+  port=${AWS_ENDPOINT_URL##*:}; port=${port%%/*}
+  [[ "$port" =~ ^[0-9]+$ ]] || port=4566
+  log "starting moto server on 127.0.0.1:$port (log: .local/moto.log)"
+  nohup "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$state/moto.log" 2>&1 &
   echo $! >"$state/moto.pid"
   wait_for "moto server" 60 aws_answers
 fi
