@@ -77,9 +77,25 @@ func RequireLoopback(t testing.TB, what, rawURL string) {
 }
 
 var (
-	awsOnce sync.Once
-	awsErr  error
+	probeMu sync.Mutex
+	probed  = map[string]error{} // endpoint → result of the first probe
 )
+
+// probe checks once per endpoint that something answers HTTP there.
+func probe(ep string) error {
+	probeMu.Lock()
+	defer probeMu.Unlock()
+	if err, ok := probed[ep]; ok {
+		return err
+	}
+	c := &http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(ep + "/")
+	if err == nil {
+		resp.Body.Close()
+	}
+	probed[ep] = err
+	return err
+}
 
 // Endpoint returns AWS_ENDPOINT_URL.
 func Endpoint() string { return os.Getenv("AWS_ENDPOINT_URL") }
@@ -94,17 +110,8 @@ func AWS(t testing.TB) *awsconfig.Config {
 		Unavailable(t, "the AWS emulator", errors.New("AWS_ENDPOINT_URL is not set (source localstack/env.sh)"))
 	}
 	RequireLoopback(t, "AWS_ENDPOINT_URL", ep)
-	awsOnce.Do(func() {
-		c := &http.Client{Timeout: 3 * time.Second}
-		resp, err := c.Get(ep + "/")
-		if err != nil {
-			awsErr = err
-			return
-		}
-		resp.Body.Close()
-	})
-	if awsErr != nil {
-		Unavailable(t, "the AWS emulator at "+ep, awsErr)
+	if err := probe(ep); err != nil {
+		Unavailable(t, "the AWS emulator at "+ep, err)
 	}
 	cfg, err := awsconfig.Load(context.Background(), awsconfig.Options{})
 	if err != nil {
