@@ -1,0 +1,16 @@
+package queue
+
+import "errors"
+
+// ErrReceiptInvalid reports that a receipt handle no longer names an
+// in-flight delivery: the message was deleted, or its visibility timeout
+// expired and it was (or will be) delivered again under a new handle.
+// ChangeVisibility reports it per entry; a consumer extending visibility
+// should stop extending that message. Delete and Release never report it
+// (a message that is gone is deleted; one no longer in flight is already
+// visible).
+var ErrReceiptInvalid = errors.New("queue: receipt handle no longer valid")
+
+// ErrInvalid reports an argument outside the contract's limits, such as a
+// delay above MaxDelay or a visibility timeout above MaxVisibility.
+var ErrInvalid = errors.New("queue: invalid argument")

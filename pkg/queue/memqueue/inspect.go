@@ -1,0 +1,120 @@
+package memqueue
+
+import (
+	"maps"
+	"time"
+)
+
+// State is a stored message's state.
+type State int
+
+// States of a stored message (see queue.Depth).
+const (
+	Gone     State = iota // deleted or moved (never in a snapshot)
+	Visible               // ready to be received
+	InFlight              // received, visibility timeout running
+	Delayed               // sent with a delay that has not yet passed
+)
+
+func (s State) String() string {
+	switch s {
+	case Visible:
+		return "visible"
+	case InFlight:
+		return "in flight"
+	case Delayed:
+		return "delayed"
+	}
+	return "gone"
+}
+
+func (m *message) state(now time.Time) State {
+	switch {
+	case m.gone:
+		return Gone
+	case !now.Before(m.visibleAt):
+		return Visible
+	case m.inFlight:
+		return InFlight
+	}
+	return Delayed
+}
+
+// Snapshot is a copy of one stored message.
+type Snapshot struct {
+	ID           string
+	Body         []byte
+	Attributes   map[string]string
+	ReceiveCount int
+	SentAt       time.Time
+	VisibleAt    time.Time
+	State        State
+}
+
+// Messages returns a copy of the stored messages in send order.
+func (q *Queue) Messages() []Snapshot {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.cfg.Clock.Now()
+	var out []Snapshot
+	for _, m := range q.msgs {
+		if m.gone {
+			continue
+		}
+		out = append(out, Snapshot{
+			ID:           m.id,
+			Body:         append([]byte(nil), m.body...),
+			Attributes:   maps.Clone(m.attrs),
+			ReceiveCount: m.receiveCount,
+			SentAt:       m.sentAt,
+			VisibleAt:    m.visibleAt,
+			State:        m.state(now),
+		})
+	}
+	return out
+}
+
+// Len returns the number of stored messages in any state.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.msgs) - q.gone
+}
+
+// Purge deletes every stored message.
+func (q *Queue) Purge() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	clear(q.receipts)
+	clear(q.msgs)
+	q.msgs = nil
+	q.gone = 0
+	q.notifyLocked()
+}
+
+// Requests returns how many SQS requests the calls so far would have cost,
+// by SQS operation name (OpSend, OpReceive, …): one per Receive and Depth,
+// one per started 10 entries of Send, Delete, ChangeVisibility and Release.
+func (q *Queue) Requests() map[string]int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return maps.Clone(q.requests)
+}
+
+// RequestTotal is the sum of Requests.
+func (q *Queue) RequestTotal() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var n int64
+	for _, v := range q.requests {
+		n += v
+	}
+	return n
+}
+
+// ResetRequests sets the request counts to zero.
+func (q *Queue) ResetRequests() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	clear(q.requests)
+}
