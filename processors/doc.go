@@ -1,0 +1,22 @@
+// Package processors is Workman's processor API: the Handler interface every
+// task processor implements, the outcomes a handler reports through its error
+// (nil, Permanent, RetryAfter, any other error), a Mux that routes tasks to
+// processors by task type, and the middleware that adds cross-cutting
+// behaviour around any handler: Logging, Metrics, Timeout and Recover.
+//
+// A typical chain, outermost first:
+//
+//	mux := processors.NewMux()
+//	mux.Handle(task.TypeNoop, noop.New(noop.Config{}))
+//	h := processors.Chain(mux.Handler(),
+//		processors.Logging(logger),
+//		processors.Metrics(observer),
+//		processors.Recover(),
+//	)
+//
+// Timeouts are usually applied by Workman (it owns the per-type table), but
+// the Timeout middleware is available to any other caller.
+//
+// Processors themselves live in sub-packages (noop, and later dup, bit,
+// bitreport, biterror, audit).
+package processors
