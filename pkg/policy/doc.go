@@ -1,0 +1,27 @@
+// Package policy reads, checks and stores DuraCloud duplication policies
+// (DESIGN §6, the seed's "Duplication Policies").
+//
+// Files, in the config bucket (optionally under a key prefix) or a local
+// directory: duplication-accounts.json, a JSON array of the account ids
+// considered for duplication (["account1", "account2"]), and one
+// {account}-duplication-policy.json per account:
+//
+//	{
+//	  "spaceDuplicationStorePolicies": {
+//	    "spaceA": [{"srcStoreId": "1", "destStoreId": "2"}],
+//	    "spaceB": [{"srcStoreId": "1", "destStoreId": "2"},
+//	               {"srcStoreId": "1", "destStoreId": "3"}]
+//	  },
+//	  "defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}],
+//	  "spacesToIgnore": ["scratch"]
+//	}
+//
+// A space listed in spaceDuplicationStorePolicies uses its own list (an empty
+// list means "not duplicated"); any other space uses defaultPolicies; spaces
+// in spacesToIgnore and spaces whose id starts with "x-" (DuraCloud's system
+// spaces) are never duplicated.
+//
+// Every error in a file names the file, line and column (Parse,
+// ParseAccounts). Repository abstracts where the files live (NewDir, NewS3)
+// and Cache keeps them in memory, refreshed every DefaultRefresh.
+package policy
