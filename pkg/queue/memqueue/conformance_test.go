@@ -1,0 +1,35 @@
+package memqueue_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/queue/memqueue"
+	"github.com/millfleet/mill/pkg/queue/queuetest"
+)
+
+type harness struct{}
+
+func (harness) Capabilities() queuetest.Capabilities {
+	return queuetest.Capabilities{FakeTime: true, Visibility: 30 * time.Second}
+}
+
+func (harness) NewQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
+	fc := clock.NewFake(time.Time{})
+	cfg := memqueue.Config{VisibilityTimeout: o.VisibilityTimeout, Clock: fc}
+	var f queuetest.Fixture
+	if o.MaxReceiveCount > 0 {
+		dlq := memqueue.New("dead-letter", memqueue.Config{Clock: fc})
+		cfg.DeadLetter, cfg.MaxReceiveCount = dlq, o.MaxReceiveCount
+		f.DeadLetter = dlq
+	}
+	if cfg.VisibilityTimeout == 0 {
+		cfg.VisibilityTimeout = 30 * time.Second
+	}
+	f.Queue = memqueue.New(t.Name(), cfg)
+	f.Advance = fc.Advance
+	return f
+}
+
+func TestConformance(t *testing.T) { queuetest.Run(t, harness{}) }
