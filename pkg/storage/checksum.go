@@ -1,0 +1,149 @@
+package storage
+
+import (
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash/crc64"
+	"io"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Provider checksum algorithm prefixes (see Info.ProviderChecksum).
+const (
+	AlgMD5       = "md5"
+	AlgCRC64NVME = "crc64nvme"
+)
+
+// DuraCloud's names for the system properties of a content item. They are
+// never user properties: Properties adds them from Info's fields, and
+// PropertiesEqual and UserProperties leave them out, because they describe
+// the bytes (or one store's copy of them) rather than what a user set.
+const (
+	PropChecksum = "content-checksum"
+	PropMD5      = "content-md5"
+	PropMimeType = "content-mimetype"
+	PropSize     = "content-size"
+	PropModified = "content-modified"
+)
+
+var systemProps = map[string]bool{
+	PropChecksum: true,
+	PropMD5:      true,
+	PropMimeType: true,
+	PropSize:     true,
+	PropModified: true,
+}
+
+// IsSystemProperty reports whether name is one of the system property names
+// (PropChecksum, PropMD5, PropMimeType, PropSize, PropModified). Names are
+// compared case-insensitively.
+func IsSystemProperty(name string) bool { return systemProps[strings.ToLower(name)] }
+
+// UserProperties returns a copy of props without system properties; never nil.
+func UserProperties(props map[string]string) map[string]string {
+	out := make(map[string]string, len(props))
+	for k, v := range props {
+		if !IsSystemProperty(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// PropertiesEqual reports whether a and b hold the same user properties,
+// ignoring system properties; nil and empty maps are equal.
+func PropertiesEqual(a, b map[string]string) bool {
+	return maps.Equal(UserProperties(a), UserProperties(b))
+}
+
+// Properties returns info's user properties plus its system properties
+// under DuraCloud's names (checksum and md5 both the MD5 hex, size in
+// decimal, modified in RFC 3339 UTC) — the map an AUDIT task carries.
+func Properties(info *Info) map[string]string {
+	out := UserProperties(info.Properties)
+	if info.Checksum != "" {
+		out[PropChecksum] = info.Checksum
+		out[PropMD5] = info.Checksum
+	}
+	if info.MimeType != "" {
+		out[PropMimeType] = info.MimeType
+	}
+	out[PropSize] = strconv.FormatInt(info.Size, 10)
+	if !info.Modified.IsZero() {
+		out[PropModified] = info.Modified.UTC().Format(time.RFC3339)
+	}
+	return out
+}
+
+// ValidMD5 reports whether s is an MD5 in lower-case hex (32 digits).
+func ValidMD5(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// NormalizeMD5 returns s in lower case after checking it is an MD5 in hex;
+// "" stays "" (no checksum given).
+func NormalizeMD5(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	l := strings.ToLower(strings.TrimSpace(s))
+	if !ValidMD5(l) {
+		return "", fmt.Errorf("storage: %q is not an MD5 in hex", s)
+	}
+	return l, nil
+}
+
+// MD5Hex reads r to its end and returns the MD5 (lower-case hex) and the
+// number of bytes read.
+func MD5Hex(r io.Reader) (string, int64, error) {
+	h := md5.New()
+	n, err := io.Copy(h, r)
+	if err != nil {
+		return "", n, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// ProviderMD5 formats an MD5 hex as a provider checksum ("md5:<hex>").
+func ProviderMD5(hexsum string) string { return AlgMD5 + ":" + hexsum }
+
+// SplitProviderChecksum splits a provider checksum "alg:value" into its
+// algorithm and value; ok is false when s has no algorithm prefix.
+func SplitProviderChecksum(s string) (alg, value string, ok bool) {
+	return strings.Cut(s, ":")
+}
+
+// crc64NVMEPoly is the CRC-64/NVME polynomial in reversed (LSB-first) form,
+// the checksum S3 calls CRC64NVME.
+const crc64NVMEPoly = 0x9a6c9329ac4bc9b5
+
+// CRC64NVMETable is the table for hash/crc64 computing S3's CRC64NVME:
+// crc64.New(storage.CRC64NVMETable) or crc64.Update(crc, CRC64NVMETable, p).
+var CRC64NVMETable = crc64.MakeTable(crc64NVMEPoly)
+
+// CRC64NVMEBase64 formats a CRC64NVME as S3 transmits it: the 8 bytes
+// big-endian, in standard base64.
+func CRC64NVMEBase64(sum uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], sum)
+	return base64.StdEncoding.EncodeToString(b[:])
+}
+
+// ProviderCRC64NVME formats a CRC64NVME as a provider checksum
+// ("crc64nvme:<base64>").
+func ProviderCRC64NVME(sum uint64) string { return AlgCRC64NVME + ":" + CRC64NVMEBase64(sum) }

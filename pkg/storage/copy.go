@@ -1,0 +1,85 @@
+package storage
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
+	"io"
+)
+
+// ServerSideCopier is implemented by providers that can copy an item from
+// another provider without the bytes passing through this process (S3
+// CopyObject between stores on the same client). Copy uses it when the
+// destination implements it.
+type ServerSideCopier interface {
+	// ServerSideCopy copies srcSpace/srcID of src to dstSpace/dstID of the
+	// receiver, keeping the MD5, mimetype and user properties, and returns
+	// the new item's Info. It returns ok == false and a nil error, having
+	// done nothing, when it cannot copy from src that way (another kind of
+	// provider, another endpoint or credentials); the caller then streams.
+	// Errors are the portable ones (ErrNotFound for a missing source item
+	// or destination space).
+	ServerSideCopy(ctx context.Context, src Provider, srcSpace, srcID, dstSpace, dstID string) (info *Info, ok bool, err error)
+}
+
+// Unwrapper is implemented by decorators (such as audited) to expose the
+// provider they wrap, so that Copy can recognise a wrapped source for a
+// server-side copy. A decorator that must see writes should implement
+// ServerSideCopier itself by delegating, rather than let Copy unwrap the
+// destination: Copy only ever unwraps the source.
+type Unwrapper interface {
+	Unwrap() Provider
+}
+
+// Unwrap follows Unwrapper until it reaches a provider that wraps nothing.
+func Unwrap(p Provider) Provider {
+	for {
+		u, ok := p.(Unwrapper)
+		if !ok {
+			return p
+		}
+		p = u.Unwrap()
+	}
+}
+
+// Copy copies content item id from srcSpace of src to dstSpace of dst under
+// the same ID, with its mimetype and user properties, and returns the new
+// item's Info.
+//
+// When dst implements ServerSideCopier and accepts the source, the copy is
+// server-side. Otherwise the bytes stream from src.Get to dst.Put with
+// bounded memory; the put verifies the source's recorded MD5, so content
+// that went sour at the source is refused (ErrChecksumMismatch, nothing
+// committed) instead of being duplicated. When the source records no MD5,
+// Copy hashes the stream itself and checks the destination agrees.
+func Copy(ctx context.Context, src Provider, srcSpace, id string, dst Provider, dstSpace string) (*Info, error) {
+	if c, ok := dst.(ServerSideCopier); ok {
+		info, done, err := c.ServerSideCopy(ctx, Unwrap(src), srcSpace, id, dstSpace, id)
+		if err != nil {
+			return nil, fmt.Errorf("storage: copy %q from %s to %s: %w", id, srcSpace, dstSpace, err)
+		}
+		if done {
+			return info, nil
+		}
+	}
+	rc, info, err := src.Get(ctx, srcSpace, id)
+	if err != nil {
+		return nil, fmt.Errorf("storage: copy %q from %s: %w", id, srcSpace, err)
+	}
+	defer rc.Close()
+	h := md5.New()
+	out, err := dst.Put(ctx, dstSpace, id, io.TeeReader(rc, h), PutOptions{
+		Size:       info.Size,
+		Checksum:   info.Checksum,
+		MimeType:   info.MimeType,
+		Properties: UserProperties(info.Properties),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: copy %q to %s: %w", id, dstSpace, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); out.Checksum != got {
+		return nil, fmt.Errorf("storage: copy %q to %s: streamed MD5 %s, destination recorded %s: %w", id, dstSpace, got, out.Checksum, ErrChecksumMismatch)
+	}
+	return out, nil
+}
