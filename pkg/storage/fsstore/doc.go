@@ -1,0 +1,42 @@
+// Package fsstore is a storage.Provider on a local directory, for tests and
+// the embedded dev mode.
+//
+// # Layout
+//
+// Each content ID is split on '/'; every segment but the last becomes a
+// directory named segment + ".d", and the last names two files: the
+// metadata sidecar segment + ".m" (JSON: MD5, size, mimetype, modified time,
+// properties and the name of the current blob) and the content itself,
+// segment + "." + 16 random hex digits + ".b". The suffixes keep a file "a"
+// and a directory "a/" (IDs "a" and "a/b") apart and keep every segment —
+// "..", "." included — from ever being used as a path name by itself.
+//
+//	<root>/.mill-tmp/                      temporary files (same filesystem)
+//	<root>/<space>/.mill-space.json        the space exists; its ACLs
+//	<root>/<space>/photos.d/2024.d/cat.jpg.m                      sidecar of "photos/2024/cat.jpg"
+//	<root>/<space>/photos.d/2024.d/cat.jpg.3f9a1c20de4b7a61.b     its bytes
+//
+// Space IDs never start with '.', so ".mill-tmp" cannot be a space and
+// ".mill-space.json" cannot be a content file.
+//
+// # Atomicity
+//
+// Put streams into a temporary file, hashing as it goes, fsyncs it, renames
+// it to a fresh blob name, then writes the sidecar to a temporary file,
+// fsyncs it and renames it over the old sidecar: that rename is the commit.
+// The old blob is removed afterwards. A failed, cancelled or mismatched put
+// removes its temporary file and leaves the previous version. A crash can
+// leave an unreferenced blob or temporary file behind, never a torn item.
+// Readers do not lock: Get reads the sidecar, opens the blob it names, and
+// retries when a concurrent put replaced it in between.
+//
+// ProviderChecksum is "md5:" + the MD5 recorded in the sidecar at write
+// time, so a later change to the blob's bytes (content gone sour) is found
+// by hashing what Get returns and comparing with Info.Checksum.
+//
+// # IDs
+//
+// Content IDs follow storage.ValidateContentID and, in addition, refuse with
+// storage.ErrInvalidID: empty segments (a leading or trailing '/', "//"),
+// the segments "." and "..", and segments longer than MaxSegmentLen bytes.
+package fsstore

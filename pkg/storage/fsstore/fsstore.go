@@ -1,0 +1,623 @@
+package fsstore
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/ctxio"
+)
+
+// MaxSegmentLen is the longest segment (the text between slashes) of a
+// content ID, in bytes: a file name is at most 255 bytes and the blob name
+// adds 19.
+const MaxSegmentLen = 236
+
+const (
+	tmpDir     = ".mill-tmp"
+	spaceFile  = ".mill-space.json"
+	dirSuffix  = ".d"
+	metaSuffix = ".m"
+	blobSuffix = ".b"
+)
+
+var _ storage.Provider = (*Store)(nil)
+
+// Store is a filesystem store rooted at one directory. It is safe for
+// concurrent use by the goroutines of one process; two processes must not
+// write the same root at once.
+type Store struct {
+	root string
+	// mu serialises changes of sidecars, space records and directories;
+	// content streams outside it.
+	mu sync.Mutex
+}
+
+// New opens (creating when missing) the store rooted at root.
+func New(root string) (*Store, error) {
+	if root == "" {
+		return nil, errors.New("fsstore: new: empty root")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("fsstore: new %q: %w", root, err)
+	}
+	if err := os.MkdirAll(filepath.Join(abs, tmpDir), 0o755); err != nil {
+		return nil, fmt.Errorf("fsstore: new %q: %w", root, err)
+	}
+	return &Store{root: abs}, nil
+}
+
+// Root returns the store's absolute root directory.
+func (s *Store) Root() string { return s.root }
+
+// Kind returns storage.KindFS.
+func (s *Store) Kind() storage.Kind { return storage.KindFS }
+
+// meta is the sidecar of one item.
+type meta struct {
+	MD5        string            `json:"md5"`
+	Size       int64             `json:"size"`
+	MimeType   string            `json:"mimetype"`
+	Modified   time.Time         `json:"modified"`
+	Properties map[string]string `json:"properties"`
+	Blob       string            `json:"blob"`
+}
+
+type spaceRecord struct {
+	ACLs map[string]string `json:"acls"`
+}
+
+// mapErr maps filesystem errors onto storage's portable errors; other
+// errors pass unchanged.
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrInvalidID),
+		errors.Is(err, storage.ErrChecksumMismatch), errors.Is(err, storage.ErrSpaceNotEmpty):
+		return err
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return fmt.Errorf("%w: %w", storage.ErrInvalidID, err)
+	}
+	return err
+}
+
+func wrap(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("fsstore: %s %q: %w", op, key, mapErr(err))
+}
+
+// itemPaths returns the directory holding the item and its sidecar path.
+func (s *Store) itemPaths(space, id string) (dir, metaPath, seg string, err error) {
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return "", "", "", err
+	}
+	if err := storage.ValidateContentID(id); err != nil {
+		return "", "", "", err
+	}
+	segs := strings.Split(id, "/")
+	for _, g := range segs {
+		switch {
+		case g == "":
+			return "", "", "", fmt.Errorf("%w: content ID %q has an empty segment", storage.ErrInvalidID, id)
+		case g == "." || g == "..":
+			return "", "", "", fmt.Errorf("%w: content ID %q has a %q segment", storage.ErrInvalidID, id, g)
+		case len(g) > MaxSegmentLen:
+			return "", "", "", fmt.Errorf("%w: content ID %q has a segment of %d bytes (limit %d)", storage.ErrInvalidID, id, len(g), MaxSegmentLen)
+		}
+	}
+	parts := make([]string, 0, len(segs)+1)
+	parts = append(parts, s.root, space)
+	for _, g := range segs[:len(segs)-1] {
+		parts = append(parts, g+dirSuffix)
+	}
+	dir = filepath.Join(parts...)
+	seg = segs[len(segs)-1]
+	return dir, filepath.Join(dir, seg+metaSuffix), seg, nil
+}
+
+func (s *Store) spaceDir(space string) string { return filepath.Join(s.root, space) }
+
+// spaceExists reports whether the space record exists.
+func (s *Store) spaceExists(space string) (bool, error) {
+	_, err := os.Stat(filepath.Join(s.spaceDir(space), spaceFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s *Store) needSpace(space string) error {
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return err
+	}
+	ok, err := s.spaceExists(space)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to a temporary file, fsyncs it and renames it
+// to path.
+func (s *Store) writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Join(s.root, tmpDir), "w-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// ListSpaces returns the spaces in byte-wise order.
+func (s *Store) ListSpaces(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(s.root)
+	if err != nil {
+		return nil, wrap("list spaces", s.root, err)
+	}
+	out := []string{}
+	for _, e := range ents {
+		if !e.IsDir() || storage.ValidateSpaceID(e.Name()) != nil {
+			continue
+		}
+		ok, err := s.spaceExists(e.Name())
+		if err != nil {
+			return nil, wrap("list spaces", e.Name(), err)
+		}
+		if ok {
+			out = append(out, e.Name())
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// CreateSpace creates space; an existing space is left as it is.
+func (s *Store) CreateSpace(ctx context.Context, space string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return wrap("create space", space, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ok, err := s.spaceExists(space); err != nil || ok {
+		return wrap("create space", space, err)
+	}
+	if err := os.MkdirAll(s.spaceDir(space), 0o755); err != nil {
+		return wrap("create space", space, err)
+	}
+	b, _ := json.Marshal(spaceRecord{ACLs: map[string]string{}})
+	return wrap("create space", space, s.writeFileAtomic(filepath.Join(s.spaceDir(space), spaceFile), b))
+}
+
+// DeleteSpace removes an empty space; a missing space is success.
+func (s *Store) DeleteSpace(ctx context.Context, space string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return wrap("delete space", space, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok, err := s.spaceExists(space)
+	if err != nil || !ok {
+		return wrap("delete space", space, err)
+	}
+	ids, _, err := s.list(space, "", 1)
+	if err != nil {
+		return wrap("delete space", space, err)
+	}
+	if len(ids) > 0 {
+		return wrap("delete space", space, storage.ErrSpaceNotEmpty)
+	}
+	// Move the directory out of sight in one rename, then remove it.
+	gone := filepath.Join(s.root, tmpDir, "space-"+randHex())
+	if err := os.Rename(s.spaceDir(space), gone); err != nil {
+		return wrap("delete space", space, err)
+	}
+	return wrap("delete space", space, os.RemoveAll(gone))
+}
+
+// SpaceACLs returns the ACLs of space.
+func (s *Store) SpaceACLs(ctx context.Context, space string) (map[string]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return nil, wrap("space acls", space, err)
+	}
+	b, err := os.ReadFile(filepath.Join(s.spaceDir(space), spaceFile))
+	if err != nil {
+		return nil, wrap("space acls", space, err)
+	}
+	var rec spaceRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, wrap("space acls", space, err)
+	}
+	if rec.ACLs == nil {
+		rec.ACLs = map[string]string{}
+	}
+	return rec.ACLs, nil
+}
+
+// SetSpaceACLs replaces the ACLs of space.
+func (s *Store) SetSpaceACLs(ctx context.Context, space string, acls map[string]string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.needSpace(space); err != nil {
+		return wrap("set space acls", space, err)
+	}
+	if acls == nil {
+		acls = map[string]string{}
+	}
+	b, err := json.Marshal(spaceRecord{ACLs: acls})
+	if err != nil {
+		return wrap("set space acls", space, err)
+	}
+	return wrap("set space acls", space, s.writeFileAtomic(filepath.Join(s.spaceDir(space), spaceFile), b))
+}
+
+// ListContent returns up to limit IDs after `after`, byte-wise ascending.
+func (s *Store) ListContent(ctx context.Context, space, after string, limit int) ([]string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if limit <= 0 {
+		limit = storage.DefaultPageSize
+	}
+	if err := s.needSpace(space); err != nil {
+		return nil, false, wrap("list", space, err)
+	}
+	ids, more, err := s.list(space, after, limit)
+	return ids, more, wrap("list", space, err)
+}
+
+func (s *Store) list(space, after string, limit int) ([]string, bool, error) {
+	out := make([]string, 0, min(limit+1, 1024))
+	if _, err := s.walk(s.spaceDir(space), "", after, limit+1, &out); err != nil {
+		return nil, false, err
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+type entry struct {
+	key   string // the ID ("a/b") of a file, the ID prefix ("a/") of a directory
+	name  string
+	isDir bool
+}
+
+// walk appends to out, in byte-wise order, the IDs under dir (whose IDs all
+// start with prefix) that sort after `after`, until out holds n IDs. Each
+// directory's entries are sorted by the IDs they stand for — a directory
+// "a" as "a/" — which is what makes a depth-first walk byte-wise ordered.
+func (s *Store) walk(dir, prefix, after string, n int, out *[]string) (bool, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && prefix != "" {
+			return false, nil // removed by a concurrent delete
+		}
+		return false, err
+	}
+	list := make([]entry, 0, len(ents))
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case e.IsDir() && strings.HasSuffix(name, dirSuffix):
+			list = append(list, entry{key: prefix + strings.TrimSuffix(name, dirSuffix) + "/", name: name, isDir: true})
+		case !e.IsDir() && strings.HasSuffix(name, metaSuffix):
+			list = append(list, entry{key: prefix + strings.TrimSuffix(name, metaSuffix), name: name})
+		}
+	}
+	slices.SortFunc(list, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	for _, e := range list {
+		if e.isDir {
+			// Every ID inside starts with e.key: skip the directory when
+			// they all sort at or before the marker.
+			if !strings.HasPrefix(after, e.key) && e.key < after {
+				continue
+			}
+			full, err := s.walk(filepath.Join(dir, e.name), e.key, after, n, out)
+			if err != nil || full {
+				return full, err
+			}
+			continue
+		}
+		if e.key > after {
+			*out = append(*out, e.key)
+			if len(*out) >= n {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+func readMeta(path string) (*meta, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("corrupt sidecar %s: %w", path, err)
+	}
+	if m.Properties == nil {
+		m.Properties = map[string]string{}
+	}
+	return &m, nil
+}
+
+func (m *meta) info(id string) *storage.Info {
+	return &storage.Info{
+		ContentID:        id,
+		Checksum:         m.MD5,
+		ProviderChecksum: storage.ProviderMD5(m.MD5),
+		Size:             m.Size,
+		MimeType:         m.MimeType,
+		Modified:         m.Modified,
+		Properties:       m.Properties,
+	}
+}
+
+// lookup checks the space and reads the item's sidecar.
+func (s *Store) lookup(space, id string) (dir string, m *meta, err error) {
+	dir, metaPath, _, err := s.itemPaths(space, id)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := s.needSpace(space); err != nil {
+		return "", nil, err
+	}
+	m, err = readMeta(metaPath)
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, m, nil
+}
+
+// Head returns the item's Info.
+func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	_, m, err := s.lookup(space, id)
+	if err != nil {
+		return nil, wrap("head", space+"/"+id, err)
+	}
+	return m.info(id), nil
+}
+
+// Get opens the item's content. The Info describes exactly the bytes the
+// stream returns, even while other goroutines overwrite the item.
+func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *storage.Info, error) {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		dir, m, err := s.lookup(space, id)
+		if err != nil {
+			return nil, nil, wrap("get", space+"/"+id, err)
+		}
+		f, err := os.Open(filepath.Join(dir, m.Blob))
+		if errors.Is(err, fs.ErrNotExist) && attempt < 10 {
+			continue // replaced or deleted between the two reads: look again
+		}
+		if err != nil {
+			return nil, nil, wrap("get", space+"/"+id, err)
+		}
+		return f, m.info(id), nil
+	}
+}
+
+func randHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Put streams r into the item, atomically (see the package doc).
+func (s *Store) Put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
+	info, err := s.put(ctx, space, id, r, opts)
+	return info, wrap("put", space+"/"+id, err)
+}
+
+func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, metaPath, seg, err := s.itemPaths(space, id)
+	if err != nil {
+		return nil, err
+	}
+	want, err := storage.NormalizeMD5(opts.Checksum)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.needSpace(space); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(filepath.Join(s.root, tmpDir), "put-*")
+	if err != nil {
+		return nil, err
+	}
+	tmp := f.Name()
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	h := md5.New()
+	src := ctxio.NewReader(ctx, r)
+	if opts.Size >= 0 {
+		src = io.LimitReader(src, opts.Size+1) // one byte more reveals a longer stream
+	}
+	n, err := io.Copy(io.MultiWriter(f, h), src)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, err
+	}
+	if opts.Size >= 0 && n != opts.Size {
+		return nil, fmt.Errorf("read %d bytes, PutOptions.Size says %d", n, opts.Size)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if want != "" && sum != want {
+		return nil, fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, sum, want)
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	mime := opts.MimeType
+	if mime == "" {
+		mime = storage.DefaultMimeType
+	}
+	props := map[string]string{}
+	for k, v := range opts.Properties {
+		props[k] = v
+	}
+	m := &meta{MD5: sum, Size: n, MimeType: mime, Properties: props, Blob: seg + "." + randHex() + blobSuffix}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.needSpace(space); err != nil { // deleted meanwhile
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, m.Blob)); err != nil {
+		return nil, err
+	}
+	committed = true // the temporary file is gone; from here clean up the blob
+	old, _ := readMeta(metaPath)
+	m.Modified = time.Now().UTC()
+	b, err := json.Marshal(m)
+	if err == nil {
+		err = s.writeFileAtomic(metaPath, b)
+	}
+	if err != nil {
+		os.Remove(filepath.Join(dir, m.Blob))
+		return nil, err
+	}
+	syncDir(dir)
+	if old != nil && old.Blob != m.Blob {
+		os.Remove(filepath.Join(dir, old.Blob))
+	}
+	return m.info(id), nil
+}
+
+// SetProperties replaces the item's user properties and sets its modified
+// time to now.
+func (s *Store) SetProperties(ctx context.Context, space, id string, props map[string]string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, m, err := s.lookup(space, id)
+	if err != nil {
+		return wrap("set properties", space+"/"+id, err)
+	}
+	m.Properties = map[string]string{}
+	for k, v := range props {
+		m.Properties[k] = v
+	}
+	m.Modified = time.Now().UTC()
+	b, err := json.Marshal(m)
+	if err != nil {
+		return wrap("set properties", space+"/"+id, err)
+	}
+	_, metaPath, _, _ := s.itemPaths(space, id)
+	return wrap("set properties", space+"/"+id, s.writeFileAtomic(metaPath, b))
+}
+
+// Delete removes the item; a missing item or space is success.
+func (s *Store) Delete(ctx context.Context, space, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir, m, err := s.lookup(space, id)
+	if errors.Is(mapErr(err), storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return wrap("delete", space+"/"+id, err)
+	}
+	_, metaPath, _, _ := s.itemPaths(space, id)
+	if err := os.Remove(metaPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return wrap("delete", space+"/"+id, err)
+	}
+	os.Remove(filepath.Join(dir, m.Blob))
+	// Remove directories the item leaves empty (Remove refuses non-empty ones).
+	for top := s.spaceDir(space); dir != top && strings.HasPrefix(dir, top); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			break
+		}
+	}
+	return nil
+}
