@@ -222,3 +222,8 @@ func TestSpaceLevelAuditAndDup(t *testing.T) {
 		t.Error("Action.Known/ContentAction wrong")
 	}
 }
+
+func sameAudit(a, b Audit) bool {
+	a.DateTime, b.DateTime = a.DateTime.UTC(), b.DateTime.UTC()
+	return reflect.DeepEqual(a, b)
+}
