@@ -1,0 +1,152 @@
+package milldb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults for Config.
+const (
+	// DefaultMaxConns bounds the pool when neither Config.MaxConns nor the
+	// URL's pool_max_conns sets it.
+	DefaultMaxConns = 10
+	// DefaultConnectTimeout bounds establishing one connection when neither
+	// Config.ConnectTimeout nor the URL's connect_timeout sets it.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultMaxConnLifetime recycles connections so server-side changes
+	// (failover, parameter changes) are picked up.
+	DefaultMaxConnLifetime = 30 * time.Minute
+	// DefaultMaxConnIdleTime closes connections idle this long.
+	DefaultMaxConnIdleTime = 5 * time.Minute
+	// DefaultApplicationName is reported to the server (pg_stat_activity).
+	DefaultApplicationName = "mill"
+)
+
+// Config tunes Open. The zero value is ready to use: every zero field takes
+// its default, except where the database URL itself sets the value
+// (pool_max_conns, pool_min_conns, connect_timeout, application_name, …),
+// which then wins over the default but not over a non-zero field here.
+type Config struct {
+	// MaxConns is the pool size (default DefaultMaxConns).
+	MaxConns int32
+	// MinConns kept open (default 0).
+	MinConns int32
+	// ConnectTimeout bounds one connection attempt (default
+	// DefaultConnectTimeout).
+	ConnectTimeout time.Duration
+	// MaxConnLifetime (default DefaultMaxConnLifetime).
+	MaxConnLifetime time.Duration
+	// MaxConnIdleTime (default DefaultMaxConnIdleTime).
+	MaxConnIdleTime time.Duration
+	// ApplicationName (default DefaultApplicationName).
+	ApplicationName string
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.MaxConns < 0 {
+		errs = append(errs, fmt.Errorf("MaxConns %d < 0", c.MaxConns))
+	}
+	if c.MinConns < 0 {
+		errs = append(errs, fmt.Errorf("MinConns %d < 0", c.MinConns))
+	}
+	if c.MaxConns > 0 && c.MinConns > c.MaxConns {
+		errs = append(errs, fmt.Errorf("MinConns %d > MaxConns %d", c.MinConns, c.MaxConns))
+	}
+	if c.ConnectTimeout < 0 || c.MaxConnLifetime < 0 || c.MaxConnIdleTime < 0 {
+		errs = append(errs, errors.New("durations must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// DB is an open connection pool.
+type DB struct {
+	// Pool is the underlying pgx pool; the migration functions and the
+	// table packages take it.
+	Pool *pgxpool.Pool
+}
+
+// Close closes every connection of the pool. Safe to call more than once.
+func (db *DB) Close() {
+	if db != nil && db.Pool != nil {
+		db.Pool.Close()
+	}
+}
+
+// PoolConfig parses url and applies cfg over it (see Config). It is what
+// Open uses; exposed so callers and tests can inspect the result.
+func PoolConfig(url string, cfg Config) (*pgxpool.Config, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("milldb: config: %w", err)
+	}
+	if strings.TrimSpace(url) == "" {
+		return nil, errors.New("milldb: no database URL given")
+	}
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx redacts the password in its parse errors.
+		return nil, fmt.Errorf("milldb: parse database URL: %w", err)
+	}
+	switch {
+	case cfg.MaxConns > 0:
+		pc.MaxConns = cfg.MaxConns
+	case !strings.Contains(url, "pool_max_conns"):
+		pc.MaxConns = DefaultMaxConns
+	}
+	if cfg.MinConns > 0 {
+		pc.MinConns = cfg.MinConns
+	}
+	if pc.MinConns > pc.MaxConns {
+		pc.MinConns = pc.MaxConns
+	}
+	switch {
+	case cfg.ConnectTimeout > 0:
+		pc.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
+	case pc.ConnConfig.ConnectTimeout == 0:
+		pc.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	switch {
+	case cfg.MaxConnLifetime > 0:
+		pc.MaxConnLifetime = cfg.MaxConnLifetime
+	case !strings.Contains(url, "pool_max_conn_lifetime"):
+		pc.MaxConnLifetime = DefaultMaxConnLifetime
+	}
+	switch {
+	case cfg.MaxConnIdleTime > 0:
+		pc.MaxConnIdleTime = cfg.MaxConnIdleTime
+	case !strings.Contains(url, "pool_max_conn_idle_time"):
+		pc.MaxConnIdleTime = DefaultMaxConnIdleTime
+	}
+	if cfg.ApplicationName != "" {
+		pc.ConnConfig.RuntimeParams["application_name"] = cfg.ApplicationName
+	} else if pc.ConnConfig.RuntimeParams["application_name"] == "" {
+		pc.ConnConfig.RuntimeParams["application_name"] = DefaultApplicationName
+	}
+	return pc, nil
+}
+
+// Open creates a pool for url (a postgres:// URL or key=value DSN) and checks
+// that the server answers, so a wrong URL fails here rather than at the first
+// query. The caller closes the DB.
+func Open(ctx context.Context, url string, cfg Config) (*DB, error) {
+	pc, err := PoolConfig(url, cfg)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("milldb: open pool: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, pc.ConnConfig.ConnectTimeout+5*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("milldb: connect to %s:%d/%s: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database, err)
+	}
+	return &DB{Pool: pool}, nil
+}
