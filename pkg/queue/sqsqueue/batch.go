@@ -1,0 +1,99 @@
+package sqsqueue
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/queue"
+)
+
+// chunkFunc makes one batch request for the entries at the given argument
+// indexes (each entry's Id is its index) and returns the per-entry failures.
+type chunkFunc func(ctx context.Context, idx []int) ([]types.BatchResultErrorEntry, error)
+
+// batcher runs the chunks of one batch call and collects per-entry failures
+// by argument index.
+type batcher struct {
+	q      *Queue
+	op     string
+	failed map[int]error
+	// ignore reports entry error codes that mean success for this
+	// operation (an already deleted message for delete).
+	ignore func(code string) bool
+}
+
+func newBatcher(q *Queue, op string) *batcher {
+	return &batcher{q: q, op: op, failed: map[int]error{}}
+}
+
+func (b *batcher) fail(i int, err error) { b.failed[i] = err }
+
+func (b *batcher) err() error {
+	if len(b.failed) == 0 {
+		return nil
+	}
+	return &queue.BatchError{Op: b.op, Failed: b.failed}
+}
+
+// run sends the chunk, then sends again the entries that failed through no
+// fault of the sender, with doubling backoff, up to Config.Retries times.
+// Sender faults and entries still failing are recorded. A failed request
+// (already retried by the SDK) fails every entry of the chunk; once ctx is
+// done, every later chunk fails with ctx's error without a request.
+func (b *batcher) run(ctx context.Context, idx []int, call chunkFunc) {
+	backoff := b.q.cfg.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			for _, i := range idx {
+				b.failed[i] = err
+			}
+			return
+		}
+		fails, err := call(ctx, idx)
+		if err != nil {
+			err = errCtx(ctx, err)
+			for _, i := range idx {
+				b.failed[i] = err
+			}
+			return
+		}
+		var retry []int
+		for _, f := range fails {
+			i, perr := strconv.Atoi(aws.ToString(f.Id))
+			if perr != nil {
+				// An Id SQS did not get from us: fail the whole
+				// chunk rather than lose track of an entry.
+				for _, j := range idx {
+					b.failed[j] = &EntryError{Code: "UnknownEntryId", Message: aws.ToString(f.Id)}
+				}
+				return
+			}
+			code := aws.ToString(f.Code)
+			if b.ignore != nil && b.ignore(code) {
+				continue
+			}
+			ee := &EntryError{Code: code, Message: aws.ToString(f.Message), SenderFault: f.SenderFault}
+			if !f.SenderFault && attempt < b.q.cfg.Retries {
+				retry = append(retry, i)
+				continue
+			}
+			b.failed[i] = ee
+		}
+		if len(retry) == 0 {
+			return
+		}
+		if err := clock.Sleep(ctx, b.q.cfg.Clock, backoff); err != nil {
+			for _, i := range retry {
+				b.failed[i] = err
+			}
+			return
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		idx = retry
+	}
+}

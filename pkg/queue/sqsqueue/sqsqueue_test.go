@@ -1,0 +1,155 @@
+package sqsqueue_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/queuetest"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+)
+
+// client returns an SQS client on the local emulator with a meter, and a
+// prefix whose queues are deleted when the test ends.
+func client(t *testing.T) (*sqs.Client, *sqsqueue.Meter, string) {
+	t.Helper()
+	cfg := testenv.AWS(t)
+	meter := sqsqueue.NewMeter()
+	c := cfg.SQS(meter.Option())
+	prefix := testenv.Prefix(t)
+	testenv.CleanupQueues(t, c, prefix)
+	return c, meter, prefix
+}
+
+type harness struct{}
+
+const visibility = 2 * time.Second
+
+func (harness) Capabilities() queuetest.Capabilities {
+	return queuetest.Capabilities{Visibility: visibility, Slack: 2 * time.Second, ApproximateDepth: true}
+}
+
+func (harness) NewQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
+	c, _, prefix := client(t)
+	ctx := context.Background()
+	if o.VisibilityTimeout == 0 {
+		o.VisibilityTimeout = visibility
+	}
+	var f queuetest.Fixture
+	ec := sqsqueue.EnsureConfig{VisibilityTimeout: o.VisibilityTimeout}
+	if o.MaxReceiveCount > 0 {
+		if _, _, err := sqsqueue.Ensure(ctx, c, prefix+"dlq", sqsqueue.EnsureConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		dlq, err := sqsqueue.Open(ctx, c, prefix+"dlq", sqsqueue.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.DeadLetter = dlq
+		ec.RedriveTo, ec.MaxReceiveCount = prefix+"dlq", o.MaxReceiveCount
+	}
+	if _, _, err := sqsqueue.Ensure(ctx, c, prefix+"q", ec); err != nil {
+		t.Fatal(err)
+	}
+	q, err := sqsqueue.Open(ctx, c, prefix+"q", sqsqueue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Queue = q
+	f.Advance = time.Sleep
+	return f
+}
+
+func TestConformance(t *testing.T) { queuetest.Run(t, harness{}) }
+
+func TestOpenMissing(t *testing.T) {
+	c, _, prefix := client(t)
+	_, err := sqsqueue.Open(context.Background(), c, prefix+"absent", sqsqueue.Config{})
+	if !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("open a missing queue: %v, want queue.ErrNotFound", err)
+	}
+}
+
+func TestEnsure(t *testing.T) {
+	c, _, prefix := client(t)
+	ctx := context.Background()
+	dlqURL, created, err := sqsqueue.Ensure(ctx, c, prefix+"dead", sqsqueue.EnsureConfig{MessageRetention: 14 * 24 * time.Hour})
+	if err != nil || !created {
+		t.Fatalf("first ensure: created=%v err=%v", created, err)
+	}
+	arn, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(dlqURL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sqsqueue.EnsureConfig{VisibilityTimeout: 45 * time.Second, RedriveTo: arn.Attributes["QueueArn"], MaxReceiveCount: 3, SSE: true}
+	url, created, err := sqsqueue.Ensure(ctx, c, prefix+"work", cfg)
+	if err != nil || !created {
+		t.Fatalf("ensure work: created=%v err=%v", created, err)
+	}
+	cfg.VisibilityTimeout = time.Minute
+	cfg.RedriveTo = prefix + "dead" // by name this time
+	url2, created, err := sqsqueue.Ensure(ctx, c, prefix+"work", cfg)
+	if err != nil || created || url2 != url {
+		t.Fatalf("second ensure: url %q (first %q) created=%v err=%v", url2, url, created, err)
+	}
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := out.Attributes
+	if a["VisibilityTimeout"] != "60" || !strings.Contains(a["RedrivePolicy"], arn.Attributes["QueueArn"]) || !strings.Contains(a["RedrivePolicy"], "3") {
+		t.Fatalf("attributes after converging: %v", a)
+	}
+	if _, _, err := sqsqueue.Ensure(ctx, c, prefix+"x", sqsqueue.EnsureConfig{MaxReceiveCount: 2}); !errors.Is(err, queue.ErrInvalid) {
+		t.Fatalf("max receive count without a target: %v", err)
+	}
+}
+
+func TestMeterCountsBatches(t *testing.T) {
+	_, _, prefix := client(t)
+	meter := sqsqueue.NewMeter()
+	// No SDK retries here: the meter counts every attempt, and this test
+	// counts requests of calls that succeed at once.
+	c := testenv.AWS(t).SQS(meter.Option(), func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
+	ctx := context.Background()
+	if _, _, err := sqsqueue.Ensure(ctx, c, prefix+"m", sqsqueue.EnsureConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := sqsqueue.Open(ctx, c, prefix+"m", sqsqueue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meter.Reset()
+	entries := make([]queue.SendEntry, 25)
+	for i := range entries {
+		entries[i].Body = []byte("m")
+	}
+	if err := q.Send(ctx, entries...); err != nil {
+		t.Fatal(err)
+	}
+	// Three 100 KiB messages: two fit one 256 KiB batch, the third does not.
+	big := strings.Repeat("b", 100<<10)
+	if err := q.Send(ctx, queue.SendEntry{Body: []byte(big)}, queue.SendEntry{Body: []byte(big)}, queue.SendEntry{Body: []byte(big)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := meter.Snapshot()["SendMessageBatch"]; got != 5 {
+		t.Fatalf("SendMessageBatch requests %d, want 3 + 2 (%v)", got, meter.Snapshot())
+	}
+	if _, err := q.Depth(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := meter.Snapshot()["GetQueueAttributes"]; got != 1 {
+		t.Fatalf("GetQueueAttributes %d", got)
+	}
+	if meter.Total() != 6 {
+		t.Fatalf("total %d, want 6 (%v)", meter.Total(), meter.Snapshot())
+	}
+}
