@@ -268,7 +268,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 		}
 	}
 	if len(errs) > 0 {
-		sortErrors(errs)
+		jsonpos.Sort(errs)
 		return nil, errors.Join(errs...)
 	}
 	return p, nil
@@ -367,7 +367,7 @@ func (p *Policy) Check(known func(storeID string) bool) error {
 		check(s, false, p.SpacePolicies[s])
 	}
 	check("", true, p.Default)
-	sortErrors(errs)
+	jsonpos.Sort(errs)
 	return errors.Join(errs...)
 }
 
@@ -379,22 +379,6 @@ func (p *Policy) Validate() error {
 	}
 	_, err = Parse("policy", b)
 	return err
-}
-
-// sortErrors orders positioned errors by position (others keep their place
-// at the end).
-func sortErrors(errs []error) {
-	sort.SliceStable(errs, func(i, j int) bool {
-		a, aok := errs[i].(*jsonpos.Error)
-		b, bok := errs[j].(*jsonpos.Error)
-		if !aok || !bok {
-			return aok && !bok
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Col < b.Col
-	})
 }
 
 // ParseAccounts reads duplication-accounts.json: a JSON array of distinct,

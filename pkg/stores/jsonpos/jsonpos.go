@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 )
 
@@ -248,4 +249,20 @@ func (w *Walker) EndOfDocument() error {
 		return w.Errorf(off, "unexpected data after the top-level value")
 	}
 	return nil
+}
+
+// Sort orders errors by position, stably; errors that are not *Error go
+// last in their original order.
+func Sort(errs []error) {
+	sort.SliceStable(errs, func(i, j int) bool {
+		a, aok := errs[i].(*Error)
+		b, bok := errs[j].(*Error)
+		if !aok || !bok {
+			return aok && !bok
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
 }

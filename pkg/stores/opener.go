@@ -1,0 +1,168 @@
+package stores
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"github.com/millfleet/mill/pkg/storage"
+)
+
+// OpenS3Func opens the provider of an s3 store given a client configured
+// for it (region, endpoint, credentials).
+type OpenS3Func func(ctx context.Context, client *s3.Client, s Store) (storage.Provider, error)
+
+// OpenFSFunc opens the provider of an fs store.
+type OpenFSFunc func(ctx context.Context, s Store) (storage.Provider, error)
+
+// OpenerConfig tells an Opener how to reach stores.
+type OpenerConfig struct {
+	// AWS is the base SDK configuration (default chain credentials and
+	// region). Required for s3 stores.
+	AWS aws.Config
+	// PathStyle makes S3 clients use path-style addressing (set it when
+	// the base configuration points at an emulator). A store with its own
+	// endpoint always uses path style.
+	PathStyle bool
+	// S3 opens an s3 store on a configured client (for example with
+	// s3store.New). Required for s3 stores.
+	S3 OpenS3Func
+	// FS opens an fs store (for example with fsstore.New). Required for fs
+	// stores.
+	FS OpenFSFunc
+	// S3Options are applied to every S3 client after the store's settings.
+	S3Options []func(*s3.Options)
+	// STSOptions are applied to the STS client used to assume roles.
+	STSOptions []func(*sts.Options)
+}
+
+// Opener opens the storage provider of a registered store, once: providers
+// are cached per (account, store), and assumed-role credentials per role
+// ARN (refreshed by the SDK's credentials cache before they expire). Safe
+// for concurrent use.
+type Opener struct {
+	reg *Registry
+	cfg OpenerConfig
+
+	mu    sync.Mutex
+	provs map[[2]string]storage.Provider
+	creds map[string]*aws.CredentialsCache
+	sts   *sts.Client
+}
+
+// NewOpener returns an opener for the stores of reg.
+func NewOpener(reg *Registry, cfg OpenerConfig) *Opener {
+	return &Opener{reg: reg, cfg: cfg, provs: map[[2]string]storage.Provider{}, creds: map[string]*aws.CredentialsCache{}}
+}
+
+// Registry returns the registry the opener serves.
+func (o *Opener) Registry() *Registry { return o.reg }
+
+// Open returns the provider of account's store storeID. Errors wrap
+// ErrUnknownAccount or ErrUnknownStore for stores that are not registered.
+func (o *Opener) Open(ctx context.Context, account, storeID string) (storage.Provider, error) {
+	s, err := o.reg.Store(account, storeID)
+	if err != nil {
+		return nil, err
+	}
+	key := [2]string{account, storeID}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if p, ok := o.provs[key]; ok {
+		return p, nil
+	}
+	var p storage.Provider
+	switch s.Kind {
+	case storage.KindS3:
+		if o.cfg.S3 == nil {
+			return nil, errors.New("stores: no s3 provider constructor configured (OpenerConfig.S3)")
+		}
+		p, err = o.cfg.S3(ctx, o.s3Client(account, *s), *s)
+	case storage.KindFS:
+		if o.cfg.FS == nil {
+			return nil, errors.New("stores: no fs provider constructor configured (OpenerConfig.FS)")
+		}
+		p, err = o.cfg.FS(ctx, *s)
+	default:
+		err = fmt.Errorf("unknown kind %q", s.Kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stores: open store %q of account %q: %w", storeID, account, err)
+	}
+	o.provs[key] = p
+	return p, nil
+}
+
+// S3Client returns the S3 client for an s3 store: the base configuration
+// with the store's region and endpoint, and, when the store names a role,
+// credentials assumed through STS (cached and refreshed).
+func (o *Opener) S3Client(account, storeID string) (*s3.Client, error) {
+	s, err := o.reg.Store(account, storeID)
+	if err != nil {
+		return nil, err
+	}
+	if s.Kind != storage.KindS3 {
+		return nil, fmt.Errorf("stores: store %q of account %q is a %s store, not s3", storeID, account, s.Kind)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.s3Client(account, *s), nil
+}
+
+// s3Client builds a client for s; o.mu is held.
+func (o *Opener) s3Client(account string, s Store) *s3.Client {
+	opts := []func(*s3.Options){func(so *s3.Options) {
+		so.UsePathStyle = o.cfg.PathStyle
+		if s.Region != "" {
+			so.Region = s.Region
+		}
+		if s.Endpoint != "" {
+			so.BaseEndpoint = aws.String(s.Endpoint)
+			so.UsePathStyle = true
+		}
+	}}
+	if s.RoleARN != "" {
+		creds := o.roleCredentials(account, s)
+		opts = append(opts, func(so *s3.Options) { so.Credentials = creds })
+	}
+	opts = append(opts, o.cfg.S3Options...)
+	return s3.NewFromConfig(o.cfg.AWS, opts...)
+}
+
+// roleCredentials returns the cached credentials of s.RoleARN; o.mu is held.
+func (o *Opener) roleCredentials(account string, s Store) *aws.CredentialsCache {
+	if c, ok := o.creds[s.RoleARN]; ok {
+		return c
+	}
+	if o.sts == nil {
+		o.sts = sts.NewFromConfig(o.cfg.AWS, o.cfg.STSOptions...)
+	}
+	session := sessionName("mill-" + account + "-" + s.ID)
+	c := aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(o.sts, s.RoleARN, func(ao *stscreds.AssumeRoleOptions) {
+		ao.RoleSessionName = session
+	}))
+	o.creds[s.RoleARN] = c
+	return c
+}
+
+// sessionName makes s a valid STS role session name: [\w+=,.@-], 2 to 64
+// characters.
+func sessionName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '+' || c == '=' || c == ',' || c == '.' || c == '@' || c == '-'
+		if !ok {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
+}
