@@ -46,5 +46,6 @@ if [[ ${#templates[@]} -eq 0 ]]; then
 fi
 log "cfn-lint $CFN_LINT_VERSION: ${templates[*]}"
 # The config file (.cfnlintrc in infra/) is read from the working directory.
-"$venv/bin/cfn-lint" -- "${templates[@]}"
+# --include-checks I: informational findings count too.
+"$venv/bin/cfn-lint" --include-checks I -- "${templates[@]}"
 log "no findings"
