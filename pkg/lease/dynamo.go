@@ -14,11 +14,11 @@ import (
 	"github.com/millfleet/mill/pkg/clock"
 )
 
-// Item attributes. Times are epoch seconds; expires_at is the table's TTL
-// attribute.
+// Item attributes. The key and the TTL attribute are table.go's (the
+// unexported names are what table_test.go checks). Times are epoch seconds.
 const (
-	attrName     = "name"
-	attrExpires  = "expires_at"
+	attrName     = AttrName
+	attrExpires  = AttrExpiresAt
 	attrHolder   = "holder"
 	attrHostname = "hostname"
 	attrPID      = "pid"
