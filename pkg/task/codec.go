@@ -157,12 +157,17 @@ func checkEncodable(t *Task) error {
 // non-whitespace byte is '{' is FormatJSON, anything else FormatProperties.
 // Every error wraps ErrMalformed (and is a *DecodeError). Unknown task types
 // decode fine; Type.Known tells them apart. The returned Props is never nil.
+// S3 event notification bodies decode to AUDIT (or, for s3:TestEvent, NOOP)
+// tasks: see KeyS3Event.
 func Decode(b []byte) (*Task, error) {
 	f := DetectFormat(b)
 	if !utf8.Valid(b) {
 		return nil, &DecodeError{Format: f, Msg: "invalid UTF-8"}
 	}
 	if f == FormatJSON {
+		if t, ok := decodeS3Notification(b); ok {
+			return t, nil
+		}
 		return decodeJSON(b)
 	}
 	return decodeProperties(b)
