@@ -1,0 +1,252 @@
+package claimcheck
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/millfleet/mill/pkg/queue"
+)
+
+// Message attributes the decorator uses.
+const (
+	// AttrRef carries the blob key of a claim-checked message.
+	AttrRef = "MillClaimCheck"
+	// AttrError is set on a received message whose blob could not be
+	// resolved; its value is the cause.
+	AttrError = "MillClaimCheckError"
+)
+
+// DefaultThreshold is the default Config.Threshold: 240 KiB, leaving room
+// under SQS's 256 KiB for attributes.
+const DefaultThreshold = 240 << 10
+
+var (
+	// ErrBlobNotFound is what Blobs.Get returns for a missing key.
+	ErrBlobNotFound = errors.New("claimcheck: blob not found")
+	// ErrUnresolved reports a reference whose blob did not match it, or a
+	// malformed reference.
+	ErrUnresolved = errors.New("claimcheck: reference not resolved")
+)
+
+// Blobs stores claim-checked bodies. Implementations are safe for
+// concurrent use. Get of a missing key returns an error wrapping
+// ErrBlobNotFound; Delete of a missing key succeeds.
+type Blobs interface {
+	Put(ctx context.Context, key string, data []byte) error
+	Get(ctx context.Context, key string) ([]byte, error)
+	Delete(ctx context.Context, key string) error
+}
+
+// Config tunes a Queue. The zero value is ready to use.
+type Config struct {
+	// Threshold is the largest body sent inline (default
+	// DefaultThreshold); longer bodies are claim-checked.
+	Threshold int
+	// KeyPrefix is prepended to blob keys (for example "claims/").
+	KeyPrefix string
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Threshold <= 0 {
+		c.Threshold = DefaultThreshold
+	}
+	return c
+}
+
+// Queue is the decorator. Create it with New.
+type Queue struct {
+	inner queue.Queue
+	blobs Blobs
+	cfg   Config
+}
+
+var _ queue.Queue = (*Queue)(nil)
+
+// New wraps inner so bodies above cfg.Threshold go to blobs.
+func New(inner queue.Queue, blobs Blobs, cfg Config) *Queue {
+	return &Queue{inner: inner, blobs: blobs, cfg: cfg.WithDefaults()}
+}
+
+type reference struct {
+	Key    string `json:"key"`
+	Size   int    `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+type refBody struct {
+	Ref reference `json:"millClaimCheck"`
+}
+
+func newKey(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Unresolved returns the error recorded on a received message whose
+// reference could not be resolved (attribute AttrError), or nil.
+func Unresolved(m *queue.Message) error {
+	cause, ok := m.Attributes[AttrError]
+	if !ok {
+		return nil
+	}
+	base := ErrUnresolved
+	if cause == errNotFoundText {
+		base = ErrBlobNotFound
+	}
+	return fmt.Errorf("message %s, blob %q: %w (%s)", m.ID, m.Attributes[AttrRef], base, cause)
+}
+
+const errNotFoundText = "blob not found"
+
+// Name returns the inner queue's name.
+func (q *Queue) Name() string { return q.inner.Name() }
+
+// Send stores each body above the threshold as a blob and sends a reference
+// in its place. An entry whose blob cannot be stored fails in the
+// *queue.BatchError without being sent.
+func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
+	failed := map[int]error{}
+	out := make([]queue.SendEntry, 0, len(entries))
+	orig := make([]int, 0, len(entries)) // out index → argument index
+	keys := map[int]string{}             // out index → blob key
+	for i, e := range entries {
+		if len(e.Body) <= q.cfg.Threshold {
+			out, orig = append(out, e), append(orig, i)
+			continue
+		}
+		sum := sha256.Sum256(e.Body)
+		ref := reference{Key: newKey(q.cfg.KeyPrefix), Size: len(e.Body), SHA256: hex.EncodeToString(sum[:])}
+		if err := q.blobs.Put(ctx, ref.Key, e.Body); err != nil {
+			failed[i] = fmt.Errorf("claimcheck: put %q: %w", ref.Key, err)
+			continue
+		}
+		body, _ := json.Marshal(refBody{Ref: ref})
+		attrs := maps.Clone(e.Attributes)
+		if attrs == nil {
+			attrs = map[string]string{}
+		}
+		attrs[AttrRef] = ref.Key
+		keys[len(out)] = ref.Key
+		out, orig = append(out, queue.SendEntry{Body: body, Delay: e.Delay, Attributes: attrs}), append(orig, i)
+	}
+	if len(out) > 0 {
+		err := q.inner.Send(ctx, out...)
+		var be *queue.BatchError
+		isBatch := errors.As(err, &be)
+		for _, j := range queue.FailedIndexes(err, len(out)) {
+			cause := err
+			if isBatch {
+				cause = be.Failed[j]
+			}
+			failed[orig[j]] = cause
+			if key, ok := keys[j]; ok {
+				// Not sent: the blob would be orphaned. Best effort;
+				// a leftover blob is harmless.
+				_ = q.blobs.Delete(context.WithoutCancel(ctx), key)
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return &queue.BatchError{Op: "send", Failed: failed}
+	}
+	return nil
+}
+
+// Receive receives from the inner queue and resolves references (see the
+// package documentation for unresolvable ones).
+func (q *Queue) Receive(ctx context.Context, n int, wait time.Duration) ([]*queue.Message, error) {
+	ms, err := q.inner.Receive(ctx, n, wait)
+	if err != nil {
+		return ms, err
+	}
+	for _, m := range ms {
+		key, ok := m.Attributes[AttrRef]
+		if !ok {
+			continue
+		}
+		if err := q.resolve(ctx, key, m); err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				// Abandoned, not unresolvable: the messages come
+				// back after their visibility timeout.
+				return nil, cerr
+			}
+			m.Attributes[AttrError] = err.Error()
+		}
+	}
+	return ms, nil
+}
+
+func (q *Queue) resolve(ctx context.Context, key string, m *queue.Message) error {
+	var rb refBody
+	if err := json.Unmarshal(m.Body, &rb); err != nil || rb.Ref.Key != key {
+		return errors.New("malformed reference body")
+	}
+	data, err := q.blobs.Get(ctx, key)
+	if errors.Is(err, ErrBlobNotFound) {
+		return errors.New(errNotFoundText)
+	}
+	if err != nil {
+		return fmt.Errorf("get blob: %v", err)
+	}
+	sum := sha256.Sum256(data)
+	if len(data) != rb.Ref.Size || hex.EncodeToString(sum[:]) != rb.Ref.SHA256 {
+		return fmt.Errorf("blob has %d bytes and a different checksum than the reference's %d", len(data), rb.Ref.Size)
+	}
+	m.Body = bytes.Clone(data)
+	return nil
+}
+
+// Delete deletes the messages, then the blobs of those deleted.
+func (q *Queue) Delete(ctx context.Context, msgs ...*queue.Message) error {
+	err := q.inner.Delete(ctx, msgs...)
+	var be *queue.BatchError
+	if err != nil && !errors.As(err, &be) {
+		return err
+	}
+	failed := map[int]error{}
+	if be != nil {
+		maps.Copy(failed, be.Failed)
+	}
+	for i, m := range msgs {
+		if _, bad := failed[i]; bad || m == nil {
+			continue
+		}
+		if key, ok := m.Attributes[AttrRef]; ok {
+			if err := q.blobs.Delete(ctx, key); err != nil {
+				failed[i] = fmt.Errorf("claimcheck: delete blob %q: %w", key, err)
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return &queue.BatchError{Op: "delete", Failed: failed}
+	}
+	return nil
+}
+
+// ChangeVisibility passes through.
+func (q *Queue) ChangeVisibility(ctx context.Context, changes ...queue.VisibilityChange) error {
+	return q.inner.ChangeVisibility(ctx, changes...)
+}
+
+// Release passes through.
+func (q *Queue) Release(ctx context.Context, msgs ...*queue.Message) error {
+	return q.inner.Release(ctx, msgs...)
+}
+
+// Depth passes through.
+func (q *Queue) Depth(ctx context.Context) (queue.Depth, error) { return q.inner.Depth(ctx) }
+
+// VisibilityTimeout passes through.
+func (q *Queue) VisibilityTimeout(ctx context.Context) (time.Duration, error) {
+	return q.inner.VisibilityTimeout(ctx)
+}

@@ -1,0 +1,33 @@
+// Package claimcheck is a queue.Queue decorator that moves large message
+// bodies out of the queue into blob storage (the claim-check pattern), so
+// tasks bigger than SQS's message limit travel transparently.
+//
+// Wire format: a body longer than Config.Threshold is stored as a blob under
+// Config.KeyPrefix + a random ID; the queued message carries the blob key in
+// the message attribute AttrRef ("MillClaimCheck") and, as its body, a small
+// JSON reference for people and tools that look at the queue:
+//
+//	{"millClaimCheck":{"key":"claims/…","size":1048576,"sha256":"…"}}
+//
+// The attribute, not the body, marks a reference, so an ordinary JSON body can
+// never be mistaken for one. Anything that copies messages between queues
+// (dead-letter redrive) must copy attributes too.
+//
+// Receive replaces each reference with the stored body (checking size and
+// SHA-256) and keeps AttrRef on the message. When the blob cannot be read or
+// does not match, the message is still returned — with the reference as its
+// body and the cause in attribute AttrError — so the consumer can dead-letter
+// it rather than have it redelivered forever; Unresolved(m) returns that
+// cause as an error wrapping ErrBlobNotFound or ErrUnresolved.
+//
+// Delete deletes the blob after its message is deleted; a blob delete that
+// fails is reported for that entry in the *queue.BatchError (deleting again
+// is safe). A caveat inherited from SQS: a delete with a stale receipt handle
+// may succeed without deleting the message, yet its blob is deleted; a later
+// delivery then comes back with AttrError set. Sending a claim-checked body
+// is at least once as well: when the send of the reference fails, the blob
+// is deleted again (best effort).
+//
+// Blobs is the small storage interface; NewMemBlobs is the in-memory one and
+// sub-package s3blobs stores blobs in S3.
+package claimcheck
