@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/stores"
+)
+
+func init() {
+	register(&command{
+		name:    "policy get",
+		summary: "print an account's duplication policy",
+		usage:   "millctl policy get ACCOUNT\n\nPrints ACCOUNT-duplication-policy.json from the config source.",
+		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+			src := configFlags(fs, a)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 {
+					return usagef("want ACCOUNT")
+				}
+				repo, err := src.policies(ctx)
+				if err != nil {
+					return err
+				}
+				p, err := repo.Policy(ctx, args[0])
+				if err != nil {
+					return printFileErrors(a, err)
+				}
+				b, err := p.Marshal()
+				if err != nil {
+					return err
+				}
+				_, err = a.stdout.Write(b)
+				return err
+			}
+		},
+	})
+	register(&command{
+		name:    "policy put",
+		summary: "validate and store an account's duplication policy",
+		usage: `millctl policy put ACCOUNT FILE|-
+
+Validates FILE (- for stdin) as a duplication policy, checks its store ids
+against the account's stores in accounts.json (when the registry exists), then
+writes ACCOUNT-duplication-policy.json and adds ACCOUNT to
+duplication-accounts.json. Nothing is written when validation fails.`,
+		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+			src := configFlags(fs, a)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 2 {
+					return usagef("want ACCOUNT FILE")
+				}
+				account, file := args[0], args[1]
+				data, err := readInput(a, file)
+				if err != nil {
+					return err
+				}
+				name := file
+				if file == "-" {
+					name = "<stdin>"
+				}
+				p, err := policy.Parse(name, data)
+				if err != nil {
+					return printFileErrors(a, err)
+				}
+				reg, err := src.registry(ctx)
+				switch {
+				case errors.Is(err, stores.ErrNoRegistry):
+					fmt.Fprintf(a.stderr, "warning: %v; store ids not checked\n", err)
+				case err != nil:
+					return printFileErrors(a, err)
+				default:
+					if reg.Account(account) == nil {
+						return fmt.Errorf("account %q is not in the registry (%s)", account, stores.FileName)
+					}
+					if err := p.Check(reg.Known(account)); err != nil {
+						return printFileErrors(a, err)
+					}
+				}
+				repo, err := src.policies(ctx)
+				if err != nil {
+					return err
+				}
+				if err := repo.Put(ctx, account, p); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "stored %s in %s (%d spaces listed, %d default store policies)\n",
+					policy.FileName(account), src.where(), len(p.SpacePolicies), len(p.Default))
+				return nil
+			}
+		},
+	})
+	register(&command{
+		name:    "policy validate",
+		summary: "check duplication policy files; errors as file:line:col",
+		usage: `millctl policy validate FILE...
+
+Checks each FILE: duplication-accounts.json as an account list, anything else
+as a duplication policy. With --registry, the store ids of a file named
+ACCOUNT-duplication-policy.json are checked against ACCOUNT's stores. Problems
+are printed as file:line:col: message; the exit code is 1 when there are any.`,
+		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+			registry := fs.String("registry", "", "local accounts.json `file` to check store ids against")
+			return func(ctx context.Context, args []string) error {
+				if len(args) == 0 {
+					return usagef("want at least one FILE")
+				}
+				var reg *stores.Registry
+				if *registry != "" {
+					r, err := stores.LoadFile(*registry)
+					if err != nil {
+						return printFileErrors(a, err)
+					}
+					reg = r
+				}
+				bad := 0
+				for _, f := range args {
+					if err := validatePolicyFile(a, f, reg); err != nil {
+						bad++
+						_ = printFileErrors(a, err)
+						continue
+					}
+					fmt.Fprintf(a.stdout, "%s: ok\n", f)
+				}
+				if bad > 0 {
+					return fmt.Errorf("%d of %d files invalid", bad, len(args))
+				}
+				return nil
+			}
+		},
+	})
+	register(&command{
+		name:    "policy list",
+		summary: "list the accounts considered for duplication and their policies",
+		usage:   "millctl policy list\n\nPrints each account of duplication-accounts.json with its policy's spaces.",
+		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+			src := configFlags(fs, a)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 0 {
+					return usagef("no arguments expected")
+				}
+				repo, err := src.policies(ctx)
+				if err != nil {
+					return err
+				}
+				accts, err := repo.Accounts(ctx)
+				if err != nil {
+					return printFileErrors(a, err)
+				}
+				failed := 0
+				for _, acct := range accts {
+					p, err := repo.Policy(ctx, acct)
+					if err != nil {
+						failed++
+						fmt.Fprintf(a.stdout, "%s\tERROR %v\n", acct, strings.ReplaceAll(err.Error(), "\n", "; "))
+						continue
+					}
+					var parts []string
+					for _, s := range p.Spaces() {
+						parts = append(parts, s+": "+joinPolicies(p.StorePolicies(s)))
+					}
+					if len(p.Default) > 0 {
+						parts = append(parts, "default: "+joinPolicies(p.Default))
+					}
+					if len(p.Ignore) > 0 {
+						parts = append(parts, "ignored: "+strings.Join(p.Ignore, ","))
+					}
+					fmt.Fprintf(a.stdout, "%s\t%s\n", acct, strings.Join(parts, "; "))
+				}
+				if failed > 0 {
+					return fmt.Errorf("%d accounts without a valid policy", failed)
+				}
+				return nil
+			}
+		},
+	})
+}
+
+func joinPolicies(l []policy.StorePolicy) string {
+	s := make([]string, len(l))
+	for i, sp := range l {
+		s[i] = sp.SrcStoreID + "->" + sp.DestStoreID
+	}
+	return strings.Join(s, ",")
+}
+
+// validatePolicyFile checks one file; see `policy validate`.
+func validatePolicyFile(a *app, f string, reg *stores.Registry) error {
+	data, err := readInput(a, f)
+	if err != nil {
+		return err
+	}
+	base := filepath.Base(f)
+	if base == policy.AccountsFile {
+		_, err := policy.ParseAccounts(f, data)
+		return err
+	}
+	p, err := policy.Parse(f, data)
+	if err != nil {
+		return err
+	}
+	if reg != nil && strings.HasSuffix(base, policy.PolicySuffix) {
+		account := strings.TrimSuffix(base, policy.PolicySuffix)
+		if reg.Account(account) == nil {
+			return fmt.Errorf("%s: account %q is not in the registry", f, account)
+		}
+		return p.Check(reg.Known(account))
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/stores/jsonpos"
+)
+
+// defaultConfigBucket is the config bucket's default name.
+const defaultConfigBucket = "mill-config"
+
+// configSource is where accounts.json and the duplication policies live:
+// a local directory (--config-dir) or the config bucket (--config-bucket,
+// under --config-prefix).
+type configSource struct {
+	a              *app
+	bucket, dir    *string
+	prefix         *string
+	cachedS3Client *s3.Client
+}
+
+// configFlags defines --config-bucket, --config-prefix and --config-dir.
+func configFlags(fs *flag.FlagSet, a *app) *configSource {
+	return &configSource{
+		a:      a,
+		bucket: fs.String("config-bucket", defaultConfigBucket, "S3 `bucket` holding accounts.json and the duplication policies"),
+		prefix: fs.String("config-prefix", "", "key `prefix` of those files in the config bucket"),
+		dir:    fs.String("config-dir", "", "local `directory` to use instead of the config bucket"),
+	}
+}
+
+func (c *configSource) s3(ctx context.Context) (*s3.Client, error) {
+	if c.cachedS3Client == nil {
+		cfg, err := c.a.awsConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.cachedS3Client = cfg.S3()
+	}
+	return c.cachedS3Client, nil
+}
+
+// where names the source for messages.
+func (c *configSource) where() string {
+	if *c.dir != "" {
+		return *c.dir
+	}
+	return "s3://" + *c.bucket + "/" + *c.prefix
+}
+
+// policies returns the policy repository.
+func (c *configSource) policies(ctx context.Context) (policy.Repository, error) {
+	if *c.dir != "" {
+		return policy.NewDir(*c.dir), nil
+	}
+	cl, err := c.s3(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return policy.NewS3(cl, *c.bucket, *c.prefix), nil
+}
+
+// registry loads accounts.json.
+func (c *configSource) registry(ctx context.Context) (*stores.Registry, error) {
+	if *c.dir != "" {
+		return stores.LoadFile(filepath.Join(*c.dir, stores.FileName))
+	}
+	cl, err := c.s3(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return stores.LoadS3(ctx, cl, *c.bucket, *c.prefix+stores.FileName)
+}
+
+func init() {
+	register(&command{
+		name:    "stores validate",
+		summary: "check accounts.json (a local FILE, or the one in the config source)",
+		usage: `millctl stores validate [FILE]
+
+Checks the account and store registry: JSON syntax, fields, one primary store
+per active account, unique store ids, no credentials. Errors are printed as
+file:line:col: message; the exit code is 1 when there are any.`,
+		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+			src := configFlags(fs, a)
+			return func(ctx context.Context, args []string) error {
+				if len(args) > 1 {
+					return usagef("at most one FILE")
+				}
+				var reg *stores.Registry
+				var err error
+				where := src.where()
+				if len(args) == 1 {
+					where = args[0]
+					reg, err = stores.LoadFile(args[0])
+				} else {
+					reg, err = src.registry(ctx)
+				}
+				if err != nil {
+					return printFileErrors(a, err)
+				}
+				n := 0
+				for _, acct := range reg.Accounts {
+					n += len(acct.Stores)
+				}
+				fmt.Fprintf(a.stdout, "%s: ok: %d accounts (%d active), %d stores\n", where, len(reg.Accounts), len(reg.ActiveAccounts()), n)
+				return nil
+			}
+		},
+	})
+	register(&command{
+		name:    "stores list",
+		summary: "list the accounts and stores of the registry",
+		usage:   "millctl stores list\n\nPrints one line per store of every account in the registry.",
+		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+			src := configFlags(fs, a)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 0 {
+					return usagef("no arguments expected")
+				}
+				reg, err := src.registry(ctx)
+				if err != nil {
+					return printFileErrors(a, err)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ACCOUNT\tSTATUS\tSTORE\tPRIMARY\tKIND\tLOCATION\tREGION\tROLE")
+				for _, acct := range reg.Accounts {
+					for _, s := range acct.Stores {
+						loc := s.Root
+						if s.Kind == "s3" {
+							loc = "s3://" + s.Bucket + "/" + s.Prefix
+							if s.Endpoint != "" {
+								loc += " @ " + s.Endpoint
+							}
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", acct.ID, acct.Status, s.ID, s.Primary, s.Kind, loc, dash(s.Region), dash(s.RoleARN))
+					}
+				}
+				return tw.Flush()
+			}
+		},
+	})
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// printFileErrors prints each problem of a validation error (positioned
+// file:line:col errors, possibly joined) on its own line of stderr and
+// returns a one-line summary error; other errors pass through unchanged.
+func printFileErrors(a *app, err error) error {
+	var pe *jsonpos.Error
+	if !errors.As(err, &pe) {
+		return err
+	}
+	list := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	}
+	for _, e := range list {
+		fmt.Fprintln(a.stderr, e)
+	}
+	if len(list) == 1 {
+		return errors.New("1 problem")
+	}
+	return fmt.Errorf("%d problems", len(list))
+}
+
+// readInput reads a file, or stdin for "-".
+func readInput(a *app, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(a.stdin)
+	}
+	return os.ReadFile(name)
+}
