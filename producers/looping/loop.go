@@ -237,6 +237,9 @@ func (r *runner) run() error {
 	case st.Kind != c.Kind:
 		return fmt.Errorf("looping: %s: state %s belongs to %q", c.Kind, c.State, st.Kind)
 	}
+	if st.Queued == nil { // omitted from the JSON while empty
+		st.Queued = Counts{}
+	}
 	r.st = st
 	now := c.Clock.Now()
 	if !st.InRun() {
