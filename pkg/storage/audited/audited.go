@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -287,7 +286,7 @@ func (p *Provider) Copy(ctx context.Context, src storage.Provider, srcSpace, src
 		Size:       sinfo.Size,
 		Checksum:   sinfo.Checksum,
 		MimeType:   sinfo.MimeType,
-		Properties: maps.Clone(sinfo.Properties),
+		Properties: storage.UserProperties(sinfo.Properties),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("audited: copy %s/%s to %s/%s: %w", srcSpace, srcID, dstSpace, dstID, err)

@@ -15,13 +15,14 @@ import (
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/audited"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/task"
 )
 
 var start = time.Date(2026, 3, 4, 5, 6, 7, 890_000_000, time.UTC)
 
 type harness struct {
-	inner *fakeStore
+	inner storage.Provider
 	q     *memqueue.Queue
 	p     *audited.Provider
 	clk   *clock.Fake
@@ -30,8 +31,13 @@ type harness struct {
 
 func setup(t *testing.T, format task.Format) *harness {
 	t.Helper()
+	return setupOn(t, newFakeStore(), format)
+}
+
+func setupOn(t *testing.T, inner storage.Provider, format task.Format) *harness {
+	t.Helper()
 	clk := clock.NewFake(start)
-	h := &harness{inner: newFakeStore(), q: memqueue.New("audit", memqueue.Config{Clock: clk}), clk: clk}
+	h := &harness{inner: inner, q: memqueue.New("audit", memqueue.Config{Clock: clk}), clk: clk}
 	p, err := audited.New(h.inner, h.q, audited.Config{Account: "acct1", StoreID: "1", UserID: "alice", Format: format, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +82,14 @@ func (h *harness) one(t *testing.T, want map[string]string) {
 	if !maps.Equal(tk.Props, all) {
 		t.Fatalf("props:\n got %v\nwant %v", tk.Props, all)
 	}
+	// The typed view accepts it (what the audit processor reads).
+	a, err := task.AuditFrom(tk)
+	if err != nil {
+		t.Fatalf("AuditFrom: %v", err)
+	}
+	if string(a.Action) != all["action"] || a.DateTime.UnixMilli() != h.clk.Now().UnixMilli() {
+		t.Fatalf("typed view %+v", a)
+	}
 }
 
 func (h *harness) none(t *testing.T) {
@@ -91,6 +105,14 @@ func TestEveryWriteEmitsOneAuditTask(t *testing.T) {
 			testWrites(t, setup(t, f))
 		})
 	}
+}
+
+func TestEveryWriteEmitsOneAuditTaskOnFSStore(t *testing.T) {
+	fs, err := fsstore.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testWrites(t, setupOn(t, fs, task.FormatJSON))
 }
 
 func testWrites(t *testing.T, h *harness) {
