@@ -311,7 +311,11 @@ func (r *runner) startRun(now time.Time) error {
 	st.Morsels = ms
 	st.Queued = Counts{}
 	st.Bites, st.Invocations, st.Cursor = 0, 0, 0
-	r.log.Info("producer run started", "run_id", runID, "morsels", len(ms), "next_run", st.NextRunStart)
+	attrs := []any{"run_id", runID, "morsels", len(ms)}
+	if !st.NextRunStart.IsZero() {
+		attrs = append(attrs, "next_run", st.NextRunStart)
+	}
+	r.log.Info("producer run started", attrs...)
 	// Save at once, so a crash before the first bite resumes this run
 	// rather than listing the morsels again.
 	return r.save()
@@ -406,6 +410,9 @@ func (r *runner) step(m *Morsel, deletes bool, d Deleter) (full bool, err error)
 func (r *runner) emit(ctx context.Context, tasks ...*task.Task) error {
 	if r.morsel == nil {
 		return errors.New("looping: emit called outside a bite")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	for _, t := range tasks {
 		b, err := task.Encode(t, r.cfg.Format)
