@@ -1,0 +1,256 @@
+package workman
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+)
+
+// Defaults of Config.
+const (
+	DefaultWorkers            = 16
+	DefaultReceiveWait        = time.Second
+	DefaultQueueBackoffMin    = time.Second
+	DefaultQueueBackoffMax    = 30 * time.Second
+	DefaultIdleBackoffMin     = time.Minute
+	DefaultIdleBackoffMax     = 8 * time.Minute
+	DefaultIdlePollWait       = queue.MaxWait // 20 s
+	DefaultTaskTimeout        = 30 * time.Minute
+	DefaultMaxAttempts        = 3
+	DefaultRetryBase          = 10 * time.Second
+	DefaultRetryMax           = queue.MaxDelay // 15 min, SQS's limit
+	DefaultGracePeriod        = 30 * time.Second
+	DefaultHardStopTimeout    = 10 * time.Second
+	DefaultDeleteFlush        = time.Second
+	DefaultOperationAttempts  = 5
+	DefaultOperationRetryBase = 200 * time.Millisecond
+)
+
+// Observer receives what the manager itself sees (task results come from the
+// processors.Metrics middleware). *metrics.Prometheus, *metrics.CloudWatch
+// and metrics.Multi implement it.
+type Observer interface {
+	// Received reports one receive call on queue that returned n messages.
+	Received(queue string, n int)
+	// InFlight changes the number of messages held or running by delta.
+	InFlight(delta int)
+	// DeadLettered reports a task sent to the dead-letter queue (reason is
+	// one of the Reason constants).
+	DeadLettered(t task.Type, reason string)
+}
+
+// Config configures a Manager. Queues, DeadLetter and Handler are required;
+// every other zero field takes the default named beside it.
+type Config struct {
+	// Queues to receive from, highest priority first.
+	Queues []queue.Queue
+	// DeadLetter receives tasks that failed MaxAttempts times or cannot be
+	// processed at all, as DeadLetter envelopes.
+	DeadLetter queue.Queue
+	// Handler processes tasks (usually a processors.Mux behind middleware).
+	Handler processors.Handler
+	// ProcessorName names the processor of a task type in dead-letter
+	// metadata (e.g. (*processors.Mux).ProcessorName); default the type.
+	ProcessorName func(task.Type) string
+
+	// Workers is the number of tasks run at once (DefaultWorkers).
+	Workers int
+	// ReceiveWait is the wait of an ordinary receive (DefaultReceiveWait,
+	// 1 s). It must be positive: a 0-second poll is not authoritative.
+	ReceiveWait time.Duration
+	// QueueBackoffMin/Max bound how long a queue that answered empty is
+	// left alone (DefaultQueueBackoffMin 1 s doubling to
+	// DefaultQueueBackoffMax 30 s).
+	QueueBackoffMin, QueueBackoffMax time.Duration
+	// IdleBackoffMin/Max bound the backoff when every queue is empty
+	// (DefaultIdleBackoffMin 1 min doubling to DefaultIdleBackoffMax 8 min).
+	IdleBackoffMin, IdleBackoffMax time.Duration
+	// IdlePollWait is the long-poll wait on the top queue while idle
+	// (DefaultIdlePollWait, 20 s).
+	IdlePollWait time.Duration
+
+	// TaskTimeouts is the deadline of a task by type; types not listed get
+	// DefaultTaskTimeout (Config field; default the DefaultTaskTimeout
+	// constant, 30 min). A negative value means no deadline.
+	TaskTimeouts       map[task.Type]time.Duration
+	DefaultTaskTimeout time.Duration
+
+	// MaxAttempts is the number of failures after which a task is
+	// dead-lettered (DefaultMaxAttempts, 3).
+	MaxAttempts int
+	// RetryBase and RetryMax shape the re-send delay after a failure:
+	// RetryBase·2^attempts, at most RetryMax (DefaultRetryBase 10 s,
+	// DefaultRetryMax 15 min, which is also SQS's limit).
+	RetryBase, RetryMax time.Duration
+	// Format is the wire format of re-sent tasks (default task.FormatJSON).
+	Format task.Format
+
+	// GracePeriod is how long running tasks may go on after shutdown
+	// begins before they are cancelled (DefaultGracePeriod, 30 s).
+	GracePeriod time.Duration
+	// HardStopTimeout is how long Run waits for cancelled tasks to return
+	// before it releases their messages anyway (DefaultHardStopTimeout).
+	HardStopTimeout time.Duration
+	// DeleteFlush is the longest a finished message waits for its batch
+	// delete (DefaultDeleteFlush, 1 s); a full batch of 10 goes at once.
+	DeleteFlush time.Duration
+	// OperationAttempts and OperationRetryBase bound the retries of a
+	// failed send, delete or release (DefaultOperationAttempts,
+	// DefaultOperationRetryBase doubling). Visibility extensions are
+	// retried for as long as the message is held.
+	OperationAttempts  int
+	OperationRetryBase time.Duration
+
+	// WorkerID identifies this worker in dead-letter metadata and logs
+	// (default hostname-pid).
+	WorkerID string
+	// Clock drives every wait and timer (default the real clock).
+	Clock clock.Clock
+	// Logger (default slog.Default()); the manager derives per-queue
+	// loggers from it.
+	Logger *slog.Logger
+	// Observer receives receive counts, in-flight changes and dead-letter
+	// events (default none).
+	Observer Observer
+}
+
+// DefaultWorkerID returns hostname-pid.
+func DefaultWorkerID() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "unknown"
+	}
+	return h + "-" + strconv.Itoa(os.Getpid())
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	def(&c.ReceiveWait, DefaultReceiveWait)
+	def(&c.QueueBackoffMin, DefaultQueueBackoffMin)
+	def(&c.QueueBackoffMax, DefaultQueueBackoffMax)
+	def(&c.IdleBackoffMin, DefaultIdleBackoffMin)
+	def(&c.IdleBackoffMax, DefaultIdleBackoffMax)
+	def(&c.IdlePollWait, DefaultIdlePollWait)
+	def(&c.DefaultTaskTimeout, DefaultTaskTimeout)
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	def(&c.RetryBase, DefaultRetryBase)
+	def(&c.RetryMax, DefaultRetryMax)
+	def(&c.GracePeriod, DefaultGracePeriod)
+	def(&c.HardStopTimeout, DefaultHardStopTimeout)
+	def(&c.DeleteFlush, DefaultDeleteFlush)
+	if c.OperationAttempts == 0 {
+		c.OperationAttempts = DefaultOperationAttempts
+	}
+	def(&c.OperationRetryBase, DefaultOperationRetryBase)
+	if c.WorkerID == "" {
+		c.WorkerID = DefaultWorkerID()
+	}
+	c.Clock = clock.Or(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	if c.ProcessorName == nil {
+		c.ProcessorName = func(t task.Type) string { return string(t) }
+	}
+	return c
+}
+
+// validate reports every problem of a defaulted config at once.
+func (c Config) validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(c.Queues) == 0 {
+		add("no queues to receive from")
+	}
+	seen := map[string]bool{}
+	for i, q := range c.Queues {
+		if q == nil {
+			add("queue %d is nil", i)
+			continue
+		}
+		if seen[q.Name()] {
+			add("queue %q listed twice", q.Name())
+		}
+		seen[q.Name()] = true
+	}
+	if c.DeadLetter == nil {
+		add("no dead-letter queue")
+	} else if seen[c.DeadLetter.Name()] {
+		add("dead-letter queue %q is also a work queue", c.DeadLetter.Name())
+	}
+	if c.Handler == nil {
+		add("no handler")
+	}
+	if c.Workers < 1 {
+		add("workers %d: must be at least 1", c.Workers)
+	}
+	if c.ReceiveWait <= 0 || c.ReceiveWait > queue.MaxWait {
+		add("receive wait %s: must be in (0, %s] (a 0-second poll is not authoritative)", c.ReceiveWait, queue.MaxWait)
+	}
+	if c.QueueBackoffMin <= 0 || c.QueueBackoffMax < c.QueueBackoffMin {
+		add("queue backoff %s..%s: need 0 < min <= max", c.QueueBackoffMin, c.QueueBackoffMax)
+	}
+	if c.IdleBackoffMin <= 0 || c.IdleBackoffMax < c.IdleBackoffMin {
+		add("idle backoff %s..%s: need 0 < min <= max", c.IdleBackoffMin, c.IdleBackoffMax)
+	}
+	if c.IdlePollWait <= 0 || c.IdlePollWait > queue.MaxWait {
+		add("idle poll wait %s: must be in (0, %s]", c.IdlePollWait, queue.MaxWait)
+	}
+	if c.MaxAttempts < 1 {
+		add("max attempts %d: must be at least 1", c.MaxAttempts)
+	}
+	if c.RetryBase <= 0 || c.RetryMax < c.RetryBase || c.RetryMax > queue.MaxDelay {
+		add("retry delay %s..%s: need 0 < base <= max <= %s", c.RetryBase, c.RetryMax, queue.MaxDelay)
+	}
+	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
+		add("format %v: unknown", c.Format)
+	}
+	if c.GracePeriod < 0 {
+		add("grace period %s: must not be negative", c.GracePeriod)
+	}
+	if c.HardStopTimeout <= 0 {
+		add("hard stop timeout %s: must be positive", c.HardStopTimeout)
+	}
+	if c.DeleteFlush <= 0 {
+		add("delete flush %s: must be positive", c.DeleteFlush)
+	}
+	if c.OperationAttempts < 1 || c.OperationRetryBase <= 0 {
+		add("operation retries %d × %s: need at least 1 attempt and a positive delay", c.OperationAttempts, c.OperationRetryBase)
+	}
+	for ty, d := range c.TaskTimeouts {
+		if d == 0 {
+			add("timeout of %s is 0 (use a negative value for no deadline)", ty)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("workman: invalid config: %w", errors.Join(errs...))
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Received(string, int)           {}
+func (nopObserver) InFlight(int)                   {}
+func (nopObserver) DeadLettered(task.Type, string) {}

@@ -1,0 +1,490 @@
+package workman
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+)
+
+// Manager receives tasks from its queues and runs them. Create it with New
+// and call Run once.
+type Manager struct {
+	cfg     Config
+	clk     clock.Clock
+	log     *slog.Logger
+	obs     Observer
+	handler processors.Handler
+	queues  []*qstate
+	ext     *extender
+
+	started  atomic.Bool
+	ready    atomic.Bool
+	stopping atomic.Bool
+
+	mu          sync.Mutex
+	outstanding int               // received and not yet settled (held + running)
+	running     map[*job]struct{} // jobs a worker is running
+	capacity    chan struct{}     // signalled when outstanding drops
+	stopped     chan struct{}     // closed when Run returns
+}
+
+// qstate is one work queue and what the manager knows of it.
+type qstate struct {
+	q   queue.Queue
+	vt  time.Duration // visibility timeout
+	log *slog.Logger
+	del *deleter
+}
+
+// job is one received message on its way through the manager.
+type job struct {
+	qs      *qstate
+	msg     *queue.Message
+	item    *tracked
+	settled atomic.Bool // a disposition was taken (exactly one is)
+}
+
+// New validates cfg and returns a Manager.
+func New(cfg Config) (*Manager, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		cfg: cfg, clk: cfg.Clock, log: cfg.Logger.With("worker", cfg.WorkerID), obs: cfg.Observer,
+		running:  map[*job]struct{}{},
+		capacity: make(chan struct{}, 1),
+		stopped:  make(chan struct{}),
+	}
+	// Recover is outermost so a panic anywhere in the chain is a failure,
+	// whatever middleware the caller composed.
+	m.handler = processors.Chain(cfg.Handler, processors.Recover(), processors.Timeout(cfg.TaskTimeouts, cfg.DefaultTaskTimeout))
+	m.ext = newExtender(m)
+	for _, q := range cfg.Queues {
+		qs := &qstate{q: q, log: m.log.With("queue", q.Name())}
+		qs.del = newDeleter(m, qs)
+		m.queues = append(m.queues, qs)
+	}
+	return m, nil
+}
+
+// Ready reports whether the manager is serving: every queue has answered
+// (its visibility timeout was read) and shutdown has not begun. It backs
+// /readyz.
+func (m *Manager) Ready() bool { return m.ready.Load() }
+
+// Stopped is closed when Run has returned.
+func (m *Manager) Stopped() <-chan struct{} { return m.stopped }
+
+// Run receives and runs tasks until ctx ends, then shuts down gracefully
+// (see the package documentation) and returns nil. It returns an error
+// only when it cannot start: a queue that does not answer, or a second
+// call.
+func (m *Manager) Run(ctx context.Context) error {
+	if !m.started.CompareAndSwap(false, true) {
+		return errors.New("workman: Run called twice")
+	}
+	defer close(m.stopped)
+	for _, qs := range m.queues {
+		vt, err := qs.q.VisibilityTimeout(ctx)
+		if err != nil {
+			return fmt.Errorf("workman: queue %s: %w", qs.q.Name(), err)
+		}
+		if vt < 2*time.Second {
+			return fmt.Errorf("workman: queue %s: visibility timeout %s is too short to extend (need at least 2s)", qs.q.Name(), vt)
+		}
+		qs.vt = vt
+	}
+	if _, err := m.cfg.DeadLetter.VisibilityTimeout(ctx); err != nil {
+		return fmt.Errorf("workman: dead-letter queue %s: %w", m.cfg.DeadLetter.Name(), err)
+	}
+
+	// svc carries the manager's own calls (extensions, deletes, sends,
+	// releases); it outlives ctx so shutdown can finish them. hard is the
+	// parent of every task's context; it is cancelled when the grace
+	// period ends.
+	svc, svcCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer svcCancel()
+	hard, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardCancel()
+
+	var bg sync.WaitGroup
+	bg.Go(func() { m.ext.run(svc) })
+	for _, qs := range m.queues {
+		bg.Go(func() { qs.del.run(svc) })
+	}
+	jobs := make(chan *job, m.cfg.Workers+queue.MaxBatch)
+	var workers sync.WaitGroup
+	for range m.cfg.Workers {
+		workers.Go(func() {
+			for j := range jobs {
+				if m.stopping.Load() {
+					m.release(svc, j, "shutdown before start")
+					continue
+				}
+				m.runJob(svc, hard, j)
+			}
+		})
+	}
+	m.ready.Store(true)
+	m.log.Info("workman started", "queues", m.queueNames(), "workers", m.cfg.Workers)
+
+	m.poll(ctx, jobs)
+
+	// Shutdown.
+	m.ready.Store(false)
+	m.stopping.Store(true)
+	m.log.Info("workman stopping: no more receives", "grace_period", m.cfg.GracePeriod)
+	m.releaseHeld(svc, jobs)
+	close(jobs)
+	workersDone := make(chan struct{})
+	go func() { workers.Wait(); close(workersDone) }()
+	grace := m.clk.NewTimer(m.cfg.GracePeriod)
+	select {
+	case <-workersDone:
+		grace.Stop()
+	case <-grace.C():
+		m.mu.Lock()
+		n := len(m.running)
+		m.mu.Unlock()
+		m.log.Warn("grace period over; cancelling running tasks", "tasks", n)
+		hardCancel()
+		hardStop := m.clk.NewTimer(m.cfg.HardStopTimeout)
+		select {
+		case <-workersDone:
+			hardStop.Stop()
+		case <-hardStop.C():
+			m.releaseStuck(svc)
+		}
+	}
+	hardCancel()
+	for _, qs := range m.queues {
+		qs.del.close()
+	}
+	for _, qs := range m.queues {
+		qs.del.wait()
+	}
+	svcCancel()
+	bg.Wait()
+	m.log.Info("workman stopped")
+	return nil
+}
+
+func (m *Manager) queueNames() []string {
+	out := make([]string, len(m.queues))
+	for i, qs := range m.queues {
+		out[i] = qs.q.Name()
+	}
+	return out
+}
+
+// poll receives until ctx ends, dispatching messages to jobs.
+func (m *Manager) poll(ctx context.Context, jobs chan<- *job) {
+	s := newScheduler(len(m.queues), m.cfg)
+	for ctx.Err() == nil {
+		if !m.waitCapacity(ctx) {
+			return
+		}
+		p := s.next(m.clk.Now())
+		if p.queue < 0 {
+			_ = clock.Sleep(ctx, m.clk, p.until.Sub(m.clk.Now()))
+			continue
+		}
+		qs := m.queues[p.queue]
+		// A short receive runs to completion even when ctx ends (what it
+		// returns is released at once) so no message is left invisible by
+		// a cancelled request; the idle long poll is cancelled.
+		rctx := context.WithoutCancel(ctx)
+		if p.idle {
+			rctx = ctx
+		}
+		msgs, err := qs.q.Receive(rctx, queue.MaxBatch, p.wait)
+		now := m.clk.Now()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d := s.failed(p.queue, now)
+			qs.log.Warn("receive failed", "error", err, "retry_in", d)
+			if p.idle {
+				_ = clock.Sleep(ctx, m.clk, d)
+			}
+			continue
+		}
+		m.obs.Received(qs.q.Name(), len(msgs))
+		s.result(p.queue, len(msgs), now)
+		if len(msgs) == 0 {
+			continue
+		}
+		m.mu.Lock()
+		m.outstanding += len(msgs)
+		m.mu.Unlock()
+		m.obs.InFlight(len(msgs))
+		for _, msg := range msgs {
+			j := &job{qs: qs, msg: msg}
+			j.item = m.ext.add(qs, msg)
+			jobs <- j // never blocks: outstanding ≤ Workers+MaxBatch = cap(jobs)
+		}
+	}
+}
+
+// waitCapacity waits until a full batch fits: the messages held or running
+// leave at least MaxBatch of Workers+MaxBatch free. It reports false when
+// ctx ended.
+func (m *Manager) waitCapacity(ctx context.Context) bool {
+	for {
+		m.mu.Lock()
+		ok := m.outstanding <= m.cfg.Workers
+		m.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-m.capacity:
+		}
+	}
+}
+
+// done ends a job's stay in the manager (its message may still await its
+// batch delete).
+func (m *Manager) done(j *job) {
+	m.mu.Lock()
+	m.outstanding--
+	delete(m.running, j)
+	m.mu.Unlock()
+	m.obs.InFlight(-1)
+	select {
+	case m.capacity <- struct{}{}:
+	default:
+	}
+}
+
+// releaseHeld releases the messages still waiting for a worker.
+func (m *Manager) releaseHeld(ctx context.Context, jobs chan *job) {
+	byQueue := map[*qstate][]*job{}
+	for {
+		select {
+		case j := <-jobs:
+			byQueue[j.qs] = append(byQueue[j.qs], j)
+			continue
+		default:
+		}
+		break
+	}
+	for qs, js := range byQueue {
+		m.releaseMany(ctx, qs, js, "shutdown before start")
+	}
+}
+
+// releaseStuck releases the messages of tasks that did not return after
+// cancellation; their goroutines are abandoned.
+func (m *Manager) releaseStuck(ctx context.Context) {
+	m.mu.Lock()
+	byQueue := map[*qstate][]*job{}
+	for j := range m.running {
+		byQueue[j.qs] = append(byQueue[j.qs], j)
+	}
+	m.mu.Unlock()
+	for qs, js := range byQueue {
+		qs.log.Error("tasks ignored cancellation; releasing their messages", "tasks", len(js))
+		m.releaseMany(ctx, qs, js, "task did not stop")
+	}
+}
+
+func (m *Manager) release(ctx context.Context, j *job, why string) {
+	m.releaseMany(ctx, j.qs, []*job{j}, why)
+}
+
+// releaseMany makes the messages of js visible again at once.
+func (m *Manager) releaseMany(ctx context.Context, qs *qstate, js []*job, why string) {
+	var msgs []*queue.Message
+	var mine []*job
+	for _, j := range js {
+		if j.settled.CompareAndSwap(false, true) {
+			m.ext.remove(j.item)
+			msgs = append(msgs, j.msg)
+			mine = append(mine, j)
+		}
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	err := m.retry(ctx, func() error { return qs.q.Release(ctx, msgs...) })
+	if err != nil {
+		// Not lost: the message becomes visible when its timeout ends.
+		qs.log.Warn("release failed; the messages reappear when their visibility timeout ends", "messages", len(msgs), "error", err)
+	} else {
+		qs.log.Info("released messages", "messages", len(msgs), "why", why)
+	}
+	for _, j := range mine {
+		m.done(j)
+	}
+}
+
+// retry runs op up to OperationAttempts times with exponential backoff,
+// stopping early on errors retrying cannot fix.
+func (m *Manager) retry(ctx context.Context, op func() error) error {
+	d := m.cfg.OperationRetryBase
+	var err error
+	for i := 0; i < m.cfg.OperationAttempts; i++ {
+		if err = op(); err == nil || errors.Is(err, queue.ErrTooLarge) || errors.Is(err, queue.ErrInvalid) || errors.Is(err, queue.ErrNotFound) {
+			return err
+		}
+		if i+1 < m.cfg.OperationAttempts {
+			if clock.Sleep(ctx, m.clk, d) != nil {
+				return err
+			}
+			d *= 2
+		}
+	}
+	return err
+}
+
+// runJob decodes and runs one task and takes its disposition.
+func (m *Manager) runJob(svc, hard context.Context, j *job) {
+	m.mu.Lock()
+	m.running[j] = struct{}{}
+	m.mu.Unlock()
+	if !j.settled.Load() { // releaseStuck may already have given it up
+		m.process(svc, hard, j)
+	}
+	if !j.settled.Load() {
+		// Every path below settles; this guards against a missed one.
+		m.abandon(j, errors.New("no disposition"))
+	}
+}
+
+func (m *Manager) process(svc, hard context.Context, j *job) {
+	t, err := task.Decode(j.msg.Body)
+	if err != nil {
+		m.deadLetter(svc, j, nil, ReasonUndecodable, err, 0)
+		return
+	}
+	if !t.Type.Known() {
+		m.deadLetter(svc, j, t, ReasonUnknownType, fmt.Errorf("unknown task type %q", string(t.Type)), t.Attempts)
+		return
+	}
+	ctx := processors.WithQueue(hard, j.qs.q.Name())
+	herr := m.handler.Handle(ctx, t)
+	log := j.qs.log.With(t.LogAttrs()...)
+	if herr != nil && hard.Err() != nil {
+		// Shutdown cancelled the task: it neither failed nor succeeded.
+		m.release(svc, j, "cancelled at shutdown")
+		return
+	}
+	var pe *processors.PanicError
+	if errors.As(herr, &pe) {
+		log.Error("processor panicked", "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+	}
+	switch {
+	case herr == nil:
+		m.succeed(j)
+	case processors.IsPermanent(herr):
+		m.deadLetter(svc, j, t, ReasonPermanent, herr, t.Attempts+1)
+	case t.Attempts+1 >= m.cfg.MaxAttempts:
+		m.deadLetter(svc, j, t, ReasonFailed, herr, t.Attempts+1)
+	default:
+		m.retryTask(svc, j, t, herr, log)
+	}
+}
+
+// RetryDelay is the delay before attempt attempts+1 of a task that failed
+// with err: what processors.RetryAfter asked for, else base·2^attempts;
+// never more than max.
+func RetryDelay(attempts int, err error, base, max time.Duration) time.Duration {
+	if d, ok := processors.RetryDelay(err); ok {
+		return min(d, max)
+	}
+	d := base
+	for i := 0; i < attempts && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
+
+// retryTask sends a copy with attempts+1 after a delay, then deletes the
+// original. Send first: a crash between the two duplicates the task, it
+// never loses it.
+func (m *Manager) retryTask(svc context.Context, j *job, t *task.Task, herr error, log *slog.Logger) {
+	nt := t.Clone()
+	nt.Attempts = t.Attempts + 1
+	body, err := task.Encode(nt, m.cfg.Format)
+	if err != nil {
+		m.deadLetter(svc, j, t, ReasonPermanent, fmt.Errorf("re-encode for retry: %w (after: %v)", err, herr), nt.Attempts)
+		return
+	}
+	delay := RetryDelay(t.Attempts, herr, m.cfg.RetryBase, m.cfg.RetryMax)
+	err = m.retry(svc, func() error {
+		return j.qs.q.Send(svc, queue.SendEntry{Body: body, Delay: delay})
+	})
+	if err != nil {
+		log.Error("task failed and its retry could not be sent; the message will be redelivered", "error", herr, "send_error", err)
+		m.abandon(j, err)
+		return
+	}
+	log.Info("task failed; retry scheduled", "error", herr.Error(), "retry_in", delay, "next_attempt", nt.Attempts)
+	m.succeed(j)
+}
+
+// deadLetter sends the message to the dead-letter queue, then deletes it.
+func (m *Manager) deadLetter(svc context.Context, j *job, t *task.Task, reason string, cause error, attempts int) {
+	d := &DeadLetter{
+		Body: j.msg.Body, Reason: reason, Error: cause.Error(), SourceQueue: j.qs.q.Name(),
+		Attempts: attempts, Worker: m.cfg.WorkerID, Time: m.clk.Now().UTC(),
+		MessageID: j.msg.ID, ReceiveCount: j.msg.ReceiveCount,
+	}
+	if t != nil {
+		d.TaskType = t.Type
+		if reason == ReasonFailed || reason == ReasonPermanent {
+			d.Processor = m.cfg.ProcessorName(t.Type)
+		}
+	}
+	entry, err := EncodeDeadLetter(d)
+	dlq := m.cfg.DeadLetter
+	if err == nil {
+		err = m.retry(svc, func() error { return dlq.Send(svc, entry) })
+	}
+	if errors.Is(err, queue.ErrTooLarge) {
+		raw := EncodeDeadLetterRaw(d)
+		err = m.retry(svc, func() error { return dlq.Send(svc, raw) })
+	}
+	log := j.qs.log.With("task_type", string(d.TaskType), "reason", reason, "attempts", attempts, "message_id", j.msg.ID)
+	if err != nil {
+		log.Error("could not dead-letter the task; the message will be redelivered", "error", cause.Error(), "send_error", err)
+		m.abandon(j, err)
+		return
+	}
+	m.obs.DeadLettered(d.TaskType, reason)
+	log.Warn("task dead-lettered", "error", cause.Error())
+	m.succeed(j)
+}
+
+// succeed hands the message to its queue's batch deleter.
+func (m *Manager) succeed(j *job) {
+	if !j.settled.CompareAndSwap(false, true) {
+		return
+	}
+	j.qs.del.add(j)
+	m.done(j)
+}
+
+// abandon stops tracking the message without deleting it: it becomes
+// visible again when its visibility timeout ends and is redelivered.
+func (m *Manager) abandon(j *job, _ error) {
+	if !j.settled.CompareAndSwap(false, true) {
+		return
+	}
+	m.ext.remove(j.item)
+	m.done(j)
+}
