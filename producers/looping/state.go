@@ -1,6 +1,7 @@
 package looping
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,11 +119,14 @@ func (s *State) MorselsDone() int {
 
 // Encode returns the JSON of s (indented, for operators who read it).
 func (s *State) Encode() ([]byte, error) {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // IDs such as "acme/space/1>2" stay readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
 		return nil, fmt.Errorf("looping: encode state: %w", err)
 	}
-	return append(b, '\n'), nil
+	return buf.Bytes(), nil
 }
 
 // DecodeState parses and checks state JSON: the version must be
