@@ -1,0 +1,12 @@
+package auditlog_test
+
+import (
+	"testing"
+
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/auditlogtest"
+)
+
+func TestMemory(t *testing.T) {
+	auditlogtest.Run(t, func(t *testing.T) auditlog.Log { return auditlog.NewMemory() })
+}
