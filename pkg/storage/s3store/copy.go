@@ -1,0 +1,158 @@
+package s3store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/millfleet/mill/pkg/storage"
+)
+
+// copySource formats bucket/key for x-amz-copy-source, percent-encoding
+// everything but unreserved characters and '/'.
+func copySource(bucket, key string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	b.WriteString(bucket)
+	b.WriteByte('/')
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~', c == '/':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+		}
+	}
+	return b.String()
+}
+
+// copyObject copies srcBucket/srcKey (size bytes) to dstKey of this store's
+// bucket server-side, replacing the metadata and content type:
+// CopyObject up to CopyThreshold, UploadPartCopy above.
+func (s *Store) copyObject(ctx context.Context, srcBucket, srcKey, dstKey string, size int64, meta map[string]string, mime string) error {
+	src := copySource(srcBucket, srcKey)
+	if size <= s.cfg.CopyThreshold {
+		_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+			Bucket:            aws.String(s.cfg.Bucket),
+			Key:               aws.String(dstKey),
+			CopySource:        aws.String(src),
+			MetadataDirective: types.MetadataDirectiveReplace,
+			Metadata:          meta,
+			ContentType:       aws.String(mime),
+		})
+		return err
+	}
+	created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+		Bucket:            aws.String(s.cfg.Bucket),
+		Key:               aws.String(dstKey),
+		ContentType:       aws.String(mime),
+		Metadata:          meta,
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
+		ChecksumType:      types.ChecksumTypeFullObject,
+	})
+	if err != nil {
+		return err
+	}
+	completed := false
+	defer func() {
+		if !completed {
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
+				Bucket: aws.String(s.cfg.Bucket), Key: aws.String(dstKey), UploadId: created.UploadId,
+			})
+		}
+	}()
+	partSize := max(s.cfg.CopyPartSize, (size+MaxParts-1)/MaxParts)
+	var parts []types.CompletedPart
+	for off, num := int64(0), int32(1); off < size; off, num = off+partSize, num+1 {
+		end := min(off+partSize, size) - 1
+		out, err := s.client.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
+			Bucket:          aws.String(s.cfg.Bucket),
+			Key:             aws.String(dstKey),
+			UploadId:        created.UploadId,
+			PartNumber:      aws.Int32(num),
+			CopySource:      aws.String(src),
+			CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, end)),
+		})
+		if err != nil {
+			return err
+		}
+		part := types.CompletedPart{PartNumber: aws.Int32(num)}
+		if r := out.CopyPartResult; r != nil {
+			part.ETag = r.ETag
+			part.ChecksumCRC64NVME = r.ChecksumCRC64NVME
+		}
+		parts = append(parts, part)
+	}
+	_, err = s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket:          aws.String(s.cfg.Bucket),
+		Key:             aws.String(dstKey),
+		UploadId:        created.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+		ChecksumType:    types.ChecksumTypeFullObject,
+	})
+	if err != nil {
+		return err
+	}
+	completed = true
+	return nil
+}
+
+// ServerSideCopy implements storage.ServerSideCopier: when src is an
+// s3store.Store on the same *s3.Client, the item is copied inside S3 with
+// its MD5, properties and mimetype. A source whose single-part ETag no
+// longer matches its recorded MD5 (content gone sour) is refused with
+// storage.ErrChecksumMismatch rather than duplicated.
+func (s *Store) ServerSideCopy(ctx context.Context, src storage.Provider, srcSpace, srcID, dstSpace, dstID string) (*storage.Info, bool, error) {
+	from, ok := src.(*Store)
+	if !ok || from.client != s.client {
+		return nil, false, nil
+	}
+	info, err := s.serverSideCopy(ctx, from, srcSpace, srcID, dstSpace, dstID)
+	return info, true, wrap("copy", srcSpace+"/"+srcID+" to "+dstSpace+"/"+dstID, err)
+}
+
+func (s *Store) serverSideCopy(ctx context.Context, from *Store, srcSpace, srcID, dstSpace, dstID string) (*storage.Info, error) {
+	srcKey, err := from.contentKey(srcSpace, srcID)
+	if err != nil {
+		return nil, err
+	}
+	dstKey, err := s.contentKey(dstSpace, dstID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.needSpace(ctx, dstSpace); err != nil {
+		return nil, err
+	}
+	srcInfo, err := from.head(ctx, srcKey, srcID)
+	if err != nil {
+		return nil, err
+	}
+	if alg, v, _ := storage.SplitProviderChecksum(srcInfo.ProviderChecksum); alg == storage.AlgMD5 && srcInfo.Checksum != "" && v != srcInfo.Checksum {
+		return nil, fmt.Errorf("%w: source ETag %s differs from its recorded MD5 %s", storage.ErrChecksumMismatch, v, srcInfo.Checksum)
+	}
+	meta, err := metadata(srcInfo.Checksum, srcInfo.Properties)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.copyObject(ctx, from.cfg.Bucket, srcKey, dstKey, srcInfo.Size, meta, srcInfo.MimeType); err != nil {
+		return nil, err
+	}
+	info, err := s.head(ctx, dstKey, dstID)
+	if err != nil {
+		return nil, err
+	}
+	if info.Size != srcInfo.Size || info.Checksum != srcInfo.Checksum {
+		return nil, fmt.Errorf("%w: copy has %d bytes MD5 %s, source %d bytes MD5 %s", storage.ErrChecksumMismatch, info.Size, info.Checksum, srcInfo.Size, srcInfo.Checksum)
+	}
+	return info, nil
+}

@@ -1,0 +1,62 @@
+// Package s3store is a storage.Provider on Amazon S3 (aws-sdk-go-v2).
+//
+// # Key layout
+//
+// A store is a bucket and a key prefix (Config.Prefix, normally ending in
+// '/', or empty for the whole bucket). With prefix P:
+//
+//	P<space>              space marker: JSON {"acls":{…}}; the space exists while it does
+//	P<space>/<contentID>  a content item
+//	P.mill-tmp/<random>   multipart uploads whose MD5 was not known up front
+//
+// The marker has no '/' after the space ID, so it can never be a content
+// key (content IDs are non-empty) and never appears in a content listing.
+// Space IDs cannot start with '.', so ".mill-tmp" is never a space.
+//
+// # Objects
+//
+// An item's MD5 (DuraCloud's checksum, lower-case hex) travels as user
+// metadata "mill-md5"; its user properties as one metadata entry
+// "mill-props" holding JSON with every non-ASCII character \u-escaped (so
+// case, unicode and any key survive HTTP headers); its mimetype as
+// Content-Type. S3 limits user metadata to 2 KB (keys plus values, UTF-8):
+// a put or SetProperties that would exceed it fails with
+// storage.ErrPropertiesTooLarge naming the size.
+//
+// # Provider checksums
+//
+// Content up to Config.MultipartThreshold is one PutObject sent with
+// Content-MD5, so S3 verifies it and its ETag is the MD5: ProviderChecksum
+// "md5:<etag>". Larger content is a multipart upload with S3 full-object
+// CRC64NVME checksums (ChecksumAlgorithm CRC64NVME, ChecksumType
+// FULL_OBJECT): ProviderChecksum "crc64nvme:<base64>" as S3 reports it. A
+// multipart ETag is never taken for an MD5.
+//
+// # Memory
+//
+// Every put checks the MD5 itself before S3 commits anything, rather than
+// rely on the server checking Content-MD5 (emulators such as moto 5.2 do
+// not). So a single-part put buffers its content (at most
+// MultipartThreshold bytes), checks it, and sends it with Content-MD5.
+// Multipart uploads read one part at a time into one reused buffer of
+// PartSize bytes, hashing MD5 and CRC64NVME as they go, and complete the
+// upload only when the MD5 matches. Get returns the response body as a
+// stream. With the defaults a put of any size holds at most 16 MiB of
+// content.
+//
+// Get reports the object's checksums but does not let the SDK validate the
+// body against them; callers check the bytes against Info.Checksum.
+//
+// A multipart put without an expected MD5 cannot write the "mill-md5"
+// metadata when it starts, so it uploads to P.mill-tmp/ and commits with a
+// server-side copy to the item's key, which then carries the MD5; pass
+// PutOptions.Checksum to avoid the copy. A failed, cancelled or mismatched
+// put aborts its multipart upload, so nothing is committed.
+//
+// # Copies
+//
+// Store implements storage.ServerSideCopier for source stores that use the
+// same *s3.Client: CopyObject up to Config.CopyThreshold (5 GiB, S3's
+// limit), UploadPartCopy above it, keeping the MD5, properties and
+// mimetype. SetProperties is a copy of the object onto itself.
+package s3store
