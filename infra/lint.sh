@@ -4,8 +4,9 @@
 # Idempotent: the venv is created and cfn-lint installed only when missing or
 # at another version; a run with it installed takes a few seconds.
 # Exit status: 0 when every template passes with no findings; cfn-lint's own
-# non-zero status otherwise. Rules the project suppresses are listed, with the
-# reason, in infra/.cfnlintrc and infra/README.md.
+# non-zero status otherwise. Informational checks count too. No rule is
+# suppressed; a rule that ever must be goes in infra/.cfnlintrc (read from the
+# working directory) with its reason, and in infra/README.md.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -45,7 +46,6 @@ if [[ ${#templates[@]} -eq 0 ]]; then
   exit 1
 fi
 log "cfn-lint $CFN_LINT_VERSION: ${templates[*]}"
-# The config file (.cfnlintrc in infra/) is read from the working directory.
 # --include-checks I: informational findings count too.
 "$venv/bin/cfn-lint" --include-checks I -- "${templates[@]}"
 log "no findings"
