@@ -15,12 +15,13 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
-ARG TARGETOS=linux
-ARG TARGETARCH=amd64
+# Set by BuildKit from --platform; linux/amd64 when absent.
+ARG TARGETOS
+ARG TARGETARCH
 # ./cmd/... builds whichever commands exist, each into /out/<name>.
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH:-amd64} \
     go build -trimpath -buildvcs=false -ldflags='-s -w' -o /out/ ./cmd/...
 
 # distroless/static: CA certificates and time zone data, no shell, no package
