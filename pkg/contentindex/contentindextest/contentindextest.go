@@ -1,0 +1,267 @@
+// Package contentindextest is the conformance suite every
+// contentindex.Index implementation passes: Run(t, newIndex) with a factory
+// that returns an empty index for each subtest.
+package contentindextest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	ci "github.com/millfleet/mill/pkg/contentindex"
+)
+
+// Factory returns an empty index for one subtest.
+type Factory func(t *testing.T) ci.Index
+
+var t0 = time.Date(2024, 3, 5, 14, 7, 9, 123_456_000, time.UTC)
+
+func size(n int64) *int64 { return &n }
+
+func item(content string) ci.Item { return ci.Item{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: content} }
+
+func entry(content string, at time.Time, checksum string) ci.Entry {
+	return ci.Entry{Item: item(content), Checksum: checksum, Size: size(3), MimeType: "text/plain",
+		Properties: map[string]string{"creator": "bob", "ünï": "cødé"}, Modified: at}
+}
+
+// Run runs the suite.
+func Run(t *testing.T, newIndex Factory) {
+	t.Run("UpsertGet", func(t *testing.T) { testUpsertGet(t, newIndex(t)) })
+	t.Run("OlderEventIgnored", func(t *testing.T) { testOlder(t, newIndex(t)) })
+	t.Run("PartialUpsertKeeps", func(t *testing.T) { testPartial(t, newIndex(t)) })
+	t.Run("MarkDeleted", func(t *testing.T) { testMarkDeleted(t, newIndex(t)) })
+	t.Run("MarkSpaceDeleted", func(t *testing.T) { testMarkSpaceDeleted(t, newIndex(t)) })
+	t.Run("ListKeyset", func(t *testing.T) { testList(t, newIndex(t)) })
+	t.Run("SetChecksum", func(t *testing.T) { testSetChecksum(t, newIndex(t)) })
+	t.Run("Invalid", func(t *testing.T) { testInvalid(t, newIndex(t)) })
+}
+
+func upsert(t *testing.T, x ci.Index, e ci.Entry) bool {
+	t.Helper()
+	ok, err := x.Upsert(context.Background(), e)
+	if err != nil {
+		t.Fatalf("Upsert(%s): %v", e.Item, err)
+	}
+	return ok
+}
+
+func get(t *testing.T, x ci.Index, i ci.Item) *ci.Entry {
+	t.Helper()
+	e, err := x.Get(context.Background(), i)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", i, err)
+	}
+	return e
+}
+
+func describe(e ci.Entry) string {
+	s := "nil"
+	if e.Size != nil {
+		s = fmt.Sprint(*e.Size)
+	}
+	return fmt.Sprintf("%s checksum=%q size=%s mime=%q props=%v deleted=%v modified=%s",
+		e.Item, e.Checksum, s, e.MimeType, e.Properties, e.Deleted, e.Modified.UTC().Format(time.RFC3339Nano))
+}
+
+func testUpsertGet(t *testing.T, x ci.Index) {
+	e := entry("dir/Ünï 文件.txt", t0, "c1")
+	if !upsert(t, x, e) {
+		t.Fatal("first Upsert not applied")
+	}
+	if got, want := describe(*get(t, x, e.Item)), describe(e); got != want {
+		t.Fatalf("Get = %s\nwant  %s", got, want)
+	}
+	if upsert(t, x, e) {
+		t.Fatal("redelivered Upsert reported applied; want no change")
+	}
+	if _, err := x.Get(context.Background(), item("missing")); !errors.Is(err, ci.ErrNotFound) {
+		t.Fatalf("Get(missing) = %v, want ErrNotFound", err)
+	}
+	// Nil properties on a new row read back as an empty map.
+	n := entry("noprops", t0, "c")
+	n.Properties = nil
+	upsert(t, x, n)
+	if p := get(t, x, n.Item).Properties; p == nil || len(p) != 0 {
+		t.Fatalf("Properties = %#v, want empty non-nil", p)
+	}
+}
+
+func testOlder(t *testing.T, x ci.Index) {
+	newer := entry("a", t0.Add(time.Second), "new")
+	upsert(t, x, newer)
+	if upsert(t, x, entry("a", t0, "old")) {
+		t.Fatal("older Upsert applied")
+	}
+	if got := get(t, x, newer.Item); got.Checksum != "new" || !got.Modified.Equal(newer.Modified) {
+		t.Fatalf("after older event: %s", describe(*got))
+	}
+	// An older delete is ignored as well, and a newer write wins over a delete.
+	if ok, err := x.MarkDeleted(context.Background(), newer.Item, t0); err != nil || ok {
+		t.Fatalf("older MarkDeleted = %v, %v; want not applied", ok, err)
+	}
+	if get(t, x, newer.Item).Deleted {
+		t.Fatal("older delete marked the row deleted")
+	}
+	// Same time, different content: the later arrival wins.
+	if !upsert(t, x, entry("a", t0.Add(time.Second), "tie")) {
+		t.Fatal("equal-time different Upsert not applied")
+	}
+}
+
+func testPartial(t *testing.T, x ci.Index) {
+	upsert(t, x, entry("a", t0, "c1"))
+	p := ci.Entry{Item: item("a"), Properties: map[string]string{"k": "v"}, Modified: t0.Add(time.Second)}
+	if !upsert(t, x, p) {
+		t.Fatal("properties Upsert not applied")
+	}
+	got := get(t, x, item("a"))
+	if got.Checksum != "c1" || got.Size == nil || *got.Size != 3 || got.MimeType != "text/plain" || !maps.Equal(got.Properties, p.Properties) {
+		t.Fatalf("after partial upsert: %s", describe(*got))
+	}
+	// Nil properties keep them; an empty map clears them.
+	upsert(t, x, ci.Entry{Item: item("a"), Checksum: "c2", Modified: t0.Add(2 * time.Second)})
+	if got := get(t, x, item("a")); got.Checksum != "c2" || got.Properties["k"] != "v" {
+		t.Fatalf("nil properties did not keep them: %s", describe(*got))
+	}
+	upsert(t, x, ci.Entry{Item: item("a"), Properties: map[string]string{}, Modified: t0.Add(3 * time.Second)})
+	if got := get(t, x, item("a")); len(got.Properties) != 0 {
+		t.Fatalf("empty properties did not clear them: %s", describe(*got))
+	}
+}
+
+func testMarkDeleted(t *testing.T, x ci.Index) {
+	ctx := context.Background()
+	upsert(t, x, entry("a", t0, "c1"))
+	ok, err := x.MarkDeleted(ctx, item("a"), t0.Add(time.Second))
+	if err != nil || !ok {
+		t.Fatalf("MarkDeleted = %v, %v", ok, err)
+	}
+	got := get(t, x, item("a"))
+	if !got.Deleted || got.Checksum != "c1" || !got.Modified.Equal(t0.Add(time.Second)) {
+		t.Fatalf("after MarkDeleted: %s", describe(*got))
+	}
+	if ok, _ := x.MarkDeleted(ctx, item("a"), t0.Add(time.Second)); ok {
+		t.Fatal("redelivered MarkDeleted applied")
+	}
+	// A late, older ADD cannot resurrect it.
+	if upsert(t, x, entry("a", t0.Add(500*time.Millisecond), "c0")) || !get(t, x, item("a")).Deleted {
+		t.Fatal("older ADD resurrected a deleted item")
+	}
+	// A newer delete moves the tombstone forward, so an ADD between the two deletes stays ignored.
+	if ok, _ := x.MarkDeleted(ctx, item("a"), t0.Add(3*time.Second)); !ok {
+		t.Fatal("newer MarkDeleted of a tombstone not applied")
+	}
+	if upsert(t, x, entry("a", t0.Add(2*time.Second), "c2")) {
+		t.Fatal("ADD older than the latest delete applied")
+	}
+	// A delete of an unknown item leaves a tombstone.
+	if ok, err := x.MarkDeleted(ctx, item("never"), t0); err != nil || !ok {
+		t.Fatalf("MarkDeleted(unknown) = %v, %v", ok, err)
+	}
+	if !get(t, x, item("never")).Deleted || upsert(t, x, entry("never", t0.Add(-time.Second), "x")) {
+		t.Fatal("tombstone of an unknown item missing or overridden by an older ADD")
+	}
+	// And a newer ADD brings the item back.
+	if !upsert(t, x, entry("a", t0.Add(4*time.Second), "c4")) || get(t, x, item("a")).Deleted {
+		t.Fatal("newer ADD after delete did not make the item live")
+	}
+}
+
+func testMarkSpaceDeleted(t *testing.T, x ci.Index) {
+	ctx := context.Background()
+	for _, c := range []string{"a", "b", "c"} {
+		upsert(t, x, entry(c, t0, "x"))
+	}
+	upsert(t, x, entry("later", t0.Add(time.Hour), "x"))
+	other := entry("a", t0, "x")
+	other.SpaceID = "other"
+	upsert(t, x, other)
+	n, err := x.MarkSpaceDeleted(ctx, "acme", "1", "photos", t0.Add(time.Minute))
+	if err != nil || n != 3 {
+		t.Fatalf("MarkSpaceDeleted = %d, %v; want 3", n, err)
+	}
+	for _, c := range []string{"a", "b", "c"} {
+		if !get(t, x, item(c)).Deleted {
+			t.Errorf("%s not deleted", c)
+		}
+	}
+	if get(t, x, item("later")).Deleted || get(t, x, other.Item).Deleted {
+		t.Fatal("a newer row or another space's row was deleted")
+	}
+	if n, _ := x.MarkSpaceDeleted(ctx, "acme", "1", "photos", t0.Add(time.Minute)); n != 0 {
+		t.Fatalf("redelivered MarkSpaceDeleted marked %d rows", n)
+	}
+}
+
+func testList(t *testing.T, x ci.Index) {
+	ctx := context.Background()
+	ids := []string{"B", "a", "a/b", "a.c", "a/b/c", "b", "é", "~", "Z 1"}
+	for _, id := range ids {
+		upsert(t, x, entry(id, t0, "x"))
+	}
+	if _, err := x.MarkDeleted(ctx, item("b"), t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"B", "Z 1", "a", "a.c", "a/b", "a/b/c", "~", "é"} // byte-wise, live only
+	var got []string
+	after := ""
+	for pages := 0; ; pages++ {
+		page, more, err := x.List(ctx, "acme", "1", "photos", after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > 3 || pages > 5 {
+			t.Fatalf("page of %d (limit 3), page %d", len(page), pages)
+		}
+		for _, e := range page {
+			got = append(got, e.ContentID)
+			if e.Properties == nil {
+				t.Fatal("List returned nil Properties")
+			}
+		}
+		if !more {
+			break
+		}
+		after = page[len(page)-1].ContentID
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("List = %q, want %q", got, want)
+	}
+	if page, more, err := x.List(ctx, "acme", "1", "nospace", "", 0); err != nil || len(page) != 0 || more {
+		t.Fatalf("List(empty space) = %v, %v, %v", page, more, err)
+	}
+}
+
+func testSetChecksum(t *testing.T, x ci.Index) {
+	ctx := context.Background()
+	upsert(t, x, entry("a", t0, "c1"))
+	if err := x.SetChecksum(ctx, item("a"), "fixed"); err != nil {
+		t.Fatal(err)
+	}
+	got := get(t, x, item("a"))
+	if got.Checksum != "fixed" || !got.Modified.Equal(t0) {
+		t.Fatalf("after SetChecksum: %s", describe(*got))
+	}
+	if err := x.SetChecksum(ctx, item("missing"), "x"); !errors.Is(err, ci.ErrNotFound) {
+		t.Fatalf("SetChecksum(missing) = %v, want ErrNotFound", err)
+	}
+}
+
+func testInvalid(t *testing.T, x ci.Index) {
+	ctx := context.Background()
+	e := entry("a", time.Time{}, "x")
+	if _, err := x.Upsert(ctx, e); !errors.Is(err, ci.ErrInvalid) {
+		t.Errorf("Upsert without time = %v, want ErrInvalid", err)
+	}
+	e = entry("", t0, "x")
+	if _, err := x.Upsert(ctx, e); !errors.Is(err, ci.ErrInvalid) {
+		t.Errorf("Upsert without content ID = %v, want ErrInvalid", err)
+	}
+	if _, err := x.MarkDeleted(ctx, item(""), t0); !errors.Is(err, ci.ErrInvalid) {
+		t.Errorf("MarkDeleted without content ID = %v, want ErrInvalid", err)
+	}
+}

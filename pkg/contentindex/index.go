@@ -1,0 +1,121 @@
+package contentindex
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors of every implementation (test with errors.Is).
+var (
+	// ErrNotFound: the item has no row.
+	ErrNotFound = errors.New("contentindex: not found")
+	// ErrInvalid: an item lacks account, store, space or content ID, or an
+	// event lacks its time.
+	ErrInvalid = errors.New("contentindex: invalid")
+)
+
+// Page sizes of List.
+const (
+	DefaultPageSize = 1000
+	MaxPageSize     = 10000
+)
+
+// Item names one content item.
+type Item struct {
+	Account, StoreID, SpaceID, ContentID string
+}
+
+func (i Item) String() string {
+	return i.Account + "/" + i.StoreID + "/" + i.SpaceID + "/" + i.ContentID
+}
+
+func (i Item) validate() error {
+	if i.Account == "" || i.StoreID == "" || i.SpaceID == "" || i.ContentID == "" {
+		return errors.Join(ErrInvalid, errors.New("item needs account, store, space and content IDs"))
+	}
+	return nil
+}
+
+// Entry is one row.
+type Entry struct {
+	Item
+	// Checksum is the item's MD5 (lower-case hex); "" when unknown.
+	Checksum string
+	// Size in bytes; nil when unknown.
+	Size *int64
+	// MimeType; "" when unknown.
+	MimeType string
+	// Properties are the item's user properties. Get and List return a
+	// non-nil map.
+	Properties map[string]string
+	// Deleted: the item was deleted (the row is a tombstone).
+	Deleted bool
+	// Modified is the time of the event that produced this state
+	// (microsecond precision, UTC).
+	Modified time.Time
+}
+
+// Index is the content index.
+//
+// Contract (every implementation passes contentindextest.Run):
+//
+//   - Upsert records a write event at e.Modified: the row becomes live
+//     (e.Deleted is ignored) with e's values, except that an empty
+//     Checksum or MimeType, a nil Size and nil Properties keep the row's
+//     current values (a SET_CONTENT_PROPERTIES event need not repeat the
+//     checksum). applied reports whether the row changed: false when the
+//     row's Modified is newer than e.Modified, and false when the event
+//     would change nothing (a redelivery).
+//   - MarkDeleted records a delete event at `at`: the row (created as a
+//     tombstone if absent) becomes deleted with Modified = at, unless the
+//     row is newer; applied as for Upsert.
+//   - MarkSpaceDeleted marks every live row of a space deleted whose
+//     Modified is not newer than `at`, and returns how many it marked.
+//   - Get returns the row, tombstones included, or ErrNotFound.
+//   - List returns live rows of a space with content ID strictly after
+//     `after` ("" = from the start) in byte-wise ascending order of content
+//     ID, at most limit (DefaultPageSize when ≤ 0, at most MaxPageSize), and
+//     whether more follow.
+//   - SetChecksum replaces the checksum of an existing row in place,
+//     leaving Modified alone (the bit check's "update content index");
+//     ErrNotFound when there is no row.
+//   - Safe for concurrent use; cancelling ctx abandons the call.
+type Index interface {
+	Upsert(ctx context.Context, e Entry) (applied bool, err error)
+	MarkDeleted(ctx context.Context, item Item, at time.Time) (applied bool, err error)
+	MarkSpaceDeleted(ctx context.Context, account, storeID, spaceID string, at time.Time) (int64, error)
+	Get(ctx context.Context, item Item) (*Entry, error)
+	List(ctx context.Context, account, storeID, spaceID, after string, limit int) (entries []Entry, more bool, err error)
+	SetChecksum(ctx context.Context, item Item, checksum string) error
+}
+
+// PageSize clamps a List limit to 1..MaxPageSize (DefaultPageSize for ≤ 0).
+func PageSize(limit int) int {
+	switch {
+	case limit <= 0:
+		return DefaultPageSize
+	case limit > MaxPageSize:
+		return MaxPageSize
+	}
+	return limit
+}
+
+// Check validates an Upsert entry (the item and its time); implementations
+// call it first.
+func Check(e Entry) error {
+	if err := e.Item.validate(); err != nil {
+		return err
+	}
+	if e.Modified.IsZero() {
+		return errors.Join(ErrInvalid, errors.New("entry needs its event time (Modified)"))
+	}
+	return nil
+}
+
+// CheckItem validates an item.
+func CheckItem(i Item) error { return i.validate() }
+
+// Truncate is the precision the index keeps (PostgreSQL's microseconds),
+// applied by every implementation so they agree on equal times.
+func Truncate(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }
