@@ -21,7 +21,9 @@ var t0 = time.Date(2024, 3, 5, 14, 7, 9, 123_456_000, time.UTC)
 
 func size(n int64) *int64 { return &n }
 
-func item(content string) ci.Item { return ci.Item{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: content} }
+func item(content string) ci.Item {
+	return ci.Item{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: content}
+}
 
 func entry(content string, at time.Time, checksum string) ci.Entry {
 	return ci.Entry{Item: item(content), Checksum: checksum, Size: size(3), MimeType: "text/plain",
