@@ -45,11 +45,12 @@ test/integration: up ## every test, verbose, against the local services
 	$(WITH_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | tee .local/test.log | grep -E '^(=== RUN|--- (PASS|FAIL|SKIP)|ok|FAIL|PASS)' | grep -v '=== RUN' || true
 
 .PHONY: lint
-lint: ## gofmt, go vet, go mod tidy check, staticcheck, govulncheck
+lint: ## gofmt, go vet, go mod tidy check, staticcheck, cfn-lint on infra/, govulncheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	$(GO) run $(STATICCHECK) ./...
+	./infra/lint.sh
 	@if curl -s -m 5 -o /dev/null https://vuln.go.dev/index/db.json; then \
 	  $(GO) run $(GOVULNCHECK) ./...; \
 	else \
