@@ -1,0 +1,15 @@
+// Package s3event turns S3 event notifications into Mill items, so content
+// written straight to a store's bucket (not through Mill) is audited too.
+//
+//   - Parse reads a notification body (pkg/task carries it in an AUDIT
+//     task's "s3-event" property) into Records with decoded keys.
+//   - A Resolver maps a bucket and key to the registered account, store,
+//     space and content; RegistryResolver does it over pkg/stores'
+//     registry (s3 stores: bucket + prefix; key = prefix + space + "/" +
+//     content). Keys that are not content — a space marker (prefix +
+//     space), Mill's reserved ".…" keys — resolve to ErrIgnored; a bucket
+//     no store is registered for to ErrUnknownBucket.
+//   - ConfigureBucketNotifications points a bucket's ObjectCreated:* and
+//     ObjectRemoved:* notifications at the audit queue, and QueuePolicy is
+//     the queue policy that lets S3 send them.
+package s3event

@@ -1,0 +1,89 @@
+package s3event
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
+)
+
+// Errors of Resolve.
+var (
+	// ErrUnknownBucket: no registered store lives in the bucket. The event
+	// cannot be processed (the audit processor dead-letters it).
+	ErrUnknownBucket = errors.New("s3event: no store registered for bucket")
+	// ErrIgnored: the key is in a store but is not a content item (a
+	// space marker, a reserved key, a key outside every store's prefix).
+	ErrIgnored = errors.New("s3event: not a content key")
+)
+
+// Location is the item an object key holds.
+type Location struct {
+	Account, StoreID, SpaceID, ContentID string
+}
+
+// Resolver maps a bucket and (decoded) key to the item it holds. Errors
+// wrap ErrUnknownBucket or ErrIgnored.
+type Resolver interface {
+	Resolve(bucket, key string) (Location, error)
+}
+
+// RegistryResolver resolves over the s3 stores of a registry. When stores
+// of one bucket have nested prefixes, the longest matching prefix wins.
+type RegistryResolver struct {
+	Registry *stores.Registry
+}
+
+var _ Resolver = RegistryResolver{}
+
+// Resolve implements Resolver.
+func (r RegistryResolver) Resolve(bucket, key string) (Location, error) {
+	var best *stores.Store
+	var account string
+	inBucket := false
+	if r.Registry != nil {
+		for _, a := range r.Registry.Accounts {
+			for i := range a.Stores {
+				s := &a.Stores[i]
+				if s.Kind != storage.KindS3 || s.Bucket != bucket {
+					continue
+				}
+				inBucket = true
+				if strings.HasPrefix(key, s.Prefix) && (best == nil || len(s.Prefix) > len(best.Prefix)) {
+					best, account = s, a.ID
+				}
+			}
+		}
+	}
+	if !inBucket {
+		return Location{}, fmt.Errorf("%w %q", ErrUnknownBucket, bucket)
+	}
+	if best == nil {
+		return Location{}, fmt.Errorf("%w: s3://%s/%s is outside every store's prefix", ErrIgnored, bucket, key)
+	}
+	return Split(account, best.ID, best.Prefix, key)
+}
+
+// Split maps key of a store with prefix to its item: key = prefix + space +
+// "/" + content. A space marker (prefix + space), a key whose space is not
+// a valid space ID (Mill's reserved ".…" keys among them) or whose content
+// ID is invalid is ErrIgnored.
+func Split(account, storeID, prefix, key string) (Location, error) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return Location{}, fmt.Errorf("%w: %q is outside the store's prefix %q", ErrIgnored, key, prefix)
+	}
+	space, content, ok := strings.Cut(rest, "/")
+	if !ok {
+		return Location{}, fmt.Errorf("%w: %q is a space marker", ErrIgnored, key)
+	}
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return Location{}, fmt.Errorf("%w: %q: %v", ErrIgnored, key, err)
+	}
+	if err := storage.ValidateContentID(content); err != nil {
+		return Location{}, fmt.Errorf("%w: %q: %v", ErrIgnored, key, err)
+	}
+	return Location{Account: account, StoreID: storeID, SpaceID: space, ContentID: content}, nil
+}
