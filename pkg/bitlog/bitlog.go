@@ -1,0 +1,291 @@
+// Package bitlog is the bit log (DESIGN §7): one row per content item per
+// bit-integrity run, holding the outcome of the bit check (SUCCESS, FAILURE
+// or ERROR), the row of the decision table that applied and the four
+// checksums the check compared, plus one report per space per run.
+//
+// The Log interface is implemented in memory here (NewMemory, for tests and
+// the dev mode) and on PostgreSQL by milldb.NewBitLog; both pass the
+// conformance suite bitlogtest.Run.
+package bitlog
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Result is the outcome of one bit check, or of a space's report.
+type Result string
+
+// Results.
+const (
+	// ResultSuccess: the checksums agree (decision table case 1), or there
+	// was nothing to check (case 11 is not recorded as a row at all).
+	ResultSuccess Result = "SUCCESS"
+	// ResultFailure: the checksums disagree; the bit check fixed what it
+	// could or raised a resolution (BIT_ERROR) task.
+	ResultFailure Result = "FAILURE"
+	// ResultError: the item could not be checked to a conclusion (for
+	// example it stayed missing from storage after the last retry).
+	ResultError Result = "ERROR"
+)
+
+// Results lists every result.
+var Results = []Result{ResultSuccess, ResultFailure, ResultError}
+
+// Valid reports whether r is one of Results.
+func (r Result) Valid() bool {
+	return r == ResultSuccess || r == ResultFailure || r == ResultError
+}
+
+// Errors of every Log implementation (test with errors.Is).
+var (
+	// ErrInvalid: a row or report lacks a required field or has an unknown
+	// result, or a filter is malformed.
+	ErrInvalid = errors.New("bitlog: invalid")
+	// ErrBadPageToken: Results was given an After token it did not make.
+	ErrBadPageToken = errors.New("bitlog: bad page token")
+)
+
+// Page sizes of Results and Reports.
+const (
+	DefaultPageSize = 1000
+	MaxPageSize     = 10000
+)
+
+// PageSize clamps a limit to 1..MaxPageSize (DefaultPageSize for ≤ 0).
+func PageSize(limit int) int {
+	switch {
+	case limit <= 0:
+		return DefaultPageSize
+	case limit > MaxPageSize:
+		return MaxPageSize
+	}
+	return limit
+}
+
+// Row is the result of checking one item in one run. The key of a row is
+// (RunID, Account, StoreID, SpaceID, ContentID): recording a row with the
+// key of an existing one replaces it.
+type Row struct {
+	// RunID is the bitproducer run; "" for a check outside any run (an
+	// ad-hoc BIT task), which then shares one row per item.
+	RunID     string
+	Account   string // required
+	StoreID   string // required
+	StoreKind string // "s3", "fs", …; may be empty
+	SpaceID   string // required
+	ContentID string // required
+	Result    Result // required; one of Results
+	// Case is the row of the bit-check decision table that applied
+	// (1..11); 0 when none did (for example an ERROR recorded for a
+	// reason outside the table).
+	Case int
+	// The four checksums compared; "" means null (not available: a
+	// missing item, no index row, no audit entry, or content not read).
+	ContentChecksum string // C
+	StorageChecksum string // S
+	IndexChecksum   string // I
+	AuditChecksum   string // A
+	// Details is a human explanation ("" when there is nothing to add).
+	Details string
+	// CheckedAt is when the check happened; zero means "now" (the
+	// implementation's clock). Stored with microsecond precision, UTC.
+	CheckedAt time.Time
+}
+
+// Key returns the row's key as a string, for messages.
+func (r Row) Key() string {
+	return fmt.Sprintf("%s:%s/%s/%s/%s", r.RunID, r.Account, r.StoreID, r.SpaceID, r.ContentID)
+}
+
+// Validate reports a missing required field or an unknown result (wrapping
+// ErrInvalid).
+func (r Row) Validate() error {
+	var errs []error
+	for _, f := range [][2]string{{"account", r.Account}, {"store", r.StoreID}, {"space", r.SpaceID}, {"content", r.ContentID}} {
+		if f[1] == "" {
+			errs = append(errs, fmt.Errorf("%w: row %s: missing %s", ErrInvalid, r.Key(), f[0]))
+		}
+	}
+	if !r.Result.Valid() {
+		errs = append(errs, fmt.Errorf("%w: row %s: unknown result %q", ErrInvalid, r.Key(), string(r.Result)))
+	}
+	if r.Case < 0 {
+		errs = append(errs, fmt.Errorf("%w: row %s: negative case %d", ErrInvalid, r.Key(), r.Case))
+	}
+	return errors.Join(errs...)
+}
+
+// Counts are the results of a space in a run.
+type Counts struct {
+	Total, Success, Failure, Error int64
+}
+
+// Add counts one result.
+func (c *Counts) Add(r Result) {
+	c.Total++
+	switch r {
+	case ResultSuccess:
+		c.Success++
+	case ResultFailure:
+		c.Failure++
+	case ResultError:
+		c.Error++
+	}
+}
+
+// Report is the bit-integrity report of one space in one run, keyed by
+// (RunID, Account, StoreID, SpaceID): putting a report with the key of an
+// existing one replaces it.
+type Report struct {
+	RunID   string
+	Account string // required
+	StoreID string // required
+	SpaceID string // required
+	Result  Result // required; one of Results
+	Counts  Counts // never negative
+	// Location of the TSV report, e.g. s3://bucket/bit-integrity/…; may be
+	// empty.
+	Location string
+	// CreatedAt is when the report was made; zero means "now". Microsecond
+	// precision, UTC.
+	CreatedAt time.Time
+}
+
+// Validate reports a missing required field, an unknown result or a
+// negative count (wrapping ErrInvalid).
+func (r Report) Validate() error {
+	var errs []error
+	for _, f := range [][2]string{{"account", r.Account}, {"store", r.StoreID}, {"space", r.SpaceID}} {
+		if f[1] == "" {
+			errs = append(errs, fmt.Errorf("%w: report: missing %s", ErrInvalid, f[0]))
+		}
+	}
+	if !r.Result.Valid() {
+		errs = append(errs, fmt.Errorf("%w: report: unknown result %q", ErrInvalid, string(r.Result)))
+	}
+	c := r.Counts
+	if c.Total < 0 || c.Success < 0 || c.Failure < 0 || c.Error < 0 {
+		errs = append(errs, fmt.Errorf("%w: report: negative count %+v", ErrInvalid, c))
+	}
+	return errors.Join(errs...)
+}
+
+// Filter selects rows for Results. Empty fields match everything (RunID ""
+// matches every run).
+type Filter struct {
+	RunID   string
+	Account string
+	StoreID string
+	SpaceID string
+	// Result, when set, keeps only rows with that result.
+	Result Result
+	// After is the page token returned by the previous call ("" = from
+	// the start).
+	After string
+	// Limit is the page size (DefaultPageSize when ≤ 0, at most
+	// MaxPageSize).
+	Limit int
+}
+
+// Validate checks the filter's result (wrapping ErrInvalid).
+func (f Filter) Validate() error {
+	if f.Result != "" && !f.Result.Valid() {
+		return fmt.Errorf("%w: filter: unknown result %q", ErrInvalid, string(f.Result))
+	}
+	return nil
+}
+
+// ReportFilter selects reports for Reports. Empty fields match everything
+// (RunID "" matches every run).
+type ReportFilter struct {
+	RunID   string
+	Account string
+	StoreID string
+	SpaceID string
+	// Limit is the most reports returned (DefaultPageSize when ≤ 0, at
+	// most MaxPageSize).
+	Limit int
+}
+
+// Log is the bit log.
+//
+// Contract (every implementation passes bitlogtest.Run):
+//
+//   - Record upserts a row: one row per (RunID, Account, StoreID, SpaceID,
+//     ContentID). A redelivered check replaces every field of its row; it
+//     never adds a second one. An invalid row fails with ErrInvalid and
+//     writes nothing. A zero CheckedAt is stored as the current time.
+//   - Results returns the rows matching f in ascending byte-wise order of
+//     (RunID, Account, StoreID, SpaceID, ContentID), at most f.Limit per
+//     page, and a token for the next page ("" when no more follow). A
+//     token comes only from the same implementation and filter; a token
+//     it did not make fails with ErrBadPageToken.
+//   - Count returns how many items of a space have a row for the run, by
+//     result.
+//   - PutReport upserts a report: one per (RunID, Account, StoreID,
+//     SpaceID). Reports returns the reports matching f, newest CreatedAt
+//     first (ties in key order), at most f.Limit.
+//   - Safe for concurrent use; cancelling ctx abandons the call.
+type Log interface {
+	Record(ctx context.Context, r Row) error
+	Results(ctx context.Context, f Filter) (rows []Row, next string, err error)
+	Count(ctx context.Context, runID, account, storeID, spaceID string) (Counts, error)
+	PutReport(ctx context.Context, r Report) error
+	Reports(ctx context.Context, f ReportFilter) ([]Report, error)
+}
+
+// Truncate is the precision the log keeps (PostgreSQL's microseconds),
+// applied by every implementation so they agree.
+func Truncate(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }
+
+// PageKey is the position of a row in the order of Results; page tokens
+// encode it.
+type PageKey struct {
+	RunID, Account, StoreID, SpaceID, ContentID string
+}
+
+// KeyOf returns the position of r.
+func KeyOf(r Row) PageKey {
+	return PageKey{RunID: r.RunID, Account: r.Account, StoreID: r.StoreID, SpaceID: r.SpaceID, ContentID: r.ContentID}
+}
+
+// Less orders keys field by field, byte-wise.
+func (k PageKey) Less(o PageKey) bool {
+	a := [5]string{k.RunID, k.Account, k.StoreID, k.SpaceID, k.ContentID}
+	b := [5]string{o.RunID, o.Account, o.StoreID, o.SpaceID, o.ContentID}
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// EncodeToken returns the page token for "after k". Implementations share
+// it so a token is stable across them.
+func EncodeToken(k PageKey) string {
+	b, _ := json.Marshal([5]string{k.RunID, k.Account, k.StoreID, k.SpaceID, k.ContentID}) // strings always marshal
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeToken reads a token made by EncodeToken; ok is false for "" (from
+// the start). A malformed token wraps ErrBadPageToken.
+func DecodeToken(tok string) (k PageKey, ok bool, err error) {
+	if tok == "" {
+		return PageKey{}, false, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return PageKey{}, false, fmt.Errorf("%w: %q", ErrBadPageToken, tok)
+	}
+	var a [5]string
+	if err := json.Unmarshal(b, &a); err != nil {
+		return PageKey{}, false, fmt.Errorf("%w: %q", ErrBadPageToken, tok)
+	}
+	return PageKey{RunID: a[0], Account: a[1], StoreID: a[2], SpaceID: a[3], ContentID: a[4]}, true, nil
+}

@@ -1,0 +1,229 @@
+// Package bitlogtest is the conformance suite every bitlog.Log
+// implementation passes: Run(t, newLog) with a factory that returns an empty
+// log for each subtest.
+package bitlogtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/pkg/bitlog"
+)
+
+// Factory returns an empty log for one subtest.
+type Factory func(t *testing.T) bitlog.Log
+
+var t0 = time.Date(2024, 3, 5, 14, 7, 9, 123_456_000, time.UTC)
+
+func row(run, space, content string, res bitlog.Result) bitlog.Row {
+	return bitlog.Row{RunID: run, Account: "acme", StoreID: "1", StoreKind: "fs", SpaceID: space,
+		ContentID: content, Result: res, Case: 1, ContentChecksum: "c", StorageChecksum: "s",
+		IndexChecksum: "i", AuditChecksum: "a", Details: "ok", CheckedAt: t0}
+}
+
+// Run runs the suite.
+func Run(t *testing.T, newLog Factory) {
+	t.Run("RecordUpsert", func(t *testing.T) { testRecordUpsert(t, newLog(t)) })
+	t.Run("NullsAndZeroTime", func(t *testing.T) { testNulls(t, newLog(t)) })
+	t.Run("FilterAndPages", func(t *testing.T) { testPages(t, newLog(t)) })
+	t.Run("Count", func(t *testing.T) { testCount(t, newLog(t)) })
+	t.Run("Reports", func(t *testing.T) { testReports(t, newLog(t)) })
+	t.Run("Invalid", func(t *testing.T) { testInvalid(t, newLog(t)) })
+}
+
+func record(t *testing.T, l bitlog.Log, r bitlog.Row) {
+	t.Helper()
+	if err := l.Record(context.Background(), r); err != nil {
+		t.Fatalf("Record(%s): %v", r.Key(), err)
+	}
+}
+
+func results(t *testing.T, l bitlog.Log, f bitlog.Filter) ([]bitlog.Row, string) {
+	t.Helper()
+	rows, next, err := l.Results(context.Background(), f)
+	if err != nil {
+		t.Fatalf("Results(%+v): %v", f, err)
+	}
+	return rows, next
+}
+
+func testRecordUpsert(t *testing.T, l bitlog.Log) {
+	r := row("run1", "photos", "a/b.jpg", bitlog.ResultFailure)
+	r.Case = 5
+	record(t, l, r)
+	// A redelivered check updates its row.
+	r2 := r
+	r2.Result, r2.Case, r2.IndexChecksum, r2.Details = bitlog.ResultSuccess, 1, "i2", "second"
+	r2.CheckedAt = t0.Add(time.Minute)
+	record(t, l, r2)
+	rows, next := results(t, l, bitlog.Filter{RunID: "run1"})
+	if len(rows) != 1 || next != "" {
+		t.Fatalf("rows %d next %q, want one row", len(rows), next)
+	}
+	if got := rows[0]; got != r2 {
+		t.Fatalf("row = %+v\nwant %+v", got, r2)
+	}
+	// Another run is another row.
+	r3 := r
+	r3.RunID = "run2"
+	record(t, l, r3)
+	if rows, _ := results(t, l, bitlog.Filter{}); len(rows) != 2 {
+		t.Fatalf("all runs: %d rows, want 2", len(rows))
+	}
+	if rows, _ := results(t, l, bitlog.Filter{RunID: "run2"}); len(rows) != 1 || rows[0].Case != 5 {
+		t.Fatalf("run2: %+v", rows)
+	}
+}
+
+func testNulls(t *testing.T, l bitlog.Log) {
+	r := bitlog.Row{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "ünï cødé/x", Result: bitlog.ResultError}
+	before := time.Now().Add(-time.Minute)
+	record(t, l, r)
+	rows, _ := results(t, l, bitlog.Filter{Account: "acme"})
+	if len(rows) != 1 {
+		t.Fatalf("rows = %+v", rows)
+	}
+	got := rows[0]
+	if got.CheckedAt.Before(before) || got.CheckedAt.Location() != time.UTC {
+		t.Errorf("zero CheckedAt stored as %v, want about now in UTC", got.CheckedAt)
+	}
+	got.CheckedAt = time.Time{}
+	if got != r {
+		t.Errorf("row = %+v\nwant %+v", got, r)
+	}
+}
+
+func testPages(t *testing.T, l bitlog.Log) {
+	// 7 rows in run1 space "a" (every third a failure), 2 in space "b",
+	// 1 in run2.
+	for i := range 7 {
+		res := bitlog.ResultSuccess
+		if i%3 == 0 {
+			res = bitlog.ResultFailure
+		}
+		record(t, l, row("run1", "a", fmt.Sprintf("item-%02d", 6-i), res))
+	}
+	record(t, l, row("run1", "b", "x", bitlog.ResultError))
+	record(t, l, row("run1", "b", "Y", bitlog.ResultSuccess))
+	record(t, l, row("run2", "a", "item-00", bitlog.ResultSuccess))
+
+	var all []string
+	tok := ""
+	pages := 0
+	for {
+		rows, next := results(t, l, bitlog.Filter{RunID: "run1", After: tok, Limit: 3})
+		pages++
+		for _, r := range rows {
+			all = append(all, r.SpaceID+"/"+r.ContentID)
+		}
+		if next == "" {
+			break
+		}
+		if pages > 10 {
+			t.Fatal("pagination does not end")
+		}
+		tok = next
+	}
+	want := []string{"a/item-00", "a/item-01", "a/item-02", "a/item-03", "a/item-04", "a/item-05", "a/item-06", "b/Y", "b/x"}
+	if fmt.Sprint(all) != fmt.Sprint(want) {
+		t.Fatalf("pages = %v\nwant  %v", all, want)
+	}
+	if pages != 3 {
+		t.Errorf("%d pages of 3, want 3", pages)
+	}
+	fails, _ := results(t, l, bitlog.Filter{RunID: "run1", SpaceID: "a", Result: bitlog.ResultFailure})
+	if len(fails) != 3 {
+		t.Errorf("failures = %d, want 3", len(fails))
+	}
+	if rows, _ := results(t, l, bitlog.Filter{RunID: "run1", Result: bitlog.ResultError}); len(rows) != 1 || rows[0].ContentID != "x" {
+		t.Errorf("errors = %+v", rows)
+	}
+	if _, _, err := l.Results(context.Background(), bitlog.Filter{After: "!!not a token"}); !errors.Is(err, bitlog.ErrBadPageToken) {
+		t.Errorf("bad token: err = %v, want ErrBadPageToken", err)
+	}
+}
+
+func testCount(t *testing.T, l bitlog.Log) {
+	ctx := context.Background()
+	c, err := l.Count(ctx, "run1", "acme", "1", "a")
+	if err != nil || c != (bitlog.Counts{}) {
+		t.Fatalf("empty Count = %+v, %v", c, err)
+	}
+	record(t, l, row("run1", "a", "1", bitlog.ResultSuccess))
+	record(t, l, row("run1", "a", "2", bitlog.ResultFailure))
+	record(t, l, row("run1", "a", "3", bitlog.ResultError))
+	record(t, l, row("run1", "a", "3", bitlog.ResultSuccess)) // redelivery
+	record(t, l, row("run1", "b", "1", bitlog.ResultSuccess))
+	record(t, l, row("run2", "a", "1", bitlog.ResultSuccess))
+	c, err = l.Count(ctx, "run1", "acme", "1", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (bitlog.Counts{Total: 3, Success: 2, Failure: 1}); c != want {
+		t.Fatalf("Count = %+v, want %+v", c, want)
+	}
+}
+
+func testReports(t *testing.T, l bitlog.Log) {
+	ctx := context.Background()
+	put := func(r bitlog.Report) {
+		t.Helper()
+		if err := l.PutReport(ctx, r); err != nil {
+			t.Fatalf("PutReport: %v", err)
+		}
+	}
+	r1 := bitlog.Report{RunID: "run1", Account: "acme", StoreID: "1", SpaceID: "a", Result: bitlog.ResultFailure,
+		Counts: bitlog.Counts{Total: 3, Success: 2, Failure: 1}, Location: "s3://r/1.tsv", CreatedAt: t0}
+	put(r1)
+	r1b := r1
+	r1b.Result, r1b.Counts, r1b.Location = bitlog.ResultSuccess, bitlog.Counts{Total: 3, Success: 3}, "s3://r/2.tsv"
+	put(r1b) // redelivery replaces
+	r2 := bitlog.Report{RunID: "run2", Account: "acme", StoreID: "1", SpaceID: "a", Result: bitlog.ResultSuccess, CreatedAt: t0.Add(time.Hour)}
+	put(r2)
+	r3 := bitlog.Report{RunID: "run2", Account: "acme", StoreID: "1", SpaceID: "b", Result: bitlog.ResultError, CreatedAt: t0.Add(time.Hour)}
+	put(r3)
+
+	got, err := l.Reports(ctx, bitlog.ReportFilter{Account: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0] != r2 || got[1] != r3 || got[2] != r1b {
+		t.Fatalf("Reports = %+v\nwant %+v %+v %+v", got, r2, r3, r1b)
+	}
+	got, _ = l.Reports(ctx, bitlog.ReportFilter{SpaceID: "a", Limit: 1})
+	if len(got) != 1 || got[0] != r2 {
+		t.Fatalf("space a, limit 1 = %+v", got)
+	}
+	got, _ = l.Reports(ctx, bitlog.ReportFilter{RunID: "run1"})
+	if len(got) != 1 || got[0] != r1b {
+		t.Fatalf("run1 = %+v", got)
+	}
+}
+
+func testInvalid(t *testing.T, l bitlog.Log) {
+	ctx := context.Background()
+	bad := []bitlog.Row{
+		{Account: "acme", StoreID: "1", SpaceID: "s", Result: bitlog.ResultSuccess},                // no content
+		{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "c", Result: "MAYBE"},             // bad result
+		{StoreID: "1", SpaceID: "s", ContentID: "c", Result: bitlog.ResultSuccess},                 // no account
+		{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "c", Result: "SUCCESS", Case: -1}, // bad case
+	}
+	for _, r := range bad {
+		if err := l.Record(ctx, r); !errors.Is(err, bitlog.ErrInvalid) {
+			t.Errorf("Record(%+v) = %v, want ErrInvalid", r, err)
+		}
+	}
+	if rows, _ := results(t, l, bitlog.Filter{}); len(rows) != 0 {
+		t.Errorf("invalid rows were stored: %+v", rows)
+	}
+	if err := l.PutReport(ctx, bitlog.Report{Account: "acme", StoreID: "1", SpaceID: "s", Result: "SUCCESS",
+		Counts: bitlog.Counts{Total: -1}}); !errors.Is(err, bitlog.ErrInvalid) {
+		t.Errorf("PutReport negative count = %v, want ErrInvalid", err)
+	}
+	if _, _, err := l.Results(ctx, bitlog.Filter{Result: "MAYBE"}); !errors.Is(err, bitlog.ErrInvalid) {
+		t.Errorf("Results bad result filter = %v, want ErrInvalid", err)
+	}
+}
