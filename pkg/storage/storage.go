@@ -70,9 +70,11 @@ type PutOptions struct {
 //
 // Contract (every provider passes storagetest.Run):
 //
-//   - IDs: a space ID is one path segment; a content ID is any non-empty
-//     UTF-8 string without NUL (it may contain slashes, spaces, unicode).
-//     Providers reject IDs they cannot store safely with ErrInvalidID.
+//   - IDs: a space ID is one path segment (ValidateSpaceID); a content ID
+//     is any non-empty UTF-8 string of at most MaxContentIDLen bytes
+//     without control characters (ValidateContentID; it may contain
+//     slashes, spaces, unicode). Providers reject IDs they cannot store
+//     safely with ErrInvalidID.
 //   - Listing: ListSpaces and ListContent return IDs in byte-wise ascending
 //     order (S3's order) so listings of two providers can be merged.
 //     ListContent returns up to limit IDs strictly after the marker `after`

@@ -95,7 +95,8 @@ func emulatorCRC64NVME(t *testing.T, client *s3.Client, bucket string) []string 
 		t.Fatal(err)
 	}
 	data := bytes.Repeat([]byte{7}, int(cfg.MultipartThreshold)+1)
-	_, err = s.Put(ctx, "probe", "multipart", bytes.NewReader(data), storage.PutOptions{Size: int64(len(data))})
+	sum, _, _ := storage.MD5Hex(bytes.NewReader(data)) // a known MD5: a direct multipart upload, no commit copy
+	_, err = s.Put(ctx, "probe", "multipart", bytes.NewReader(data), storage.PutOptions{Size: int64(len(data)), Checksum: sum})
 	if err != nil {
 		t.Fatalf("probe multipart put: %v", err)
 	}
