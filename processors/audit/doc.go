@@ -1,0 +1,43 @@
+// Package audit is the AUDIT task processor (DESIGN §9). For each audit
+// event it does four steps, in order, each idempotent, so a retry simply
+// repeats all of them:
+//
+//  1. write the audit log entry (auditlog.Log.Put; a redelivered event is
+//     already there and is not written twice);
+//  2. update the content index: ADD_CONTENT, COPY_CONTENT and
+//     SET_CONTENT_PROPERTIES upsert the item, DELETE_CONTENT marks it
+//     deleted, DELETE_SPACE marks every row of the space deleted (an event
+//     older than the row changes nothing);
+//  3. send one DUP task to the dup-high queue for every store policy whose
+//     source is this store (content actions carry the content ID, space
+//     actions an empty one), all in one Send;
+//  4. CREATE_SPACE: tell the Notifier.
+//
+// Both Mill's JSON AUDIT tasks and DuraCloud's .properties ones decode to the
+// same task.Audit and are processed alike.
+//
+// # S3 event notifications
+//
+// An AUDIT task carrying task.KeyS3Event (an S3 event notification received
+// on the audit queue; see pkg/task) is expanded record by record: the
+// bucket and key are resolved to a registered item (Config.Resolver);
+// ObjectCreated becomes ADD_CONTENT with the checksum, size, mimetype and
+// properties read by Head through the store's provider (Config.Stores), and
+// ObjectRemoved becomes DELETE_CONTENT; each then goes through the same four
+// steps. Space markers and Mill's reserved keys are skipped; a bucket no
+// store is registered for is a permanent error (dead letter). An object that
+// is gone by the time its ObjectCreated event is processed is skipped (its
+// ObjectRemoved event follows).
+//
+// Echo rule: a write made through Mill's audited provider is audited by its
+// own AUDIT task and also triggers a bucket notification. An S3 record is
+// skipped (all four steps) when the item's latest audit entry is a different
+// event that already says the same thing — for ObjectCreated a content write
+// (ADD, COPY or SET_CONTENT_PROPERTIES) with the same non-empty checksum, for
+// ObjectRemoved a DELETE_CONTENT — and is no older than the record's time
+// minus Config.EchoWindow (default DefaultEchoWindow). A redelivery of the S3
+// record itself (latest entry = the entry this record makes) is not an echo:
+// it runs all four steps again, so a failed attempt is completed. If the S3
+// record is processed before Mill's own AUDIT task, both are recorded (Mill's
+// own tasks are never skipped).
+package audit
