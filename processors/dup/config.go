@@ -1,0 +1,146 @@
+package dup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/audited"
+	"github.com/millfleet/mill/pkg/task"
+)
+
+// Defaults of Config.Retry.
+const (
+	DefaultRetryAttempts = 4
+	DefaultRetryBase     = 250 * time.Millisecond
+	DefaultRetryMax      = 5 * time.Second
+)
+
+// UserID is written as the user-id of the AUDIT tasks of the processor's
+// writes (by AuditTo).
+const UserID = "mill-duplication"
+
+// Opener opens the storage provider of an account's store;
+// *stores.Opener implements it.
+type Opener interface {
+	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
+}
+
+// AuditFunc wraps the destination provider so that its writes are audited
+// (normally audited.New; see AuditTo).
+type AuditFunc func(p storage.Provider, account, storeID string) (storage.Provider, error)
+
+// AuditTo returns an AuditFunc wrapping destinations in the audited
+// decorator, which puts one AUDIT task per write on q in format.
+func AuditTo(q queue.Queue, format task.Format, clk clock.Clock) AuditFunc {
+	return func(p storage.Provider, account, storeID string) (storage.Provider, error) {
+		return audited.New(p, q, audited.Config{Account: account, StoreID: storeID, UserID: UserID, Format: format, Clock: clk})
+	}
+}
+
+// LiveChecker reports whether the content index of a store still lists an
+// item as live (present and not deleted).
+type LiveChecker interface {
+	IsLive(ctx context.Context, account, storeID, spaceID, contentID string) (bool, error)
+}
+
+// LiveCheckerFunc adapts a function to LiveChecker.
+type LiveCheckerFunc func(ctx context.Context, account, storeID, spaceID, contentID string) (bool, error)
+
+// IsLive calls f.
+func (f LiveCheckerFunc) IsLive(ctx context.Context, account, storeID, spaceID, contentID string) (bool, error) {
+	return f(ctx, account, storeID, spaceID, contentID)
+}
+
+// IndexGetter is the part of contentindex.Index the processor needs.
+type IndexGetter interface {
+	Get(ctx context.Context, item contentindex.Item) (*contentindex.Entry, error)
+}
+
+// FromIndex returns a LiveChecker over a content index: an item is live
+// when it has a row that is not a tombstone.
+func FromIndex(idx IndexGetter) LiveChecker {
+	return LiveCheckerFunc(func(ctx context.Context, account, storeID, spaceID, contentID string) (bool, error) {
+		e, err := idx.Get(ctx, contentindex.Item{Account: account, StoreID: storeID, SpaceID: spaceID, ContentID: contentID})
+		if errors.Is(err, contentindex.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return !e.Deleted, nil
+	})
+}
+
+// Retry bounds the retries of one provider call inside the processor:
+// at most Attempts calls, waiting Base, 2·Base, 4·Base, … (at most Max)
+// between them.
+type Retry struct {
+	Attempts  int
+	Base, Max time.Duration
+}
+
+// Config configures a Processor. Opener, Audit and Live are required.
+type Config struct {
+	// Opener opens the source and destination stores.
+	Opener Opener
+	// Audit wraps the destination so its writes are audited (AuditTo).
+	Audit AuditFunc
+	// Live is the source store's content index, consulted before deleting
+	// an item found only at the destination.
+	Live LiveChecker
+	// Retry of transient provider errors (default DefaultRetryAttempts,
+	// DefaultRetryBase doubling up to DefaultRetryMax).
+	Retry Retry
+	// DisableServerSideCopy makes every copy stream through this process,
+	// even between two stores that could copy server-side (benchmarks).
+	DisableServerSideCopy bool
+	// Clock times the retry waits (default the real clock).
+	Clock clock.Clock
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// WithDefaults returns c with zero optional fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Retry.Attempts == 0 {
+		c.Retry.Attempts = DefaultRetryAttempts
+	}
+	if c.Retry.Base == 0 {
+		c.Retry.Base = DefaultRetryBase
+	}
+	if c.Retry.Max == 0 {
+		c.Retry.Max = DefaultRetryMax
+	}
+	c.Clock = clock.Or(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Opener == nil {
+		errs = append(errs, errors.New("no Opener"))
+	}
+	if c.Audit == nil {
+		errs = append(errs, errors.New("no Audit wrapper"))
+	}
+	if c.Live == nil {
+		errs = append(errs, errors.New("no Live checker (content index)"))
+	}
+	if c.Retry.Attempts < 1 {
+		errs = append(errs, fmt.Errorf("Retry.Attempts %d: at least 1", c.Retry.Attempts))
+	}
+	if c.Retry.Base <= 0 || c.Retry.Max < c.Retry.Base {
+		errs = append(errs, fmt.Errorf("Retry delays %s..%s: need 0 < Base <= Max", c.Retry.Base, c.Retry.Max))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,363 @@
+package dup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+)
+
+// Action is what a task made the processor do.
+type Action string
+
+// Actions.
+const (
+	None              Action = "none"                // already in step (or absent from both)
+	CopyContent       Action = "copy"                // content copied to the destination
+	CopyProperties    Action = "copy-properties"     // user properties copied
+	DeleteContent     Action = "delete"              // destination-only item deleted
+	CreateSpace       Action = "create-space"        // destination space created (and ACLs copied)
+	SetSpaceACLs      Action = "set-space-acls"      // destination space ACLs updated
+	DeleteSpace       Action = "delete-space"        // destination space deleted
+	KeepNonEmptySpace Action = "keep-nonempty-space" // source space gone, destination not empty: left alone
+)
+
+// Errors of the processor (test with errors.Is).
+var (
+	// ErrMissingFromSource: the item is only at the destination, but the
+	// source store's content index still lists it as live — content is
+	// missing from the source. Nothing is deleted; the task is retried and
+	// then dead-lettered for an operator.
+	ErrMissingFromSource = errors.New("dup: content missing from the source store (its content index lists it as live)")
+	// ErrSourceCorrupt: the source's bytes do not match its recorded
+	// checksum; nothing was committed at the destination.
+	ErrSourceCorrupt = errors.New("dup: source content does not match its recorded checksum")
+	// ErrDestinationChecksum: after a write, the destination reports a
+	// checksum other than the source's.
+	ErrDestinationChecksum = errors.New("dup: destination checksum differs from the source after the copy")
+)
+
+// Processor handles DUP tasks. It is safe for concurrent use.
+type Processor struct {
+	cfg Config
+	log *slog.Logger
+}
+
+var _ processors.Handler = (*Processor)(nil)
+
+// New checks cfg (every problem at once) and returns a Processor.
+func New(cfg Config) (*Processor, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("dup: config: %w", err)
+	}
+	return &Processor{cfg: cfg, log: cfg.Logger.With("processor", "dup")}, nil
+}
+
+// Name is the processor's name.
+func (p *Processor) Name() string { return "dup" }
+
+// Handle implements processors.Handler: a task that is not a valid DUP task
+// is a permanent error; otherwise see Process.
+func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
+	d, err := task.DupFrom(t)
+	if err != nil {
+		return processors.Permanent(fmt.Errorf("dup: %w", err))
+	}
+	_, err = p.Process(ctx, d)
+	return err
+}
+
+// job is one task with its stores opened.
+type job struct {
+	d   task.Dup
+	src ReadOnly
+	dst storage.Provider // audited
+	log *slog.Logger
+}
+
+// Process carries out one DUP task and reports what it did.
+func (p *Processor) Process(ctx context.Context, d task.Dup) (Action, error) {
+	if d.StoreID == d.DestStoreID {
+		return None, processors.Permanentf("dup: %s/%s: source and destination are both store %q", d.Account, d.SpaceID, d.StoreID)
+	}
+	src, err := p.cfg.Opener.Open(ctx, d.Account, d.StoreID)
+	if err != nil {
+		return None, fmt.Errorf("dup: open source store %s/%s: %w", d.Account, d.StoreID, err)
+	}
+	dst, err := p.cfg.Opener.Open(ctx, d.Account, d.DestStoreID)
+	if err != nil {
+		return None, fmt.Errorf("dup: open destination store %s/%s: %w", d.Account, d.DestStoreID, err)
+	}
+	adst, err := p.cfg.Audit(dst, d.Account, d.DestStoreID)
+	if err != nil {
+		return None, fmt.Errorf("dup: audit destination store %s/%s: %w", d.Account, d.DestStoreID, err)
+	}
+	j := &job{d: d, src: NewReadOnly(src), dst: adst, log: p.log.With(
+		"account", d.Account, "store_id", d.StoreID, "dest_store_id", d.DestStoreID, "space_id", d.SpaceID)}
+	var a Action
+	if d.ContentID == "" {
+		a, err = p.space(ctx, j)
+	} else {
+		j.log = j.log.With("content_id", d.ContentID)
+		a, err = p.content(ctx, j)
+	}
+	if err != nil {
+		return a, err
+	}
+	if a != None {
+		j.log.Info("duplication applied", "action", string(a))
+	}
+	return a, nil
+}
+
+// content handles a content-level task.
+func (p *Processor) content(ctx context.Context, j *job) (Action, error) {
+	d := j.d
+	si, err := p.head(ctx, "source", j.src, d.SpaceID, d.ContentID)
+	if err != nil {
+		return None, err
+	}
+	di, err := p.head(ctx, "destination", j.dst, d.SpaceID, d.ContentID)
+	if err != nil {
+		return None, err
+	}
+	switch {
+	case si == nil && di == nil:
+		return None, nil
+	case si == nil:
+		return p.deleteContent(ctx, j)
+	case di == nil || di.Checksum != si.Checksum:
+		return CopyContent, p.copyContent(ctx, j, si)
+	case !storage.PropertiesEqual(si.Properties, di.Properties):
+		props := storage.UserProperties(si.Properties)
+		err := p.retry(ctx, "set destination properties", func() error {
+			return j.dst.SetProperties(ctx, d.SpaceID, d.ContentID, props)
+		})
+		return CopyProperties, err
+	}
+	return None, nil
+}
+
+// head reads an item; a missing item (or space) is (nil, nil).
+func (p *Processor) head(ctx context.Context, which string, s storage.Provider, space, id string) (*storage.Info, error) {
+	var info *storage.Info
+	err := p.retry(ctx, "head "+which, func() error {
+		var err error
+		info, err = s.Head(ctx, space, id)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	return info, err
+}
+
+// deleteContent deletes a destination-only item unless the source's
+// content index says the item should be at the source.
+func (p *Processor) deleteContent(ctx context.Context, j *job) (Action, error) {
+	d := j.d
+	var live bool
+	err := p.retry(ctx, "content index lookup", func() error {
+		var err error
+		live, err = p.cfg.Live.IsLive(ctx, d.Account, d.StoreID, d.SpaceID, d.ContentID)
+		return err
+	})
+	if err != nil {
+		return None, fmt.Errorf("dup: %s/%s/%s/%s: %w", d.Account, d.StoreID, d.SpaceID, d.ContentID, err)
+	}
+	if live {
+		return None, fmt.Errorf("%w: %s/%s/%s/%s is in store %s but not in store %s; not deleting it from store %s",
+			ErrMissingFromSource, d.Account, d.StoreID, d.SpaceID, d.ContentID, d.DestStoreID, d.StoreID, d.DestStoreID)
+	}
+	err = p.retry(ctx, "delete from destination", func() error {
+		return j.dst.Delete(ctx, d.SpaceID, d.ContentID)
+	})
+	return DeleteContent, err
+}
+
+// noServerSideCopy hides a provider's ServerSideCopier (and Unwrap) so
+// storage.Copy streams.
+type noServerSideCopy struct{ storage.Provider }
+
+// copyContent copies the item from the source (as si describes it) and
+// verifies the destination afterwards.
+func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) error {
+	d := j.d
+	var dst storage.Provider = j.dst
+	if p.cfg.DisableServerSideCopy {
+		dst = noServerSideCopy{j.dst}
+	}
+	createdSpace := false
+	err := p.retry(ctx, "copy", func() error {
+		_, err := storage.Copy(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID)
+		if errors.Is(err, storage.ErrNotFound) && !createdSpace {
+			// The destination space may not exist yet (its space-level
+			// task may not have run): create it, then copy again.
+			created, serr := p.ensureSpace(ctx, j)
+			if serr != nil {
+				return serr
+			}
+			if created {
+				createdSpace = true
+				_, err = storage.Copy(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID)
+			}
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, storage.ErrChecksumMismatch):
+		return processors.Permanent(fmt.Errorf("%w: %s/%s/%s/%s (recorded MD5 %s); nothing was written to store %s: %w",
+			ErrSourceCorrupt, d.Account, d.StoreID, d.SpaceID, d.ContentID, si.Checksum, d.DestStoreID, err))
+	case errors.Is(err, storage.ErrNotFound):
+		// The source item (or space) went away since it was read: the
+		// retry of this task deals with what is there then.
+		return fmt.Errorf("dup: copy %s/%s/%s/%s: the source changed during the copy: %w", d.Account, d.StoreID, d.SpaceID, d.ContentID, err)
+	case err != nil:
+		return fmt.Errorf("dup: copy %s/%s/%s/%s to store %s: %w", d.Account, d.StoreID, d.SpaceID, d.ContentID, d.DestStoreID, err)
+	}
+	after, err := p.head(ctx, "destination", j.dst, d.SpaceID, d.ContentID)
+	if err != nil {
+		return fmt.Errorf("dup: verify %s/%s/%s/%s at store %s: %w", d.Account, d.StoreID, d.SpaceID, d.ContentID, d.DestStoreID, err)
+	}
+	if after == nil || after.Checksum != si.Checksum {
+		got := "nothing"
+		if after != nil {
+			got = "MD5 " + after.Checksum
+		}
+		return fmt.Errorf("%w: %s/%s/%s at store %s holds %s after the copy, the source MD5 %s",
+			ErrDestinationChecksum, d.Account, d.SpaceID, d.ContentID, d.DestStoreID, got, si.Checksum)
+	}
+	return nil
+}
+
+// space handles a space-level task.
+func (p *Processor) space(ctx context.Context, j *job) (Action, error) {
+	d := j.d
+	srcACLs, err := p.acls(ctx, "source", j.src, d.SpaceID)
+	if err != nil {
+		return None, err
+	}
+	if srcACLs != nil {
+		dstACLs, err := p.acls(ctx, "destination", j.dst, d.SpaceID)
+		if err != nil {
+			return None, err
+		}
+		if dstACLs == nil {
+			_, err := p.ensureSpace(ctx, j)
+			return CreateSpace, err
+		}
+		if !maps.Equal(srcACLs, dstACLs) {
+			return SetSpaceACLs, p.retry(ctx, "set destination space ACLs", func() error {
+				return j.dst.SetSpaceACLs(ctx, d.SpaceID, srcACLs)
+			})
+		}
+		return None, nil
+	}
+	// The source space is gone.
+	var ids []string
+	err = p.retry(ctx, "list destination space", func() error {
+		var err error
+		ids, _, err = j.dst.ListContent(ctx, d.SpaceID, "", 1)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return None, nil // gone from both
+	}
+	if err != nil {
+		return None, fmt.Errorf("dup: %s/%s: %w", d.Account, d.SpaceID, err)
+	}
+	if len(ids) > 0 {
+		j.log.Warn("source space is gone but the destination space still holds content; leaving it alone",
+			"first_content_id", ids[0])
+		return KeepNonEmptySpace, nil
+	}
+	err = p.retry(ctx, "delete destination space", func() error { return j.dst.DeleteSpace(ctx, d.SpaceID) })
+	if errors.Is(err, storage.ErrSpaceNotEmpty) {
+		j.log.Warn("destination space filled up while being deleted; leaving it alone")
+		return KeepNonEmptySpace, nil
+	}
+	return DeleteSpace, err
+}
+
+// acls reads the ACLs of a space; a missing space is (nil, nil) and an
+// existing one never nil.
+func (p *Processor) acls(ctx context.Context, which string, s storage.Provider, space string) (map[string]string, error) {
+	var acls map[string]string
+	err := p.retry(ctx, "read "+which+" space ACLs", func() error {
+		var err error
+		acls, err = s.SpaceACLs(ctx, space)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dup: %s space %s: %w", which, space, err)
+	}
+	if acls == nil {
+		acls = map[string]string{}
+	}
+	return acls, nil
+}
+
+// ensureSpace creates the destination space with the source's ACLs when
+// the source space exists; created is false when the source space is gone.
+func (p *Processor) ensureSpace(ctx context.Context, j *job) (created bool, err error) {
+	d := j.d
+	srcACLs, err := p.acls(ctx, "source", j.src, d.SpaceID)
+	if err != nil || srcACLs == nil {
+		return false, err
+	}
+	if err := p.retry(ctx, "create destination space", func() error { return j.dst.CreateSpace(ctx, d.SpaceID) }); err != nil {
+		return false, fmt.Errorf("dup: create space %s/%s in store %s: %w", d.Account, d.SpaceID, d.DestStoreID, err)
+	}
+	if len(srcACLs) > 0 {
+		if err := p.retry(ctx, "set destination space ACLs", func() error { return j.dst.SetSpaceACLs(ctx, d.SpaceID, srcACLs) }); err != nil {
+			return true, fmt.Errorf("dup: set ACLs of space %s/%s in store %s: %w", d.Account, d.SpaceID, d.DestStoreID, err)
+		}
+	}
+	return true, nil
+}
+
+// final reports whether err is an answer rather than a transient failure.
+func final(err error) bool {
+	for _, e := range []error{
+		storage.ErrNotFound, storage.ErrChecksumMismatch, storage.ErrInvalidID,
+		storage.ErrPropertiesTooLarge, storage.ErrSpaceNotEmpty, ErrReadOnly,
+		context.Canceled, context.DeadlineExceeded,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return processors.IsPermanent(err)
+}
+
+// retry calls fn until it succeeds, fails with a final error, the attempts
+// run out or ctx ends; the waits double from Retry.Base up to Retry.Max on
+// the configured clock.
+func (p *Processor) retry(ctx context.Context, what string, fn func() error) error {
+	r := p.cfg.Retry
+	wait := r.Base
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || final(err) || attempt >= r.Attempts {
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		p.log.Debug("transient storage error; retrying", "operation", what, "attempt", attempt, "wait", wait, "error", err)
+		if serr := clock.Sleep(ctx, p.cfg.Clock, wait); serr != nil {
+			return err
+		}
+		wait = min(wait*2, r.Max)
+	}
+}

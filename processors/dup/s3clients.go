@@ -1,0 +1,32 @@
+package dup
+
+import (
+	"context"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
+)
+
+// ShareS3Clients wraps the S3 constructor of a stores.OpenerConfig so that
+// stores reached the same way (same region, endpoint and role) share one S3
+// client. s3store copies server-side only between stores on one client, and
+// stores.Opener builds a client per store, so without this every copy
+// between two S3 stores would stream through the worker.
+func ShareS3Clients(open stores.OpenS3Func) stores.OpenS3Func {
+	var mu sync.Mutex
+	clients := map[[3]string]*s3.Client{}
+	return func(ctx context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
+		key := [3]string{s.Region, s.Endpoint, s.RoleARN}
+		mu.Lock()
+		if shared, ok := clients[key]; ok {
+			c = shared
+		} else {
+			clients[key] = c
+		}
+		mu.Unlock()
+		return open(ctx, c, s)
+	}
+}
