@@ -1,0 +1,300 @@
+package audit_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/s3event"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/s3store"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors/audit"
+)
+
+// TestAcceptance runs the audit processor on DynamoDB and SQS (the
+// emulator) and PostgreSQL.
+func TestAcceptance(t *testing.T) {
+	cfg := testenv.AWS(t)
+	pool := testenv.Pool(t)
+	ctx := context.Background()
+	prefix := testenv.Prefix(t)
+
+	if _, err := milldb.Up(ctx, pool); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	ddb := cfg.DynamoDB()
+	table := prefix + "audit-log"
+	if _, err := ddb.CreateTable(ctx, auditlog.CreateTableInput(table)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupTable(t, ddb, table)
+	if err := dynamodb.NewTableExistsWaiter(ddb).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sqsc := cfg.SQS()
+	testenv.CleanupQueues(t, sqsc, prefix)
+	openQueue := func(key string) *sqsqueue.Queue {
+		name := queue.Name(prefix, key)
+		if _, _, err := sqsqueue.Ensure(ctx, sqsc, name, sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		q, err := sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	dupHigh, auditQ := openQueue(queue.KeyDupHigh), openQueue(queue.KeyAudit)
+
+	bucket := prefix + "acme-1"
+	s3c := cfg.S3()
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupBucket(t, s3c, bucket)
+	reg, err := stores.Parse("accounts.json", []byte(`{"accounts":[{"id":"acme","status":"active","stores":[
+	 {"id":"1","primary":true,"kind":"s3","bucket":"`+bucket+`","prefix":"mill/","region":"us-east-1"},
+	 {"id":"2","kind":"fs","root":"/nonexistent/2"},{"id":"3","kind":"fs","root":"/nonexistent/3"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opener := stores.NewOpener(reg, stores.OpenerConfig{AWS: cfg.AWS, PathStyle: true,
+		S3: func(ctx context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
+			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
+		}})
+
+	log := auditlog.NewDynamo(ddb, table)
+	index := &countingIndex{Index: milldb.NewContentIndex(pool)}
+	p, err := audit.New(audit.Config{
+		Log: log, Index: index, DupHigh: dupHigh,
+		Policies: policies{"acme": mustPolicy(t, oneToTwoAndThree)},
+		Logger:   testLogger(t),
+		Resolver: s3event.RegistryResolver{Registry: reg}, Stores: opener,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := func(t *testing.T, tk *task.Task) {
+		t.Helper()
+		// Through the wire, as Workman would receive it.
+		body, err := task.Encode(tk, task.FormatJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, err := task.Decode(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Handle(ctx, dec); err != nil {
+			t.Fatalf("Handle(%v): %v", tk, err)
+		}
+	}
+	at := func(account, space, content string) contentindex.Item {
+		return contentindex.Item{Account: account, StoreID: "1", SpaceID: space, ContentID: content}
+	}
+	row := func(t *testing.T, i contentindex.Item) *contentindex.Entry {
+		t.Helper()
+		e, err := index.Get(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	historyLen := func(t *testing.T, account, space string) int {
+		t.Helper()
+		n, tok := 0, ""
+		for {
+			ents, next, err := log.SpaceHistory(ctx, account, "1", space, tok, auditlog.MaxPageSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(ents)
+			if next == "" {
+				return n
+			}
+			tok = next
+		}
+	}
+	solo := func(content string, at time.Time, checksum string) *task.Task {
+		tk := add(content, at, checksum)
+		tk.Set(task.KeyAccount, "solo") // no policy: no DUP tasks
+		tk.Set(task.KeySpaceID, "s")
+		return tk
+	}
+
+	t.Run("a/100AddsTo200Dups", func(t *testing.T) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 100)
+		sem := make(chan struct{}, 10)
+		for i := range 100 {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				tk := add(fmt.Sprintf("item-%03d", i), t0.Add(time.Duration(i)*time.Millisecond), fmt.Sprintf("%032x", i))
+				tk.Set(task.KeySpaceID, "bulk")
+				if err := p.Handle(ctx, tk); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if n := historyLen(t, "acme", "bulk"); n != 100 {
+			t.Fatalf("%d audit entries for store 1, want 100", n)
+		}
+		rows, more, err := index.List(ctx, "acme", "1", "bulk", "", 1000)
+		if err != nil || more || len(rows) != 100 {
+			t.Fatalf("index: %d live rows (more %v, %v), want 100", len(rows), more, err)
+		}
+		d, err := dupHigh.Depth(ctx)
+		if err != nil || d.Total() != 200 {
+			t.Fatalf("dup-high depth = %+v, %v; want 200", d, err)
+		}
+		// Spot-check the tasks.
+		msgs, err := dupHigh.Receive(ctx, 10, time.Second)
+		if err != nil || len(msgs) == 0 {
+			t.Fatalf("receive DUP: %d, %v", len(msgs), err)
+		}
+		for _, m := range msgs {
+			tk, err := task.Decode(m.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := task.DupFrom(tk)
+			if err != nil || d.Account != "acme" || d.StoreID != "1" || d.SpaceID != "bulk" || !strings.HasPrefix(d.ContentID, "item-") || (d.DestStoreID != "2" && d.DestStoreID != "3") {
+				t.Fatalf("DUP = %+v, %v", d, err)
+			}
+		}
+		purge(t, sqsc, dupHigh.URL())
+	})
+
+	t.Run("b/RedeliveredOnce", func(t *testing.T) {
+		before := index.Applied()
+		tk := solo("twice", t0, "c1")
+		handle(t, tk)
+		handle(t, tk)
+		if n := historyLen(t, "solo", "s"); n != 1 {
+			t.Fatalf("%d audit entries, want 1", n)
+		}
+		if n := index.Applied() - before; n != 1 {
+			t.Fatalf("%d index updates, want 1", n)
+		}
+	})
+
+	t.Run("c/OlderAfterNewer", func(t *testing.T) {
+		handle(t, solo("order", t0.Add(time.Hour), "newer"))
+		handle(t, solo("order", t0, "older"))
+		if r := row(t, at("solo", "s", "order")); r.Checksum != "newer" || !r.Modified.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("row = %+v", r)
+		}
+	})
+
+	t.Run("d/Deletes", func(t *testing.T) {
+		del := task.Audit{Account: "solo", StoreID: "1", SpaceID: "s", ContentID: "twice", Action: task.ActionDeleteContent, DateTime: t0.Add(time.Minute)}.Task()
+		handle(t, del)
+		if !row(t, at("solo", "s", "twice")).Deleted || row(t, at("solo", "s", "order")).Deleted {
+			t.Fatal("DELETE_CONTENT did not mark exactly its item")
+		}
+		sp := task.Audit{Account: "solo", StoreID: "1", SpaceID: "s", Action: task.ActionDeleteSpace, DateTime: t0.Add(2 * time.Hour)}.Task()
+		handle(t, sp)
+		rows, _, err := index.List(ctx, "solo", "1", "s", "", 100)
+		if err != nil || len(rows) != 0 {
+			t.Fatalf("live rows after DELETE_SPACE: %d, %v", len(rows), err)
+		}
+		if !row(t, at("solo", "s", "order")).Deleted {
+			t.Fatal("DELETE_SPACE left a row live")
+		}
+	})
+
+	t.Run("e/DirectUploadNotification", func(t *testing.T) {
+		out, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(auditQ.URL()),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		arn := out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+		if err := s3event.ConfigureBucketNotifications(ctx, s3c, bucket, arn); err != nil {
+			t.Fatal(err)
+		}
+		// Idempotent.
+		if err := s3event.ConfigureBucketNotifications(ctx, s3c, bucket, arn); err != nil {
+			t.Fatal(err)
+		}
+		key := "mill/photos/direct upload+1.txt"
+		if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+			Body: strings.NewReader("a"), ContentType: aws.String("text/plain")}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		audited := false
+		for !audited && time.Now().Before(deadline) {
+			msgs, err := auditQ.Receive(ctx, queue.MaxBatch, 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				tk, err := task.Decode(m.Body)
+				if err != nil {
+					t.Fatalf("decode %s: %v", m.Body, err)
+				}
+				if tk.Type == task.TypeNoop { // s3:TestEvent
+					continue
+				}
+				if tk.Type != task.TypeAudit || tk.Get(task.KeyS3Event) == "" {
+					t.Fatalf("unexpected task %v", tk)
+				}
+				if err := p.Handle(ctx, tk); err != nil {
+					t.Fatal(err)
+				}
+				audited = true
+			}
+			if err := auditQ.Delete(ctx, msgs...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !audited {
+			t.Fatal("no S3 event notification arrived on the audit queue")
+		}
+		e, err := log.Latest(ctx, "acme", "1", "photos", "direct upload+1.txt")
+		if err != nil || e.Action != task.ActionAddContent || e.Checksum != "0cc175b9c0f1b6a831c399e269772661" || e.Size == nil || *e.Size != 1 {
+			t.Fatalf("audit entry = %+v, %v", e, err)
+		}
+		r := row(t, at("acme", "photos", "direct upload+1.txt"))
+		if r.Deleted || r.Checksum != e.Checksum || r.MimeType != "text/plain" {
+			t.Fatalf("index row = %+v", r)
+		}
+		d, err := dupHigh.Depth(ctx)
+		if err != nil || d.Total() != 2 {
+			t.Fatalf("dup-high depth = %+v, %v; want 2", d, err)
+		}
+	})
+}
+
+func purge(t *testing.T, c *sqs.Client, url string) {
+	t.Helper()
+	if _, err := c.PurgeQueue(context.Background(), &sqs.PurgeQueueInput{QueueUrl: aws.String(url)}); err != nil {
+		t.Fatal(err)
+	}
+}
