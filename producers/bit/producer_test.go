@@ -1,0 +1,286 @@
+package bit_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/queue/memqueue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/producers/bit"
+	"github.com/millfleet/mill/producers/looping"
+)
+
+// listing is a storage.Provider that only lists: spaces of numbered items.
+type listing struct {
+	storage.Provider // nil: other methods are not used by the producer
+	spaces           map[string]int
+	lists            int
+}
+
+func itemID(i int) string { return fmt.Sprintf("item-%05d", i) }
+
+func (l *listing) Kind() storage.Kind { return storage.KindFS }
+
+func (l *listing) ListSpaces(ctx context.Context) ([]string, error) {
+	var out []string
+	for s := range l.spaces {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (l *listing) ListContent(ctx context.Context, space, after string, limit int) ([]string, bool, error) {
+	l.lists++
+	n, ok := l.spaces[space]
+	if !ok {
+		return nil, false, storage.ErrNotFound
+	}
+	start := 0
+	if after != "" {
+		i, err := strconv.Atoi(after[len("item-"):])
+		if err != nil {
+			return nil, false, err
+		}
+		start = i + 1
+	}
+	var ids []string
+	for i := start; i < n && len(ids) < limit; i++ {
+		ids = append(ids, itemID(i))
+	}
+	return ids, start+len(ids) < n, nil
+}
+
+type opener map[string]*listing
+
+func (o opener) Open(ctx context.Context, account, storeID string) (storage.Provider, error) {
+	l, ok := o[account+"/"+storeID]
+	if !ok {
+		return nil, fmt.Errorf("unknown store %s/%s", account, storeID)
+	}
+	return l, nil
+}
+
+type env struct {
+	clk           *clock.Fake
+	bits, reports *memqueue.Queue
+	state         *looping.MemoryStore
+	lease         *lease.Memory
+	open          opener
+	reg           *stores.Registry
+}
+
+func newEnv() *env {
+	clk := clock.NewFake(time.Date(2026, 5, 1, 3, 0, 0, 0, time.UTC))
+	return &env{
+		clk:     clk,
+		bits:    memqueue.New("mill-bit", memqueue.Config{Clock: clk}),
+		reports: memqueue.New("mill-bit-report", memqueue.Config{Clock: clk}),
+		state:   looping.NewMemoryStore(),
+		lease:   lease.NewMemory(clk),
+		open: opener{
+			"acme/1":    {spaces: map[string]int{"photos": 2100, "empty": 0, "x-tmp": 5}},
+			"acme/2":    {spaces: map[string]int{"photos": 900}},
+			"dormant/1": {spaces: map[string]int{"old": 10}},
+		},
+		reg: &stores.Registry{Accounts: []stores.Account{
+			{ID: "acme", Status: stores.StatusActive, Stores: []stores.Store{
+				{ID: "1", Primary: true, Kind: storage.KindFS, Root: "/r1"},
+				{ID: "2", Kind: storage.KindFS, Root: "/r2"},
+			}},
+			{ID: "dormant", Status: stores.StatusInactive, Stores: []stores.Store{{ID: "1", Primary: true, Kind: storage.KindFS, Root: "/r3"}}},
+		}},
+	}
+}
+
+func (e *env) loop(t *testing.T, f bit.Filter, maxQueue int64) *looping.Loop {
+	t.Helper()
+	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, Filter: f, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := looping.New(looping.Config{
+		Kind:         bit.Kind,
+		Producer:     p,
+		Queue:        &bit.Router{Bit: e.bits, Report: e.reports},
+		State:        e.state,
+		Lease:        e.lease,
+		MaxQueueSize: maxQueue,
+		Frequency:    looping.Frequency{N: 1, Unit: looping.Days},
+		Clock:        e.clk,
+		Logger:       slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Progress:     looping.ProgressOff,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func decodeAll(t *testing.T, q *memqueue.Queue) []*task.Task {
+	t.Helper()
+	var out []*task.Task
+	for _, m := range q.Messages() {
+		tk, err := task.Decode(m.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tk)
+	}
+	q.Purge()
+	return out
+}
+
+// TestRunQueuesBitsAndReports: every item of every selected space gets one
+// BIT with the run ID; each space gets one BIT_REPORT on the report queue
+// with the expected count, also for an empty space; inactive accounts and
+// excluded spaces get nothing.
+func TestRunQueuesBitsAndReports(t *testing.T) {
+	e := newEnv()
+	exc, err := bit.ParseFilter("exc", bytesReader("/*/*/x-*\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.loop(t, bit.Filter{Exclude: exc}, 100000).Run(t.Context())
+	if err != nil || sum.Stopped != looping.StopDone {
+		t.Fatalf("run: %v %v", sum, err)
+	}
+	bits := map[string]int{}
+	runIDs := map[string]bool{}
+	seen := map[string]bool{}
+	for _, tk := range decodeAll(t, e.bits) {
+		b, err := task.BitFrom(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := bit.MorselID(b.Account, b.StoreID, b.SpaceID)
+		if seen[key+"/"+b.ContentID] {
+			t.Errorf("%s/%s queued twice", key, b.ContentID)
+		}
+		seen[key+"/"+b.ContentID] = true
+		bits[key]++
+		runIDs[b.RunID] = true
+	}
+	want := map[string]int{"acme/1/photos": 2100, "acme/2/photos": 900}
+	if fmt.Sprint(bits) != fmt.Sprint(want) {
+		t.Errorf("BITs per space = %v, want %v", bits, want)
+	}
+	if len(runIDs) != 1 || !runIDs[sum.RunID] || sum.RunID != "20260501T030000Z" {
+		t.Errorf("run IDs on BITs %v, summary %q", runIDs, sum.RunID)
+	}
+	reports := map[string]int64{}
+	for _, tk := range decodeAll(t, e.reports) {
+		r, err := task.BitReportFrom(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.RunID != sum.RunID || r.Expected == nil {
+			t.Errorf("report %+v", r)
+			continue
+		}
+		reports[bit.MorselID(r.Account, r.StoreID, r.SpaceID)] = *r.Expected
+	}
+	wantR := map[string]int64{"acme/1/empty": 0, "acme/1/photos": 2100, "acme/2/photos": 900}
+	if fmt.Sprint(reports) != fmt.Sprint(wantR) {
+		t.Errorf("reports = %v, want %v", reports, wantR)
+	}
+	if sum.Queued["BIT"]["acme"] != 3000 || sum.Queued["BIT_REPORT"]["acme"] != 3 {
+		t.Errorf("summary counts %v", sum.Queued)
+	}
+	if e.open["dormant/1"].lists != 0 {
+		t.Error("inactive account listed")
+	}
+}
+
+// TestQueueFullResumesWithSameRun: a full bit queue stops the invocation;
+// the next one carries on with the same run ID, and the report's expected
+// count covers the items of every invocation. Reports do not count
+// towards the bit queue's depth.
+func TestQueueFullResumesWithSameRun(t *testing.T) {
+	e := newEnv()
+	inc, err := bit.ParseFilter("inc", bytesReader("/acme/1/photos\n/acme/1/empty\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := e.loop(t, bit.Filter{Include: inc}, 1500)
+	var all []*task.Task
+	var runID string
+	for i := 0; ; i++ {
+		sum, err := l.Run(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runID == "" {
+			runID = sum.RunID
+		} else if sum.RunID != runID {
+			t.Fatalf("run ID changed: %q then %q", runID, sum.RunID)
+		}
+		all = append(all, decodeAll(t, e.bits)...) // workers drain the queue
+		e.clk.Advance(time.Minute)
+		if sum.Stopped == looping.StopDone {
+			break
+		}
+		if sum.Stopped != looping.StopQueueFull || i > 5 {
+			t.Fatalf("invocation %d: %v", i, sum)
+		}
+	}
+	if len(all) != 2100 {
+		t.Errorf("%d BITs, want 2100", len(all))
+	}
+	for _, tk := range all {
+		if tk.Get(task.KeyRunID) != runID {
+			t.Fatalf("BIT with run %q, want %q", tk.Get(task.KeyRunID), runID)
+		}
+	}
+	reports := decodeAll(t, e.reports)
+	if len(reports) != 2 {
+		t.Fatalf("%d reports", len(reports))
+	}
+	for _, tk := range reports {
+		r, _ := task.BitReportFrom(tk)
+		if r.SpaceID == "photos" && *r.Expected != 2100 || r.SpaceID == "empty" && *r.Expected != 0 {
+			t.Errorf("report %s expected %d", r.SpaceID, *r.Expected)
+		}
+	}
+}
+
+// TestStoreErrorFailsRunStart: a store that cannot be opened fails the
+// start of the run rather than silently checking less.
+func TestStoreErrorFailsRunStart(t *testing.T) {
+	e := newEnv()
+	delete(e.open, "acme/2")
+	if _, err := e.loop(t, bit.Filter{}, 100000).Run(t.Context()); err == nil {
+		t.Fatal("run succeeded without store 2")
+	}
+	if e.bits.Len() != 0 || e.reports.Len() != 0 {
+		t.Error("tasks queued")
+	}
+}
+
+// TestSpaceVanishing: a space deleted mid-run ends its morsel without a
+// report.
+func TestSpaceVanishing(t *testing.T) {
+	e := newEnv()
+	inc, _ := bit.ParseFilter("inc", bytesReader("/acme/1/photos\n"))
+	l := e.loop(t, bit.Filter{Include: inc}, 1000)
+	if sum, err := l.Run(t.Context()); err != nil || sum.Stopped != looping.StopQueueFull {
+		t.Fatalf("%v %v", sum, err)
+	}
+	delete(e.open["acme/1"].spaces, "photos")
+	decodeAll(t, e.bits)
+	if sum, err := l.Run(t.Context()); err != nil || sum.Stopped != looping.StopDone {
+		t.Fatalf("%v %v", sum, err)
+	}
+	if e.reports.Len() != 0 {
+		t.Error("report queued for a vanished space")
+	}
+}
