@@ -1,0 +1,249 @@
+// Command dupproducer is Mill's looping duplication producer (DESIGN §6 and
+// §8): run from cron (a scheduled container), each invocation continues or
+// starts a run that puts DUP tasks for every duplicated space and item on
+// the low-priority duplication queue, stopping when the queue is full and
+// resuming there next time.
+//
+// Every flag can also be set with its MILL_* environment variable; run
+// `dupproducer --help` for the list.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
+	"github.com/millfleet/mill/pkg/storage/s3store"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	dupproc "github.com/millfleet/mill/processors/dup"
+	"github.com/millfleet/mill/producers/dup"
+	"github.com/millfleet/mill/producers/looping"
+)
+
+// Defaults.
+const (
+	DefaultConfigBucket = "mill-config"
+	DefaultState        = "s3://mill-state/dupproducer.json"
+	DefaultFrequency    = "7d"
+)
+
+const summary = `dupproducer — Mill's looping duplication producer.
+
+One invocation per cron tick. It takes the "dupproducer" lease (a DynamoDB
+table), loads its state (a local file or an s3://bucket/key object), and, when
+a run is due or one is in progress, queues DUP tasks on the low-priority
+duplication queue: for every account of duplication-accounts.json that is
+active in accounts.json, every space of each store policy's source store
+(spacesToIgnore and x- spaces skipped), first a space-level task and one task
+per destination item absent from the source, then one task per source item,
+1000 (--bite-size) at a time, interleaved across spaces. It stops, saving the
+state, when the queue holds --max-queue-size visible messages; the next
+invocation resumes there. When the run is complete the next one is due
+--frequency after this run's start.
+
+Exit status: 0 when the run is done, not due, stopped by a full queue, or when
+another invocation holds the lease (its holder is printed); 1 on errors; 2 on
+bad flags.
+
+The configuration source (--config-dir, or --config-bucket under
+--config-prefix) holds accounts.json, duplication-accounts.json and the
+{account}-duplication-policy.json files. AWS access uses the SDK's default
+chain (AWS_REGION, AWS_ENDPOINT_URL, profiles, instance or task roles).
+
+Usage: dupproducer [flags]`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	var ue usageError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "dupproducer:", err)
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "dupproducer:", err)
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+type options struct {
+	configBucket, configPrefix, configDir string
+	queuePrefix, queueName                string
+	state                                 string
+	frequency                             string
+	maxQueueSize                          int64
+	biteSize                              int
+	leaseTable                            string
+	leaseTTL                              time.Duration
+	progress                              string
+	format                                string
+	logLevel                              string
+}
+
+func defineFlags(fs *flag.FlagSet) *options {
+	o := &options{}
+	fs.StringVar(&o.configBucket, "config-bucket", DefaultConfigBucket, "S3 `bucket` holding accounts.json, duplication-accounts.json and the policies")
+	fs.StringVar(&o.configPrefix, "config-prefix", "", "key `prefix` of those files in the config bucket")
+	fs.StringVar(&o.configDir, "config-dir", "", "local `directory` holding those files, instead of the config bucket")
+	fs.StringVar(&o.queuePrefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of queue names")
+	fs.StringVar(&o.queueName, "queue", queue.KeyDupLow, "the low-priority duplication queue: a queue `key` (named with --queue-prefix) or a full name")
+	fs.StringVar(&o.state, "state", DefaultState, "where the state is kept between invocations: a local file `path` or s3://bucket/key")
+	fs.StringVar(&o.frequency, "frequency", DefaultFrequency, "time between run starts, N[sMhdm] (s seconds, M minutes, h hours, d days, m months; 0: one run only)")
+	fs.Int64Var(&o.maxQueueSize, "max-queue-size", looping.DefaultMaxQueueSize, "stop (and resume next time) when the queue has this many visible `messages`")
+	fs.IntVar(&o.biteSize, "bite-size", looping.DefaultBiteSize, "source `items` queued per space per turn")
+	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB `table` of the producer lease (one invocation at a time)")
+	fs.DurationVar(&o.leaseTTL, "lease-ttl", looping.DefaultLeaseTTL, "how long the lease outlives a crashed holder (renewed every third of it)")
+	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (a bar on a terminal, log lines otherwise), bar, log or off")
+	fs.StringVar(&o.format, "message-format", "json", "wire `format` of the tasks: json or properties (DuraCloud's Java format)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	return o
+}
+
+func parseProgress(s string) (looping.ProgressMode, error) {
+	switch s {
+	case "auto":
+		return looping.ProgressAuto, nil
+	case "bar":
+		return looping.ProgressBar, nil
+	case "log":
+		return looping.ProgressLog, nil
+	case "off":
+		return looping.ProgressOff, nil
+	}
+	return 0, fmt.Errorf("progress %q: want auto, bar, log or off", s)
+}
+
+func queueName(prefix, s string) string {
+	for _, k := range queue.AllKeys {
+		if s == k {
+			return queue.Name(prefix, k)
+		}
+	}
+	return s
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("dupproducer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := defineFlags(fs)
+	fs.Usage = func() { envflag.Usage(fs, stderr, summary) }
+	if err := envflag.Parse(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
+	}
+	var errs []error
+	freq, err := looping.ParseFrequency(o.frequency)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("frequency: %w", err))
+	}
+	progress, err := parseProgress(o.progress)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	format, err := task.ParseFormat(o.format)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("message-format: %w", err))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		errs = append(errs, fmt.Errorf("log-level: %w", err))
+	}
+	if o.maxQueueSize < 1 {
+		errs = append(errs, fmt.Errorf("max-queue-size %d: must be at least 1", o.maxQueueSize))
+	}
+	if o.biteSize < 1 {
+		errs = append(errs, fmt.Errorf("bite-size %d: must be at least 1", o.biteSize))
+	}
+	if o.configDir == "" && o.configBucket == "" {
+		errs = append(errs, errors.New("config-bucket or config-dir is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return usageError{err}
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	awsCfg, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
+	if err != nil {
+		return err
+	}
+	s3c := awsCfg.S3(func(so *s3.Options) { so.UsePathStyle = awsCfg.EndpointOverride })
+
+	var reg *stores.Registry
+	var pols policy.Repository
+	if o.configDir != "" {
+		reg, err = stores.LoadFile(filepath.Join(o.configDir, stores.FileName))
+		pols = policy.NewDir(o.configDir)
+	} else {
+		reg, err = stores.LoadS3(ctx, s3c, o.configBucket, o.configPrefix+stores.FileName)
+		pols = policy.NewS3(s3c, o.configBucket, o.configPrefix)
+	}
+	if err != nil {
+		return err
+	}
+	opener := stores.NewOpener(reg, stores.OpenerConfig{
+		AWS: awsCfg.AWS, PathStyle: awsCfg.EndpointOverride,
+		S3: dupproc.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
+			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
+		}),
+		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
+	})
+	prod, err := dup.New(dup.Config{Registry: reg, Policies: pols, Opener: opener, Logger: logger})
+	if err != nil {
+		return err
+	}
+	qname := queueName(o.queuePrefix, o.queueName)
+	q, err := sqsqueue.Open(ctx, awsCfg.SQS(), qname, sqsqueue.Config{})
+	if err != nil {
+		return fmt.Errorf("open queue %s: %w", qname, err)
+	}
+	state, err := looping.OpenStateStore(o.state, s3c)
+	if err != nil {
+		return usageError{err}
+	}
+	loop, err := looping.New(looping.Config{
+		Kind: dup.Kind, Producer: prod, Queue: q, State: state,
+		Lease:     lease.NewDynamo(awsCfg.DynamoDB(), o.leaseTable, nil),
+		LeaseTTL:  o.leaseTTL,
+		Frequency: freq, MaxQueueSize: o.maxQueueSize, BiteSize: o.biteSize,
+		Format: format, Logger: logger, Progress: progress, ProgressOutput: stderr,
+	})
+	if err != nil {
+		return err
+	}
+	sum, err := loop.Run(ctx)
+	if werr := sum.Write(stdout); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
