@@ -1,0 +1,540 @@
+package bit
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc64"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/workman"
+	"github.com/millfleet/mill/processors"
+)
+
+// Defaults of Config.
+const (
+	// DefaultRecheckDelay is the seed's "wait 5 minutes before trying
+	// again".
+	DefaultRecheckDelay = 5 * time.Minute
+	// DefaultMaxAttempts is Workman's default; Config.MaxAttempts must
+	// equal the MaxAttempts Workman runs with.
+	DefaultMaxAttempts = workman.DefaultMaxAttempts
+	// DefaultUserID is the user-id of the AUDIT tasks the check emits.
+	DefaultUserID = "mill-bit"
+)
+
+// Stores opens the storage providers of registered stores and exposes the
+// registry; *stores.Opener implements it.
+type Stores interface {
+	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
+	Registry() *stores.Registry
+}
+
+// Config configures the processor.
+type Config struct {
+	Stores        Stores             // required
+	Index         contentindex.Index // required
+	AuditLog      auditlog.Log       // required
+	BitLog        bitlog.Log         // required
+	AuditQueue    queue.Queue        // required: AUDIT tasks (cases 7, 9, 10)
+	BitErrorQueue queue.Queue        // required: BIT_ERROR tasks (cases 2, 3, 4, 6, 8)
+	// RecheckDelay is the wait of cases 4, 8, 9 and 10 before the next
+	// attempt (default DefaultRecheckDelay; at most queue.MaxDelay).
+	RecheckDelay time.Duration
+	// MaxAttempts is Workman's MaxAttempts (default DefaultMaxAttempts): the
+	// attempt numbered MaxAttempts-1 is the last and takes the final outcome.
+	MaxAttempts int
+	// UnreadableKinds are store kinds whose content cannot be read back
+	// cheaply: C is N/A for them (only Head is called).
+	UnreadableKinds []storage.Kind
+	// UnreadableStores are stores ("account/storeID") whose content is not
+	// read, as UnreadableKinds.
+	UnreadableStores []string
+	// UserID is the user-id of emitted AUDIT tasks (default DefaultUserID).
+	UserID string
+	// Format of emitted task bodies (default task.FormatJSON).
+	Format task.Format
+	Clock  clock.Clock  // default the system clock
+	Logger *slog.Logger // default slog.Default()
+}
+
+// WithDefaults returns c with every zero default filled in.
+func (c Config) WithDefaults() Config {
+	if c.RecheckDelay == 0 {
+		c.RecheckDelay = DefaultRecheckDelay
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.UserID == "" {
+		c.UserID = DefaultUserID
+	}
+	c.Clock = clock.Or(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		nil  bool
+	}{{"Stores", c.Stores == nil}, {"Index", c.Index == nil}, {"AuditLog", c.AuditLog == nil},
+		{"BitLog", c.BitLog == nil}, {"AuditQueue", c.AuditQueue == nil}, {"BitErrorQueue", c.BitErrorQueue == nil}} {
+		if f.nil {
+			errs = append(errs, fmt.Errorf("bit: Config.%s is required", f.name))
+		}
+	}
+	if c.RecheckDelay < 0 || c.RecheckDelay > queue.MaxDelay {
+		errs = append(errs, fmt.Errorf("bit: Config.RecheckDelay %s outside 0..%s", c.RecheckDelay, queue.MaxDelay))
+	}
+	if c.MaxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("bit: Config.MaxAttempts %d < 1", c.MaxAttempts))
+	}
+	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
+		errs = append(errs, fmt.Errorf("bit: unknown Config.Format %v", c.Format))
+	}
+	return errors.Join(errs...)
+}
+
+// Processor is the BIT task processor. Safe for concurrent use.
+type Processor struct {
+	cfg Config
+}
+
+// New returns a BIT processor.
+func New(cfg Config) (*Processor, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Processor{cfg: cfg}, nil
+}
+
+// Name is the processor's name.
+func (p *Processor) Name() string { return "bit" }
+
+// observation is everything one check gathered.
+type observation struct {
+	sums       Checksums
+	info       *storage.Info // nil when not found
+	index      *contentindex.Entry
+	audit      *auditlog.Entry // the latest entry; nil when none
+	details    []string
+	storeKind  storage.Kind
+	consensus  string
+	caseNumber int
+}
+
+// Handle checks one item (see the package doc for the outcomes).
+func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
+	b, err := task.BitFrom(t)
+	if err != nil {
+		return processors.Permanent(err)
+	}
+	st, err := p.cfg.Stores.Registry().Store(b.Account, b.StoreID)
+	if err != nil {
+		return processors.Permanent(fmt.Errorf("bit: %w", err))
+	}
+	prov, err := p.cfg.Stores.Open(ctx, b.Account, b.StoreID)
+	if err != nil {
+		return fmt.Errorf("bit: open store %s/%s: %w", b.Account, b.StoreID, err)
+	}
+	o := &observation{storeKind: st.Kind}
+	if err := p.observe(ctx, b, prov, o); err != nil {
+		return err
+	}
+	o.caseNumber = Decide(o.sums)
+	o.consensus = o.sums.Consensus()
+	last := b.Attempts >= p.cfg.MaxAttempts-1
+	log := p.cfg.Logger.With(t.LogAttrs()...).With("case", o.caseNumber)
+
+	if Waits(o.caseNumber) && !last {
+		return processors.RetryAfter(p.cfg.RecheckDelay, fmt.Errorf("bit: case %d (%s) at attempt %d of %d: re-check later",
+			o.caseNumber, caseText(o.caseNumber), b.Attempts+1, p.cfg.MaxAttempts))
+	}
+	var result bitlog.Result
+	switch o.caseNumber {
+	case 1, 11:
+		result = bitlog.ResultSuccess
+	case 2, 3, 6:
+		result = bitlog.ResultFailure
+		if err := p.sendBitError(ctx, b, o); err != nil {
+			return err
+		}
+	case 4, 8:
+		result = bitlog.ResultError
+		if err := p.sendBitError(ctx, b, o); err != nil {
+			return err
+		}
+	case 5:
+		result = bitlog.ResultFailure
+		if err := p.repairIndex(ctx, b, o); err != nil {
+			return err
+		}
+	case 7:
+		result = bitlog.ResultFailure
+		if err := p.sendAudit(ctx, b, o); err != nil {
+			return err
+		}
+	case 9, 10:
+		result = bitlog.ResultError
+		if err := p.sendAudit(ctx, b, o); err != nil {
+			return err
+		}
+	}
+	row := bitlog.Row{
+		RunID: b.RunID, Account: b.Account, StoreID: b.StoreID, StoreKind: string(o.storeKind),
+		SpaceID: b.SpaceID, ContentID: b.ContentID, Result: result, Case: o.caseNumber,
+		ContentChecksum: o.cChecksum(), StorageChecksum: o.sChecksum(),
+		IndexChecksum: o.sums.Index, AuditChecksum: o.sums.Audit,
+		Details:   strings.Join(append([]string{caseText(o.caseNumber)}, o.details...), "; "),
+		CheckedAt: p.cfg.Clock.Now(),
+	}
+	if err := p.cfg.BitLog.Record(ctx, row); err != nil {
+		return fmt.Errorf("bit: %w", err)
+	}
+	if result != bitlog.ResultSuccess {
+		log.Warn("bit check", "result", string(result), "details", row.Details,
+			"C", row.ContentChecksum, "S", row.StorageChecksum, "I", row.IndexChecksum, "A", row.AuditChecksum)
+	}
+	return nil
+}
+
+func (o *observation) cChecksum() string {
+	if o.sums.Found && o.sums.ContentRead {
+		return o.sums.Content
+	}
+	return ""
+}
+
+func (o *observation) sChecksum() string {
+	if o.sums.Found {
+		return o.sums.Storage
+	}
+	return ""
+}
+
+// caseText is the seed's "how did it happen" in short.
+func caseText(n int) string {
+	switch n {
+	case 1:
+		return "case 1: checksums agree"
+	case 2:
+		return "case 2: content went sour"
+	case 3:
+		return "case 3: storage provider checksum wrong"
+	case 4:
+		return "case 4: storage provider checksum disagrees, content not read"
+	case 5:
+		return "case 5: content index checksum wrong or missing"
+	case 6:
+		return "case 6: audit log out of sync"
+	case 7:
+		return "case 7: audit log entry missing"
+	case 8:
+		return "case 8: item missing from storage, not captured"
+	case 9:
+		return "case 9: item added in storage, not captured"
+	case 10:
+		return "case 10: item updated in storage, not captured"
+	case 11:
+		return "case 11: item deleted everywhere; nothing to check"
+	}
+	return fmt.Sprintf("case %d", n)
+}
+
+// readable reports whether C is computed for the store.
+func (p *Processor) readable(account string, st *stores.Store) bool {
+	return !slices.Contains(p.cfg.UnreadableKinds, st.Kind) &&
+		!slices.Contains(p.cfg.UnreadableStores, account+"/"+st.ID)
+}
+
+// observe gathers C, S, I and A.
+func (p *Processor) observe(ctx context.Context, b task.Bit, prov storage.Provider, o *observation) error {
+	st, _ := p.cfg.Stores.Registry().Store(b.Account, b.StoreID)
+	if err := p.observeStorage(ctx, b, prov, p.readable(b.Account, st), o); err != nil {
+		return err
+	}
+	item := contentindex.Item{Account: b.Account, StoreID: b.StoreID, SpaceID: b.SpaceID, ContentID: b.ContentID}
+	e, err := p.cfg.Index.Get(ctx, item)
+	switch {
+	case errors.Is(err, contentindex.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("bit: content index get %s: %w", item, err)
+	default:
+		o.index = e
+		if !e.Deleted {
+			o.sums.Index = strings.ToLower(e.Checksum)
+		} else {
+			o.details = append(o.details, "content index row is a tombstone")
+		}
+	}
+	a, err := p.cfg.AuditLog.Latest(ctx, b.Account, b.StoreID, b.SpaceID, b.ContentID)
+	switch {
+	case errors.Is(err, auditlog.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("bit: audit log latest %s: %w", item, err)
+	default:
+		o.audit = a
+		if a.Action != task.ActionDeleteContent {
+			o.sums.Audit = strings.ToLower(a.Checksum)
+		} else {
+			o.details = append(o.details, "latest audit entry is DELETE_CONTENT")
+		}
+	}
+	return nil
+}
+
+// observeStorage fills C and S (see the package doc).
+func (p *Processor) observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, readable bool, o *observation) error {
+	var info *storage.Info
+	var md5sum string
+	var crc uint64
+	if readable {
+		rc, in, err := prov.Get(ctx, b.SpaceID, b.ContentID)
+		if errors.Is(err, storage.ErrNotFound) {
+			o.details = append(o.details, "not found in storage (item or space)")
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bit: get %s/%s: %w", b.SpaceID, b.ContentID, err)
+		}
+		h, c := md5.New(), crc64.New(storage.CRC64NVMETable)
+		_, err = io.Copy(io.MultiWriter(h, c), rc)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("bit: read %s/%s: %w", b.SpaceID, b.ContentID, err)
+		}
+		info, md5sum, crc = in, hex.EncodeToString(h.Sum(nil)), c.Sum64()
+		o.sums.ContentRead, o.sums.Content = true, md5sum
+	} else {
+		in, err := prov.Head(ctx, b.SpaceID, b.ContentID)
+		if errors.Is(err, storage.ErrNotFound) {
+			o.details = append(o.details, "not found in storage (item or space)")
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, b.ContentID, err)
+		}
+		info = in
+		o.details = append(o.details, "content not read (store configured unreadable)")
+	}
+	o.sums.Found, o.info = true, info
+	recorded := strings.ToLower(info.Checksum)
+	alg, val, ok := storage.SplitProviderChecksum(info.ProviderChecksum)
+	switch {
+	case ok && alg == storage.AlgMD5:
+		o.sums.Storage = strings.ToLower(val)
+	case ok && alg == storage.AlgCRC64NVME && readable:
+		if val == storage.CRC64NVMEBase64(crc) {
+			o.sums.Storage = recorded
+			if recorded == "" {
+				o.sums.Storage = md5sum
+			}
+			o.details = append(o.details, "provider CRC64NVME verified against the content; S is the recorded MD5")
+		} else {
+			o.sums.Storage = info.ProviderChecksum
+			o.details = append(o.details, fmt.Sprintf("provider CRC64NVME %s, content CRC64NVME %s", val, storage.CRC64NVMEBase64(crc)))
+		}
+	case ok && alg == storage.AlgCRC64NVME:
+		o.sums.Storage = recorded
+		if recorded == "" {
+			o.sums.Storage = info.ProviderChecksum
+		}
+		o.details = append(o.details, "provider CRC64NVME not verified (content not read); S is the recorded MD5")
+	case info.ProviderChecksum == "":
+		o.sums.Storage = recorded
+	default:
+		o.sums.Storage = info.ProviderChecksum
+		o.details = append(o.details, "unknown provider checksum "+info.ProviderChecksum)
+	}
+	return nil
+}
+
+// sendBitError puts a BIT_ERROR task on the bit-error queue.
+func (p *Processor) sendBitError(ctx context.Context, b task.Bit, o *observation) error {
+	resolvable := false
+	switch o.caseNumber {
+	case 6:
+		resolvable = true // the audit log is re-synced from storage
+	case 3:
+		resolvable = false // only the storage provider can fix its checksum
+	default:
+		src, err := p.findCopy(ctx, b, o.consensus)
+		if err != nil {
+			return err
+		}
+		if src != "" {
+			resolvable = true
+			o.details = append(o.details, "store "+src+" holds a copy with the consensus checksum")
+		}
+	}
+	be := task.BitError{
+		Account: b.Account, StoreID: b.StoreID, SpaceID: b.SpaceID, ContentID: b.ContentID, RunID: b.RunID,
+		Description: strings.Join(append([]string{caseText(o.caseNumber)}, o.details...), "; "),
+		StoreType:   string(o.storeKind), Case: o.caseNumber, InternallyResolvable: resolvable,
+		ContentChecksum: o.cChecksum(), StorageChecksum: o.sChecksum(),
+		IndexChecksum: o.sums.Index, AuditChecksum: o.sums.Audit,
+	}
+	return send(ctx, p.cfg.BitErrorQueue, be.Task(), p.cfg.Format)
+}
+
+// findCopy returns the ID of another store of the account holding the item
+// with MD5 consensus (by Head), or "" when none does.
+func (p *Processor) findCopy(ctx context.Context, b task.Bit, consensus string) (string, error) {
+	if consensus == "" {
+		return "", nil
+	}
+	return FindCopy(ctx, p.cfg.Stores, b.Account, b.StoreID, b.SpaceID, b.ContentID, consensus)
+}
+
+// FindCopy returns the ID of the first store of account (in registry order)
+// other than storeID that holds space/contentID with the MD5 want, judged by
+// the checksum the store reports (Head); "" when none does. Stores that do
+// not have the item are skipped; other errors are returned.
+func FindCopy(ctx context.Context, s Stores, account, storeID, space, contentID, want string) (string, error) {
+	acct := s.Registry().Account(account)
+	if acct == nil {
+		return "", nil
+	}
+	for _, st := range acct.Stores {
+		if st.ID == storeID {
+			continue
+		}
+		prov, err := s.Open(ctx, account, st.ID)
+		if err != nil {
+			return "", fmt.Errorf("bit: open store %s/%s: %w", account, st.ID, err)
+		}
+		info, err := prov.Head(ctx, space, contentID)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("bit: head %s/%s in store %s: %w", space, contentID, st.ID, err)
+		}
+		if strings.EqualFold(info.Checksum, want) {
+			return st.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// AuditFromStorage is the ADD_CONTENT AUDIT task that re-syncs the audit log
+// and the content index with an item as storage holds it.
+func AuditFromStorage(account, storeID, space, contentID string, kind storage.Kind, info *storage.Info, checksum, userID string, at time.Time) task.Audit {
+	size := info.Size
+	return task.Audit{
+		Account: account, StoreID: storeID, SpaceID: space, ContentID: contentID,
+		Action: task.ActionAddContent, UserID: userID, DateTime: at,
+		ContentChecksum: checksum, ContentMimetype: info.MimeType, ContentSize: &size,
+		ContentProperties: storage.UserProperties(info.Properties), StoreType: string(kind),
+	}
+}
+
+// sendAudit puts an ADD_CONTENT AUDIT task built from the storage
+// properties on the audit queue.
+func (p *Processor) sendAudit(ctx context.Context, b task.Bit, o *observation) error {
+	a := AuditFromStorage(b.Account, b.StoreID, b.SpaceID, b.ContentID, o.storeKind, o.info,
+		storageMD5(o), p.cfg.UserID, p.cfg.Clock.Now())
+	o.details = append(o.details, "ADD_CONTENT queued for the audit processor")
+	return send(ctx, p.cfg.AuditQueue, a.Task(), p.cfg.Format)
+}
+
+// storageMD5 is the MD5 storage stands for: S when it is an MD5, else C.
+func storageMD5(o *observation) string {
+	if storage.ValidMD5(o.sums.Storage) {
+		return o.sums.Storage
+	}
+	if o.sums.ContentRead {
+		return o.sums.Content
+	}
+	return o.info.Checksum
+}
+
+// repairIndex is case 5: set the index checksum to S in place and, when the
+// audit entry's properties are null, patch the audit entry and the index
+// row with the storage properties.
+func (p *Processor) repairIndex(ctx context.Context, b task.Bit, o *observation) error {
+	item := contentindex.Item{Account: b.Account, StoreID: b.StoreID, SpaceID: b.SpaceID, ContentID: b.ContentID}
+	sum := storageMD5(o)
+	patchProps := o.audit != nil && o.audit.Properties == nil
+	size := o.info.Size
+	fromStorage := contentindex.Entry{Item: item, Checksum: sum, Size: &size, MimeType: o.info.MimeType,
+		Properties: storage.UserProperties(o.info.Properties)}
+	switch {
+	case o.index == nil || o.index.Deleted:
+		// No live row: write it as the audit entry's event recorded it.
+		fromStorage.Modified = o.info.Modified
+		if o.audit != nil {
+			fromStorage.Modified = o.audit.Time
+		}
+		applied, err := p.cfg.Index.Upsert(ctx, fromStorage)
+		if err != nil {
+			return fmt.Errorf("bit: content index upsert %s: %w", item, err)
+		}
+		o.details = append(o.details, fmt.Sprintf("content index row written from storage (applied=%t)", applied))
+	default:
+		if err := p.cfg.Index.SetChecksum(ctx, item, sum); err != nil {
+			return fmt.Errorf("bit: content index set checksum %s: %w", item, err)
+		}
+		o.details = append(o.details, "content index checksum updated in place")
+		if patchProps {
+			fromStorage.Modified = o.index.Modified // in place: the row's time stays
+			if _, err := p.cfg.Index.Upsert(ctx, fromStorage); err != nil {
+				return fmt.Errorf("bit: content index patch %s: %w", item, err)
+			}
+			o.details = append(o.details, "content index properties patched from storage")
+		}
+	}
+	if patchProps {
+		patched := *o.audit
+		patched.Properties = storage.UserProperties(o.info.Properties)
+		if patched.MimeType == "" {
+			patched.MimeType = o.info.MimeType
+		}
+		if patched.Size == nil {
+			patched.Size = &size
+		}
+		// Put the patched entry first, then delete the old one: a crash in
+		// between leaves two entries with the same checksum, never none.
+		if _, err := p.cfg.AuditLog.Put(ctx, patched); err != nil {
+			return fmt.Errorf("bit: audit log patch %s: %w", item, err)
+		}
+		if patched.Key() != o.audit.Key() {
+			if err := p.cfg.AuditLog.Delete(ctx, o.audit.Key()); err != nil {
+				return fmt.Errorf("bit: audit log patch %s: delete old entry: %w", item, err)
+			}
+		}
+		o.details = append(o.details, "audit log entry properties patched from storage")
+	}
+	return nil
+}
+
+// send encodes t and puts it on q.
+func send(ctx context.Context, q queue.Queue, t *task.Task, f task.Format) error {
+	body, err := task.Encode(t, f)
+	if err != nil {
+		return fmt.Errorf("bit: encode %s: %w", t.Type, err)
+	}
+	if err := q.Send(ctx, queue.SendEntry{Body: body}); err != nil {
+		return fmt.Errorf("bit: send %s to %s: %w", t.Type, q.Name(), err)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+// Package bit is the BIT task processor: the bit-integrity check of one
+// content item (DESIGN §7, the seed's "Bit Integrity Check Task
+// Processor"). It gathers four checksums, classifies them into one of the
+// seed's 11 cases with a total decision procedure (Decide), acts on the
+// case and records the outcome in the bit log.
+//
+// # The four checksums
+//
+//   - C (content): the MD5 of the bytes, computed while streaming Get. "N/A"
+//     when the store is configured as one that cannot be read back cheaply
+//     (Config.UnreadableKinds, Config.UnreadableStores); then only Head is
+//     called. "404" when the item is not in storage.
+//   - S (storage provider): from the provider checksum of the item.
+//     "md5:<hex>" → S is that MD5. "crc64nvme:<b64>" (an S3 full-object
+//     checksum of a multipart upload, which is not an MD5) → the CRC64NVME
+//     of the streamed bytes is computed alongside C; when it equals the
+//     provider's value, the provider vouches for these bytes and S is the
+//     MD5 recorded at write (Info.Checksum; C when none was recorded); when
+//     it differs, S is the provider's own "crc64nvme:<b64>", which agrees
+//     with no MD5. When C is N/A the CRC cannot be verified and S is the
+//     recorded MD5 (unverified). A provider that reports no checksum gives
+//     S = C (C read) or no S (C N/A). "404" when the item is not in storage.
+//   - I (content index): the checksum of the item's content_index row; null
+//     when there is no row, the row is a tombstone (deleted) or it has no
+//     checksum.
+//   - A (audit log): the checksum of the item's latest audit log entry; null
+//     when there is none, when the latest entry is DELETE_CONTENT, or when
+//     it carries no checksum.
+//
+// In the bit log and BIT_ERROR tasks a null, N/A or 404 checksum is empty.
+//
+// # Consensus
+//
+// The consensus checksum is the value held by the most of the non-null
+// values among C (when read), S (when present), I and A. A tie is broken
+// in the order S, I, A, C: the checksum recorded when the item was written
+// (S) beats the records made from that write (I, then A), which beat a
+// value just computed from bytes that may have gone sour (C). The consensus
+// is what a repair must restore: the BIT_ERROR processor copies from
+// another store only a copy whose MD5 equals it.
+//
+// # Decision procedure (Decide)
+//
+// Take the first rule that applies. "X" is the storage-side value: S, or C
+// when the provider reported no checksum.
+//
+//  1. The item is not in storage (404) and I and A are both null → case 11
+//     (bit integrity is behind fully processed deletes).
+//  2. The item is not in storage and I or A is not null → case 8 (removed
+//     in storage, not captured yet).
+//  3. C is N/A and there is no S → case 4 (nothing of the storage side can
+//     be checked).
+//  4. C is N/A, I and A are both non-null, I = A and I ≠ S → case 4 (the
+//     provider's checksum disagrees with both records).
+//  5. C was read, S is present and C ≠ S: if the consensus is C → case 3
+//     (the provider's checksum is wrong); otherwise → case 2 (the content
+//     went sour: the bytes do not hash to the consensus). Ties follow the
+//     consensus rule, so C ≠ S with I and A null, or with I = C and A = S,
+//     or with all four different, is case 2.
+//  6. Otherwise the storage side agrees with itself (C = S, or C is N/A and
+//     rule 4 did not apply): compare I and A with X:
+//     - I = X and A = X → case 1 (success; C may be N/A);
+//     - I = X and A null → case 7 (audit log entry missing);
+//     - I = X and A ≠ X → case 6 (audit log out of sync);
+//     - A = X and I ≠ X or I null → case 5 (content index wrong or missing);
+//     - I null and A null → case 9 (added in storage, not captured yet);
+//     - anything else (I and A each either ≠ X or null, not both null) →
+//     case 10 (updated in storage, not captured yet).
+//
+// Every combination of present, missing (404/null/N/A) and disagreeing
+// values meets exactly one rule, so the procedure is total.
+//
+// # Outcomes (Processor.Handle)
+//
+// "Last attempt" means task attempts ≥ Config.MaxAttempts−1 (Workman's
+// MaxAttempts, default 3: attempts 0 and 1 wait, attempts 2 is final).
+// "Wait" is processors.RetryAfter(Config.RecheckDelay) (default 5 minutes):
+// Workman re-sends the task with attempts+1 after the delay; no worker
+// sleeps. Rows are recorded after the case's actions, so a row means the
+// actions were taken.
+//
+//	case  bit log            actions
+//	1     SUCCESS            none
+//	2     FAILURE            BIT_ERROR on bit-error; internally resolvable when another
+//	                         store of the account holds a copy whose MD5 is the consensus
+//	3     FAILURE            BIT_ERROR, external (contact the storage provider)
+//	4     ERROR (last)       wait unless last attempt; then BIT_ERROR (resolvable as case 2)
+//	5     FAILURE            content index checksum set to S in place (SetChecksum); with
+//	                         no live row, the row is written from the storage properties
+//	                         at the audit entry's time; when the audit entry has null
+//	                         properties, the audit entry and the index row are patched
+//	                         with the storage properties (mimetype, size, properties)
+//	6     FAILURE            BIT_ERROR, internally resolvable (audit log out of sync)
+//	7     FAILURE            AUDIT ADD_CONTENT from the storage properties on audit
+//	8     ERROR (last)       wait unless last attempt; then BIT_ERROR (resolvable as case 2)
+//	9,10  ERROR (last)       wait unless last attempt; then AUDIT ADD_CONTENT on audit
+//	11    SUCCESS            nothing is done to the item
+//
+// Case 11's row is a departure from the seed's "do nothing": the row repairs
+// nothing, but the report processor counts results against the items the
+// producer listed, and an item deleted since must count too.
+//
+// Errors: a malformed BIT task or an unregistered account or store is
+// permanent (dead letter); a provider, index, audit log, bit log or queue
+// error is returned as is, so Workman retries with backoff.
+package bit
