@@ -19,12 +19,12 @@ import (
 	"github.com/millfleet/mill/pkg/storage/storagetest"
 )
 
-// Small thresholds so the suite's large items (11 MiB) take the multipart
-// put and multipart copy paths.
+// Small thresholds so the suite's large items (5 MiB + 1 KiB: two parts)
+// take the multipart put and multipart copy paths.
 var testConfig = Config{
 	MultipartThreshold: 5 << 20,
 	PartSize:           5 << 20,
-	CopyThreshold:      6 << 20,
+	CopyThreshold:      5 << 20,
 	CopyPartSize:       5 << 20,
 }
 
@@ -175,7 +175,7 @@ func TestCopyAcrossProviders(t *testing.T) {
 		}
 	}
 	props := map[string]string{"creator": "alice"}
-	for _, size := range []int{10, 11 << 20} {
+	for _, size := range []int{10, 5<<20 + 1024} {
 		data := bytes.Repeat([]byte("0123456789abcdef"), size/16+1)[:size]
 		if _, err := s3s.Put(ctx, "a", "item", bytes.NewReader(data), storage.PutOptions{Size: int64(size), Properties: props}); err != nil {
 			t.Fatal(err)
