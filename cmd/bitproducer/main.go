@@ -1,0 +1,283 @@
+// Command bitproducer is the looping bit-integrity producer (DESIGN §7, §8),
+// run from cron (a scheduled container), one invocation at a time: it
+// walks accounts → stores → spaces (filtered by --include/--exclude
+// files), queues a BIT task per content item on the bit queue while that
+// queue is under --max-queue-size, and after each space's listing one
+// BIT_REPORT on the bit-report queue. State is saved after every bite
+// (--state, a file or s3://bucket/key), so the next invocation resumes
+// where this one stopped.
+//
+// Exit status: 0 when the run finished, the queue was full, the next run is
+// not due yet or another invocation holds the lease; 1 on errors; 2 on bad
+// usage. Every flag can also be set with its MILL_* environment variable;
+// run `bitproducer --help` for the list.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
+	"github.com/millfleet/mill/pkg/storage/s3store"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/producers/bit"
+	"github.com/millfleet/mill/producers/looping"
+)
+
+const summary = `bitproducer — Mill's looping bit-integrity producer.
+
+Queues one BIT task per content item of every selected space (1000 per bite,
+interleaved across spaces) while the bit queue is under its maximum size, and
+one BIT_REPORT per space once its listing is complete. One invocation at a
+time (a DynamoDB lease); state saved after every bite. Exits 0 when done, not
+due, the queue is full or the lease is held.
+
+Filter files (--include, --exclude): one /account/store/space pattern per
+line, "*" or "prefix*" per segment, blank lines and # comments allowed;
+exclusion wins; no inclusion file means every space.
+
+Usage: bitproducer [flags]`
+
+// Defaults of the flags.
+const (
+	defaultConfigBucket = "mill-config"
+	defaultState        = "s3://mill-state/bitproducer/state.json"
+	defaultFrequency    = "1m"
+	// noLease disables the DynamoDB lease (local use, one process).
+	noLease = "none"
+)
+
+// usageError marks a bad command line (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "bitproducer:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "bitproducer:", err)
+		return 1
+	}
+}
+
+// options are the parsed flags.
+type options struct {
+	configBucket, configPrefix, configDir string
+	queuePrefix, bitQueue, reportQueue    string
+	state                                 string
+	frequency                             looping.Frequency
+	maxQueueSize                          int64
+	biteSize                              int
+	leaseTable                            string
+	include, exclude                      string
+	progress                              string
+	messageFormat                         string
+	logLevel                              string
+}
+
+func defineFlags(fs *flag.FlagSet) *options {
+	o := &options{}
+	freq, _ := looping.ParseFrequency(defaultFrequency)
+	o.frequency = freq
+	fs.StringVar(&o.configBucket, "config-bucket", defaultConfigBucket, "S3 `bucket` holding accounts.json")
+	fs.StringVar(&o.configPrefix, "config-prefix", "", "key `prefix` of accounts.json in the config bucket")
+	fs.StringVar(&o.configDir, "config-dir", "", "local `directory` holding accounts.json, instead of the config bucket")
+	fs.StringVar(&o.queuePrefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of the queue names")
+	fs.StringVar(&o.bitQueue, "bit-queue", "", "bit queue `name` (default prefix + bit)")
+	fs.StringVar(&o.reportQueue, "report-queue", "", "bit-report queue `name` (default prefix + bit-report)")
+	fs.StringVar(&o.state, "state", defaultState, "where the state is kept: a local file `path` or s3://bucket/key")
+	fs.TextVar(&o.frequency, "frequency", freq, "time between run starts, N followed by s, M (minutes), h, d or m (months); 0 = one run only")
+	fs.Int64Var(&o.maxQueueSize, "max-queue-size", looping.DefaultMaxQueueSize, "stop (and resume next time) when the bit queue has this many visible `messages`")
+	fs.IntVar(&o.biteSize, "bite-size", looping.DefaultBiteSize, "most `items` of one space queued per bite")
+	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB lease `table` (\"none\": no lease, for a single local process)")
+	fs.StringVar(&o.include, "include", "", "inclusion filter `file` (default: every space)")
+	fs.StringVar(&o.exclude, "exclude", "", "exclusion filter `file`")
+	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (bar on a terminal, log lines otherwise), bar, log or off")
+	fs.StringVar(&o.messageFormat, "message-format", "json", "wire `format` of the tasks: json or properties (DuraCloud's Java format)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	return o
+}
+
+// config is what the flags resolve to before any AWS call.
+type config struct {
+	o        *options
+	filter   bit.Filter
+	format   task.Format
+	progress looping.ProgressMode
+	level    slog.Level
+}
+
+func parse(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("bitproducer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := defineFlags(fs)
+	fs.Usage = func() { envflag.Usage(fs, stderr, summary) }
+	if err := envflag.Parse(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
+	}
+	c := &config{o: o}
+	var errs []error
+	var err error
+	if c.format, err = task.ParseFormat(o.messageFormat); err != nil {
+		errs = append(errs, fmt.Errorf("--message-format: %w", err))
+	}
+	switch o.progress {
+	case "auto":
+		c.progress = looping.ProgressAuto
+	case "bar":
+		c.progress = looping.ProgressBar
+	case "log":
+		c.progress = looping.ProgressLog
+	case "off":
+		c.progress = looping.ProgressOff
+	default:
+		errs = append(errs, fmt.Errorf("--progress %q: want auto, bar, log or off", o.progress))
+	}
+	if err := c.level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level: %w", err))
+	}
+	if o.maxQueueSize <= 0 {
+		errs = append(errs, fmt.Errorf("--max-queue-size %d: must be positive", o.maxQueueSize))
+	}
+	if o.biteSize <= 0 {
+		errs = append(errs, fmt.Errorf("--bite-size %d: must be positive", o.biteSize))
+	}
+	if o.state == "" {
+		errs = append(errs, errors.New("--state: empty"))
+	}
+	if o.include != "" {
+		if c.filter.Include, err = bit.LoadFilter(o.include); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.exclude != "" {
+		if c.filter.Exclude, err = bit.LoadFilter(o.exclude); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, usageError{err}
+	}
+	if c.o.bitQueue == "" {
+		c.o.bitQueue = queue.Name(o.queuePrefix, queue.KeyBit)
+	}
+	if c.o.reportQueue == "" {
+		c.o.reportQueue = queue.Name(o.queuePrefix, queue.KeyBitReport)
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, err := parse(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	o := c.o
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: c.level}))
+	aws, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
+	if err != nil {
+		return err
+	}
+	s3c := aws.S3()
+
+	var reg *stores.Registry
+	if o.configDir != "" {
+		reg, err = stores.LoadFile(filepath.Join(o.configDir, stores.FileName))
+	} else {
+		reg, err = stores.LoadS3(ctx, s3c, o.configBucket, o.configPrefix+stores.FileName)
+	}
+	if err != nil {
+		return fmt.Errorf("load the store registry: %w", err)
+	}
+	opener := stores.NewOpener(reg, stores.OpenerConfig{
+		AWS: aws.AWS, PathStyle: aws.EndpointOverride,
+		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
+		S3: func(_ context.Context, cl *s3.Client, s stores.Store) (storage.Provider, error) {
+			return s3store.New(cl, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
+		},
+	})
+
+	sqsc := aws.SQS()
+	bitQ, err := sqsqueue.Open(ctx, sqsc, o.bitQueue, sqsqueue.Config{})
+	if err != nil {
+		return fmt.Errorf("open queue %s: %w", o.bitQueue, err)
+	}
+	reportQ, err := sqsqueue.Open(ctx, sqsc, o.reportQueue, sqsqueue.Config{})
+	if err != nil {
+		return fmt.Errorf("open queue %s: %w", o.reportQueue, err)
+	}
+	state, err := looping.OpenStateStore(o.state, s3c)
+	if err != nil {
+		return usageError{err}
+	}
+	var l lease.Lease
+	if o.leaseTable == noLease {
+		l = lease.NewMemory(nil)
+	} else {
+		l = lease.NewDynamo(aws.DynamoDB(), o.leaseTable, nil)
+	}
+
+	p, err := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: c.filter, Logger: logger})
+	if err != nil {
+		return err
+	}
+	loop, err := looping.New(looping.Config{
+		Kind:           bit.Kind,
+		Producer:       p,
+		Queue:          &bit.Router{Bit: bitQ, Report: reportQ},
+		State:          state,
+		Lease:          l,
+		Frequency:      o.frequency,
+		MaxQueueSize:   o.maxQueueSize,
+		BiteSize:       o.biteSize,
+		Format:         c.format,
+		Logger:         logger,
+		Progress:       c.progress,
+		ProgressOutput: stderr,
+	})
+	if err != nil {
+		return err
+	}
+	sum, err := loop.Run(ctx)
+	if werr := sum.Write(stdout); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
