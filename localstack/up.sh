@@ -19,6 +19,9 @@ mkdir -p "$state"
 . "$here/env.sh"
 
 MOTO_VERSION=5.2.5
+# awscrt lets moto compute S3's CRC64NVME checksums (without it moto stores a
+# CRC32 under that name, and multipart full-object checksums are wrong).
+AWSCRT_VERSION=0.38.0
 PG_MAJOR_WANTED=15
 
 log() { printf 'localstack/up: %s\n' "$*" >&2; }
@@ -76,10 +79,10 @@ if aws_answers; then
   log "AWS emulator already answers at $AWS_ENDPOINT_URL"
 else
   venv="$root/.venv"
-  if [[ ! -x "$venv/bin/moto_server" ]] || ! "$venv/bin/python" -c "import moto,sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
-    log "creating $venv with moto[server]==$MOTO_VERSION"
-    python3 -m venv "$venv" || { ensure_apt_packages python3-venv && python3 -m venv "$venv"; }
-    "$venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+  if [[ ! -x "$venv/bin/moto_server" ]] || ! "$venv/bin/python" -c "import moto,awscrt,sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null; then
+    log "installing moto[server]==$MOTO_VERSION and awscrt==$AWSCRT_VERSION into $venv"
+    [[ -x "$venv/bin/pip" ]] || python3 -m venv "$venv" || { ensure_apt_packages python3-venv && python3 -m venv "$venv"; }
+    "$venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION" "awscrt==$AWSCRT_VERSION"
   fi
   port=${AWS_ENDPOINT_URL##*:}; port=${port%%/*}
   [[ "$port" =~ ^[0-9]+$ ]] || port=4566
