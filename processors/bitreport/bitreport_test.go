@@ -1,0 +1,296 @@
+package bitreport_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/queue/memqueue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+	"github.com/millfleet/mill/processors/bitreport"
+)
+
+const run = "20260501T030000Z"
+
+type env struct {
+	clk     *clock.Fake
+	store   *fsstore.Store
+	opener  *stores.Opener
+	index   *contentindex.Memory
+	log     *bitlog.Memory
+	dir     string
+	requeue *memqueue.Queue
+}
+
+func setup(t *testing.T, ids ...string) *env {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := fsstore.New(filepath.Join(dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := st.CreateSpace(ctx, "photos"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := st.Put(ctx, "photos", id, strings.NewReader(id), storage.PutOptions{Size: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := &stores.Registry{Accounts: []stores.Account{{ID: "acme", Status: stores.StatusActive, Stores: []stores.Store{
+		{ID: "1", Primary: true, Kind: storage.KindFS, Root: st.Root()},
+	}}}}
+	clk := clock.NewFake(time.Date(2026, 5, 1, 4, 0, 0, 0, time.UTC))
+	return &env{
+		clk:   clk,
+		store: st,
+		opener: stores.NewOpener(reg, stores.OpenerConfig{FS: func(context.Context, stores.Store) (storage.Provider, error) {
+			return st, nil
+		}}),
+		index:   contentindex.NewMemory(),
+		log:     bitlog.NewMemory(clk),
+		dir:     filepath.Join(dir, "reports"),
+		requeue: memqueue.New("mill-bit-report", memqueue.Config{Clock: clk}),
+	}
+}
+
+func (e *env) processor(t *testing.T, mod func(*bitreport.Config)) *bitreport.Processor {
+	t.Helper()
+	cfg := bitreport.Config{
+		Stores: e.opener, Index: e.index, BitLog: e.log, Reports: &bitreport.DirReports{Dir: e.dir},
+		Requeue: e.requeue, RecheckDelay: 2 * time.Minute, PageSize: 2, TempDir: t.TempDir(), Clock: e.clk,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	p, err := bitreport.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (e *env) index_(t *testing.T, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		_, err := e.index.Upsert(t.Context(), contentindex.Entry{
+			Item:     contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: id},
+			Checksum: "sum-" + id, Modified: e.clk.Now(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (e *env) record(t *testing.T, id string, res bitlog.Result, c int) {
+	t.Helper()
+	err := e.log.Record(t.Context(), bitlog.Row{RunID: run, Account: "acme", StoreID: "1", StoreKind: "fs", SpaceID: "photos",
+		ContentID: id, Result: res, Case: c, ContentChecksum: "c", StorageChecksum: "s", IndexChecksum: "i", AuditChecksum: "a",
+		Details: "checked", CheckedAt: e.clk.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func reportTask(expected int64, extra map[string]string) *task.Task {
+	return task.BitReport{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: run, Expected: &expected, Extra: extra}.Task()
+}
+
+func (e *env) reportLines(t *testing.T) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.dir, "bit-integrity/acme/1/photos/"+run+".tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if lines[0] != strings.Join(bitreport.Header, "\t") {
+		t.Fatalf("header %q", lines[0])
+	}
+	var out [][]string
+	for _, l := range lines[1:] {
+		f := bitreport.ParseLine(l)
+		if len(f) != len(bitreport.Header) {
+			t.Fatalf("line %q has %d fields", l, len(f))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestWaitsThenRequeues: a space with fewer results than expected is
+// re-sent with a delay and a re-check count; the handler succeeds and
+// writes nothing.
+func TestWaitsThenRequeues(t *testing.T) {
+	e := setup(t, "a", "b")
+	e.index_(t, "a", "b")
+	e.record(t, "a", bitlog.ResultSuccess, 1)
+	p := e.processor(t, nil)
+	if err := p.Handle(t.Context(), reportTask(2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	msgs := e.requeue.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages re-queued", len(msgs))
+	}
+	tk, err := task.Decode(msgs[0].Body)
+	if err != nil || tk.Get(bitreport.KeyRechecks) != "1" || tk.Attempts != 0 || tk.Get(task.KeyExpected) != "2" {
+		t.Fatalf("re-queued %v %v", tk, err)
+	}
+	if d := msgs[0].VisibleAt.Sub(msgs[0].SentAt); d != 2*time.Minute {
+		t.Errorf("delay %v", d)
+	}
+	if _, err := os.Stat(e.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Error("report written for an incomplete space")
+	}
+	if reps, _ := e.log.Reports(t.Context(), bitlog.ReportFilter{}); len(reps) != 0 {
+		t.Error("bit_report row written")
+	}
+
+	// Without a Requeue queue: a RetryAfter error.
+	p = e.processor(t, func(c *bitreport.Config) { c.Requeue = nil })
+	err = p.Handle(t.Context(), reportTask(2, nil))
+	if d, ok := processors.RetryDelay(err); !ok || d != 2*time.Minute {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// TestCompareAndReport: items missing from storage and from the index
+// become ERROR rows; the TSV lists every item; the bit_report row counts
+// them; a redelivery replaces the file and the row.
+func TestCompareAndReport(t *testing.T) {
+	e := setup(t, "a", "b", "c", "d", "dir/ü x")
+	e.index_(t, "a", "b", "c", "e", "dir/ü x")
+	e.record(t, "a", bitlog.ResultSuccess, 1)
+	e.record(t, "b", bitlog.ResultFailure, 2)
+	e.record(t, "c", bitlog.ResultSuccess, 1)
+	e.record(t, "d", bitlog.ResultSuccess, 1) // checked, then its index row went away
+	e.record(t, "dir/ü x", bitlog.ResultSuccess, 1)
+	// Another run's row and another space's row are not part of the report.
+	if err := e.log.Record(t.Context(), bitlog.Row{RunID: "other", Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "zz", Result: bitlog.ResultFailure}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.log.Record(t.Context(), bitlog.Row{RunID: run, Account: "acme", StoreID: "1", SpaceID: "docs", ContentID: "x", Result: bitlog.ResultFailure}); err != nil {
+		t.Fatal(err)
+	}
+	p := e.processor(t, nil)
+	for range 2 { // the second pass is a redelivery
+		if err := p.Handle(t.Context(), reportTask(5, nil)); err != nil {
+			t.Fatal(err)
+		}
+		lines := e.reportLines(t)
+		got := map[string]string{}
+		for _, f := range lines {
+			got[f[5]] = f[6] + "/" + f[7]
+			if f[1] != "acme" || f[2] != "1" || f[3] != "fs" || f[4] != "photos" {
+				t.Errorf("line %q", f)
+			}
+		}
+		want := map[string]string{"a": "SUCCESS/1", "b": "FAILURE/2", "c": "SUCCESS/1", "d": "ERROR/0", "e": "ERROR/8", "dir/ü x": "SUCCESS/1"}
+		if len(got) != len(want) || len(lines) != len(want) {
+			t.Fatalf("report lines %v, want %v", got, want)
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%q: %s, want %s", k, got[k], v)
+			}
+		}
+		reps, err := e.log.Reports(t.Context(), bitlog.ReportFilter{RunID: run})
+		if err != nil || len(reps) != 1 {
+			t.Fatalf("reports %v %v", reps, err)
+		}
+		r := reps[0]
+		if r.Result != bitlog.ResultFailure || r.Counts != (bitlog.Counts{Total: 6, Success: 3, Failure: 1, Error: 2}) ||
+			r.Location != filepath.Join(e.dir, "bit-integrity/acme/1/photos/"+run+".tsv") {
+			t.Errorf("report %+v", r)
+		}
+	}
+	rows, _, err := e.log.Results(t.Context(), bitlog.Filter{RunID: run, SpaceID: "photos", Result: bitlog.ResultError})
+	if err != nil || len(rows) != 2 || rows[0].ContentID != "d" || rows[1].ContentID != "e" || rows[1].IndexChecksum != "sum-e" {
+		t.Errorf("ERROR rows %+v %v", rows, err)
+	}
+}
+
+// TestAllGoodIsSuccess: no findings → SUCCESS.
+func TestAllGoodIsSuccess(t *testing.T) {
+	e := setup(t, "a", "b", "c")
+	e.index_(t, "a", "b", "c")
+	for _, id := range []string{"a", "b", "c"} {
+		e.record(t, id, bitlog.ResultSuccess, 1)
+	}
+	if err := e.processor(t, nil).Handle(t.Context(), reportTask(3, nil)); err != nil {
+		t.Fatal(err)
+	}
+	reps, _ := e.log.Reports(t.Context(), bitlog.ReportFilter{})
+	if len(reps) != 1 || reps[0].Result != bitlog.ResultSuccess || reps[0].Counts.Total != 3 {
+		t.Errorf("%+v", reps)
+	}
+}
+
+// TestGivesUpAfterMaxRechecks: the report is written with what the log
+// holds; unchecked items are ERROR rows and the result is ERROR.
+func TestGivesUpAfterMaxRechecks(t *testing.T) {
+	e := setup(t, "a", "b")
+	e.index_(t, "a", "b")
+	e.record(t, "a", bitlog.ResultSuccess, 1)
+	p := e.processor(t, func(c *bitreport.Config) { c.MaxRechecks = 3 })
+	if err := p.Handle(t.Context(), reportTask(2, map[string]string{bitreport.KeyRechecks: "3"})); err != nil {
+		t.Fatal(err)
+	}
+	if e.requeue.Len() != 0 {
+		t.Error("re-queued past MaxRechecks")
+	}
+	reps, _ := e.log.Reports(t.Context(), bitlog.ReportFilter{})
+	if len(reps) != 1 || reps[0].Result != bitlog.ResultError || reps[0].Counts != (bitlog.Counts{Total: 2, Success: 1, Error: 1}) {
+		t.Errorf("%+v", reps)
+	}
+}
+
+func TestInvalidTasksArePermanent(t *testing.T) {
+	e := setup(t)
+	p := e.processor(t, nil)
+	for _, tk := range []*task.Task{
+		task.New(task.TypeBitReport, map[string]string{"account": "acme"}),
+		task.BitReport{Account: "nobody", StoreID: "1", SpaceID: "s"}.Task(),
+	} {
+		if err := p.Handle(t.Context(), tk); !processors.IsPermanent(err) {
+			t.Errorf("%v: %v", tk, err)
+		}
+	}
+}
+
+func TestKey(t *testing.T) {
+	now := time.Date(2026, 5, 2, 1, 2, 3, 0, time.UTC)
+	if k := bitreport.Key(task.BitReport{Account: "a", StoreID: "1", SpaceID: "s", RunID: run}, now); k != "bit-integrity/a/1/s/"+run+".tsv" {
+		t.Error(k)
+	}
+	if k := bitreport.Key(task.BitReport{Account: "a", StoreID: "1", SpaceID: "s", RunID: "../x"}, now); k != "bit-integrity/a/1/s/20260502T010203Z.tsv" {
+		t.Error(k)
+	}
+}
+
+func TestLineEscapes(t *testing.T) {
+	r := bitlog.Row{Account: "a", StoreID: "1", SpaceID: "s", ContentID: "x\ty\nz\\", Result: bitlog.ResultSuccess, Details: "d\r"}
+	l := bitreport.Line(r)
+	if strings.Count(l, "\n") != 1 || strings.Count(l, "\t") != len(bitreport.Header)-1 {
+		t.Fatalf("%q", l)
+	}
+	f := bitreport.ParseLine(strings.TrimSuffix(l, "\n"))
+	if f[5] != r.ContentID || f[12] != r.Details {
+		t.Errorf("%q", f)
+	}
+}

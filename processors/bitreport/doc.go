@@ -1,0 +1,32 @@
+// Package bitreport is the BIT_REPORT processor (DESIGN §7): it writes the
+// bit-integrity report of one space for one bitproducer run.
+//
+// Procedure, all steps idempotent (a redelivered report repeats them and
+// replaces its file and its bit_report row):
+//
+//  1. Wait for the space: until the bit log holds a result for as many
+//     items of the space in the run as the producer listed (the task's
+//     "expected"), the report is looked at again after RecheckDelay —
+//     re-sent on Config.Requeue without using up an attempt, or, without
+//     a Requeue queue, through processors.RetryAfter. Spaces are reported
+//     as soon as they are complete, not when the whole bit queue drains.
+//  2. Compare: the space's storage listing, its live content index rows and
+//     the run's bit log rows are merged in content ID order (constant
+//     memory). An item in the index but missing from storage, or in
+//     storage but missing from the index, becomes an ERROR row in the bit
+//     log (case 8 for the former: removed from storage but not captured),
+//     unless the bit check already recorded a FAILURE or ERROR for it.
+//  3. Write the TSV report (Header, then one Line per item with a row) to
+//     Reports under bit-integrity/{account}/{store}/{space}/{run}.tsv —
+//     S3Reports for the reports bucket, DirReports for the dev mode.
+//  4. Record the bit_report row: result FAILURE when any item failed,
+//     else ERROR when any item is in error (or the space never completed),
+//     else SUCCESS; the counts; the report's location.
+//
+// Register it in Workman's mux for task.TypeBitReport:
+//
+//	p, err := bitreport.New(bitreport.Config{Stores: opener, Index: index,
+//		BitLog: bitLog, Reports: &bitreport.S3Reports{Client: s3c, Bucket: "mill-reports"},
+//		Requeue: bitReportQueue})
+//	mux.Handle(task.TypeBitReport, p)
+package bitreport
