@@ -69,6 +69,10 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s) each
 bench: up ## run the benchmarks against the local services
 	$(WITH_ENV) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
 
+.PHONY: docs
+docs: ## regenerate README.md's configuration reference from the binaries' --help
+	$(GO) test ./test/docs -run TestConfigReference -count=1 -update
+
 .PHONY: tidy
 tidy: ## go mod tidy
 	$(GO) mod tidy
