@@ -16,7 +16,8 @@ func init() {
 (each work queue redriving to the dead-letter queue), the config, state and
 reports buckets, the audit-log and lease tables, and the database schema.
 Safe to run again: each resource is reported as created, exists or updated,
-and a second run changes nothing. --dry-run prints the plan only.`,
+and a second run changes nothing. --dry-run prints the plan only. --alarms
+also creates the CloudWatch queue-depth alarms of infra/ (see pkg/alarms).`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			var c setup.Config
 			prefix := queuePrefixFlag(fs)
@@ -32,6 +33,7 @@ and a second run changes nothing. --dry-run prints the plan only.`,
 			fs.DurationVar(&c.TableTimeout, "table-timeout", setup.DefaultTableTimeout, "how long to wait for a new table to become ACTIVE")
 			fs.BoolVar(&c.SkipDB, "skip-db", false, "do not migrate the database")
 			dryRun := fs.Bool("dry-run", false, "print what would be created or updated; change nothing")
+			alarmOpts := alarmFlags(fs)
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected arguments: %q", args)
@@ -48,8 +50,11 @@ and a second run changes nothing. --dry-run prints the plan only.`,
 				if err != nil {
 					return usagef("%v", err)
 				}
-				// CloudWatch alarms (a later --alarms flag) will be more
-				// setup.Resource values appended to rs here.
+				ars, err := alarmOpts.resources(awsCfg, c.QueuePrefix)
+				if err != nil {
+					return err
+				}
+				rs = append(rs, ars...)
 				do := setup.Apply
 				if *dryRun {
 					do = setup.Plan
