@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/task"
+)
+
+// defaultQueueKey is the queue a task type goes to unless --queue says
+// otherwise (NOOP has none: it must be given).
+var defaultQueueKey = map[task.Type]string{
+	task.TypeDup:       queue.KeyDupHigh,
+	task.TypeBit:       queue.KeyBit,
+	task.TypeBitReport: queue.KeyBitReport,
+	task.TypeBitError:  queue.KeyBitError,
+	task.TypeAudit:     queue.KeyAudit,
+}
+
+// validateTask checks a task of a known type through its typed view.
+func validateTask(t *task.Task) error {
+	var err error
+	switch t.Type {
+	case task.TypeDup:
+		_, err = task.DupFrom(t)
+	case task.TypeBit:
+		_, err = task.BitFrom(t)
+	case task.TypeBitReport:
+		_, err = task.BitReportFrom(t)
+	case task.TypeBitError:
+		_, err = task.BitErrorFrom(t)
+	case task.TypeAudit:
+		_, err = task.AuditFrom(t)
+	case task.TypeNoop:
+		_, err = task.NoopFrom(t)
+	}
+	return err
+}
+
+func init() {
+	register(&command{
+		name:    "enqueue",
+		summary: "send tasks to a queue (from flags or files; --count for load tests)",
+		usage: `Send tasks to a queue. Either one task from flags:
+
+  millctl enqueue --type DUP --prop account=a --prop storeId=1 --prop destStoreId=2 --prop spaceId=s
+
+or the tasks in files (arguments; "-" is stdin): JSON lines of
+{"type":"DUP","props":{…}} (an optional "attempts" too), or one encoded
+message per file (Mill's JSON envelope or DuraCloud's .properties text).
+Tasks of known types are checked through their typed views. The queue is
+--queue (a key such as dup-low, or a full name), by default the type's own:
+DUP → dup-high, BIT → bit, BIT_REPORT → bit-report, BIT_ERROR → bit-error,
+AUDIT → audit; NOOP needs --queue. --count N sends every task N times (a
+load test); NOOP copies get the property id=<id or "noop">-<n>.`,
+		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+			prefix := queuePrefixFlag(fs)
+			typ := fs.String("type", "", "task `type` (DUP, BIT, BIT_REPORT, BIT_ERROR, AUDIT, NOOP)")
+			props := propsFlag{}
+			fs.Var(props, "prop", "task property `key=value` (repeat)")
+			qflag := fs.String("queue", "", "queue `key` or name (default: by task type)")
+			count := fs.Int("count", 1, "send each task `n` times")
+			delay := fs.Duration("delay", 0, "deliver after this `delay` (at most 15m)")
+			format := fs.String("format", "json", "wire `format`: json or properties")
+			return func(ctx context.Context, args []string) error {
+				f, err := task.ParseFormat(*format)
+				if err != nil {
+					return usagef("--format: %v", err)
+				}
+				if *count < 1 {
+					return usagef("--count must be at least 1")
+				}
+				if *delay < 0 || *delay > queue.MaxDelay {
+					return usagef("--delay %v: want 0 to %v", *delay, queue.MaxDelay)
+				}
+				var tasks []*task.Task
+				switch {
+				case *typ != "" && len(args) > 0:
+					return usagef("give --type or files, not both")
+				case *typ != "":
+					tasks = []*task.Task{task.New(task.Type(strings.ToUpper(*typ)), props)}
+				case len(args) > 0:
+					if len(props) > 0 {
+						return usagef("--prop goes with --type")
+					}
+					for _, p := range args {
+						ts, err := readTaskFile(a, p)
+						if err != nil {
+							return err
+						}
+						tasks = append(tasks, ts...)
+					}
+				default:
+					return usagef("give --type or task files")
+				}
+				// Group by queue, checking every task before sending any.
+				byQueue := map[string][]queue.SendEntry{}
+				var order []string
+				for i, t := range tasks {
+					if !t.Type.Known() {
+						return fmt.Errorf("task %d: unknown type %q (known: %v)", i+1, t.Type, task.Types)
+					}
+					if err := validateTask(t); err != nil {
+						return fmt.Errorf("task %d: %w", i+1, err)
+					}
+					name := *qflag
+					if name == "" {
+						key, ok := defaultQueueKey[t.Type]
+						if !ok {
+							return usagef("%s tasks have no default queue: give --queue", t.Type)
+						}
+						name = key
+					}
+					if !strings.HasPrefix(name, *prefix) {
+						name = queue.Name(*prefix, name)
+					}
+					for n := range *count {
+						c := t
+						if *count > 1 && t.Type == task.TypeNoop {
+							c = t.Clone()
+							base := t.Get("id")
+							if base == "" {
+								base = "noop"
+							}
+							c.Set("id", base+"-"+strconv.Itoa(n+1))
+						}
+						body, err := task.Encode(c, f)
+						if err != nil {
+							return fmt.Errorf("task %d: %w", i+1, err)
+						}
+						if _, ok := byQueue[name]; !ok {
+							order = append(order, name)
+						}
+						byQueue[name] = append(byQueue[name], queue.SendEntry{Body: body, Delay: *delay})
+					}
+				}
+				cfg, err := a.awsConfig(ctx)
+				if err != nil {
+					return err
+				}
+				api := cfg.SQS()
+				start := time.Now()
+				for _, name := range order {
+					q, err := sqsqueue.Open(ctx, api, name, sqsqueue.Config{})
+					if err != nil {
+						return err
+					}
+					entries := byQueue[name]
+					err = q.Send(ctx, entries...)
+					failed := len(queue.FailedIndexes(err, len(entries)))
+					fmt.Fprintf(a.stdout, "enqueue: %d sent to %s", len(entries)-failed, name)
+					if failed > 0 {
+						fmt.Fprintf(a.stdout, ", %d failed", failed)
+					}
+					fmt.Fprintf(a.stdout, " (%v)\n", time.Since(start).Round(time.Millisecond))
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+		},
+	})
+}
+
+// taskLine is one JSON line of a task file.
+type taskLine struct {
+	Type     string            `json:"type"`
+	Attempts int               `json:"attempts"`
+	Props    map[string]string `json:"props"`
+}
+
+// readTaskFile reads JSON lines of tasks, or one encoded message.
+func readTaskFile(a *app, path string) ([]*task.Task, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(a.stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if trimmed := bytes.TrimSpace(b); len(trimmed) > 0 && trimmed[0] == '{' {
+		if ts, lerr := taskLines(trimmed); lerr == nil {
+			return ts, nil
+		} else if t, derr := task.Decode(trimmed); derr == nil {
+			return []*task.Task{t}, nil // a pretty-printed envelope
+		} else {
+			return nil, fmt.Errorf("%s: %w", path, lerr)
+		}
+	}
+	t, err := task.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return []*task.Task{t}, nil
+}
+
+func taskLines(b []byte) ([]*task.Task, error) {
+	var out []*task.Task
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		// A line in Mill's envelope ({"v":1,…}) is a message: decode it
+		// as one, attempts and all.
+		if bytes.Contains(line, []byte(`"v"`)) {
+			if t, err := task.Decode(line); err == nil {
+				out = append(out, t)
+				continue
+			}
+		}
+		var tl taskLine
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&tl); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if tl.Type == "" {
+			return nil, fmt.Errorf("line %d: no type", n)
+		}
+		t := task.New(task.Type(strings.ToUpper(tl.Type)), tl.Props)
+		t.Attempts = tl.Attempts
+		out = append(out, t)
+	}
+	return out, sc.Err()
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/workman"
+	"github.com/millfleet/mill/processors"
+	"github.com/millfleet/mill/processors/noop"
+)
+
+// runProcessors registers the processors `millctl run` can use. cmd/workman
+// registers its processors in its own package main, which cannot be
+// imported; until that registration moves to a shared package, run knows
+// NOOP only, and tasks of other types fail (permanently: no processor) and
+// are dead-lettered as they would be by a workman without that processor.
+func runProcessors(mux *processors.Mux, noopSleep time.Duration) {
+	mux.Handle(task.TypeNoop, noop.New(noop.Config{Sleep: noopSleep}))
+}
+
+func init() {
+	register(&command{
+		name:    "run",
+		summary: "process one queue's tasks in the foreground until it is empty",
+		usage: `Process the tasks of one queue (--queue, a key or name) in the foreground
+with Workman's manager — retries, dead-lettering, visibility extension —
+and stop once the queue is empty (no visible, in-flight or delayed messages
+for two checks in a row) or on ^C. Handy for debugging a queue. Processors:
+NOOP (see runProcessors); other task types go to the dead-letter queue.`,
+		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+			prefix := queuePrefixFlag(fs)
+			qflag := fs.String("queue", "", "queue `key` or name to process (required)")
+			workers := fs.Int("workers", 4, "tasks run at once")
+			maxAttempts := fs.Int("max-attempts", workman.DefaultMaxAttempts, "failures before a task is dead-lettered")
+			retryBase := fs.Duration("retry-base", workman.DefaultRetryBase, "delay before the first retry (doubling)")
+			check := fs.Duration("check", 2*time.Second, "how often to check whether the queue is empty")
+			noopSleep := fs.Duration("noop-sleep", 0, "how long each NOOP task takes")
+			return func(ctx context.Context, args []string) error {
+				if len(args) > 0 {
+					return usagef("unexpected arguments: %q", args)
+				}
+				if *qflag == "" {
+					return usagef("--queue is required")
+				}
+				if *check <= 0 {
+					return usagef("--check must be positive")
+				}
+				name := *qflag
+				if !strings.HasPrefix(name, *prefix) {
+					name = queue.Name(*prefix, name)
+				}
+				cfg, err := a.awsConfig(ctx)
+				if err != nil {
+					return err
+				}
+				api := cfg.SQS()
+				q, err := sqsqueue.Open(ctx, api, name, sqsqueue.Config{})
+				if err != nil {
+					return err
+				}
+				dlq, err := sqsqueue.Open(ctx, api, queue.Name(*prefix, queue.KeyDeadLetter), sqsqueue.Config{})
+				if err != nil {
+					return err
+				}
+				mux := processors.NewMux()
+				runProcessors(mux, *noopSleep)
+				var done, failed atomic.Int64
+				counted := processors.HandlerFunc(func(ctx context.Context, t *task.Task) error {
+					err := mux.Serve(ctx, t)
+					if err != nil {
+						failed.Add(1)
+					} else {
+						done.Add(1)
+					}
+					return err
+				})
+				obs := &runObserver{}
+				m, err := workman.New(workman.Config{
+					Queues: []queue.Queue{q}, DeadLetter: dlq, Handler: counted, ProcessorName: mux.ProcessorName,
+					Workers: *workers, MaxAttempts: *maxAttempts, RetryBase: *retryBase,
+					// One queue, run until empty: never back off for long.
+					QueueBackoffMax: time.Second, IdleBackoffMin: time.Second, IdleBackoffMax: time.Second,
+					IdlePollWait: time.Second, GracePeriod: 10 * time.Second,
+					Logger: a.logger, Observer: obs, WorkerID: "millctl-" + workman.DefaultWorkerID(),
+				})
+				if err != nil {
+					return err
+				}
+				runCtx, stop := context.WithCancel(ctx)
+				defer stop()
+				runErr := make(chan error, 1)
+				start := time.Now()
+				go func() { runErr <- m.Run(runCtx) }()
+				empty := 0
+				tick := time.NewTicker(*check)
+				defer tick.Stop()
+			wait:
+				for {
+					select {
+					case err := <-runErr:
+						return err
+					case <-ctx.Done():
+						break wait
+					case <-tick.C:
+					}
+					d, err := q.Depth(ctx)
+					if err != nil {
+						a.logger.Warn("depth", "queue", name, "error", err)
+						continue
+					}
+					if d.Total() == 0 && obs.inFlight.Load() == 0 {
+						if empty++; empty >= 2 {
+							break wait
+						}
+					} else {
+						empty = 0
+					}
+				}
+				stop()
+				err = <-runErr
+				fmt.Fprintf(a.stdout, "run: %s: %d done, %d failed attempts, %d dead-lettered, in %v\n",
+					name, done.Load(), failed.Load(), obs.deadLettered.Load(), time.Since(start).Round(time.Millisecond))
+				return err
+			}
+		},
+	})
+}
+
+// runObserver counts what `millctl run` reports.
+type runObserver struct {
+	inFlight, deadLettered atomic.Int64
+}
+
+func (o *runObserver) Received(string, int)           {}
+func (o *runObserver) InFlight(delta int)             { o.inFlight.Add(int64(delta)) }
+func (o *runObserver) DeadLettered(task.Type, string) { o.deadLettered.Add(1) }
