@@ -1,0 +1,292 @@
+// Package faultproxy is a TCP proxy on loopback that fault tests put in
+// front of a service (the AWS emulator, PostgreSQL) to make it go away and
+// come back while the code under test keeps running.
+//
+// The proxy has three states:
+//
+//   - Up: connections are forwarded to the target.
+//   - Cut: every open connection is reset (RST) and every new one is
+//     accepted and reset at once, so clients see "connection reset by
+//     peer" — the service is gone, and clients find out at once.
+//   - Paused: open connections stop moving bytes and new ones are accepted
+//     but not forwarded — a black hole; clients find out only through
+//     their own timeouts.
+//
+// Restore returns to Up: paused connections resume, new ones are forwarded.
+// The listening port never changes, so clients need not be reconfigured.
+// All methods are safe for concurrent use.
+package faultproxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+)
+
+// State is the proxy's mode.
+type State int
+
+// The states (see the package documentation).
+const (
+	Up State = iota
+	Cut
+	Paused
+)
+
+func (s State) String() string {
+	switch s {
+	case Up:
+		return "up"
+	case Cut:
+		return "cut"
+	case Paused:
+		return "paused"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Stats counts what the proxy did.
+type Stats struct {
+	Accepted  int64 // connections accepted
+	Forwarded int64 // connections forwarded to the target
+	Reset     int64 // connections reset by Cut (open ones and new ones)
+}
+
+// Proxy forwards TCP connections from a loopback port to a target address.
+type Proxy struct {
+	ln     net.Listener
+	target string
+
+	mu     sync.Mutex
+	state  State
+	resume chan struct{} // closed when a pause ends
+	conns  map[*pair]struct{}
+	closed bool
+
+	accepted, forwarded, reset atomic.Int64
+	wg                         sync.WaitGroup
+}
+
+// pair is one client connection and its upstream connection.
+type pair struct {
+	client, upstream net.Conn
+}
+
+// New listens on 127.0.0.1 (a free port) and forwards to target
+// ("host:port"). The target must be a loopback address: fault tests never
+// reach beyond the machine.
+func New(target string) (*Proxy, error) {
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		return nil, fmt.Errorf("faultproxy: target %q: %w", target, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("faultproxy: target %q is not a loopback address", target)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("faultproxy: listen: %w", err)
+	}
+	p := &Proxy{ln: ln, target: target, conns: map[*pair]struct{}{}, resume: make(chan struct{})}
+	close(p.resume) // not paused
+	p.wg.Go(p.acceptLoop)
+	return p, nil
+}
+
+// Addr is the proxy's listening address ("127.0.0.1:port").
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// URL is "http://" + Addr(), for endpoint variables such as
+// AWS_ENDPOINT_URL.
+func (p *Proxy) URL() string { return "http://" + p.Addr() }
+
+// State returns the current state.
+func (p *Proxy) State() State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
+// Stats returns the counters so far.
+func (p *Proxy) Stats() Stats {
+	return Stats{Accepted: p.accepted.Load(), Forwarded: p.forwarded.Load(), Reset: p.reset.Load()}
+}
+
+// Cut resets every open connection and every new one until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	p.setLocked(Cut)
+	conns := make([]*pair, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	for _, c := range conns {
+		p.reset.Add(1)
+		resetConn(c.client)
+		c.upstream.Close()
+	}
+}
+
+// Pause stops moving bytes on every connection, open or new, until Restore.
+func (p *Proxy) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setLocked(Paused)
+}
+
+// Restore forwards again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setLocked(Up)
+}
+
+func (p *Proxy) setLocked(s State) {
+	if p.state == Paused && s != Paused {
+		close(p.resume)
+	}
+	if p.state != Paused && s == Paused {
+		p.resume = make(chan struct{})
+	}
+	p.state = s
+}
+
+// Close stops listening, closes every connection and waits for the proxy's
+// goroutines. Safe to call more than once.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.setLocked(Up) // wake paused copiers so they see the closed connections
+	conns := make([]*pair, 0, len(p.conns))
+	for c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	err := p.ln.Close()
+	for _, c := range conns {
+		c.client.Close()
+		c.upstream.Close()
+	}
+	p.wg.Wait()
+	return err
+}
+
+// resetConn closes c with SO_LINGER 0, so the peer gets an RST rather than
+// an orderly FIN.
+func resetConn(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+func (p *Proxy) acceptLoop() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		p.accepted.Add(1)
+		p.wg.Go(func() { p.serve(c) })
+	}
+}
+
+// waitUp blocks while the proxy is paused and reports the state it then
+// found (Up or Cut), or false when the proxy closed.
+func (p *Proxy) waitUp() (State, bool) {
+	for {
+		p.mu.Lock()
+		s, resume, closed := p.state, p.resume, p.closed
+		p.mu.Unlock()
+		if closed {
+			return s, false
+		}
+		if s != Paused {
+			return s, true
+		}
+		<-resume
+	}
+}
+
+func (p *Proxy) serve(client net.Conn) {
+	s, ok := p.waitUp()
+	if !ok {
+		client.Close()
+		return
+	}
+	if s == Cut {
+		p.reset.Add(1)
+		resetConn(client)
+		return
+	}
+	upstream, err := net.Dial("tcp", p.target)
+	if err != nil {
+		resetConn(client)
+		return
+	}
+	c := &pair{client: client, upstream: upstream}
+	p.mu.Lock()
+	if p.closed || p.state == Cut {
+		p.mu.Unlock()
+		p.reset.Add(1)
+		resetConn(client)
+		upstream.Close()
+		return
+	}
+	p.conns[c] = struct{}{}
+	p.mu.Unlock()
+	p.forwarded.Add(1)
+
+	var done sync.WaitGroup
+	done.Go(func() { p.copy(upstream, client) })
+	done.Go(func() { p.copy(client, upstream) })
+	done.Wait()
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	client.Close()
+	upstream.Close()
+}
+
+// copy moves bytes from src to dst, holding each chunk while the proxy is
+// paused. An orderly EOF is passed on as a half-close; any other end (an
+// error, a cut) closes both connections, which ends the opposite copier too.
+func (p *Proxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			s, ok := p.waitUp()
+			if !ok || s == Cut {
+				src.Close()
+				dst.Close()
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				src.Close()
+				dst.Close()
+				return
+			}
+		}
+		if err != nil {
+			if tc, ok := dst.(*net.TCPConn); ok && errors.Is(err, io.EOF) {
+				_ = tc.CloseWrite()
+				return
+			}
+			src.Close()
+			dst.Close()
+			return
+		}
+	}
+}

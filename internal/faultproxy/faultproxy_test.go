@@ -1,0 +1,164 @@
+package faultproxy
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// echo starts a line echo server on loopback.
+func echo(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func newProxy(t *testing.T) *Proxy {
+	t.Helper()
+	p, err := New(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// roundTrip writes a line on c and reads it back within d.
+func roundTrip(c net.Conn, r *bufio.Reader, line string, d time.Duration) error {
+	_ = c.SetDeadline(time.Now().Add(d))
+	if _, err := io.WriteString(c, line+"\n"); err != nil {
+		return err
+	}
+	got, err := r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(got) != line {
+		return errors.New("echo mismatch: " + got)
+	}
+	return nil
+}
+
+func dial(t *testing.T, p *Proxy) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
+func TestForwards(t *testing.T) {
+	p := newProxy(t)
+	c, r := dial(t, p)
+	for _, l := range []string{"a", "bb", "ccc"} {
+		if err := roundTrip(c, r, l, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.HasPrefix(p.URL(), "http://127.0.0.1:") || p.State() != Up {
+		t.Fatalf("URL %q state %v", p.URL(), p.State())
+	}
+}
+
+func TestCutResetsOpenAndNewConnectionsUntilRestore(t *testing.T) {
+	p := newProxy(t)
+	c, r := dial(t, p)
+	if err := roundTrip(c, r, "before", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	if err := roundTrip(c, r, "during", 5*time.Second); err == nil {
+		t.Fatal("an open connection still works after Cut")
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("open connection hung instead of being reset: %v", err)
+	}
+	// A new connection is reset: at the dial already, or at the first read.
+	if c2, err := net.Dial("tcp", p.Addr()); err == nil {
+		err = roundTrip(c2, bufio.NewReader(c2), "new", 5*time.Second)
+		c2.Close()
+		if err == nil {
+			t.Fatal("a new connection works while cut")
+		} else if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("new connection hung instead of being reset: %v", err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); p.Stats().Reset < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: want at least 2 resets", p.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.Restore()
+	c3, r3 := dial(t, p)
+	if err := roundTrip(c3, r3, "after", 5*time.Second); err != nil {
+		t.Fatalf("after Restore: %v", err)
+	}
+}
+
+func TestPauseHoldsBytesUntilRestore(t *testing.T) {
+	p := newProxy(t)
+	c, r := dial(t, p)
+	if err := roundTrip(c, r, "before", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p.Pause()
+	if p.State() != Paused {
+		t.Fatalf("state %v", p.State())
+	}
+	if err := roundTrip(c, r, "held", 300*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("paused round trip: %v, want a timeout", err)
+	}
+	p.Restore()
+	// The held line arrives now.
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	got, err := r.ReadString('\n')
+	if err != nil || strings.TrimSpace(got) != "held" {
+		t.Fatalf("after Restore: %q, %v", got, err)
+	}
+	if err := roundTrip(c, r, "after", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRefusesNonLoopbackTargets(t *testing.T) {
+	for _, target := range []string{"192.0.2.1:80", "example.com:80", "nonsense"} {
+		if p, err := New(target); err == nil {
+			p.Close()
+			t.Errorf("New(%q) accepted", target)
+		}
+	}
+}
+
+func TestCloseTwice(t *testing.T) {
+	p := newProxy(t)
+	p.Pause()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
