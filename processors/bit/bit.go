@@ -37,6 +37,12 @@ const (
 	DefaultUserID = "mill-bit"
 )
 
+// KeyRecheckOf is a BIT task property naming why the task re-checks an
+// item (set by the bit-error processor after a repair, e.g. "case 2:
+// repaired from store 2"); the check adds it to the bit log row's details,
+// so the row that replaces the error's row still tells its history.
+const KeyRecheckOf = "recheckOf"
+
 // Stores opens the storage providers of registered stores and exposes the
 // registry; *stores.Opener implements it.
 type Stores interface {
@@ -206,6 +212,9 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		IndexChecksum: o.sums.Index, AuditChecksum: o.sums.Audit,
 		Details:   strings.Join(append([]string{caseText(o.caseNumber)}, o.details...), "; "),
 		CheckedAt: p.cfg.Clock.Now(),
+	}
+	if why := b.Extra[KeyRecheckOf]; why != "" {
+		row.Details += "; re-check after " + why
 	}
 	if err := p.cfg.BitLog.Record(ctx, row); err != nil {
 		return fmt.Errorf("bit: %w", err)

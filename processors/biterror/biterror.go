@@ -1,0 +1,274 @@
+// Package biterror is the BIT_ERROR task processor (DESIGN §7): it records
+// each bit error and repairs what the mill can repair itself.
+//
+// Record: the error is written to the bit log as the item's row for the
+// run (same key as the bit check's row, so the run still has one row per
+// item): result ERROR for cases 4 and 8, FAILURE otherwise, the case, the
+// four checksums of the BIT_ERROR task and details ending in the
+// resolution taken ("repaired from store 2", "external: …"). It is also
+// logged (WARN) for operators. When a repair re-checks the item, the
+// re-check replaces the row with its own outcome; its details say it
+// followed the repair (bit.KeyRecheckOf), so the history stays readable.
+//
+// Resolution, by case, when the task is internally resolvable:
+//
+//   - cases 2, 4 and 8 (the bytes of this store are wrong or missing): the
+//     consensus of the task's checksums (bit.Checksums.Consensus) is what
+//     must be restored. Another store of the account whose copy reports
+//     that MD5 (bit.FindCopy) is the source; the item is copied from it
+//     through the audited provider of the bad store (storage.Copy: a
+//     streamed copy whose Put verifies the source's MD5, so a sour source
+//     is refused and nothing is written; the write emits its AUDIT task),
+//     and a fresh BIT task for the item (same run id) is put on the bit
+//     queue.
+//   - case 6 (audit log out of sync): an ADD_CONTENT AUDIT task built from
+//     the item's storage properties is put on the audit queue, and a BIT
+//     task re-checks the item after Config.RecheckDelay, once the audit
+//     processor has written the new entry.
+//
+// Every other case, a task that is not internally resolvable, and a
+// resolvable one for which no healthy copy is found (any more) are external:
+// recorded and logged, nothing is changed.
+//
+// Errors: a malformed task is permanent; store, queue and bit log errors are
+// returned as they are (Workman retries). Repairs are idempotent: a
+// redelivered task copies again and re-queues the check.
+package biterror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/audited"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+	"github.com/millfleet/mill/processors/bit"
+)
+
+// DefaultUserID is the user-id of the writes and AUDIT tasks of repairs.
+const DefaultUserID = "mill-biterror"
+
+// Config configures the processor.
+type Config struct {
+	Stores     bit.Stores  // required
+	BitLog     bitlog.Log  // required
+	AuditQueue queue.Queue // required: audited repairs and case 6 re-syncs
+	BitQueue   queue.Queue // required: re-checks of repaired items
+	// RecheckDelay delays the re-check after a case 6 audit re-sync
+	// (default bit.DefaultRecheckDelay; at most queue.MaxDelay).
+	RecheckDelay time.Duration
+	// UserID of repair writes (default DefaultUserID).
+	UserID string
+	// Format of emitted task bodies (default task.FormatJSON).
+	Format task.Format
+	Clock  clock.Clock  // default the system clock
+	Logger *slog.Logger // default slog.Default()
+}
+
+// WithDefaults returns c with every zero default filled in.
+func (c Config) WithDefaults() Config {
+	if c.RecheckDelay == 0 {
+		c.RecheckDelay = bit.DefaultRecheckDelay
+	}
+	if c.UserID == "" {
+		c.UserID = DefaultUserID
+	}
+	c.Clock = clock.Or(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Stores == nil {
+		errs = append(errs, errors.New("biterror: Config.Stores is required"))
+	}
+	if c.BitLog == nil {
+		errs = append(errs, errors.New("biterror: Config.BitLog is required"))
+	}
+	if c.AuditQueue == nil {
+		errs = append(errs, errors.New("biterror: Config.AuditQueue is required"))
+	}
+	if c.BitQueue == nil {
+		errs = append(errs, errors.New("biterror: Config.BitQueue is required"))
+	}
+	if c.RecheckDelay < 0 || c.RecheckDelay > queue.MaxDelay {
+		errs = append(errs, fmt.Errorf("biterror: Config.RecheckDelay %s outside 0..%s", c.RecheckDelay, queue.MaxDelay))
+	}
+	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
+		errs = append(errs, fmt.Errorf("biterror: unknown Config.Format %v", c.Format))
+	}
+	return errors.Join(errs...)
+}
+
+// Processor is the BIT_ERROR task processor. Safe for concurrent use.
+type Processor struct{ cfg Config }
+
+// New returns a BIT_ERROR processor.
+func New(cfg Config) (*Processor, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Processor{cfg: cfg}, nil
+}
+
+// Name is the processor's name.
+func (p *Processor) Name() string { return "biterror" }
+
+// Handle records the error and resolves it where the mill can (see the
+// package doc).
+func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
+	be, err := task.BitErrorFrom(t)
+	if err != nil {
+		return processors.Permanent(err)
+	}
+	if _, err := p.cfg.Stores.Registry().Store(be.Account, be.StoreID); err != nil {
+		return processors.Permanent(fmt.Errorf("biterror: %w", err))
+	}
+	resolution, err := p.resolve(ctx, be)
+	if err != nil {
+		return err
+	}
+	result := bitlog.ResultFailure
+	if be.Case == 4 || be.Case == 8 {
+		result = bitlog.ResultError
+	}
+	details := be.Description
+	if details == "" {
+		details = fmt.Sprintf("case %d", be.Case)
+	}
+	row := bitlog.Row{
+		RunID: be.RunID, Account: be.Account, StoreID: be.StoreID, StoreKind: be.StoreType,
+		SpaceID: be.SpaceID, ContentID: be.ContentID, Result: result, Case: be.Case,
+		ContentChecksum: be.ContentChecksum, StorageChecksum: be.StorageChecksum,
+		IndexChecksum: be.IndexChecksum, AuditChecksum: be.AuditChecksum,
+		Details: details + "; resolution: " + resolution, CheckedAt: p.cfg.Clock.Now(),
+	}
+	if err := p.cfg.BitLog.Record(ctx, row); err != nil {
+		return fmt.Errorf("biterror: %w", err)
+	}
+	p.cfg.Logger.With(t.LogAttrs()...).Warn("bit error", "case", be.Case, "internally_resolvable", be.InternallyResolvable,
+		"resolution", resolution, "C", be.ContentChecksum, "S", be.StorageChecksum, "I", be.IndexChecksum, "A", be.AuditChecksum)
+	return nil
+}
+
+// resolve repairs what it can and says what it did.
+func (p *Processor) resolve(ctx context.Context, be task.BitError) (string, error) {
+	if !be.InternallyResolvable {
+		return "external: needs an operator (or the storage provider)", nil
+	}
+	switch be.Case {
+	case 2, 4, 8:
+		return p.repair(ctx, be)
+	case 6:
+		return p.resyncAudit(ctx, be)
+	}
+	return fmt.Sprintf("external: case %d has no internal repair", be.Case), nil
+}
+
+// repair copies a healthy copy over the bad one and queues a re-check.
+func (p *Processor) repair(ctx context.Context, be task.BitError) (string, error) {
+	sums := bit.Checksums{
+		Found:       be.ContentChecksum != "" || be.StorageChecksum != "",
+		ContentRead: be.ContentChecksum != "",
+		Content:     be.ContentChecksum, Storage: be.StorageChecksum,
+		Index: be.IndexChecksum, Audit: be.AuditChecksum,
+	}
+	want := sums.Consensus()
+	if want == "" {
+		return "external: no consensus checksum to restore", nil
+	}
+	src, err := bit.FindCopy(ctx, p.cfg.Stores, be.Account, be.StoreID, be.SpaceID, be.ContentID, want)
+	if err != nil {
+		return "", fmt.Errorf("biterror: %w", err)
+	}
+	if src == "" {
+		return "external: no other store holds a copy with checksum " + want, nil
+	}
+	srcProv, err := p.cfg.Stores.Open(ctx, be.Account, src)
+	if err != nil {
+		return "", fmt.Errorf("biterror: open store %s/%s: %w", be.Account, src, err)
+	}
+	badProv, err := p.cfg.Stores.Open(ctx, be.Account, be.StoreID)
+	if err != nil {
+		return "", fmt.Errorf("biterror: open store %s/%s: %w", be.Account, be.StoreID, err)
+	}
+	dst, err := audited.New(badProv, p.cfg.AuditQueue, audited.Config{Account: be.Account, StoreID: be.StoreID,
+		UserID: p.cfg.UserID, Format: p.cfg.Format, Clock: p.cfg.Clock})
+	if err != nil {
+		return "", fmt.Errorf("biterror: %w", err)
+	}
+	info, err := storage.Copy(ctx, srcProv, be.SpaceID, be.ContentID, dst, be.SpaceID)
+	switch {
+	case errors.Is(err, storage.ErrChecksumMismatch):
+		return fmt.Sprintf("external: the copy in store %s does not match its own checksum", src), nil
+	case errors.Is(err, storage.ErrNotFound):
+		// The source vanished since FindCopy, or this store's space is
+		// gone: nothing safe to do automatically.
+		return fmt.Sprintf("external: copy from store %s failed: %v", src, err), nil
+	case err != nil:
+		return "", fmt.Errorf("biterror: repair %s/%s from store %s: %w", be.SpaceID, be.ContentID, src, err)
+	}
+	if info.Checksum != want {
+		return "", fmt.Errorf("biterror: repair %s/%s from store %s wrote checksum %s, want %s", be.SpaceID, be.ContentID, src, info.Checksum, want)
+	}
+	what := fmt.Sprintf("case %d: repaired from store %s", be.Case, src)
+	if err := p.recheck(ctx, be, what, 0); err != nil {
+		return "", err
+	}
+	return what + "; re-check queued", nil
+}
+
+// resyncAudit is case 6: a fresh ADD_CONTENT from the storage properties
+// replaces the out-of-sync audit entry as the latest.
+func (p *Processor) resyncAudit(ctx context.Context, be task.BitError) (string, error) {
+	prov, err := p.cfg.Stores.Open(ctx, be.Account, be.StoreID)
+	if err != nil {
+		return "", fmt.Errorf("biterror: open store %s/%s: %w", be.Account, be.StoreID, err)
+	}
+	info, err := prov.Head(ctx, be.SpaceID, be.ContentID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return "external: the item is no longer in storage", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("biterror: head %s/%s: %w", be.SpaceID, be.ContentID, err)
+	}
+	a := bit.AuditFromStorage(be.Account, be.StoreID, be.SpaceID, be.ContentID, prov.Kind(), info, info.Checksum,
+		p.cfg.UserID, p.cfg.Clock.Now())
+	if err := send(ctx, p.cfg.AuditQueue, a.Task(), p.cfg.Format, 0); err != nil {
+		return "", err
+	}
+	what := "case 6: audit log re-synced from storage"
+	if err := p.recheck(ctx, be, what, p.cfg.RecheckDelay); err != nil {
+		return "", err
+	}
+	return what + "; re-check queued", nil
+}
+
+// recheck queues a BIT task for the item in the same run.
+func (p *Processor) recheck(ctx context.Context, be task.BitError, why string, delay time.Duration) error {
+	b := task.Bit{Account: be.Account, StoreID: be.StoreID, SpaceID: be.SpaceID, ContentID: be.ContentID,
+		RunID: be.RunID, Extra: map[string]string{bit.KeyRecheckOf: why}}
+	return send(ctx, p.cfg.BitQueue, b.Task(), p.cfg.Format, delay)
+}
+
+func send(ctx context.Context, q queue.Queue, t *task.Task, f task.Format, delay time.Duration) error {
+	body, err := task.Encode(t, f)
+	if err != nil {
+		return fmt.Errorf("biterror: encode %s: %w", t.Type, err)
+	}
+	if err := q.Send(ctx, queue.SendEntry{Body: body, Delay: delay}); err != nil {
+		return fmt.Errorf("biterror: send %s to %s: %w", t.Type, q.Name(), err)
+	}
+	return nil
+}

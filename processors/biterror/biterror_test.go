@@ -1,0 +1,229 @@
+package biterror_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/queue/memqueue"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+	"github.com/millfleet/mill/processors/bit"
+	bt "github.com/millfleet/mill/processors/bit/bittest"
+	"github.com/millfleet/mill/processors/biterror"
+)
+
+type fixture struct {
+	*bt.Env
+	bitQ *memqueue.Queue
+	bit  *bit.Processor
+	be   *biterror.Processor
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	e := bt.New(t)
+	f := &fixture{Env: e, bitQ: memqueue.New("bit", memqueue.Config{Clock: e.Clock}), bit: e.Processor(nil)}
+	p, err := biterror.New(biterror.Config{Stores: e.Opener, BitLog: e.BitLog, AuditQueue: e.AuditQ, BitQueue: f.bitQ,
+		Clock: e.Clock, Logger: e.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.be = p
+	return f
+}
+
+func (f *fixture) healthy(dup bool) {
+	f.Put("1", bt.Good)
+	if dup {
+		f.Put("2", bt.Good)
+	}
+	f.SetIndex(bt.GoodMD5)
+	f.SetAudit(task.ActionAddContent, bt.GoodMD5, map[string]string{"creator": "bob"})
+}
+
+// check runs the bit processor on tk and returns the resulting row.
+func (f *fixture) check(tk *task.Task) *bitlog.Row {
+	f.T.Helper()
+	if err := f.bit.Handle(context.Background(), tk); err != nil {
+		f.T.Fatalf("bit: %v", err)
+	}
+	return f.Row()
+}
+
+// handleBitError runs the bit-error processor on the single queued
+// BIT_ERROR task.
+func (f *fixture) handleBitError() {
+	f.T.Helper()
+	msgs := f.ErrQ.Messages()
+	if len(msgs) != 1 {
+		f.T.Fatalf("%d BIT_ERROR messages, want 1", len(msgs))
+	}
+	tk, err := task.Decode(msgs[0].Body)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	if err := f.be.Handle(context.Background(), tk); err != nil {
+		f.T.Fatalf("biterror: %v", err)
+	}
+}
+
+// requeued returns the BIT tasks queued for re-checks, with their delays.
+func (f *fixture) requeued() ([]*task.Task, []time.Duration) {
+	f.T.Helper()
+	var tks []*task.Task
+	var delays []time.Duration
+	for _, m := range f.bitQ.Messages() {
+		tk, err := task.Decode(m.Body)
+		if err != nil {
+			f.T.Fatal(err)
+		}
+		tks = append(tks, tk)
+		delays = append(delays, m.VisibleAt.Sub(m.SentAt))
+	}
+	return tks, delays
+}
+
+func (f *fixture) content(storeID string) []byte {
+	f.T.Helper()
+	rc, _, err := f.Provider(storeID).Get(context.Background(), bt.Space, bt.Item)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return b
+}
+
+func TestSourByteRepairedAndRecheckedSuccess(t *testing.T) {
+	f := setup(t)
+	f.healthy(true)
+	f.Sour("1")
+
+	if r := f.check(bt.BitTask(0)); r.Case != 2 || r.Result != bitlog.ResultFailure {
+		t.Fatalf("first check: %+v", r)
+	}
+	f.handleBitError()
+
+	if got := f.content("1"); !bytes.Equal(got, bt.Good) {
+		t.Fatalf("store 1 holds %q after repair, want %q", got, bt.Good)
+	}
+	r := f.Row()
+	if r.Case != 2 || r.Result != bitlog.ResultFailure || !strings.Contains(r.Details, "repaired from store 2") {
+		t.Errorf("row after repair: %+v", r)
+	}
+	// The repair went through the audited provider of store 1.
+	audits := f.Audits()
+	if len(audits) != 1 || audits[0].StoreID != "1" || audits[0].Action != task.ActionAddContent ||
+		audits[0].ContentChecksum != bt.GoodMD5 || audits[0].UserID != biterror.DefaultUserID {
+		t.Errorf("AUDIT tasks after repair: %+v", audits)
+	}
+	tks, delays := f.requeued()
+	if len(tks) != 1 || delays[0] != 0 {
+		t.Fatalf("re-check tasks %v delays %v, want one, undelayed", tks, delays)
+	}
+	b, err := task.BitFrom(tks[0])
+	if err != nil || b.RunID != bt.RunID || b.StoreID != "1" || b.Attempts != 0 {
+		t.Fatalf("re-check task %+v, %v", b, err)
+	}
+	r = f.check(tks[0])
+	if r.Case != 1 || r.Result != bitlog.ResultSuccess || !strings.Contains(r.Details, "re-check after case 2: repaired from store 2") {
+		t.Fatalf("re-check row %+v, want SUCCESS case 1 noting the repair", r)
+	}
+	if c, _ := f.BitLog.Count(context.Background(), bt.RunID, bt.Account, "1", bt.Space); c.Total != 1 {
+		t.Errorf("counts %+v: the item must keep one row", c)
+	}
+}
+
+func TestMissingItemRestored(t *testing.T) {
+	f := setup(t)
+	f.healthy(true)
+	f.Remove("1")
+	if r := f.check(bt.BitTask(2)); r.Case != 8 || r.Result != bitlog.ResultError {
+		t.Fatalf("check: %+v", r)
+	}
+	f.handleBitError()
+	if got := f.content("1"); !bytes.Equal(got, bt.Good) {
+		t.Fatalf("store 1 holds %q, want the restored item", got)
+	}
+	tks, _ := f.requeued()
+	if len(tks) != 1 {
+		t.Fatalf("%d re-checks", len(tks))
+	}
+	if r := f.check(tks[0]); r.Case != 1 {
+		t.Fatalf("re-check %+v", r)
+	}
+}
+
+func TestExternalRecordedOnly(t *testing.T) {
+	f := setup(t)
+	f.healthy(true)
+	f.BreakStorageChecksum("1", bt.OldMD5)
+	if r := f.check(bt.BitTask(0)); r.Case != 3 {
+		t.Fatalf("check: %+v", r)
+	}
+	f.handleBitError()
+	r := f.Row()
+	if r.Case != 3 || r.Result != bitlog.ResultFailure || !strings.Contains(r.Details, "resolution: external") {
+		t.Errorf("row %+v", r)
+	}
+	if tks, _ := f.requeued(); len(tks) != 0 || len(f.Audits()) != 0 {
+		t.Errorf("external case changed something: %d re-checks, %d audits", len(tks), len(f.Audits()))
+	}
+}
+
+func TestNoHealthyCopyLeft(t *testing.T) {
+	f := setup(t)
+	f.healthy(true)
+	f.Sour("1")
+	f.check(bt.BitTask(0))
+	f.Sour("2") // store 2 goes sour before the repair: its recorded MD5 still matches
+	f.handleBitError()
+	if got := f.content("1"); bytes.Equal(got, bt.Good) {
+		t.Fatal("store 1 was 'repaired' from a sour copy")
+	}
+	r := f.Row()
+	if !strings.Contains(r.Details, "does not match its own checksum") {
+		t.Errorf("row %+v", r)
+	}
+	if tks, _ := f.requeued(); len(tks) != 0 {
+		t.Errorf("re-check queued without a repair")
+	}
+}
+
+func TestAuditResync(t *testing.T) {
+	f := setup(t)
+	f.Put("1", bt.Good)
+	f.SetIndex(bt.GoodMD5)
+	f.SetAudit(task.ActionAddContent, bt.OldMD5, nil)
+	if r := f.check(bt.BitTask(0)); r.Case != 6 {
+		t.Fatalf("check: %+v", r)
+	}
+	f.handleBitError()
+	audits := f.Audits()
+	if len(audits) != 1 || audits[0].ContentChecksum != bt.GoodMD5 || audits[0].Action != task.ActionAddContent {
+		t.Fatalf("AUDIT tasks %+v", audits)
+	}
+	tks, delays := f.requeued()
+	if len(tks) != 1 || delays[0] != bit.DefaultRecheckDelay {
+		t.Fatalf("re-check %v after %v, want one after %v", tks, delays, bit.DefaultRecheckDelay)
+	}
+}
+
+func TestMalformed(t *testing.T) {
+	f := setup(t)
+	err := f.be.Handle(context.Background(), task.New(task.TypeBitError, map[string]string{"account": bt.Account}))
+	if !processors.IsPermanent(err) {
+		t.Errorf("malformed: %v, want permanent", err)
+	}
+	if _, err := biterror.New(biterror.Config{}); err == nil {
+		t.Error("New with an empty config succeeded")
+	}
+}
