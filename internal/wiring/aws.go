@@ -1,0 +1,160 @@
+package wiring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
+	"github.com/millfleet/mill/pkg/storage/s3store"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors/bitreport"
+	"github.com/millfleet/mill/processors/dup"
+	"github.com/millfleet/mill/processors/noop"
+)
+
+// Defaults of AWSConfig.
+const (
+	DefaultConfigBucket  = "mill-config"
+	DefaultReportsBucket = "mill-reports"
+)
+
+// AWSConfig says where the AWS dependencies live. Every name has the default
+// `millctl setup` creates.
+type AWSConfig struct {
+	// AWS is the loaded SDK configuration (required).
+	AWS *awsconfig.Config
+	// SQSOptions are applied to the SQS client (e.g. a request meter).
+	SQSOptions []func(*sqs.Options)
+	// QueuePrefix names the queues (default queue.DefaultPrefix);
+	// QueueNames overrides the name of a key.
+	QueuePrefix string
+	QueueNames  map[string]string
+	// ConfigDir, when set, is a local directory holding accounts.json and
+	// the policy files; otherwise they are read from ConfigBucket (default
+	// DefaultConfigBucket) under ConfigPrefix.
+	ConfigDir    string
+	ConfigBucket string
+	ConfigPrefix string
+	// PolicyRefresh is how long policies are cached (default
+	// policy.DefaultRefresh).
+	PolicyRefresh time.Duration
+	// AuditTable is the DynamoDB audit log table (default
+	// auditlog.DefaultTable).
+	AuditTable string
+	// DatabaseURL of PostgreSQL: content index and bit log (required).
+	DatabaseURL string
+	// Database tunes the pool.
+	Database milldb.Config
+	// ReportsBucket (default DefaultReportsBucket) and ReportsPrefix say
+	// where bit-integrity reports go.
+	ReportsBucket string
+	ReportsPrefix string
+
+	Format       task.Format
+	RecheckDelay time.Duration
+	MaxAttempts  int
+	Noop         noop.Config
+	Clock        clock.Clock
+	Logger       *slog.Logger
+}
+
+// AWS opens the production dependencies: SQS queues for the seven keys,
+// the store registry and cached policies (config bucket or directory), the
+// DynamoDB audit log, the PostgreSQL content index and bit log (milldb) and
+// the S3 reports bucket. close releases the database pool; call it after the
+// processors are done.
+func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err error) {
+	var errs []error
+	if cfg.AWS == nil {
+		errs = append(errs, errors.New("wiring: AWSConfig.AWS is required"))
+	}
+	if cfg.DatabaseURL == "" {
+		errs = append(errs, errors.New("wiring: a database URL is required (content index and bit log)"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	if cfg.QueuePrefix == "" {
+		cfg.QueuePrefix = queue.DefaultPrefix
+	}
+	if cfg.ConfigBucket == "" {
+		cfg.ConfigBucket = DefaultConfigBucket
+	}
+	if cfg.AuditTable == "" {
+		cfg.AuditTable = auditlog.DefaultTable
+	}
+	if cfg.ReportsBucket == "" {
+		cfg.ReportsBucket = DefaultReportsBucket
+	}
+	aws := cfg.AWS
+	s3c := aws.S3(func(o *s3.Options) { o.UsePathStyle = o.UsePathStyle || aws.EndpointOverride })
+
+	sqsc := aws.SQS(cfg.SQSOptions...)
+	qs := Queues{}
+	for _, k := range queue.AllKeys {
+		name := queue.Name(cfg.QueuePrefix, k)
+		if n := cfg.QueueNames[k]; n != "" {
+			name = n
+		}
+		q, err := sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{Clock: cfg.Clock})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("wiring: open queue %s: %w", name, err))
+			continue
+		}
+		qs[k] = q
+	}
+
+	var reg *stores.Registry
+	var pols policy.Repository
+	if cfg.ConfigDir != "" {
+		reg, err = stores.LoadFile(filepath.Join(cfg.ConfigDir, stores.FileName))
+		pols = policy.NewDir(cfg.ConfigDir)
+	} else {
+		reg, err = stores.LoadS3(ctx, s3c, cfg.ConfigBucket, cfg.ConfigPrefix+stores.FileName)
+		pols = policy.NewS3(s3c, cfg.ConfigBucket, cfg.ConfigPrefix)
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("wiring: store registry: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	opener := stores.NewOpener(reg, stores.OpenerConfig{
+		AWS: aws.AWS, PathStyle: aws.EndpointOverride,
+		S3: dup.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
+			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
+		}),
+		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
+	})
+
+	db, err := milldb.Open(ctx, cfg.DatabaseURL, cfg.Database)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wiring: database: %w", err)
+	}
+	d = &Deps{
+		Logger: cfg.Logger, Clock: cfg.Clock, Queues: qs, Stores: opener,
+		Policies: policy.NewCache(pols, policy.CacheConfig{Refresh: cfg.PolicyRefresh, Clock: cfg.Clock, Logger: cfg.Logger}),
+		AuditLog: auditlog.NewDynamo(aws.DynamoDB(), cfg.AuditTable),
+		Index:    milldb.NewContentIndex(db.Pool),
+		BitLog:   milldb.NewBitLog(db.Pool),
+		Reports:  &bitreport.S3Reports{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
+		Format:   cfg.Format, RecheckDelay: cfg.RecheckDelay, MaxAttempts: cfg.MaxAttempts, Noop: cfg.Noop,
+	}
+	return d, func() error { db.Close(); return nil }, nil
+}

@@ -1,0 +1,224 @@
+// Package wiring is the one place where Mill's task processors are built and
+// registered: cmd/workman, `millctl run` and `millctl dev` all call Register,
+// so every way of running the mill serves exactly the same processors with
+// the same configuration rules.
+//
+// A Deps holds what the processors need (queues by key, the store opener,
+// policies, audit log, content index, bit log, report sink, message format,
+// the bit check's re-check delay, …). Two constructors build one:
+//
+//   - AWS: SQS queues for the seven keys, the store registry and policies
+//     from the config bucket (or a local directory), the DynamoDB audit log,
+//     the PostgreSQL content index and bit log, reports in S3;
+//   - Memory: memqueue queues sharing one dead-letter queue, filesystem
+//     stores, in-memory logs and index, reports in a local directory — the
+//     embedded dev mode and tests.
+//
+// Register then builds NOOP, AUDIT, DUP, BIT, BIT_ERROR and BIT_REPORT from
+// a Deps and adds them to a processors.Mux.
+package wiring
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/s3event"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+	"github.com/millfleet/mill/processors/audit"
+	"github.com/millfleet/mill/processors/bit"
+	"github.com/millfleet/mill/processors/bitreport"
+	"github.com/millfleet/mill/processors/dup"
+	"github.com/millfleet/mill/processors/noop"
+)
+
+// Queues maps a queue key (queue.KeyAudit, …, queue.KeyDeadLetter) to its
+// queue.
+type Queues map[string]queue.Queue
+
+// Get returns the queue of key, or an error naming the missing key.
+func (q Queues) Get(key string) (queue.Queue, error) {
+	if x, ok := q[key]; ok && x != nil {
+		return x, nil
+	}
+	return nil, fmt.Errorf("wiring: no %s queue", key)
+}
+
+// Deps is everything a processor may need. Register checks that the
+// dependencies of every processor it builds are present.
+type Deps struct {
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+	// Clock (default the system clock).
+	Clock clock.Clock
+	// Queues by key: AUDIT writes to dup-high; DUP, BIT and BIT_ERROR
+	// write AUDIT tasks to audit; BIT writes to bit-error; BIT_REPORT
+	// re-checks through bit-report.
+	Queues Queues
+	// Stores opens the registered stores (and exposes the registry).
+	Stores *stores.Opener
+	// Policies gives an account's duplication policy (usually a
+	// *policy.Cache).
+	Policies audit.PolicySource
+	AuditLog auditlog.Log
+	Index    contentindex.Index
+	BitLog   bitlog.Log
+	// Reports is where the report processor writes its TSV files.
+	Reports bitreport.Reports
+	// TempDir holds reports while they are written (default os.TempDir()).
+	TempDir string
+	// Format of every task body the processors send (default
+	// task.FormatJSON).
+	Format task.Format
+	// RecheckDelay is the bit check's "wait 5 minutes before trying again"
+	// (default bit.DefaultRecheckDelay); the report processor waits as
+	// long for missing results.
+	RecheckDelay time.Duration
+	// MaxAttempts must equal Workman's MaxAttempts (default
+	// workman.DefaultMaxAttempts): the bit check's last attempt depends on
+	// it.
+	MaxAttempts int
+	// UnreadableKinds: store kinds whose content the bit check does not
+	// read back (C is N/A).
+	UnreadableKinds []storage.Kind
+	// Resolver maps S3 event notifications to registered items (default
+	// s3event.RegistryResolver over the Stores registry).
+	Resolver s3event.Resolver
+	// Notifier is told about new spaces (default audit.LogNotifier).
+	Notifier audit.Notifier
+	// Noop configures the NOOP processor (tests and benchmarks).
+	Noop noop.Config
+	// DupRetry bounds the dup processor's in-processor retries (default
+	// dup's defaults).
+	DupRetry dup.Retry
+	// Wrap, when set, wraps each processor before it is registered (tests
+	// and the dev mode's fault hooks use it to observe or disable a
+	// processor).
+	Wrap func(t task.Type, h processors.Handler) processors.Handler
+}
+
+// WithDefaults returns d with its zero optional fields filled in.
+func (d Deps) WithDefaults() Deps {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	d.Clock = clock.Or(d.Clock)
+	if d.RecheckDelay <= 0 {
+		d.RecheckDelay = bit.DefaultRecheckDelay
+	}
+	if d.MaxAttempts <= 0 {
+		d.MaxAttempts = bit.DefaultMaxAttempts
+	}
+	if d.Resolver == nil && d.Stores != nil {
+		d.Resolver = s3event.RegistryResolver{Registry: d.Stores.Registry()}
+	}
+	if d.Notifier == nil {
+		d.Notifier = audit.LogNotifier{Logger: d.Logger}
+	}
+	return d
+}
+
+// Types are the task types Register serves, in registration order.
+var Types = []task.Type{task.TypeNoop, task.TypeAudit, task.TypeDup, task.TypeBit, task.TypeBitReport}
+
+// NewMux builds every processor from d and returns a mux serving them.
+func NewMux(d *Deps) (*processors.Mux, error) {
+	mux := processors.NewMux()
+	if err := Register(mux, d); err != nil {
+		return nil, err
+	}
+	return mux, nil
+}
+
+// Register builds every processor of Types from d and registers it in mux.
+// Every missing dependency is reported at once; nothing is registered then.
+func Register(mux *processors.Mux, d *Deps) error {
+	if d == nil {
+		return errors.New("wiring: no dependencies")
+	}
+	hs, err := build(d.WithDefaults())
+	if err != nil {
+		return err
+	}
+	for _, t := range Types {
+		h := hs[t]
+		if d.Wrap != nil {
+			h = d.Wrap(t, h)
+		}
+		mux.Handle(t, h)
+	}
+	return nil
+}
+
+func build(d Deps) (map[task.Type]processors.Handler, error) {
+	var errs []error
+	need := func(ok bool, what string) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("wiring: Deps.%s is required", what))
+		}
+	}
+	need(d.Stores != nil, "Stores")
+	need(d.Policies != nil, "Policies")
+	need(d.AuditLog != nil, "AuditLog")
+	need(d.Index != nil, "Index")
+	need(d.BitLog != nil, "BitLog")
+	need(d.Reports != nil, "Reports")
+	q := map[string]queue.Queue{}
+	for _, k := range []string{queue.KeyAudit, queue.KeyDupHigh, queue.KeyBitError, queue.KeyBitReport} {
+		x, err := d.Queues.Get(k)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		q[k] = x
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	hs := map[task.Type]processors.Handler{task.TypeNoop: noop.New(d.Noop)}
+	add := func(t task.Type, h processors.Handler, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("wiring: %s processor: %w", t, err))
+			return
+		}
+		hs[t] = h
+	}
+
+	ap, err := audit.New(audit.Config{
+		Log: d.AuditLog, Index: d.Index, DupHigh: q[queue.KeyDupHigh], Policies: d.Policies,
+		Notifier: d.Notifier, Logger: d.Logger, Format: d.Format,
+		Resolver: d.Resolver, Stores: d.Stores,
+	})
+	add(task.TypeAudit, ap, err)
+
+	dp, err := dup.New(dup.Config{
+		Opener: d.Stores, Audit: dup.AuditTo(q[queue.KeyAudit], d.Format, d.Clock),
+		Live: dup.FromIndex(d.Index), Retry: d.DupRetry, Clock: d.Clock, Logger: d.Logger,
+	})
+	add(task.TypeDup, dp, err)
+
+	bp, err := bit.New(bit.Config{
+		Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, BitLog: d.BitLog,
+		AuditQueue: q[queue.KeyAudit], BitErrorQueue: q[queue.KeyBitError],
+		RecheckDelay: d.RecheckDelay, MaxAttempts: d.MaxAttempts,
+		UnreadableKinds: d.UnreadableKinds, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
+	})
+	add(task.TypeBit, bp, err)
+
+	rp, err := bitreport.New(bitreport.Config{
+		Stores: d.Stores, Index: d.Index, BitLog: d.BitLog, Reports: d.Reports,
+		Requeue: q[queue.KeyBitReport], RecheckDelay: d.RecheckDelay, Format: d.Format,
+		TempDir: d.TempDir, Clock: d.Clock, Logger: d.Logger,
+	})
+	add(task.TypeBitReport, rp, err)
+	return hs, errors.Join(errs...)
+}

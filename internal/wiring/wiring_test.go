@@ -1,0 +1,104 @@
+package wiring
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+)
+
+func memDeps(t *testing.T) *Deps {
+	t.Helper()
+	dir := t.TempDir()
+	reg := &stores.Registry{Accounts: []stores.Account{{
+		ID: "acme", Status: stores.StatusActive,
+		Stores: []stores.Store{
+			{ID: "1", Primary: true, Kind: storage.KindFS, Root: filepath.Join(dir, "s1")},
+			{ID: "2", Kind: storage.KindFS, Root: filepath.Join(dir, "s2")},
+		},
+	}}}
+	d, err := Memory(MemoryConfig{Registry: reg, Policies: policy.NewDir(filepath.Join(dir, "config")), ReportsDir: filepath.Join(dir, "reports")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestRegisterServesEveryType(t *testing.T) {
+	d := memDeps(t)
+	var wrapped []task.Type
+	d.Wrap = func(ty task.Type, h processors.Handler) processors.Handler {
+		wrapped = append(wrapped, ty)
+		return h
+	}
+	mux, err := NewMux(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := mux.Types()
+	want := slices.Clone(Types)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("types %v, want %v", got, want)
+	}
+	if !slices.Equal(wrapped, Types) {
+		t.Fatalf("wrapped %v, want %v", wrapped, Types)
+	}
+	for _, ty := range Types {
+		if n := mux.ProcessorName(ty); n == "" {
+			t.Errorf("%s: no processor name", ty)
+		}
+	}
+	// A NOOP task runs.
+	if err := mux.Serve(context.Background(), task.New(task.TypeNoop, nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRegisterReportsEveryMissingDependency(t *testing.T) {
+	err := Register(processors.NewMux(), &Deps{Queues: Queues{queue.KeyAudit: nil}})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"Stores", "Policies", "AuditLog", "Index", "BitLog", "Reports", "no audit queue", "no dup-high queue", "no bit-error queue", "no bit-report queue"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestMemoryQueuesRedriveToDeadLetter(t *testing.T) {
+	d := memDeps(t)
+	if len(d.Queues) != len(queue.AllKeys) {
+		t.Fatalf("%d queues, want %d", len(d.Queues), len(queue.AllKeys))
+	}
+	for _, k := range queue.AllKeys {
+		if q := d.MemQueue(k); q == nil || q.Name() != queue.Name(queue.DefaultPrefix, k) {
+			t.Fatalf("queue %s: %v", k, q)
+		}
+	}
+}
+
+func TestMemoryRejectsS3Stores(t *testing.T) {
+	reg := &stores.Registry{Accounts: []stores.Account{{ID: "a", Status: stores.StatusActive,
+		Stores: []stores.Store{{ID: "1", Primary: true, Kind: storage.KindS3, Bucket: "b"}}}}}
+	_, err := Memory(MemoryConfig{Registry: reg, Policies: policy.NewDir(t.TempDir()), ReportsDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "a/1 is s3") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestAWSRequiresDatabase(t *testing.T) {
+	_, _, err := AWS(context.Background(), AWSConfig{})
+	if err == nil || !strings.Contains(err.Error(), "database URL") || !strings.Contains(err.Error(), "AWSConfig.AWS") {
+		t.Fatalf("err = %v", err)
+	}
+}
