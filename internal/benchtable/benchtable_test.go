@@ -1,0 +1,102 @@
+package benchtable
+
+import (
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/millfleet/mill/pkg/queue/sqsqueue
+cpu: AMD EPYC
+BenchmarkSendReceiveDelete-2   	       1	5012345678 ns/op	         0.3015 req/msg	       399.1 msgs/s
+--- BENCH: BenchmarkSendReceiveDelete-2
+    bench_test.go:64: requests: map[DeleteMessageBatch:200 ReceiveMessage:203 SendMessageBatch:200]
+PASS
+ok  	github.com/millfleet/mill/pkg/queue/sqsqueue	6.1s
+goos: linux
+goarch: amd64
+pkg: github.com/millfleet/mill/pkg/workman
+cpu: AMD EPYC
+BenchmarkEmulatorNoop-2   	       1	9000000000 ns/op	         0.5 ratio	       200.0 raw-tasks/s	         0.2105 req/task	       100.0 tasks/s
+PASS
+ok  	github.com/millfleet/mill/pkg/workman	12.0s
+goos: linux
+goarch: amd64
+pkg: github.com/millfleet/mill/pkg/storage/s3store
+cpu: AMD EPYC
+--- SKIP: BenchmarkBigObject
+    testenv.go:53: the AWS emulator at http://127.0.0.1:4566 is not reachable: connection refused
+PASS
+ok  	github.com/millfleet/mill/pkg/storage/s3store	0.1s
+goos: linux
+goarch: amd64
+pkg: github.com/millfleet/mill/processors/bit
+BenchmarkHash-2   	       1	100 ns/op	       500.0 hash-MiB/s	       550.0 md5sum-MiB/s	        20.5 peak-rss-MiB
+--- FAIL: BenchmarkCheck-2
+    bench_test.go:80: check: boom
+FAIL
+exit status 1
+FAIL	github.com/millfleet/mill/processors/bit	3.2s
+# github.com/millfleet/mill/processors/dup [github.com/millfleet/mill/processors/dup.test]
+processors/dup/bench_test.go:10:2: undefined: foo
+FAIL	github.com/millfleet/mill/processors/dup [build failed]
+FAIL
+`
+
+func TestTable(t *testing.T) {
+	r, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Line{}
+	for _, l := range Compute(r, Rows) {
+		got[l.Measure] = l
+	}
+	check := func(measure, value, baseline, ratio, source string) {
+		t.Helper()
+		l, ok := got[measure]
+		if !ok {
+			t.Fatalf("no row %q", measure)
+		}
+		if l.Value != value || l.Baseline != baseline || l.Ratio != ratio || !strings.Contains(l.Source, source) {
+			t.Errorf("%s:\n got %q %q %q %q\nwant %q %q %q …%q…", measure, l.Value, l.Baseline, l.Ratio, l.Source, value, baseline, ratio, source)
+		}
+	}
+	check("SQS requests/task: Workman steady state (NOOP)", "0.21 req/task", "", "", "pkg/workman BenchmarkEmulatorNoop")
+	check("Throughput: Workman vs raw SDK loop (tasks/s)", "100 tasks/s", "200 raw-tasks/s", "0.5x", "BenchmarkEmulatorNoop")
+	check("SQS requests/msg: sqsqueue send+receive+delete", "0.301 req/msg", "", "", "sqsqueue BenchmarkSendReceiveDelete")
+	check("SQS requests/task: producer enqueue", "n/a", "", "", "not in this tree")
+	check("Peak RSS MiB: s3store big object put+get", "n/a", "", "", "skipped: the AWS emulator at http://127.0.0.1:4566 is not reachable")
+	check("Throughput: bit hashing vs md5sum (MiB/s)", "500 hash-MiB/s", "550 md5sum-MiB/s", "0.909x", "processors/bit BenchmarkHash")
+	check("Peak RSS MiB: bit check (download + hash)", "20.50 peak-rss-MiB", "", "", "BenchmarkHash")
+	check("Throughput: dup copy vs raw SDK stream (MiB/s)", "n/a", "", "", "package failed: build failed")
+	if r.Find("processors/bit", Rows[0].Name) != nil {
+		t.Error("a workman row matched a bit benchmark")
+	}
+	var fail *Bench
+	for _, b := range r.Benches {
+		if b.Name == "BenchmarkCheck" {
+			fail = b
+		}
+	}
+	if fail == nil || fail.Status != "fail" || fail.Reason != "check: boom" {
+		t.Errorf("failed benchmark: %+v", fail)
+	}
+	var sb strings.Builder
+	if err := Write(&sb, Compute(r, Rows)); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(sb.String(), "\n"); n != len(Rows)+1 {
+		t.Errorf("table has %d lines, want %d:\n%s", n, len(Rows)+1, sb.String())
+	}
+	t.Log("\n" + sb.String())
+}
+
+func TestMissingMetric(t *testing.T) {
+	r, _ := Parse(strings.NewReader("pkg: github.com/millfleet/mill/pkg/workman\nBenchmarkEmulatorNoop-2 1 5 ns/op\nok x 1s\n"))
+	l := Compute(r, Rows[:1])[0]
+	if !l.NA || !strings.Contains(l.Source, "did not report a metric matching ^req/task$") {
+		t.Errorf("%+v", l)
+	}
+}

@@ -1,0 +1,181 @@
+package benchtable
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Pick chooses a metric: the first unit (in sorted order) matching the
+// first pattern that matches any unit.
+type Pick []*regexp.Regexp
+
+func units(patterns ...string) Pick {
+	p := make(Pick, len(patterns))
+	for i, s := range patterns {
+		p[i] = regexp.MustCompile(s)
+	}
+	return p
+}
+
+func (p Pick) from(m map[string]float64) (unit string, v float64, ok bool) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, re := range p {
+		for _, k := range keys {
+			if re.MatchString(k) {
+				return k, m[k], true
+			}
+		}
+	}
+	return "", 0, false
+}
+
+// Row is one line of the table.
+type Row struct {
+	Measure string
+	Pkg     string         // package path suffix (a trailing "/" matches a subtree)
+	Name    *regexp.Regexp // benchmark name
+	// Value is required; Baseline and Ratio are optional. Without a Ratio
+	// metric the ratio is Value/Baseline when both are present.
+	Value, Baseline, Ratio Pick
+	// Expect describes the benchmark for the "not in this tree" note.
+	Expect string
+}
+
+// Rows is Mill's table, in print order. The units are those the benchmarks
+// pass to b.ReportMetric; alternatives cover benchmarks still landing.
+var Rows = []Row{
+	{Measure: "SQS requests/task: Workman steady state (NOOP)", Pkg: "pkg/workman", Name: regexp.MustCompile(`^BenchmarkEmulatorNoop`),
+		Value: units(`^req/task$`), Expect: "pkg/workman BenchmarkEmulatorNoop"},
+	{Measure: "SQS requests/task: producer enqueue", Pkg: "producers/", Name: regexp.MustCompile(`^Benchmark`),
+		Value: units(`^req/task$`, `^req/msg$`, `^req/`), Expect: "a producers/... benchmark reporting req/task"},
+	{Measure: "SQS requests/msg: sqsqueue send+receive+delete", Pkg: "pkg/queue/sqsqueue", Name: regexp.MustCompile(`^BenchmarkSendReceiveDelete`),
+		Value: units(`^req/msg$`), Expect: "pkg/queue/sqsqueue BenchmarkSendReceiveDelete"},
+	{Measure: "Throughput: Workman vs raw SDK loop (tasks/s)", Pkg: "pkg/workman", Name: regexp.MustCompile(`^BenchmarkEmulatorNoop`),
+		Value: units(`^tasks/s$`), Baseline: units(`^raw-tasks/s$`), Ratio: units(`^ratio$`), Expect: "pkg/workman BenchmarkEmulatorNoop"},
+	{Measure: "Throughput: dup copy vs raw SDK stream (MiB/s)", Pkg: "processors/dup", Name: regexp.MustCompile(`^Benchmark`),
+		Value: units(`^(copy|dup|mill)[-_]?MiB/s$`, `^[^r].*MiB/s$`), Baseline: units(`^(raw|sdk)[-_].*MiB/s$`), Ratio: units(`^(copy[-_])?ratio$`, `ratio`),
+		Expect: "a processors/dup benchmark (1 GiB copy)"},
+	{Measure: "Throughput: bit hashing vs md5sum (MiB/s)", Pkg: "processors/bit", Name: regexp.MustCompile(`^Benchmark`),
+		Value: units(`^(hash|bit|mill|md5)[-_]?MiB/s$`, `^[^m].*MiB/s$`), Baseline: units(`^md5sum[-_]?MiB/s$`, `md5sum`), Ratio: units(`^(hash[-_])?ratio$`, `ratio`),
+		Expect: "a processors/bit benchmark (hashing vs md5sum)"},
+	{Measure: "Throughput: s3store big object put (MiB/s)", Pkg: "pkg/storage/s3store", Name: regexp.MustCompile(`^BenchmarkBigObject`),
+		Value: units(`^put-MiB/s$`), Expect: "pkg/storage/s3store BenchmarkBigObject"},
+	{Measure: "Throughput: s3store big object get+MD5 (MiB/s)", Pkg: "pkg/storage/s3store", Name: regexp.MustCompile(`^BenchmarkBigObject`),
+		Value: units(`^get-MiB/s$`), Expect: "pkg/storage/s3store BenchmarkBigObject"},
+	{Measure: "Peak RSS MiB: s3store big object put+get", Pkg: "pkg/storage/s3store", Name: regexp.MustCompile(`^BenchmarkBigObject`),
+		Value: units(`^peak-rss-MiB$`, `^peak.*MiB$`), Expect: "pkg/storage/s3store BenchmarkBigObject"},
+	{Measure: "Peak RSS MiB: dup copy", Pkg: "processors/dup", Name: regexp.MustCompile(`^Benchmark`),
+		Value: units(`^peak-rss-MiB$`, `^peak.*MiB$`), Expect: "a processors/dup benchmark reporting peak-rss-MiB"},
+	{Measure: "Peak RSS MiB: bit check (download + hash)", Pkg: "processors/bit", Name: regexp.MustCompile(`^Benchmark`),
+		Value: units(`^peak-rss-MiB$`, `^peak.*MiB$`), Expect: "a processors/bit benchmark reporting peak-rss-MiB"},
+}
+
+// Line is one computed row.
+type Line struct {
+	Measure, Value, Baseline, Ratio, Source string
+	NA                                      bool
+}
+
+func num(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+func short(pkg string) string {
+	if i := strings.Index(pkg, "/mill/"); i >= 0 {
+		return pkg[i+len("/mill/"):]
+	}
+	return pkg
+}
+
+// Compute evaluates rows against r.
+func Compute(r *Result, rows []Row) []Line {
+	out := make([]Line, 0, len(rows))
+	for _, row := range rows {
+		l := Line{Measure: row.Measure, Value: "n/a", Baseline: "", Ratio: ""}
+		b := r.Find(row.Pkg, row.Name)
+		switch {
+		case b == nil:
+			l.NA = true
+			if why, ok := r.pkgFailure(row.Pkg); ok {
+				l.Source = "package failed: " + why
+			} else {
+				l.Source = "not run: " + row.Expect + " is not in this tree (or was filtered out)"
+			}
+		case b.Status == "skip":
+			l.NA, l.Source = true, fmt.Sprintf("%s %s skipped: %s", short(b.Pkg), b.Name, b.Reason)
+		case b.Status == "fail":
+			l.NA, l.Source = true, fmt.Sprintf("%s %s failed: %s", short(b.Pkg), b.Name, b.Reason)
+		default:
+			l.Source = short(b.Pkg) + " " + b.Name
+			vu, v, ok := row.Value.from(b.Metrics)
+			if !ok {
+				l.NA = true
+				l.Source += ": did not report " + describe(row.Value)
+				break
+			}
+			l.Value = num(v) + " " + vu
+			var base float64
+			haveBase := false
+			if row.Baseline != nil {
+				if bu, bv, ok := row.Baseline.from(b.Metrics); ok {
+					l.Baseline, base, haveBase = num(bv)+" "+bu, bv, true
+				} else {
+					l.Baseline = "n/a"
+				}
+			}
+			if row.Ratio != nil {
+				if _, rv, ok := row.Ratio.from(b.Metrics); ok {
+					l.Ratio = num(rv) + "x"
+				} else if haveBase && base != 0 {
+					l.Ratio = num(v/base) + "x"
+				} else {
+					l.Ratio = "n/a"
+				}
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func describe(p Pick) string {
+	s := make([]string, len(p))
+	for i, re := range p {
+		s[i] = re.String()
+	}
+	return "a metric matching " + strings.Join(s, " or ")
+}
+
+// Write prints lines as one aligned table.
+func Write(w io.Writer, lines []Line) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEASURE\tVALUE\tBASELINE\tRATIO\tBENCHMARK / WHY N/A")
+	for _, l := range lines {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Measure, l.Value, dash(l.Baseline), dash(l.Ratio), l.Source)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

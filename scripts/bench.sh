@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every benchmark of the module once (-benchtime 1x) against the local
+# services and prints one summary table (internal/benchtable): SQS requests
+# per task, throughput against raw SDK / md5sum baselines, peak memory for
+# big objects. `make bench` runs this script.
+#
+# Environment:
+#   MILL_BENCH_BIG_BYTES  size of the "1 GiB" objects (default 1073741824);
+#                         e.g. MILL_BENCH_BIG_BYTES=$((64<<20)) for a quick run
+#   BENCH                 -bench pattern (default .)
+#   BENCH_TIMEOUT         go test -timeout (default 30m)
+#   BENCH_LOG             where the raw go test output is kept
+#                         (default .local/bench.log)
+# The raw output is also printed as it comes. Exit status: that of go test
+# (a failed or missing benchmark shows as n/a in the table with its reason).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+if [[ -f localstack/env.sh ]]; then
+  # shellcheck source=/dev/null
+  source localstack/env.sh
+fi
+export MILL_BENCH_BIG_BYTES=${MILL_BENCH_BIG_BYTES:-$((1 << 30))}
+log=${BENCH_LOG:-.local/bench.log}
+mkdir -p "$(dirname "$log")"
+
+# Packages that declare a benchmark (test files only; vendored and
+# testdata trees excluded).
+mapfile -t pkgs < <(grep -rlE --include='*_test.go' '^func Benchmark[A-Z_]' . 2>/dev/null |
+  grep -vE '/(testdata|vendor)/' | xargs -r -n1 dirname | sort -u)
+if [[ ${#pkgs[@]} -eq 0 ]]; then
+  echo "bench: no benchmarks found" >&2
+  exit 1
+fi
+echo "bench: ${#pkgs[@]} packages with benchmarks: ${pkgs[*]}" >&2
+echo "bench: MILL_BENCH_BIG_BYTES=$MILL_BENCH_BIG_BYTES" >&2
+
+# -p 1: one package at a time, so throughput and peak-memory numbers are
+# not measured against each other on a loaded machine.
+$GO test -p 1 -run '^$' -bench "${BENCH:-.}" -benchtime 1x -timeout "${BENCH_TIMEOUT:-30m}" "${pkgs[@]}" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+
+echo
+echo "== Mill benchmarks (MILL_BENCH_BIG_BYTES=$MILL_BENCH_BIG_BYTES; raw output in $log)"
+$GO run ./scripts/benchtable "$log" || status=1
+exit "$status"
