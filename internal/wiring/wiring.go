@@ -36,6 +36,7 @@ import (
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/audit"
 	"github.com/millfleet/mill/processors/bit"
+	"github.com/millfleet/mill/processors/biterror"
 	"github.com/millfleet/mill/processors/bitreport"
 	"github.com/millfleet/mill/processors/dup"
 	"github.com/millfleet/mill/processors/noop"
@@ -61,8 +62,9 @@ type Deps struct {
 	// Clock (default the system clock).
 	Clock clock.Clock
 	// Queues by key: AUDIT writes to dup-high; DUP, BIT and BIT_ERROR
-	// write AUDIT tasks to audit; BIT writes to bit-error; BIT_REPORT
-	// re-checks through bit-report.
+	// write AUDIT tasks to audit; BIT writes to bit-error; BIT_ERROR
+	// re-checks repaired items on bit; BIT_REPORT re-checks through
+	// bit-report.
 	Queues Queues
 	// Stores opens the registered stores (and exposes the registry).
 	Stores *stores.Opener
@@ -128,7 +130,7 @@ func (d Deps) WithDefaults() Deps {
 }
 
 // Types are the task types Register serves, in registration order.
-var Types = []task.Type{task.TypeNoop, task.TypeAudit, task.TypeDup, task.TypeBit, task.TypeBitReport}
+var Types = []task.Type{task.TypeNoop, task.TypeAudit, task.TypeDup, task.TypeBit, task.TypeBitError, task.TypeBitReport}
 
 // NewMux builds every processor from d and returns a mux serving them.
 func NewMux(d *Deps) (*processors.Mux, error) {
@@ -173,7 +175,7 @@ func build(d Deps) (map[task.Type]processors.Handler, error) {
 	need(d.BitLog != nil, "BitLog")
 	need(d.Reports != nil, "Reports")
 	q := map[string]queue.Queue{}
-	for _, k := range []string{queue.KeyAudit, queue.KeyDupHigh, queue.KeyBitError, queue.KeyBitReport} {
+	for _, k := range []string{queue.KeyAudit, queue.KeyDupHigh, queue.KeyBit, queue.KeyBitError, queue.KeyBitReport} {
 		x, err := d.Queues.Get(k)
 		if err != nil {
 			errs = append(errs, err)
@@ -213,6 +215,12 @@ func build(d Deps) (map[task.Type]processors.Handler, error) {
 		UnreadableKinds: d.UnreadableKinds, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeBit, bp, err)
+
+	ep, err := biterror.New(biterror.Config{
+		Stores: d.Stores, BitLog: d.BitLog, AuditQueue: q[queue.KeyAudit], BitQueue: q[queue.KeyBit],
+		RecheckDelay: d.RecheckDelay, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
+	})
+	add(task.TypeBitError, ep, err)
 
 	rp, err := bitreport.New(bitreport.Config{
 		Stores: d.Stores, Index: d.Index, BitLog: d.BitLog, Reports: d.Reports,

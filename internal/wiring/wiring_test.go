@@ -68,7 +68,7 @@ func TestRegisterReportsEveryMissingDependency(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"Stores", "Policies", "AuditLog", "Index", "BitLog", "Reports", "no audit queue", "no dup-high queue", "no bit-error queue", "no bit-report queue"} {
+	for _, want := range []string{"Stores", "Policies", "AuditLog", "Index", "BitLog", "Reports", "no audit queue", "no dup-high queue", "no bit queue", "no bit-error queue", "no bit-report queue"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}
