@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+)
+
+func runDev(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), getenv: func(string) string { return "" }}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code = run(ctx, a, append([]string{"dev"}, args...))
+	return code, out.String(), errb.String()
+}
+
+// TestDev runs the whole mill with a small item count: every fault found
+// and fixed, exit 0, and the summary's key figures.
+func TestDev(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dev")
+	code, out, errs := runDev(t, "--dir", dir, "--items", "40", "--seed", "7")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{
+		"2 accounts, 5 stores, 5 spaces, 40 items seeded",
+		"case 2  content went sour                        1",
+		"case 5  content index wrong                      1",
+		"case 7  audit entry missing                      1",
+		"case 8  removed from storage, not captured       1",
+		"BIT_ERROR tasks: case 2 ×1",
+		"4 of 4 faults repaired or corrected",
+		"dead-lettered   0",
+		"10 spaces reported",
+		"10 TSV files under " + filepath.Join(dir, "reports"),
+		"verdict         OK",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	// Healthy items: 40 seeded + their replicas, minus the four faults.
+	if !strings.Contains(out, "case 1  healthy") {
+		t.Errorf("no healthy count:\n%s", out)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "reports", "bit-integrity", "*", "*", "*", "*.tsv"))
+	if len(files) != 10 {
+		t.Errorf("%d report files, want 10", len(files))
+	}
+
+	// A second run wipes the directory (same seed: same content).
+	if err := os.WriteFile(filepath.Join(dir, "leftover"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runDev(t, "--dir", dir, "--items", "5"); code != 0 {
+		t.Fatalf("second run: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "leftover")); !os.IsNotExist(err) {
+		t.Errorf("leftover survived the wipe: %v", err)
+	}
+	// --keep leaves it and works in a run-* sub-directory.
+	if err := os.WriteFile(filepath.Join(dir, "leftover"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := runDev(t, "--dir", dir, "--items", "5", "--keep"); code != 0 {
+		t.Fatalf("--keep run: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "leftover")); err != nil {
+		t.Errorf("--keep removed leftover: %v", err)
+	}
+	if runs, _ := filepath.Glob(filepath.Join(dir, "run-*")); len(runs) != 1 {
+		t.Errorf("--keep: %d run directories, want 1", len(runs))
+	}
+}
+
+// TestDevFailsWhenRepairIsDisabled: with the BIT_ERROR processor doing
+// nothing, the sour replica is found but not repaired, and the run says so
+// with a non-zero exit.
+func TestDevFailsWhenRepairIsDisabled(t *testing.T) {
+	devWrap = func(ty task.Type, h processors.Handler) processors.Handler {
+		if ty != task.TypeBitError {
+			return h
+		}
+		return processors.HandlerFunc(func(context.Context, *task.Task) error { return nil })
+	}
+	t.Cleanup(func() { devWrap = nil })
+	code, out, errs := runDev(t, "--dir", filepath.Join(t.TempDir(), "dev"), "--items", "20")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{"sour replica", "not repaired: content MD5", "expectation(s) not met"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if !strings.Contains(out, "verdict         FAILED") || !strings.Contains(out, "3 of 4 faults repaired") {
+		t.Errorf("summary does not show the failure:\n%s", out)
+	}
+}
+
+func TestDevRejectsTooFewItems(t *testing.T) {
+	if code, _, errs := runDev(t, "--dir", t.TempDir(), "--items", "2"); code != 2 || !strings.Contains(errs, "at least 5") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}

@@ -1,0 +1,740 @@
+// Package devmode is the embedded dev mode behind `millctl dev` (DESIGN §12):
+// the whole mill in one process with no AWS, no database and no Docker.
+//
+// Run builds the memory dependencies of internal/wiring (memqueue queues,
+// filesystem stores under a directory, in-memory audit log, content index and
+// bit log, reports in a local directory), registers the same processors as
+// cmd/workman, and then:
+//
+//  1. seeds two accounts (registry + duplication policies; one space is
+//     duplicated to two destinations) and Items generated content items
+//     (deterministic from Seed), written through the audited providers, so
+//     AUDIT tasks flow: audit processor → dup-high → dup processor;
+//  2. runs the duplication producer (looping framework, memory state and
+//     lease) and an in-process workman.Manager until every queue is idle,
+//     and checks every destination matches its source;
+//  3. injects four faults: a sour byte in a replica, an item deleted from a
+//     replica, a stale content index checksum and a missing audit entry;
+//  4. runs the bit producer and the manager until idle, then a second
+//     duplication sweep (which restores the deleted replica);
+//  5. verifies that every fault was detected with its expected case and
+//     repaired or corrected as the design says, that no other item was
+//     flagged, and that nothing was dead-lettered — and prints a summary.
+//
+// Run returns an error explaining every expectation that was not met.
+package devmode
+
+import (
+	"cmp"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/millfleet/mill/internal/wiring"
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/audited"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/workman"
+	"github.com/millfleet/mill/processors"
+	bitproducer "github.com/millfleet/mill/producers/bit"
+	dupproducer "github.com/millfleet/mill/producers/dup"
+	"github.com/millfleet/mill/producers/looping"
+)
+
+// Defaults of Config.
+const (
+	DefaultDir          = ".mill-dev"
+	DefaultItems        = 300
+	DefaultSeed         = 1
+	DefaultWorkers      = 8
+	DefaultRecheckDelay = 300 * time.Millisecond
+	DefaultPhaseTimeout = 90 * time.Second
+	// MinItems is the fewest items Run accepts: one per space, so every
+	// fault has a target.
+	MinItems = 5
+)
+
+// Config configures Run.
+type Config struct {
+	// Dir holds the stores, configuration and reports (default
+	// DefaultDir). It is removed first unless Keep is set; with Keep, the
+	// run uses a new sub-directory named after the start time instead.
+	Dir  string
+	Keep bool
+	// Items is the number of content items seeded (default DefaultItems,
+	// at least MinItems).
+	Items int
+	// Seed makes the content and the choice of fault targets (default
+	// DefaultSeed).
+	Seed uint64
+	// Out receives progress lines and the summary (default os.Stdout).
+	Out io.Writer
+	// Logger receives the components' logs (default: discarded).
+	Logger *slog.Logger
+	// Workers of the manager (default DefaultWorkers).
+	Workers int
+	// RecheckDelay stands in for the bit check's "5 minutes" (default
+	// DefaultRecheckDelay).
+	RecheckDelay time.Duration
+	// PhaseTimeout bounds the wait for the queues to drain in one phase
+	// (default DefaultPhaseTimeout).
+	PhaseTimeout time.Duration
+	// Wrap, when set, wraps each processor (tests use it to break one and
+	// check that the verification notices).
+	Wrap func(t task.Type, h processors.Handler) processors.Handler
+}
+
+func (c Config) withDefaults() Config {
+	c.Dir = cmp.Or(c.Dir, DefaultDir)
+	c.Items = cmp.Or(c.Items, DefaultItems)
+	c.Seed = cmp.Or(c.Seed, DefaultSeed)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.RecheckDelay = cmp.Or(c.RecheckDelay, DefaultRecheckDelay)
+	c.PhaseTimeout = cmp.Or(c.PhaseTimeout, DefaultPhaseTimeout)
+	if c.Out == nil {
+		c.Out = os.Stdout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Result is what a run did, for the summary and for tests.
+type Result struct {
+	Dir          string
+	Accounts     int
+	Stores       int
+	Spaces       int
+	Items        int   // seeded
+	Bytes        int64 // seeded
+	Tasks        map[task.Type]map[string]int
+	Duplicated   int // destination items matching their source after phase 2
+	Policies     int // store policies applied
+	BitRunID     string
+	Checked      int                 // items with a bit log row in the run
+	Cases        map[int]int         // items by the case first found for them (1 = healthy)
+	BitErrors    map[int]int         // BIT_ERROR tasks by case
+	Faults       []*Fault            // injected faults and what became of them
+	DeadLettered []string            // descriptions of dead-lettered tasks
+	Reports      []bitlog.Report     // one per space checked
+	ReportFiles  []string            // report files written
+	ReportDir    string              // where they are
+	Elapsed      time.Duration       // whole run
+	Phases       []PhaseTime         // per phase
+	Problems     []string            // unmet expectations ("" when all met)
+	firstCase    map[string]int      // item key → first non-1 case (internal)
+	bitErrorKeys map[string][]string // item key → BIT_ERROR cases (internal)
+}
+
+// PhaseTime is how long one phase took.
+type PhaseTime struct {
+	Name    string
+	Elapsed time.Duration
+}
+
+// Fault is one injected fault.
+type Fault struct {
+	Kind     string // "sour replica", "deleted replica", "stale index", "missing audit entry"
+	Item     Item
+	WantCase int
+	// Fix says what the design expects to happen to it.
+	Fix string
+	// Seen is the case the mill found ("" rows: 0).
+	Seen int
+	// Fixed reports that the expected repair or correction was verified.
+	Fixed bool
+	// Note explains a failed expectation.
+	Note string
+}
+
+// Item names a content item of a store.
+type Item struct{ Account, Store, Space, Content string }
+
+func (i Item) String() string { return i.Account + "/" + i.Store + "/" + i.Space + "/" + i.Content }
+
+// Run runs the dev mode. Its error lists every unmet expectation; the
+// summary is printed to Out either way (when the run got that far).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Items < MinItems {
+		return nil, fmt.Errorf("devmode: --items must be at least %d (one item per space)", MinItems)
+	}
+	start := time.Now()
+	dir, err := prepareDir(cfg.Dir, cfg.Keep, start)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{
+		Dir: dir, Tasks: map[task.Type]map[string]int{}, Cases: map[int]int{}, BitErrors: map[int]int{},
+		firstCase: map[string]int{}, bitErrorKeys: map[string][]string{},
+	}
+	e := &env{cfg: cfg, r: r, out: cfg.Out}
+	err = e.run(ctx)
+	r.Elapsed = time.Since(start)
+	if err != nil {
+		return r, err
+	}
+	e.printSummary()
+	if len(r.Problems) > 0 {
+		return r, fmt.Errorf("devmode: %d expectation(s) not met:\n  - %s", len(r.Problems), strings.Join(r.Problems, "\n  - "))
+	}
+	return r, nil
+}
+
+func prepareDir(dir string, keep bool, now time.Time) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if keep {
+		abs = filepath.Join(abs, "run-"+now.UTC().Format("20060102T150405.000Z"))
+	} else if err := os.RemoveAll(abs); err != nil {
+		return "", fmt.Errorf("devmode: wipe %s: %w", abs, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", err
+	}
+	return abs, nil
+}
+
+// env is one run's state.
+type env struct {
+	cfg  Config
+	r    *Result
+	out  io.Writer
+	deps *wiring.Deps
+	reg  *stores.Registry
+	pols policy.Repository
+	hist *historyLog
+
+	mu        sync.Mutex
+	processed int
+
+	seeded    map[string][]string // account/space → content IDs on the primary
+	bitSpaces int                 // spaces the bit producer listed
+}
+
+func (e *env) printf(format string, args ...any) { fmt.Fprintf(e.out, format+"\n", args...) }
+
+func (e *env) run(ctx context.Context) error {
+	e.printf("mill dev: %s (items %d, seed %d)", e.r.Dir, e.cfg.Items, e.cfg.Seed)
+	if err := e.setup(); err != nil {
+		return err
+	}
+	mctx, stopManager := context.WithCancel(ctx)
+	defer stopManager()
+	m, err := e.manager()
+	if err != nil {
+		return err
+	}
+	mdone := make(chan error, 1)
+	go func() { mdone <- m.Run(mctx) }()
+	defer func() { stopManager(); <-mdone }()
+
+	phase := func(name string, f func() error) error {
+		t0 := time.Now()
+		err := f()
+		e.r.Phases = append(e.r.Phases, PhaseTime{name, time.Since(t0)})
+		if err != nil {
+			return fmt.Errorf("devmode: %s: %w", name, err)
+		}
+		return nil
+	}
+	steps := []struct {
+		name string
+		f    func() error
+	}{
+		{"seed", func() error { return e.seed(ctx) }},
+		{"duplicate", func() error { return e.duplicate(ctx) }},
+		{"inject faults", func() error { return e.inject(ctx) }},
+		{"bit check", func() error { return e.bitCheck(ctx) }},
+		{"re-sweep", func() error { return e.resweep(ctx) }},
+		{"verify", func() error { return e.verify(ctx) }},
+	}
+	for _, s := range steps {
+		if err := phase(s.name, s.f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setup writes the registry and policies and builds the dependencies.
+func (e *env) setup() error {
+	root := e.r.Dir
+	mk := func(acct, id string, primary bool) stores.Store {
+		return stores.Store{ID: id, Primary: primary, Kind: storage.KindFS, Root: filepath.Join(root, "stores", acct+"-"+id)}
+	}
+	e.reg = &stores.Registry{Accounts: []stores.Account{
+		{ID: "acme", Status: stores.StatusActive, Stores: []stores.Store{mk("acme", "1", true), mk("acme", "2", false), mk("acme", "3", false)}},
+		{ID: "globex", Status: stores.StatusActive, Stores: []stores.Store{mk("globex", "1", true), mk("globex", "2", false)}},
+	}}
+	if err := e.reg.Validate(); err != nil {
+		return err
+	}
+	cfgDir := filepath.Join(root, "config")
+	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
+		return err
+	}
+	b, err := e.reg.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, stores.FileName), b, 0o644); err != nil {
+		return err
+	}
+	e.pols = policy.NewDir(cfgDir)
+	sp := func(src, dst string) policy.StorePolicy { return policy.StorePolicy{SrcStoreID: src, DestStoreID: dst} }
+	ctx := context.Background()
+	// acme: photos goes to two destinations, docs to one, scratch is
+	// ignored. globex: every space by the default policy.
+	if err := e.pols.Put(ctx, "acme", &policy.Policy{
+		SpacePolicies: map[string][]policy.StorePolicy{
+			"photos": {sp("1", "2"), sp("1", "3")},
+			"docs":   {sp("1", "2")},
+		},
+		Ignore: []string{"scratch"},
+	}); err != nil {
+		return err
+	}
+	if err := e.pols.Put(ctx, "globex", &policy.Policy{Default: []policy.StorePolicy{sp("1", "2")}}); err != nil {
+		return err
+	}
+	e.r.ReportDir = filepath.Join(root, "reports")
+	deps, err := wiring.Memory(wiring.MemoryConfig{
+		Registry: e.reg, Policies: e.pols, ReportsDir: e.r.ReportDir,
+		RecheckDelay: e.cfg.RecheckDelay, Logger: e.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	deps.TempDir = filepath.Join(root, "tmp")
+	if err := os.MkdirAll(deps.TempDir, 0o755); err != nil {
+		return err
+	}
+	e.hist = &historyLog{Log: deps.BitLog}
+	deps.BitLog = e.hist
+	deps.Wrap = func(t task.Type, h processors.Handler) processors.Handler {
+		h = e.count(t, h)
+		if e.cfg.Wrap != nil {
+			h = e.cfg.Wrap(t, h)
+		}
+		return h
+	}
+	e.deps = deps
+	for _, a := range e.reg.Accounts {
+		e.r.Accounts++
+		e.r.Stores += len(a.Stores)
+	}
+	return nil
+}
+
+// count wraps a processor to count its outcomes (and BIT_ERROR cases).
+func (e *env) count(t task.Type, h processors.Handler) processors.Handler {
+	return processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+		err := h.Handle(ctx, tk)
+		res := processors.Result(ctx, err)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.r.Tasks[t] == nil {
+			e.r.Tasks[t] = map[string]int{}
+		}
+		e.r.Tasks[t][res]++
+		e.processed++
+		if t == task.TypeBitError && err == nil {
+			if be, err := task.BitErrorFrom(tk); err == nil {
+				e.r.BitErrors[be.Case]++
+				k := Item{be.Account, be.StoreID, be.SpaceID, be.ContentID}.String()
+				e.r.bitErrorKeys[k] = append(e.r.bitErrorKeys[k], fmt.Sprint(be.Case))
+			}
+		}
+		return err
+	})
+}
+
+func (e *env) manager() (*workman.Manager, error) {
+	mux, err := wiring.NewMux(e.deps)
+	if err != nil {
+		return nil, err
+	}
+	var qs []queue.Queue
+	for _, k := range queue.DefaultPriority {
+		qs = append(qs, e.deps.Queues[k])
+	}
+	return workman.New(workman.Config{
+		Queues: qs, DeadLetter: e.deps.Queues[queue.KeyDeadLetter],
+		Handler:       processors.Chain(mux.Handler(), processors.Logging(e.cfg.Logger), processors.Recover()),
+		ProcessorName: mux.ProcessorName,
+		Workers:       e.cfg.Workers,
+		// Short waits and backoffs: the dev mode's queues are in memory,
+		// so asking an empty one again costs nothing. A queue's backoff
+		// must stay longer than one sweep of the queues above it (6 × the
+		// receive wait), or the scheduler keeps returning to the top
+		// queues and never reaches the lower ones.
+		ReceiveWait:     time.Millisecond,
+		QueueBackoffMin: 10 * time.Millisecond, QueueBackoffMax: 200 * time.Millisecond,
+		IdleBackoffMin: 10 * time.Millisecond, IdleBackoffMax: 100 * time.Millisecond,
+		IdlePollWait: 50 * time.Millisecond,
+		RetryBase:    100 * time.Millisecond, RetryMax: 2 * time.Second,
+		DeleteFlush: 20 * time.Millisecond, OperationRetryBase: 10 * time.Millisecond,
+		GracePeriod: 5 * time.Second, HardStopTimeout: 2 * time.Second,
+		WorkerID: "millctl-dev", Logger: e.cfg.Logger,
+	})
+}
+
+// waitIdle waits until every work queue is empty (nothing visible, in
+// flight or delayed) on several polls in a row, printing progress.
+func (e *env) waitIdle(ctx context.Context, phase string) error {
+	deadline := time.Now().Add(e.cfg.PhaseTimeout)
+	lastPrint := time.Now()
+	quiet := 0
+	for {
+		depths, total, err := e.depths(ctx)
+		if err != nil {
+			return err
+		}
+		if total == 0 {
+			quiet++
+			if quiet >= 4 {
+				e.mu.Lock()
+				n := e.processed
+				e.mu.Unlock()
+				e.printf("  %s: queues idle, %d tasks processed so far", phase, n)
+				return nil
+			}
+		} else {
+			quiet = 0
+		}
+		if time.Since(lastPrint) >= 2*time.Second {
+			lastPrint = time.Now()
+			e.mu.Lock()
+			n := e.processed
+			e.mu.Unlock()
+			e.printf("  %s: %d tasks processed; waiting: %s", phase, n, depths)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("queues not idle after %s: %s", e.cfg.PhaseTimeout, depths)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+func (e *env) depths(ctx context.Context) (string, int64, error) {
+	var parts []string
+	var total int64
+	for _, k := range queue.DefaultPriority {
+		d, err := e.deps.Queues[k].Depth(ctx)
+		if err != nil {
+			return "", 0, err
+		}
+		if d.Total() > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, d.Total()))
+		}
+		total += d.Total()
+	}
+	if len(parts) == 0 {
+		return "none", 0, nil
+	}
+	return strings.Join(parts, ", "), total, nil
+}
+
+// spaces of the demo: account, space, how item IDs look, mimetype.
+var spaces = []struct{ account, space, pattern, mime string }{
+	{"acme", "photos", "2025/img-%04d.jpg", "image/jpeg"},
+	{"acme", "docs", "reports/doc-%04d.pdf", "application/pdf"},
+	{"acme", "scratch", "tmp-%04d.bin", "application/octet-stream"},
+	{"globex", "media", "video/clip-%04d.mp4", "video/mp4"},
+	{"globex", "reports", "r-%04d.csv", "text/csv"},
+}
+
+var owners = []string{"ana", "bo", "chen", "dee"}
+
+func (e *env) seed(ctx context.Context) error {
+	rng := rand.New(rand.NewPCG(e.cfg.Seed, 0x6d696c6c))
+	e.seeded = map[string][]string{}
+	aq := e.deps.Queues[queue.KeyAudit]
+	prov := map[string]storage.Provider{}
+	audit := func(account string) (storage.Provider, error) {
+		if p, ok := prov[account]; ok {
+			return p, nil
+		}
+		a := e.reg.Account(account)
+		raw, err := e.deps.Stores.Open(ctx, account, a.Primary().ID)
+		if err != nil {
+			return nil, err
+		}
+		p, err := audited.New(raw, aq, audited.Config{Account: account, StoreID: a.Primary().ID, UserID: "demo-seed"})
+		if err != nil {
+			return nil, err
+		}
+		prov[account] = p
+		return p, nil
+	}
+	for _, s := range spaces {
+		p, err := audit(s.account)
+		if err != nil {
+			return err
+		}
+		if err := p.CreateSpace(ctx, s.space); err != nil {
+			return err
+		}
+		if err := p.SetSpaceACLs(ctx, s.space, map[string]string{"acl-" + owners[rng.IntN(len(owners))]: "WRITE"}); err != nil {
+			return err
+		}
+		e.r.Spaces++
+	}
+	buf := make([]byte, 64<<10)
+	for i := range e.cfg.Items {
+		s := spaces[i%len(spaces)]
+		if i >= len(spaces) {
+			s = spaces[rng.IntN(len(spaces))]
+		}
+		p, err := audit(s.account)
+		if err != nil {
+			return err
+		}
+		size := 256 + rng.IntN(8<<10)
+		if rng.IntN(20) == 0 {
+			size = 16<<10 + rng.IntN(48<<10)
+		}
+		data := buf[:size]
+		for j := range data {
+			data[j] = byte(rng.Uint32())
+		}
+		id := fmt.Sprintf(s.pattern, i)
+		sum := md5.Sum(data)
+		_, err = p.Put(ctx, s.space, id, strings.NewReader(string(data)), storage.PutOptions{
+			Size: int64(size), Checksum: hex.EncodeToString(sum[:]), MimeType: s.mime,
+			Properties: map[string]string{"owner": owners[rng.IntN(len(owners))], "seq": fmt.Sprint(i)},
+		})
+		if err != nil {
+			return fmt.Errorf("put %s/%s/%s: %w", s.account, s.space, id, err)
+		}
+		k := s.account + "/" + s.space
+		e.seeded[k] = append(e.seeded[k], id)
+		e.r.Items++
+		e.r.Bytes += int64(size)
+	}
+	e.printf("seed: %d accounts, %d stores, %d spaces, %d items (%.1f KiB) written through the audited providers",
+		e.r.Accounts, e.r.Stores, e.r.Spaces, e.r.Items, float64(e.r.Bytes)/1024)
+	return e.waitIdle(ctx, "seed")
+}
+
+func (e *env) runDupProducer(ctx context.Context) (looping.Summary, error) {
+	prod, err := dupproducer.New(dupproducer.Config{Registry: e.reg, Policies: e.pols, Opener: e.deps.Stores, Logger: e.cfg.Logger})
+	if err != nil {
+		return looping.Summary{}, err
+	}
+	loop, err := looping.New(looping.Config{
+		Kind: dupproducer.Kind, Producer: prod, Queue: e.deps.Queues[queue.KeyDupLow],
+		State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil),
+		Logger: e.cfg.Logger, Progress: looping.ProgressOff,
+	})
+	if err != nil {
+		return looping.Summary{}, err
+	}
+	return loop.Run(ctx)
+}
+
+func (e *env) duplicate(ctx context.Context) error {
+	sum, err := e.runDupProducer(ctx)
+	if err != nil {
+		return err
+	}
+	e.printf("duplicate: dup producer %s", sum.String())
+	if err := e.waitIdle(ctx, "duplicate"); err != nil {
+		return err
+	}
+	n, pols, problems, err := e.checkReplicas(ctx)
+	if err != nil {
+		return err
+	}
+	e.r.Duplicated, e.r.Policies = n, pols
+	e.r.Problems = append(e.r.Problems, problems...)
+	e.printf("duplicate: %d items on the destinations of %d store policies match their sources", n, pols)
+	return nil
+}
+
+// checkReplicas compares every destination of every store policy with its
+// source (IDs, checksums, user properties).
+func (e *env) checkReplicas(ctx context.Context) (int, int, []string, error) {
+	var n, pols int
+	var problems []string
+	for _, a := range e.reg.Accounts {
+		pol, err := e.pols.Policy(ctx, a.ID)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		for _, s := range spaces {
+			if s.account != a.ID {
+				continue
+			}
+			for _, sp := range pol.StorePolicies(s.space) {
+				pols++
+				src, err := e.deps.Stores.Open(ctx, a.ID, sp.SrcStoreID)
+				if err != nil {
+					return 0, 0, nil, err
+				}
+				dst, err := e.deps.Stores.Open(ctx, a.ID, sp.DestStoreID)
+				if err != nil {
+					return 0, 0, nil, err
+				}
+				for m, err := range storage.MergeSorted(storage.Walk(ctx, src, s.space, "", 0), storage.Walk(ctx, dst, s.space, "", 0)) {
+					if err != nil {
+						return 0, 0, nil, err
+					}
+					where := fmt.Sprintf("%s/%s %s→%s %s", a.ID, s.space, sp.SrcStoreID, sp.DestStoreID, m.ID)
+					if !m.Both {
+						problems = append(problems, "not duplicated: "+where)
+						continue
+					}
+					si, err1 := src.Head(ctx, s.space, m.ID)
+					di, err2 := dst.Head(ctx, s.space, m.ID)
+					if err := errors.Join(err1, err2); err != nil {
+						return 0, 0, nil, err
+					}
+					if si.Checksum != di.Checksum || !storage.PropertiesEqual(si.Properties, di.Properties) {
+						problems = append(problems, "replica differs: "+where)
+						continue
+					}
+					n++
+				}
+			}
+		}
+	}
+	return n, pols, problems, nil
+}
+
+// pick returns a deterministic content ID of account/space.
+func (e *env) pick(account, space string, salt uint64) string {
+	ids := e.seeded[account+"/"+space]
+	rng := rand.New(rand.NewPCG(e.cfg.Seed, salt))
+	return ids[rng.IntN(len(ids))]
+}
+
+func (e *env) inject(ctx context.Context) error {
+	sour := &Fault{Kind: "sour replica", WantCase: 2, Fix: "BIT_ERROR repairs it from a healthy store",
+		Item: Item{"acme", "3", "photos", e.pick("acme", "photos", 1)}}
+	gone := &Fault{Kind: "deleted replica", WantCase: 8, Fix: "the report lists it; the next duplication sweep restores it",
+		Item: Item{"globex", "2", "media", e.pick("globex", "media", 2)}}
+	stale := &Fault{Kind: "stale index entry", WantCase: 5, Fix: "the bit check sets the index checksum from storage",
+		Item: Item{"acme", "1", "docs", e.pick("acme", "docs", 3)}}
+	noAudit := &Fault{Kind: "missing audit entry", WantCase: 7, Fix: "the bit check re-syncs the audit log with an AUDIT task",
+		Item: Item{"globex", "1", "reports", e.pick("globex", "reports", 4)}}
+	e.r.Faults = []*Fault{sour, gone, stale, noAudit}
+
+	if err := e.flipByte(ctx, sour.Item); err != nil {
+		return fmt.Errorf("%s: %w", sour.Kind, err)
+	}
+	p, err := e.deps.Stores.Open(ctx, gone.Item.Account, gone.Item.Store)
+	if err != nil {
+		return err
+	}
+	// The plain provider: the deletion is not audited, as if someone
+	// removed the file behind the mill's back.
+	if err := p.Delete(ctx, gone.Item.Space, gone.Item.Content); err != nil {
+		return fmt.Errorf("%s: %w", gone.Kind, err)
+	}
+	ci := contentindex.Item{Account: stale.Item.Account, StoreID: stale.Item.Store, SpaceID: stale.Item.Space, ContentID: stale.Item.Content}
+	wrong := md5.Sum([]byte("stale"))
+	if err := e.deps.Index.SetChecksum(ctx, ci, hex.EncodeToString(wrong[:])); err != nil {
+		return fmt.Errorf("%s: %w", stale.Kind, err)
+	}
+	i := noAudit.Item
+	latest, err := e.deps.AuditLog.Latest(ctx, i.Account, i.Store, i.Space, i.Content)
+	if err != nil {
+		return fmt.Errorf("%s: %w", noAudit.Kind, err)
+	}
+	if err := e.deps.AuditLog.Delete(ctx, latest.Key()); err != nil {
+		return fmt.Errorf("%s: %w", noAudit.Kind, err)
+	}
+	if _, err := e.deps.AuditLog.Latest(ctx, i.Account, i.Store, i.Space, i.Content); !errors.Is(err, auditlog.ErrNotFound) {
+		return fmt.Errorf("%s: the item still has an older audit entry (%v); pick another", noAudit.Kind, err)
+	}
+	for _, f := range e.r.Faults {
+		e.printf("inject: %-19s %s (expect case %d)", f.Kind, f.Item, f.WantCase)
+	}
+	return nil
+}
+
+// flipByte inverts one byte of the item's blob in an fs store, leaving its
+// sidecar (and so its recorded checksum) alone.
+func (e *env) flipByte(ctx context.Context, i Item) error {
+	st, err := e.reg.Store(i.Account, i.Store)
+	if err != nil {
+		return err
+	}
+	segs := strings.Split(i.Content, "/")
+	dir := filepath.Join(st.Root, i.Space)
+	for _, s := range segs[:len(segs)-1] {
+		dir = filepath.Join(dir, s+".d")
+	}
+	blobs, err := filepath.Glob(filepath.Join(dir, segs[len(segs)-1]+".*.b"))
+	if err != nil {
+		return err
+	}
+	if len(blobs) != 1 {
+		return fmt.Errorf("want one blob file for %s in %s, found %d", i, dir, len(blobs))
+	}
+	b, err := os.ReadFile(blobs[0])
+	if err != nil {
+		return err
+	}
+	b[len(b)/2] ^= 0xff
+	return os.WriteFile(blobs[0], b, 0o644)
+}
+
+func (e *env) bitCheck(ctx context.Context) error {
+	prod, err := bitproducer.New(bitproducer.Config{Registry: e.reg, Opener: e.deps.Stores, Logger: e.cfg.Logger})
+	if err != nil {
+		return err
+	}
+	loop, err := looping.New(looping.Config{
+		Kind: bitproducer.Kind, Producer: prod,
+		Queue: &bitproducer.Router{Bit: e.deps.Queues[queue.KeyBit], Report: e.deps.Queues[queue.KeyBitReport]},
+		State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil),
+		Logger: e.cfg.Logger, Progress: looping.ProgressOff,
+	})
+	if err != nil {
+		return err
+	}
+	sum, err := loop.Run(ctx)
+	if err != nil {
+		return err
+	}
+	e.r.BitRunID = sum.RunID
+	e.bitSpaces = sum.MorselsTotal
+	e.printf("bit check: bit producer %s", sum.String())
+	return e.waitIdle(ctx, "bit check")
+}
+
+func (e *env) resweep(ctx context.Context) error {
+	sum, err := e.runDupProducer(ctx)
+	if err != nil {
+		return err
+	}
+	e.printf("re-sweep: dup producer %s", sum.String())
+	return e.waitIdle(ctx, "re-sweep")
+}
