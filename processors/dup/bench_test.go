@@ -1,0 +1,213 @@
+package dup_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/s3store"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors/dup"
+)
+
+// benchSize is the object size: 1 GiB, or MILL_BENCH_DUP_BYTES.
+func benchSize(b *testing.B) int64 {
+	if v := os.Getenv("MILL_BENCH_DUP_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			b.Fatalf("MILL_BENCH_DUP_BYTES=%q", v)
+		}
+		return n
+	}
+	return 1 << 30
+}
+
+// pattern is a deterministic, incompressible-enough byte stream.
+type pattern struct{ x uint64 }
+
+func (p *pattern) Read(b []byte) (int, error) {
+	for i := range b {
+		p.x ^= p.x << 13
+		p.x ^= p.x >> 7
+		p.x ^= p.x << 17
+		b[i] = byte(p.x)
+	}
+	return len(b), nil
+}
+
+// peak samples the Go heap (HeapInuse + StackInuse) while it runs.
+type peak struct {
+	max  atomic.Uint64
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startPeak() *peak {
+	runtime.GC()
+	p := &peak{stop: make(chan struct{})}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		var ms runtime.MemStats
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			if v := ms.HeapInuse + ms.StackInuse; v > p.max.Load() {
+				p.max.Store(v)
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return p
+}
+
+func (p *peak) mib() float64 {
+	close(p.stop)
+	p.wg.Wait()
+	return float64(p.max.Load()) / (1 << 20)
+}
+
+// vmHWM returns the process's peak resident set (VmHWM) in MiB, or 0.
+func vmHWM() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// BenchmarkStreamingCopy1GiB copies one 1 GiB object between two S3 stores
+// (two buckets on one endpoint) through the dup processor with server-side
+// copy disabled, so the bytes stream through this process, and compares it
+// with a raw SDK GetObject → PutObject (unsigned payload) stream of the same
+// object in the same run. Metrics: MB/s of each, their ratio, and the
+// peak Go heap of each (sampled), plus the process's VmHWM.
+//
+//	make bench, or: go test -run '^$' -bench StreamingCopy -benchtime 1x ./processors/dup
+func BenchmarkStreamingCopy1GiB(b *testing.B) {
+	cfg := testenv.AWS(b)
+	ctx := context.Background()
+	size := benchSize(b)
+	client := cfg.S3(func(o *s3.Options) { o.UsePathStyle = true })
+	prefix := testenv.Prefix(b)
+	srcBucket, dstBucket := prefix+"src", prefix+"dst"
+	for _, bk := range []string{srcBucket, dstBucket} {
+		testenv.CleanupBucket(b, client, bk)
+		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bk)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	src, err := s3store.New(client, s3store.Config{Bucket: srcBucket})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst, err := s3store.New(client, s3store.Config{Bucket: dstBucket})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const space, id = "bench", "big.bin"
+	for _, s := range []storage.Provider{src, dst} {
+		if err := s.CreateSpace(ctx, space); err != nil {
+			b.Fatal(err)
+		}
+	}
+	start := time.Now()
+	info, err := src.Put(ctx, space, id, io.LimitReader(&pattern{x: 88172645463325252}, size), storage.PutOptions{Size: size, MimeType: "application/octet-stream"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("fixture: %d bytes uploaded in %v, MD5 %s", size, time.Since(start).Round(time.Millisecond), info.Checksum)
+
+	proc, err := dup.New(dup.Config{
+		Opener:                opener{"1": src, "2": dst},
+		Audit:                 func(p storage.Provider, _, _ string) (storage.Provider, error) { return p, nil },
+		Live:                  dup.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
+		DisableServerSideCopy: true,
+		Logger:                slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := task.Dup{Account: acct, StoreID: "1", DestStoreID: "2", SpaceID: space, ContentID: id}
+	srcKey := space + "/" + id
+
+	// The raw baseline: GetObject's body straight into PutObject, unsigned
+	// payload, no checksum work beyond what S3 requires.
+	raw := func() {
+		out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(srcBucket), Key: aws.String(srcKey)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer out.Body.Close()
+		_, err = client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: aws.String(dstBucket), Key: aws.String("raw/" + id), Body: out.Body, ContentLength: out.ContentLength,
+		}, s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware), func(o *s3.Options) {
+			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+			o.RetryMaxAttempts = 1 // a body stream cannot be replayed
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	var millTime, rawTime time.Duration
+	var millPeak, rawPeak float64
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		if err := dst.Delete(ctx, space, id); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		p := startPeak()
+		t0 := time.Now()
+		a, err := proc.Process(ctx, d)
+		millTime += time.Since(t0)
+		millPeak = max(millPeak, p.mib())
+		if err != nil || a != dup.CopyContent {
+			b.Fatalf("Process = %v, %v", a, err)
+		}
+		p = startPeak()
+		t0 = time.Now()
+		raw()
+		rawTime += time.Since(t0)
+		rawPeak = max(rawPeak, p.mib())
+	}
+	b.StopTimer()
+	mb := float64(size) * float64(b.N) / 1e6
+	millRate, rawRate := mb/millTime.Seconds(), mb/rawTime.Seconds()
+	b.ReportMetric(millRate, "mill-MB/s")
+	b.ReportMetric(rawRate, "raw-MB/s")
+	b.ReportMetric(millRate/rawRate, "mill/raw")
+	b.ReportMetric(millPeak, "mill-peak-heap-MiB")
+	b.ReportMetric(rawPeak, "raw-peak-heap-MiB")
+	b.ReportMetric(vmHWM(), "VmHWM-MiB")
+}
