@@ -66,6 +66,11 @@ type AWSConfig struct {
 	ReportsBucket string
 	ReportsPrefix string
 
+	// Types are the task types that will be served (default Types). When
+	// only NOOP is, nothing but the queues is opened: no registry,
+	// policies, audit log or database.
+	Types []task.Type
+
 	Format       task.Format
 	RecheckDelay time.Duration
 	MaxAttempts  int
@@ -84,7 +89,11 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 	if cfg.AWS == nil {
 		errs = append(errs, errors.New("wiring: AWSConfig.AWS is required"))
 	}
-	if cfg.DatabaseURL == "" {
+	if len(cfg.Types) == 0 {
+		cfg.Types = Types
+	}
+	storageNeeded := NeedsStorage(cfg.Types)
+	if storageNeeded && cfg.DatabaseURL == "" {
 		errs = append(errs, errors.New("wiring: a database URL is required (content index and bit log)"))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -118,6 +127,14 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 			continue
 		}
 		qs[k] = q
+	}
+
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	if !storageNeeded {
+		d = &Deps{Logger: cfg.Logger, Clock: cfg.Clock, Queues: qs, Format: cfg.Format, MaxAttempts: cfg.MaxAttempts, Noop: cfg.Noop}
+		return d, func() error { return nil }, nil
 	}
 
 	var reg *stores.Registry

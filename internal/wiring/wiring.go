@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/millfleet/mill/pkg/auditlog"
@@ -143,16 +144,32 @@ func NewMux(d *Deps) (*processors.Mux, error) {
 
 // Register builds every processor of Types from d and registers it in mux.
 // Every missing dependency is reported at once; nothing is registered then.
-func Register(mux *processors.Mux, d *Deps) error {
+func Register(mux *processors.Mux, d *Deps) error { return RegisterTypes(mux, d, Types) }
+
+// RegisterTypes builds and registers the processors of types only (a
+// subset of Types), so a worker restricted to NOOP needs no storage or
+// database. Only the dependencies of those processors are required.
+func RegisterTypes(mux *processors.Mux, d *Deps, types []task.Type) error {
 	if d == nil {
 		return errors.New("wiring: no dependencies")
 	}
-	hs, err := build(d.WithDefaults())
+	for _, t := range types {
+		if !slices.Contains(Types, t) {
+			return fmt.Errorf("wiring: no processor for task type %q", t)
+		}
+	}
+	if len(types) == 0 {
+		return errors.New("wiring: no task types to register")
+	}
+	hs, err := build(d.WithDefaults(), types)
 	if err != nil {
 		return err
 	}
 	for _, t := range Types {
-		h := hs[t]
+		h, ok := hs[t]
+		if !ok {
+			continue
+		}
 		if d.Wrap != nil {
 			h = d.Wrap(t, h)
 		}
@@ -161,7 +178,16 @@ func Register(mux *processors.Mux, d *Deps) error {
 	return nil
 }
 
-func build(d Deps) (map[task.Type]processors.Handler, error) {
+// NeedsStorage reports whether any of types needs more than queues (every
+// type but NOOP does: stores, policies, logs, the content index).
+func NeedsStorage(types []task.Type) bool {
+	return slices.ContainsFunc(types, func(t task.Type) bool { return t != task.TypeNoop })
+}
+
+func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) {
+	if !NeedsStorage(types) {
+		return map[task.Type]processors.Handler{task.TypeNoop: noop.New(d.Noop)}, nil
+	}
 	var errs []error
 	need := func(ok bool, what string) {
 		if !ok {
@@ -228,5 +254,13 @@ func build(d Deps) (map[task.Type]processors.Handler, error) {
 		TempDir: d.TempDir, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeBitReport, rp, err)
-	return hs, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for t := range hs {
+		if !slices.Contains(types, t) {
+			delete(hs, t)
+		}
+	}
+	return hs, nil
 }

@@ -102,3 +102,31 @@ func TestAWSRequiresDatabase(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestRegisterTypesNoopOnlyNeedsNothing(t *testing.T) {
+	mux := processors.NewMux()
+	if err := RegisterTypes(mux, &Deps{}, []task.Type{task.TypeNoop}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mux.Types(); !slices.Equal(got, []task.Type{task.TypeNoop}) {
+		t.Fatalf("types %v", got)
+	}
+	if err := RegisterTypes(processors.NewMux(), &Deps{}, []task.Type{"NOPE"}); err == nil {
+		t.Fatal("unknown type accepted")
+	}
+	d := memDeps(t)
+	mux = processors.NewMux()
+	if err := RegisterTypes(mux, d, []task.Type{task.TypeBit, task.TypeBitReport}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mux.Types(); !slices.Equal(got, []task.Type{task.TypeBit, task.TypeBitReport}) {
+		t.Fatalf("types %v", got)
+	}
+}
+
+func TestAWSNoopOnlyNeedsNoDatabase(t *testing.T) {
+	_, _, err := AWS(context.Background(), AWSConfig{Types: []task.Type{task.TypeNoop}})
+	if err == nil || strings.Contains(err.Error(), "database") {
+		t.Fatalf("err = %v", err)
+	}
+}
