@@ -15,6 +15,10 @@ WITH_ENV := source localstack/env.sh &&
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_\/-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+.PHONY: demo
+demo: ## the whole mill in one process (no AWS, no database, no Docker): seed, duplicate, inject faults, check, repair
+	$(GO) run ./cmd/millctl dev $(DEMO_FLAGS)
+
 .PHONY: up
 up: ## start the AWS emulator (moto or LocalStack) and PostgreSQL, wait until they answer
 	./localstack/up.sh
