@@ -1,0 +1,326 @@
+// Command workman is Mill's worker daemon: it receives tasks from the work
+// queues in priority order and runs them on a bounded pool of workers
+// (DESIGN §4, package workman). SIGTERM or SIGINT stops it gracefully: no
+// more receives, running tasks get a grace period, unfinished ones are made
+// visible again, and it exits 0.
+//
+// Every flag can also be set with its MILL_* environment variable; run
+// `workman --help` for the list.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/internal/wiring"
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/metrics"
+	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/workman"
+	"github.com/millfleet/mill/processors"
+	"github.com/millfleet/mill/processors/bit"
+	"github.com/millfleet/mill/processors/noop"
+)
+
+const summary = `workman — Mill's worker daemon.
+
+Receives tasks from the work queues (highest priority first), runs them on a
+bounded pool of workers, retries failures with backoff and sends the third
+failure to the dead-letter queue. Serves /healthz, /readyz and /metrics, and
+publishes CloudWatch metrics once per interval. SIGTERM/SIGINT: stop
+receiving, let running tasks finish within the grace period, release the
+rest, exit 0.
+
+Usage: workman [flags]`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "workman:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the parsed flags.
+type options struct {
+	queues          string
+	prefix          string
+	deadLetter      string
+	workers         int
+	receiveWait     time.Duration
+	timeouts        string
+	defaultTimeout  time.Duration
+	queueBackoffMin time.Duration
+	queueBackoffMax time.Duration
+	idleBackoffMin  time.Duration
+	idleBackoffMax  time.Duration
+	grace           time.Duration
+	httpAddr        string
+	metricsInterval time.Duration
+	cloudwatch      bool
+	namespace       string
+	maxAttempts     int
+	workerID        string
+	logLevel        string
+	format          string
+	noopSleep       time.Duration
+	noopRecord      string
+	taskTypes       string
+	configBucket    string
+	configPrefix    string
+	configDir       string
+	policyRefresh   time.Duration
+	auditTable      string
+	databaseURL     string
+	reportsBucket   string
+	reportsPrefix   string
+	recheckDelay    time.Duration
+}
+
+func defineFlags(fs *flag.FlagSet) *options {
+	o := &options{}
+	fs.StringVar(&o.queues, "queues", strings.Join(queue.DefaultPriority, ","),
+		"work queues to receive from, highest priority first, comma-separated `list`;\neach is a queue key (audit, dup-high, bit-report, bit-error, dup-low, bit),\nnamed with --queue-prefix, or a full queue name")
+	fs.StringVar(&o.prefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of queue names made from keys")
+	fs.StringVar(&o.deadLetter, "dead-letter-queue", queue.KeyDeadLetter, "dead-letter queue `key or name`")
+	fs.IntVar(&o.workers, "workers", workman.DefaultWorkers, "`number` of tasks run at once")
+	fs.DurationVar(&o.receiveWait, "receive-wait", workman.DefaultReceiveWait, "wait of an ordinary receive (must be > 0: a 0 s poll is not authoritative)")
+	fs.StringVar(&o.timeouts, "timeouts", "", "per-task-type deadlines, comma-separated TYPE=`duration` (e.g. DUP=2h,BIT=30m);\na negative duration means no deadline")
+	fs.DurationVar(&o.defaultTimeout, "default-timeout", workman.DefaultTaskTimeout, "deadline of task types not listed in --timeouts")
+	fs.DurationVar(&o.queueBackoffMin, "queue-backoff-min", workman.DefaultQueueBackoffMin, "first backoff of a queue that answered empty (doubles)")
+	fs.DurationVar(&o.queueBackoffMax, "queue-backoff-max", workman.DefaultQueueBackoffMax, "longest backoff of a queue that answered empty")
+	fs.DurationVar(&o.idleBackoffMin, "idle-backoff-min", workman.DefaultIdleBackoffMin, "first backoff when every queue is empty (doubles; the top queue is long-polled meanwhile)")
+	fs.DurationVar(&o.idleBackoffMax, "idle-backoff-max", workman.DefaultIdleBackoffMax, "longest backoff when every queue is empty")
+	fs.DurationVar(&o.grace, "grace-period", workman.DefaultGracePeriod, "on SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and released")
+	fs.StringVar(&o.httpAddr, "http-addr", ":9464", "`address` of the /healthz, /readyz and /metrics server (empty: none)")
+	fs.DurationVar(&o.metricsInterval, "metrics-interval", metrics.DefaultPublishInterval, "CloudWatch publication interval (one PutMetricData per interval)")
+	fs.BoolVar(&o.cloudwatch, "cloudwatch", true, "publish CloudWatch metrics")
+	fs.StringVar(&o.namespace, "cloudwatch-namespace", metrics.DefaultNamespace, "CloudWatch `namespace`")
+	fs.IntVar(&o.maxAttempts, "max-attempts", workman.DefaultMaxAttempts, "failures after which a task goes to the dead-letter queue")
+	fs.StringVar(&o.workerID, "worker-id", "", "this worker's `id` in logs and dead letters (default hostname-pid)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&o.format, "format", "json", "wire `format` of the tasks workman sends (re-sent tasks and the processors' AUDIT, DUP,\nBIT and BIT_ERROR tasks): json or properties (DuraCloud's Java format)")
+	fs.StringVar(&o.taskTypes, "task-types", "all", "task types this worker processes: all, or a comma-separated `list` (e.g. NOOP);\nothers are dead-lettered. A NOOP-only worker needs no registry, audit table or database")
+	fs.StringVar(&o.configBucket, "config-bucket", wiring.DefaultConfigBucket, "S3 `bucket` holding accounts.json, duplication-accounts.json and the policies")
+	fs.StringVar(&o.configPrefix, "config-prefix", "", "key `prefix` of those files in the config bucket")
+	fs.StringVar(&o.configDir, "config-dir", "", "local `directory` holding those files, instead of the config bucket")
+	fs.DurationVar(&o.policyRefresh, "policy-refresh", policy.DefaultRefresh, "how long duplication policies are cached before they are read again")
+	fs.StringVar(&o.auditTable, "audit-table", auditlog.DefaultTable, "DynamoDB `table` of the audit log")
+	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the content index and bit log\n(postgres://user:pass@host:port/db?sslmode=disable); required unless --task-types is NOOP")
+	fs.StringVar(&o.reportsBucket, "reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` the bit-integrity reports are written to")
+	fs.StringVar(&o.reportsPrefix, "reports-prefix", "", "key `prefix` of the reports in the reports bucket")
+	fs.DurationVar(&o.recheckDelay, "recheck-delay", bit.DefaultRecheckDelay, "the bit check's \"wait before trying again\" (cases 4, 8, 9, 10), also the report's\nwait for missing results (at most 15m)")
+	fs.DurationVar(&o.noopSleep, "noop-sleep", 0, "how long each NOOP task takes (tests and benchmarks)")
+	fs.StringVar(&o.noopRecord, "noop-record", "", "for tests only: append the id property of every completed NOOP task to this `file`")
+	return o
+}
+
+// queueName turns a queue key into a name under prefix; anything else is
+// taken as a full name.
+func queueName(prefix, s string) string {
+	for _, k := range queue.AllKeys {
+		if s == k {
+			return queue.Name(prefix, k)
+		}
+	}
+	return s
+}
+
+func parseTimeouts(s string) (map[task.Type]time.Duration, error) {
+	out := map[task.Type]time.Duration{}
+	var errs []error
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			errs = append(errs, fmt.Errorf("timeouts: %q is not TYPE=duration", kv))
+			continue
+		}
+		ty := task.Type(strings.ToUpper(strings.TrimSpace(k)))
+		if !ty.Known() {
+			errs = append(errs, fmt.Errorf("timeouts: unknown task type %q", k))
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("timeouts: %s: %w", k, err))
+		}
+		out[ty] = d
+	}
+	return out, errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("workman", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := defineFlags(fs)
+	fs.Usage = func() { envflag.Usage(fs, stderr, summary) }
+	if err := envflag.Parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	level, err := parseLevel(o.logLevel)
+	var errs []error
+	if err != nil {
+		errs = append(errs, fmt.Errorf("log-level: %w", err))
+	}
+	format, err := task.ParseFormat(o.format)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("format: %w", err))
+	}
+	timeouts, err := parseTimeouts(o.timeouts)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	types, err := parseTaskTypes(o.taskTypes)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if o.recheckDelay <= 0 || o.recheckDelay > queue.MaxDelay {
+		errs = append(errs, fmt.Errorf("recheck-delay %s: must be within (0, %s]", o.recheckDelay, queue.MaxDelay))
+	}
+	if wiring.NeedsStorage(types) && o.databaseURL == "" {
+		errs = append(errs, errors.New("database-url (MILL_DATABASE_URL) is required to process "+o.taskTypes+" (use --task-types NOOP for a NOOP-only worker)"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	awsCfg, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
+	if err != nil {
+		return err
+	}
+	meter := sqsqueue.NewMeter()
+	client := awsCfg.SQS(meter.Option())
+	var queues []queue.Queue
+	for _, s := range strings.Split(o.queues, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		q, err := sqsqueue.Open(ctx, client, queueName(o.prefix, s), sqsqueue.Config{})
+		if err != nil {
+			return fmt.Errorf("open queue %s: %w", queueName(o.prefix, s), err)
+		}
+		queues = append(queues, q)
+	}
+	dlq, err := sqsqueue.Open(ctx, client, queueName(o.prefix, o.deadLetter), sqsqueue.Config{})
+	if err != nil {
+		return fmt.Errorf("open dead-letter queue %s: %w", queueName(o.prefix, o.deadLetter), err)
+	}
+
+	noopCfg := noop.Config{Sleep: o.noopSleep}
+	if o.noopRecord != "" {
+		rec, err := noop.OpenFileRecorder(o.noopRecord)
+		if err != nil {
+			return err
+		}
+		defer rec.Close()
+		noopCfg.Recorder = rec
+	}
+	mux := processors.NewMux()
+	closeDeps, err := registerProcessors(ctx, mux, wiring.AWSConfig{
+		AWS: awsCfg, SQSOptions: []func(*sqs.Options){meter.Option()}, QueuePrefix: o.prefix,
+		ConfigDir: o.configDir, ConfigBucket: o.configBucket, ConfigPrefix: o.configPrefix,
+		PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: o.databaseURL,
+		ReportsBucket: o.reportsBucket, ReportsPrefix: o.reportsPrefix, Types: types,
+		Format: format, RecheckDelay: o.recheckDelay, MaxAttempts: o.maxAttempts, Noop: noopCfg, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer closeDeps()
+
+	prom := metrics.NewPrometheus(metrics.PrometheusOptions{Requests: meter.Snapshot})
+	var rec metrics.Recorder = prom
+	var cw *metrics.CloudWatch
+	if o.cloudwatch {
+		cw, err = metrics.NewCloudWatch(awsCfg.CloudWatch(), metrics.CloudWatchConfig{
+			Namespace: o.namespace, Interval: o.metricsInterval, Logger: logger,
+		})
+		if err != nil {
+			return err
+		}
+		rec = metrics.Multi(prom, cw)
+	}
+	handler := processors.Chain(mux.Handler(),
+		processors.Logging(logger),
+		processors.Metrics(rec),
+		processors.Recover(),
+	)
+	m, err := workman.New(workman.Config{
+		Queues: queues, DeadLetter: dlq, Handler: handler, ProcessorName: mux.ProcessorName,
+		Workers: o.workers, ReceiveWait: o.receiveWait,
+		QueueBackoffMin: o.queueBackoffMin, QueueBackoffMax: o.queueBackoffMax,
+		IdleBackoffMin: o.idleBackoffMin, IdleBackoffMax: o.idleBackoffMax,
+		TaskTimeouts: timeouts, DefaultTaskTimeout: o.defaultTimeout,
+		MaxAttempts: o.maxAttempts, Format: format, GracePeriod: o.grace,
+		WorkerID: o.workerID, Logger: logger, Observer: rec,
+	})
+	if err != nil {
+		return err
+	}
+
+	// Background services outlive the manager so its last results are
+	// published and /healthz answers during shutdown.
+	bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
+	var bg sync.WaitGroup
+	defer func() { bgCancel(); bg.Wait() }()
+	if cw != nil {
+		bg.Go(func() { _ = cw.Run(bgCtx) })
+	}
+	if o.httpAddr != "" {
+		ln, err := net.Listen("tcp", o.httpAddr)
+		if err != nil {
+			return fmt.Errorf("http: %w", err)
+		}
+		logger.Info("serving /healthz /readyz /metrics", "addr", ln.Addr().String())
+		srv := &http.Server{Handler: metrics.Handler(prom.Registry(), m.Ready), ReadHeaderTimeout: 10 * time.Second}
+		bg.Go(func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("http server", "error", err)
+			}
+		})
+		bg.Go(func() {
+			<-bgCtx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		})
+	}
+	return m.Run(ctx)
+}

@@ -1,0 +1,93 @@
+package workman
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+)
+
+// BenchmarkEmulatorNoop processes benchTasks NOOP tasks through a Manager on
+// the emulator and, in the same run, through a raw SDK-level loop (receive
+// 10, delete the batch). It reports workman's tasks/s and SQS requests per
+// task (receives + deletes + visibility changes), the raw loop's tasks/s and
+// the ratio. Run with:
+//
+//	go test -run '^$' -bench EmulatorNoop -benchtime 1x ./pkg/workman/
+func BenchmarkEmulatorNoop(b *testing.B) {
+	const benchTasks = 1000
+	cfg := testenv.AWS(b)
+	meter := sqsqueue.NewMeter()
+	client := cfg.SQS(meter.Option())
+	ctx := context.Background()
+	for range b.N {
+		// Raw loop.
+		work, _ := emuQueues(b, client, 30*time.Second)
+		sendNoops(b, work, benchTasks, nil)
+		start := time.Now()
+		for done := 0; done < benchTasks; {
+			msgs, err := work.Receive(ctx, 10, time.Second)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(msgs) == 0 {
+				continue
+			}
+			if err := work.Delete(ctx, msgs...); err != nil {
+				b.Fatal(err)
+			}
+			done += len(msgs)
+		}
+		rawRate := benchTasks / time.Since(start).Seconds()
+
+		// Workman.
+		work, dlq := emuQueues(b, client, 30*time.Second)
+		sendNoops(b, work, benchTasks, nil)
+		var n atomic.Int64
+		allDone := make(chan struct{})
+		m, err := New(Config{
+			Queues: []queue.Queue{work}, DeadLetter: dlq, Workers: 16,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+				if n.Add(1) == benchTasks {
+					close(allDone)
+				}
+				return nil
+			}),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		meter.Reset()
+		rctx, cancel := context.WithCancel(ctx)
+		stopped := make(chan error, 1)
+		start = time.Now()
+		go func() { stopped <- m.Run(rctx) }()
+		<-allDone
+		elapsed := time.Since(start)
+		cancel()
+		if err := <-stopped; err != nil {
+			b.Fatal(err)
+		}
+		snap := meter.Snapshot()
+		reqs := snap["ReceiveMessage"] + snap["DeleteMessageBatch"] + snap["ChangeMessageVisibilityBatch"]
+		rate := benchTasks / elapsed.Seconds()
+		if d, _ := work.Depth(ctx); d.Total() != 0 {
+			b.Fatalf("work queue not empty after the run: %+v", d)
+		}
+		b.ReportMetric(rate, "tasks/s")
+		b.ReportMetric(rawRate, "raw-tasks/s")
+		b.ReportMetric(rate/rawRate, "ratio")
+		b.ReportMetric(float64(reqs)/benchTasks, "req/task")
+		b.Logf("workman %.0f tasks/s, raw loop %.0f tasks/s (ratio %.2f); requests %v = %.3f req/task",
+			rate, rawRate, rate/rawRate, snap, float64(reqs)/benchTasks)
+	}
+}
