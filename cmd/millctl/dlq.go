@@ -27,14 +27,17 @@ import (
 // How the dlq commands read the dead-letter queue. SQS has no way to look at
 // a message without receiving it, so they receive with a short visibility
 // timeout (--hold) and make what they looked at visible again when they are
-// done (or, if millctl dies, SQS does when --hold runs out). The trade-offs:
-// while a command runs, the messages it holds are invisible to any other
-// reader of the dead-letter queue; each look adds one to a message's
+// done (or, if millctl dies, SQS does when --hold runs out). While a scan
+// goes on, the messages already looked at are kept invisible by extending
+// their visibility every --hold/2, so a scan longer than --hold does not
+// see them again. The trade-offs: while a command runs, the messages it
+// holds are invisible to any other reader of the dead-letter queue (workman
+// never reads it); each look adds one to a message's
 // ApproximateReceiveCount (harmless: the dead-letter queue has no redrive
-// policy); a scan that takes longer than --hold sees messages again
-// (they are recognised by ID and skipped); and on a very large queue SQS's
-// sampling makes a listing approximate. A scan ends when a receive (1 s
-// wait, which SQS answers authoritatively) brings nothing new.
+// policy); after a crash the messages stay hidden for up to --hold; and on
+// a very large queue SQS's sampling makes a listing approximate. A scan ends
+// when a receive (1 s wait, which SQS answers authoritatively) brings
+// nothing new.
 const dlqDefaultHold = 30 * time.Second
 
 func init() {
@@ -232,6 +235,8 @@ type dlqScanner struct {
 	seen   map[string]bool
 	held   map[string]*queue.Message
 	looked int
+	// extended is when the held messages' visibility was last extended.
+	extended time.Time
 }
 
 func (e *dlqEnv) deadLetterName() string {
@@ -260,6 +265,9 @@ func (e *dlqEnv) scanner(ctx context.Context) (*dlqScanner, error) {
 // next returns the messages of the next receive not seen before; nil when
 // the scan is over.
 func (s *dlqScanner) next(ctx context.Context) ([]*dlqEntry, error) {
+	if err := s.extend(ctx); err != nil {
+		return nil, err
+	}
 	out, err := s.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:            aws.String(s.q.URL()),
 		MaxNumberOfMessages: queue.MaxBatch,
@@ -308,6 +316,27 @@ func (s *dlqScanner) next(ctx context.Context) ([]*dlqEntry, error) {
 		return nil, nil
 	}
 	return batch, nil
+}
+
+// extend keeps the held messages invisible for another hold once half of
+// it has passed.
+func (s *dlqScanner) extend(ctx context.Context) error {
+	now := time.Now()
+	if len(s.held) == 0 || now.Sub(s.extended) < s.hold/2 {
+		if len(s.held) == 0 {
+			s.extended = now
+		}
+		return nil
+	}
+	var ch []queue.VisibilityChange
+	for _, m := range s.held {
+		ch = append(ch, queue.VisibilityChange{Message: m, Timeout: s.hold})
+	}
+	s.extended = now
+	if err := s.q.ChangeVisibility(ctx, ch...); err != nil && !errors.Is(err, queue.ErrReceiptInvalid) {
+		return fmt.Errorf("keep held messages invisible: %w", err)
+	}
+	return nil
 }
 
 // forget drops a message that was deleted from the held set.
