@@ -1,0 +1,328 @@
+//go:build faults
+
+package faults
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors/noop"
+)
+
+// binDir holds the binaries built once for the whole package run.
+var (
+	binDir   string
+	buildMu  sync.Mutex
+	built    = map[string]string{}
+	repoRoot string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	binDir, err = os.MkdirTemp("", "mill-faults-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	repoRoot = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+// binary builds ./cmd/<name> once per package run and returns its path.
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := built[name]; ok {
+		return p
+	}
+	p := filepath.Join(binDir, name)
+	start := time.Now()
+	cmd := exec.Command("go", "build", "-o", p, "./cmd/"+name)
+	cmd.Dir = repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, out)
+	}
+	t.Logf("built %s in %v", name, time.Since(start).Round(time.Millisecond))
+	built[name] = p
+	return p
+}
+
+// ensureQueue creates (or reuses) a queue on the emulator and opens it.
+func ensureQueue(t *testing.T, ctx context.Context, api interface {
+	sqsqueue.API
+	sqsqueue.EnsureAPI
+}, name string, vt time.Duration) *sqsqueue.Queue {
+	t.Helper()
+	if _, _, err := sqsqueue.Ensure(ctx, api, name, sqsqueue.EnsureConfig{VisibilityTimeout: vt}); err != nil {
+		t.Fatalf("ensure queue %s: %v", name, err)
+	}
+	q, err := sqsqueue.Open(ctx, api, name, sqsqueue.Config{})
+	if err != nil {
+		t.Fatalf("open queue %s: %v", name, err)
+	}
+	return q
+}
+
+// scaled returns n scaled by MILL_FAULTS_SCALE (default 1: the counts of
+// the fault plan), at least min. A loaded emulator can run the same tests
+// on fewer items (e.g. MILL_FAULTS_SCALE=0.25); the figures are reported
+// with the counts actually used.
+func scaled(n, least int) int {
+	f := 1.0
+	if v := os.Getenv("MILL_FAULTS_SCALE"); v != "" {
+		if x, err := strconv.ParseFloat(v, 64); err == nil && x > 0 {
+			f = x
+		}
+	}
+	return max(least, int(float64(n)*f))
+}
+
+// noopID is the id of NOOP task i.
+func noopID(i int) string { return fmt.Sprintf("task-%05d", i) }
+
+// enqueueNoop sends n NOOP tasks with ids noopID(0..n-1).
+func enqueueNoop(t *testing.T, ctx context.Context, q queue.Queue, n int) {
+	t.Helper()
+	start := time.Now()
+	const chunk = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, n/chunk+1)
+	sem := make(chan struct{}, 4)
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			entries := make([]queue.SendEntry, 0, hi-lo)
+			for i := lo; i < hi; i++ {
+				body, err := task.Encode(task.New(task.TypeNoop, map[string]string{noop.KeyID: noopID(i)}), task.FormatJSON)
+				if err != nil {
+					errs <- err
+					return
+				}
+				entries = append(entries, queue.SendEntry{Body: body})
+			}
+			if err := q.Send(ctx, entries...); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("enqueue: %v", err)
+	}
+	t.Logf("enqueued %d NOOP tasks in %v", n, time.Since(start).Round(time.Millisecond))
+}
+
+// records reads the recorder file (missing = empty).
+func records(t *testing.T, path string) []string {
+	t.Helper()
+	ids, err := noop.ReadRecord(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatalf("read record: %v", err)
+	}
+	return ids
+}
+
+// completion summarises a recorder file against ids 0..n-1.
+type completion struct {
+	lines, unique, duplicates int
+	missing                   []string
+	counts                    map[string]int
+}
+
+func complete(ids []string, n int) completion {
+	c := completion{lines: len(ids), counts: map[string]int{}}
+	for _, id := range ids {
+		c.counts[id]++
+	}
+	for i := range n {
+		switch k := c.counts[noopID(i)]; {
+		case k == 0:
+			c.missing = append(c.missing, noopID(i))
+		default:
+			c.unique++
+			c.duplicates += k - 1
+		}
+	}
+	return c
+}
+
+// waitFor polls cond every interval until it holds or d passes.
+func waitFor(d, interval time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(interval) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// logLine is one JSON log line of a Mill binary.
+type logLine struct {
+	Time  time.Time
+	Level string
+	Msg   string
+	Raw   map[string]any
+}
+
+// readLog parses the slog JSON lines of path (other lines are skipped).
+func readLog(t *testing.T, path string) []logLine {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("open log: %v", err)
+	}
+	defer f.Close()
+	var out []logLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue
+		}
+		l := logLine{Raw: m}
+		l.Msg, _ = m["msg"].(string)
+		l.Level, _ = m["level"].(string)
+		if s, ok := m["time"].(string); ok {
+			l.Time, _ = time.Parse(time.RFC3339Nano, s)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// countMsgs counts log lines by message, for reports.
+func countMsgs(lines []logLine) string {
+	m := map[string]int{}
+	for _, l := range lines {
+		m[l.Level+" "+l.Msg]++
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %6d  %s", m[k], k)
+	}
+	return b.String()
+}
+
+// tail returns the last n bytes of the file at path, for failure messages.
+func tail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		_, _ = f.Seek(st.Size()-n, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// workmanArgs are the flags every fault test gives workman: one work
+// queue, its dead-letter queue, the NOOP recorder, no HTTP server and no
+// CloudWatch.
+func workmanArgs(work, dead, record string, workers int, extra ...string) []string {
+	return append([]string{
+		"--queues", work, "--dead-letter-queue", dead,
+		"--workers", fmt.Sprint(workers), "--noop-record", record,
+		"--http-addr", "", "--cloudwatch=false", "--grace-period", "10s",
+	}, extra...)
+}
+
+// process is a started binary whose stderr goes to a log file.
+type process struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+// start runs bin with args and env (added to this process's environment);
+// stderr is appended to logPath, stdout to logPath+".out".
+func start(t *testing.T, bin, logPath string, env []string, args ...string) *process {
+	t.Helper()
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	of, err := os.OpenFile(logPath+".out", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr, cmd.Stdout = lf, of
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", filepath.Base(bin), err)
+	}
+	p := &process{cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		lf.Close()
+		of.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// wait waits up to d for the process to exit and returns its error.
+func (p *process) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(d):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Fatalf("%s did not exit within %v; log:\n%s", filepath.Base(p.cmd.Path), d, tail(p.log, 4000))
+		return nil
+	}
+}
+
+// exited reports whether the process has exited.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
