@@ -97,6 +97,16 @@ func scaled(n, least int) int {
 	return max(least, int(float64(n)*f))
 }
 
+// itemID is the content ID of item i of a store the tests fill.
+func itemID(i int) string { return fmt.Sprintf("item-%05d", i) }
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // noopID is the id of NOOP task i.
 func noopID(i int) string { return fmt.Sprintf("task-%05d", i) }
 
