@@ -1,0 +1,333 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/producers/looping"
+)
+
+// fillStore writes n small items item-00000… into space of the filesystem
+// store at root.
+func fillStore(t *testing.T, root, space string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := fsstore.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSpace(ctx, space); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		body := fmt.Sprintf("content of %s/%d", space, i)
+		if _, err := s.Put(ctx, space, itemID(i), strings.NewReader(body), storage.PutOptions{Size: int64(len(body)), MimeType: "text/plain"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func readState(t *testing.T, path string) *looping.State {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil // not yet written, or being replaced
+	}
+	st, err := looping.DecodeState(b)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// drain receives and deletes every message of q until it answers empty
+// twice, returning the tasks.
+func drain(t *testing.T, ctx context.Context, q queue.Queue) []*task.Task {
+	t.Helper()
+	var mu sync.Mutex
+	var out []*task.Task
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			empty := 0
+			for empty < 2 && ctx.Err() == nil {
+				msgs, err := q.Receive(ctx, queue.MaxBatch, time.Second)
+				if err != nil {
+					t.Errorf("drain: %v", err)
+					return
+				}
+				if len(msgs) == 0 {
+					empty++
+					continue
+				}
+				empty = 0
+				for _, m := range msgs {
+					tk, err := task.Decode(m.Body)
+					if err != nil {
+						t.Errorf("drain: decode: %v", err)
+						continue
+					}
+					mu.Lock()
+					out = append(out, tk)
+					mu.Unlock()
+				}
+				if err := q.Delete(ctx, msgs...); err != nil {
+					t.Errorf("drain: delete: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// TestProducerKilledAndRestarted kills dupproducer with SIGKILL in the
+// middle of a run over a few thousand items and starts it again until the
+// run is done: every source item must have a DUP task, the run must resume
+// (same run, no second listing from scratch) and re-send at most one bite.
+func TestProducerKilledAndRestarted(t *testing.T) {
+	cfg := testenv.AWS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin := binary(t, "dupproducer")
+	dir := t.TempDir()
+	prefix := testenv.Prefix(t)
+	sqsc := cfg.SQS()
+	testenv.CleanupQueues(t, sqsc, prefix)
+	dupLow := ensureQueue(t, ctx, sqsc, queue.Name(prefix, queue.KeyDupLow), time.Minute)
+	ddb := cfg.DynamoDB()
+	leaseTable := prefix + "leases"
+	testenv.CleanupTable(t, ddb, leaseTable)
+	if _, err := ddb.CreateTable(ctx, lease.CreateTableInput(leaseTable)); err != nil {
+		t.Fatal(err)
+	}
+
+	const biteSize = 100
+	sizes := map[string]int{"alpha": scaled(2000, 300), "beta": scaled(1000, 150)}
+	src, dst := filepath.Join(dir, "store-1"), filepath.Join(dir, "store-2")
+	fillStart := time.Now()
+	for space, n := range sizes {
+		fillStore(t, src, space, n)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %v source items in %v", sizes, time.Since(fillStart).Round(time.Millisecond))
+	conf := filepath.Join(dir, "config")
+	if err := os.MkdirAll(conf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(conf, "accounts.json"), fmt.Sprintf(`{"accounts": [{"id": "acme", "status": "active", "stores": [
+  {"id": "1", "primary": true, "kind": "fs", "root": %q}, {"id": "2", "kind": "fs", "root": %q}]}]}`, src, dst))
+	writeFile(t, filepath.Join(conf, "duplication-accounts.json"), `["acme"]`)
+	writeFile(t, filepath.Join(conf, "acme-duplication-policy.json"), `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`)
+	state := filepath.Join(dir, "state.json")
+	env := []string{"MILL_CONFIG_DIR=" + conf, "MILL_QUEUE_PREFIX=" + prefix, "MILL_STATE=" + state,
+		"MILL_LEASE_TABLE=" + leaseTable, "MILL_LEASE_TTL=3s", "MILL_PROGRESS=log",
+		fmt.Sprintf("MILL_BITE_SIZE=%d", biteSize), "MILL_MAX_QUEUE_SIZE=100000"}
+
+	runStart := time.Now()
+	first := start(t, bin, filepath.Join(dir, "dupproducer-0.log"), env)
+	// Kill at a random bite past the first save.
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	total := sizes["alpha"] + sizes["beta"]
+	killBite := int64(2 + rng.IntN(max(1, total/biteSize/2)))
+	var mid *looping.State
+	if !waitFor(5*time.Minute, 5*time.Millisecond, func() bool {
+		if st := readState(t, state); st != nil && st.InRun() && st.Bites >= killBite {
+			mid = st
+			return true
+		}
+		return first.exited()
+	}) || mid == nil {
+		t.Fatalf("no kill point reached (bite %d; exited: %v); log:\n%s", killBite, first.exited(), tail(first.log, 4000))
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL: %v (the run ended before the kill point)", err)
+	}
+	<-first.done
+	killedAt := time.Now()
+	mid = readState(t, state) // what the killed process saved last
+	t.Logf("killed dupproducer at bite %d after %v: %d tasks queued by the saved state, cursor %d",
+		mid.Bites, killedAt.Sub(runStart).Round(time.Millisecond), mid.Queued.Total(), mid.Cursor)
+
+	// Restart until the run is done: the first restarts meet the dead
+	// process's lease until it expires (3 s), and exit 0 naming it.
+	var leaseHeld, invocations int
+	var final *looping.State
+	var doneAt time.Time
+	for attempt := 1; ; attempt++ {
+		if time.Since(killedAt) > 5*time.Minute {
+			t.Fatal("the run did not complete within 5 minutes of the kill")
+		}
+		logPath := filepath.Join(dir, fmt.Sprintf("dupproducer-%d.log", attempt))
+		p := start(t, bin, logPath, env)
+		if err := p.wait(t, 5*time.Minute); err != nil {
+			t.Fatalf("restart %d: %v; log:\n%s", attempt, err, tail(logPath, 4000))
+		}
+		invocations++
+		out, _ := os.ReadFile(logPath + ".out")
+		if strings.Contains(string(out), "lease held") {
+			leaseHeld++
+			if !strings.Contains(string(out), fmt.Sprintf("pid %d", first.cmd.Process.Pid)) {
+				t.Errorf("restart %d met a lease not held by the killed process:\n%s", attempt, out)
+			}
+			time.Sleep(time.Second)
+			continue
+		}
+		final = readState(t, state)
+		if final == nil || final.InRun() {
+			t.Fatalf("restart %d ended with the run still in progress:\n%s\nlog:\n%s", attempt, out, tail(logPath, 4000))
+		}
+		t.Logf("restart %d: %s", attempt, strings.TrimSpace(string(out)))
+		doneAt = time.Now()
+		break
+	}
+	if !final.LastRunStart.Equal(mid.CurrentRunStart) {
+		t.Errorf("the completed run started at %v, the killed one at %v: the run was not resumed", final.LastRunStart, mid.CurrentRunStart)
+	}
+
+	tasks := drain(t, ctx, dupLow)
+	sent := map[string]int{}
+	for _, tk := range tasks {
+		d, err := task.DupFrom(tk)
+		if err != nil {
+			t.Fatalf("not a DUP task: %v", err)
+		}
+		if d.ContentID != "" {
+			sent[d.SpaceID+"/"+d.ContentID]++
+		}
+	}
+	missing, dups := 0, 0
+	for space, n := range sizes {
+		for i := range n {
+			switch c := sent[space+"/"+itemID(i)]; {
+			case c == 0:
+				missing++
+				if missing <= 5 {
+					t.Errorf("%s/%s got no DUP task", space, itemID(i))
+				}
+			case c > 1:
+				dups += c - 1
+			}
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d items skipped", missing, total)
+	}
+	if dups > biteSize {
+		t.Errorf("%d items queued twice, more than one bite (%d)", dups, biteSize)
+	}
+	t.Logf("RESULT producer-kill: %d items in 2 spaces, bite %d, killed at bite %d; %d restarts (%d met the dead holder's lease) "+
+		"resumed run %s; %d tasks on the queue, %d items re-sent, none skipped=%v; run done %v after the kill, %v after its start",
+		total, biteSize, mid.Bites, invocations, leaseHeld, final.RunID, len(tasks), dups, missing == 0,
+		doneAt.Sub(killedAt).Round(time.Second), doneAt.Sub(runStart).Round(time.Second))
+}
+
+// TestTwoProducersStartedTogether starts two bitproducers of the same kind
+// at once: exactly one runs, the other exits 0 naming the holder.
+func TestTwoProducersStartedTogether(t *testing.T) {
+	cfg := testenv.AWS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	bin := binary(t, "bitproducer")
+	dir := t.TempDir()
+	prefix := testenv.Prefix(t)
+	sqsc := cfg.SQS()
+	testenv.CleanupQueues(t, sqsc, prefix)
+	bitQ := ensureQueue(t, ctx, sqsc, queue.Name(prefix, queue.KeyBit), time.Minute)
+	ensureQueue(t, ctx, sqsc, queue.Name(prefix, queue.KeyBitReport), time.Minute)
+	ddb := cfg.DynamoDB()
+	leaseTable := prefix + "leases"
+	testenv.CleanupTable(t, ddb, leaseTable)
+	if _, err := ddb.CreateTable(ctx, lease.CreateTableInput(leaseTable)); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "store")
+	items := scaled(1000, 300)
+	fillStore(t, root, "photos", items)
+	conf := filepath.Join(dir, "config")
+	if err := os.MkdirAll(conf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(conf, "accounts.json"), fmt.Sprintf(`{"accounts": [{"id": "acme", "status": "active", "stores": [
+  {"id": "1", "primary": true, "kind": "fs", "root": %q}]}]}`, root))
+
+	type result struct {
+		p   *process
+		out string
+	}
+	var ps [2]*process
+	begin := time.Now()
+	for i := range ps {
+		// Each its own state file: the lease alone must keep them apart.
+		env := []string{"MILL_CONFIG_DIR=" + conf, "MILL_QUEUE_PREFIX=" + prefix,
+			"MILL_STATE=" + filepath.Join(dir, fmt.Sprintf("state-%d.json", i)),
+			"MILL_LEASE_TABLE=" + leaseTable, "MILL_PROGRESS=log", "MILL_BITE_SIZE=20"}
+		ps[i] = start(t, bin, filepath.Join(dir, fmt.Sprintf("bitproducer-%d.log", i)), env)
+	}
+	var res [2]result
+	for i, p := range ps {
+		if err := p.wait(t, 5*time.Minute); err != nil {
+			t.Errorf("bitproducer %d (pid %d) exit: %v; log:\n%s", i, p.cmd.Process.Pid, err, tail(p.log, 3000))
+		}
+		out, _ := os.ReadFile(p.log + ".out")
+		res[i] = result{p, string(out)}
+	}
+	took := time.Since(begin)
+	var runner, waiter = -1, -1
+	for i, r := range res {
+		if strings.Contains(r.out, "lease held") {
+			waiter = i
+		} else {
+			runner = i
+		}
+	}
+	if runner < 0 || waiter < 0 {
+		t.Fatalf("want exactly one run and one lease-held exit; outputs:\n0: %s\n1: %s", res[0].out, res[1].out)
+	}
+	holder := fmt.Sprintf("pid %d", res[runner].p.cmd.Process.Pid)
+	if !strings.Contains(res[waiter].out, holder) {
+		t.Errorf("the waiting invocation did not name the holder (%s):\n%s", holder, res[waiter].out)
+	}
+	if !strings.Contains(res[runner].out, "done") {
+		t.Errorf("the running invocation did not finish its run:\n%s", res[runner].out)
+	}
+	if st := readState(t, filepath.Join(dir, fmt.Sprintf("state-%d.json", waiter))); st != nil {
+		t.Errorf("the waiting invocation wrote state: %+v", st)
+	}
+	tasks := drain(t, ctx, bitQ)
+	seen := map[string]bool{}
+	for _, tk := range tasks {
+		seen[tk.Get(task.KeyContentID)] = true
+	}
+	if len(seen) != items || len(tasks) != items {
+		t.Errorf("bit queue: %d tasks for %d distinct items, want %d each (one producer ran)", len(tasks), len(seen), items)
+	}
+	t.Logf("RESULT two-producers: %d items; runner pid %d: %q; other pid %d: %q; both exited 0 within %v",
+		items, res[runner].p.cmd.Process.Pid, strings.TrimSpace(firstLine(res[runner].out)),
+		res[waiter].p.cmd.Process.Pid, strings.TrimSpace(firstLine(res[waiter].out)), took.Round(time.Millisecond))
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
