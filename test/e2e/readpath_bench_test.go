@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/queue/memqueue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors/bit"
+)
+
+// BenchmarkBitCheckReadPath hashes a 1 GiB item through the bit check's
+// read path — a whole BIT task on a filesystem store: Get, the streamed
+// MD5 + CRC64NVME of the content, the index, audit and bit log look-ups
+// (memory) — and reports its throughput next to md5sum over the same
+// bytes, timed in the same run. Run: go test -run '^$' -bench
+// BitCheckReadPath -benchtime 1x ./test/e2e
+func BenchmarkBitCheckReadPath(b *testing.B) {
+	const size = 1 << 30
+	md5sum, err := exec.LookPath("md5sum")
+	if err != nil {
+		b.Skip("md5sum not installed")
+	}
+	ctx := context.Background()
+	dir := b.TempDir()
+	st, err := fsstore.New(filepath.Join(dir, "store"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.CreateSpace(ctx, "big"); err != nil {
+		b.Fatal(err)
+	}
+	info, err := st.Put(ctx, "big", "one-gib", io.LimitReader(rand.Reader, size), storage.PutOptions{Size: size})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// md5sum reads the very file the store serves.
+	rc, _, err := st.Get(ctx, "big", "one-gib")
+	if err != nil {
+		b.Fatal(err)
+	}
+	blob := rc.(*os.File).Name()
+	rc.Close()
+
+	reg := &stores.Registry{Accounts: []stores.Account{{ID: "acme", Status: stores.StatusActive,
+		Stores: []stores.Store{{ID: "1", Primary: true, Kind: storage.KindFS, Root: st.Root()}}}}}
+	opener := stores.NewOpener(reg, stores.OpenerConfig{FS: func(context.Context, stores.Store) (storage.Provider, error) { return st, nil }})
+	index := contentindex.NewMemory()
+	alog := auditlog.NewMemory()
+	sz := int64(size)
+	item := contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "big", ContentID: "one-gib"}
+	if _, err := index.Upsert(ctx, contentindex.Entry{Item: item, Checksum: info.Checksum, Size: &sz, Modified: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := alog.Put(ctx, auditlog.Entry{Account: "acme", StoreID: "1", SpaceID: "big", ContentID: "one-gib",
+		Action: task.ActionAddContent, Time: time.Now(), Checksum: info.Checksum, Size: &sz}); err != nil {
+		b.Fatal(err)
+	}
+	blog := bitlog.NewMemory(nil)
+	p, err := bit.New(bit.Config{Stores: opener, Index: index, AuditLog: alog, BitLog: blog,
+		AuditQueue: memqueue.New("audit", memqueue.Config{}), BitErrorQueue: memqueue.New("bit-error", memqueue.Config{}),
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tk := task.Bit{Account: "acme", StoreID: "1", SpaceID: "big", ContentID: "one-gib", RunID: "bench"}.Task()
+
+	var millTime, toolTime time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if err := p.Handle(ctx, tk); err != nil {
+			b.Fatal(err)
+		}
+		millTime += time.Since(t0)
+		b.StopTimer()
+		t0 = time.Now()
+		if out, err := exec.Command(md5sum, blob).CombinedOutput(); err != nil {
+			b.Fatalf("md5sum: %v %s", err, out)
+		}
+		toolTime += time.Since(t0)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	rows, _, err := blog.Results(ctx, bitlog.Filter{RunID: "bench"})
+	if err != nil || len(rows) != 1 || rows[0].Result != bitlog.ResultSuccess || rows[0].ContentChecksum != info.Checksum {
+		b.Fatalf("bit log: %+v %v", rows, err)
+	}
+	mb := float64(size) / 1e6 * float64(b.N)
+	millMBs, toolMBs := mb/millTime.Seconds(), mb/toolTime.Seconds()
+	b.SetBytes(size)
+	b.ReportMetric(millMBs, "bitcheck_MB/s")
+	b.ReportMetric(toolMBs, "md5sum_MB/s")
+	b.ReportMetric(millMBs/toolMBs, "ratio")
+}
