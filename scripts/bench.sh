@@ -21,6 +21,8 @@ if [[ -f localstack/env.sh ]]; then
   source localstack/env.sh
 fi
 export MILL_BENCH_BIG_BYTES=${MILL_BENCH_BIG_BYTES:-$((1 << 30))}
+# processors/dup reads its own variable; one knob sizes every big object.
+export MILL_BENCH_DUP_BYTES=${MILL_BENCH_DUP_BYTES:-$MILL_BENCH_BIG_BYTES}
 log=${BENCH_LOG:-.local/bench.log}
 mkdir -p "$(dirname "$log")"
 
