@@ -4,26 +4,19 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/millfleet/mill/internal/wiring"
+	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/noop"
 )
-
-// runProcessors registers the processors `millctl run` can use. cmd/workman
-// registers its processors in its own package main, which cannot be
-// imported; until that registration moves to a shared package, run knows
-// NOOP only, and tasks of other types fail (permanently: no processor) and
-// are dead-lettered as they would be by a workman without that processor.
-func runProcessors(mux *processors.Mux, noopSleep time.Duration) {
-	mux.Handle(task.TypeNoop, noop.New(noop.Config{Sleep: noopSleep}))
-}
 
 func init() {
 	register(&command{
@@ -32,8 +25,13 @@ func init() {
 		usage: `Process the tasks of one queue (--queue, a key or name) in the foreground
 with Workman's manager — retries, dead-lettering, visibility extension —
 and stop once the queue is empty (no visible, in-flight or delayed messages
-for two checks in a row) or on ^C. Handy for debugging a queue. Processors:
-NOOP (see runProcessors); other task types go to the dead-letter queue.`,
+for two checks in a row) or on ^C. Handy for debugging a queue.
+
+The processors are Workman's own (internal/wiring), for the task types
+--task-types names: NOOP by default, which needs nothing but the queues;
+"all" or a list such as AUDIT,DUP opens what those processors need (the
+config bucket or directory, the audit-log table, PostgreSQL, the reports
+bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			prefix := queuePrefixFlag(fs)
 			qflag := fs.String("queue", "", "queue `key` or name to process (required)")
@@ -42,6 +40,12 @@ NOOP (see runProcessors); other task types go to the dead-letter queue.`,
 			retryBase := fs.Duration("retry-base", workman.DefaultRetryBase, "delay before the first retry (doubling)")
 			check := fs.Duration("check", 2*time.Second, "how often to check whether the queue is empty")
 			noopSleep := fs.Duration("noop-sleep", 0, "how long each NOOP task takes")
+			taskTypes := fs.String("task-types", "NOOP", "task `types` to process: all, or a comma-separated list (NOOP,AUDIT,DUP,BIT,BIT_ERROR,BIT_REPORT)")
+			cfgSrc := configFlags(fs, a)
+			dbURL := databaseURLFlag(fs)
+			auditTable := fs.String("audit-table", auditlog.DefaultTable, "DynamoDB audit log `table`")
+			reportsBucket := fs.String("reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
+			recheck := fs.Duration("recheck-delay", 5*time.Minute, "the bit check's \"wait 5 minutes\" before re-checking an item")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected arguments: %q", args)
@@ -56,21 +60,41 @@ NOOP (see runProcessors); other task types go to the dead-letter queue.`,
 				if !strings.HasPrefix(name, *prefix) {
 					name = queue.Name(*prefix, name)
 				}
+				types, err := wiring.ParseTypes(*taskTypes)
+				if err != nil {
+					return usagef("%v", err)
+				}
 				cfg, err := a.awsConfig(ctx)
 				if err != nil {
 					return err
 				}
-				api := cfg.SQS()
-				q, err := sqsqueue.Open(ctx, api, name, sqsqueue.Config{})
+				key := strings.TrimPrefix(name, *prefix)
+				if !slices.Contains(queue.AllKeys, key) || key == queue.KeyDeadLetter {
+					return usagef("--queue %q: not one of the work queues %v (under --queue-prefix %q)", *qflag, queue.DefaultPriority, *prefix)
+				}
+				d, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
+					AWS: cfg, QueuePrefix: *prefix, QueueNames: map[string]string{key: name},
+					ConfigDir: *cfgSrc.dir, ConfigBucket: *cfgSrc.bucket, ConfigPrefix: *cfgSrc.prefix,
+					AuditTable: *auditTable, DatabaseURL: *dbURL, ReportsBucket: *reportsBucket,
+					Types: types, RecheckDelay: *recheck, MaxAttempts: *maxAttempts,
+					Noop: noop.Config{Sleep: *noopSleep}, Logger: a.logger,
+				})
 				if err != nil {
 					return err
 				}
-				dlq, err := sqsqueue.Open(ctx, api, queue.Name(*prefix, queue.KeyDeadLetter), sqsqueue.Config{})
+				defer closeDeps()
+				q, err := d.Queues.Get(key)
+				if err != nil {
+					return err
+				}
+				dlq, err := d.Queues.Get(queue.KeyDeadLetter)
 				if err != nil {
 					return err
 				}
 				mux := processors.NewMux()
-				runProcessors(mux, *noopSleep)
+				if err := wiring.RegisterTypes(mux, d, types); err != nil {
+					return err
+				}
 				var done, failed atomic.Int64
 				counted := processors.HandlerFunc(func(ctx context.Context, t *task.Task) error {
 					err := mux.Serve(ctx, t)

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/millfleet/mill/pkg/auditlog"
@@ -263,4 +264,27 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 		}
 	}
 	return hs, nil
+}
+
+// ParseTypes reads a task-type list flag: "all" (every type in Types) or a
+// comma-separated list of task types.
+func ParseTypes(s string) ([]task.Type, error) {
+	if strings.TrimSpace(strings.ToLower(s)) == "all" {
+		return Types, nil
+	}
+	var out []task.Type
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		t := task.Type(strings.ToUpper(p))
+		if !t.Known() {
+			return nil, fmt.Errorf("task types: unknown task type %q", p)
+		}
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("task types: no task type in %q", s)
+	}
+	return out, nil
 }
