@@ -64,9 +64,9 @@ var Rows = []Row{
 	{Measure: "Throughput: dup copy vs raw SDK stream (MB/s)", Pkg: "processors/dup", Name: regexp.MustCompile(`^Benchmark`),
 		Value: units(`^(copy|dup|mill)[-_]?Mi?B/s$`, `^[^r].*Mi?B/s$`), Baseline: units(`^(raw|sdk)[-_].*Mi?B/s$`), Ratio: units(`^mill/raw$`, `ratio`, `/raw$`),
 		Expect: "a processors/dup benchmark (1 GiB copy)"},
-	{Measure: "Throughput: bit hashing vs md5sum (MiB/s)", Pkg: "processors/bit", Name: regexp.MustCompile(`^Benchmark`),
-		Value: units(`^(hash|bit|mill|md5)[-_]?Mi?B/s$`, `^[^m].*Mi?B/s$`), Baseline: units(`^md5sum[-_]?Mi?B/s$`, `md5sum`), Ratio: units(`^(hash[-_])?ratio$`, `ratio`, `/md5sum$`),
-		Expect: "a processors/bit benchmark (hashing vs md5sum)"},
+	{Measure: "Throughput: bit check read path vs md5sum (MB/s)", Pkg: "test/e2e", Name: regexp.MustCompile(`^BenchmarkBitCheck`),
+		Value: units(`^bitcheck[-_]Mi?B/s$`, `^(hash|bit|mill)[-_]?Mi?B/s$`), Baseline: units(`^md5sum[-_]Mi?B/s$`, `md5sum`), Ratio: units(`^ratio$`, `/md5sum$`),
+		Expect: "test/e2e BenchmarkBitCheckReadPath (hashing vs md5sum)"},
 	{Measure: "Throughput: s3store big object put (MiB/s)", Pkg: "pkg/storage/s3store", Name: regexp.MustCompile(`^BenchmarkBigObject`),
 		Value: units(`^put-MiB/s$`), Expect: "pkg/storage/s3store BenchmarkBigObject"},
 	{Measure: "Throughput: s3store big object get+MD5 (MiB/s)", Pkg: "pkg/storage/s3store", Name: regexp.MustCompile(`^BenchmarkBigObject`),
@@ -75,8 +75,8 @@ var Rows = []Row{
 		Value: units(`^peak-rss-MiB$`, `^peak.*MiB$`), Expect: "pkg/storage/s3store BenchmarkBigObject"},
 	{Measure: "Peak RSS MiB: dup copy", Pkg: "processors/dup", Name: regexp.MustCompile(`^Benchmark`),
 		Value: units(`^peak-rss-MiB$`, `^VmHWM-MiB$`, `^mill-peak.*MiB$`, `^peak.*MiB$`), Expect: "a processors/dup benchmark reporting peak-rss-MiB"},
-	{Measure: "Peak RSS MiB: bit check (download + hash)", Pkg: "processors/bit", Name: regexp.MustCompile(`^Benchmark`),
-		Value: units(`^peak-rss-MiB$`, `^VmHWM-MiB$`, `^(mill|hash)-peak.*MiB$`, `^peak.*MiB$`), Expect: "a processors/bit benchmark reporting peak-rss-MiB"},
+	{Measure: "Peak RSS MiB: bit check (download + hash)", Pkg: "test/e2e", Name: regexp.MustCompile(`^BenchmarkBitCheck`),
+		Value: units(`^peak-rss-MiB$`, `^VmHWM-MiB$`, `^(mill|hash)-peak.*MiB$`, `^peak.*MiB$`), Expect: "test/e2e BenchmarkBitCheckReadPath reporting peak memory"},
 }
 
 // Line is one computed row.
