@@ -2,7 +2,5 @@
 // the workman daemon, built from cmd/workman and run against emulator
 // queues on a test prefix, receives malformed, unknown, incomplete,
 // oversized and hostile messages and must dead-letter each with a reason
-// naming the problem and keep running; millctl and the bitproducer refuse
-// invalid policies, registries and filter files with file:line(:col)
-// errors, exit status 1, and write nothing.
+// naming the problem and keep running.
 package badinput
