@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors/noop"
+)
+
+func TestHelpNamesEveryVariable(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "help") {
+		t.Fatalf("err %v", err)
+	}
+	for _, v := range []string{"MILL_QUEUES", "MILL_QUEUE_PREFIX", "MILL_WORKERS", "MILL_RECEIVE_WAIT", "MILL_TIMEOUTS",
+		"MILL_IDLE_BACKOFF_MIN", "MILL_IDLE_BACKOFF_MAX", "MILL_GRACE_PERIOD", "MILL_HTTP_ADDR", "MILL_METRICS_INTERVAL",
+		"MILL_CLOUDWATCH", "MILL_MAX_ATTEMPTS", "MILL_WORKER_ID", "MILL_LOG_LEVEL", "MILL_FORMAT"} {
+		if !strings.Contains(out.String(), v) {
+			t.Errorf("--help does not mention %s", v)
+		}
+	}
+}
+
+func TestBadFlagsReportedTogether(t *testing.T) {
+	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s"}
+	err := run(context.Background(), nil, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"log-level", "format", "DUP", "NOPE"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
+
+func TestQueueNameAndTimeouts(t *testing.T) {
+	if got := queueName("mill-", "dup-high"); got != "mill-dup-high" {
+		t.Error(got)
+	}
+	if got := queueName("mill-", "custom-queue"); got != "custom-queue" {
+		t.Error(got)
+	}
+	tt, err := parseTimeouts("dup=2h, BIT=-1s")
+	if err != nil || tt[task.TypeDup] != 2*time.Hour || tt[task.TypeBit] != -time.Second {
+		t.Fatalf("%v %v", tt, err)
+	}
+	if envflag.VarName("grace-period") != "MILL_GRACE_PERIOD" {
+		t.Fatal("variable naming changed")
+	}
+}
+
+// procEnv is a real workman process's test fixture: a work queue, a
+// dead-letter queue and the binary.
+type procEnv struct {
+	t      *testing.T
+	bin    string
+	client *sqs.Client
+	prefix string
+	work   *sqsqueue.Queue
+	dlq    *sqsqueue.Queue
+	record string
+}
+
+func newProcEnv(t *testing.T, vt time.Duration) *procEnv {
+	t.Helper()
+	cfg := testenv.AWS(t)
+	client := cfg.SQS()
+	prefix := testenv.Prefix(t)
+	testenv.CleanupQueues(t, client, prefix)
+	ctx := context.Background()
+	open := func(name string, vt time.Duration) *sqsqueue.Queue {
+		if _, _, err := sqsqueue.Ensure(ctx, client, prefix+name, sqsqueue.EnsureConfig{VisibilityTimeout: vt}); err != nil {
+			t.Fatal(err)
+		}
+		q, err := sqsqueue.Open(ctx, client, prefix+name, sqsqueue.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "workman")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// The processor wiring opens all seven queues under the prefix; the
+	// test works on the bit queue.
+	for _, k := range queue.AllKeys {
+		if k != queue.KeyBit && k != queue.KeyDeadLetter {
+			open(k, 30*time.Second)
+		}
+	}
+	return &procEnv{t: t, bin: bin, client: client, prefix: prefix, work: open(queue.KeyBit, vt),
+		dlq: open(queue.KeyDeadLetter, 30*time.Second), record: filepath.Join(dir, "processed")}
+}
+
+// start runs the binary; its stderr goes to the test log on failure.
+func (p *procEnv) start(extra ...string) (*exec.Cmd, *bytes.Buffer) {
+	args := append([]string{
+		"--queue-prefix", p.prefix, "--queues", queue.KeyBit,
+		"--http-addr", "", "--cloudwatch=false", "--noop-record", p.record, "--log-level", "warn",
+		"--task-types", "NOOP",
+	}, extra...)
+	cmd := exec.Command(p.bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Env = os.Environ()
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		if p.t.Failed() {
+			p.t.Logf("workman stderr:\n%s", stderr.String())
+		}
+	})
+	return cmd, &stderr
+}
+
+func (p *procEnv) send(tasks ...*task.Task) {
+	p.t.Helper()
+	var es []queue.SendEntry
+	for _, tk := range tasks {
+		b, err := task.Encode(tk, task.FormatJSON)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		es = append(es, queue.SendEntry{Body: b})
+	}
+	if err := p.work.Send(context.Background(), es...); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *procEnv) recorded() []string {
+	ids, err := noop.ReadRecord(p.record)
+	if err != nil && !os.IsNotExist(err) {
+		p.t.Fatal(err)
+	}
+	return ids
+}
+
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd, limit time.Duration) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		_ = cmd.Process.Kill()
+		t.Fatalf("workman did not exit within %s", limit)
+		return nil
+	}
+}
+
+// TestSIGTERMWithTasksInFlight: a real process, a real signal. Tasks that
+// finish within the grace period are deleted; the others are visible again
+// at once, for another consumer.
+func TestSIGTERMWithTasksInFlight(t *testing.T) {
+	p := newProcEnv(t, time.Minute) // long enough that only a release explains a quick redelivery
+	p.send(
+		task.New(task.TypeNoop, map[string]string{"id": "short-1", "sleep": "1s"}),
+		task.New(task.TypeNoop, map[string]string{"id": "short-2", "sleep": "1s"}),
+		task.New(task.TypeNoop, map[string]string{"id": "long-1", "sleep": "5m"}),
+		task.New(task.TypeNoop, map[string]string{"id": "long-2", "sleep": "5m"}),
+	)
+	cmd, _ := p.start("--workers", "4", "--grace-period", "3s")
+	ctx := context.Background()
+	waitUntil(t, 20*time.Second, "4 tasks in flight", func() bool {
+		d, err := p.work.Depth(ctx)
+		return err == nil && d.InFlight == 4
+	})
+	time.Sleep(300 * time.Millisecond) // let the workers pick them up
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitExit(t, cmd, 20*time.Second); err != nil {
+		t.Fatalf("exit: %v (want status 0)", err)
+	}
+	t.Logf("exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+	got := strings.Join(p.recorded(), ",")
+	if got != "short-1,short-2" && got != "short-2,short-1" {
+		t.Fatalf("completed %q, want the two short tasks", got)
+	}
+	// Another consumer gets the two long ones at once, and nothing else.
+	var ids []string
+	deadline := time.Now().Add(5 * time.Second)
+	for len(ids) < 2 && time.Now().Before(deadline) {
+		msgs, err := p.work.Receive(ctx, 10, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			tk, err := task.Decode(m.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, tk.Get("id"))
+		}
+	}
+	if len(ids) != 2 || !strings.HasPrefix(ids[0], "long") || !strings.HasPrefix(ids[1], "long") {
+		t.Fatalf("visible after shutdown: %v, want long-1 and long-2", ids)
+	}
+	if d, _ := p.work.Depth(ctx); d.Visible != 0 {
+		t.Fatalf("depth after: %+v (the short tasks were not deleted?)", d)
+	}
+}
+
+// TestCrashSafety: kill -9 mid-run, start again: every task completes at
+// least once, and the duplicates are at most the messages that were in
+// flight (received, not yet deleted) when the process died.
+func TestCrashSafety(t *testing.T) {
+	const n = 500
+	p := newProcEnv(t, 3*time.Second)
+	var ts []*task.Task
+	for i := range n {
+		ts = append(ts, task.New(task.TypeNoop, map[string]string{"id": fmt.Sprint(i)}))
+	}
+	p.send(ts...)
+	args := []string{"--workers", "8", "--noop-sleep", "20ms", "--idle-backoff-min", "5s", "--idle-backoff-max", "5s"}
+	cmd, _ := p.start(args...)
+	waitUntil(t, 60*time.Second, "150 tasks done", func() bool { return len(p.recorded()) >= 150 })
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	d, err := p.work.Depth(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFlight := d.InFlight
+	atKill := len(p.recorded())
+	t.Logf("killed after %d completions with %d messages in flight", atKill, inFlight)
+
+	cmd2, _ := p.start(args...)
+	waitUntil(t, 90*time.Second, "every task done", func() bool {
+		seen := map[string]bool{}
+		for _, id := range p.recorded() {
+			seen[id] = true
+		}
+		return len(seen) == n
+	})
+	_ = cmd2.Process.Signal(syscall.SIGTERM)
+	if err := waitExit(t, cmd2, 20*time.Second); err != nil {
+		t.Fatalf("second run exit: %v", err)
+	}
+	ids := p.recorded()
+	dups := len(ids) - n
+	t.Logf("%d completions for %d tasks: %d duplicates (in flight at the kill: %d)", len(ids), n, dups, inFlight)
+	if int64(dups) > inFlight {
+		t.Fatalf("%d duplicates > %d messages in flight at the kill", dups, inFlight)
+	}
+	if d, _ := p.work.Depth(context.Background()); d.Total() != 0 {
+		t.Fatalf("queue not empty at the end: %+v", d)
+	}
+}
