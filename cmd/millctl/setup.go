@@ -4,8 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"path/filepath"
 
+	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/s3event"
 	"github.com/millfleet/mill/pkg/setup"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
 )
 
 func init() {
@@ -17,7 +23,11 @@ func init() {
 reports buckets, the audit-log and lease tables, and the database schema.
 Safe to run again: each resource is reported as created, exists or updated,
 and a second run changes nothing. --dry-run prints the plan only. --alarms
-also creates the CloudWatch queue-depth alarms of infra/ (see pkg/alarms).`,
+also creates the CloudWatch queue-depth alarms of infra/ (see pkg/alarms).
+--store-notifications also makes every s3 store bucket of the registry
+(accounts.json in the config bucket, or --config-dir) send its object
+created/removed events to the audit queue, so content written straight to a
+bucket is audited too; the audit queue's policy lets S3 send to it.`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			var c setup.Config
 			prefix := queuePrefixFlag(fs)
@@ -34,6 +44,9 @@ also creates the CloudWatch queue-depth alarms of infra/ (see pkg/alarms).`,
 			fs.BoolVar(&c.SkipDB, "skip-db", false, "do not migrate the database")
 			dryRun := fs.Bool("dry-run", false, "print what would be created or updated; change nothing")
 			alarmOpts := alarmFlags(fs)
+			notify := fs.Bool("store-notifications", false, "configure every registered s3 store bucket to send object events to the audit queue")
+			cfgPrefix := fs.String("config-prefix", "", "key `prefix` of accounts.json in the config bucket (with --store-notifications)")
+			cfgDir := fs.String("config-dir", "", "local `directory` holding accounts.json, instead of the config bucket (with --store-notifications)")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected arguments: %q", args)
@@ -55,6 +68,13 @@ also creates the CloudWatch queue-depth alarms of infra/ (see pkg/alarms).`,
 					return err
 				}
 				rs = append(rs, ars...)
+				if *notify {
+					nrs, err := notificationResources(ctx, awsCfg, c, *cfgDir, *cfgPrefix)
+					if err != nil {
+						return err
+					}
+					rs = append(rs, nrs...)
+				}
 				do := setup.Apply
 				if *dryRun {
 					do = setup.Plan
@@ -65,4 +85,38 @@ also creates the CloudWatch queue-depth alarms of infra/ (see pkg/alarms).`,
 			}
 		},
 	})
+}
+
+// notificationResources reads the store registry and returns the setup
+// resources that point every s3 store bucket's object events at the audit
+// queue. Each bucket is configured with its store's own client (region,
+// endpoint, role).
+func notificationResources(ctx context.Context, awsCfg *awsconfig.Config, c setup.Config, dir, prefix string) ([]setup.Resource, error) {
+	var reg *stores.Registry
+	var err error
+	if dir != "" {
+		reg, err = stores.LoadFile(filepath.Join(dir, stores.FileName))
+	} else {
+		reg, err = stores.LoadS3(ctx, awsCfg.S3(), c.ConfigBucket, prefix+stores.FileName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--store-notifications needs the store registry: %w", err)
+	}
+	opener := stores.NewOpener(reg, stores.OpenerConfig{AWS: awsCfg.AWS, PathStyle: awsCfg.EndpointOverride})
+	var buckets []s3event.Bucket
+	seen := map[string]bool{}
+	for _, acct := range reg.Accounts {
+		for _, st := range acct.Stores {
+			if st.Kind != storage.KindS3 || seen[st.Bucket] {
+				continue
+			}
+			seen[st.Bucket] = true
+			cl, err := opener.S3Client(acct.ID, st.ID)
+			if err != nil {
+				return nil, err
+			}
+			buckets = append(buckets, s3event.Bucket{Name: st.Bucket, Client: cl})
+		}
+	}
+	return s3event.NotificationResources(awsCfg.SQS(), queue.Name(c.QueuePrefix, queue.KeyAudit), buckets), nil
 }
