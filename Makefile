@@ -62,16 +62,12 @@ lint: ## gofmt, go vet, go mod tidy check, staticcheck, cfn-lint on infra/, govu
 	fi
 
 .PHONY: fuzz
-fuzz: ## run every fuzz target for FUZZTIME (default 30s) each
-	@for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
-	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg; \
-	  done; \
-	done
+fuzz: ## run every fuzz target for FUZZTIME (default 30s) each; a summary at the end
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 .PHONY: bench
-bench: up ## run the benchmarks against the local services
-	$(WITH_ENV) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...
+bench: up ## run every benchmark against the local services and print one table (MILL_BENCH_BIG_BYTES sizes the 1 GiB objects)
+	./scripts/bench.sh
 
 .PHONY: docs
 docs: ## regenerate README.md's configuration reference from the binaries' --help
