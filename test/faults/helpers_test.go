@@ -107,6 +107,20 @@ func writeFile(t *testing.T, path, data string) {
 	}
 }
 
+// ensureAllQueues creates the seven queues under prefix (workman opens
+// every queue its processors may send to, whatever it receives from).
+func ensureAllQueues(t *testing.T, ctx context.Context, api interface {
+	sqsqueue.API
+	sqsqueue.EnsureAPI
+}, prefix string) {
+	t.Helper()
+	for _, k := range queue.AllKeys {
+		if _, _, err := sqsqueue.Ensure(ctx, api, queue.Name(prefix, k), sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second}); err != nil {
+			t.Fatalf("ensure queue %s: %v", queue.Name(prefix, k), err)
+		}
+	}
+}
+
 // noopID is the id of NOOP task i.
 func noopID(i int) string { return fmt.Sprintf("task-%05d", i) }
 
@@ -259,11 +273,11 @@ func tail(path string, n int64) string {
 }
 
 // workmanArgs are the flags every fault test gives workman: one work
-// queue, its dead-letter queue, the NOOP recorder, no HTTP server and no
-// CloudWatch.
-func workmanArgs(work, dead, record string, workers int, extra ...string) []string {
+// queue, its dead-letter queue, NOOP tasks only (no registry, audit table
+// or database), the NOOP recorder, no HTTP server and no CloudWatch.
+func workmanArgs(prefix, work, dead, record string, workers int, extra ...string) []string {
 	return append([]string{
-		"--queues", work, "--dead-letter-queue", dead,
+		"--queue-prefix", prefix, "--queues", work, "--dead-letter-queue", dead, "--task-types", "NOOP",
 		"--workers", fmt.Sprint(workers), "--noop-record", record,
 		"--http-addr", "", "--cloudwatch=false", "--grace-period", "10s",
 	}, extra...)

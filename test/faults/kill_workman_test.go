@@ -1,0 +1,139 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/queue"
+)
+
+// TestKillWorkman kills workman with SIGKILL at random moments five times
+// while it works through 5,000 NOOP tasks, restarting it each time. Every
+// task must complete at least once. A task completed more than once was
+// received by a process that died before its delete: each such duplicate
+// is charged to the kill of the process that first completed it, and per
+// kill they must not exceed what a process can hold undeleted (see bound).
+func TestKillWorkman(t *testing.T) {
+	const (
+		workers = 8
+		kills   = 5
+		vt      = 6 * time.Second // short, so killed messages come back soon
+	)
+	tasks := scaled(5000, 300)
+	// What one process can have received and not yet deleted: a task per
+	// worker, one held batch beyond them (DESIGN §4), and finished tasks
+	// whose batched delete has not returned — fewer than a batch buffered
+	// plus up to 4 delete calls of a batch each in flight (pkg/workman
+	// deleter).
+	const inFlight = workers + queue.MaxBatch
+	const bound = inFlight + (queue.MaxBatch - 1) + 4*queue.MaxBatch
+
+	cfg := testenv.AWS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	bin := binary(t, "workman")
+	dir := t.TempDir()
+	prefix := testenv.Prefix(t)
+	sqsc := cfg.SQS()
+	testenv.CleanupQueues(t, sqsc, prefix)
+	work := ensureQueue(t, ctx, sqsc, prefix+"noop", vt)
+	ensureAllQueues(t, ctx, sqsc, prefix)
+	dead := ensureQueue(t, ctx, sqsc, queue.Name(prefix, queue.KeyDeadLetter), 30*time.Second)
+	enqueueNoop(t, ctx, work, tasks)
+
+	record := filepath.Join(dir, "record")
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	runStart := time.Now()
+	// boundaries[k] is the recorder's line count when process k was
+	// killed: lines [boundaries[k-1], boundaries[k]) were written by
+	// process k (a killed process writes nothing more).
+	var boundaries []int
+	var killedAfter []time.Duration
+	for k := range kills + 1 {
+		logPath := filepath.Join(dir, fmt.Sprintf("workman-%d.log", k))
+		p := start(t, bin, logPath, nil, workmanArgs(prefix, work.Name(), dead.Name(), record, workers,
+			"--noop-sleep", "10ms", "--worker-id", fmt.Sprintf("w%d", k))...)
+		if k == kills {
+			// The survivor finishes the work.
+			var c completion
+			if !waitFor(10*time.Minute, 250*time.Millisecond, func() bool {
+				c = complete(records(t, record), tasks)
+				return len(c.missing) == 0 || p.exited()
+			}) || len(c.missing) > 0 {
+				t.Fatalf("%d of %d tasks never completed (exited: %v); log:\n%s", len(c.missing), tasks, p.exited(), tail(logPath, 4000))
+			}
+			time.Sleep(2 * time.Second) // the last batched deletes
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			if err := p.wait(t, 30*time.Second); err != nil {
+				t.Errorf("last workman after SIGTERM: %v", err)
+			}
+			break
+		}
+		// Kill at a random moment once this process has done some work:
+		// 0.5–4 s after its first completion.
+		before := len(records(t, record))
+		if !waitFor(3*time.Minute, 20*time.Millisecond, func() bool { return len(records(t, record)) > before || p.exited() }) || p.exited() {
+			t.Fatalf("workman %d made no progress (exited: %v); log:\n%s", k, p.exited(), tail(logPath, 4000))
+		}
+		first := time.Now()
+		time.Sleep(500*time.Millisecond + time.Duration(rng.Int64N(int64(3500*time.Millisecond))))
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.done
+		killedAfter = append(killedAfter, time.Since(first).Round(time.Millisecond))
+		boundaries = append(boundaries, len(records(t, record)))
+	}
+	total := time.Since(runStart)
+
+	ids := records(t, record)
+	c := complete(ids, tasks)
+	if len(c.missing) > 0 {
+		t.Fatalf("%d tasks never completed", len(c.missing))
+	}
+	// Charge each duplicate to the process that first completed the task.
+	perKill := make([]int, kills+1)
+	firstProc := map[string]int{}
+	proc := 0
+	for i, id := range ids {
+		for proc < len(boundaries) && i >= boundaries[proc] {
+			proc++
+		}
+		if _, ok := firstProc[id]; !ok {
+			firstProc[id] = proc
+		} else {
+			perKill[firstProc[id]]++
+		}
+	}
+	maxDup, overInFlight := 0, 0
+	for k := range kills {
+		maxDup = max(maxDup, perKill[k])
+		if perKill[k] > inFlight {
+			overInFlight++
+		}
+		if perKill[k] > bound {
+			t.Errorf("kill %d: %d duplicates, more than a process can hold undeleted (%d)", k+1, perKill[k], bound)
+		}
+	}
+	if perKill[kills] > 0 {
+		t.Errorf("%d duplicates of tasks first completed by the process stopped gracefully", perKill[kills])
+	}
+	if d, err := dead.Depth(ctx); err != nil || d.Total() != 0 {
+		t.Errorf("dead-letter queue: %+v, %v", d, err)
+	}
+	if d, err := work.Depth(ctx); err != nil || d.Total() != 0 {
+		t.Errorf("work queue after the run: %+v, %v", d, err)
+	}
+	t.Logf("RESULT kill-workman: %d tasks, %d workers, %d kills (each %v after the process's first completion); "+
+		"duplicates per kill %v (max %d, %d kills above workers+batch=%d, bound %d); total duplicates %d (%.2f%%); %d completions; took %v",
+		tasks, workers, kills, killedAfter, perKill[:kills], maxDup, overInFlight, inFlight, bound,
+		c.duplicates, 100*float64(c.duplicates)/float64(tasks), c.lines, total.Round(time.Second))
+}
