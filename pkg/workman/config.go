@@ -32,6 +32,7 @@ const (
 	DefaultDeleteFlush        = time.Second
 	DefaultOperationAttempts  = 5
 	DefaultOperationRetryBase = 200 * time.Millisecond
+	DefaultCallTimeout        = 30 * time.Second
 )
 
 // Observer receives what the manager itself sees (task results come from the
@@ -108,6 +109,11 @@ type Config struct {
 	// retried for as long as the message is held.
 	OperationAttempts  int
 	OperationRetryBase time.Duration
+	// CallTimeout bounds every queue call the manager makes (beyond a
+	// receive's own wait), so a request the service never answers cannot
+	// stall polling, extension or deletes (DefaultCallTimeout, 30 s). A
+	// timed-out call counts as failed and is retried like any failure.
+	CallTimeout time.Duration
 
 	// WorkerID identifies this worker in dead-letter metadata and logs
 	// (default hostname-pid).
@@ -160,6 +166,7 @@ func (c Config) WithDefaults() Config {
 		c.OperationAttempts = DefaultOperationAttempts
 	}
 	def(&c.OperationRetryBase, DefaultOperationRetryBase)
+	def(&c.CallTimeout, DefaultCallTimeout)
 	if c.WorkerID == "" {
 		c.WorkerID = DefaultWorkerID()
 	}
@@ -237,6 +244,9 @@ func (c Config) validate() error {
 	}
 	if c.OperationAttempts < 1 || c.OperationRetryBase <= 0 {
 		add("operation retries %d × %s: need at least 1 attempt and a positive delay", c.OperationAttempts, c.OperationRetryBase)
+	}
+	if c.CallTimeout <= 0 {
+		add("call timeout %s: must be positive", c.CallTimeout)
 	}
 	for ty, d := range c.TaskTimeouts {
 		if d == 0 {

@@ -123,7 +123,9 @@ func (d *deleter) deleteBatch(ctx context.Context, batch []*job) {
 		for i, j := range batch {
 			msgs[i] = j.msg
 		}
-		err := d.qs.q.Delete(ctx, msgs...)
+		cctx, cancel := context.WithTimeout(ctx, d.m.cfg.CallTimeout)
+		err := d.qs.q.Delete(cctx, msgs...)
+		cancel()
 		failedIdx := queue.FailedIndexes(err, len(batch))
 		failed := make(map[int]bool, len(failedIdx))
 		for _, i := range failedIdx {

@@ -109,7 +109,9 @@ func (e *extender) extend(ctx context.Context, qs *qstate, items []*tracked) {
 	for i, it := range items {
 		changes[i] = queue.VisibilityChange{Message: it.msg, Timeout: qs.vt}
 	}
-	err := qs.q.ChangeVisibility(ctx, changes...)
+	cctx, cancel := context.WithTimeout(ctx, e.m.cfg.CallTimeout)
+	err := qs.q.ChangeVisibility(cctx, changes...)
+	cancel()
 	now := e.m.clk.Now()
 	failed := map[int]error{}
 	var be *queue.BatchError

@@ -207,7 +207,9 @@ func (m *Manager) poll(ctx context.Context, jobs chan<- *job) {
 		if p.idle {
 			rctx = ctx
 		}
+		rctx, cancel := context.WithTimeout(rctx, p.wait+m.cfg.CallTimeout)
 		msgs, err := qs.q.Receive(rctx, queue.MaxBatch, p.wait)
+		cancel()
 		now := m.clk.Now()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -320,7 +322,11 @@ func (m *Manager) releaseMany(ctx context.Context, qs *qstate, js []*job, why st
 	if len(msgs) == 0 {
 		return
 	}
-	err := m.retry(ctx, func() error { return qs.q.Release(ctx, msgs...) })
+	err := m.retry(ctx, func() error {
+		cctx, cancel := context.WithTimeout(ctx, m.cfg.CallTimeout)
+		defer cancel()
+		return qs.q.Release(cctx, msgs...)
+	})
 	if err != nil {
 		// Not lost: the message becomes visible when its timeout ends.
 		qs.log.Warn("release failed; the messages reappear when their visibility timeout ends", "messages", len(msgs), "error", err)
@@ -426,7 +432,9 @@ func (m *Manager) retryTask(svc context.Context, j *job, t *task.Task, herr erro
 	}
 	delay := RetryDelay(t.Attempts, herr, m.cfg.RetryBase, m.cfg.RetryMax)
 	err = m.retry(svc, func() error {
-		return j.qs.q.Send(svc, queue.SendEntry{Body: body, Delay: delay})
+		cctx, cancel := context.WithTimeout(svc, m.cfg.CallTimeout)
+		defer cancel()
+		return j.qs.q.Send(cctx, queue.SendEntry{Body: body, Delay: delay})
 	})
 	if err != nil {
 		log.Error("task failed and its retry could not be sent; the message will be redelivered", "error", herr, "send_error", err)
@@ -452,12 +460,18 @@ func (m *Manager) deadLetter(svc context.Context, j *job, t *task.Task, reason s
 	}
 	entry, err := EncodeDeadLetter(d)
 	dlq := m.cfg.DeadLetter
+	send := func(e queue.SendEntry) error {
+		return m.retry(svc, func() error {
+			cctx, cancel := context.WithTimeout(svc, m.cfg.CallTimeout)
+			defer cancel()
+			return dlq.Send(cctx, e)
+		})
+	}
 	if err == nil {
-		err = m.retry(svc, func() error { return dlq.Send(svc, entry) })
+		err = send(entry)
 	}
 	if errors.Is(err, queue.ErrTooLarge) {
-		raw := EncodeDeadLetterRaw(d)
-		err = m.retry(svc, func() error { return dlq.Send(svc, raw) })
+		err = send(EncodeDeadLetterRaw(d))
 	}
 	log := j.qs.log.With("task_type", string(d.TaskType), "reason", reason, "attempts", attempts, "message_id", j.msg.ID)
 	if err != nil {
