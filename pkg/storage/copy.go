@@ -57,7 +57,7 @@ func Copy(ctx context.Context, src Provider, srcSpace, id string, dst Provider, 
 	if c, ok := dst.(ServerSideCopier); ok {
 		info, done, err := c.ServerSideCopy(ctx, Unwrap(src), srcSpace, id, dstSpace, id)
 		if err != nil {
-			return nil, fmt.Errorf("storage: copy %q from %s to %s: %w", id, srcSpace, dstSpace, err)
+			return nil, fmt.Errorf("storage: copy %s from %s to %s: %w", QuoteID(id), srcSpace, dstSpace, err)
 		}
 		if done {
 			return info, nil
@@ -65,7 +65,7 @@ func Copy(ctx context.Context, src Provider, srcSpace, id string, dst Provider, 
 	}
 	rc, info, err := src.Get(ctx, srcSpace, id)
 	if err != nil {
-		return nil, fmt.Errorf("storage: copy %q from %s: %w", id, srcSpace, err)
+		return nil, fmt.Errorf("storage: copy %s from %s: %w", QuoteID(id), srcSpace, err)
 	}
 	defer rc.Close()
 	h := md5.New()
@@ -76,10 +76,10 @@ func Copy(ctx context.Context, src Provider, srcSpace, id string, dst Provider, 
 		Properties: UserProperties(info.Properties),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("storage: copy %q to %s: %w", id, dstSpace, err)
+		return nil, fmt.Errorf("storage: copy %s to %s: %w", QuoteID(id), dstSpace, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); out.Checksum != got {
-		return nil, fmt.Errorf("storage: copy %q to %s: streamed MD5 %s, destination recorded %s: %w", id, dstSpace, got, out.Checksum, ErrChecksumMismatch)
+		return nil, fmt.Errorf("storage: copy %s to %s: streamed MD5 %s, destination recorded %s: %w", QuoteID(id), dstSpace, got, out.Checksum, ErrChecksumMismatch)
 	}
 	return out, nil
 }

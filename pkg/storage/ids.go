@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -48,9 +49,9 @@ func ValidateContentID(id string) error {
 	case len(id) > MaxContentIDLen:
 		return fmt.Errorf("%w: content ID is %d bytes (limit %d)", ErrInvalidID, len(id), MaxContentIDLen)
 	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: content ID %q is not valid UTF-8", ErrInvalidID, id)
+		return fmt.Errorf("%w: content ID %s is not valid UTF-8", ErrInvalidID, QuoteID(id))
 	case hasControl(id):
-		return fmt.Errorf("%w: content ID %q contains a control character", ErrInvalidID, id)
+		return fmt.Errorf("%w: content ID %s contains a control character", ErrInvalidID, QuoteID(id))
 	}
 	return nil
 }
@@ -66,3 +67,39 @@ func hasControl(s string) bool {
 
 // DefaultMimeType is the mimetype providers record when a put names none.
 const DefaultMimeType = "application/octet-stream"
+
+// MaxShownIDLen is how many bytes of an ID ShortID and QuoteID keep.
+const MaxShownIDLen = 200
+
+// ShortID returns id unchanged when it is at most MaxShownIDLen bytes, else
+// its first MaxShownIDLen bytes (cut at a rune boundary) followed by
+// "…(N bytes)". Errors and log attributes name IDs through it, so a hostile
+// 10 KiB ID neither hides the reason that follows it (a dead letter keeps
+// only the start of an error) nor fills the logs.
+func ShortID(id string) string {
+	if len(id) <= MaxShownIDLen {
+		return id
+	}
+	return cutRunes(id, MaxShownIDLen) + "…(" + strconv.Itoa(len(id)) + " bytes)"
+}
+
+// QuoteID is ShortID with the kept part quoted as %q quotes it.
+func QuoteID(id string) string {
+	if len(id) <= MaxShownIDLen {
+		return strconv.Quote(id)
+	}
+	return strconv.Quote(cutRunes(id, MaxShownIDLen)) + "…(" + strconv.Itoa(len(id)) + " bytes)"
+}
+
+// cutRunes returns s cut to at most n bytes without splitting a valid rune.
+func cutRunes(s string, n int) string {
+	s = s[:n]
+	for i := 0; i < utf8.UTFMax && len(s) > 0; i++ {
+		r, size := utf8.DecodeLastRuneInString(s)
+		if r != utf8.RuneError || size != 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return s
+}

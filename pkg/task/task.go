@@ -3,6 +3,8 @@ package task
 import (
 	"maps"
 	"strconv"
+
+	"github.com/millfleet/mill/pkg/storage"
 )
 
 // Type names a kind of task. The names are DuraCloud's, so operators and
@@ -85,12 +87,12 @@ func (t *Task) Clone() *Task {
 
 // LogAttrs returns the identifying properties of t as slog key/value pairs
 // (task_type, attempts, account, store_id, space_id, content_id), omitting
-// empty ones.
+// empty ones; long IDs are shortened (storage.ShortID).
 func (t *Task) LogAttrs() []any {
 	out := []any{"task_type", string(t.Type), "attempts", t.Attempts}
 	for _, kv := range [][2]string{{"account", KeyAccount}, {"store_id", KeyStoreID}, {"space_id", KeySpaceID}, {"content_id", KeyContentID}} {
 		if v := t.Get(kv[1]); v != "" {
-			out = append(out, kv[0], v)
+			out = append(out, kv[0], storage.ShortID(v))
 		}
 	}
 	return out
@@ -101,7 +103,7 @@ func (t *Task) String() string {
 	s := string(t.Type) + " attempts=" + strconv.Itoa(t.Attempts)
 	for _, k := range []string{KeyAccount, KeyStoreID, KeySpaceID, KeyContentID} {
 		if v := t.Get(k); v != "" {
-			s += " " + k + "=" + strconv.Quote(v)
+			s += " " + k + "=" + storage.QuoteID(v)
 		}
 	}
 	return s

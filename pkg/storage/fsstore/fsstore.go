@@ -103,7 +103,7 @@ func wrap(op, key string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("fsstore: %s %q: %w", op, key, mapErr(err))
+	return fmt.Errorf("fsstore: %s %s: %w", op, storage.QuoteID(key), mapErr(err))
 }
 
 // itemPaths returns the directory holding the item and its sidecar path.
@@ -118,11 +118,11 @@ func (s *Store) itemPaths(space, id string) (dir, metaPath, seg string, err erro
 	for _, g := range segs {
 		switch {
 		case g == "":
-			return "", "", "", fmt.Errorf("%w: content ID %q has an empty segment", storage.ErrInvalidID, id)
+			return "", "", "", fmt.Errorf("%w: content ID %s has an empty segment", storage.ErrInvalidID, storage.QuoteID(id))
 		case g == "." || g == "..":
-			return "", "", "", fmt.Errorf("%w: content ID %q has a %q segment", storage.ErrInvalidID, id, g)
+			return "", "", "", fmt.Errorf("%w: content ID %s has a %q segment", storage.ErrInvalidID, storage.QuoteID(id), g)
 		case len(g) > MaxSegmentLen:
-			return "", "", "", fmt.Errorf("%w: content ID %q has a segment of %d bytes (limit %d)", storage.ErrInvalidID, id, len(g), MaxSegmentLen)
+			return "", "", "", fmt.Errorf("%w: content ID %s has a segment of %d bytes (limit %d)", storage.ErrInvalidID, storage.QuoteID(id), len(g), MaxSegmentLen)
 		}
 	}
 	parts := make([]string, 0, len(segs)+1)

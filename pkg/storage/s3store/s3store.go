@@ -187,7 +187,7 @@ func wrap(op, key string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("s3store: %s %q: %w", op, key, mapErr(err))
+	return fmt.Errorf("s3store: %s %s: %w", op, storage.QuoteID(key), mapErr(err))
 }
 
 func (s *Store) spaceKey(space string) (string, error) {
