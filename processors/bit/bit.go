@@ -164,6 +164,9 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	}
 	o := &observation{storeKind: st.Kind}
 	if err := p.observe(ctx, b, prov, o); err != nil {
+		if errors.Is(err, storage.ErrInvalidID) && !processors.IsPermanent(err) {
+			return processors.Permanent(err) // the store refuses the ID: a retry cannot help
+		}
 		return err
 	}
 	o.caseNumber = Decide(o.sums)
@@ -323,13 +326,13 @@ func (p *Processor) observeStorage(ctx context.Context, b task.Bit, prov storage
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("bit: get %s/%s: %w", b.SpaceID, b.ContentID, err)
+			return fmt.Errorf("bit: get %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
 		}
 		h, c := md5.New(), crc64.New(storage.CRC64NVMETable)
 		_, err = io.Copy(io.MultiWriter(h, c), rc)
 		rc.Close()
 		if err != nil {
-			return fmt.Errorf("bit: read %s/%s: %w", b.SpaceID, b.ContentID, err)
+			return fmt.Errorf("bit: read %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
 		}
 		info, md5sum, crc = in, hex.EncodeToString(h.Sum(nil)), c.Sum64()
 		o.sums.ContentRead, o.sums.Content = true, md5sum
@@ -340,7 +343,7 @@ func (p *Processor) observeStorage(ctx context.Context, b task.Bit, prov storage
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, b.ContentID, err)
+			return fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
 		}
 		info = in
 		o.details = append(o.details, "content not read (store configured unreadable)")
@@ -436,7 +439,7 @@ func FindCopy(ctx context.Context, s Stores, account, storeID, space, contentID,
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("bit: head %s/%s in store %s: %w", space, contentID, st.ID, err)
+			return "", fmt.Errorf("bit: head %s/%s in store %s: %w", space, storage.ShortID(contentID), st.ID, err)
 		}
 		if strings.EqualFold(info.Checksum, want) {
 			return st.ID, nil

@@ -346,3 +346,20 @@ func TestRedeliveryKeepsOneRow(t *testing.T) {
 		t.Fatalf("counts %+v, want one SUCCESS", c)
 	}
 }
+
+// A content ID the store refuses is refused on every retry: permanent at
+// once, no row recorded.
+func TestInvalidContentIDIsPermanent(t *testing.T) {
+	e := bt.New(t)
+	healthy(e, false)
+	p := e.Processor(nil)
+	for _, id := range []string{"../x", "a//b"} {
+		err := p.Handle(context.Background(), task.Bit{Account: bt.Account, StoreID: "1", SpaceID: bt.Space, ContentID: id, RunID: bt.RunID}.Task())
+		if !processors.IsPermanent(err) || !errors.Is(err, storage.ErrInvalidID) {
+			t.Errorf("content ID %q: %v, want permanent ErrInvalidID", id, err)
+		}
+	}
+	if e.Row() != nil {
+		t.Error("a row was recorded for a refused ID")
+	}
+}

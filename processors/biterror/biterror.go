@@ -137,6 +137,9 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	}
 	resolution, err := p.resolve(ctx, be)
 	if err != nil {
+		if errors.Is(err, storage.ErrInvalidID) && !processors.IsPermanent(err) {
+			return processors.Permanent(err) // a store refuses the ID: a retry cannot help
+		}
 		return err
 	}
 	result := bitlog.ResultFailure

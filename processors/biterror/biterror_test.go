@@ -3,6 +3,7 @@ package biterror_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
+	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/bit"
@@ -225,5 +227,19 @@ func TestMalformed(t *testing.T) {
 	}
 	if _, err := biterror.New(biterror.Config{}); err == nil {
 		t.Error("New with an empty config succeeded")
+	}
+}
+
+// A repair naming a content ID the stores refuse cannot succeed on a
+// retry: permanent at once.
+func TestInvalidContentIDIsPermanent(t *testing.T) {
+	f := setup(t)
+	f.healthy(true)
+	tk := task.BitError{Account: bt.Account, StoreID: "1", SpaceID: bt.Space, ContentID: "../x", RunID: bt.RunID,
+		Case: 2, InternallyResolvable: true, ContentChecksum: bt.OldMD5, StorageChecksum: bt.GoodMD5,
+		IndexChecksum: bt.GoodMD5, AuditChecksum: bt.GoodMD5}.Task()
+	err := f.be.Handle(context.Background(), tk)
+	if !processors.IsPermanent(err) || !errors.Is(err, storage.ErrInvalidID) {
+		t.Errorf("err = %v, want permanent ErrInvalidID", err)
 	}
 }

@@ -105,11 +105,11 @@ func (p *Processor) Process(ctx context.Context, d task.Dup) (Action, error) {
 	if d.ContentID == "" {
 		a, err = p.space(ctx, j)
 	} else {
-		j.log = j.log.With("content_id", d.ContentID)
+		j.log = j.log.With("content_id", storage.ShortID(d.ContentID))
 		a, err = p.content(ctx, j)
 	}
 	if err != nil {
-		return a, err
+		return a, permanentIfInvalidID(err)
 	}
 	if a != None {
 		j.log.Info("duplication applied", "action", string(a))
@@ -324,6 +324,16 @@ func (p *Processor) ensureSpace(ctx context.Context, j *job) (created bool, err 
 		}
 	}
 	return true, nil
+}
+
+// permanentIfInvalidID marks err permanent when a store refused an ID of
+// the task (storage.ErrInvalidID): the same task would be refused again, so
+// workman's retries could only delay the dead letter.
+func permanentIfInvalidID(err error) error {
+	if errors.Is(err, storage.ErrInvalidID) && !processors.IsPermanent(err) {
+		return processors.Permanent(err)
+	}
+	return err
 }
 
 // final reports whether err is an answer rather than a transient failure.

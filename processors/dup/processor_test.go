@@ -666,3 +666,36 @@ func TestFromIndex(t *testing.T) {
 	}
 	check(false) // tombstone
 }
+
+// An ID a store refuses is refused again on every retry: the task is
+// permanent at once (straight to the dead letter), the store is asked once,
+// and the error keeps its reason even for a 10 KiB ID.
+func TestInvalidContentIDIsPermanentAtOnce(t *testing.T) {
+	long := strings.Repeat("d/", 5<<10)
+	for _, tc := range []struct{ name, id, reason string }{
+		{"dot-dot segment", "../x", `".." segment`},
+		{"10 KiB ID", long, "content ID is 10240 bytes (limit 1024)"},
+		{"empty segment", "a//b", "empty segment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var fl *flaky
+			e := setup(t, func(p storage.Provider) storage.Provider {
+				fl = &flaky{Provider: p}
+				return fl
+			}, nil, nil)
+			err := e.proc.Handle(context.Background(), dupTask(tc.id).Task())
+			if !processors.IsPermanent(err) || !errors.Is(err, storage.ErrInvalidID) {
+				t.Fatalf("err = %v; want permanent ErrInvalidID", err)
+			}
+			if n := fl.calls.Load(); n != 1 {
+				t.Errorf("source Head called %d times, want 1 (no retry)", n)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.reason) || len(msg) > 600 {
+				t.Errorf("error (%d bytes) does not keep the reason %q short: %.300s", len(msg), tc.reason, msg)
+			}
+			if strings.Count(err.Error(), "permanent:") != 1 {
+				t.Errorf("error marked permanent more than once: %.300s", err)
+			}
+		})
+	}
+}
