@@ -195,9 +195,9 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, `".." segment`)},
 		{name: "DUP with a NUL content ID (escaped)", queue: queue.KeyDupHigh, body: string(nulDup), reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "control character")},
 		{name: "DUP with a 10 KiB content ID", queue: queue.KeyDupHigh, body: `{"v":1,"type":"DUP","props":{"account":"acme","storeId":"1","destStoreId":"2","spaceId":"space","contentId":"` + long + `"}}`,
-			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "fsstore: head")},
-		// (The reason follows the quoted 10 KiB ID in the error, past the
-		// dead letter's 8 KiB error limit: only the start survives.)
+			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "fsstore: head", "bytes)", "content ID is 10240 bytes (limit 1024)")},
+		// (Errors name a long ID by its first 200 bytes, so the reason
+		// survives the dead letter's 8 KiB error limit.)
 		{name: "S3 event for an unknown bucket", queue: queue.KeyAudit, body: s3Event("no-such-bucket-" + strings.TrimSuffix(prefix, "-")),
 			reason: workman.ReasonPermanent, errHas: expectProc(auditWired, "registered for bucket")},
 		{name: "claim-check reference without a claim check", queue: queue.KeyAudit, body: `{"millClaimCheck":{"key":"claims/none","size":300000,"sha256":"00"}}`,
@@ -328,12 +328,21 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 			if d.Error == "" {
 				t.Errorf("%s: dead letter without an error", c.name)
 			}
-			if d.Reason == workman.ReasonFailed && c.reason == workman.ReasonPermanent {
-				// Finding (reported, not this package's code): the DUP
-				// processor retries invalid content IDs before giving up.
-				t.Logf("FINDING %s: dead-lettered after %d attempts (retried), not at once as permanent: %.200s", c.name, d.Attempts, d.Error)
-			} else if d.Reason != c.reason {
-				t.Errorf("%s: reason %q, want %q (error %q)", c.name, d.Reason, c.reason, d.Error)
+			if d.Reason != c.reason {
+				t.Errorf("%s: reason %q, want %q (error %.300q)", c.name, d.Reason, c.reason, d.Error)
+			}
+			if c.reason == workman.ReasonPermanent {
+				// Straight to the dead letter: the failed attempt is the
+				// first, and the task it carries was never retried.
+				if d.Attempts != 1 {
+					t.Errorf("%s: dead letter after %d attempts, want 1 (no retry)", c.name, d.Attempts)
+				}
+				if tk, err := task.Decode(d.Body); err != nil || tk.Attempts != 0 {
+					t.Errorf("%s: dead-lettered task (err %v) is not the original with attempts 0", c.name, err)
+				}
+			}
+			if len(d.Error) > 2<<10 {
+				t.Errorf("%s: dead-letter error is %d bytes; IDs must be named briefly", c.name, len(d.Error))
 			}
 			if !sameTask(d.Body, []byte(c.body)) {
 				t.Errorf("%s: dead letter holds %d bytes, not the original %d", c.name, len(d.Body), len(c.body))
