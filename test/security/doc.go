@@ -5,6 +5,9 @@
 //     The test reads the Go sources with go/ast.
 //   - fsstore_test.go: hostile content and space IDs cannot reach outside a
 //     filesystem store's root; the filesystem is inspected afterwards.
-//   - secrets_test.go: a full setup → content put → workman run with debug
-//     logging and canary credentials never prints a credential.
+//   - secrets_test.go: setup → content put → workman (AUDIT, DUP, NOOP and a
+//     dead-lettered task) → dlq list → queues, plus a refused database
+//     connection, through the real binaries with debug logging, canary AWS
+//     keys and a canary PostgreSQL role: no output and no dead letter holds
+//     a credential, raw or URL/base64-encoded.
 package security
