@@ -10,6 +10,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
 
 func init() {
@@ -122,7 +123,11 @@ are printed as file:line:col: message; the exit code is 1 when there are any.`,
 				for _, f := range args {
 					if err := validatePolicyFile(a, f, reg); err != nil {
 						bad++
-						_ = printFileErrors(a, err)
+						if _, ok := errors.AsType[*jsonpos.Error](err); ok {
+							_ = printFileErrors(a, err)
+						} else { // not positional (unknown account, unreadable file): say it as is
+							fmt.Fprintln(a.stderr, err)
+						}
 						continue
 					}
 					fmt.Fprintf(a.stdout, "%s: ok\n", f)
