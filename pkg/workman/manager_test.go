@@ -139,8 +139,11 @@ func TestEmptyHigherQueuesAreCheap(t *testing.T) {
 	h.start()
 	const minutes = 5
 	h.advance(minutes * time.Minute)
-	if d := done.Load(); d < 500 {
-		t.Fatalf("only %d tasks done in %d simulated minutes (want ~600)", d, minutes)
+	// 4 workers × 2 s tasks = 600 in 5 minutes at best; each pass over the
+	// five empty queues (whenever their backoff expires) spends 5 s in 1 s
+	// receives while only one batch of 10 is held, so ~500–540 is typical.
+	if d := done.Load(); d < 450 {
+		t.Fatalf("only %d tasks done in %d simulated minutes (want 450–600)", d, minutes)
 	}
 	for i := range 5 {
 		n := len(h.recs[i].receives())

@@ -12,6 +12,12 @@ import "time"
 //   - a queue that answered empty backs off (min doubling to max); one that
 //     returned messages is due again at once, so after a non-empty receive
 //     the next choice starts again at the top;
+//   - after an empty answer the search goes on down the list from the next
+//     queue, and only wraps to the top when no lower queue is due: a pass
+//     always reaches the lowest queue. (Restarting at the top after every
+//     empty answer starves the lower queues whenever a pass over the higher
+//     ones takes longer than their backoff — slow endpoints, short
+//     backoffs — and then busy low queues are never read.)
 //   - when every queue's latest answer was empty the scheduler goes idle for
 //     idleDelay (min doubling to max across consecutive idle periods): it
 //     long-polls only the top queue; when the idle period ends it sweeps all
@@ -23,6 +29,7 @@ type scheduler struct {
 	due                    []time.Time
 	backoff                []time.Duration
 	empty                  []bool // latest answer was empty
+	cursor                 int    // where the search for a due queue starts
 	idle                   bool
 	idleUntil              time.Time
 	idleDelay              time.Duration // the next idle period's length
@@ -55,6 +62,7 @@ func (s *scheduler) next(now time.Time) pick {
 		// The idle period is over: sweep every queue; until each has
 		// answered again none is known empty.
 		s.idle = false
+		s.cursor = 0
 		for i := range s.due {
 			s.due[i] = now
 			s.empty[i] = false
@@ -71,11 +79,12 @@ func (s *scheduler) next(now time.Time) pick {
 		return pick{queue: 0, wait: min(s.idleWait, s.idleUntil.Sub(now)), idle: true}
 	}
 	var earliest time.Time
-	for i, d := range s.due {
-		if !now.Before(d) {
+	n := len(s.due)
+	for k := 0; k < n; k++ {
+		i := (s.cursor + k) % n
+		if d := s.due[i]; !now.Before(d) {
 			return pick{queue: i, wait: s.wait}
-		}
-		if earliest.IsZero() || d.Before(earliest) {
+		} else if earliest.IsZero() || d.Before(earliest) {
 			earliest = d
 		}
 	}
@@ -90,9 +99,11 @@ func (s *scheduler) result(q, n int, now time.Time) {
 		s.due[q] = now
 		s.idle = false
 		s.idleDelay = s.idleMin
+		s.cursor = 0
 		return
 	}
 	s.empty[q] = true
+	s.cursor = (q + 1) % len(s.due)
 	if s.idle {
 		return // the idle long poll: the idle period governs
 	}
@@ -106,6 +117,7 @@ func (s *scheduler) result(q, n int, now time.Time) {
 // was the idle long poll (the idle period would otherwise ask again at
 // once).
 func (s *scheduler) failed(q int, now time.Time) time.Duration {
+	s.cursor = (q + 1) % len(s.due)
 	s.backoff[q] = min(max(2*s.backoff[q], s.backoffMin), s.backoffMax)
 	s.due[q] = now.Add(s.backoff[q])
 	return s.backoff[q]
