@@ -48,6 +48,10 @@ test/unit: ## unit tests only (-short: integration tests are skipped), no servic
 test/integration: up ## every test, verbose, against the local services
 	$(WITH_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | tee .local/test.log | grep -E '^(=== RUN|--- (PASS|FAIL|SKIP)|ok|FAIL|PASS)' | grep -v '=== RUN' || true
 
+.PHONY: test/faults
+test/faults: up ## fault tests with real processes: SQS outage, PostgreSQL restart, kill -9 (MILL_FAULTS_SCALE=0.2 for a quick run)
+	$(WITH_ENV) $(GO) test -tags faults -race -timeout 40m -v ./test/faults/...
+
 .PHONY: lint
 lint: ## gofmt, go vet, go mod tidy check, staticcheck, cfn-lint on infra/, govulncheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
