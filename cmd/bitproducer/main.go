@@ -22,20 +22,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/storage/fsstore"
-	"github.com/millfleet/mill/pkg/storage/s3store"
-	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
@@ -217,22 +211,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	s3c := aws.S3()
 
-	var reg *stores.Registry
-	if o.configDir != "" {
-		reg, err = stores.LoadFile(filepath.Join(o.configDir, stores.FileName))
-	} else {
-		reg, err = stores.LoadS3(ctx, s3c, o.configBucket, o.configPrefix+stores.FileName)
-	}
+	reg, err := wiring.ConfigSource{Dir: o.configDir, Bucket: o.configBucket, Prefix: o.configPrefix}.Registry(ctx, s3c)
 	if err != nil {
-		return fmt.Errorf("load the store registry: %w", err)
+		return err
 	}
-	opener := stores.NewOpener(reg, stores.OpenerConfig{
-		AWS: aws.AWS, PathStyle: aws.EndpointOverride,
-		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
-		S3: func(_ context.Context, cl *s3.Client, s stores.Store) (storage.Provider, error) {
-			return s3store.New(cl, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
-		},
-	})
+	opener := wiring.NewOpener(reg, &aws.AWS, aws.EndpointOverride)
 
 	sqsc := aws.SQS()
 	bitQ, err := sqsqueue.Open(ctx, sqsc, o.bitQueue, sqsqueue.Config{})

@@ -17,24 +17,18 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lease"
-	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/storage/fsstore"
-	"github.com/millfleet/mill/pkg/storage/s3store"
-	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
-	dupproc "github.com/millfleet/mill/processors/dup"
 	"github.com/millfleet/mill/producers/dup"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -199,25 +193,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	s3c := awsCfg.S3(func(so *s3.Options) { so.UsePathStyle = awsCfg.EndpointOverride })
 
-	var reg *stores.Registry
-	var pols policy.Repository
-	if o.configDir != "" {
-		reg, err = stores.LoadFile(filepath.Join(o.configDir, stores.FileName))
-		pols = policy.NewDir(o.configDir)
-	} else {
-		reg, err = stores.LoadS3(ctx, s3c, o.configBucket, o.configPrefix+stores.FileName)
-		pols = policy.NewS3(s3c, o.configBucket, o.configPrefix)
-	}
+	src := wiring.ConfigSource{Dir: o.configDir, Bucket: o.configBucket, Prefix: o.configPrefix}
+	reg, err := src.Registry(ctx, s3c)
 	if err != nil {
 		return err
 	}
-	opener := stores.NewOpener(reg, stores.OpenerConfig{
-		AWS: awsCfg.AWS, PathStyle: awsCfg.EndpointOverride,
-		S3: dupproc.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
-			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
-		}),
-		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
-	})
+	pols := src.Policies(s3c)
+	opener := wiring.NewOpener(reg, &awsCfg.AWS, awsCfg.EndpointOverride)
 	prod, err := dup.New(dup.Config{Registry: reg, Policies: pols, Opener: opener, Logger: logger})
 	if err != nil {
 		return err

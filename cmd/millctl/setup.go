@@ -4,14 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"path/filepath"
 
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/s3event"
 	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/stores"
 )
 
 func init() {
@@ -92,17 +91,11 @@ bucket is audited too; the audit queue's policy lets S3 send to it.`,
 // queue. Each bucket is configured with its store's own client (region,
 // endpoint, role).
 func notificationResources(ctx context.Context, awsCfg *awsconfig.Config, c setup.Config, dir, prefix string) ([]setup.Resource, error) {
-	var reg *stores.Registry
-	var err error
-	if dir != "" {
-		reg, err = stores.LoadFile(filepath.Join(dir, stores.FileName))
-	} else {
-		reg, err = stores.LoadS3(ctx, awsCfg.S3(), c.ConfigBucket, prefix+stores.FileName)
-	}
+	reg, err := wiring.ConfigSource{Dir: dir, Bucket: c.ConfigBucket, Prefix: prefix}.Registry(ctx, awsCfg.S3())
 	if err != nil {
-		return nil, fmt.Errorf("--store-notifications needs the store registry: %w", err)
+		return nil, fmt.Errorf("--store-notifications: %w", err)
 	}
-	opener := stores.NewOpener(reg, stores.OpenerConfig{AWS: awsCfg.AWS, PathStyle: awsCfg.EndpointOverride})
+	opener := wiring.NewOpener(reg, &awsCfg.AWS, awsCfg.EndpointOverride)
 	var buckets []s3event.Bucket
 	seen := map[string]bool{}
 	for _, acct := range reg.Accounts {

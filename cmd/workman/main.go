@@ -206,7 +206,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		errs = append(errs, err)
 	}
-	types, err := parseTaskTypes(o.taskTypes)
+	types, err := wiring.ParseTypes(o.taskTypes)
 	if err != nil {
 		errs = append(errs, err)
 	}

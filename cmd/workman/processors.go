@@ -2,36 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/millfleet/mill/internal/wiring"
-	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 )
-
-// parseTaskTypes reads --task-types: "all" (every processor of
-// internal/wiring) or a comma-separated list of task types.
-func parseTaskTypes(s string) ([]task.Type, error) {
-	if strings.TrimSpace(strings.ToLower(s)) == "all" {
-		return wiring.Types, nil
-	}
-	var out []task.Type
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		t := task.Type(strings.ToUpper(p))
-		if !t.Known() {
-			return nil, fmt.Errorf("task-types: unknown task type %q", p)
-		}
-		out = append(out, t)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("task-types: no task type in %q", s)
-	}
-	return out, nil
-}
 
 // registerProcessors builds the processors of types from the dependencies
 // internal/wiring opens, and registers them in mux: the same registration

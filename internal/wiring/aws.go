@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -18,13 +17,8 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/storage/fsstore"
-	"github.com/millfleet/mill/pkg/storage/s3store"
-	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors/bitreport"
-	"github.com/millfleet/mill/processors/dup"
 	"github.com/millfleet/mill/processors/noop"
 )
 
@@ -137,28 +131,16 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		return d, func() error { return nil }, nil
 	}
 
-	var reg *stores.Registry
-	var pols policy.Repository
-	if cfg.ConfigDir != "" {
-		reg, err = stores.LoadFile(filepath.Join(cfg.ConfigDir, stores.FileName))
-		pols = policy.NewDir(cfg.ConfigDir)
-	} else {
-		reg, err = stores.LoadS3(ctx, s3c, cfg.ConfigBucket, cfg.ConfigPrefix+stores.FileName)
-		pols = policy.NewS3(s3c, cfg.ConfigBucket, cfg.ConfigPrefix)
-	}
+	src := ConfigSource{Dir: cfg.ConfigDir, Bucket: cfg.ConfigBucket, Prefix: cfg.ConfigPrefix}
+	reg, err := src.Registry(ctx, s3c)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("wiring: store registry: %w", err))
+		errs = append(errs, fmt.Errorf("wiring: %w", err))
 	}
+	pols := src.Policies(s3c)
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
-	opener := stores.NewOpener(reg, stores.OpenerConfig{
-		AWS: aws.AWS, PathStyle: aws.EndpointOverride,
-		S3: dup.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
-			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
-		}),
-		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
-	})
+	opener := NewOpener(reg, &aws.AWS, aws.EndpointOverride)
 
 	db, err := milldb.Open(ctx, cfg.DatabaseURL, cfg.Database)
 	if err != nil {

@@ -1,0 +1,75 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
+	"github.com/millfleet/mill/pkg/storage/s3store"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/processors/dup"
+)
+
+// ConfigSource says where accounts.json and the duplication policies live:
+// a local directory, or a bucket (the config bucket) under a key prefix.
+type ConfigSource struct {
+	Dir            string
+	Bucket, Prefix string
+}
+
+// String names the source for messages.
+func (c ConfigSource) String() string {
+	if c.Dir != "" {
+		return c.Dir
+	}
+	return "s3://" + c.Bucket + "/" + c.Prefix
+}
+
+// Registry loads accounts.json; s3c is used when the source is a bucket.
+func (c ConfigSource) Registry(ctx context.Context, s3c *s3.Client) (*stores.Registry, error) {
+	var (
+		reg *stores.Registry
+		err error
+	)
+	if c.Dir != "" {
+		reg, err = stores.LoadFile(filepath.Join(c.Dir, stores.FileName))
+	} else {
+		reg, err = stores.LoadS3(ctx, s3c, c.Bucket, c.Prefix+stores.FileName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store registry (%s): %w", c, err)
+	}
+	return reg, nil
+}
+
+// Policies returns the duplication policy repository of the source.
+func (c ConfigSource) Policies(s3c *s3.Client) policy.Repository {
+	if c.Dir != "" {
+		return policy.NewDir(c.Dir)
+	}
+	return policy.NewS3(s3c, c.Bucket, c.Prefix)
+}
+
+// NewOpener opens the stores of reg: fs stores with fsstore, s3 stores with
+// s3store on clients built from base (nil when no store is s3). S3 stores
+// of one region, endpoint and role share a client, so copies between them
+// are server-side.
+func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.Opener {
+	oc := stores.OpenerConfig{
+		PathStyle: pathStyle,
+		S3: dup.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
+			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
+		}),
+		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
+	}
+	if base != nil {
+		oc.AWS = *base
+	}
+	return stores.NewOpener(reg, oc)
+}
