@@ -90,16 +90,16 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Log == nil {
-		errs = append(errs, errors.New("Log is required"))
+		errs = append(errs, errors.New("config: Log is required"))
 	}
 	if c.Index == nil {
-		errs = append(errs, errors.New("Index is required"))
+		errs = append(errs, errors.New("config: Index is required"))
 	}
 	if c.DupHigh == nil {
-		errs = append(errs, errors.New("DupHigh is required"))
+		errs = append(errs, errors.New("config: DupHigh is required"))
 	}
 	if c.Policies == nil {
-		errs = append(errs, errors.New("Policies is required"))
+		errs = append(errs, errors.New("config: Policies is required"))
 	}
 	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
 		errs = append(errs, fmt.Errorf("unknown Format %v", c.Format))
@@ -108,7 +108,7 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("EchoWindow must not be negative"))
 	}
 	if (c.Resolver == nil) != (c.Stores == nil) {
-		errs = append(errs, errors.New("Resolver and Stores go together"))
+		errs = append(errs, errors.New("config: Resolver and Stores go together"))
 	}
 	return errors.Join(errs...)
 }

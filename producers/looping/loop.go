@@ -129,7 +129,7 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("bad Frequency %+v", c.Frequency))
 	}
 	if _, err := task.Encode(task.New(task.TypeNoop, nil), c.Format); err != nil {
-		errs = append(errs, fmt.Errorf("Format: %w", err))
+		errs = append(errs, fmt.Errorf("config: Format: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 )
 
@@ -174,15 +173,4 @@ func (s *State) validate() error {
 		return fmt.Errorf("%w: %w", ErrState, err)
 	}
 	return nil
-}
-
-// clone returns a deep copy of s.
-func (s *State) clone() *State {
-	c := *s
-	c.Morsels = slices.Clone(s.Morsels)
-	for i := range c.Morsels {
-		c.Morsels[i].Data = slices.Clone(c.Morsels[i].Data)
-	}
-	c.Queued = s.Queued.Clone()
-	return &c
 }

@@ -95,10 +95,10 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Bucket == "" {
-		errs = append(errs, errors.New("Bucket is required"))
+		errs = append(errs, errors.New("config: Bucket is required"))
 	}
 	if len(c.Prefix) > MaxKeyLen/2 {
-		errs = append(errs, fmt.Errorf("Prefix is %d bytes (limit %d)", len(c.Prefix), MaxKeyLen/2))
+		errs = append(errs, fmt.Errorf("config: Prefix is %d bytes (limit %d)", len(c.Prefix), MaxKeyLen/2))
 	}
 	if c.MultipartThreshold < 0 || c.MultipartThreshold > MaxPartSize {
 		errs = append(errs, fmt.Errorf("MultipartThreshold %d outside 0..%d", c.MultipartThreshold, int64(MaxPartSize)))
