@@ -25,33 +25,33 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 )
 
-// Action is a write action an AUDIT task records (DESIGN §3).
-type Action string
+// Action is a write action an AUDIT task records (DESIGN §3): task.Action.
+type Action = task.Action
 
-// The audited actions.
+// The audited actions (aliases of pkg/task's, the one source of the names).
 const (
-	CreateSpace          Action = "CREATE_SPACE"
-	DeleteSpace          Action = "DELETE_SPACE"
-	SetSpaceACLs         Action = "SET_SPACE_ACLS"
-	AddContent           Action = "ADD_CONTENT"
-	CopyContent          Action = "COPY_CONTENT"
-	DeleteContent        Action = "DELETE_CONTENT"
-	SetContentProperties Action = "SET_CONTENT_PROPERTIES"
+	CreateSpace          = task.ActionCreateSpace
+	DeleteSpace          = task.ActionDeleteSpace
+	SetSpaceACLs         = task.ActionSetSpaceACLs
+	AddContent           = task.ActionAddContent
+	CopyContent          = task.ActionCopyContent
+	DeleteContent        = task.ActionDeleteContent
+	SetContentProperties = task.ActionSetContentProperties
 )
 
-// AUDIT property keys (DESIGN §3; DuraCloud's names).
+// AUDIT property keys (DESIGN §3; DuraCloud's names), as pkg/task names them.
 const (
-	KeyAction            = "action"
-	KeyUserID            = "user-id"
-	KeyDateTime          = "date-time"
-	KeyContentChecksum   = "content-checksum"
-	KeyContentMimetype   = "content-mimetype"
-	KeyContentSize       = "content-size"
-	KeyContentProperties = "content-properties"
-	KeySpaceACLs         = "space-acls"
-	KeyStoreType         = "store-type"
-	KeySourceSpaceID     = "source-space-id"
-	KeySourceContentID   = "source-content-id"
+	KeyAction            = task.KeyAction
+	KeyUserID            = task.KeyUserID
+	KeyDateTime          = task.KeyDateTime
+	KeyContentChecksum   = task.KeyContentChecksum
+	KeyContentMimetype   = task.KeyContentMimetype
+	KeyContentSize       = task.KeyContentSize
+	KeyContentProperties = task.KeyContentProperties
+	KeySpaceACLs         = task.KeySpaceACLs
+	KeyStoreType         = task.KeyStoreType
+	KeySourceSpaceID     = task.KeySourceSpaceID
+	KeySourceContentID   = task.KeySourceContentID
 )
 
 // ErrNotAudited reports that a write succeeded but its AUDIT task was not
