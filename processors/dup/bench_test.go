@@ -1,18 +1,18 @@
 package dup_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"log/slog"
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/millfleet/mill/internal/memstat"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
@@ -85,23 +85,6 @@ func (p *peak) mib() float64 {
 	close(p.stop)
 	p.wg.Wait()
 	return float64(p.max.Load()) / (1 << 20)
-}
-
-// vmHWM returns the process's peak resident set (VmHWM) in MiB, or 0.
-func vmHWM() float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
 
 // BenchmarkStreamingCopy1GiB copies one 1 GiB object between two S3 stores
@@ -215,5 +198,5 @@ func BenchmarkStreamingCopy1GiB(b *testing.B) {
 	b.ReportMetric(millRate/rawRate, "mill/raw")
 	b.ReportMetric(millPeak, "mill-peak-heap-MiB")
 	b.ReportMetric(rawPeak, "raw-peak-heap-MiB")
-	b.ReportMetric(vmHWM(), "VmHWM-MiB")
+	b.ReportMetric(memstat.PeakRSSMiB(), "VmHWM-MiB")
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/memstat"
+
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
@@ -105,4 +107,5 @@ func BenchmarkBitCheckReadPath(b *testing.B) {
 	b.ReportMetric(millMBs, "bitcheck_MB/s")
 	b.ReportMetric(toolMBs, "md5sum_MB/s")
 	b.ReportMetric(millMBs/toolMBs, "ratio")
+	b.ReportMetric(memstat.PeakRSSMiB(), "peak-rss-MiB")
 }

@@ -1,7 +1,6 @@
 package s3store
 
 import (
-	"bufio"
 	"context"
 	"crypto/md5"
 	"encoding/binary"
@@ -10,11 +9,12 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/millfleet/mill/internal/memstat"
 
 	"github.com/millfleet/mill/pkg/storage"
 )
@@ -81,24 +81,6 @@ func startMemPeak() *memPeak {
 }
 
 func (m *memPeak) done() { close(m.stop); m.wg.Wait() }
-
-// vmHWM returns the process's peak resident set size (VmHWM) in bytes, or 0
-// where /proc is not available.
-func vmHWM() uint64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
 
 // BenchmarkBigObject streams MILL_BENCH_BIG_BYTES (default 1 GiB) of
 // generated content into S3 through the store with the default
@@ -168,10 +150,10 @@ func BenchmarkBigObject(b *testing.B) {
 	const mib = 1 << 20
 	b.ReportMetric(float64(mem.heapInuse.Load())/mib, "peak-heap-inuse-MiB")
 	b.ReportMetric(float64(mem.sys.Load())/mib, "peak-sys-MiB")
-	b.ReportMetric(float64(vmHWM())/mib, "peak-rss-MiB")
+	b.ReportMetric(memstat.PeakRSSMiB(), "peak-rss-MiB")
 	b.ReportMetric(float64(size)/mib/putTime.Seconds()*float64(b.N), "put-MiB/s")
 	b.ReportMetric(float64(size)/mib/getTime.Seconds()*float64(b.N), "get-MiB/s")
-	if hwm := vmHWM(); hwm > 100*mib {
-		b.Errorf("peak RSS %d MiB, want under 100 MiB", hwm/mib)
+	if hwm := memstat.PeakRSSMiB(); hwm > 100 {
+		b.Errorf("peak RSS %.1f MiB, want under 100 MiB", hwm)
 	}
 }
