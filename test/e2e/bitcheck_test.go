@@ -131,7 +131,9 @@ func (f fault) key() string { return f.store + "/" + f.space + "/" + itemID(f.i)
 func TestBitIntegrityEndToEnd(t *testing.T) {
 	cfg := testenv.AWS(t)
 	pool := testenv.Pool(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	// 8 minutes for the default size; larger runs get time in proportion
+	// (moto's SQS slows with every queued message).
+	ctx, cancel := context.WithTimeout(context.Background(), max(8*time.Minute, time.Duration(itemsPerSpace)*4*time.Second))
 	defer cancel()
 	start := time.Now()
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
