@@ -313,12 +313,22 @@ func TestTwoProducersStartedTogether(t *testing.T) {
 		t.Errorf("the waiting invocation wrote state: %+v", st)
 	}
 	tasks := drain(t, ctx, bitQ)
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for _, tk := range tasks {
-		seen[tk.Get(task.KeyContentID)] = true
+		seen[tk.Get(task.KeyContentID)]++
 	}
-	if len(seen) != items || len(tasks) != items {
-		t.Errorf("bit queue: %d tasks for %d distinct items, want %d each (one producer ran)", len(tasks), len(seen), items)
+	// Two runs would queue every item twice. SQS sends are at least once
+	// (an SDK retry of a send the emulator did perform under load adds a
+	// copy), so a few duplicates within one batch are not a second run.
+	dups := 0
+	for _, n := range seen {
+		dups += n - 1
+	}
+	if len(seen) != items || dups > queue.MaxBatch {
+		t.Errorf("bit queue: %d tasks for %d distinct items (%d duplicates), want each of %d items once, give or take one batch of at-least-once duplicates (one producer ran)", len(tasks), len(seen), dups, items)
+	}
+	if dups > 0 {
+		t.Logf("bit queue: %d at-least-once duplicate messages among %d items", dups, items)
 	}
 	t.Logf("RESULT two-producers: %d items; runner pid %d: %q; other pid %d: %q; both exited 0 within %v",
 		items, res[runner].p.cmd.Process.Pid, strings.TrimSpace(firstLine(res[runner].out)),
