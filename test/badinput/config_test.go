@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/testbin"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -21,19 +23,6 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 )
-
-// buildAll compiles millctl, workman and bitproducer into one temporary
-// directory (one go build: shared compilation).
-func buildAll(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	c := exec.Command("go", "build", "-o", dir, "./cmd/millctl", "./cmd/workman", "./cmd/bitproducer")
-	c.Dir = repoRoot(t)
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir
-}
 
 // snapshot lists a bucket's keys with their ETags and a directory's files
 // with their contents: what a refused command must leave as it was.
@@ -66,7 +55,7 @@ func TestInvalidConfigThroughTheCommands(t *testing.T) {
 	cfg := testenv.AWS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bins := buildAll(t)
+	bins := testbin.Build(t, "millctl", "workman", "bitproducer")
 	prefix := testenv.Prefix(t)
 	s3c, sqsc := cfg.S3(), cfg.SQS()
 	bucket := prefix + "config"
@@ -99,7 +88,7 @@ func TestInvalidConfigThroughTheCommands(t *testing.T) {
 		}
 	}
 
-	seed, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "policies", "invalid", "account1-duplication-policy.json"))
+	seed, err := os.ReadFile(filepath.Join(testbin.ModuleRoot(t), "testdata", "policies", "invalid", "account1-duplication-policy.json"))
 	must(t, err)
 	trailing := write(bad, "acme-duplication-policy.json", string(seed)) // the seed's trailing comma, line 6
 	badStoreDir := filepath.Join(bad, "store")
@@ -166,7 +155,7 @@ func TestInvalidConfigThroughTheCommands(t *testing.T) {
 	before := snapshot(t, ctx, s3c, bucket, dir)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cmd := exec.CommandContext(ctx, filepath.Join(bins, c.bin), c.args...)
+			cmd := exec.CommandContext(ctx, bins[c.bin], c.args...)
 			cmd.Env = env
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -12,9 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/millfleet/mill/internal/testbin"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -33,28 +34,6 @@ import (
 	"github.com/millfleet/mill/pkg/workman"
 )
 
-// repoRoot is the module root, two levels up.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
-
-// build compiles ./cmd/<name> into a temporary directory.
-func build(t *testing.T, name string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), name)
-	c := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
-	c.Dir = repoRoot(t)
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, out)
-	}
-	return bin
-}
-
 // freeAddr returns a loopback address nothing listens on right now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -64,24 +43,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// syncBuffer collects a child's output for inspection while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // badCase is one message sent to a work queue and what must become of it.
@@ -117,7 +78,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	cfg := testenv.AWS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	bin := build(t, "workman")
+	bin := testbin.Build(t, "workman")["workman"]
 	helpOut, _ := exec.Command(bin, "--help").CombinedOutput()
 	help := string(helpOut)
 	auditWired, dupWired := registered(help, task.TypeAudit), registered(help, task.TypeDup)
@@ -214,7 +175,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	tmp := t.TempDir()
 	record := filepath.Join(tmp, "noop.record")
 	httpAddr := freeAddr(t)
-	var out syncBuffer
+	var out testbin.Buffer
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	cmd := exec.CommandContext(wctx, bin,

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/testbin"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -40,24 +42,6 @@ func auditItemID(i int) string { return fmt.Sprintf("dir/item-%03d.txt", i) }
 
 func auditContent(i int) []byte {
 	return []byte(fmt.Sprintf("audit e2e item %03d: %s\n", i, strings.Repeat(fmt.Sprintf("%x", i*104729), 8)))
-}
-
-// syncBuffer collects a running child's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // runN runs f(0..n-1) on workers goroutines and returns every error.
@@ -100,13 +84,8 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 
-	bins := t.TempDir()
-	build := exec.Command("go", "build", "-o", bins, "./cmd/millctl", "./cmd/workman")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	millctl, workman := filepath.Join(bins, "millctl"), filepath.Join(bins, "workman")
+	bins := testbin.Build(t, "millctl", "workman")
+	millctl, workman := bins["millctl"], bins["workman"]
 	t.Logf("built the binaries in %v", time.Since(start).Round(time.Millisecond))
 
 	prefix := testenv.Prefix(t)
@@ -224,7 +203,7 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 	// 2. workman until audit, dup-high and the dead letter stay empty.
 	runWorkman := func(phase string) {
 		t.Helper()
-		var wout syncBuffer
+		var wout testbin.Buffer
 		w := exec.CommandContext(ctx, workman, "--task-types", "AUDIT,DUP,NOOP", "--queues", "audit,dup-high",
 			"--config-dir", conf, "--database-url", dbURL, "--audit-table", auditTable, "--queue-prefix", prefix,
 			"--http-addr", "", "--cloudwatch=false", "--receive-wait", "1s",

@@ -10,9 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/millfleet/mill/internal/testbin"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -24,24 +25,6 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
 )
-
-// lockedBuffer collects a running child's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // canaryRole creates a PostgreSQL login role with password pw owning a
 // fresh schema, and returns a database URL that logs in as it (search_path
@@ -121,13 +104,8 @@ func TestCredentialsNeverLogged(t *testing.T) {
 	dbURL := canaryRole(t, base, role, password)
 	secrets := map[string]string{"access key id": accessKey, "secret access key": secret, "database password": password}
 
-	bins := t.TempDir()
-	build := exec.Command("go", "build", "-o", bins, "./cmd/millctl", "./cmd/workman")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	millctl, workman := filepath.Join(bins, "millctl"), filepath.Join(bins, "workman")
+	bins := testbin.Build(t, "millctl", "workman")
+	millctl, workman := bins["millctl"], bins["workman"]
 
 	prefix := testenv.Prefix(t)
 	sqsc, s3c, ddb := cfg.SQS(), cfg.S3(), cfg.DynamoDB()
@@ -224,7 +202,7 @@ func TestCredentialsNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var wout lockedBuffer
+	var wout testbin.Buffer
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	w := exec.CommandContext(wctx, workman, "--task-types", "AUDIT,DUP,NOOP", "--queues", "audit,dup-high",

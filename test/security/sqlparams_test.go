@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/millfleet/mill/internal/testbin"
 )
 
 // sqlMethods are the pgx calls that take SQL text, with the index of the
@@ -27,19 +29,6 @@ var dynamicSQL = map[string]string{
 	// compiled into the binary, never derived from input. The test checks
 	// that sql is only ever assigned m.Up or m.Down.
 	"pkg/milldb/migrate.go runStep sql": "m.Up m.Down",
-}
-
-// repoRoot returns the module root (two levels above this package).
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("module root not found from %s: %v", root, err)
-	}
-	return root
 }
 
 // sqlCall is one call passing SQL text.
@@ -259,7 +248,7 @@ func check(calls []sqlCall, reviewed map[string]string) (problems []string, used
 }
 
 func TestSQLIsParameterised(t *testing.T) {
-	root := repoRoot(t)
+	root := testbin.ModuleRoot(t)
 	byDir := sqlFiles(t, root)
 	if len(byDir["pkg/milldb"]) == 0 {
 		t.Fatal("no sources found in pkg/milldb")
