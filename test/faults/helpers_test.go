@@ -124,39 +124,79 @@ func ensureAllQueues(t *testing.T, ctx context.Context, api interface {
 // noopID is the id of NOOP task i.
 func noopID(i int) string { return fmt.Sprintf("task-%05d", i) }
 
-// enqueueNoop sends n NOOP tasks with ids noopID(0..n-1).
-func enqueueNoop(t *testing.T, ctx context.Context, q queue.Queue, n int) {
+// noopEntries encodes NOOP tasks lo..hi-1 as send entries.
+func noopEntries(t *testing.T, lo, hi int) []queue.SendEntry {
 	t.Helper()
-	start := time.Now()
-	const chunk = 100
-	var wg sync.WaitGroup
-	errs := make(chan error, n/chunk+1)
-	sem := make(chan struct{}, 4)
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			entries := make([]queue.SendEntry, 0, hi-lo)
-			for i := lo; i < hi; i++ {
-				body, err := task.Encode(task.New(task.TypeNoop, map[string]string{noop.KeyID: noopID(i)}), task.FormatJSON)
-				if err != nil {
-					errs <- err
+	entries := make([]queue.SendEntry, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		body, err := task.Encode(task.New(task.TypeNoop, map[string]string{noop.KeyID: noopID(i)}), task.FormatJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, queue.SendEntry{Body: body})
+	}
+	return entries
+}
+
+// feeder sends NOOP tasks 0..n-1 to a queue while workman works, keeping
+// at most window tasks sent and not yet recorded as done: the queue stays
+// as shallow as a producer keeps it ("fill the queues without overfilling
+// them"). moto's SQS costs O(queue depth) per send and receive, so 5,000
+// tasks enqueued up front took minutes before the first was processed.
+// feedWindow is how many tasks the fault tests keep outstanding: more
+// than workman holds at once (workers + a batch) many times over.
+const feedWindow = 500
+
+type feeder struct {
+	sent, n int
+	peak    int // the most tasks outstanding (sent, not yet recorded)
+	sends   int // SendMessageBatch calls
+	err     error
+	done    chan struct{}
+}
+
+func startFeeder(t *testing.T, ctx context.Context, q queue.Queue, n, window int, record string) *feeder {
+	t.Helper()
+	f := &feeder{n: n, done: make(chan struct{})}
+	all := noopEntries(t, 0, n)
+	go func() {
+		defer close(f.done)
+		for f.sent < n {
+			ids, err := noop.ReadRecord(record)
+			if err != nil && !os.IsNotExist(err) {
+				f.err = fmt.Errorf("feeder: %w", err)
+				return
+			}
+			done := len(complete(ids, 0).counts)
+			f.peak = max(f.peak, f.sent-done)
+			for f.sent < n && f.sent-done < window {
+				hi := min(f.sent+queue.MaxBatch, n)
+				if err := q.Send(ctx, all[f.sent:hi]...); err != nil {
+					f.err = fmt.Errorf("feeder: send tasks %d..%d: %w", f.sent, hi-1, err)
 					return
 				}
-				entries = append(entries, queue.SendEntry{Body: body})
+				f.sends++
+				f.sent = hi
 			}
-			if err := q.Send(ctx, entries...); err != nil {
-				errs <- err
+			select {
+			case <-ctx.Done():
+				f.err = ctx.Err()
+				return
+			case <-time.After(100 * time.Millisecond):
 			}
-		})
+		}
+	}()
+	return f
+}
+
+// wait waits for the feeder to have sent every task and reports it.
+func (f *feeder) wait(t *testing.T) {
+	t.Helper()
+	<-f.done
+	if f.err != nil {
+		t.Fatal(f.err)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("enqueue: %v", err)
-	}
-	t.Logf("enqueued %d NOOP tasks in %v", n, time.Since(start).Round(time.Millisecond))
+	t.Logf("feeder: sent %d tasks in %d batch sends, at most %d outstanding", f.sent, f.sends, f.peak)
 }
 
 // records reads the recorder file (missing = empty).

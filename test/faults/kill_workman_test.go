@@ -16,7 +16,8 @@ import (
 )
 
 // TestKillWorkman kills workman with SIGKILL at random moments five times
-// while it works through 5,000 NOOP tasks, restarting it each time. Every
+// while it works through 5,000 NOOP tasks (fed as it goes, at most
+// feedWindow outstanding), restarting it each time. Every
 // task must complete at least once. A task completed more than once was
 // received by a process that died before its delete: each such duplicate
 // is charged to the kill of the process that first completed it, and per
@@ -47,9 +48,8 @@ func TestKillWorkman(t *testing.T) {
 	work := ensureQueue(t, ctx, sqsc, prefix+"noop", vt)
 	ensureAllQueues(t, ctx, sqsc, prefix)
 	dead := ensureQueue(t, ctx, sqsc, queue.Name(prefix, queue.KeyDeadLetter), 30*time.Second)
-	enqueueNoop(t, ctx, work, tasks)
-
 	record := filepath.Join(dir, "record")
+	feed := startFeeder(t, ctx, work, tasks, feedWindow, record)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	runStart := time.Now()
 	// boundaries[k] is the recorder's line count when process k was
@@ -57,10 +57,12 @@ func TestKillWorkman(t *testing.T) {
 	// process k (a killed process writes nothing more).
 	var boundaries []int
 	var killedAfter []time.Duration
+	var killedAt []int // distinct tasks completed at each kill
 	for k := range kills + 1 {
 		logPath := filepath.Join(dir, fmt.Sprintf("workman-%d.log", k))
 		p := start(t, bin, logPath, nil, workmanArgs(prefix, work.Name(), dead.Name(), record, workers,
 			"--noop-sleep", "10ms", "--worker-id", fmt.Sprintf("w%d", k))...)
+		started := time.Now()
 		if k == kills {
 			// The survivor finishes the work.
 			var c completion
@@ -77,22 +79,27 @@ func TestKillWorkman(t *testing.T) {
 			}
 			break
 		}
-		// Kill at a random moment once this process has done some work:
-		// 0.5–4 s after its first completion.
+		// Kill at a random moment of the k-th sixth of the run, once this
+		// process has completed something: the kills spread over all
+		// 5,000 tasks rather than bunching at the start.
 		before := len(records(t, record))
-		if !waitFor(3*time.Minute, 20*time.Millisecond, func() bool { return len(records(t, record)) > before || p.exited() }) || p.exited() {
-			t.Fatalf("workman %d made no progress (exited: %v); log:\n%s", k, p.exited(), tail(logPath, 4000))
+		target := int(float64(tasks) * (float64(k) + 0.2 + 0.6*rng.Float64()) / float64(kills+1))
+		if !waitFor(5*time.Minute, 20*time.Millisecond, func() bool {
+			ids := records(t, record)
+			return (len(ids) > before && len(complete(ids, 0).counts) >= target) || p.exited()
+		}) || p.exited() {
+			t.Fatalf("workman %d did not reach %d completed tasks (exited: %v); log:\n%s", k, target, p.exited(), tail(logPath, 4000))
 		}
-		first := time.Now()
-		time.Sleep(500*time.Millisecond + time.Duration(rng.Int64N(int64(3500*time.Millisecond))))
+		killedAt = append(killedAt, len(complete(records(t, record), 0).counts))
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		<-p.done
-		killedAfter = append(killedAfter, time.Since(first).Round(time.Millisecond))
+		killedAfter = append(killedAfter, time.Since(started).Round(time.Millisecond))
 		boundaries = append(boundaries, len(records(t, record)))
 	}
 	total := time.Since(runStart)
+	feed.wait(t)
 
 	ids := records(t, record)
 	c := complete(ids, tasks)
@@ -132,8 +139,8 @@ func TestKillWorkman(t *testing.T) {
 	if d, err := work.Depth(ctx); err != nil || d.Total() != 0 {
 		t.Errorf("work queue after the run: %+v, %v", d, err)
 	}
-	t.Logf("RESULT kill-workman: %d tasks, %d workers, %d kills (each %v after the process's first completion); "+
+	t.Logf("RESULT kill-workman: %d tasks, %d workers, %d kills (at %v tasks completed; killed %v after their start); "+
 		"duplicates per kill %v (max %d, %d kills above workers+batch=%d, bound %d); total duplicates %d (%.2f%%); %d completions; took %v",
-		tasks, workers, kills, killedAfter, perKill[:kills], maxDup, overInFlight, inFlight, bound,
+		tasks, workers, kills, killedAt, killedAfter, perKill[:kills], maxDup, overInFlight, inFlight, bound,
 		c.duplicates, 100*float64(c.duplicates)/float64(tasks), c.lines, total.Round(time.Second))
 }

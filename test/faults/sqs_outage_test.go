@@ -96,8 +96,6 @@ func TestSQSOutage(t *testing.T) {
 	work := ensureQueue(t, ctx, sqsc, prefix+"noop", 20*time.Second)
 	ensureAllQueues(t, ctx, sqsc, prefix)
 	dead := ensureQueue(t, ctx, sqsc, queue.Name(prefix, queue.KeyDeadLetter), 30*time.Second)
-	enqueueNoop(t, ctx, work, tasks)
-
 	u, err := url.Parse(testenv.Endpoint())
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +109,9 @@ func TestSQSOutage(t *testing.T) {
 	record := filepath.Join(dir, "record")
 	logPath := filepath.Join(dir, "workman.log")
 	runStart := time.Now()
+	// The feeder talks to the emulator directly, not through the proxy:
+	// the producers are not part of the outage.
+	feed := startFeeder(t, ctx, work, tasks, feedWindow, record)
 	wm := start(t, bin, logPath, []string{"AWS_ENDPOINT_URL=" + proxy.URL()},
 		workmanArgs(prefix, work.Name(), dead.Name(), record, workers, "--noop-sleep", "20ms")...)
 	smp := startSampler(t, record)
@@ -147,6 +148,7 @@ func TestSQSOutage(t *testing.T) {
 		t.Fatalf("%d of %d tasks never completed (first: %v); log:\n%s", len(c.missing), tasks, c.missing[:min(5, len(c.missing))], tail(logPath, 4000))
 	}
 	allDone := time.Now()
+	feed.wait(t)
 	firstAfter, ok := smp.firstAbove(restoreAt, atRestore)
 	if !ok {
 		t.Fatal("no progress observed after the restore")
