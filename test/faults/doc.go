@@ -6,9 +6,14 @@
 // killed with SIGKILL, two producers of one kind started together.
 //
 // The tests carry the build tag "faults" so `make test` does not run them;
-// run them with the local services up (`make up`):
+// `make test/faults` does (about 7 minutes at the full counts), and so does
+// CI after `make test` and `make lint`. By hand, with the local services up:
 //
-//	source localstack/env.sh && go test -tags faults -race -timeout 30m -v ./test/faults/...
+//	source localstack/env.sh && go test -tags faults -race -timeout 40m -v ./test/faults/...
+//
+// MILL_FAULTS_SCALE (default 1) scales the task and item counts. Work is fed
+// while it is consumed, never more than a few hundred messages deep, as the
+// producers do in production: moto's SQS slows in proportion to queue depth.
 //
 // Each test is bounded in time and logs its measurements (duplicates per
 // kill, recovery time after the outage, durations).
