@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -33,6 +34,7 @@ type contentEnv struct {
 	queuePrefix *string
 	userID      *string
 	format      *string
+	claims      *wiring.Claims
 }
 
 func contentFlags(fs *flag.FlagSet, a *app, writes bool) *contentEnv {
@@ -41,17 +43,18 @@ func contentFlags(fs *flag.FlagSet, a *app, writes bool) *contentEnv {
 		e.queuePrefix = queuePrefixFlag(fs)
 		e.userID = fs.String("user-id", "millctl", "user `id` recorded in the AUDIT tasks")
 		e.format = fs.String("audit-format", "json", "AUDIT message `format`: json, or properties for DuraCloud's Java workers")
+		e.claims = wiring.ClaimsFlags(fs)
 	}
 	return e
 }
 
 // openAuditQueue opens the audit queue; tests replace it.
-var openAuditQueue = func(ctx context.Context, a *app, name string) (queue.Queue, error) {
+var openAuditQueue = func(ctx context.Context, a *app, name string, claims *wiring.Claims) (queue.Queue, error) {
 	cfg, err := a.awsConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return sqsqueue.Open(ctx, cfg.SQS(), name, sqsqueue.Config{})
+	return claims.Open(ctx, cfg.SQS(), cfg.S3(), name, sqsqueue.Config{})
 }
 
 // provider opens a registered store: plain for reads, audited for writes.
@@ -85,7 +88,7 @@ func (e *contentEnv) provider(ctx context.Context, account, storeID string, audi
 	if err != nil {
 		return nil, usagef("--audit-format: %v", err)
 	}
-	q, err := openAuditQueue(ctx, e.a, queue.Name(*e.queuePrefix, queue.KeyAudit))
+	q, err := openAuditQueue(ctx, e.a, queue.Name(*e.queuePrefix, queue.KeyAudit), e.claims)
 	if err != nil {
 		return nil, fmt.Errorf("open the audit queue: %w", err)
 	}

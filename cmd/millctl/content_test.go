@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/task"
@@ -27,7 +28,7 @@ func withMemAuditQueue(t *testing.T) *memqueue.Queue {
 	t.Helper()
 	q := memqueue.New("mill-audit", memqueue.Config{})
 	old := openAuditQueue
-	openAuditQueue = func(_ context.Context, _ *app, name string) (queue.Queue, error) {
+	openAuditQueue = func(_ context.Context, _ *app, name string, _ *wiring.Claims) (queue.Queue, error) {
 		if name != "mill-audit" {
 			return nil, fmt.Errorf("unexpected audit queue %q", name)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -14,11 +15,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/millfleet/mill/internal/progress"
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
@@ -182,6 +186,7 @@ type dlqEnv struct {
 	name   *string
 	hold   *time.Duration
 	filter dlqFilter
+	claims *wiring.Claims
 }
 
 func dlqFlags(fs *flag.FlagSet, a *app) *dlqEnv {
@@ -192,6 +197,7 @@ func dlqFlags(fs *flag.FlagSet, a *app) *dlqEnv {
 	fs.StringVar(&e.filter.err, "error", "", "only tasks whose error contains `text` (case-insensitive)")
 	fs.StringVar(&e.filter.source, "source", "", "only tasks from this source queue (`key` or name)")
 	e.filter.prefix = e.prefix
+	e.claims = wiring.ClaimsFlags(fs)
 	return e
 }
 
@@ -229,8 +235,15 @@ type dlqEntry struct {
 // dlqScanner receives every message of the dead-letter queue once, holding
 // each for the hold time.
 type dlqScanner struct {
-	api    *sqs.Client
+	api *sqs.Client
+	s3  *s3.Client
+	// q is the dead-letter queue itself (the scan receives from it with
+	// its own hold); store is q behind the claim check, which resolves
+	// claim-checked bodies and deletes their blobs with the messages.
 	q      *sqsqueue.Queue
+	store  queue.Queue
+	claims *wiring.Claims
+	warn   io.Writer
 	hold   time.Duration
 	seen   map[string]bool
 	held   map[string]*queue.Message
@@ -254,12 +267,12 @@ func (e *dlqEnv) scanner(ctx context.Context) (*dlqScanner, error) {
 	if err != nil {
 		return nil, err
 	}
-	api := cfg.SQS()
+	api, s3c := cfg.SQS(), cfg.S3()
 	q, err := sqsqueue.Open(ctx, api, e.deadLetterName(), sqsqueue.Config{})
 	if err != nil {
 		return nil, err
 	}
-	return &dlqScanner{api: api, q: q, hold: *e.hold, seen: map[string]bool{}, held: map[string]*queue.Message{}}, nil
+	return &dlqScanner{api: api, s3: s3c, claims: e.claims, q: q, store: e.claims.Wrap(q, s3c), warn: e.a.stderr, hold: *e.hold, seen: map[string]bool{}, held: map[string]*queue.Message{}}, nil
 }
 
 // next returns the messages of the next receive not seen before; nil when
@@ -294,6 +307,14 @@ func (s *dlqScanner) next(ctx context.Context) ([]*dlqEntry, error) {
 					qm.Attributes = map[string]string{}
 				}
 				qm.Attributes[k] = *v.StringValue
+			}
+		}
+		if cq, ok := s.store.(*claimcheck.Queue); ok {
+			if err := cq.Resolve(ctx, qm); err != nil {
+				return nil, err
+			}
+			if err := claimcheck.Unresolved(qm); err != nil {
+				fmt.Fprintf(s.warn, "dlq: %v\n", err)
 			}
 		}
 		s.held[qm.ID] = qm // the newest receipt handle is the one that releases
@@ -430,7 +451,7 @@ type redriver struct {
 	rate         float64
 	to           string
 
-	targets map[string]*sqsqueue.Queue
+	targets map[string]queue.Queue
 	start   time.Time
 	sent    int
 }
@@ -446,7 +467,7 @@ func (r *redriver) run(ctx context.Context) error {
 		return err
 	}
 	defer s.releaseAll()
-	r.targets = map[string]*sqsqueue.Queue{}
+	r.targets = map[string]queue.Queue{}
 	r.start = time.Now()
 	a := r.e.a
 	var bar *progress.Bar
@@ -475,6 +496,13 @@ func (r *redriver) run(ctx context.Context) error {
 		for _, en := range batch {
 			if !r.e.filter.match(en) {
 				st.notMatching++
+				continue
+			}
+			if err := claimcheck.Unresolved(en.msg); err != nil {
+				// Re-sending the reference alone would only make an
+				// undecodable task; it stays here.
+				st.failed++
+				errs = append(errs, fmt.Errorf("not redriven: %w", err))
 				continue
 			}
 			target := en.dl.SourceQueue
@@ -538,7 +566,7 @@ func (r *redriver) send(ctx context.Context, s *dlqScanner, target string, ens [
 	q, ok := r.targets[target]
 	if !ok {
 		var err error
-		if q, err = sqsqueue.Open(ctx, s.api, target, sqsqueue.Config{}); err != nil {
+		if q, err = s.claims.Open(ctx, s.api, s.s3, target, sqsqueue.Config{}); err != nil {
 			return 0, fmt.Errorf("source queue: %w", err)
 		}
 		r.targets[target] = q
@@ -569,7 +597,7 @@ func (r *redriver) send(ctx context.Context, s *dlqScanner, target string, ens [
 	}
 	// Sent: now delete. A failed delete leaves a duplicate on the
 	// dead-letter queue, never a loss.
-	delErr := s.q.Delete(ctx, done...)
+	delErr := s.store.Delete(ctx, done...)
 	s.forget(ids...)
 	if delErr != nil {
 		delErr = fmt.Errorf("sent to %s but not deleted from the dead-letter queue (they will show up again): %w", target, delErr)
@@ -669,7 +697,7 @@ func purge(ctx context.Context, e *dlqEnv, yes bool) error {
 	for i, en := range match {
 		msgs[i], ids[i] = s.held[en.msg.ID], en.msg.ID
 	}
-	err = s.q.Delete(ctx, msgs...)
+	err = s.store.Delete(ctx, msgs...)
 	failed := len(queue.FailedIndexes(err, len(msgs)))
 	s.forget(ids...)
 	fmt.Fprintf(a.stdout, "purge: %d deleted, %d failed\n", len(msgs)-failed, failed)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/task"
@@ -73,6 +74,7 @@ load test); NOOP copies get the property id=<id or "noop">-<n>.`,
 			count := fs.Int("count", 1, "send each task `n` times")
 			delay := fs.Duration("delay", 0, "deliver after this `delay` (at most 15m)")
 			format := fs.String("format", "json", "wire `format`: json or properties")
+			claims := wiring.ClaimsFlags(fs)
 			return func(ctx context.Context, args []string) error {
 				f, err := task.ParseFormat(*format)
 				if err != nil {
@@ -149,10 +151,10 @@ load test); NOOP copies get the property id=<id or "noop">-<n>.`,
 				if err != nil {
 					return err
 				}
-				api := cfg.SQS()
+				api, s3c := cfg.SQS(), cfg.S3()
 				start := time.Now()
 				for _, name := range order {
-					q, err := sqsqueue.Open(ctx, api, name, sqsqueue.Config{})
+					q, err := claims.Open(ctx, api, s3c, name, sqsqueue.Config{})
 					if err != nil {
 						return err
 					}

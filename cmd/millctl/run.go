@@ -46,6 +46,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 			auditTable := fs.String("audit-table", auditlog.DefaultTable, "DynamoDB audit log `table`")
 			reportsBucket := fs.String("reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
 			recheck := fs.Duration("recheck-delay", 5*time.Minute, "the bit check's \"wait 5 minutes\" before re-checking an item")
+			claims := wiring.ClaimsFlags(fs)
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected arguments: %q", args)
@@ -73,7 +74,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 					return usagef("--queue %q: not one of the work queues %v (under --queue-prefix %q)", *qflag, queue.DefaultPriority, *prefix)
 				}
 				d, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
-					AWS: cfg, QueuePrefix: *prefix, QueueNames: map[string]string{key: name},
+					AWS: cfg, Claims: claims, QueuePrefix: *prefix, QueueNames: map[string]string{key: name},
 					ConfigDir: *cfgSrc.dir, ConfigBucket: *cfgSrc.bucket, ConfigPrefix: *cfgSrc.prefix,
 					AuditTable: *auditTable, DatabaseURL: *dbURL, ReportsBucket: *reportsBucket,
 					Types: types, RecheckDelay: *recheck, MaxAttempts: *maxAttempts,

@@ -37,6 +37,7 @@ bucket is audited too; the audit queue's policy lets S3 send to it.`,
 			fs.StringVar(&c.ConfigBucket, "config-bucket", setup.DefaultConfigBucket, "S3 `bucket` for accounts and duplication policies")
 			fs.StringVar(&c.StateBucket, "state-bucket", setup.DefaultStateBucket, "S3 `bucket` for producer state")
 			fs.StringVar(&c.ReportsBucket, "reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
+			claims := wiring.ClaimsFlags(fs)
 			fs.StringVar(&c.AuditTable, "audit-table", setup.DefaultAuditTable, "DynamoDB `table` of the audit log")
 			fs.StringVar(&c.LeaseTable, "lease-table", setup.DefaultLeaseTable, "DynamoDB `table` of producer leases")
 			fs.DurationVar(&c.TableTimeout, "table-timeout", setup.DefaultTableTimeout, "how long to wait for a new table to become ACTIVE")
@@ -51,6 +52,7 @@ bucket is audited too; the audit queue's policy lets S3 send to it.`,
 					return usagef("unexpected arguments: %q", args)
 				}
 				c.QueuePrefix, c.DatabaseURL = *prefix, *dbURL
+				c.ClaimsBucket, c.ClaimsPrefix = claims.Bucket, claims.Prefix
 				if !c.SkipDB && c.DatabaseURL == "" {
 					return usagef("--database-url (MILL_DATABASE_URL) is required, or --skip-db")
 				}

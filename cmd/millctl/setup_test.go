@@ -67,7 +67,7 @@ func newSetupNames(t *testing.T, dbURL string) setupNames {
 
 func (n setupNames) args(extra ...string) []string {
 	return append([]string{"setup", "--queue-prefix", n.prefix,
-		"--config-bucket", n.config, "--state-bucket", n.state, "--reports-bucket", n.reports,
+		"--config-bucket", n.config, "--state-bucket", n.state, "--reports-bucket", n.reports, "--claims-bucket", n.state,
 		"--audit-table", n.audit, "--lease-table", n.leases, "--database-url", n.dbURL}, extra...)
 }
 
@@ -159,6 +159,16 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 			t.Errorf("bucket %s public access block: %v", b, err)
 		}
 	}
+	// The claim check's blobs in the state bucket expire a day after the
+	// dead-letter retention (14 d), their noncurrent versions after a day.
+	lc, err := s3c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(n.state)})
+	if err != nil || len(lc.Rules) != 1 {
+		t.Errorf("state bucket lifecycle: %+v %v, want the claim-check rule", lc, err)
+	} else if r := lc.Rules[0]; aws.ToString(r.ID) != "mill-claim-check" || r.Filter == nil || aws.ToString(r.Filter.Prefix) != "claims/" ||
+		r.Expiration == nil || aws.ToInt32(r.Expiration.Days) != 15 || r.NoncurrentVersionExpiration == nil ||
+		aws.ToInt32(r.NoncurrentVersionExpiration.NoncurrentDays) != 1 || r.Status != s3types.ExpirationStatusEnabled {
+		t.Errorf("claim-check lifecycle rule: %+v", r)
+	}
 	// Tables: active, on-demand, the audit log's index, the leases' TTL.
 	for _, tb := range []string{n.audit, n.leases} {
 		d, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tb)})
@@ -212,6 +222,9 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusSuspended}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s3c.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: aws.String(n.state)}); err != nil {
+		t.Fatal(err)
+	}
 	code, out, _ = setupRun(t, nil, n.args()...)
 	if code != 0 {
 		t.Fatalf("third setup exited %d", code)
@@ -219,10 +232,13 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 	if !strings.Contains(out, "setup: 0 created, 2 updated, 11 already existed\n") {
 		t.Errorf("drift run summary wrong")
 	}
-	for _, want := range []string{n.prefix + "bit ", "redrive policy", n.state, "versioning"} {
+	for _, want := range []string{n.prefix + "bit ", "redrive policy", n.state, "versioning", "expiry of claims/ after 15 days"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("drift run output lacks %q", want)
 		}
+	}
+	if lc, err := s3c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(n.state)}); err != nil || len(lc.Rules) != 1 {
+		t.Errorf("claim-check lifecycle rule not repaired: %+v %v", lc, err)
 	}
 	if rp, _ := setup.ParseRedrivePolicy(attrs(queue.KeyBit)["RedrivePolicy"]); rp.MaxReceiveCount != 10 {
 		t.Errorf("redrive policy not repaired: %+v", rp)

@@ -99,6 +99,7 @@ type options struct {
 	reportsBucket   string
 	reportsPrefix   string
 	recheckDelay    time.Duration
+	claims          *wiring.Claims
 }
 
 func defineFlags(fs *flag.FlagSet) *options {
@@ -133,6 +134,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the content index and bit log\n(postgres://user:pass@host:port/db?sslmode=disable); required unless --task-types is NOOP")
 	fs.StringVar(&o.reportsBucket, "reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` the bit-integrity reports are written to")
 	fs.StringVar(&o.reportsPrefix, "reports-prefix", "", "key `prefix` of the reports in the reports bucket")
+	o.claims = wiring.ClaimsFlags(fs)
 	fs.DurationVar(&o.recheckDelay, "recheck-delay", bit.DefaultRecheckDelay, "the bit check's \"wait before trying again\" (cases 4, 8, 9, 10), also the report's\nwait for missing results (at most 15m)")
 	fs.DurationVar(&o.noopSleep, "noop-sleep", 0, "how long each NOOP task takes (tests and benchmarks)")
 	fs.StringVar(&o.noopRecord, "noop-record", "", "for tests only: append the id property of every completed NOOP task to this `file`")
@@ -227,18 +229,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	meter := sqsqueue.NewMeter()
 	client := awsCfg.SQS(meter.Option())
+	s3c := awsCfg.S3()
 	var queues []queue.Queue
 	for _, s := range strings.Split(o.queues, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		q, err := sqsqueue.Open(ctx, client, queueName(o.prefix, s), sqsqueue.Config{})
+		q, err := o.claims.Open(ctx, client, s3c, queueName(o.prefix, s), sqsqueue.Config{})
 		if err != nil {
 			return fmt.Errorf("open queue %s: %w", queueName(o.prefix, s), err)
 		}
 		queues = append(queues, q)
 	}
-	dlq, err := sqsqueue.Open(ctx, client, queueName(o.prefix, o.deadLetter), sqsqueue.Config{})
+	dlq, err := o.claims.Open(ctx, client, s3c, queueName(o.prefix, o.deadLetter), sqsqueue.Config{})
 	if err != nil {
 		return fmt.Errorf("open dead-letter queue %s: %w", queueName(o.prefix, o.deadLetter), err)
 	}
@@ -254,7 +257,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	mux := processors.NewMux()
 	closeDeps, err := registerProcessors(ctx, mux, wiring.AWSConfig{
-		AWS: awsCfg, SQSOptions: []func(*sqs.Options){meter.Option()}, QueuePrefix: o.prefix,
+		AWS: awsCfg, SQSOptions: []func(*sqs.Options){meter.Option()}, Claims: o.claims, QueuePrefix: o.prefix,
 		ConfigDir: o.configDir, ConfigBucket: o.configBucket, ConfigPrefix: o.configPrefix,
 		PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: o.databaseURL,
 		ReportsBucket: o.reportsBucket, ReportsPrefix: o.reportsPrefix, Types: types,

@@ -35,6 +35,8 @@ type AWSConfig struct {
 	AWS *awsconfig.Config
 	// SQSOptions are applied to the SQS client (e.g. a request meter).
 	SQSOptions []func(*sqs.Options)
+	// Claims is the claim check put around every queue (nil: none).
+	Claims *Claims
 	// QueuePrefix names the queues (default queue.DefaultPrefix);
 	// QueueNames overrides the name of a key.
 	QueuePrefix string
@@ -115,7 +117,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		if n := cfg.QueueNames[k]; n != "" {
 			name = n
 		}
-		q, err := sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{Clock: cfg.Clock})
+		q, err := cfg.Claims.Open(ctx, sqsc, s3c, name, sqsqueue.Config{Clock: cfg.Clock})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("wiring: open queue %s: %w", name, err))
 			continue

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -21,6 +23,76 @@ type Bucket struct {
 	// Region is the bucket's location constraint; us-east-1 or empty
 	// sends none.
 	Region string
+	// Expire lists lifecycle rules that expire objects under a prefix
+	// (the claim check's blobs); rules of other IDs are kept as they are.
+	Expire []Expiry
+}
+
+// Expiry is a lifecycle rule: objects under Prefix expire Days after
+// they were written, and their noncurrent versions (the bucket is
+// versioned) a day after they became noncurrent.
+type Expiry struct {
+	ID, Prefix string
+	Days       int32
+}
+
+func (e Expiry) rule() s3types.LifecycleRule {
+	return s3types.LifecycleRule{
+		ID:                          aws.String(e.ID),
+		Status:                      s3types.ExpirationStatusEnabled,
+		Filter:                      &s3types.LifecycleRuleFilter{Prefix: aws.String(e.Prefix)},
+		Expiration:                  &s3types.LifecycleExpiration{Days: aws.Int32(e.Days)},
+		NoncurrentVersionExpiration: &s3types.NoncurrentVersionExpiration{NoncurrentDays: aws.Int32(1)},
+	}
+}
+
+// matches reports whether r is e's rule as set.
+func (e Expiry) matches(r s3types.LifecycleRule) bool {
+	var prefix string
+	if r.Filter != nil {
+		prefix = aws.ToString(r.Filter.Prefix)
+	}
+	return aws.ToString(r.ID) == e.ID && r.Status == s3types.ExpirationStatusEnabled && prefix == e.Prefix &&
+		r.Expiration != nil && aws.ToInt32(r.Expiration.Days) == e.Days &&
+		r.NoncurrentVersionExpiration != nil && aws.ToInt32(r.NoncurrentVersionExpiration.NoncurrentDays) == 1
+}
+
+// lifecycleRules returns the bucket's rules (none when it has no
+// configuration).
+func (b *Bucket) lifecycleRules(ctx context.Context) ([]s3types.LifecycleRule, error) {
+	out, err := b.Client.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(b.BucketName)})
+	if errorCode(err) == "NoSuchLifecycleConfiguration" {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out.Rules, nil
+}
+
+func (b *Bucket) expirySetting(e Expiry) bucketSetting {
+	return bucketSetting{
+		what: fmt.Sprintf("expiry of %s after %d days", e.Prefix, e.Days),
+		check: func(ctx context.Context) (bool, error) {
+			rules, err := b.lifecycleRules(ctx)
+			if err != nil {
+				return false, err
+			}
+			return slices.ContainsFunc(rules, e.matches), nil
+		},
+		put: func(ctx context.Context) error {
+			rules, err := b.lifecycleRules(ctx)
+			if err != nil {
+				return err
+			}
+			rules = slices.DeleteFunc(rules, func(r s3types.LifecycleRule) bool { return aws.ToString(r.ID) == e.ID })
+			_, err = b.Client.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{
+				Bucket:                 aws.String(b.BucketName),
+				LifecycleConfiguration: &s3types.BucketLifecycleConfiguration{Rules: append(rules, e.rule())},
+			})
+			return err
+		},
+	}
 }
 
 // Kind implements Resource.
@@ -39,7 +111,7 @@ type bucketSetting struct {
 
 func (b *Bucket) settings() []bucketSetting {
 	name := aws.String(b.BucketName)
-	return []bucketSetting{
+	settings := []bucketSetting{
 		{
 			what: "public access blocked",
 			check: func(ctx context.Context) (bool, error) {
@@ -101,6 +173,10 @@ func (b *Bucket) settings() []bucketSetting {
 			},
 		},
 	}
+	for _, e := range b.Expire {
+		settings = append(settings, b.expirySetting(e))
+	}
+	return settings
 }
 
 // exists reports whether the bucket exists and is ours to use.
@@ -143,7 +219,11 @@ func (b *Bucket) Plan(ctx context.Context) (Change, error) {
 		return Change{}, err
 	}
 	if !ok {
-		return Change{Action: ActionCreate, Reasons: []string{"public access blocked, default encryption, versioning"}}, nil
+		var what []string
+		for _, s := range b.settings() {
+			what = append(what, s.what)
+		}
+		return Change{Action: ActionCreate, Reasons: []string{strings.Join(what, ", ")}}, nil
 	}
 	missing, notes, err := b.inspect(ctx)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -24,6 +25,8 @@ const (
 	DefaultConfigBucket        = "mill-config"
 	DefaultStateBucket         = "mill-state"
 	DefaultReportsBucket       = "mill-reports"
+	DefaultClaimsBucket        = DefaultStateBucket
+	DefaultClaimsPrefix        = "claims/"
 	DefaultAuditTable          = auditlog.DefaultTable
 	DefaultLeaseTable          = lease.DefaultTable
 	DefaultTableTimeout        = 5 * time.Minute
@@ -45,7 +48,12 @@ type Config struct {
 	MaxReceiveCount int
 
 	ConfigBucket, StateBucket, ReportsBucket string
-	AuditTable, LeaseTable                   string
+	// ClaimsBucket and ClaimsPrefix are where the claim check keeps task
+	// bodies too big for SQS (pkg/queue/claimcheck): objects there expire
+	// a day after the dead-letter retention, when no message can still
+	// refer to them. The bucket is created if it is none of the above.
+	ClaimsBucket, ClaimsPrefix string
+	AuditTable, LeaseTable     string
 	// TableTimeout bounds waiting for a new table to become ACTIVE.
 	TableTimeout time.Duration
 
@@ -76,6 +84,8 @@ func (c Config) WithDefaults() Config {
 	def(&c.ConfigBucket, DefaultConfigBucket)
 	def(&c.StateBucket, DefaultStateBucket)
 	def(&c.ReportsBucket, DefaultReportsBucket)
+	def(&c.ClaimsBucket, DefaultClaimsBucket)
+	def(&c.ClaimsPrefix, DefaultClaimsPrefix)
 	def(&c.AuditTable, DefaultAuditTable)
 	def(&c.LeaseTable, DefaultLeaseTable)
 	defDur(&c.TableTimeout, DefaultTableTimeout)
@@ -164,8 +174,19 @@ func Resources(cfg Config, cl Clients) ([]Resource, error) {
 			DeadLetter: dlq.QueueName, MaxReceiveCount: cfg.MaxReceiveCount,
 		})
 	}
-	for _, b := range []string{cfg.ConfigBucket, cfg.StateBucket, cfg.ReportsBucket} {
-		rs = append(rs, &Bucket{Client: cl.S3, BucketName: b, Region: region})
+	var buckets []string
+	for _, b := range []string{cfg.ConfigBucket, cfg.StateBucket, cfg.ReportsBucket, cfg.ClaimsBucket} {
+		if !slices.Contains(buckets, b) {
+			buckets = append(buckets, b)
+		}
+	}
+	for _, b := range buckets {
+		r := &Bucket{Client: cl.S3, BucketName: b, Region: region}
+		if b == cfg.ClaimsBucket {
+			days := int32((cfg.DeadLetterRetention+24*time.Hour-1)/(24*time.Hour)) + 1
+			r.Expire = []Expiry{{ID: "mill-claim-check", Prefix: cfg.ClaimsPrefix, Days: days}}
+		}
+		rs = append(rs, r)
 	}
 	rs = append(rs,
 		&Table{Client: cl.DynamoDB, Create: auditlog.CreateTableInput(cfg.AuditTable), Timeout: cfg.TableTimeout},
@@ -195,6 +216,8 @@ type (
 		PutBucketEncryption(context.Context, *s3.PutBucketEncryptionInput, ...func(*s3.Options)) (*s3.PutBucketEncryptionOutput, error)
 		GetPublicAccessBlock(context.Context, *s3.GetPublicAccessBlockInput, ...func(*s3.Options)) (*s3.GetPublicAccessBlockOutput, error)
 		PutPublicAccessBlock(context.Context, *s3.PutPublicAccessBlockInput, ...func(*s3.Options)) (*s3.PutPublicAccessBlockOutput, error)
+		GetBucketLifecycleConfiguration(context.Context, *s3.GetBucketLifecycleConfigurationInput, ...func(*s3.Options)) (*s3.GetBucketLifecycleConfigurationOutput, error)
+		PutBucketLifecycleConfiguration(context.Context, *s3.PutBucketLifecycleConfigurationInput, ...func(*s3.Options)) (*s3.PutBucketLifecycleConfigurationOutput, error)
 	}
 	DynamoDBAPI interface {
 		dynamodb.DescribeTableAPIClient

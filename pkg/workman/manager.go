@@ -11,6 +11,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 )
@@ -372,6 +373,18 @@ func (m *Manager) runJob(svc, hard context.Context, j *job) {
 }
 
 func (m *Manager) process(svc, hard context.Context, j *job) {
+	if err := claimcheck.Unresolved(j.msg); err != nil {
+		if errors.Is(err, claimcheck.ErrBlobUnavailable) {
+			// The blob store failed this time: the message comes back
+			// after its visibility timeout (and, failing for good, goes
+			// to the dead-letter queue by the queue's redrive policy).
+			j.qs.log.Warn("claim-checked body unavailable; the message will be redelivered", "message_id", j.msg.ID, "error", err)
+			m.abandon(j, err)
+			return
+		}
+		m.deadLetter(svc, j, nil, ReasonUndecodable, err, 0)
+		return
+	}
 	t, err := task.Decode(j.msg.Body)
 	if err != nil {
 		m.deadLetter(svc, j, nil, ReasonUndecodable, err, 0)

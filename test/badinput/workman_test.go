@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/testbin"
+	"github.com/millfleet/mill/internal/wiring"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -96,6 +98,17 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 		urls[k] = u
 	}
 
+	// The claim check's bucket: workman keeps bodies over the threshold
+	// there (the oversized dead letter below), and so does this test's
+	// claim-checked sender.
+	s3c := cfg.S3()
+	claimsBucket := prefix + "claims"
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(claimsBucket)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupBucket(t, s3c, claimsBucket)
+	claims := &wiring.Claims{Bucket: claimsBucket, Prefix: wiring.DefaultClaimsPrefix}
+
 	// Send side: what SQS cannot carry is refused before it leaves.
 	audit, err := sqsqueue.Open(ctx, sqsc, queue.Name(prefix, queue.KeyAudit), sqsqueue.Config{})
 	if err != nil {
@@ -161,12 +174,14 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 		// survives the dead letter's 8 KiB error limit.)
 		{name: "S3 event for an unknown bucket", queue: queue.KeyAudit, body: s3Event("no-such-bucket-" + strings.TrimSuffix(prefix, "-")),
 			reason: workman.ReasonPermanent, errHas: expectProc(auditWired, "registered for bucket")},
-		{name: "claim-check reference without a claim check", queue: queue.KeyAudit, body: `{"millClaimCheck":{"key":"claims/none","size":300000,"sha256":"00"}}`,
-			attrs: map[string]string{claimcheck.AttrRef: "claims/none"}, reason: workman.ReasonUndecodable, errHas: []string{"millClaimCheck"}},
+		{name: "claim-check reference to a missing blob", queue: queue.KeyAudit, body: `{"millClaimCheck":{"key":"claims/none","size":300000,"sha256":"00"}}`,
+			attrs: map[string]string{claimcheck.AttrRef: "claims/none"}, reason: workman.ReasonUndecodable, errHas: []string{"blob not found", `"claims/none"`}},
 		// Over the claim-check threshold, under the SQS limit, not a task:
-		// its envelope would pass the limit, so the raw form is used.
+		// its envelope passes the SQS limit, and the claim check carries
+		// it whole (without a claim check, workman falls back to the raw
+		// form: pkg/workman's tests).
 		{name: "oversized malformed body", queue: queue.KeyAudit, body: `{"oversized":"` + strings.Repeat(`\"`, (claimcheck.DefaultThreshold+4<<10)/2) + `"}`,
-			reason: workman.ReasonUndecodable, errHas: []string{"oversized"}, form: workman.FormRaw},
+			reason: workman.ReasonUndecodable, errHas: []string{"oversized"}, form: workman.FormEnvelope},
 		// Over the threshold, a valid task: processed like any other.
 		{name: "oversized valid NOOP", queue: queue.KeyAudit, body: `{"v":1,"type":"NOOP","props":{"id":"big","pad":"` + strings.Repeat("p", claimcheck.DefaultThreshold+1<<10) + `"}}`},
 		{name: "s3:TestEvent", queue: queue.KeyAudit, body: `{"Service":"Amazon S3","Event":"s3:TestEvent","Time":"2024-01-01T00:00:00.000Z","Bucket":"b"}`},
@@ -184,6 +199,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 		"--receive-wait", "1s", "--queue-backoff-min", "1s", "--queue-backoff-max", "2s",
 		"--idle-backoff-min", "1s", "--idle-backoff-max", "2s", "--grace-period", "5s", "--noop-record", record)
 	cmd.Env = append(os.Environ(), wiredEnv(t, ctx, cfg, prefix, tmp, auditWired || dupWired)...)
+	cmd.Env = append(cmd.Env, "MILL_CLAIMS_BUCKET="+claimsBucket)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 20 * time.Second
@@ -222,6 +238,17 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 		ids[aws.ToString(r.MessageId)] = c
 	}
 
+	// Over SQS's own limit, sent through the claim check as millctl
+	// enqueue and the processors send: workman runs it whole.
+	hugeQ, err := claims.Open(ctx, sqsc, s3c, queue.Name(prefix, queue.KeyAudit), sqsqueue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := `{"v":1,"type":"NOOP","props":{"id":"huge-claim-checked","pad":"` + strings.Repeat("h", 300<<10) + `"}}`
+	if err := hugeQ.Send(ctx, queue.SendEntry{Body: []byte(huge)}); err != nil {
+		t.Fatalf("send a 300 KiB task through the claim check: %v", err)
+	}
+
 	// Read the dead letters until every expected one arrived.
 	want := 0
 	for _, c := range cases {
@@ -229,7 +256,9 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 			want++
 		}
 	}
-	dlq, err := sqsqueue.Open(ctx, sqsc, queue.Name(prefix, queue.KeyDeadLetter), sqsqueue.Config{})
+	// Through the claim check, as millctl dlq reads it: the oversized
+	// dead letter is a blob.
+	dlq, err := claims.Open(ctx, sqsc, s3c, queue.Name(prefix, queue.KeyDeadLetter), sqsqueue.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,6 +360,21 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	if b, _ := os.ReadFile(record); !strings.Contains(string(b), "big") {
 		t.Errorf("the oversized valid NOOP did not complete; record: %q", b)
 	}
+	if b, _ := os.ReadFile(record); !strings.Contains(string(b), "huge-claim-checked") {
+		t.Errorf("the 300 KiB claim-checked NOOP did not complete; record: %q", b)
+	}
+	// Every blob is gone with its message: the task's once workman deleted
+	// it, the oversized dead letter's once this test deleted it.
+	waitFor(t, 10*time.Second, "the claim-check blobs to be deleted", func() bool {
+		out, err := s3c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(claimsBucket)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range out.Contents {
+			t.Logf("claim-check blob left: %s", aws.ToString(o.Key))
+		}
+		return len(out.Contents) == 0
+	})
 	resp, err := http.Get("http://" + httpAddr + "/healthz")
 	if err != nil {
 		t.Fatalf("healthz: %v", err)

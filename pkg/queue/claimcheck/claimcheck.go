@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/millfleet/mill/pkg/queue"
@@ -34,6 +35,9 @@ var (
 	// ErrUnresolved reports a reference whose blob did not match it, or a
 	// malformed reference.
 	ErrUnresolved = errors.New("claimcheck: reference not resolved")
+	// ErrBlobUnavailable reports a blob that could not be read this time
+	// (the blob store failed): a later delivery may succeed.
+	ErrBlobUnavailable = errors.New("claimcheck: blob unavailable")
 )
 
 // Blobs stores claim-checked bodies. Implementations are safe for
@@ -93,20 +97,32 @@ func newKey(prefix string) string {
 }
 
 // Unresolved returns the error recorded on a received message whose
-// reference could not be resolved (attribute AttrError), or nil.
+// reference could not be resolved (attribute AttrError), or nil. It wraps
+// ErrBlobNotFound (the blob is gone), ErrBlobUnavailable (reading it failed;
+// worth another delivery) or ErrUnresolved (a malformed reference or a blob
+// that does not match it).
 func Unresolved(m *queue.Message) error {
 	cause, ok := m.Attributes[AttrError]
 	if !ok {
 		return nil
 	}
 	base := ErrUnresolved
-	if cause == errNotFoundText {
+	switch {
+	case cause == errNotFoundText:
 		base = ErrBlobNotFound
+	case strings.HasPrefix(cause, errGetPrefix):
+		base = ErrBlobUnavailable
+	}
+	if base == ErrBlobNotFound {
+		return fmt.Errorf("message %s, blob %q: %w", m.ID, m.Attributes[AttrRef], base)
 	}
 	return fmt.Errorf("message %s, blob %q: %w (%s)", m.ID, m.Attributes[AttrRef], base, cause)
 }
 
-const errNotFoundText = "blob not found"
+const (
+	errNotFoundText = "blob not found"
+	errGetPrefix    = "get blob: "
+)
 
 // Name returns the inner queue's name.
 func (q *Queue) Name() string { return q.inner.Name() }
@@ -169,6 +185,17 @@ func (q *Queue) Receive(ctx context.Context, n int, wait time.Duration) ([]*queu
 	if err != nil {
 		return ms, err
 	}
+	if err := q.Resolve(ctx, ms...); err != nil {
+		return nil, err
+	}
+	return ms, nil
+}
+
+// Resolve replaces the reference bodies of messages received from the inner
+// queue by other means (a tool receiving with its own SDK call) as Receive
+// does, marking the unresolvable ones. It fails only when ctx ends: the
+// messages then come back after their visibility timeout.
+func (q *Queue) Resolve(ctx context.Context, ms ...*queue.Message) error {
 	for _, m := range ms {
 		key, ok := m.Attributes[AttrRef]
 		if !ok {
@@ -176,14 +203,12 @@ func (q *Queue) Receive(ctx context.Context, n int, wait time.Duration) ([]*queu
 		}
 		if err := q.resolve(ctx, key, m); err != nil {
 			if cerr := ctx.Err(); cerr != nil {
-				// Abandoned, not unresolvable: the messages come
-				// back after their visibility timeout.
-				return nil, cerr
+				return cerr
 			}
 			m.Attributes[AttrError] = err.Error()
 		}
 	}
-	return ms, nil
+	return nil
 }
 
 func (q *Queue) resolve(ctx context.Context, key string, m *queue.Message) error {
@@ -196,7 +221,7 @@ func (q *Queue) resolve(ctx context.Context, key string, m *queue.Message) error
 		return errors.New(errNotFoundText)
 	}
 	if err != nil {
-		return fmt.Errorf("get blob: %v", err)
+		return fmt.Errorf(errGetPrefix+"%v", err)
 	}
 	sum := sha256.Sum256(data)
 	if len(data) != rb.Ref.Size || hex.EncodeToString(sum[:]) != rb.Ref.SHA256 {

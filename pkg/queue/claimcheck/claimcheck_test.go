@@ -112,3 +112,33 @@ func TestFailedSendRemovesBlob(t *testing.T) {
 		t.Fatalf("%d blobs (want 1), %d messages (want 2)", blobs.Len(), inner.Len())
 	}
 }
+
+// failingGet is a blob store whose reads fail, as S3 does in an outage.
+type failingGet struct{ *claimcheck.MemBlobs }
+
+func (failingGet) Get(context.Context, string) ([]byte, error) {
+	return nil, errors.New("dial tcp: connection refused")
+}
+
+func TestUnreadableBlobIsUnavailableNotMissing(t *testing.T) {
+	ctx := context.Background()
+	inner := memqueue.New("cc", memqueue.Config{})
+	blobs := claimcheck.NewMemBlobs()
+	if err := claimcheck.New(inner, blobs, claimcheck.Config{}).Send(ctx, queue.SendEntry{Body: bigBody(300 << 10)}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := claimcheck.New(inner, failingGet{blobs}, claimcheck.Config{}).Receive(ctx, 1, 0)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("receive: %v %d", err, len(ms))
+	}
+	err = claimcheck.Unresolved(ms[0])
+	if !errors.Is(err, claimcheck.ErrBlobUnavailable) || errors.Is(err, claimcheck.ErrBlobNotFound) || errors.Is(err, claimcheck.ErrUnresolved) {
+		t.Fatalf("Unresolved = %v, want only ErrBlobUnavailable", err)
+	}
+	if !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("Unresolved = %v, want the cause named", err)
+	}
+	if blobs.Len() != 1 {
+		t.Errorf("the blob must survive a failed read: %d blobs", blobs.Len())
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/wiring"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/claimcheck"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/workman"
+)
+
+// TestClaimCheckThroughMillctl: tasks over SQS's 256 KiB limit go through
+// millctl's commands by claim check — enqueue stores the body in S3 and run
+// processes it whole; a big dead letter is shown and redriven whole; a dead
+// letter whose blob is gone is not redriven and stays. Every blob is
+// deleted with its message.
+func TestClaimCheckThroughMillctl(t *testing.T) {
+	e := newOpsEnv(t)
+	cfg := testenv.AWS(t)
+	ctx := context.Background()
+	s3c := cfg.S3()
+	bucket := e.prefix + "claims"
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupBucket(t, s3c, bucket)
+	claims := &wiring.Claims{Bucket: bucket, Prefix: wiring.DefaultClaimsPrefix}
+	cc := []string{"--claims-bucket", bucket}
+	blobs := func() int {
+		t.Helper()
+		out, err := s3c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range out.Contents {
+			if !strings.HasPrefix(aws.ToString(o.Key), "claims/") {
+				t.Errorf("blob %s outside claims/", aws.ToString(o.Key))
+			}
+		}
+		return len(out.Contents)
+	}
+	pad := strings.Repeat("p", 300<<10)
+
+	// enqueue → one blob; run processes the task and deletes it.
+	out := e.must("", append([]string{"enqueue", "--type", "NOOP", "--queue", "dup-low", "--prop", "id=huge", "--prop", "pad=" + pad}, cc...)...)
+	if !strings.Contains(out, "1 sent to "+e.prefix+"dup-low") {
+		t.Fatalf("enqueue: %s", out)
+	}
+	if n := blobs(); n != 1 {
+		t.Fatalf("%d blobs after enqueue, want 1", n)
+	}
+	if code, _, errOut := e.millctl("", "enqueue", "--type", "NOOP", "--queue", "dup-low", "--prop", "pad="+pad, "--claims-bucket", ""); code == 0 ||
+		!strings.Contains(errOut, "too large") {
+		t.Errorf("enqueue over the limit with the claim check off: exit %d, %s; want a refusal", code, errOut)
+	}
+	out = e.must("", append([]string{"run", "--queue", "dup-low", "--check", "500ms"}, cc...)...)
+	if !strings.Contains(out, "1 done, 0 failed attempts, 0 dead-lettered") {
+		t.Fatalf("run: %s", out)
+	}
+	waitFor(t, "the processed task's blob to be deleted", 10*time.Second, func() bool { return blobs() == 0 })
+
+	// A dead letter over the limit: shown and redriven whole.
+	dlq := claims.Wrap(e.queue(queue.KeyDeadLetter), s3c)
+	body, err := task.Encode(task.New(task.TypeNoop, map[string]string{"id": "huge-dead", "pad": pad}), task.FormatJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, err := workman.EncodeDeadLetter(&workman.DeadLetter{Body: body, Reason: workman.ReasonFailed, Error: "noop: injected",
+		TaskType: task.TypeNoop, SourceQueue: e.prefix + queue.KeyDupLow, Attempts: 3, Worker: "w", Time: time.Now(), MessageID: "src-huge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dlq.Send(ctx, en); err != nil {
+		t.Fatal(err)
+	}
+	out = e.must("", append(append([]string{"dlq", "show"}, cc...), "src-huge")...)
+	if !strings.Contains(out, "noop: injected") || !strings.Contains(out, "huge-dead") || strings.Contains(out, "millClaimCheck") {
+		t.Errorf("dlq show of a claim-checked dead letter: %.600s", out)
+	}
+	waitFor(t, "the dead letter visible again", 15*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Visible == 1 })
+	out = e.must("", append([]string{"dlq", "redrive"}, cc...)...)
+	if !strings.Contains(out, "redrive: 1 redriven, 0 failed") {
+		t.Fatalf("redrive: %s", out)
+	}
+	src := claims.Wrap(e.queue(queue.KeyDupLow), s3c)
+	ms, err := src.Receive(ctx, 10, time.Second)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("receive the redriven task: %v, %d messages", err, len(ms))
+	}
+	if tk, err := task.Decode(ms[0].Body); err != nil || tk.Get("id") != "huge-dead" || len(tk.Get("pad")) != len(pad) {
+		t.Fatalf("redriven task: %v (%d bytes)", err, len(ms[0].Body))
+	}
+	if err := src.Delete(ctx, ms...); err != nil {
+		t.Fatal(err)
+	}
+	if n := blobs(); n != 0 {
+		t.Errorf("%d blobs left after the redrive and the delete, want 0", n)
+	}
+
+	// A dead letter whose blob is gone: reported, not redriven, kept.
+	if err := dlq.Send(ctx, en); err != nil {
+		t.Fatal(err)
+	}
+	out2, err := s3c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	if err != nil || len(out2.Contents) != 1 {
+		t.Fatalf("list: %v", err)
+	}
+	if _, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: out2.Contents[0].Key}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := e.millctl("", append([]string{"dlq", "redrive"}, cc...)...)
+	if code == 0 || !strings.Contains(out, "0 redriven, 1 failed") || !strings.Contains(errOut, claimcheck.ErrBlobNotFound.Error()) {
+		t.Errorf("redrive of a dead letter whose blob is gone: exit %d\n%s\n%s", code, out, errOut)
+	}
+	waitFor(t, "the dead letter kept", 15*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Total() == 1 })
+}

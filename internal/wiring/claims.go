@@ -1,0 +1,56 @@
+package wiring
+
+import (
+	"context"
+	"flag"
+
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/claimcheck"
+	"github.com/millfleet/mill/pkg/queue/claimcheck/s3blobs"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+)
+
+// Where a task body too big for SQS is kept by default: the state bucket
+// `millctl setup` creates, under claims/ (setup expires objects there
+// after the dead-letter queue's retention, so a blob whose message was
+// never deleted does not stay forever).
+const (
+	DefaultClaimsBucket = "mill-state"
+	DefaultClaimsPrefix = "claims/"
+)
+
+// Claims configures the claim check (pkg/queue/claimcheck) every Mill
+// binary puts around the queues it opens, so a task over the threshold
+// (240 KiB) travels as an S3 object and a reference, transparently to
+// processors. Every binary that sends or receives tasks must agree on it.
+// An empty Bucket turns the claim check off: bodies over SQS's limit are
+// then refused at send.
+type Claims struct {
+	Bucket, Prefix string
+}
+
+// ClaimsFlags registers --claims-bucket and --claims-prefix on fs.
+func ClaimsFlags(fs *flag.FlagSet) *Claims {
+	c := &Claims{}
+	fs.StringVar(&c.Bucket, "claims-bucket", DefaultClaimsBucket, "S3 `bucket` for task bodies too big for SQS (claim check; empty: off)")
+	fs.StringVar(&c.Prefix, "claims-prefix", DefaultClaimsPrefix, "key `prefix` of the claim-checked bodies in --claims-bucket")
+	return c
+}
+
+// Wrap returns q claim-checked in c's bucket, or q itself when c is nil
+// or has no bucket.
+func (c *Claims) Wrap(q queue.Queue, s3c s3blobs.API) queue.Queue {
+	if c == nil || c.Bucket == "" {
+		return q
+	}
+	return claimcheck.New(q, s3blobs.New(s3c, c.Bucket, ""), claimcheck.Config{KeyPrefix: c.Prefix})
+}
+
+// Open opens the SQS queue name and wraps it (see Wrap).
+func (c *Claims) Open(ctx context.Context, api sqsqueue.API, s3c s3blobs.API, name string, cfg sqsqueue.Config) (queue.Queue, error) {
+	q, err := sqsqueue.Open(ctx, api, name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c.Wrap(q, s3c), nil
+}
