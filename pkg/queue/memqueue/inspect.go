@@ -95,26 +95,10 @@ func (q *Queue) Purge() {
 // Requests returns how many SQS requests the calls so far would have cost,
 // by SQS operation name (OpSend, OpReceive, …): one per Receive and Depth,
 // one per started 10 entries of Send, Delete, ChangeVisibility and Release.
-func (q *Queue) Requests() map[string]int64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return maps.Clone(q.requests)
-}
+func (q *Queue) Requests() map[string]int64 { return q.requests.Snapshot() }
 
 // RequestTotal is the sum of Requests.
-func (q *Queue) RequestTotal() int64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var n int64
-	for _, v := range q.requests {
-		n += v
-	}
-	return n
-}
+func (q *Queue) RequestTotal() int64 { return q.requests.Total() }
 
 // ResetRequests sets the request counts to zero.
-func (q *Queue) ResetRequests() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	clear(q.requests)
-}
+func (q *Queue) ResetRequests() { q.requests.Reset() }

@@ -86,7 +86,7 @@ type Queue struct {
 	receipts map[string]*message // current receipt handle → message
 	changed  chan struct{}       // closed and replaced on every change
 	seq      uint64              // receipt counter
-	requests map[string]int64
+	requests queue.Counts
 }
 
 var _ queue.Queue = (*Queue)(nil)
@@ -110,7 +110,6 @@ func New(name string, cfg Config) *Queue {
 		cfg:      cfg.WithDefaults(),
 		receipts: make(map[string]*message),
 		changed:  make(chan struct{}),
-		requests: make(map[string]int64),
 	}
 }
 
@@ -132,7 +131,7 @@ func (q *Queue) countLocked(op string, entries int) {
 	if entries > queue.MaxBatch {
 		n = int64((entries + queue.MaxBatch - 1) / queue.MaxBatch)
 	}
-	q.requests[op] += n
+	q.requests.Add(op, n)
 }
 
 func (q *Queue) fault(op string, i int) error {

@@ -3,13 +3,12 @@ package sqsqueue
 import (
 	"context"
 	"fmt"
-	"maps"
-	"sync"
 	"sync/atomic"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/millfleet/mill/pkg/queue"
 )
 
 // Meter counts requests per SQS operation (SendMessageBatch, ReceiveMessage,
@@ -19,17 +18,19 @@ import (
 //
 //	meter := sqsqueue.NewMeter()
 //	client := sqs.NewFromConfig(cfg, meter.Option())
+//
+// Snapshot, Total and Reset (from the embedded queue.Counts) read and
+// clear the counts by operation name.
 type Meter struct {
-	id     string
-	mu     sync.Mutex
-	counts map[string]int64
+	queue.Counts
+	id string
 }
 
 var meterSeq atomic.Int64
 
 // NewMeter returns a meter with every count at zero.
 func NewMeter() *Meter {
-	return &Meter{id: fmt.Sprintf("MillRequestMeter%d", meterSeq.Add(1)), counts: map[string]int64{}}
+	return &Meter{id: fmt.Sprintf("MillRequestMeter%d", meterSeq.Add(1))}
 }
 
 // Option installs the meter on an SQS client's options
@@ -44,39 +45,8 @@ func (m *Meter) APIOption() func(*middleware.Stack) error {
 	return func(s *middleware.Stack) error {
 		return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc(m.id,
 			func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
-				m.add(awsmiddleware.GetOperationName(ctx))
+				m.Add(awsmiddleware.GetOperationName(ctx), 1)
 				return next.HandleDeserialize(ctx, in)
 			}), middleware.Before)
 	}
-}
-
-func (m *Meter) add(op string) {
-	m.mu.Lock()
-	m.counts[op]++
-	m.mu.Unlock()
-}
-
-// Snapshot returns the counts by operation name.
-func (m *Meter) Snapshot() map[string]int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return maps.Clone(m.counts)
-}
-
-// Total returns the sum of the counts.
-func (m *Meter) Total() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var n int64
-	for _, v := range m.counts {
-		n += v
-	}
-	return n
-}
-
-// Reset sets every count to zero.
-func (m *Meter) Reset() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	clear(m.counts)
 }
