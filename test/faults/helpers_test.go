@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/task"
@@ -119,6 +121,20 @@ func ensureAllQueues(t *testing.T, ctx context.Context, api interface {
 			t.Fatalf("ensure queue %s: %v", queue.Name(prefix, k), err)
 		}
 	}
+}
+
+// noopQueues creates, under a fresh prefix, the NOOP work queue (with
+// visibility timeout vt), the seven Mill queues workman opens and the
+// dead-letter queue, all removed when the test ends.
+func noopQueues(t *testing.T, ctx context.Context, cfg *awsconfig.Config, vt time.Duration) (prefix string, work, dead *sqsqueue.Queue) {
+	t.Helper()
+	prefix = testenv.Prefix(t)
+	sqsc := cfg.SQS()
+	testenv.CleanupQueues(t, sqsc, prefix)
+	work = ensureQueue(t, ctx, sqsc, prefix+"noop", vt)
+	ensureAllQueues(t, ctx, sqsc, prefix)
+	dead = ensureQueue(t, ctx, sqsc, queue.Name(prefix, queue.KeyDeadLetter), 30*time.Second)
+	return prefix, work, dead
 }
 
 // noopID is the id of NOOP task i.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/millfleet/mill/internal/faultproxy"
 	"github.com/millfleet/mill/internal/testenv"
-	"github.com/millfleet/mill/pkg/queue"
 )
 
 // sample is the recorder's line count at a moment.
@@ -90,12 +89,7 @@ func TestSQSOutage(t *testing.T) {
 	defer cancel()
 	bin := binary(t, "workman")
 	dir := t.TempDir()
-	prefix := testenv.Prefix(t)
-	sqsc := cfg.SQS()
-	testenv.CleanupQueues(t, sqsc, prefix)
-	work := ensureQueue(t, ctx, sqsc, prefix+"noop", 20*time.Second)
-	ensureAllQueues(t, ctx, sqsc, prefix)
-	dead := ensureQueue(t, ctx, sqsc, queue.Name(prefix, queue.KeyDeadLetter), 30*time.Second)
+	prefix, work, dead := noopQueues(t, ctx, cfg, 20*time.Second)
 	u, err := url.Parse(testenv.Endpoint())
 	if err != nil {
 		t.Fatal(err)
