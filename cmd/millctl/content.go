@@ -57,6 +57,15 @@ var openAuditQueue = func(ctx context.Context, a *app, name string, claims *wiri
 	return claims.Open(ctx, cfg.SQS(), cfg.S3(), name, sqsqueue.Config{})
 }
 
+// itemProvider checks the arguments ACCOUNT STORE SPACE CONTENT_ID of the
+// one-item commands and opens their store (see provider).
+func (e *contentEnv) itemProvider(ctx context.Context, args []string, audit bool) (storage.Provider, error) {
+	if len(args) != 4 {
+		return nil, usagef("want ACCOUNT STORE SPACE CONTENT_ID")
+	}
+	return e.provider(ctx, args[0], args[1], audit)
+}
+
 // provider opens a registered store: plain for reads, audited for writes.
 func (e *contentEnv) provider(ctx context.Context, account, storeID string, audit bool) (storage.Provider, error) {
 	reg, err := e.src.registry(ctx)
@@ -203,10 +212,7 @@ first and verified by the store.`,
 			e := contentFlags(fs, a, false)
 			out := fs.String("out", "", "write to `file` instead of stdout")
 			return func(ctx context.Context, args []string) error {
-				if len(args) != 4 {
-					return usagef("want ACCOUNT STORE SPACE CONTENT_ID")
-				}
-				p, err := e.provider(ctx, args[0], args[1], false)
+				p, err := e.itemProvider(ctx, args, false)
 				if err != nil {
 					return err
 				}
@@ -291,10 +297,7 @@ stderr gives the --after value to continue with.`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			e := contentFlags(fs, a, true)
 			return func(ctx context.Context, args []string) error {
-				if len(args) != 4 {
-					return usagef("want ACCOUNT STORE SPACE CONTENT_ID")
-				}
-				p, err := e.provider(ctx, args[0], args[1], true)
+				p, err := e.itemProvider(ctx, args, true)
 				if err != nil {
 					return err
 				}
@@ -313,10 +316,7 @@ stderr gives the --after value to continue with.`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			e := contentFlags(fs, a, false)
 			return func(ctx context.Context, args []string) error {
-				if len(args) != 4 {
-					return usagef("want ACCOUNT STORE SPACE CONTENT_ID")
-				}
-				p, err := e.provider(ctx, args[0], args[1], false)
+				p, err := e.itemProvider(ctx, args, false)
 				if err != nil {
 					return err
 				}
