@@ -45,7 +45,8 @@ const summary = `workman — Mill's worker daemon.
 
 Receives tasks from the work queues (highest priority first), runs them on a
 bounded pool of workers, retries failures with backoff and sends the third
-failure to the dead-letter queue. Serves /healthz, /readyz and /metrics, and
+failure to the dead-letter queue. Task bodies too big for SQS travel through
+S3 (--claims-bucket). Serves /healthz, /readyz and /metrics, and
 publishes CloudWatch metrics once per interval. SIGTERM/SIGINT: stop
 receiving, let running tasks finish within the grace period, release the
 rest, exit 0.

@@ -30,7 +30,10 @@
 //     failure, a permanent error, an undecodable body or an unknown task type
 //     sends the message to the dead-letter queue (format: DeadLetter) and
 //     then deletes it. Panics in processors are recovered and count as
-//     failures.
+//     failures. On claim-checked queues (pkg/queue/claimcheck) a reference
+//     whose blob is gone or does not match is dead-lettered as undecodable;
+//     one whose blob cannot be read now is left to reappear after its
+//     visibility timeout.
 //   - Shutdown. When Run's ctx ends the manager stops receiving, releases
 //     held messages (visibility 0), lets running tasks finish within
 //     GracePeriod, then cancels them and releases their messages, flushes
