@@ -309,6 +309,12 @@ func (s *dlqScanner) next(ctx context.Context) ([]*dlqEntry, error) {
 				qm.Attributes[k] = *v.StringValue
 			}
 		}
+		s.held[qm.ID] = qm // the newest receipt handle is the one that releases
+		if s.seen[qm.ID] {
+			continue
+		}
+		s.seen[qm.ID] = true
+		// Resolve a claim-checked body once, on first sight.
 		if cq, ok := s.store.(*claimcheck.Queue); ok {
 			if err := cq.Resolve(ctx, qm); err != nil {
 				return nil, err
@@ -317,11 +323,6 @@ func (s *dlqScanner) next(ctx context.Context) ([]*dlqEntry, error) {
 				fmt.Fprintf(s.warn, "dlq: %v\n", err)
 			}
 		}
-		s.held[qm.ID] = qm // the newest receipt handle is the one that releases
-		if s.seen[qm.ID] {
-			continue
-		}
-		s.seen[qm.ID] = true
 		s.looked++
 		en := &dlqEntry{msg: qm}
 		en.dl, err = workman.DecodeDeadLetter(qm)
