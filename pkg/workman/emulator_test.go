@@ -57,14 +57,17 @@ func sendNoops(t testing.TB, q queue.Queue, n int, props map[string]string) {
 func TestEmulatorLongTaskNotRedelivered(t *testing.T) {
 	cfg := testenv.AWS(t)
 	client := cfg.SQS()
-	work, dlq := emuQueues(t, client, 2*time.Second)
+	// A 4 s visibility timeout: extended at 2 s, so an extension call may
+	// take up to 2 s on a loaded emulator (2 s left too little margin when
+	// other test packages shared the machine).
+	work, dlq := emuQueues(t, client, 4*time.Second)
 	var runs atomic.Int32
 	m, err := New(Config{
 		Queues: []queue.Queue{work}, DeadLetter: dlq, Workers: 2, Logger: testLogger(t),
 		Handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
 			runs.Add(1)
 			select {
-			case <-time.After(6 * time.Second):
+			case <-time.After(12 * time.Second):
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
@@ -87,8 +90,8 @@ func TestEmulatorLongTaskNotRedelivered(t *testing.T) {
 	if runs.Load() == 0 {
 		t.Fatal("task never started")
 	}
-	// Another consumer polls while the task runs (6 s = 3 × the timeout).
-	other := time.Now().Add(6500 * time.Millisecond)
+	// Another consumer polls while the task runs (12 s = 3 × the timeout).
+	other := time.Now().Add(12500 * time.Millisecond)
 	for time.Now().Before(other) {
 		msgs, err := work.Receive(context.Background(), 10, time.Second)
 		if err != nil {
