@@ -35,9 +35,9 @@ build: ## build every binary into bin/
 	$(GO) build -o bin/ ./cmd/...
 
 .PHONY: test
-test: up ## start the services if needed, then go vet and every test with -race
+test: up ## start the services if needed, then go vet and every test with -race (-count=1: the services are state the test cache cannot see)
 	$(WITH_ENV) $(GO) vet ./...
-	$(WITH_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	$(WITH_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test/unit
 test/unit: ## unit tests only (-short: integration tests are skipped), no services needed
@@ -45,11 +45,11 @@ test/unit: ## unit tests only (-short: integration tests are skipped), no servic
 
 .PHONY: test/integration
 test/integration: up ## every test, verbose, against the local services
-	$(WITH_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | tee .local/test.log | { grep -E '^(--- (PASS|FAIL|SKIP)|ok|FAIL|PASS)' || true; }
+	$(WITH_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | tee .local/test.log | { grep -E '^(--- (PASS|FAIL|SKIP)|ok|FAIL|PASS)' || true; }
 
 .PHONY: test/faults
 test/faults: up ## fault tests with real processes: SQS outage, PostgreSQL restart, kill -9 (MILL_FAULTS_SCALE=0.2 for a quick run)
-	$(WITH_ENV) $(GO) test -tags faults -race -timeout 40m -v ./test/faults/...
+	$(WITH_ENV) $(GO) test -tags faults -race -count=1 -timeout 40m -v ./test/faults/...
 
 .PHONY: lint
 lint: ## gofmt, go vet, go mod tidy check, staticcheck, cfn-lint on infra/, govulncheck
