@@ -17,6 +17,7 @@
 // Timeouts are usually applied by Workman (it owns the per-type table), but
 // the Timeout middleware is available to any other caller.
 //
-// Processors themselves live in sub-packages (noop, and later dup, bit,
-// bitreport, biterror, audit).
+// Processors themselves live in sub-packages: audit, dup, bit, biterror,
+// bitreport and noop; internal/wiring builds and registers them
+// (docs/ARCHITECTURE.md, Processors).
 package processors

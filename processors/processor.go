@@ -17,7 +17,8 @@ import (
 //   - an error made by RetryAfter: the task is sent again after that delay
 //     with attempts+1 (the bit check's "wait 5 minutes").
 //   - any other error: the task is retried with exponential backoff and goes
-//     to the dead-letter queue after its third failure.
+//     to the dead-letter queue when it has failed Workman's MaxAttempts
+//     times (--max-attempts, default 3).
 //
 // Handle must honour ctx: it carries the per-type timeout and is cancelled on
 // hard shutdown. Handlers must be idempotent: a task may be delivered more than

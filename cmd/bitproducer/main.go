@@ -1,11 +1,11 @@
-// Command bitproducer is the looping bit-integrity producer (DESIGN §7, §8),
-// run from cron (a scheduled container), one invocation at a time: it
-// walks accounts → stores → spaces (filtered by --include/--exclude
-// files), queues a BIT task per content item on the bit queue while that
-// queue is under --max-queue-size, and after each space's listing one
-// BIT_REPORT on the bit-report queue. State is saved after every bite
-// (--state, a file or s3://bucket/key), so the next invocation resumes
-// where this one stopped.
+// Command bitproducer is the looping bit-integrity producer
+// (docs/ARCHITECTURE.md, Bit integrity and Looping producers), run from cron
+// (a scheduled container), one invocation at a time: it walks accounts →
+// stores → spaces (filtered by --include/--exclude files), queues a BIT task
+// per content item on the bit queue while that queue is under
+// --max-queue-size, and after each space's listing one BIT_REPORT on the
+// bit-report queue. State is saved after every bite (--state, a file or
+// s3://bucket/key), so the next invocation resumes where this one stopped.
 //
 // Exit status: 0 when the run finished, the queue was full, the next run is
 // not due yet or another invocation holds the lease; 1 on errors; 2 on bad

@@ -1,8 +1,9 @@
-// Command dupproducer is Mill's looping duplication producer (DESIGN §6 and
-// §8): run from cron (a scheduled container), each invocation continues or
-// starts a run that puts DUP tasks for every duplicated space and item on
-// the low-priority duplication queue, stopping when the queue is full and
-// resuming there next time.
+// Command dupproducer is Mill's looping duplication producer
+// (docs/ARCHITECTURE.md, Duplication and Looping producers): run from cron (a
+// scheduled container), each invocation continues or starts a run that puts
+// DUP tasks for every duplicated space and item on the low-priority
+// duplication queue, stopping when the queue is full and resuming there next
+// time.
 //
 // Every flag can also be set with its MILL_* environment variable; run
 // `dupproducer --help` for the list.

@@ -173,7 +173,7 @@ func TestContentPutS3AuditsToSQS(t *testing.T) {
 	}
 	dir := t.TempDir()
 	pol := pcsCopy(t, pcsTestdata+"policies/account1-duplication-policy.json", dir, "p.json")
-	// Store "3" of the seed's sample is not registered for acct.
+	// Store "3" of the sample policy is not registered for acct.
 	if code, _, errOut := pcsRun(t, env, "", "policy", "put", "acct", pol); code != 1 || !strings.Contains(errOut, `p.json:10:9: store "3" is not a registered store`) {
 		t.Fatalf("policy put with unknown store: %d %s", code, errOut)
 	}

@@ -29,7 +29,7 @@ tasks processed by type, items duplicated, bit results by case, repairs,
 dead-lettered tasks and where the reports were written.
 
 Exit status 0 when every fault was found with its expected case and repaired
-or corrected as the design says, with no false positives and nothing
+or corrected as the bit-integrity rules say, with no false positives and nothing
 dead-lettered; 1 otherwise, with the unmet expectations listed.`,
 		flags: func(fs *flag.FlagSet, a *app) func(ctx context.Context, args []string) error {
 			dir := fs.String("dir", devmode.DefaultDir, "`directory` of the stores, configuration and reports (wiped at start unless --keep)")

@@ -1,8 +1,8 @@
 // Command workman is Mill's worker daemon: it receives tasks from the work
 // queues in priority order and runs them on a bounded pool of workers
-// (DESIGN §4, package workman). SIGTERM or SIGINT stops it gracefully: no
-// more receives, running tasks get a grace period, unfinished ones are made
-// visible again, and it exits 0.
+// (package workman; docs/ARCHITECTURE.md, Workman). SIGTERM or SIGINT stops
+// it gracefully: no more receives, running tasks get a grace period,
+// unfinished ones are made visible again, and it exits 0.
 //
 // Every flag can also be set with its MILL_* environment variable; run
 // `workman --help` for the list.
@@ -44,11 +44,11 @@ import (
 const summary = `workman — Mill's worker daemon.
 
 Receives tasks from the work queues (highest priority first), runs them on a
-bounded pool of workers, retries failures with backoff and sends the third
-failure to the dead-letter queue. Task bodies too big for SQS travel through
-S3 (--claims-bucket). Serves /healthz, /readyz and /metrics, and
-publishes CloudWatch metrics once per interval. SIGTERM/SIGINT: stop
-receiving, let running tasks finish within the grace period, release the
+bounded pool of workers, retries failures with backoff and sends a task that
+failed --max-attempts times to the dead-letter queue. Task bodies too big for
+SQS travel through S3 (--claims-bucket). Serves /healthz, /readyz and
+/metrics, and publishes CloudWatch metrics once per interval. SIGTERM/SIGINT:
+stop receiving, let running tasks finish within the grace period, release the
 rest, exit 0.
 
 Usage: workman [flags]`

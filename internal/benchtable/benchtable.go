@@ -1,7 +1,7 @@
 // Package benchtable turns the text output of `go test -bench` over Mill's
-// packages into the one summary table `make bench` prints (GitHub issue 11):
-// SQS requests per task, throughput against raw SDK baselines, hashing
-// against md5sum, and peak memory for large objects.
+// packages into the one summary table `make bench` prints: SQS requests per
+// task, throughput against raw SDK baselines, hashing against md5sum, and
+// peak memory for large objects.
 //
 // Each row names the benchmark it reads (package and name pattern) and the
 // b.ReportMetric units it takes. A row whose benchmark is not in the output

@@ -1,5 +1,6 @@
-// Package devmode is the embedded dev mode behind `millctl dev` (DESIGN §12):
-// the whole mill in one process with no AWS, no database and no Docker.
+// Package devmode is the embedded dev mode behind `millctl dev`
+// (docs/ARCHITECTURE.md, Local development and tests): the whole mill in one
+// process with no AWS, no database and no Docker.
 //
 // Run builds the memory dependencies of internal/wiring (memqueue queues,
 // filesystem stores under a directory, in-memory audit log, content index and
@@ -18,7 +19,8 @@
 //  4. runs the bit producer and the manager until idle, then a second
 //     duplication sweep (which restores the deleted replica);
 //  5. verifies that every fault was detected with its expected case and
-//     repaired or corrected as the design says, that no other item was
+//     repaired or corrected as docs/ARCHITECTURE.md (Bit integrity) says,
+//     that no other item was
 //     flagged, and that nothing was dead-lettered — and prints a summary.
 //
 // Run returns an error explaining every expectation that was not met.
@@ -155,7 +157,8 @@ type Fault struct {
 	Kind     string // "sour replica", "deleted replica", "stale index", "missing audit entry"
 	Item     Item
 	WantCase int
-	// Fix says what the design expects to happen to it.
+	// Fix says what is expected to happen to it (docs/ARCHITECTURE.md, Bit
+	// integrity).
 	Fix string
 	// Seen is the case the mill found ("" rows: 0).
 	Seen int

@@ -154,8 +154,8 @@ func (e *env) verify(ctx context.Context) error {
 	return nil
 }
 
-// checkFixed checks the outcome the design expects for a fault; "" when it
-// happened.
+// checkFixed checks the outcome expected for a fault (docs/ARCHITECTURE.md,
+// Bit integrity); "" when it happened.
 func (e *env) checkFixed(ctx context.Context, f *Fault) (string, error) {
 	i := f.Item
 	p, err := e.deps.Stores.Open(ctx, i.Account, i.Store)

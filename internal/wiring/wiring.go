@@ -1,7 +1,8 @@
 // Package wiring is the one place where Mill's task processors are built and
-// registered: cmd/workman, `millctl run` and `millctl dev` all call Register,
-// so every way of running the mill serves exactly the same processors with
-// the same configuration rules.
+// registered: cmd/workman, `millctl run` and `millctl dev` all go through
+// Register (or RegisterTypes), so every way of running the mill serves
+// exactly the same processors with the same configuration rules
+// (docs/ARCHITECTURE.md, Processors).
 //
 // A Deps holds what the processors need (queues by key, the store opener,
 // policies, audit log, content index, bit log, report sink, message format,

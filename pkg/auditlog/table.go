@@ -1,6 +1,7 @@
-// Package auditlog is Mill's audit log in DynamoDB (DESIGN §9): one item per
-// audit event, written by the audit processor and read by the bit processor
-// (the latest entry of one item) and by operators (a space's history).
+// Package auditlog is Mill's audit log in DynamoDB (docs/ARCHITECTURE.md,
+// Audit and Data stores): one item per audit event, written by the audit
+// processor and read by the bit processor (the latest entry of one item) and
+// by operators (a space's history).
 //
 // table.go defines the table: its key attributes, the space-history index and
 // how keys are built from account, store, space and content IDs.

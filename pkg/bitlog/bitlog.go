@@ -1,7 +1,8 @@
-// Package bitlog is the bit log (DESIGN §7): one row per content item per
-// bit-integrity run, holding the outcome of the bit check (SUCCESS, FAILURE
-// or ERROR), the row of the decision table that applied and the four
-// checksums the check compared, plus one report per space per run.
+// Package bitlog is the bit log (docs/ARCHITECTURE.md, Bit integrity): one
+// row per content item per bit-integrity run, holding the outcome of the bit
+// check (SUCCESS, FAILURE or ERROR), the row of the decision table that
+// applied and the four checksums the check compared, plus one report per
+// space per run.
 //
 // The Log interface is implemented in memory here (NewMemory, for tests and
 // the dev mode) and on PostgreSQL by milldb.NewBitLog; both pass the
@@ -23,7 +24,7 @@ type Result string
 // Results.
 const (
 	// ResultSuccess: the checksums agree (decision table case 1), or there
-	// was nothing to check (case 11 is not recorded as a row at all).
+	// was nothing to check (case 11: the item is deleted everywhere).
 	ResultSuccess Result = "SUCCESS"
 	// ResultFailure: the checksums disagree; the bit check fixed what it
 	// could or raised a resolution (BIT_ERROR) task.

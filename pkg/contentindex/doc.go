@@ -1,8 +1,9 @@
-// Package contentindex is Mill's content index (DESIGN §9, §10): what the
-// mill believes each store holds — one row per item with its checksum, size,
-// mimetype, properties, whether it is deleted and the time of the audit event
-// that produced that state. The audit processor keeps it current; the bit
-// check (its "I" checksum) and the report processor read it.
+// Package contentindex is Mill's content index (docs/ARCHITECTURE.md, Audit
+// and Data stores): what the mill believes each store holds — one row per
+// item with its checksum, size, mimetype, properties, whether it is deleted
+// and the time of the audit event that produced that state. The audit
+// processor keeps it current; the bit check (its "I" checksum) and the report
+// processor read it.
 //
 // Index is the interface; Memory implements it for unit tests and dev mode,
 // pkg/milldb.ContentIndex on PostgreSQL; contentindextest.Run is the

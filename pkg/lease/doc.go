@@ -1,5 +1,5 @@
 // Package lease makes sure only one process of a kind runs at a time: one
-// dupproducer, one bitproducer (DESIGN §8).
+// dupproducer, one bitproducer (docs/ARCHITECTURE.md, Looping producers).
 //
 // A lease is a named record with a holder and an expiry. Acquire takes it
 // when it is free, expired, or already held by the caller; Renew pushes the

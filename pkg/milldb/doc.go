@@ -1,6 +1,7 @@
 // Package milldb is Mill's PostgreSQL access: a pgx/v5 connection pool with
 // sane limits (Open) and the embedded, versioned schema migrations that create
-// the content index, the bit log and the bit reports (DESIGN §10).
+// the content index, the bit log and the bit reports (docs/ARCHITECTURE.md,
+// Data stores).
 //
 // Migrations live in migrations/ as NNN_name.up.sql and NNN_name.down.sql
 // pairs, numbered from 001 without gaps. They are compiled into the binary;

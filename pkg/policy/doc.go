@@ -1,5 +1,5 @@
 // Package policy reads, checks and stores DuraCloud duplication policies
-// (DESIGN §6, the seed's "Duplication Policies").
+// (docs/ARCHITECTURE.md, Duplication).
 //
 // Files, in the config bucket (optionally under a key prefix) or a local
 // directory: duplication-accounts.json, a JSON array of the account ids

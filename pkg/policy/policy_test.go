@@ -21,9 +21,10 @@ func readTestdata(t *testing.T, rel string) []byte {
 	return b
 }
 
-// The seed's own sample has a trailing comma after the last store policy of
-// spaceA; the error must name the file and the exact position of the ']'.
-func TestParseSeedSampleTrailingComma(t *testing.T) {
+// DuraCloud's published sample policy has a trailing comma after the last
+// store policy of spaceA; the error must name the file and the exact position
+// of the ']'.
+func TestParseDuraCloudSampleTrailingComma(t *testing.T) {
 	data := readTestdata(t, "invalid/account1-duplication-policy.json")
 	_, err := policy.Parse("account1-duplication-policy.json", data)
 	if err == nil {

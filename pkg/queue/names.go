@@ -1,7 +1,7 @@
 package queue
 
-// Keys of Mill's seven queues (DESIGN §2). A queue's name is a prefix
-// (default DefaultPrefix) followed by its key.
+// Keys of Mill's seven queues (docs/ARCHITECTURE.md, Queues). A queue's name
+// is a prefix (default DefaultPrefix) followed by its key.
 const (
 	KeyAudit      = "audit"
 	KeyDupHigh    = "dup-high"

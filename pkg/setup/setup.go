@@ -1,7 +1,8 @@
-// Package setup creates Mill's AWS resources and database schema, idempotently
-// (DESIGN §11): the seven SQS queues with their redrive policies, the config,
-// state and reports buckets, the audit-log and lease tables, and the
-// PostgreSQL migrations. `millctl setup` is a thin command over it.
+// Package setup creates Mill's AWS resources and database schema,
+// idempotently (docs/ARCHITECTURE.md, Operations): the seven SQS queues with
+// their redrive policies, the config, state and reports buckets, the
+// audit-log and lease tables, and the PostgreSQL migrations. `millctl setup`
+// is a thin command over it.
 //
 // Every resource implements Resource: Plan inspects what exists and says
 // what would change, without changing anything; Apply makes it so. Plan and
@@ -11,9 +12,10 @@
 // (a local emulator answering NotImplemented for, say, bucket versioning) are
 // reported as notes on the Result; any other error fails the resource.
 //
-// The list is open: a later resource kind (CloudWatch alarms on queue depth,
-// behind a --alarms flag) is another Resource appended to the list that
-// Resources returns, with no change to Plan or Apply.
+// The list is open: other resource kinds (the CloudWatch alarms of
+// pkg/alarms behind `millctl setup --alarms`, the store bucket notifications
+// of pkg/s3event behind --store-notifications) are further Resources
+// appended to the list, with no change to Plan or Apply.
 package setup
 
 import (

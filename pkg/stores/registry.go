@@ -1,7 +1,8 @@
-// Package stores is Mill's account and store registry (DESIGN §5): which
-// accounts exist, whether they are active, and where each of their stores
-// lives. It is read from accounts.json in the config bucket or a local file,
-// and an Opener turns a registered store into a storage.Provider.
+// Package stores is Mill's account and store registry (docs/ARCHITECTURE.md,
+// Stores and storage providers): which accounts exist, whether they are
+// active, and where each of their stores lives. It is read from accounts.json
+// in the config bucket or a local file, and an Opener turns a registered
+// store into a storage.Provider.
 //
 // The file holds no secrets: S3 stores are reached with the credentials of
 // the AWS SDK's default chain, or with a role assumed through STS (roleArn).

@@ -11,7 +11,7 @@ import (
 // existing tools recognise them on the queues.
 type Type string
 
-// Task types (DESIGN §3).
+// Task types (docs/ARCHITECTURE.md, Tasks and wire formats).
 const (
 	TypeDup       Type = "DUP"
 	TypeBit       Type = "BIT"

@@ -1,5 +1,6 @@
 // Package workman is Mill's worker manager: it receives tasks from an ordered
-// list of queues and runs them on a bounded pool of workers (DESIGN §4).
+// list of queues and runs them on a bounded pool of workers
+// (docs/ARCHITECTURE.md, Workman).
 //
 // What a Manager does, in the order a message meets it:
 //

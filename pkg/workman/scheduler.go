@@ -6,7 +6,7 @@ import "time"
 // (no goroutines, no clock): the poll loop asks next(now) and reports each
 // answer with result, so the policy is tested deterministically.
 //
-// Policy (DESIGN §4):
+// Policy (docs/ARCHITECTURE.md, Workman):
 //   - queues are tried in priority order; a queue is due when its own
 //     backoff has expired; the first due queue is asked with the short wait;
 //   - a queue that answered empty backs off (min doubling to max); one that

@@ -1,6 +1,6 @@
-// Package audit is the AUDIT task processor (DESIGN §9). For each audit
-// event it does four steps, in order, each idempotent, so a retry simply
-// repeats all of them:
+// Package audit is the AUDIT task processor (docs/ARCHITECTURE.md, Audit).
+// For each audit event it does four steps, in order, each idempotent, so a
+// retry simply repeats all of them:
 //
 //  1. write the audit log entry (auditlog.Log.Put; a redelivered event is
 //     already there and is not written twice);

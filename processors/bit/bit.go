@@ -27,8 +27,8 @@ import (
 
 // Defaults of Config.
 const (
-	// DefaultRecheckDelay is the seed's "wait 5 minutes before trying
-	// again".
+	// DefaultRecheckDelay is the bit-integrity table's "wait 5 minutes
+	// before trying again".
 	DefaultRecheckDelay = 5 * time.Minute
 	// DefaultMaxAttempts is Workman's default; Config.MaxAttempts must
 	// equal the MaxAttempts Workman runs with.
@@ -243,7 +243,7 @@ func (o *observation) sChecksum() string {
 	return ""
 }
 
-// caseText is the seed's "how did it happen" in short.
+// caseText is the table's "how did it happen" in short.
 func caseText(n int) string {
 	switch n {
 	case 1:

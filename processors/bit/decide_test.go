@@ -26,7 +26,7 @@ func TestDecide(t *testing.T) {
 		consensus  string
 		why        string
 	}{
-		// The seed's 11 rows ("x" agrees, "y"/"z"/"w" disagree).
+		// The 11 rows of the bit-integrity table ("x" agrees, "y"/"z"/"w" disagree).
 		{"x", "x", "x", "x", 1, "x", "row 1"},
 		{"NA", "x", "x", "x", 1, "x", "row 1, content N/A"},
 		{"y", "x", "x", "x", 2, "x", "row 2: content sour"},

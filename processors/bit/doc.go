@@ -1,7 +1,7 @@
 // Package bit is the BIT task processor: the bit-integrity check of one
-// content item (DESIGN §7, the seed's "Bit Integrity Check Task
-// Processor"). It gathers four checksums, classifies them into one of the
-// seed's 11 cases with a total decision procedure (Decide), acts on the
+// content item (docs/ARCHITECTURE.md, Bit integrity). It gathers four
+// checksums, classifies them into one of the 11 cases of the DuraCloud
+// bit-integrity table with a total decision procedure (Decide), acts on the
 // case and records the outcome in the bit log.
 //
 // # The four checksums
@@ -96,7 +96,7 @@
 //	9,10  ERROR (last)       wait unless last attempt; then AUDIT ADD_CONTENT on audit
 //	11    SUCCESS            nothing is done to the item
 //
-// Case 11's row is a departure from the seed's "do nothing": the row repairs
+// Case 11's row is a departure from DuraCloud's "do nothing": the row repairs
 // nothing, but the report processor counts results against the items the
 // producer listed, and an item deleted since must count too.
 //

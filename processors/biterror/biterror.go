@@ -1,5 +1,6 @@
-// Package biterror is the BIT_ERROR task processor (DESIGN §7): it records
-// each bit error and repairs what the mill can repair itself.
+// Package biterror is the BIT_ERROR task processor (docs/ARCHITECTURE.md,
+// Bit integrity): it records each bit error and repairs what the mill can
+// repair itself.
 //
 // Record: the error is written to the bit log as the item's row for the
 // run (same key as the bit check's row, so the run still has one row per

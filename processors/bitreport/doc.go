@@ -1,5 +1,6 @@
-// Package bitreport is the BIT_REPORT processor (DESIGN §7): it writes the
-// bit-integrity report of one space for one bitproducer run.
+// Package bitreport is the BIT_REPORT processor (docs/ARCHITECTURE.md, Bit
+// integrity): it writes the bit-integrity report of one space for one
+// bitproducer run.
 //
 // Procedure, all steps idempotent (a redelivered report repeats them and
 // replaces its file and its bit_report row):

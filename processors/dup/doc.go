@@ -1,6 +1,6 @@
-// Package dup is the duplication task processor (DESIGN §6, the seed's
-// "Duplication Task Processor"): it handles DUP tasks by making one item,
-// or one space, of a destination store match the source store.
+// Package dup is the duplication task processor (docs/ARCHITECTURE.md,
+// Duplication): it handles DUP tasks by making one item, or one space, of a
+// destination store match the source store.
 //
 // A content-level task (contentId set) reads the item from both stores:
 //

@@ -1,10 +1,10 @@
-// Package bit is the bit-integrity looping producer (DESIGN §7, §8): it
-// walks accounts → stores → spaces, filtered by inclusion and exclusion
-// files (ParseFilter), and queues one BIT task per content item — 1000 per
-// bite, interleaved across spaces by the looping framework, while the bit
-// queue is under its maximum size — and, once a space's listing is
-// complete, one BIT_REPORT on the bit-report queue carrying the run ID and
-// the number of items listed.
+// Package bit is the bit-integrity looping producer (docs/ARCHITECTURE.md,
+// Bit integrity and Looping producers): it walks accounts → stores → spaces,
+// filtered by inclusion and exclusion files (ParseFilter), and queues one BIT
+// task per content item — 1000 per bite, interleaved across spaces by the
+// looping framework, while the bit queue is under its maximum size — and,
+// once a space's listing is complete, one BIT_REPORT on the bit-report queue
+// carrying the run ID and the number of items listed.
 //
 // Wiring (what cmd/bitproducer does):
 //

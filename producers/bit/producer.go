@@ -35,7 +35,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Producer is the bit-integrity looping producer (DESIGN §7): one morsel
+// Producer is the bit-integrity looping producer: one morsel
 // per (account, store, space) of the active accounts that the filter
 // selects; each bite queues a BIT task (carrying the run ID) for each of
 // the next items of the space's listing, and the bite that finishes the

@@ -1,5 +1,6 @@
-// Package dup is the looping duplication producer (DESIGN §6 and §8, the
-// seed's "Looping Duplication Task Producer"), built on producers/looping.
+// Package dup is the looping duplication producer, built on
+// producers/looping (docs/ARCHITECTURE.md, Duplication and Looping
+// producers).
 //
 // A run has one morsel per (account, space, store policy): for every
 // account of duplication-accounts.json that is active in the store
@@ -7,7 +8,8 @@
 // policies policy.StorePolicies gives it (defaultPolicies included; ignored
 // spaces and "x-" system spaces have none). Morsels are ordered by account
 // (file order), space, then the space's policy order, so the two policies
-// of one space are nibbled one after the other, as in the seed's sequence.
+// of one space are nibbled one after the other, as DuraCloud's producer
+// does.
 //
 // Each morsel starts with its delete step (Deletes): one space-level DUP
 // task (so the destination space is created, with its ACLs), then one DUP

@@ -1,5 +1,5 @@
 // Package looping is the framework both looping producers (dupproducer and
-// bitproducer, DESIGN §6–§8) are built on.
+// bitproducer) are built on (docs/ARCHITECTURE.md, Looping producers).
 //
 // A run is one complete pass over a list of morsels (one morsel per unit
 // of work: a store policy for duplication, a space for bit integrity). A run

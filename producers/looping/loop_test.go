@@ -188,10 +188,11 @@ func describe(ts []*task.Task) []string {
 	return out
 }
 
-// TestInterleavedDuplicationSequence checks the seed's numbered order: A's
-// deletes, A's first 1000 copies, B's deletes, B's first 1000 copies, then
-// A, B, A, B… — with the queue-full stop falling between steps and each
-// later invocation resuming exactly there.
+// TestInterleavedDuplicationSequence checks DuraCloud's interleaving order
+// (docs/ARCHITECTURE.md, Looping producers): A's deletes, A's first 1000
+// copies, B's deletes, B's first 1000 copies, then A, B, A, B… — with the
+// queue-full stop falling between steps and each later invocation resuming
+// exactly there.
 func TestInterleavedDuplicationSequence(t *testing.T) {
 	e := newEnv(t)
 	p := newFake([]string{"A", "B"}, map[string]int{"A": 2500, "B": 1500}, map[string]int{"A": 3, "B": 2})

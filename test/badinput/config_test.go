@@ -88,9 +88,9 @@ func TestInvalidConfigThroughTheCommands(t *testing.T) {
 		}
 	}
 
-	seed, err := os.ReadFile(filepath.Join(testbin.ModuleRoot(t), "testdata", "policies", "invalid", "account1-duplication-policy.json"))
+	sample, err := os.ReadFile(filepath.Join(testbin.ModuleRoot(t), "testdata", "policies", "invalid", "account1-duplication-policy.json"))
 	must(t, err)
-	trailing := write(bad, "acme-duplication-policy.json", string(seed)) // the seed's trailing comma, line 6
+	trailing := write(bad, "acme-duplication-policy.json", string(sample)) // DuraCloud's sample: trailing comma, line 6
 	badStoreDir := filepath.Join(bad, "store")
 	must(t, os.MkdirAll(badStoreDir, 0o755))
 	badStore := write(badStoreDir, "acme-duplication-policy.json", "{\"defaultPolicies\": [\n  {\"srcStoreId\": \"1\", \"destStoreId\": \"9\"}]}")
@@ -125,13 +125,13 @@ func TestInvalidConfigThroughTheCommands(t *testing.T) {
 		code int
 		want []string // substrings of stderr: file and position, and the reason
 	}{
-		{"policy validate: the seed's trailing comma", "millctl", []string{"policy", "validate", trailing},
+		{"policy validate: DuraCloud sample's trailing comma", "millctl", []string{"policy", "validate", trailing},
 			1, []string{trailing + ":6:7:", "invalid character ']'"}},
 		{"policy validate: a store id not registered", "millctl", []string{"policy", "validate", "--registry", filepath.Join(conf, "accounts.json"), badStore},
 			1, []string{badStore + ":2:", `store "9" is not a registered store`}},
 		{"policy validate: an account not in the registry", "millctl", []string{"policy", "validate", "--registry", filepath.Join(conf, "accounts.json"), unknownAcct},
 			1, []string{unknownAcct + ": ", `account "nobody" is not in the registry`}},
-		{"policy put (bucket): the seed's trailing comma", "millctl", []string{"policy", "put", "acme", trailing},
+		{"policy put (bucket): DuraCloud sample's trailing comma", "millctl", []string{"policy", "put", "acme", trailing},
 			1, []string{trailing + ":6:7:", "invalid character ']'"}},
 		{"policy put (bucket): a store id not registered", "millctl", []string{"policy", "put", "acme", badStore},
 			1, []string{badStore + ":2:", `store "9" is not a registered store`}},

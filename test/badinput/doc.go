@@ -1,4 +1,5 @@
-// Package badinput feeds Mill's real binaries bad input (GitHub issue 11):
+// Package badinput feeds Mill's real binaries bad input (docs/ARCHITECTURE.md,
+// Safety):
 //
 //   - workman_test.go: the workman daemon, built from cmd/workman and run
 //     against emulator queues on a test prefix, receives malformed, unknown,

@@ -69,14 +69,14 @@ func runN(n, workers int, f func(i int) error) error {
 	return errors.Join(errs...)
 }
 
-// TestAuditDuplicationEndToEnd is issue 7's acceptance through the real
-// binaries: millctl content put of 100 items into store 1 (S3) of an
-// account whose policy duplicates store 1 to stores 2 (S3) and 3 (fs);
-// workman (AUDIT, DUP, NOOP) until the queues drain; the audit log, the
-// content index and both destinations then hold every item (and the
+// TestAuditDuplicationEndToEnd is the change flow (docs/ARCHITECTURE.md,
+// Flows) through the real binaries: millctl content put of 100 items into
+// store 1 (S3) of an account whose policy duplicates store 1 to stores 2 (S3)
+// and 3 (fs); workman (AUDIT, DUP, NOOP) until the queues drain; the audit
+// log, the content index and both destinations then hold every item (and the
 // destinations' own writes are audited and indexed). Then 10 items are
-// removed from store 1 and a second workman run removes them everywhere,
-// the index marking them deleted in all three stores.
+// removed from store 1 and a second workman run removes them everywhere, the
+// index marking them deleted in all three stores.
 func TestAuditDuplicationEndToEnd(t *testing.T) {
 	cfg := testenv.AWS(t)
 	dbURL := testenv.Schema(t)

@@ -29,11 +29,10 @@ func TestKillWorkman(t *testing.T) {
 		vt      = 6 * time.Second // short, so killed messages come back soon
 	)
 	tasks := scaled(5000, 300)
-	// What one process can have received and not yet deleted: a task per
-	// worker, one held batch beyond them (DESIGN §4), and finished tasks
-	// whose batched delete has not returned — fewer than a batch buffered
-	// plus up to 4 delete calls of a batch each in flight (pkg/workman
-	// deleter).
+	// What one process can have received and not yet deleted: a task per worker,
+	// one held batch beyond them (docs/ARCHITECTURE.md, Workman), and finished
+	// tasks whose batched delete has not returned — fewer than a batch buffered
+	// plus up to 4 delete calls of a batch each in flight (pkg/workman deleter).
 	const inFlight = workers + queue.MaxBatch
 	const bound = inFlight + (queue.MaxBatch - 1) + 4*queue.MaxBatch
 

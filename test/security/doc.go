@@ -1,4 +1,5 @@
-// Package security holds Mill's security tests (GitHub issue 11):
+// Package security holds Mill's security tests (docs/ARCHITECTURE.md,
+// Safety):
 //
 //   - sqlparams_test.go: every SQL statement Mill's database code runs is a
 //     constant (or constant-only expression); values travel as parameters.

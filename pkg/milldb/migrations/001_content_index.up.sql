@@ -1,7 +1,7 @@
 -- The content index: what the mill believes each store holds, kept current by
--- the audit processor from audit events (DESIGN §9, §10). One row per item;
--- deleted items keep their row (deleted = true) so an older, late event cannot
--- resurrect them.
+-- the audit processor from audit events (docs/ARCHITECTURE.md, Audit and Data
+-- stores). One row per item; deleted items keep their row (deleted = true) so
+-- an older, late event cannot resurrect them.
 CREATE TABLE content_index (
     account     text        NOT NULL,
     store_id    text        NOT NULL,

@@ -1,5 +1,6 @@
--- The bit log: one row per item per bit-integrity run (DESIGN §7). A
--- redelivered BIT task upserts its row through bit_log_item_per_run.
+-- The bit log: one row per item per bit-integrity run (docs/ARCHITECTURE.md,
+-- Bit integrity). A redelivered BIT task upserts its row through
+-- bit_log_item_per_run.
 CREATE TABLE bit_log (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     run_id           text        NOT NULL,

@@ -1,6 +1,7 @@
 -- Bit-integrity reports: one row per space per run, written by the report
--- processor after the space's TSV report is stored (DESIGN §7). A redelivered
--- BIT_REPORT task upserts its row through bit_report_space_per_run.
+-- processor after the space's TSV report is stored (docs/ARCHITECTURE.md, Bit
+-- integrity). A redelivered BIT_REPORT task upserts its row through
+-- bit_report_space_per_run.
 CREATE TABLE bit_report (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     run_id          text        NOT NULL,

@@ -15,6 +15,6 @@
 //
 // Meter counts SQS requests per operation as an SDK middleware, so retried
 // HTTP attempts count too; benchmarks and metrics use it. Ensure creates a
-// queue (with redrive policy, encryption, retention) idempotently for
-// `millctl setup`.
+// queue (with redrive policy, encryption, retention) idempotently; tests use
+// it, while `millctl setup` provisions queues through pkg/setup.
 package sqsqueue

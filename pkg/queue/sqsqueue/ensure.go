@@ -27,7 +27,7 @@ type EnsureAPI interface {
 var _ EnsureAPI = (*sqs.Client)(nil)
 
 // DefaultMaxReceiveCount is the redrive limit Ensure uses when RedriveTo is
-// set and MaxReceiveCount is not (DESIGN §2).
+// set and MaxReceiveCount is not (docs/ARCHITECTURE.md, Queues).
 const DefaultMaxReceiveCount = 10
 
 // EnsureConfig is the queue Ensure makes. Zero fields leave SQS's defaults

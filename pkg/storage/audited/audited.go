@@ -1,8 +1,9 @@
 // Package audited is the storage decorator that records every write (the
-// DuraCloud AuditStorageProvider, DESIGN §5): after each successful write to
-// the wrapped provider it puts one AUDIT task on the audit queue, which the
-// audit processor turns into an audit log entry, a content index update and
-// high-priority duplication tasks. Reads emit nothing.
+// DuraCloud AuditStorageProvider; docs/ARCHITECTURE.md, Stores and storage
+// providers): after each successful write to the wrapped provider it puts one
+// AUDIT task on the audit queue, which the audit processor turns into an
+// audit log entry, a content index update and high-priority duplication
+// tasks. Reads emit nothing.
 //
 // A write that succeeded but whose AUDIT task could not be queued is
 // reported with an error wrapping ErrNotAudited (the write is not undone;
@@ -25,7 +26,7 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 )
 
-// Action is a write action an AUDIT task records (DESIGN §3): task.Action.
+// Action is a write action an AUDIT task records: task.Action.
 type Action = task.Action
 
 // The audited actions (aliases of pkg/task's, the one source of the names).
@@ -39,7 +40,7 @@ const (
 	SetContentProperties = task.ActionSetContentProperties
 )
 
-// AUDIT property keys (DESIGN §3; DuraCloud's names), as pkg/task names them.
+// AUDIT property keys (DuraCloud's names), as pkg/task names them.
 const (
 	KeyAction            = task.KeyAction
 	KeyUserID            = task.KeyUserID
