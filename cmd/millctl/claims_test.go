@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -121,4 +122,52 @@ func TestClaimCheckThroughMillctl(t *testing.T) {
 		t.Errorf("redrive of a dead letter whose blob is gone: exit %d\n%s\n%s", code, out, errOut)
 	}
 	waitFor(t, "the dead letter kept", 15*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Total() == 1 })
+}
+
+// TestDLQLeavesForeignClaimKeys: a message on the dead-letter queue whose
+// claim-check reference names another object of the claims bucket (here a
+// producer's state file; the SQS redrive policy moves such a forged task
+// there with its attributes) is shown and refused by redrive, and purge
+// deletes the message but never the object. Before the claim check
+// confined its keys, purge deleted the state file.
+func TestDLQLeavesForeignClaimKeys(t *testing.T) {
+	e := newOpsEnv(t)
+	ctx := context.Background()
+	s3c := testenv.AWS(t).S3()
+	bucket := e.prefix + "claims"
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupBucket(t, s3c, bucket)
+	const stateKey = "state/bitproducer.json"
+	state := `{"producer":"bit","cursor":"acme/photos"}`
+	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(stateKey), Body: strings.NewReader(state)}); err != nil {
+		t.Fatal(err)
+	}
+	forged := queue.SendEntry{Body: []byte(`{"millClaimCheck":{"key":"` + stateKey + `","size":1,"sha256":"00"}}`),
+		Attributes: map[string]string{claimcheck.AttrRef: stateKey}}
+	if err := e.queue(queue.KeyDeadLetter).Send(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	cc := []string{"--claims-bucket", bucket}
+	code, out, errOut := e.millctl("", append([]string{"dlq", "redrive", "--to", "dup-low"}, cc...)...)
+	if code == 0 || !strings.Contains(out, "0 redriven, 1 failed") || !strings.Contains(errOut, "claimcheck: key outside claims prefix") {
+		t.Errorf("redrive of a forged reference: exit %d\n%s\n%s", code, out, errOut)
+	}
+	waitFor(t, "the dead letter visible again", 15*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Visible == 1 })
+	out = e.must("", append([]string{"dlq", "purge", "--yes", "--error", "not a dead-letter"}, cc...)...)
+	if !strings.Contains(out, "purge: 1 deleted, 0 failed") {
+		t.Fatalf("purge: %s", out)
+	}
+	got, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(stateKey)})
+	if err != nil {
+		t.Fatalf("the state file after redrive and purge: %v", err)
+	}
+	defer got.Body.Close()
+	if b, _ := io.ReadAll(got.Body); string(b) != state {
+		t.Fatalf("the state file changed: %q", b)
+	}
+	if d := e.depth(queue.KeyDupLow); d.Total() != 0 {
+		t.Errorf("dup-low after refusing the redrive: %+v", d)
+	}
 }

@@ -16,7 +16,7 @@ import (
 // Reasons a task is dead-lettered (DeadLetter.Reason).
 const (
 	ReasonFailed      = "failed"       // failed MaxAttempts times
-	ReasonPermanent   = "permanent"    // the processor returned a Permanent error
+	ReasonPermanent   = "permanent"    // a Permanent error, or a refused claim-check reference
 	ReasonUndecodable = "undecodable"  // the body is not a task
 	ReasonUnknownType = "unknown_type" // a task type Mill does not know
 )

@@ -32,9 +32,10 @@
 //     sends the message to the dead-letter queue (format: DeadLetter) and
 //     then deletes it. Panics in processors are recovered and count as
 //     failures. On claim-checked queues (pkg/queue/claimcheck) a reference
-//     whose blob is gone or does not match is dead-lettered as undecodable;
-//     one whose blob cannot be read now is left to reappear after its
-//     visibility timeout.
+//     whose blob is gone or does not match is dead-lettered as undecodable,
+//     one whose key the claim check does not own (claimcheck.ErrRefused) as
+//     permanent; one whose blob cannot be read now is left to reappear
+//     after its visibility timeout.
 //   - Shutdown. When Run's ctx ends the manager stops receiving, releases
 //     held messages (visibility 0), lets running tasks finish within
 //     GracePeriod, then cancels them and releases their messages, flushes

@@ -382,7 +382,13 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 			m.abandon(j, err)
 			return
 		}
-		m.deadLetter(svc, j, nil, ReasonUndecodable, err, 0)
+		reason := ReasonUndecodable
+		if errors.Is(err, claimcheck.ErrRefused) {
+			// A reference the claim check does not own: hostile or
+			// broken, never retryable.
+			reason = ReasonPermanent
+		}
+		m.deadLetter(svc, j, nil, reason, err, 0)
 		return
 	}
 	t, err := task.Decode(j.msg.Body)

@@ -38,6 +38,10 @@ var (
 	// ErrBlobUnavailable reports a blob that could not be read this time
 	// (the blob store failed): a later delivery may succeed.
 	ErrBlobUnavailable = errors.New("claimcheck: blob unavailable")
+	// ErrRefused reports a reference whose key is not one the claim check
+	// creates (see Queue.Owns): it was neither read nor deleted. It wraps
+	// ErrUnresolved; no later delivery can succeed.
+	ErrRefused = fmt.Errorf("%w: refused", ErrUnresolved)
 )
 
 // Blobs stores claim-checked bodies. Implementations are safe for
@@ -90,17 +94,50 @@ type refBody struct {
 	Ref reference `json:"millClaimCheck"`
 }
 
+// keyIDLen is the length of the random part of a blob key: 16 bytes in
+// lower-case hex.
+const keyIDLen = 32
+
 func newKey(prefix string) string {
-	var b [16]byte
+	var b [keyIDLen / 2]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// The rules a reference's key must keep; each is named in the error.
+var (
+	errEmptyKey      = errors.New("claimcheck: empty key")
+	errOutsidePrefix = errors.New("claimcheck: key outside claims prefix")
+	errKeyForm       = errors.New("claimcheck: key not in the claim check's form (prefix + 32 lower-case hex digits)")
+)
+
+// Owns reports whether key has exactly the shape of the keys Send
+// creates — Config.KeyPrefix followed by 32 lower-case hex digits — and if
+// not, which rule it breaks. The decorator reads and deletes only the
+// blobs of such keys: a reference naming anything else (another object of
+// the claims bucket, an empty key, a path with "..", another prefix) is
+// refused, so a forged message can neither read nor delete what is not a
+// claim-checked body.
+func (q *Queue) Owns(key string) error {
+	switch {
+	case key == "":
+		return errEmptyKey
+	case !strings.HasPrefix(key, q.cfg.KeyPrefix):
+		return fmt.Errorf("%w %q", errOutsidePrefix, q.cfg.KeyPrefix)
+	}
+	id := key[len(q.cfg.KeyPrefix):]
+	if len(id) != keyIDLen || strings.IndexFunc(id, func(r rune) bool { return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') }) >= 0 {
+		return errKeyForm
+	}
+	return nil
 }
 
 // Unresolved returns the error recorded on a received message whose
 // reference could not be resolved (attribute AttrError), or nil. It wraps
 // ErrBlobNotFound (the blob is gone), ErrBlobUnavailable (reading it failed;
-// worth another delivery) or ErrUnresolved (a malformed reference or a blob
-// that does not match it).
+// worth another delivery), ErrRefused (the key is not the claim check's:
+// neither read nor deleted; the error names the rule it broke) or
+// ErrUnresolved (a malformed reference or a blob that does not match it).
 func Unresolved(m *queue.Message) error {
 	cause, ok := m.Attributes[AttrError]
 	if !ok {
@@ -112,17 +149,29 @@ func Unresolved(m *queue.Message) error {
 		base = ErrBlobNotFound
 	case strings.HasPrefix(cause, errGetPrefix):
 		base = ErrBlobUnavailable
+	case strings.HasPrefix(cause, errRefusedPrefix):
+		base, cause = ErrRefused, strings.TrimPrefix(cause, errRefusedPrefix)
 	}
 	if base == ErrBlobNotFound {
 		return fmt.Errorf("message %s, blob %q: %w", m.ID, m.Attributes[AttrRef], base)
 	}
-	return fmt.Errorf("message %s, blob %q: %w (%s)", m.ID, m.Attributes[AttrRef], base, cause)
+	return fmt.Errorf("message %s, blob %q: %w (%s)", m.ID, cutKey(m.Attributes[AttrRef]), base, cause)
 }
 
 const (
-	errNotFoundText = "blob not found"
-	errGetPrefix    = "get blob: "
+	errNotFoundText  = "blob not found"
+	errGetPrefix     = "get blob: "
+	errRefusedPrefix = "refused: "
 )
+
+// cutKey bounds a key quoted in an error: a forged one may be long.
+func cutKey(key string) string {
+	const n = 200
+	if len(key) <= n {
+		return key
+	}
+	return key[:n] + "…"
+}
 
 // Name returns the inner queue's name.
 func (q *Queue) Name() string { return q.inner.Name() }
@@ -197,6 +246,10 @@ func (q *Queue) Receive(ctx context.Context, n int, wait time.Duration) ([]*queu
 // messages then come back after their visibility timeout.
 func (q *Queue) Resolve(ctx context.Context, ms ...*queue.Message) error {
 	for _, m := range ms {
+		// AttrError is the decorator's own verdict: one that came with
+		// the message is a sender's forgery (it would make the message
+		// "unavailable" for ever).
+		delete(m.Attributes, AttrError)
 		key, ok := m.Attributes[AttrRef]
 		if !ok {
 			continue
@@ -212,6 +265,9 @@ func (q *Queue) Resolve(ctx context.Context, ms ...*queue.Message) error {
 }
 
 func (q *Queue) resolve(ctx context.Context, key string, m *queue.Message) error {
+	if err := q.Owns(key); err != nil {
+		return errors.New(errRefusedPrefix + err.Error())
+	}
 	var rb refBody
 	if err := json.Unmarshal(m.Body, &rb); err != nil || rb.Ref.Key != key {
 		return errors.New("malformed reference body")
@@ -231,7 +287,8 @@ func (q *Queue) resolve(ctx context.Context, key string, m *queue.Message) error
 	return nil
 }
 
-// Delete deletes the messages, then the blobs of those deleted.
+// Delete deletes the messages, then the blobs of those deleted. A blob
+// whose key the claim check does not own (Owns) is never deleted.
 func (q *Queue) Delete(ctx context.Context, msgs ...*queue.Message) error {
 	err := q.inner.Delete(ctx, msgs...)
 	var be *queue.BatchError
@@ -246,7 +303,7 @@ func (q *Queue) Delete(ctx context.Context, msgs ...*queue.Message) error {
 		if _, bad := failed[i]; bad || m == nil {
 			continue
 		}
-		if key, ok := m.Attributes[AttrRef]; ok {
+		if key, ok := m.Attributes[AttrRef]; ok && q.Owns(key) == nil {
 			if err := q.blobs.Delete(ctx, key); err != nil {
 				failed[i] = fmt.Errorf("claimcheck: delete blob %q: %w", key, err)
 			}

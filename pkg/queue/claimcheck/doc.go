@@ -18,7 +18,17 @@
 // does not match, the message is still returned — with the reference as its
 // body and the cause in attribute AttrError — so the consumer can dead-letter
 // it rather than have it redelivered forever; Unresolved(m) returns that
-// cause as an error wrapping ErrBlobNotFound or ErrUnresolved.
+// cause as an error wrapping ErrBlobNotFound or ErrUnresolved. An AttrError
+// that arrives with a message is dropped: only the decorator sets it.
+//
+// Confinement: the decorator reads and deletes only blobs whose key has
+// exactly the shape Send creates — Config.KeyPrefix and 32 lower-case hex
+// digits (Queue.Owns). A reference naming any other key (another object of
+// the claims bucket such as the producers' state files, an empty key, a
+// path with "..", another prefix or bucket) is refused without reading or
+// deleting anything: the message is returned marked with an error wrapping
+// ErrRefused that names the broken rule ("claimcheck: key outside claims
+// prefix"), and deleting the message leaves the named object alone.
 //
 // Delete deletes the blob after its message is deleted; a blob delete that
 // fails is reported for that entry in the *queue.BatchError (deleting again

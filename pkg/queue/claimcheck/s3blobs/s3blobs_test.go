@@ -3,7 +3,10 @@ package s3blobs_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -75,5 +78,74 @@ func TestClaimCheckOverSQSAndS3(t *testing.T) {
 	}
 	if err := blobs.Delete(ctx, key); err != nil {
 		t.Fatalf("deleting a missing blob: %v", err)
+	}
+}
+
+// A forged reference to another object of the claims bucket — the
+// producers' state files live there — is refused over SQS and S3: the
+// object is not read into the message, and deleting the message leaves it
+// byte for byte as it was. Before the claim check confined its keys, the
+// state file was read and then deleted with the message.
+func TestForgedReferenceLeavesBucketAlone(t *testing.T) {
+	cfg := testenv.AWS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	prefix := testenv.Prefix(t)
+	sc, s3c := cfg.SQS(), cfg.S3()
+	testenv.CleanupQueues(t, sc, prefix)
+	bucket := prefix + "state"
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupBucket(t, s3c, bucket)
+	state := []byte(`{"producer":"dup","cursor":"acme/photos/img-0042.jpg"}`)
+	const stateKey = "state/dupproducer.json"
+	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(stateKey), Body: bytes.NewReader(state)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sqsqueue.Ensure(ctx, sc, prefix+"q", sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	inner, err := sqsqueue.Open(ctx, sc, prefix+"q", sqsqueue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := claimcheck.New(inner, s3blobs.New(s3c, bucket, ""), claimcheck.Config{KeyPrefix: "claims/"})
+	sum := sha256.Sum256(state)
+	for _, key := range []string{stateKey, "claims/../" + stateKey} {
+		body := fmt.Sprintf(`{"millClaimCheck":{"key":%q,"size":%d,"sha256":"%x"}}`, key, len(state), sum)
+		if err := inner.Send(ctx, queue.SendEntry{Body: []byte(body), Attributes: map[string]string{claimcheck.AttrRef: key}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []*queue.Message
+	for len(got) < 2 && ctx.Err() == nil {
+		ms, err := q.Receive(ctx, 10, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ms...)
+	}
+	if len(got) != 2 {
+		t.Fatalf("received %d messages, want 2", len(got))
+	}
+	for _, m := range got {
+		if err := claimcheck.Unresolved(m); !errors.Is(err, claimcheck.ErrRefused) {
+			t.Errorf("reference %q: Unresolved = %v, want ErrRefused", m.Attributes[claimcheck.AttrRef], err)
+		}
+		if bytes.Equal(m.Body, state) {
+			t.Errorf("reference %q was resolved to the state file", m.Attributes[claimcheck.AttrRef])
+		}
+	}
+	if err := q.Delete(ctx, got...); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(stateKey)})
+	if err != nil {
+		t.Fatalf("the state file after the forged messages: %v", err)
+	}
+	defer out.Body.Close()
+	if b, _ := io.ReadAll(out.Body); !bytes.Equal(b, state) {
+		t.Fatalf("state file changed: %q", b)
 	}
 }

@@ -1,0 +1,163 @@
+package claimcheck_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/claimcheck"
+	"github.com/millfleet/mill/pkg/queue/memqueue"
+)
+
+// spyBlobs records every key the decorator reads or deletes.
+type spyBlobs struct {
+	*claimcheck.MemBlobs
+	mu      sync.Mutex
+	gets    []string
+	deletes []string
+}
+
+func (s *spyBlobs) Get(ctx context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	s.gets = append(s.gets, key)
+	s.mu.Unlock()
+	return s.MemBlobs.Get(ctx, key)
+}
+
+func (s *spyBlobs) Delete(ctx context.Context, key string) error {
+	s.mu.Lock()
+	s.deletes = append(s.deletes, key)
+	s.mu.Unlock()
+	return s.MemBlobs.Delete(ctx, key)
+}
+
+// forgedRef is a reference body naming key, as a sender who knows the wire
+// format (and the target's checksum) would write it.
+func forgedRef(key string, data []byte) []byte {
+	b, _ := json.Marshal(map[string]any{"millClaimCheck": map[string]any{"key": key, "size": len(data), "sha256": sha(data)}})
+	return b
+}
+
+// TestForeignReferenceRefused: a reference is honoured only when its key
+// has the shape the claim check creates (prefix + 32 lower-case hex
+// digits). Any other key — the producers' state file in the same bucket,
+// an empty key, a key climbing out with "..", another prefix, an S3 URL of
+// another bucket — is refused: never read, never deleted (not by Delete
+// either), and marked with ErrRefused naming the rule. Before this rule
+// the state file was read and then deleted with the message, and an empty
+// key was "unavailable" for ever.
+func TestForeignReferenceRefused(t *testing.T) {
+	ctx := context.Background()
+	inner := memqueue.New("cc", memqueue.Config{Clock: clock.NewFake(time.Time{})})
+	blobs := &spyBlobs{MemBlobs: claimcheck.NewMemBlobs()}
+	q := claimcheck.New(inner, blobs, claimcheck.Config{KeyPrefix: "claims/"})
+
+	state := []byte(`{"producer":"dup","cursor":"acme/photos/img-0042.jpg"}`)
+	foreign := map[string]string{
+		"state/dupproducer.json":           "key outside claims prefix",
+		"":                                 "empty key",
+		"claims/../state/dupproducer.json": "key not in the claim check's form",
+		"claims/":                          "key not in the claim check's form",
+		"claims/0123456789abcdef0123456789abcdef/../x":      "key not in the claim check's form",
+		"claims/0123456789ABCDEF0123456789ABCDEF":           "key not in the claim check's form",
+		"claims/0123456789abcdef0123456789abcde":            "key not in the claim check's form",
+		"other/0123456789abcdef0123456789abcdef":            "key outside claims prefix",
+		"s3://other-bucket/claims/0123456789abcdef01234567": "key outside claims prefix",
+		"/claims/0123456789abcdef0123456789abcdef":          "key outside claims prefix",
+	}
+	for key := range foreign {
+		if key != "" {
+			if err := blobs.MemBlobs.Put(ctx, key, state); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A forged error attribute must not survive either: it would make
+		// a message "unavailable" (redelivered) for ever.
+		attrs := map[string]string{claimcheck.AttrRef: key, claimcheck.AttrError: "get blob: forged"}
+		if err := inner.Send(ctx, queue.SendEntry{Body: forgedRef(key, state), Attributes: attrs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := q.Receive(ctx, 10, 0)
+	if err != nil || len(ms) != len(foreign) {
+		t.Fatalf("receive: %v, %d messages, want %d", err, len(ms), len(foreign))
+	}
+	for _, m := range ms {
+		key := m.Attributes[claimcheck.AttrRef]
+		err := claimcheck.Unresolved(m)
+		if !errors.Is(err, claimcheck.ErrRefused) || !errors.Is(err, claimcheck.ErrUnresolved) ||
+			errors.Is(err, claimcheck.ErrBlobUnavailable) || errors.Is(err, claimcheck.ErrBlobNotFound) {
+			t.Errorf("reference %q: Unresolved = %v, want ErrRefused (an ErrUnresolved)", key, err)
+			continue
+		}
+		if want := "claimcheck: " + foreign[key]; !strings.Contains(err.Error(), want) {
+			t.Errorf("reference %q: %v; want the rule named (%q)", key, err, want)
+		}
+		if string(m.Body) == string(state) {
+			t.Errorf("reference %q resolved to the foreign object", key)
+		}
+	}
+	if err := q.Delete(ctx, ms...); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if inner.Len() != 0 {
+		t.Errorf("%d messages left; a refused message is still deleted", inner.Len())
+	}
+	blobs.mu.Lock()
+	defer blobs.mu.Unlock()
+	if len(blobs.gets) != 0 || len(blobs.deletes) != 0 {
+		t.Errorf("foreign keys touched: read %q, deleted %q; want none", blobs.gets, blobs.deletes)
+	}
+	for key := range foreign {
+		if key == "" {
+			continue
+		}
+		if got, err := blobs.MemBlobs.Get(ctx, key); err != nil || string(got) != string(state) {
+			t.Errorf("%q after the forged messages: %q, %v; want it unchanged", key, got, err)
+		}
+	}
+}
+
+// TestOwnReferenceStillResolves: a reference of the claim check's own shape
+// is read and deleted as before, and a forged error attribute on an
+// ordinary message is dropped.
+func TestOwnReferenceStillResolves(t *testing.T) {
+	ctx := context.Background()
+	inner := memqueue.New("cc", memqueue.Config{Clock: clock.NewFake(time.Time{})})
+	blobs := &spyBlobs{MemBlobs: claimcheck.NewMemBlobs()}
+	q := claimcheck.New(inner, blobs, claimcheck.Config{KeyPrefix: "claims/", Threshold: 8})
+	if err := q.Send(ctx, queue.SendEntry{Body: []byte("a body over eight bytes")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := inner.Send(ctx, queue.SendEntry{Body: []byte("small"), Attributes: map[string]string{claimcheck.AttrError: "blob not found"}}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := q.Receive(ctx, 10, 0)
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("receive: %v, %d", err, len(ms))
+	}
+	for _, m := range ms {
+		if err := claimcheck.Unresolved(m); err != nil {
+			t.Errorf("%q: %v", m.Body, err)
+		}
+	}
+	if err := q.Delete(ctx, ms...); err != nil {
+		t.Fatal(err)
+	}
+	if blobs.Len() != 0 || len(blobs.deletes) != 1 || len(blobs.gets) != 1 {
+		t.Errorf("%d blobs left, %d reads, %d deletes; want 0, 1, 1", blobs.Len(), len(blobs.gets), len(blobs.deletes))
+	}
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
