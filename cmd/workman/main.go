@@ -269,12 +269,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer closeDeps()
 
-	prom := metrics.NewPrometheus(metrics.PrometheusOptions{Requests: meter.Snapshot})
+	// Metric labels: the registered task types, "other" for the rest (a
+	// queue flooded with made-up types must not make a series per type).
+	prom := metrics.NewPrometheus(metrics.PrometheusOptions{Requests: meter.Snapshot, TaskTypes: mux.Types()})
 	var rec metrics.Recorder = prom
 	var cw *metrics.CloudWatch
 	if o.cloudwatch {
 		cw, err = metrics.NewCloudWatch(awsCfg.CloudWatch(), metrics.CloudWatchConfig{
-			Namespace: o.namespace, Interval: o.metricsInterval, Logger: logger,
+			Namespace: o.namespace, Interval: o.metricsInterval, Logger: logger, TaskTypes: mux.Types(),
 		})
 		if err != nil {
 			return err

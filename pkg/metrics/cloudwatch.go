@@ -53,6 +53,10 @@ type CloudWatchConfig struct {
 	Clock clock.Clock
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// TaskTypes are the task types published as themselves (the
+	// registered ones); any other type is published as OtherTaskType.
+	// Default task.Types.
+	TaskTypes []task.Type
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -87,12 +91,14 @@ func (c CloudWatchConfig) validate() error {
 // CloudWatch is a Recorder that aggregates task results in memory and
 // publishes them to CloudWatch once per interval with one PutMetricData
 // call (a second call only if more than 1000 distinct series accumulated,
-// which Mill's handful of task types and results never reach). A failed
+// which Mill's handful of task types and results never reach: a type that
+// is not registered is published as OtherTaskType). A failed
 // publication keeps its data and is retried with the next one.
 // Received and InFlight are not published (Prometheus has them).
 type CloudWatch struct {
 	client PutMetricDataAPI
 	cfg    CloudWatchConfig
+	labels TaskTypeLabels
 
 	mu    sync.Mutex
 	tasks map[seriesKey]*series
@@ -103,7 +109,7 @@ type CloudWatch struct {
 }
 
 type seriesKey struct {
-	typ    task.Type
+	typ    string // a TaskTypeLabels label
 	result string
 }
 
@@ -123,7 +129,7 @@ func NewCloudWatch(client PutMetricDataAPI, cfg CloudWatchConfig) (*CloudWatch, 
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("metrics: cloudwatch: %w", err)
 	}
-	return &CloudWatch{client: client, cfg: cfg, tasks: map[seriesKey]*series{}, dead: map[seriesKey]int64{}}, nil
+	return &CloudWatch{client: client, cfg: cfg, labels: NewTaskTypeLabels(cfg.TaskTypes), tasks: map[seriesKey]*series{}, dead: map[seriesKey]int64{}}, nil
 }
 
 // TaskDone implements Recorder: it adds to the interval's aggregate.
@@ -131,7 +137,7 @@ func (c *CloudWatch) TaskDone(t task.Type, result string, elapsed time.Duration)
 	ms := float64(elapsed) / float64(time.Millisecond)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := seriesKey{t, result}
+	k := seriesKey{c.labels.Label(t), result}
 	s := c.tasks[k]
 	if s == nil {
 		s = &series{min: ms, max: ms}
@@ -155,7 +161,7 @@ func (s *series) add(n int64, sum, mn, mx float64) {
 func (c *CloudWatch) DeadLettered(t task.Type, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dead[seriesKey{t, reason}]++
+	c.dead[seriesKey{c.labels.Label(t), reason}]++
 }
 
 // Received implements Recorder (not published to CloudWatch).
@@ -249,7 +255,7 @@ func (c *CloudWatch) restore(tasks map[seriesKey]*series, dead map[seriesKey]int
 
 func dims(k seriesKey) []cwtypes.Dimension {
 	return []cwtypes.Dimension{
-		{Name: aws.String(DimTaskType), Value: aws.String(string(k.typ))},
+		{Name: aws.String(DimTaskType), Value: aws.String(k.typ)},
 		{Name: aws.String(DimResult), Value: aws.String(k.result)},
 	}
 }

@@ -19,9 +19,13 @@ type PrometheusOptions struct {
 	Requests func() map[string]int64
 	// NoProcessMetrics leaves out the Go runtime and process collectors.
 	NoProcessMetrics bool
+	// TaskTypes are the task types labelled as themselves (the registered
+	// ones); any other type is labelled OtherTaskType. Default task.Types.
+	TaskTypes []task.Type
 }
 
-// Prometheus is a Recorder exporting Prometheus metrics:
+// Prometheus is a Recorder exporting Prometheus metrics (task_type is a
+// registered type or "other", see TaskTypeLabels):
 //
 //	mill_tasks_total{task_type,result}              counter
 //	mill_task_duration_seconds{task_type}           histogram
@@ -40,6 +44,7 @@ type Prometheus struct {
 	empty    *prometheus.CounterVec
 	messages *prometheus.CounterVec
 	dead     *prometheus.CounterVec
+	labels   TaskTypeLabels
 }
 
 var _ Recorder = (*Prometheus)(nil)
@@ -47,7 +52,8 @@ var _ Recorder = (*Prometheus)(nil)
 // NewPrometheus returns a Prometheus recorder with its own registry.
 func NewPrometheus(o PrometheusOptions) *Prometheus {
 	p := &Prometheus{
-		reg: prometheus.NewRegistry(),
+		reg:    prometheus.NewRegistry(),
+		labels: NewTaskTypeLabels(o.TaskTypes),
 		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mill_tasks_total", Help: "Tasks handled, by task type and result.",
 		}, []string{"task_type", "result"}),
@@ -86,13 +92,14 @@ func (p *Prometheus) Registry() *prometheus.Registry { return p.reg }
 
 // TaskDone implements Recorder.
 func (p *Prometheus) TaskDone(t task.Type, result string, elapsed time.Duration) {
-	p.tasks.WithLabelValues(string(t), result).Inc()
-	p.duration.WithLabelValues(string(t)).Observe(elapsed.Seconds())
+	typ := p.labels.Label(t)
+	p.tasks.WithLabelValues(typ, result).Inc()
+	p.duration.WithLabelValues(typ).Observe(elapsed.Seconds())
 }
 
 // DeadLettered implements Recorder.
 func (p *Prometheus) DeadLettered(t task.Type, reason string) {
-	p.dead.WithLabelValues(string(t), reason).Inc()
+	p.dead.WithLabelValues(p.labels.Label(t), reason).Inc()
 }
 
 // Received implements Recorder.
