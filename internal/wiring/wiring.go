@@ -226,7 +226,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	ap, err := audit.New(audit.Config{
 		Log: d.AuditLog, Index: d.Index, DupHigh: q[queue.KeyDupHigh], Policies: d.Policies,
 		Notifier: d.Notifier, Logger: d.Logger, Format: d.Format,
-		Resolver: d.Resolver, Stores: d.Stores,
+		Resolver: d.Resolver, Stores: d.Stores, Clock: d.Clock,
 	})
 	add(task.TypeAudit, ap, err)
 

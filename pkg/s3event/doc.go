@@ -9,6 +9,12 @@
 //     content). Keys that are not content — a space marker (prefix +
 //     space), Mill's reserved ".…" keys — resolve to ErrIgnored; a bucket
 //     no store is registered for to ErrUnknownBucket.
+//   - Confirm checks a record against a HEAD of its object just made, so
+//     that only events the store confirms are acted on: a removal needs a
+//     404, a creation an object; an event the object changed after is
+//     superseded (ErrSuperseded) whatever order the events arrive in, and
+//     a removal of an object that exists and was not written since is
+//     refused (ErrNotConfirmed).
 //   - ConfigureBucketNotifications points a bucket's ObjectCreated:* and
 //     ObjectRemoved:* notifications at the audit queue, and QueuePolicy is
 //     the queue policy that lets S3 send them.

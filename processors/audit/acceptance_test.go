@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/audit"
 )
 
@@ -290,6 +292,89 @@ func TestAcceptance(t *testing.T) {
 			t.Fatalf("dup-high depth = %+v, %v; want 2", d, err)
 		}
 	})
+
+	// Events are acted on only once a HEAD of the object confirms them.
+	t.Run("f/ForgedAndReorderedRemovals", func(t *testing.T) {
+		const content = "direct upload+1.txt"
+		key := "mill/photos/" + content
+		item := at("acme", "photos", content)
+		if row(t, item).Deleted {
+			t.Fatal("the item of e/ is not live")
+		}
+		// A forged ObjectRemoved for the live object: refused, as a
+		// permanent error naming the rule; the row stays live.
+		// (Its time is a little ahead: the object was written less than a
+		// second ago, and a removal in the second of the object's
+		// LastModified may be followed by a re-creation — skipped, not
+		// dead-lettered.)
+		forged := s3Body(bucket, url.QueryEscape(key), "ObjectRemoved:Delete", time.Now().Add(2*time.Second))
+		err := p.Handle(ctx, decode(t, forged))
+		if !processors.IsPermanent(err) || !strings.Contains(err.Error(), "s3event: not confirmed by HEAD: ObjectRemoved:Delete") {
+			t.Errorf("forged removal of a live object: %v; want a permanent error naming the rule", err)
+		}
+		if row(t, item).Deleted {
+			t.Fatal("a forged ObjectRemoved tombstoned a live item")
+		}
+
+		// Removed, then written again, and the removal's event handled
+		// last: the item stays live.
+		if _, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond) // LastModified has whole seconds
+		if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+			Body: strings.NewReader("ab"), ContentType: aws.String("text/plain")}); err != nil {
+			t.Fatal(err)
+		}
+		recs := s3Events(t, auditQ, 2)
+		if !strings.Contains(recs[0].Get(task.KeyS3Event), "ObjectRemoved") {
+			t.Fatalf("first notification: %s", recs[0].Get(task.KeyS3Event))
+		}
+		handle(t, recs[1]) // the re-creation
+		handle(t, recs[0]) // the removal, late
+		if r := row(t, item); r.Deleted || r.Checksum != "187ef4436122d1cc2f40dc2b92f0eba0" || *r.Size != 2 {
+			t.Fatalf("after a removal handled after the re-creation: row %+v; want live with the new content", r)
+		}
+
+		// A real removal, confirmed by HEAD: the row is tombstoned.
+		if _, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
+			t.Fatal(err)
+		}
+		handle(t, s3Events(t, auditQ, 1)[0])
+		if !row(t, item).Deleted {
+			t.Fatal("a confirmed removal did not tombstone the row")
+		}
+	})
+}
+
+// s3Events receives n S3 event notifications (AUDIT tasks) from q, in the
+// order they arrived, skipping s3:TestEvent.
+func s3Events(t *testing.T, q queue.Queue, n int) []*task.Task {
+	t.Helper()
+	var out []*task.Task
+	deadline := time.Now().Add(30 * time.Second)
+	for len(out) < n && time.Now().Before(deadline) {
+		msgs, err := q.Receive(context.Background(), 1, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			tk, err := task.Decode(m.Body)
+			if err != nil {
+				t.Fatalf("decode %s: %v", m.Body, err)
+			}
+			if tk.Type == task.TypeAudit && tk.Get(task.KeyS3Event) != "" {
+				out = append(out, tk)
+			}
+		}
+		if err := q.Delete(context.Background(), msgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(out) != n {
+		t.Fatalf("%d S3 event notifications arrived, want %d", len(out), n)
+	}
+	return out
 }
 
 func purge(t *testing.T, c *sqs.Client, url string) {

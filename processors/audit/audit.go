@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
@@ -71,6 +72,9 @@ type Config struct {
 	// EchoWindow of the S3 echo rule (see the package doc); default
 	// DefaultEchoWindow.
 	EchoWindow time.Duration
+	// Clock bounds S3 event times (none is later than now); default the
+	// system clock.
+	Clock clock.Clock
 }
 
 // WithDefaults returns c with defaults filled in.
@@ -84,6 +88,7 @@ func (c Config) WithDefaults() Config {
 	if c.EchoWindow == 0 {
 		c.EchoWindow = DefaultEchoWindow
 	}
+	c.Clock = clock.Or(c.Clock)
 	return c
 }
 

@@ -355,10 +355,41 @@ func TestS3Events(t *testing.T) {
 		t.Fatalf("unknown bucket: %v", err)
 	}
 
-	// Removal.
-	f.handle(t, decode(t, s3Body("acme-1", "m/photos/dir/a+b.txt", "ObjectRemoved:Delete", t0.Add(time.Minute))))
+	// A removal the store contradicts (the object is there, written before
+	// the event): not acted on, a permanent error naming the rule.
+	removed := s3Body("acme-1", "m/photos/dir/a+b.txt", "ObjectRemoved:Delete", t0.Add(time.Minute))
+	err = f.p.Handle(context.Background(), decode(t, removed))
+	if !processors.IsPermanent(err) || !errors.Is(err, s3event.ErrNotConfirmed) || !strings.Contains(err.Error(), "s3event: not confirmed by HEAD") {
+		t.Fatalf("removal of a live object: %v; want a permanent ErrNotConfirmed", err)
+	}
+	if f.row(t, "dir/a b.txt").Deleted || f.log.Len() != 1 {
+		t.Fatal("an unconfirmed ObjectRemoved was acted on")
+	}
+
+	// Removal, confirmed.
+	delete(f.prov.items, "photos/dir/a b.txt")
+	f.handle(t, decode(t, removed))
 	if !f.row(t, "dir/a b.txt").Deleted {
 		t.Fatal("ObjectRemoved did not mark the item deleted")
+	}
+}
+
+// TestS3EventTimesBounded: an event time in the future is taken as now, so
+// a forged event cannot pin the content index row ahead of the real
+// changes that follow.
+func TestS3EventTimesBounded(t *testing.T) {
+	f := setup(t)
+	now := time.Now().UTC()
+	f.prov.items["photos/a"] = &storage.Info{ContentID: "a", Checksum: "c1", Size: 1}
+	f.handle(t, decode(t, s3Body("acme-1", "m/photos/a", "ObjectCreated:Put", now.Add(24*time.Hour*365))))
+	if r := f.row(t, "a"); r.Modified.After(time.Now()) {
+		t.Fatalf("row modified %v: in the future", r.Modified)
+	}
+	delete(f.prov.items, "photos/a")
+	f.handle(t, task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "a", Action: task.ActionDeleteContent,
+		DateTime: time.Now().Add(time.Second)}.Task())
+	if !f.row(t, "a").Deleted {
+		t.Fatal("a real removal after a forged future creation did not tombstone the row")
 	}
 }
 
@@ -383,6 +414,7 @@ func TestS3EchoOfMillWrite(t *testing.T) {
 		t.Fatalf("write after the echo window not audited: %d entries", f.log.Len())
 	}
 	// Deletes: Mill's DELETE_CONTENT, then its echo.
+	delete(f.prov.items, "photos/a")
 	f.handle(t, task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "a", Action: task.ActionDeleteContent, DateTime: t0.Add(2 * time.Hour)}.Task())
 	f.handle(t, decode(t, s3Body("acme-1", "m/photos/a", "ObjectRemoved:Delete", t0.Add(2*time.Hour+time.Second))))
 	if f.log.Len() != 4 {

@@ -20,14 +20,25 @@
 //
 // An AUDIT task carrying task.KeyS3Event (an S3 event notification received
 // on the audit queue; see pkg/task) is expanded record by record: the
-// bucket and key are resolved to a registered item (Config.Resolver);
-// ObjectCreated becomes ADD_CONTENT with the checksum, size, mimetype and
-// properties read by Head through the store's provider (Config.Stores), and
-// ObjectRemoved becomes DELETE_CONTENT; each then goes through the same four
-// steps. Space markers and Mill's reserved keys are skipped; a bucket no
-// store is registered for is a permanent error (dead letter). An object that
-// is gone by the time its ObjectCreated event is processed is skipped (its
-// ObjectRemoved event follows).
+// bucket and key are resolved to a registered item (Config.Resolver), and
+// the object is read by Head through the store's provider (Config.Stores).
+// An event is acted on only when that HEAD confirms it (s3event.Confirm):
+// anyone who can send to the audit queue can forge one. ObjectCreated
+// becomes ADD_CONTENT with the checksum, size, mimetype and properties of
+// the HEAD (never the event's); ObjectRemoved becomes DELETE_CONTENT only
+// when the HEAD answers 404. Each then goes through the same four steps,
+// with the event's time, or now if that is later (a forged future time
+// would pin the content index row). An event the object changed after is
+// skipped — a creation whose object is gone (its removal's event follows),
+// a removal of an object written again since, or of a version that is not
+// the current one — so the events of one key may arrive in any order. An
+// ObjectRemoved event for an object that exists and was not written since
+// is forged or mistaken: it is not acted on, and once the notification's
+// other records are done the task is a permanent error ("s3event: not
+// confirmed by HEAD", dead letter). Space markers and Mill's reserved keys
+// are skipped; a bucket no store is registered for is a permanent error
+// (dead letter). The user recorded is the event's principal, as S3 (or the
+// sender) reports it.
 //
 // Echo rule: a write made through Mill's audited provider is audited by its
 // own AUDIT task and also triggers a bucket notification. An S3 record is

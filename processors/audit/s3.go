@@ -13,7 +13,11 @@ import (
 	"github.com/millfleet/mill/processors"
 )
 
-// handleS3 expands an S3 event notification into audit events.
+// handleS3 expands an S3 event notification into audit events. Every
+// record is checked against a HEAD of its object before it is acted on
+// (see the package doc); records the store contradicts are not acted on
+// and, once the others are done, make the task a permanent error naming
+// them.
 func (p *Processor) handleS3(ctx context.Context, raw string) error {
 	recs, err := s3event.Parse([]byte(raw))
 	if err != nil {
@@ -22,6 +26,7 @@ func (p *Processor) handleS3(ctx context.Context, raw string) error {
 	if p.cfg.Resolver == nil {
 		return processors.Permanentf("audit: S3 event for bucket %q received, but this processor has no store resolver configured", recs[0].Bucket)
 	}
+	var refused []error
 	for _, r := range recs {
 		loc, err := p.cfg.Resolver.Resolve(r.Bucket, r.Key)
 		switch {
@@ -35,6 +40,12 @@ func (p *Processor) handleS3(ctx context.Context, raw string) error {
 			return fmt.Errorf("audit: S3 event for s3://%s/%s: %w", r.Bucket, r.Key, err)
 		}
 		e, ok, err := p.entryFromS3(ctx, r, loc)
+		if errors.Is(err, s3event.ErrNotConfirmed) {
+			p.cfg.Logger.WarnContext(ctx, "audit: S3 event contradicted by the store; not acted on", "bucket", r.Bucket, "key", r.Key,
+				"event", r.EventName, "principal", r.PrincipalID, "error", err)
+			refused = append(refused, err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -45,29 +56,52 @@ func (p *Processor) handleS3(ctx context.Context, raw string) error {
 			return err
 		}
 	}
+	if len(refused) > 0 {
+		return processors.Permanent(fmt.Errorf("audit: S3 event: %w", errors.Join(refused...)))
+	}
 	return nil
 }
 
-// entryFromS3 builds the audit event of one record; ok is false when the
-// record is to be skipped (the object is gone already, or an echo).
+// entryFromS3 builds the audit event of one record once a HEAD of the
+// object confirms it; ok is false when the record is to be skipped (the
+// object changed since, or an echo). An error wrapping
+// s3event.ErrNotConfirmed reports a record the store contradicts.
 func (p *Processor) entryFromS3(ctx context.Context, r s3event.Record, loc s3event.Location) (auditlog.Entry, bool, error) {
 	where := fmt.Sprintf("s3://%s/%s", r.Bucket, r.Key)
+	// The event's own time, but never later than now: a forged time in the
+	// future would pin the content index row (an older event changes
+	// nothing) and hide the real changes that follow.
+	at := r.EventTime
+	if now := p.cfg.Clock.Now(); at.After(now) {
+		at = now
+	}
 	e := auditlog.Entry{Account: loc.Account, StoreID: loc.StoreID, SpaceID: loc.SpaceID, ContentID: loc.ContentID,
-		UserID: r.PrincipalID, Time: r.EventTime, StoreType: string(storage.KindS3)}
+		UserID: r.PrincipalID, Time: at, StoreType: string(storage.KindS3)}
+	if !r.Created() && !r.Removed() {
+		p.cfg.Logger.InfoContext(ctx, "audit: S3 event type not audited", "event", r.EventName, "bucket", r.Bucket, "key", r.Key)
+		return e, false, nil
+	}
+	prov, err := p.cfg.Stores.Open(ctx, loc.Account, loc.StoreID)
+	if err != nil {
+		return e, false, fmt.Errorf("audit: S3 event %s: open store: %w", where, err)
+	}
+	info, err := prov.Head(ctx, loc.SpaceID, loc.ContentID)
+	var cur *s3event.Object
 	switch {
-	case r.Created():
-		prov, err := p.cfg.Stores.Open(ctx, loc.Account, loc.StoreID)
-		if err != nil {
-			return e, false, fmt.Errorf("audit: S3 event %s: open store: %w", where, err)
-		}
-		info, err := prov.Head(ctx, loc.SpaceID, loc.ContentID)
-		if errors.Is(err, storage.ErrNotFound) {
-			p.cfg.Logger.InfoContext(ctx, "audit: object of an S3 create event is gone; its remove event will follow", "bucket", r.Bucket, "key", r.Key)
-			return e, false, nil
-		}
-		if err != nil {
-			return e, false, fmt.Errorf("audit: S3 event %s: %w", where, err)
-		}
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return e, false, fmt.Errorf("audit: S3 event %s: %w", where, err)
+	default:
+		cur = &s3event.Object{Modified: info.Modified}
+	}
+	if err := s3event.Confirm(r, cur); errors.Is(err, s3event.ErrSuperseded) {
+		p.cfg.Logger.InfoContext(ctx, "audit: S3 event superseded by a later change; skipped", "bucket", r.Bucket, "key", r.Key, "reason", err)
+		return e, false, nil
+	} else if err != nil {
+		return e, false, err
+	}
+	if r.Created() {
+		// Everything but who and when comes from the HEAD, not the event.
 		e.Action = task.ActionAddContent
 		e.Checksum = info.Checksum
 		if alg, v, ok := storage.SplitProviderChecksum(info.ProviderChecksum); e.Checksum == "" && ok && alg == storage.AlgMD5 {
@@ -77,11 +111,8 @@ func (p *Processor) entryFromS3(ctx context.Context, r s3event.Record, loc s3eve
 		e.Size = &size
 		e.MimeType = info.MimeType
 		e.Properties = storage.UserProperties(info.Properties)
-	case r.Removed():
+	} else {
 		e.Action = task.ActionDeleteContent
-	default:
-		p.cfg.Logger.InfoContext(ctx, "audit: S3 event type not audited", "event", r.EventName, "bucket", r.Bucket, "key", r.Key)
-		return e, false, nil
 	}
 	echo, err := p.echo(ctx, e)
 	if err != nil {
