@@ -13,16 +13,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/audited"
-	"github.com/millfleet/mill/pkg/storage/fsstore"
-	"github.com/millfleet/mill/pkg/storage/s3store"
-	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -76,20 +73,16 @@ func (e *contentEnv) provider(ctx context.Context, account, storeID string, audi
 	if err != nil {
 		return nil, err
 	}
-	oc := stores.OpenerConfig{
-		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
-		S3: func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
-			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
-		},
-	}
+	var base *aws.Config
+	pathStyle := false
 	if s.Kind == storage.KindS3 {
 		cfg, err := e.a.awsConfig(ctx)
 		if err != nil {
 			return nil, err
 		}
-		oc.AWS, oc.PathStyle = cfg.AWS, cfg.EndpointOverride
+		base, pathStyle = &cfg.AWS, cfg.EndpointOverride
 	}
-	p, err := stores.NewOpener(reg, oc).Open(ctx, account, storeID)
+	p, err := wiring.NewOpener(reg, base, pathStyle).Open(ctx, account, storeID)
 	if err != nil || !audit {
 		return p, err
 	}

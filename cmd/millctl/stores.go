@@ -134,7 +134,7 @@ file:line:col: message; the exit code is 1 when there are any.`,
 					return printFileErrors(a, err)
 				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ACCOUNT\tSTATUS\tSTORE\tPRIMARY\tKIND\tLOCATION\tREGION\tROLE")
+				fmt.Fprintln(tw, "ACCOUNT\tSTATUS\tSTORE\tPRIMARY\tKIND\tLOCATION\tREGION\tCREDENTIALS")
 				for _, acct := range reg.Accounts {
 					for _, s := range acct.Stores {
 						loc := s.Root
@@ -144,13 +144,28 @@ file:line:col: message; the exit code is 1 when there are any.`,
 								loc += " @ " + s.Endpoint
 							}
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", acct.ID, acct.Status, s.ID, s.Primary, s.Kind, loc, dash(s.Region), dash(s.RoleARN))
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", acct.ID, acct.Status, s.ID, s.Primary, s.Kind, loc, dash(s.Region), storeCredentials(s))
 					}
 				}
 				return tw.Flush()
 			}
 		},
 	})
+}
+
+// storeCredentials says which credentials reach an s3 store.
+func storeCredentials(s stores.Store) string {
+	switch {
+	case s.Kind != "s3":
+		return "-"
+	case s.RoleARN != "":
+		return "role " + s.RoleARN
+	case s.Profile != "":
+		return "profile " + s.Profile
+	case s.AmbientCredentials:
+		return "default chain (ambientCredentials)"
+	}
+	return "default chain"
 }
 
 func dash(s string) string {

@@ -29,7 +29,9 @@ func TestStoresValidate(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = pcsRun(t, env, "", "stores", "list")
-	if code != 0 || !strings.Contains(out, "account1  active    2      false    s3    s3://mill-account1-replica/mill/") {
+	if code != 0 || !strings.Contains(out, "account1  active    2      false    s3    s3://mill-account1-replica/mill/") ||
+		!strings.Contains(out, "role arn:aws:iam::123456789012:role/mill-replica") || !strings.Contains(out, "s3://archive/ @ https://s3.example.org") ||
+		!strings.Contains(out, "profile archive") || !strings.Contains(out, "default chain") {
 		t.Fatalf("list:\n%s", out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
@@ -57,12 +58,16 @@ func (c ConfigSource) Policies(s3c *s3.Client) policy.Repository {
 }
 
 // NewOpener opens the stores of reg: fs stores with fsstore, s3 stores with
-// s3store on clients built from base (nil when no store is s3). S3 stores
-// of one region, endpoint and role share a client, so copies between them
-// are server-side.
+// s3store on clients built from base (nil when no store is s3), each with
+// its own credentials — the role or named profile it names (profiles are
+// read from the shared AWS config files), else base's, which go only to
+// AWS endpoints unless the store sets ambientCredentials (see
+// stores.Opener). S3 stores reached the same way (stores.Store.Access)
+// share a client, so copies between them are server-side.
 func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.Opener {
 	oc := stores.OpenerConfig{
 		PathStyle: pathStyle,
+		Profile:   awsconfig.ProfileCredentials,
 		// Mill verifies MD5s itself; keep the SDK's plain-text notice that a
 		// response had no checksum out of the JSON logs.
 		S3Options: []func(*s3.Options){func(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true }},

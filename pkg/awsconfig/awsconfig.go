@@ -11,9 +11,11 @@ package awsconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -132,4 +134,77 @@ func (c *Config) CloudWatch(optFns ...func(*cloudwatch.Options)) *cloudwatch.Cli
 		o.Protocol = awsquery.New(cwschemas.GraniteServiceVersion20100801)
 	}}, optFns...)
 	return cloudwatch.NewFromConfig(c.AWS, fns...)
+}
+
+// ProfileCredentials returns the credentials of the named profile of the
+// shared AWS config and credentials files (AWS_CONFIG_FILE,
+// AWS_SHARED_CREDENTIALS_FILE, default ~/.aws/config and
+// ~/.aws/credentials) — static keys, a role the profile assumes, SSO, web
+// identity, a credential process or an explicit credential_source. The
+// profile is read on first use (and again after a failure), so a store
+// naming a missing profile fails its first request with a clear error. A
+// profile that names no credentials of its own is refused: the SDK would
+// fall back to the instance's or container's credentials, which is what
+// naming a profile is meant to avoid. The credentials environment
+// variables are not used for it.
+func ProfileCredentials(name string) aws.CredentialsProvider {
+	return &profileProvider{name: name}
+}
+
+type profileProvider struct {
+	name  string
+	mu    sync.Mutex
+	inner aws.CredentialsProvider
+}
+
+func (p *profileProvider) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	inner, err := p.provider(ctx)
+	if err != nil {
+		return aws.Credentials{}, fmt.Errorf("awsconfig: profile %q: %w", p.name, err)
+	}
+	return inner.Retrieve(ctx)
+}
+
+// provider loads the profile's credentials provider once.
+func (p *profileProvider) provider(ctx context.Context) (aws.CredentialsProvider, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inner != nil {
+		return p.inner, nil
+	}
+	env, err := config.NewEnvConfig()
+	if err != nil {
+		return nil, err
+	}
+	sc, err := config.LoadSharedConfigProfile(ctx, p.name, func(o *config.LoadSharedConfigOptions) {
+		if env.SharedCredentialsFile != "" {
+			o.CredentialsFiles = []string{env.SharedCredentialsFile}
+		}
+		if env.SharedConfigFile != "" {
+			o.ConfigFiles = []string{env.SharedConfigFile}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !ownCredentials(sc) {
+		return nil, errors.New("it names no credentials of its own (keys, role_arn, source_profile, credential_source, credential_process, sso_*, web_identity_token_file)")
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithSharedConfigProfile(p.name))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Credentials == nil {
+		return nil, errors.New("no credentials")
+	}
+	p.inner = cfg.Credentials
+	return p.inner, nil
+}
+
+// ownCredentials reports whether a profile says where its credentials
+// come from.
+func ownCredentials(c config.SharedConfig) bool {
+	return c.Credentials.HasKeys() || c.RoleARN != "" || c.SourceProfileName != "" || c.CredentialSource != "" ||
+		c.CredentialProcess != "" || c.WebIdentityTokenFile != "" || c.SSOSessionName != "" || c.SSOStartURL != "" ||
+		c.LoginSession != ""
 }

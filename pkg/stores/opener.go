@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
+	"github.com/millfleet/mill/pkg/endpoint"
 	"github.com/millfleet/mill/pkg/storage"
 )
 
@@ -40,15 +42,29 @@ type OpenerConfig struct {
 	S3Options []func(*s3.Options)
 	// STSOptions are applied to the STS client used to assume roles.
 	STSOptions []func(*sts.Options)
+	// Profile returns the credentials of a named profile of the shared
+	// AWS config and credentials files (awsconfig.ProfileCredentials).
+	// Required for stores that name a profile.
+	Profile func(name string) aws.CredentialsProvider
 }
 
 // Opener opens the storage provider of a registered store, once: providers
-// are cached per (account, store), and assumed-role credentials per role
-// ARN (refreshed by the SDK's credentials cache before they expire). Safe
-// for concurrent use.
+// are cached per (account, store), and assumed-role and profile
+// credentials per role ARN and profile name (refreshed by the SDK's
+// credentials cache before they expire). Safe for concurrent use.
+//
+// Each s3 store is reached with its own credentials: the role it names
+// (assumed with the base configuration's credentials), the profile it
+// names, or else the base configuration's (the default chain's) — and
+// those only when the store's endpoint is AWS's (none set, or an AWS one)
+// or the store sets AmbientCredentials. Its endpoint is checked by
+// pkg/endpoint's rules, and its client's connections never reach a
+// link-local or metadata address (endpoint.HTTPClient). A store that
+// breaks a rule does not open.
 type Opener struct {
-	reg *Registry
-	cfg OpenerConfig
+	reg  *Registry
+	cfg  OpenerConfig
+	http aws.HTTPClient
 
 	mu    sync.Mutex
 	provs map[[2]string]storage.Provider
@@ -58,7 +74,8 @@ type Opener struct {
 
 // NewOpener returns an opener for the stores of reg.
 func NewOpener(reg *Registry, cfg OpenerConfig) *Opener {
-	return &Opener{reg: reg, cfg: cfg, provs: map[[2]string]storage.Provider{}, creds: map[string]*aws.CredentialsCache{}}
+	return &Opener{reg: reg, cfg: cfg, http: endpoint.HTTPClient(nil),
+		provs: map[[2]string]storage.Provider{}, creds: map[string]*aws.CredentialsCache{}}
 }
 
 // Registry returns the registry the opener serves.
@@ -83,7 +100,10 @@ func (o *Opener) Open(ctx context.Context, account, storeID string) (storage.Pro
 		if o.cfg.S3 == nil {
 			return nil, errors.New("stores: no s3 provider constructor configured (OpenerConfig.S3)")
 		}
-		p, err = o.cfg.S3(ctx, o.s3Client(account, *s), *s)
+		var c *s3.Client
+		if c, err = o.s3Client(account, *s); err == nil {
+			p, err = o.cfg.S3(ctx, c, *s)
+		}
 	case storage.KindFS:
 		if o.cfg.FS == nil {
 			return nil, errors.New("stores: no fs provider constructor configured (OpenerConfig.FS)")
@@ -100,8 +120,8 @@ func (o *Opener) Open(ctx context.Context, account, storeID string) (storage.Pro
 }
 
 // S3Client returns the S3 client for an s3 store: the base configuration
-// with the store's region and endpoint, and, when the store names a role,
-// credentials assumed through STS (cached and refreshed).
+// with the store's region and endpoint and the store's credentials (see
+// Opener).
 func (o *Opener) S3Client(account, storeID string) (*s3.Client, error) {
 	s, err := o.reg.Store(account, storeID)
 	if err != nil {
@@ -112,13 +132,27 @@ func (o *Opener) S3Client(account, storeID string) (*s3.Client, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.s3Client(account, *s), nil
+	return o.s3Client(account, *s)
 }
 
 // s3Client builds a client for s; o.mu is held.
-func (o *Opener) s3Client(account string, s Store) *s3.Client {
+func (o *Opener) s3Client(account string, s Store) (*s3.Client, error) {
+	if problems := s.accessProblems(); len(problems) > 0 {
+		return nil, fmt.Errorf("stores: store %q of account %q: %s", s.ID, account, strings.Join(problems, "; "))
+	}
+	var creds aws.CredentialsProvider
+	switch {
+	case s.RoleARN != "":
+		creds = o.roleCredentials(account, s)
+	case s.Profile != "":
+		if o.cfg.Profile == nil {
+			return nil, fmt.Errorf("stores: store %q of account %q names profile %q, but no profile loader is configured (OpenerConfig.Profile)", s.ID, account, s.Profile)
+		}
+		creds = o.profileCredentials(s.Profile)
+	}
 	opts := []func(*s3.Options){func(so *s3.Options) {
 		so.UsePathStyle = o.cfg.PathStyle
+		so.HTTPClient = o.http
 		if s.Region != "" {
 			so.Region = s.Region
 		}
@@ -126,18 +160,29 @@ func (o *Opener) s3Client(account string, s Store) *s3.Client {
 			so.BaseEndpoint = aws.String(s.Endpoint)
 			so.UsePathStyle = true
 		}
+		if creds != nil {
+			so.Credentials = creds
+		}
 	}}
-	if s.RoleARN != "" {
-		creds := o.roleCredentials(account, s)
-		opts = append(opts, func(so *s3.Options) { so.Credentials = creds })
-	}
 	opts = append(opts, o.cfg.S3Options...)
-	return s3.NewFromConfig(o.cfg.AWS, opts...)
+	return s3.NewFromConfig(o.cfg.AWS, opts...), nil
+}
+
+// profileCredentials returns the cached credentials of a named profile;
+// o.mu is held.
+func (o *Opener) profileCredentials(name string) *aws.CredentialsCache {
+	key := "profile:" + name
+	if c, ok := o.creds[key]; ok {
+		return c
+	}
+	c := aws.NewCredentialsCache(o.cfg.Profile(name))
+	o.creds[key] = c
+	return c
 }
 
 // roleCredentials returns the cached credentials of s.RoleARN; o.mu is held.
 func (o *Opener) roleCredentials(account string, s Store) *aws.CredentialsCache {
-	if c, ok := o.creds[s.RoleARN]; ok {
+	if c, ok := o.creds["role:"+s.RoleARN]; ok {
 		return c
 	}
 	if o.sts == nil {
@@ -147,7 +192,7 @@ func (o *Opener) roleCredentials(account string, s Store) *aws.CredentialsCache 
 	c := aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(o.sts, s.RoleARN, func(ao *stscreds.AssumeRoleOptions) {
 		ao.RoleSessionName = session
 	}))
-	o.creds[s.RoleARN] = c
+	o.creds["role:"+s.RoleARN] = c
 	return c
 }
 

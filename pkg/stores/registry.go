@@ -5,8 +5,17 @@
 // store into a storage.Provider.
 //
 // The file holds no secrets: S3 stores are reached with the credentials of
-// the AWS SDK's default chain, or with a role assumed through STS (roleArn).
-// Fields that look like credentials are rejected.
+// the AWS SDK's default chain, with a role assumed through STS (roleArn),
+// or with a named profile of the shared AWS config files (profile). Fields
+// that look like credentials are rejected.
+//
+// Endpoints: a store on an S3-compatible service names its "endpoint". It
+// must be https, except to a loopback host or with "allowInsecureEndpoint":
+// true (an emulator), and never a link-local or cloud metadata address
+// (checked again on every connection: see pkg/endpoint). The default
+// chain's credentials go only to AWS endpoints: a store whose endpoint is
+// not AWS's names the credentials it gets (roleArn or profile), or says
+// "ambientCredentials": true.
 //
 //	{
 //	  "accounts": [
@@ -17,7 +26,8 @@
 //	        {"id": "1", "primary": true, "kind": "s3", "bucket": "acct1-primary", "region": "us-east-1"},
 //	        {"id": "2", "kind": "s3", "bucket": "acct1-replica", "prefix": "mill/", "region": "us-west-2",
 //	         "roleArn": "arn:aws:iam::123456789012:role/mill-replica"},
-//	        {"id": "3", "kind": "fs", "root": "/srv/mill/account1-3"}
+//	        {"id": "3", "kind": "s3", "bucket": "archive", "endpoint": "https://s3.example.org", "profile": "archive"},
+//	        {"id": "4", "kind": "fs", "root": "/srv/mill/account1-4"}
 //	      ]
 //	    }
 //	  ]
@@ -29,10 +39,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
+	"github.com/millfleet/mill/pkg/endpoint"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
@@ -60,10 +70,23 @@ type Store struct {
 	Prefix string `json:"prefix,omitempty"`
 	Region string `json:"region,omitempty"`
 	// Endpoint overrides the S3 endpoint (an S3-compatible service); it
-	// implies path-style addressing.
+	// implies path-style addressing. It must be https — plain http only to
+	// a loopback host or with AllowInsecureEndpoint — and never a
+	// link-local or metadata address (pkg/endpoint).
 	Endpoint string `json:"endpoint,omitempty"`
+	// AllowInsecureEndpoint allows a plain-http Endpoint on a host that is
+	// not loopback (an emulator elsewhere on the network).
+	AllowInsecureEndpoint bool `json:"allowInsecureEndpoint,omitempty"`
 	// RoleARN, when set, is assumed through STS to reach the store.
 	RoleARN string `json:"roleArn,omitempty"`
+	// Profile, when set, names a profile of the shared AWS config and
+	// credentials files whose credentials reach the store.
+	Profile string `json:"profile,omitempty"`
+	// AmbientCredentials sends the default chain's credentials to an
+	// Endpoint that is not AWS's. Without it such a store must name its
+	// credentials (RoleARN or Profile): the process's own credentials go
+	// only to AWS endpoints.
+	AmbientCredentials bool `json:"ambientCredentials,omitempty"`
 	// Root is the directory of an fs store.
 	Root string `json:"root,omitempty"`
 }
@@ -399,7 +422,10 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, error) {
 	have := map[string]bool{}
 	str := map[string]*string{
 		"id": &s.ID, "bucket": &s.Bucket, "prefix": &s.Prefix, "region": &s.Region,
-		"endpoint": &s.Endpoint, "roleArn": &s.RoleARN, "root": &s.Root,
+		"endpoint": &s.Endpoint, "roleArn": &s.RoleARN, "profile": &s.Profile, "root": &s.Root,
+	}
+	flags := map[string]*bool{
+		"primary": &s.Primary, "allowInsecureEndpoint": &s.AllowInsecureEndpoint, "ambientCredentials": &s.AmbientCredentials,
 	}
 	for w.More() {
 		key, koff, err := w.String("key")
@@ -418,6 +444,14 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, error) {
 			*p = v
 			continue
 		}
+		if p, ok := flags[key]; ok {
+			v, _, err := w.Bool(key)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			*p = v
+			continue
+		}
 		switch key {
 		case "kind":
 			v, _, err := w.String(key)
@@ -425,17 +459,11 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, error) {
 				errs = append(errs, err)
 			}
 			s.Kind = storage.Kind(v)
-		case "primary":
-			v, _, err := w.Bool(key)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			s.Primary = v
 		default:
 			if looksLikeCredential(key) {
 				errs = append(errs, w.Errorf(koff, "store: %q looks like a credential: accounts.json holds no secrets (use the AWS SDK chain or roleArn)", key))
 			} else {
-				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, endpoint, roleArn, root)", key))
+				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, endpoint, allowInsecureEndpoint, roleArn, profile, ambientCredentials, root)", key))
 			}
 			if err := w.Skip(); err != nil {
 				return s, off, nil, err
@@ -462,23 +490,21 @@ func storeProblems(s Store) []string {
 		if strings.HasPrefix(s.Prefix, "/") {
 			out = append(out, fmt.Sprintf("prefix %q must not start with /", s.Prefix))
 		}
-		if s.Endpoint != "" {
-			u, err := url.Parse(s.Endpoint)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				out = append(out, fmt.Sprintf("endpoint %q is not an http(s) URL", s.Endpoint))
-			} else if u.User != nil {
-				out = append(out, "endpoint must not carry credentials")
-			}
-		}
 		if s.RoleARN != "" && (!strings.HasPrefix(s.RoleARN, "arn:") || !strings.Contains(s.RoleARN, ":role/")) {
 			out = append(out, fmt.Sprintf("roleArn %q is not an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)", s.RoleARN))
 		}
+		out = append(out, s.accessProblems()...)
 	case storage.KindFS:
 		if s.Root == "" {
 			out = append(out, "an fs store needs a root directory")
 		}
-		for k, v := range map[string]string{"bucket": s.Bucket, "prefix": s.Prefix, "region": s.Region, "endpoint": s.Endpoint, "roleArn": s.RoleARN} {
+		for k, v := range map[string]string{"bucket": s.Bucket, "prefix": s.Prefix, "region": s.Region, "endpoint": s.Endpoint, "roleArn": s.RoleARN, "profile": s.Profile} {
 			if v != "" {
+				out = append(out, k+" is for s3 stores, not fs")
+			}
+		}
+		for k, v := range map[string]bool{"allowInsecureEndpoint": s.AllowInsecureEndpoint, "ambientCredentials": s.AmbientCredentials} {
+			if v {
 				out = append(out, k+" is for s3 stores, not fs")
 			}
 		}
@@ -489,4 +515,53 @@ func storeProblems(s Store) []string {
 		out = append(out, fmt.Sprintf(`unknown kind %q (want "s3" or "fs")`, s.Kind))
 	}
 	return out
+}
+
+// Access is how an s3 store is reached: stores with equal Access can share
+// one S3 client (and copy between them server-side).
+type Access struct {
+	Region, Endpoint, RoleARN, Profile        string
+	AllowInsecureEndpoint, AmbientCredentials bool
+}
+
+// Access returns how s is reached.
+func (s Store) Access() Access {
+	return Access{Region: s.Region, Endpoint: s.Endpoint, RoleARN: s.RoleARN, Profile: s.Profile,
+		AllowInsecureEndpoint: s.AllowInsecureEndpoint, AmbientCredentials: s.AmbientCredentials}
+}
+
+// accessProblems lists what is wrong with how an s3 store is reached: its
+// endpoint (pkg/endpoint's rules) and which credentials it gets.
+func (s Store) accessProblems() []string {
+	var out []string
+	if s.Endpoint != "" {
+		if err := endpoint.Check(s.Endpoint, s.AllowInsecureEndpoint); err != nil {
+			out = append(out, err.Error())
+		}
+	} else if s.AllowInsecureEndpoint {
+		out = append(out, "allowInsecureEndpoint needs an endpoint")
+	}
+	if s.Profile != "" && (strings.ContainsFunc(s.Profile, func(r rune) bool { return r <= ' ' || r == 0x7f }) || len(s.Profile) > 128) {
+		out = append(out, fmt.Sprintf("profile %q is not a profile name", s.Profile))
+	}
+	switch {
+	case s.RoleARN != "" && s.Profile != "":
+		out = append(out, "roleArn and profile: name one (a profile can assume a role itself: role_arn in the AWS config file)")
+	case s.AmbientCredentials && (s.RoleARN != "" || s.Profile != ""):
+		named := "roleArn"
+		if s.Profile != "" {
+			named = "profile"
+		}
+		out = append(out, fmt.Sprintf("ambientCredentials and %s: name one", named))
+	case !s.ambientAllowed() && s.RoleARN == "" && s.Profile == "":
+		out = append(out, fmt.Sprintf("endpoint %q is not an AWS endpoint: name the credentials it gets (\"roleArn\" or \"profile\"), or set \"ambientCredentials\": true to send it the default chain's", s.Endpoint))
+	}
+	return out
+}
+
+// ambientAllowed reports whether the default chain's credentials may be
+// sent to the store: it is on AWS's own endpoints (none set, or an AWS
+// one), or it says so.
+func (s Store) ambientAllowed() bool {
+	return s.Endpoint == "" || endpoint.AWS(s.Endpoint) || s.AmbientCredentials
 }

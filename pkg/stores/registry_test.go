@@ -82,7 +82,7 @@ func TestParseErrors(t *testing.T) {
 			`r.json:1:18: "aws_secret_access_key" looks like a credential: accounts.json holds no secrets (use the AWS SDK chain or a store's roleArn)`},
 		{"session token", `{"accounts": [{"id": "a", "status": "inactive", "stores": [{"id": "1", "kind": "s3", "bucket": "b", "sessionToken": "x"}]}]}`,
 			`r.json:1:101: store: "sessionToken" looks like a credential: accounts.json holds no secrets (use the AWS SDK chain or roleArn)`},
-		{"endpoint with password", `{"accounts": [{"id": "a", "stores": [{"id": "1", "primary": true, "kind": "s3", "bucket": "b", "endpoint": "http://u:p@h"}]}]}`,
+		{"endpoint with password", `{"accounts": [{"id": "a", "stores": [{"id": "1", "primary": true, "kind": "s3", "bucket": "b", "endpoint": "http://u:p@h", "profile": "p"}]}]}`,
 			`r.json:1:38: account "a" store "1": endpoint must not carry credentials`},
 		{"bad role", `{"accounts": [{"id": "a", "stores": [{"id": "1", "primary": true, "kind": "s3", "bucket": "b", "roleArn": "mill"}]}]}`,
 			`r.json:1:38: account "a" store "1": roleArn "mill" is not an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)`},

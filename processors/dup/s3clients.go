@@ -11,15 +11,15 @@ import (
 )
 
 // ShareS3Clients wraps the S3 constructor of a stores.OpenerConfig so that
-// stores reached the same way (same region, endpoint and role) share one S3
-// client. s3store copies server-side only between stores on one client, and
+// stores reached the same way (stores.Store.Access: same region, endpoint
+// and credentials) share one S3 client. s3store copies server-side only between stores on one client, and
 // stores.Opener builds a client per store, so without this every copy
 // between two S3 stores would stream through the worker.
 func ShareS3Clients(open stores.OpenS3Func) stores.OpenS3Func {
 	var mu sync.Mutex
-	clients := map[[3]string]*s3.Client{}
+	clients := map[stores.Access]*s3.Client{}
 	return func(ctx context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
-		key := [3]string{s.Region, s.Endpoint, s.RoleARN}
+		key := s.Access()
 		mu.Lock()
 		if shared, ok := clients[key]; ok {
 			c = shared
