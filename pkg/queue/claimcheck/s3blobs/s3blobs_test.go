@@ -20,11 +20,11 @@ import (
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 )
 
-// A 1 MiB body through SQS and S3 on the local emulator.
-func TestClaimCheckOverSQSAndS3(t *testing.T) {
+// emulator creates a bucket and an SQS queue on the local emulator, both
+// removed when the test ends.
+func emulator(ctx context.Context, t *testing.T) (*s3.Client, string, *sqsqueue.Queue) {
+	t.Helper()
 	cfg := testenv.AWS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
 	prefix := testenv.Prefix(t)
 	sc, s3c := cfg.SQS(), cfg.S3()
 	testenv.CleanupQueues(t, sc, prefix)
@@ -40,6 +40,14 @@ func TestClaimCheckOverSQSAndS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s3c, bucket, inner
+}
+
+// A 1 MiB body through SQS and S3 on the local emulator.
+func TestClaimCheckOverSQSAndS3(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	s3c, bucket, inner := emulator(ctx, t)
 	blobs := s3blobs.New(s3c, bucket, "mill/")
 	q := claimcheck.New(inner, blobs, claimcheck.Config{KeyPrefix: "claims/"})
 
@@ -87,27 +95,12 @@ func TestClaimCheckOverSQSAndS3(t *testing.T) {
 // byte for byte as it was. Before the claim check confined its keys, the
 // state file was read and then deleted with the message.
 func TestForgedReferenceLeavesBucketAlone(t *testing.T) {
-	cfg := testenv.AWS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	prefix := testenv.Prefix(t)
-	sc, s3c := cfg.SQS(), cfg.S3()
-	testenv.CleanupQueues(t, sc, prefix)
-	bucket := prefix + "state"
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.CleanupBucket(t, s3c, bucket)
+	s3c, bucket, inner := emulator(ctx, t)
 	state := []byte(`{"producer":"dup","cursor":"acme/photos/img-0042.jpg"}`)
 	const stateKey = "state/dupproducer.json"
 	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(stateKey), Body: bytes.NewReader(state)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := sqsqueue.Ensure(ctx, sc, prefix+"q", sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	inner, err := sqsqueue.Open(ctx, sc, prefix+"q", sqsqueue.Config{})
-	if err != nil {
 		t.Fatal(err)
 	}
 	q := claimcheck.New(inner, s3blobs.New(s3c, bucket, ""), claimcheck.Config{KeyPrefix: "claims/"})
