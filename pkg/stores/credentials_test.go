@@ -2,6 +2,7 @@ package stores_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/endpoint"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
 )
@@ -135,6 +137,15 @@ func TestStoreCredentialsOwnOnly(t *testing.T) {
 	head(t, clients["ambient"])
 	if got = srv.got(); len(got) != 2 || !strings.Contains(got[1], "Credential="+ambientKey+"/") {
 		t.Fatalf("ambientCredentials store sent %q; want the ambient key", got)
+	}
+	// The store's client, as the SDK configured it, still refuses to
+	// connect to a metadata address (the check is on the dialled address).
+	req, _ := http.NewRequest(http.MethodGet, "http://169.254.169.254/latest/meta-data/", nil)
+	if resp, err := clients["profile"].Options().HTTPClient.Do(req); !errors.Is(err, endpoint.ErrForbidden) {
+		if err == nil {
+			resp.Body.Close()
+		}
+		t.Errorf("the store client dialled the metadata address: %v", err)
 	}
 	// No profile loader configured: a clear error, nothing sent.
 	if _, errs := openRecording(t, reg, staticBase(), nil); errs["profile"] == nil || !strings.Contains(errs["profile"].Error(), "OpenerConfig.Profile") {
