@@ -1,7 +1,7 @@
 // Package endpoint holds Mill's rules for the S3 endpoints of stores (the
-// "endpoint" field of accounts.json), so that no registry entry can lead
-// Mill — or the credentials it signs requests with — somewhere it must
-// not go.
+// "endpoint" field of accounts.json; docs/ARCHITECTURE.md, Stores and
+// storage providers), so that no registry entry can lead Mill — or the
+// credentials it signs requests with — somewhere it must not go.
 //
 //   - Check validates an endpoint URL: http or https, no credentials in
 //     it, https unless the host is loopback (an emulator on this machine)

@@ -30,7 +30,7 @@ type Object struct {
 }
 
 // Confirm checks record r against the current state of its object, as a
-// HEAD just read it (cur is nil when the HEAD answered 404). It returns
+// HEAD just read it (docs/ARCHITECTURE.md, Audit) (cur is nil when the HEAD answered 404). It returns
 // nil when the event may be acted on, an error wrapping ErrSuperseded
 // when it is to be skipped, or one wrapping ErrNotConfirmed when the store
 // contradicts it. Event types other than ObjectCreated and ObjectRemoved

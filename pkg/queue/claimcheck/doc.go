@@ -21,7 +21,7 @@
 // cause as an error wrapping ErrBlobNotFound or ErrUnresolved. An AttrError
 // that arrives with a message is dropped: only the decorator sets it.
 //
-// Confinement: the decorator reads and deletes only blobs whose key has
+// Confinement (docs/ARCHITECTURE.md, Safety): the decorator reads and deletes only blobs whose key has
 // exactly the shape Send creates — Config.KeyPrefix and 32 lower-case hex
 // digits (Queue.Owns). A reference naming any other key (another object of
 // the claims bucket such as the producers' state files, an empty key, a
