@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -58,6 +59,9 @@ type badCase struct {
 	reason string
 	errHas []string
 	form   string // dead-letter form, when it matters
+	// refused: dead-lettered before any attempt, its body not a task (a
+	// claim-check reference the claim check refuses).
+	refused bool
 }
 
 // registered reports whether the workman binary serves typ, judged from
@@ -75,6 +79,10 @@ func registered(help string, typ task.Type) bool {
 	}
 	return false
 }
+
+// missingClaim has the shape of a claim-check key (the prefix and 32 hex
+// digits), but no blob.
+const missingClaim = "claims/00000000000000000000000000000000"
 
 func TestWorkmanSurvivesBadInput(t *testing.T) {
 	cfg := testenv.AWS(t)
@@ -108,6 +116,11 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	}
 	testenv.CleanupBucket(t, s3c, claimsBucket)
 	claims := &wiring.Claims{Bucket: claimsBucket, Prefix: wiring.DefaultClaimsPrefix}
+	// A producer's state file shares the bucket; a forged reference names it.
+	const stateKey, state = "state/dupproducer.json", `{"cursor":"acme/photos"}`
+	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(claimsBucket), Key: aws.String(stateKey), Body: strings.NewReader(state)}); err != nil {
+		t.Fatal(err)
+	}
 
 	// Send side: what SQS cannot carry is refused before it leaves.
 	audit, err := sqsqueue.Open(ctx, sqsc, queue.Name(prefix, queue.KeyAudit), sqsqueue.Config{})
@@ -174,8 +187,10 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 		// survives the dead letter's 8 KiB error limit.)
 		{name: "S3 event for an unknown bucket", queue: queue.KeyAudit, body: s3Event("no-such-bucket-" + strings.TrimSuffix(prefix, "-")),
 			reason: workman.ReasonPermanent, errHas: expectProc(auditWired, "registered for bucket")},
-		{name: "claim-check reference to a missing blob", queue: queue.KeyAudit, body: `{"millClaimCheck":{"key":"claims/none","size":300000,"sha256":"00"}}`,
-			attrs: map[string]string{claimcheck.AttrRef: "claims/none"}, reason: workman.ReasonUndecodable, errHas: []string{"blob not found", `"claims/none"`}},
+		{name: "claim-check reference to a missing blob", queue: queue.KeyAudit, body: `{"millClaimCheck":{"key":"` + missingClaim + `","size":300000,"sha256":"00"}}`,
+			attrs: map[string]string{claimcheck.AttrRef: missingClaim}, reason: workman.ReasonUndecodable, errHas: []string{"blob not found", `"` + missingClaim + `"`}},
+		{name: "claim-check reference outside the claims prefix", queue: queue.KeyAudit, body: `{"millClaimCheck":{"key":"` + stateKey + `","size":2,"sha256":"00"}}`,
+			attrs: map[string]string{claimcheck.AttrRef: stateKey}, reason: workman.ReasonPermanent, errHas: []string{"claimcheck: key outside claims prefix"}, refused: true},
 		// Over the claim-check threshold, under the SQS limit, not a task:
 		// its envelope passes the SQS limit, and the claim check carries
 		// it whole (without a claim check, workman falls back to the raw
@@ -321,7 +336,10 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 			if d.Reason != c.reason {
 				t.Errorf("%s: reason %q, want %q (error %.300q)", c.name, d.Reason, c.reason, d.Error)
 			}
-			if c.reason == workman.ReasonPermanent {
+			if c.refused && d.Attempts != 0 {
+				t.Errorf("%s: dead letter after %d attempts, want 0 (refused before any)", c.name, d.Attempts)
+			}
+			if c.reason == workman.ReasonPermanent && !c.refused {
 				// Straight to the dead letter: the failed attempt is the
 				// first, and the task it carries was never retried.
 				if d.Attempts != 1 {
@@ -341,6 +359,15 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 				t.Errorf("%s: dead-letter form %q, want %q", c.name, forms[c], c.form)
 			}
 			t.Logf("%-45s → %s: %.150s", c.name, d.Reason, d.Error)
+		}
+	}
+	if out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(claimsBucket), Key: aws.String(stateKey)}); err != nil {
+		t.Errorf("the state file the forged reference named: %v", err)
+	} else {
+		b, _ := io.ReadAll(out.Body)
+		out.Body.Close()
+		if string(b) != state {
+			t.Errorf("the state file changed: %q", b)
 		}
 	}
 
@@ -364,9 +391,10 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 		t.Errorf("the 300 KiB claim-checked NOOP did not complete; record: %q", b)
 	}
 	// Every blob is gone with its message: the task's once workman deleted
-	// it, the oversized dead letter's once this test deleted it.
+	// it, the oversized dead letter's once this test deleted it. The state
+	// file stays.
 	waitFor(t, 10*time.Second, "the claim-check blobs to be deleted", func() bool {
-		out, err := s3c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(claimsBucket)})
+		out, err := s3c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(claimsBucket), Prefix: aws.String(claims.Prefix)})
 		if err != nil {
 			t.Fatal(err)
 		}
