@@ -34,6 +34,23 @@
 // time, so a later change to the blob's bytes (content gone sour) is found
 // by hashing what Get returns and comparing with Info.Checksum.
 //
+// # Confinement
+//
+// Every file access goes through an os.Root opened on the store's
+// directory, so no ID, sidecar or symbolic link can make fsstore read,
+// write or delete anything outside it. Inside it, fsstore follows only
+// what it wrote itself: a space directory, content directory, sidecar or
+// blob that is a symbolic link is refused (ErrUnsafe) — so one space or
+// item cannot alias another — and listings leave symbolic links out. A
+// sidecar is validated before use: the blob it names must be its own item's
+// (segment + "." + 16 hex digits + ".b", in the same directory), its MD5 32
+// hex digits, its size not negative; anything else is refused with
+// ErrUnsafe naming the file, and nothing it names is touched. Files that
+// are opened are checked to be the regular file that was looked at, so a
+// link swapped in meanwhile is refused too. (Two processes must not write
+// one root at once; the checks guard against a tampered or careless tree,
+// and os.Root guarantees the boundary even against a racing one.)
+//
 // # IDs
 //
 // Content IDs follow storage.ValidateContentID and, in addition, refuse with

@@ -20,11 +20,11 @@ func TestConformance(t *testing.T) {
 			LargeSize:         3 << 20,
 			InvalidContentIDs: []string{"../escape", "a/../../b", "/absolute", "trailing/", "a//b", "./a", "a/.", strings.Repeat("s", MaxSegmentLen+1)},
 			Corrupt: func(t *testing.T, space, id string) {
-				dir, m, err := s.lookup(space, id)
+				it, m, err := s.lookup(space, id)
 				if err != nil {
 					t.Fatal(err)
 				}
-				p := filepath.Join(dir, m.Blob)
+				p := filepath.Join(s.Root(), it.blob(m))
 				b, err := os.ReadFile(p)
 				if err != nil {
 					t.Fatal(err)
