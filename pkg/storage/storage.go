@@ -108,3 +108,52 @@ type Provider interface {
 	SetProperties(ctx context.Context, space, contentID string, props map[string]string) error
 	Delete(ctx context.Context, space, contentID string) error
 }
+
+// DefaultRetention is how long providers keep what Mill deletes or
+// replaces recoverable, unless configured otherwise.
+const DefaultRetention = 30 * 24 * time.Hour
+
+// Why a Version stopped being the current content of its item.
+const (
+	ReplacedByDelete     = "deleted"     // the item was deleted
+	ReplacedByOverwrite  = "overwritten" // new content was written over it (a put, a copy, a restore)
+	ReplacedByProperties = "properties"  // its properties were replaced (same content)
+)
+
+// Version is an earlier state of a content item that a Recoverer keeps.
+type Version struct {
+	// ID names the version for Restore. It is opaque and specific to the
+	// provider (a trash entry, an S3 version ID).
+	ID string
+	// Replaced is when the version stopped being current.
+	Replaced time.Time
+	// Reason is one of the ReplacedBy… values, or "" when the provider
+	// cannot tell.
+	Reason string
+	// Info describes the item as it was in this version.
+	Info Info
+}
+
+// Recoverer is implemented by providers that keep what they delete or
+// replace recoverable for a retention period (see docs/ARCHITECTURE.md,
+// Safety). Both Mill's providers do, for every write:
+//
+//   - Delete of an existing item, a Put or server-side copy over an
+//     existing item, and SetProperties each keep the state they replace
+//     as a Version, before it is replaced; a first write keeps nothing.
+//   - A write that fails commits nothing and keeps nothing new.
+//   - Versions survive DeleteSpace; they never appear in ListSpaces or
+//     ListContent.
+//   - Versions expire after the provider's retention period.
+type Recoverer interface {
+	// Versions lists the recoverable versions of an item, newest first;
+	// none is an empty list, not an error. The space need not exist.
+	Versions(ctx context.Context, space, contentID string) ([]Version, error)
+	// Restore makes a version (by its ID; "" = the newest) the item's
+	// current content again, with the checksum, mimetype and properties
+	// it had, and returns the item's new Info. A restore is an overwrite:
+	// whatever is current is kept as a Version in turn. ErrNotFound when
+	// the version does not exist (or the item has none) or the space does
+	// not exist.
+	Restore(ctx context.Context, space, contentID, versionID string) (*Info, error)
+}

@@ -118,7 +118,8 @@ func TestFSStoreHostileIDsStayInsideTheRoot(t *testing.T) {
 	}
 
 	// The filesystem outside root/ is exactly as before, decoys intact,
-	// and everything inside root/ is the space or the temporary directory.
+	// and everything inside root/ is the space, the temporary directory or
+	// the space's trash.
 	var outside []string
 	for _, p := range snapshot(t, outer) {
 		if p == "store/root" || strings.HasPrefix(p, "store/root/") {
@@ -136,7 +137,7 @@ func TestFSStoreHostileIDsStayInsideTheRoot(t *testing.T) {
 		}
 	}
 	for _, p := range snapshot(t, root) {
-		if p != "." && p != "space" && p != ".mill-tmp" && !strings.HasPrefix(p, "space/") && !strings.HasPrefix(p, ".mill-tmp/") {
+		if p != "." && p != "space" && p != ".mill-tmp" && p != ".mill-trash" && !strings.HasPrefix(p, "space/") && !strings.HasPrefix(p, ".mill-tmp/") && !strings.HasPrefix(p, ".mill-trash/space/") {
 			t.Errorf("unexpected path in the root: %q", p)
 		}
 	}

@@ -12,12 +12,13 @@
 // "..", "." included — from ever being used as a path name by itself.
 //
 //	<root>/.mill-tmp/                      temporary files (same filesystem)
+//	<root>/.mill-trash/                    what deletes and overwrites replaced (see Trash)
 //	<root>/<space>/.mill-space.json        the space exists; its ACLs
 //	<root>/<space>/photos.d/2024.d/cat.jpg.m                      sidecar of "photos/2024/cat.jpg"
 //	<root>/<space>/photos.d/2024.d/cat.jpg.3f9a1c20de4b7a61.b     its bytes
 //
-// Space IDs never start with '.', so ".mill-tmp" cannot be a space and
-// ".mill-space.json" cannot be a content file.
+// Space IDs never start with '.', so ".mill-tmp" and ".mill-trash" cannot
+// be spaces and ".mill-space.json" cannot be a content file.
 //
 // # Atomicity
 //
@@ -29,6 +30,24 @@
 // leave an unreferenced blob or temporary file behind, never a torn item.
 // Readers do not lock: Get reads the sidecar, opens the blob it names, and
 // retries when a concurrent put replaced it in between.
+//
+// # Trash
+//
+// Store implements storage.Recoverer. A Delete, a Put over an existing
+// item, SetProperties and a Restore first keep the state they replace in
+// the trash, inside the root:
+//
+//	<root>/.mill-trash/<space>/<sha256 of the ID>/<version>.m   the sidecar, the ID and why it was replaced
+//	<root>/.mill-trash/<space>/<sha256 of the ID>/<version>.b   the bytes: a hard link to the replaced blob
+//
+// A version is the UTC time of the replacement and 16 random hex digits;
+// entries older than the retention (WithRetention, default
+// storage.DefaultRetention) are hidden from Versions and removed when the
+// store opens, by PurgeTrash, and at most hourly after a write. The link
+// costs no copy (a filesystem without hard links gets a copy); a first
+// write keeps nothing. The entry is written before the change commits, so
+// a crash leaves the old state current or in the trash, never neither.
+// Restore links a version's bytes back as a new blob of the item.
 //
 // ProviderChecksum is "md5:" + the MD5 recorded in the sidecar at write
 // time, so a later change to the blob's bytes (content gone sour) is found

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/ctxio"
 )
@@ -34,22 +35,39 @@ const (
 	blobSuffix = ".b"
 )
 
-var _ storage.Provider = (*Store)(nil)
+var (
+	_ storage.Provider  = (*Store)(nil)
+	_ storage.Recoverer = (*Store)(nil)
+)
 
 // Store is a filesystem store rooted at one directory. It is safe for
 // concurrent use by the goroutines of one process; two processes must not
 // write the same root at once.
 type Store struct {
-	dir  string   // the absolute root, for messages
-	root *os.Root // every file access goes through it
-	// mu serialises changes of sidecars, space records and directories;
-	// content streams outside it.
-	mu sync.Mutex
+	dir       string   // the absolute root, for messages
+	root      *os.Root // every file access goes through it
+	retention time.Duration
+	clock     clock.Clock
+	// mu serialises changes of sidecars, space records, directories and
+	// the trash; content streams outside it.
+	mu        sync.Mutex
+	lastPurge time.Time
 }
 
-// New opens (creating when missing) the store rooted at root. The store
-// holds the directory open until Close.
-func New(root string) (*Store, error) {
+// Option configures a Store.
+type Option func(*Store)
+
+// WithRetention sets how long the trash keeps what the store deleted or
+// replaced (default storage.DefaultRetention).
+func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
+
+// WithClock sets the clock of modified times, trash entries and their
+// expiry (default the system clock).
+func WithClock(c clock.Clock) Option { return func(s *Store) { s.clock = c } }
+
+// New opens (creating when missing) the store rooted at root and purges
+// its expired trash. The store holds the directory open until Close.
+func New(root string, opts ...Option) (*Store, error) {
 	if root == "" {
 		return nil, errors.New("fsstore: new: empty root")
 	}
@@ -64,10 +82,25 @@ func New(root string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsstore: new %q: %w", root, err)
 	}
-	s := &Store{dir: abs, root: r}
-	if err := s.ensureDir(tmpDir); err != nil {
+	s := &Store{dir: abs, root: r, retention: storage.DefaultRetention}
+	for _, o := range opts {
+		o(s)
+	}
+	s.clock = clock.Or(s.clock)
+	if s.retention <= 0 {
 		r.Close()
-		return nil, fmt.Errorf("fsstore: new %q: %w", root, err)
+		return nil, fmt.Errorf("fsstore: new %q: retention %v is not positive", root, s.retention)
+	}
+	for _, d := range []string{tmpDir, trashDir} {
+		if err := s.ensureDir(d); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("fsstore: new %q: %w", root, err)
+		}
+	}
+	s.lastPurge = s.clock.Now()
+	if _, err := s.purge(context.Background(), s.lastPurge); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("fsstore: new %q: purge the trash: %w", root, err)
 	}
 	return s, nil
 }
@@ -609,19 +642,10 @@ func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts sto
 	if err := s.root.Rename(tmp, it.blob(m)); err != nil {
 		return nil, err
 	}
-	committed = true // the temporary file is gone; from here clean up the blob
-	m.Modified = time.Now().UTC()
-	b, err := json.Marshal(m)
-	if err == nil {
-		err = s.writeFileAtomic(it.metaPath, b)
-	}
-	if err != nil {
-		s.root.Remove(it.blob(m))
+	committed = true // the temporary file is gone; commit cleans up the blob
+	m.Modified = s.clock.Now().UTC()
+	if err := s.commit(space, id, it, m, old, storage.ReplacedByOverwrite); err != nil {
 		return nil, err
-	}
-	s.syncDir(it.dir)
-	if old != nil && old.Blob != m.Blob {
-		s.root.Remove(it.blob(old))
 	}
 	return m.info(id), nil
 }
@@ -638,16 +662,25 @@ func (s *Store) SetProperties(ctx context.Context, space, id string, props map[s
 	if err != nil {
 		return wrap("set properties", space+"/"+id, err)
 	}
+	entry, err := s.preserve(space, id, it, m, storage.ReplacedByProperties)
+	if err != nil {
+		return wrap("set properties", space+"/"+id, err)
+	}
 	m.Properties = map[string]string{}
 	for k, v := range props {
 		m.Properties[k] = v
 	}
-	m.Modified = time.Now().UTC()
+	m.Modified = s.clock.Now().UTC()
 	b, err := json.Marshal(m)
+	if err == nil {
+		err = s.writeFileAtomic(it.metaPath, b)
+	}
 	if err != nil {
+		s.drop(entry)
 		return wrap("set properties", space+"/"+id, err)
 	}
-	return wrap("set properties", space+"/"+id, s.writeFileAtomic(it.metaPath, b))
+	s.maybePurge()
+	return nil
 }
 
 // Delete removes the item; a missing item or space is success.
@@ -664,11 +697,17 @@ func (s *Store) Delete(ctx context.Context, space, id string) error {
 	if err != nil {
 		return wrap("delete", space+"/"+id, err)
 	}
+	entry, err := s.preserve(space, id, it, m, storage.ReplacedByDelete)
+	if err != nil {
+		return wrap("delete", space+"/"+id, err)
+	}
 	if err := s.root.Remove(it.metaPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.drop(entry)
 		return wrap("delete", space+"/"+id, err)
 	}
 	s.root.Remove(it.blob(m))
 	s.removeEmptyDirs(space, it.dir)
+	s.maybePurge()
 	return nil
 }
 

@@ -85,6 +85,8 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"Copy", testCopy},
 		{"Corrupt", testCorrupt},
 		{"Concurrent", testConcurrent},
+		{"Recoverable", testRecoverable},
+		{"RecoverableCopy", testRecoverableCopy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -889,4 +891,194 @@ func testConcurrent(t *testing.T, h *Harness) {
 	if err != nil || more || len(ids) != workers*rounds+1 {
 		t.Errorf("ListContent after concurrent puts: %d IDs, more=%v, %v; want %d", len(ids), more, err, workers*rounds+1)
 	}
+}
+
+func recoverer(t *testing.T, h *Harness) storage.Recoverer {
+	t.Helper()
+	r, ok := h.Provider.(storage.Recoverer)
+	if !ok {
+		t.Fatalf("%T does not implement storage.Recoverer: what Mill deletes or replaces must stay recoverable", h.Provider)
+	}
+	return r
+}
+
+func mustVersions(t *testing.T, r storage.Recoverer, space, id string) []storage.Version {
+	t.Helper()
+	vs, err := r.Versions(ctxT(t), space, id)
+	if err != nil {
+		t.Fatalf("Versions(%q, %q): %v", space, shortID(id), err)
+	}
+	for i := 1; i < len(vs); i++ {
+		if vs[i].Replaced.After(vs[i-1].Replaced) {
+			t.Errorf("Versions(%q, %q): not newest first: %v before %v", space, shortID(id), vs[i-1].Replaced, vs[i].Replaced)
+		}
+	}
+	return vs
+}
+
+// wantVersion checks one Version against the content, properties and
+// mimetype it should hold and why it was replaced.
+func wantVersion(t *testing.T, what string, v storage.Version, reason string, data []byte, mime string, props map[string]string) {
+	t.Helper()
+	if v.ID == "" {
+		t.Errorf("%s: empty version ID", what)
+	}
+	if v.Reason != reason {
+		t.Errorf("%s: Reason %q, want %q", what, v.Reason, reason)
+	}
+	if v.Info.Checksum != md5hex(data) || v.Info.Size != int64(len(data)) {
+		t.Errorf("%s: MD5 %s size %d, want %s and %d", what, v.Info.Checksum, v.Info.Size, md5hex(data), len(data))
+	}
+	if v.Info.MimeType != mime || !maps.Equal(v.Info.Properties, props) {
+		t.Errorf("%s: mimetype %q properties %v, want %q and %v", what, v.Info.MimeType, v.Info.Properties, mime, props)
+	}
+	if v.Replaced.IsZero() || v.Replaced.After(time.Now().Add(time.Minute)) {
+		t.Errorf("%s: Replaced %v", what, v.Replaced)
+	}
+}
+
+func wantHead(t *testing.T, p storage.Provider, space, id string, data []byte, mime string, props map[string]string) {
+	t.Helper()
+	wantContent(t, p, space, id, data)
+	info, err := p.Head(ctxT(t), space, id)
+	if err != nil {
+		t.Fatalf("Head(%q, %q): %v", space, shortID(id), err)
+	}
+	if info.MimeType != mime || !maps.Equal(info.Properties, props) {
+		t.Errorf("Head(%q, %q): mimetype %q properties %v, want %q and %v", space, shortID(id), info.MimeType, info.Properties, mime, props)
+	}
+}
+
+// testRecoverable checks the storage.Recoverer contract: deletes,
+// overwrites and property changes keep what they replace, first and failed
+// writes keep nothing, versions stay out of listings and survive the
+// space, and Restore brings any of them back (keeping what it replaces).
+func testRecoverable(t *testing.T, h *Harness) {
+	p, ctx := h.Provider, ctxT(t)
+	r := recoverer(t, h)
+	mustCreate(t, p, "rec")
+	const id = "dir/ïtem one"
+	v1, v2 := []byte("version one"), []byte("version two, longer")
+	p1, p2, p3 := map[string]string{"v": "1"}, map[string]string{"v": "2", "ключ": "значение"}, map[string]string{"v": "3"}
+	mustPut(t, p, "rec", id, v1, storage.PutOptions{MimeType: "text/plain", Properties: p1})
+	if vs := mustVersions(t, r, "rec", id); len(vs) != 0 {
+		t.Fatalf("after a first write: %d versions, want none (a first write keeps nothing)", len(vs))
+	}
+	mustPut(t, p, "rec", id, v2, storage.PutOptions{MimeType: "application/json", Properties: p2})
+	_, err := p.Put(ctx, "rec", id, bytes.NewReader(v1), storage.PutOptions{Size: int64(len(v1)), Checksum: md5hex([]byte("other"))})
+	wantErr(t, "Put(wrong checksum)", err, storage.ErrChecksumMismatch)
+	if vs := mustVersions(t, r, "rec", id); len(vs) != 1 {
+		t.Fatalf("after an overwrite and a failed put: %d versions, want 1", len(vs))
+	}
+	if err := p.SetProperties(ctx, "rec", id, p3); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second delete finds nothing and keeps nothing
+		if err := p.Delete(ctx, "rec", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vs := mustVersions(t, r, "rec", id)
+	if len(vs) != 3 {
+		t.Fatalf("after overwrite, properties, delete: %d versions, want 3: %+v", len(vs), vs)
+	}
+	wantVersion(t, "deleted version", vs[0], storage.ReplacedByDelete, v2, "application/json", p3)
+	wantVersion(t, "properties version", vs[1], storage.ReplacedByProperties, v2, "application/json", p2)
+	wantVersion(t, "overwritten version", vs[2], storage.ReplacedByOverwrite, v1, "text/plain", p1)
+	if vs[0].ID == vs[1].ID || vs[1].ID == vs[2].ID || vs[0].ID == vs[2].ID {
+		t.Errorf("version IDs not distinct: %q %q %q", vs[0].ID, vs[1].ID, vs[2].ID)
+	}
+	// Versions are not content and not spaces.
+	if ids, _, err := p.ListContent(ctx, "rec", "", 100); err != nil || len(ids) != 0 {
+		t.Errorf("ListContent after the delete: %q, %v; want nothing (versions are not content)", ids, err)
+	}
+	if spaces, err := p.ListSpaces(ctx); err != nil || !slices.Equal(spaces, []string{"rec"}) {
+		t.Errorf("ListSpaces: %q, %v; want [rec]", spaces, err)
+	}
+
+	// The newest version by default.
+	info, err := r.Restore(ctx, "rec", id, "")
+	if err != nil {
+		t.Fatalf("Restore(newest): %v", err)
+	}
+	if info.Checksum != md5hex(v2) || !maps.Equal(info.Properties, p3) {
+		t.Errorf("Restore(newest) Info: %+v", info)
+	}
+	wantHead(t, p, "rec", id, v2, "application/json", p3)
+	// An older one by ID; what it replaces becomes a version.
+	if _, err := r.Restore(ctx, "rec", id, vs[2].ID); err != nil {
+		t.Fatalf("Restore(%s): %v", vs[2].ID, err)
+	}
+	wantHead(t, p, "rec", id, v1, "text/plain", p1)
+	after := mustVersions(t, r, "rec", id)
+	if len(after) != 4 {
+		t.Fatalf("after restoring over the item: %d versions, want 4", len(after))
+	}
+	wantVersion(t, "version replaced by a restore", after[0], storage.ReplacedByOverwrite, v2, "application/json", p3)
+
+	_, err = r.Restore(ctx, "rec", id, "no-such-version")
+	wantErr(t, "Restore(unknown version)", err, storage.ErrNotFound)
+	_, err = r.Restore(ctx, "rec", "never-was", "")
+	wantErr(t, "Restore(item without versions)", err, storage.ErrNotFound)
+	if vs := mustVersions(t, r, "rec", "never-was"); len(vs) != 0 {
+		t.Errorf("Versions(never-was): %d", len(vs))
+	}
+	_, err = r.Versions(ctx, "rec", "")
+	wantErr(t, "Versions(empty ID)", err, storage.ErrInvalidID)
+	_, err = r.Versions(ctx, "../rec", id)
+	wantErr(t, "Versions(invalid space)", err, storage.ErrInvalidID)
+
+	// Versions outlive their space.
+	if err := p.Delete(ctx, "rec", id); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeleteSpace(ctx, "rec"); err != nil {
+		t.Fatal(err)
+	}
+	if vs := mustVersions(t, r, "rec", id); len(vs) != 5 {
+		t.Errorf("after DeleteSpace: %d versions, want 5", len(vs))
+	}
+	_, err = r.Restore(ctx, "rec", id, "")
+	wantErr(t, "Restore(into a deleted space)", err, storage.ErrNotFound)
+	mustCreate(t, p, "rec")
+	if _, err := r.Restore(ctx, "rec", id, ""); err != nil {
+		t.Fatalf("Restore after re-creating the space: %v", err)
+	}
+	wantHead(t, p, "rec", id, v1, "text/plain", p1)
+
+	if h.LargeSize > 0 {
+		big := randBytes(h.LargeSize, 3)
+		mustPut(t, p, "rec", "big", big, storage.PutOptions{Properties: p1})
+		mustPut(t, p, "rec", "big", v1, storage.PutOptions{})
+		if _, err := r.Restore(ctx, "rec", "big", ""); err != nil {
+			t.Fatalf("Restore(large): %v", err)
+		}
+		wantHead(t, p, "rec", "big", big, storage.DefaultMimeType, p1)
+	}
+}
+
+// testRecoverableCopy checks that storage.Copy over an existing item (a
+// server-side copy where the provider has one) keeps what it replaces.
+func testRecoverableCopy(t *testing.T, h *Harness) {
+	p := h.Provider
+	r := recoverer(t, h)
+	mustCreate(t, p, "from")
+	mustCreate(t, p, "to")
+	old, cur := []byte("old at the destination"), []byte("current at the source")
+	mustPut(t, p, "from", "item", cur, storage.PutOptions{})
+	if _, err := storage.Copy(ctxT(t), p, "from", "item", p, "to"); err != nil {
+		t.Fatal(err)
+	}
+	if vs := mustVersions(t, r, "to", "item"); len(vs) != 0 {
+		t.Errorf("after a copy to a new item: %d versions, want none", len(vs))
+	}
+	mustPut(t, p, "to", "item", old, storage.PutOptions{MimeType: "text/plain"})
+	if _, err := storage.Copy(ctxT(t), p, "from", "item", p, "to"); err != nil {
+		t.Fatal(err)
+	}
+	vs := mustVersions(t, r, "to", "item")
+	if len(vs) != 2 {
+		t.Fatalf("after copying over an existing item twice: %d versions, want 2", len(vs))
+	}
+	wantVersion(t, "version replaced by a copy", vs[0], storage.ReplacedByOverwrite, old, "text/plain", map[string]string{})
 }
