@@ -3,6 +3,7 @@ package s3store
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -13,9 +14,15 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 )
 
-// copySource formats bucket/key for x-amz-copy-source, percent-encoding
-// everything but unreserved characters and '/'.
-func copySource(bucket, key string) string {
+// object names one object (a version of it when version is set).
+type object struct {
+	bucket, key, version string
+}
+
+// copySource formats the object for x-amz-copy-source, percent-encoding
+// everything in the key but unreserved characters and '/'.
+func (o object) copySource() string {
+	bucket, key := o.bucket, o.key
 	const hexDigits = "0123456789ABCDEF"
 	var b strings.Builder
 	b.WriteString(bucket)
@@ -31,16 +38,20 @@ func copySource(bucket, key string) string {
 			b.WriteByte(hexDigits[c&15])
 		}
 	}
+	if o.version != "" {
+		b.WriteString("?versionId=" + url.QueryEscape(o.version))
+	}
 	return b.String()
 }
 
-// copyObject copies srcBucket/srcKey (size bytes) to dstKey of this store's
+// copyObject copies the object from (size bytes) to dstKey of this store's
 // bucket server-side, replacing the metadata and content type:
-// CopyObject up to CopyThreshold, UploadPartCopy above.
-func (s *Store) copyObject(ctx context.Context, srcBucket, srcKey, dstKey string, size int64, meta map[string]string, mime string) error {
-	src := copySource(srcBucket, srcKey)
+// CopyObject up to CopyThreshold, UploadPartCopy above. It returns the
+// version ID S3 gave the copy ("" in an unversioned bucket).
+func (s *Store) copyObject(ctx context.Context, from object, dstKey string, size int64, meta map[string]string, mime string) (string, error) {
+	src := from.copySource()
 	if size <= s.cfg.CopyThreshold {
-		_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+		out, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
 			Bucket:            aws.String(s.cfg.Bucket),
 			Key:               aws.String(dstKey),
 			CopySource:        aws.String(src),
@@ -48,7 +59,10 @@ func (s *Store) copyObject(ctx context.Context, srcBucket, srcKey, dstKey string
 			Metadata:          meta,
 			ContentType:       aws.String(mime),
 		})
-		return err
+		if err != nil {
+			return "", err
+		}
+		return aws.ToString(out.VersionId), nil
 	}
 	created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 		Bucket:            aws.String(s.cfg.Bucket),
@@ -59,7 +73,7 @@ func (s *Store) copyObject(ctx context.Context, srcBucket, srcKey, dstKey string
 		ChecksumType:      types.ChecksumTypeFullObject,
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	completed := false
 	defer func() {
@@ -84,7 +98,7 @@ func (s *Store) copyObject(ctx context.Context, srcBucket, srcKey, dstKey string
 			CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, end)),
 		})
 		if err != nil {
-			return err
+			return "", err
 		}
 		part := types.CompletedPart{PartNumber: aws.Int32(num)}
 		if r := out.CopyPartResult; r != nil {
@@ -93,7 +107,7 @@ func (s *Store) copyObject(ctx context.Context, srcBucket, srcKey, dstKey string
 		}
 		parts = append(parts, part)
 	}
-	_, err = s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+	done, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket:          aws.String(s.cfg.Bucket),
 		Key:             aws.String(dstKey),
 		UploadId:        created.UploadId,
@@ -101,10 +115,10 @@ func (s *Store) copyObject(ctx context.Context, srcBucket, srcKey, dstKey string
 		ChecksumType:    types.ChecksumTypeFullObject,
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	completed = true
-	return nil
+	return aws.ToString(done.VersionId), nil
 }
 
 // ServerSideCopy implements storage.ServerSideCopier: when src is an
@@ -144,7 +158,12 @@ func (s *Store) serverSideCopy(ctx context.Context, from *Store, srcSpace, srcID
 	if err != nil {
 		return nil, err
 	}
-	if err := s.copyObject(ctx, from.cfg.Bucket, srcKey, dstKey, srcInfo.Size, meta, srcInfo.MimeType); err != nil {
+	undo, err := s.preserve(ctx, dstKey, dstSpace, dstID, nil, storage.ReplacedByOverwrite)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.copyObject(ctx, object{bucket: from.cfg.Bucket, key: srcKey}, dstKey, srcInfo.Size, meta, srcInfo.MimeType); err != nil {
+		undo()
 		return nil, err
 	}
 	info, err := s.head(ctx, dstKey, dstID)

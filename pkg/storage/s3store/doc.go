@@ -8,10 +8,14 @@
 //	P<space>              space marker: JSON {"acls":{…}}; the space exists while it does
 //	P<space>/<contentID>  a content item
 //	P.mill-tmp/<random>   multipart uploads whose MD5 was not known up front
+//	P.mill-trash/<space>/<sha256 of the content ID>/<time>-<random>.<reason>
+//	                      what a delete or overwrite replaced, in a bucket without versioning
 //
 // The marker has no '/' after the space ID, so it can never be a content
 // key (content IDs are non-empty) and never appears in a content listing.
-// Space IDs cannot start with '.', so ".mill-tmp" is never a space.
+// Space IDs cannot start with '.', so ".mill-tmp" and ".mill-trash" are
+// never spaces: they appear in no listing, no producer's sweep and no bit
+// check, and S3 events for their keys are ignored (pkg/s3event).
 //
 // # Objects
 //
@@ -52,6 +56,32 @@
 // server-side copy to the item's key, which then carries the MD5; pass
 // PutOptions.Checksum to avoid the copy. A failed, cancelled or mismatched
 // put aborts its multipart upload, so nothing is committed.
+//
+// # Recovery
+//
+// Store implements storage.Recoverer: what Delete, a Put or server-side
+// copy over an existing item, SetProperties and Restore replace stays
+// recoverable.
+//
+//   - In a versioned bucket S3 keeps it as a noncurrent version (a delete
+//     adds a delete marker): no extra request and no copy. Versions lists
+//     them with ListObjectVersions (IDs "version:<S3 version ID>"); how
+//     long they are kept is the bucket's lifecycle rules'
+//     (NoncurrentVersionExpiration; millctl setup reports it).
+//   - Otherwise (versioning never enabled, or suspended) the object is
+//     first copied server-side to P.mill-trash/… (IDs "trash:<name>"): one
+//     CopyObject per delete, overwrite or property change, none for a first
+//     write. A lifecycle rule that millctl setup adds expires them after
+//     the retention (30 days by default).
+//
+// The store asks the bucket's versioning status (GetBucketVersioning) at
+// most every five minutes; a caller denied that permission keeps trash
+// copies, which is safe but dearer. Restore copies a version back over the
+// item (server-side; UploadPartCopy above CopyThreshold). A delete of a
+// missing item sends no request but its HEAD (in a versioned bucket it
+// would add another delete marker). Without versioning a concurrent writer
+// of the same key can slip a version between the copy and the write; with
+// versioning S3 keeps every version.
 //
 // # Copies
 //

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -118,12 +119,19 @@ func (c Config) validate() error {
 var (
 	_ storage.Provider         = (*Store)(nil)
 	_ storage.ServerSideCopier = (*Store)(nil)
+	_ storage.Recoverer        = (*Store)(nil)
 )
 
 // Store is an S3 store. It is safe for concurrent use.
 type Store struct {
 	client *s3.Client
 	cfg    Config
+
+	// The bucket's versioning status, asked at most every
+	// versioningCheckEvery (see recover.go).
+	vmu      sync.Mutex
+	vstatus  types.BucketVersioningStatus
+	vchecked time.Time
 }
 
 // New returns the store cfg describes, using client (built by the caller,
@@ -589,7 +597,10 @@ func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts sto
 		return nil, err
 	}
 	r = ctxio.NewReader(ctx, r)
-	p := &putter{s: s, key: key, id: id, want: want, opts: opts, mime: mimeOr(opts.MimeType)}
+	p := &putter{s: s, key: key, id: id, want: want, opts: opts, mime: mimeOr(opts.MimeType),
+		keep: func(ctx context.Context) (func(), error) {
+			return s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
+		}}
 	info, err := p.run(ctx, r)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w (%v)", ctx.Err(), err)
@@ -604,6 +615,10 @@ type putter struct {
 	want string
 	opts storage.PutOptions
 	mime string
+	// keep is called just before the put commits over the item's key: it
+	// keeps what is there recoverable, and returns how to drop that copy
+	// when the commit fails.
+	keep func(ctx context.Context) (undo func(), err error)
 }
 
 func (p *putter) run(ctx context.Context, r io.Reader) (*storage.Info, error) {
@@ -649,6 +664,10 @@ func (p *putter) single(ctx context.Context, data []byte) (*storage.Info, error)
 	if err != nil {
 		return nil, err
 	}
+	undo, err := p.keep(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out, err := p.s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        aws.String(p.s.cfg.Bucket),
 		Key:           aws.String(p.key),
@@ -659,6 +678,7 @@ func (p *putter) single(ctx context.Context, data []byte) (*storage.Info, error)
 		Metadata:      meta,
 	}, unsignedPayload)
 	if err != nil {
+		undo()
 		return nil, err
 	}
 	return p.info(got, int64(len(data)), aws.ToString(out.ETag), "")
@@ -776,6 +796,12 @@ func (p *putter) multipart(ctx context.Context, r io.Reader, buf []byte) (_ *sto
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	undo := func() {}
+	if target == p.key {
+		if undo, err = p.keep(ctx); err != nil {
+			return nil, err
+		}
+	}
 	fullCRC := storage.CRC64NVMEBase64(crc)
 	done, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket:            aws.String(s.cfg.Bucket),
@@ -786,23 +812,33 @@ func (p *putter) multipart(ctx context.Context, r io.Reader, buf []byte) (_ *sto
 		ChecksumType:      types.ChecksumTypeFullObject,
 	})
 	if err != nil {
+		undo()
 		return nil, err
 	}
 	completed = true
 	if c := aws.ToString(done.ChecksumCRC64NVME); c != "" && c != fullCRC {
-		s.deleteKey(ctx, target)
+		// Remove exactly the version just written: in a versioned bucket
+		// the previous one becomes current again.
+		s.deleteKey(ctx, target, aws.ToString(done.VersionId))
 		return nil, fmt.Errorf("%w: S3 reports CRC64NVME %s, the stream had %s", storage.ErrChecksumMismatch, c, fullCRC)
 	}
 	if target == p.key {
 		return p.info(got, total, "", fullCRC)
 	}
-	// Commit the temporary object under the item's key with its MD5.
-	defer s.deleteKey(ctx, target)
+	// Commit the temporary object under the item's key with its MD5, then
+	// remove the temporary object for good (its version, in a versioned
+	// bucket, rather than leave a noncurrent copy behind).
+	defer s.deleteKey(ctx, target, aws.ToString(done.VersionId))
 	fullMeta, err := metadata(got, p.opts.Properties)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.copyObject(ctx, s.cfg.Bucket, target, p.key, total, fullMeta, p.mime); err != nil {
+	undo, err = p.keep(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.copyObject(ctx, object{bucket: s.cfg.Bucket, key: target}, p.key, total, fullMeta, p.mime); err != nil {
+		undo()
 		return nil, err
 	}
 	info, err := s.head(ctx, p.key, p.id)
@@ -815,10 +851,16 @@ func (p *putter) multipart(ctx context.Context, r io.Reader, buf []byte) (_ *sto
 	return info, nil
 }
 
-func (s *Store) deleteKey(ctx context.Context, key string) {
+// deleteKey removes key (one version of it when version is set, which
+// leaves no delete marker) on a best-effort basis.
+func (s *Store) deleteKey(ctx context.Context, key, version string) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	_, _ = s.client.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
+	in := &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)}
+	if version != "" {
+		in.VersionId = aws.String(version)
+	}
+	_, _ = s.client.DeleteObject(dctx, in)
 }
 
 // SetProperties replaces the item's properties with a copy of the object
@@ -836,18 +878,44 @@ func (s *Store) SetProperties(ctx context.Context, space, id string, props map[s
 	if err != nil {
 		return wrap("set properties", space+"/"+id, err)
 	}
-	return wrap("set properties", space+"/"+id, s.copyObject(ctx, s.cfg.Bucket, key, key, info.Size, meta, info.MimeType))
+	undo, err := s.preserve(ctx, key, space, id, info, storage.ReplacedByProperties)
+	if err != nil {
+		return wrap("set properties", space+"/"+id, err)
+	}
+	if _, err := s.copyObject(ctx, object{bucket: s.cfg.Bucket, key: key}, key, info.Size, meta, info.MimeType); err != nil {
+		undo()
+		return wrap("set properties", space+"/"+id, err)
+	}
+	return nil
 }
 
-// Delete removes the item; a missing item or space is success.
+// Delete removes the item, keeping it recoverable (see recover.go); a
+// missing item or space is success.
 func (s *Store) Delete(ctx context.Context, space, id string) error {
 	key, err := s.contentKey(space, id)
+	if err != nil {
+		return wrap("delete", space+"/"+id, err)
+	}
+	// Read the item first: a missing one needs nothing (in a versioned
+	// bucket a delete would add another delete marker), and an existing
+	// one is kept recoverable.
+	info, err := s.head(ctx, key, id)
+	if errors.Is(mapErr(err), storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return wrap("delete", space+"/"+id, err)
+	}
+	undo, err := s.preserve(ctx, key, space, id, info, storage.ReplacedByDelete)
 	if err != nil {
 		return wrap("delete", space+"/"+id, err)
 	}
 	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
 	if errors.Is(mapErr(err), storage.ErrNotFound) {
 		return nil
+	}
+	if err != nil {
+		undo()
 	}
 	return wrap("delete", space+"/"+id, err)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/storage"
@@ -43,8 +44,27 @@ func setupBucket(t testing.TB) (*s3.Client, string) {
 	return client, bucket
 }
 
-func TestConformance(t *testing.T) {
+// TestConformance runs the suite on a bucket without versioning (deletes
+// and overwrites keep trash copies) and TestConformanceVersioned on a
+// versioned one (S3 keeps the previous versions).
+func TestConformance(t *testing.T) { conformance(t, false) }
+
+func TestConformanceVersioned(t *testing.T) { conformance(t, true) }
+
+func enableVersioning(t testing.TB, client *s3.Client, bucket string) {
+	t.Helper()
+	_, err := client.PutBucketVersioning(t.Context(), &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func conformance(t *testing.T, versioned bool) {
 	client, bucket := setupBucket(t)
+	if versioned {
+		enableVersioning(t, client, bucket)
+	}
 	unverified := emulatorCRC64NVME(t, client, bucket)
 	storagetest.Run(t, func(t *testing.T) *storagetest.Harness {
 		cfg := testConfig
@@ -147,8 +167,11 @@ func TestMetadataLimit(t *testing.T) {
 }
 
 func TestCopySource(t *testing.T) {
-	if got := copySource("b", "p/a b+c%d/é"); got != "b/p/a%20b%2Bc%25d/%C3%A9" {
+	if got := (object{bucket: "b", key: "p/a b+c%d/é"}).copySource(); got != "b/p/a%20b%2Bc%25d/%C3%A9" {
 		t.Errorf("copySource = %q", got)
+	}
+	if got := (object{bucket: "b", key: "k", version: "a+b/c=="}).copySource(); got != "b/k?versionId=a%2Bb%2Fc%3D%3D" {
+		t.Errorf("copySource with a version = %q", got)
 	}
 }
 
