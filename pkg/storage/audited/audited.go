@@ -55,6 +55,11 @@ const (
 	KeySourceContentID   = task.KeySourceContentID
 )
 
+// KeyRestoredVersion names, in the AUDIT task of a restore, the version
+// restored (the audit log records the restore as COPY_CONTENT whose
+// source is the item itself).
+const KeyRestoredVersion = "restored-version"
+
 // ErrNotAudited reports that a write succeeded but its AUDIT task was not
 // queued.
 var ErrNotAudited = errors.New("audited: write done but AUDIT task not queued")
@@ -106,7 +111,10 @@ type Provider struct {
 	cfg   Config
 }
 
-var _ storage.Provider = (*Provider)(nil)
+var (
+	_ storage.Provider  = (*Provider)(nil)
+	_ storage.Recoverer = (*Provider)(nil)
+)
 
 // New returns p wrapped so that every successful write puts an AUDIT task
 // on q.
@@ -235,6 +243,54 @@ func (p *Provider) Delete(ctx context.Context, space, contentID string) error {
 	e := p.event(DeleteContent, space, contentID)
 	withInfo(e, before)
 	return p.emit(ctx, e)
+}
+
+// recoverer returns the wrapped provider as a storage.Recoverer.
+func (p *Provider) recoverer() (storage.Recoverer, error) {
+	r, ok := p.inner.(storage.Recoverer)
+	if !ok {
+		return nil, fmt.Errorf("audited: %T keeps no versions: %w", p.inner, errors.ErrUnsupported)
+	}
+	return r, nil
+}
+
+// Versions implements storage.Recoverer (not audited: a read). It fails
+// with errors.ErrUnsupported when the wrapped provider keeps no versions.
+func (p *Provider) Versions(ctx context.Context, space, contentID string) ([]storage.Version, error) {
+	r, err := p.recoverer()
+	if err != nil {
+		return nil, err
+	}
+	return r.Versions(ctx, space, contentID)
+}
+
+// Restore implements storage.Recoverer and emits COPY_CONTENT whose source
+// is the item itself, with the restored version's ID (the newest's when
+// versionID is "") under KeyRestoredVersion; duplication then copies the
+// restored content to the other stores. It fails with errors.ErrUnsupported when the wrapped
+// provider keeps no versions.
+func (p *Provider) Restore(ctx context.Context, space, contentID, versionID string) (*storage.Info, error) {
+	r, err := p.recoverer()
+	if err != nil {
+		return nil, err
+	}
+	if versionID == "" { // name the newest in the audit trail
+		vs, err := r.Versions(ctx, space, contentID)
+		if err != nil {
+			return nil, err
+		}
+		if len(vs) == 0 {
+			return nil, fmt.Errorf("audited: restore %s/%s: %w: no recoverable version", space, storage.QuoteID(contentID), storage.ErrNotFound)
+		}
+		versionID = vs[0].ID
+	}
+	info, err := r.Restore(ctx, space, contentID, versionID)
+	if err != nil {
+		return nil, err
+	}
+	e := p.copyEvent(info, space, contentID, space, contentID)
+	e.Props[KeyRestoredVersion] = versionID
+	return info, p.emit(ctx, e)
 }
 
 // serverSideCopier is storage.ServerSideCopier, restated so this package

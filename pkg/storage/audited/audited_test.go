@@ -261,3 +261,51 @@ func TestConfigValidation(t *testing.T) {
 		t.Fatal("Unwrap/Kind")
 	}
 }
+
+// TestRestoreIsAudited: a restore through the decorator is recorded as
+// COPY_CONTENT whose source is the item itself, naming the version; listing
+// versions is a read and emits nothing.
+func TestRestoreIsAudited(t *testing.T) {
+	fs, err := fsstore.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := setupOn(t, fs, task.FormatJSON)
+	ctx := context.Background()
+	if err := h.p.CreateSpace(ctx, "sp"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.p.Put(ctx, "sp", "doc", strings.NewReader("hello"), storage.PutOptions{Size: 5, MimeType: "text/plain"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.p.Delete(ctx, "sp", "doc"); err != nil {
+		t.Fatal(err)
+	}
+	h.next(t)
+	vs, err := h.p.Versions(ctx, "sp", "doc")
+	if err != nil || len(vs) != 1 {
+		t.Fatalf("Versions: %v, %v", vs, err)
+	}
+	h.none(t)
+	h.clk.Advance(time.Second)
+	info, err := h.p.Restore(ctx, "sp", "doc", "") // the newest, named in the task
+	if err != nil || info.Checksum != "5d41402abc4b2a76b9719d911017c592" {
+		t.Fatalf("Restore: %+v, %v", info, err)
+	}
+	h.one(t, map[string]string{"spaceId": "sp", "contentId": "doc", "action": "COPY_CONTENT",
+		"content-checksum": "5d41402abc4b2a76b9719d911017c592", "content-mimetype": "text/plain", "content-size": "5",
+		"content-properties": `{}`, "source-space-id": "sp", "source-content-id": "doc", "restored-version": vs[0].ID})
+	// A failed restore emits nothing.
+	if _, err := h.p.Restore(ctx, "sp", "doc", "no-such-version"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Restore(unknown): %v", err)
+	}
+	h.none(t)
+	// A provider that keeps nothing cannot restore.
+	plain := setup(t, task.FormatJSON)
+	if _, err := plain.p.Versions(ctx, "sp", "doc"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("Versions on a provider without recovery: %v, want errors.ErrUnsupported", err)
+	}
+	if _, err := plain.p.Restore(ctx, "sp", "doc", ""); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("Restore on a provider without recovery: %v, want errors.ErrUnsupported", err)
+	}
+}
