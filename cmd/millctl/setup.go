@@ -2,8 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
@@ -11,6 +17,7 @@ import (
 	"github.com/millfleet/mill/pkg/s3event"
 	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
 )
 
 func init() {
@@ -23,10 +30,17 @@ reports buckets, the audit-log and lease tables, and the database schema.
 Safe to run again: each resource is reported as created, exists or updated,
 and a second run changes nothing. --dry-run prints the plan only. --alarms
 also creates the CloudWatch queue-depth alarms of infra/ (see pkg/alarms).
---store-notifications also makes every s3 store bucket of the registry
-(accounts.json in the config bucket, or --config-dir) send its object
-created/removed events to the audit queue, so content written straight to a
-bucket is audited too; the audit queue's policy lets S3 send to it.`,
+Every s3 store bucket of the registry (accounts.json in the config bucket, or
+--config-dir; skipped with a note while there is none) is checked too: setup
+never creates a store bucket nor changes its versioning, but it adds a
+lifecycle rule expiring each store's trash prefix (P.mill-trash/, where stores
+in a bucket without versioning keep what Mill deletes or replaces) after
+--trash-retention, and notes a bucket that is not versioned or whose
+noncurrent versions are never expired or expire before the retention.
+--store-buckets=false skips this. --store-notifications also makes every s3
+store bucket send its object created/removed events to the audit queue, so
+content written straight to a bucket is audited too; the audit queue's
+policy lets S3 send to it.`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			var c setup.Config
 			prefix := queuePrefixFlag(fs)
@@ -45,8 +59,10 @@ bucket is audited too; the audit queue's policy lets S3 send to it.`,
 			dryRun := fs.Bool("dry-run", false, "print what would be created or updated; change nothing")
 			alarmOpts := alarmFlags(fs)
 			notify := fs.Bool("store-notifications", false, "configure every registered s3 store bucket to send object events to the audit queue")
-			cfgPrefix := fs.String("config-prefix", "", "key `prefix` of accounts.json in the config bucket (with --store-notifications)")
-			cfgDir := fs.String("config-dir", "", "local `directory` holding accounts.json, instead of the config bucket (with --store-notifications)")
+			storeBuckets := fs.Bool("store-buckets", true, "check every registered s3 store bucket: report its versioning, expire its stores' trash after --trash-retention")
+			retention := trashRetentionFlag(fs)
+			cfgPrefix := fs.String("config-prefix", "", "key `prefix` of accounts.json in the config bucket (for the store buckets)")
+			cfgDir := fs.String("config-dir", "", "local `directory` holding accounts.json, instead of the config bucket (for the store buckets)")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected arguments: %q", args)
@@ -69,12 +85,24 @@ bucket is audited too; the audit queue's policy lets S3 send to it.`,
 					return err
 				}
 				rs = append(rs, ars...)
-				if *notify {
-					nrs, err := notificationResources(ctx, awsCfg, c, *cfgDir, *cfgPrefix)
-					if err != nil {
+				if *notify || *storeBuckets {
+					if err := validRetention(*retention); err != nil {
 						return err
 					}
-					rs = append(rs, nrs...)
+					src := wiring.ConfigSource{Dir: *cfgDir, Bucket: c.ConfigBucket, Prefix: *cfgPrefix}
+					buckets, err := registryBuckets(ctx, awsCfg, src)
+					switch {
+					case errors.Is(err, errNoRegistryYet) && !*notify:
+						fmt.Fprintf(a.stdout, "store buckets: %v; not checked\n", err)
+					case err != nil:
+						return fmt.Errorf("store buckets: %w", err)
+					}
+					if *storeBuckets {
+						rs = append(rs, storeBucketResources(buckets, *retention)...)
+					}
+					if *notify {
+						rs = append(rs, notificationResources(awsCfg, c, buckets)...)
+					}
 				}
 				do := setup.Apply
 				if *dryRun {
@@ -88,30 +116,90 @@ bucket is audited too; the audit queue's policy lets S3 send to it.`,
 	})
 }
 
-// notificationResources reads the store registry and returns the setup
-// resources that point every s3 store bucket's object events at the audit
-// queue. Each bucket is configured with its store's own client (region,
-// endpoint, role).
-func notificationResources(ctx context.Context, awsCfg *awsconfig.Config, c setup.Config, dir, prefix string) ([]setup.Resource, error) {
-	reg, err := wiring.ConfigSource{Dir: dir, Bucket: c.ConfigBucket, Prefix: prefix}.Registry(ctx, awsCfg.S3())
-	if err != nil {
-		return nil, fmt.Errorf("--store-notifications: %w", err)
+// trashRetentionFlag defines --trash-retention.
+func trashRetentionFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("trash-retention", storage.DefaultRetention, "how long deleted or replaced content stays recoverable in a store bucket without versioning (whole days)")
+}
+
+func validRetention(d time.Duration) error {
+	if d < 24*time.Hour || d%(24*time.Hour) != 0 {
+		return usagef("--trash-retention %v: want whole days (24h, 720h, …)", d)
 	}
-	opener := wiring.NewOpener(reg, &awsCfg.AWS, awsCfg.EndpointOverride)
-	var buckets []s3event.Bucket
-	seen := map[string]bool{}
+	return nil
+}
+
+// errNoRegistryYet: the registry is not there yet (a first setup).
+var errNoRegistryYet = errors.New("no store registry yet")
+
+// storeBucketRef is an s3 bucket holding stores of the registry, with the
+// client of its first store (region, endpoint, role) and every store's
+// key prefix in it.
+type storeBucketRef struct {
+	name     string
+	client   *s3.Client
+	prefixes []string
+}
+
+// registryBuckets reads the store registry and returns its s3 buckets.
+func registryBuckets(ctx context.Context, awsCfg *awsconfig.Config, src wiring.ConfigSource) ([]storeBucketRef, error) {
+	reg, err := src.Registry(ctx, awsCfg.S3())
+	if errors.Is(err, stores.ErrNoRegistry) || errorCodeIs(err, "NoSuchBucket") {
+		return nil, fmt.Errorf("%w (%s)", errNoRegistryYet, src)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return storeBuckets(reg, wiring.NewOpener(reg, &awsCfg.AWS, awsCfg.EndpointOverride))
+}
+
+// storeBuckets groups the s3 stores of reg by bucket.
+func storeBuckets(reg *stores.Registry, opener *stores.Opener) ([]storeBucketRef, error) {
+	var out []storeBucketRef
+	index := map[string]int{}
 	for _, acct := range reg.Accounts {
 		for _, st := range acct.Stores {
-			if st.Kind != storage.KindS3 || seen[st.Bucket] {
+			if st.Kind != storage.KindS3 {
 				continue
 			}
-			seen[st.Bucket] = true
-			cl, err := opener.S3Client(acct.ID, st.ID)
-			if err != nil {
-				return nil, err
+			i, seen := index[st.Bucket]
+			if !seen {
+				cl, err := opener.S3Client(acct.ID, st.ID)
+				if err != nil {
+					return nil, err
+				}
+				i = len(out)
+				index[st.Bucket] = i
+				out = append(out, storeBucketRef{name: st.Bucket, client: cl})
 			}
-			buckets = append(buckets, s3event.Bucket{Name: st.Bucket, Client: cl})
+			if !slices.Contains(out[i].prefixes, st.Prefix) {
+				out[i].prefixes = append(out[i].prefixes, st.Prefix)
+			}
 		}
 	}
-	return s3event.NotificationResources(awsCfg.SQS(), queue.Name(c.QueuePrefix, queue.KeyAudit), buckets), nil
+	return out, nil
+}
+
+// storeBucketResources returns the setup resource of each store bucket.
+func storeBucketResources(refs []storeBucketRef, retention time.Duration) []setup.Resource {
+	rs := make([]setup.Resource, 0, len(refs))
+	for _, b := range refs {
+		rs = append(rs, &setup.StoreBucket{Client: b.client, BucketName: b.name, Prefixes: b.prefixes, Retention: retention})
+	}
+	return rs
+}
+
+func errorCodeIs(err error, code string) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == code
+}
+
+// notificationResources returns the setup resources that point every s3
+// store bucket's object events at the audit queue. Each bucket is
+// configured with its store's own client (region, endpoint, role).
+func notificationResources(awsCfg *awsconfig.Config, c setup.Config, refs []storeBucketRef) []setup.Resource {
+	buckets := make([]s3event.Bucket, 0, len(refs))
+	for _, b := range refs {
+		buckets = append(buckets, s3event.Bucket{Name: b.name, Client: b.client})
+	}
+	return s3event.NotificationResources(awsCfg.SQS(), queue.Name(c.QueuePrefix, queue.KeyAudit), buckets)
 }

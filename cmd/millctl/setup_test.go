@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -311,5 +313,60 @@ func TestSetupUsageErrors(t *testing.T) {
 	}
 	if code, _, _ := setupRun(t, nil, "setup", "--skip-db", "extra"); code != 2 {
 		t.Errorf("extra argument: exit %d", code)
+	}
+}
+
+// TestSetupStoreBuckets: setup adds the trash expiry rule to every store
+// bucket of the registry and notes one without versioning; stores validate
+// --buckets reports the same without changing anything; with no registry
+// yet, setup says the store buckets were not checked.
+func TestSetupStoreBuckets(t *testing.T) {
+	cfg := testenv.AWS(t)
+	n := newSetupNames(t, "")
+	sq, s3c, ddb := cfg.SQS(), cfg.S3(), cfg.DynamoDB()
+	n.cleanup(t, sq, s3c, ddb)
+	ctx := context.Background()
+	store := n.prefix + "store"
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(store)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupBucket(t, s3c, store)
+	dir := t.TempDir()
+
+	code, out, _ := setupRun(t, nil, n.args("--skip-db", "--dry-run", "--config-dir", dir)...)
+	if code != 0 || !strings.Contains(out, "store buckets: no store registry yet") {
+		t.Fatalf("setup without a registry: exit %d\n%s", code, out)
+	}
+	pcsWrite(t, dir, "accounts.json", fmt.Sprintf(`{"accounts": [{"id": "acct", "status": "active", "stores": [
+  {"id": "1", "primary": true, "kind": "s3", "bucket": %q, "prefix": "a/"},
+  {"id": "2", "kind": "s3", "bucket": %q, "prefix": "b/"},
+  {"id": "3", "kind": "fs", "root": %q}]}]}`, store, store, filepath.Join(dir, "fs")))
+	env := map[string]string{"MILL_CONFIG_DIR": dir}
+
+	code, out, _ = setupRun(t, env, "stores", "validate", "--buckets", "--trash-retention", "240h")
+	if code != 0 || !strings.Contains(out, "s3://"+store) || !strings.Contains(out, "would update: expiry of a/.mill-trash/ after 10 days") ||
+		!strings.Contains(out, "note: not versioned") {
+		t.Fatalf("stores validate --buckets: exit %d\n%s", code, out)
+	}
+	code, out, _ = setupRun(t, env, n.args("--skip-db", "--trash-retention", "240h")...)
+	if code != 0 || !strings.Contains(out, "store     s3://"+store) || !strings.Contains(out, " updated: expiry of a/.mill-trash/ after 10 days; expiry of b/.mill-trash/ after 10 days") {
+		t.Fatalf("setup: exit %d\n%s", code, out)
+	}
+	lc, err := s3c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(store)})
+	if err != nil || len(lc.Rules) != 2 {
+		t.Fatalf("store bucket lifecycle: %+v, %v", lc, err)
+	}
+	code, out, _ = setupRun(t, env, "stores", "validate", "--buckets", "--trash-retention", "240h")
+	if code != 0 || !strings.Contains(out, "s3://"+store+strings.Repeat(" ", 30-len("s3://"+store))+" exists") {
+		t.Fatalf("stores validate --buckets after setup: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := setupRun(t, env, "stores", "validate", "--buckets", "--trash-retention", "36h"); code != 2 || !strings.Contains(errOut, "whole days") {
+		t.Errorf("fractional retention: exit %d %s", code, errOut)
+	}
+	// A store bucket that does not exist fails the check.
+	pcsWrite(t, dir, "accounts.json", fmt.Sprintf(`{"accounts": [{"id": "acct", "status": "active", "stores": [
+  {"id": "1", "primary": true, "kind": "s3", "bucket": %q}]}]}`, n.prefix+"absent"))
+	if code, out, errOut := setupRun(t, env, "stores", "validate", "--buckets"); code != 1 || !strings.Contains(out, "does not exist") {
+		t.Errorf("missing store bucket: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
@@ -91,9 +93,18 @@ func init() {
 
 Checks the account and store registry: JSON syntax, fields, one primary store
 per active account, unique store ids, no credentials. Errors are printed as
-file:line:col: message; the exit code is 1 when there are any.`,
+file:line:col: message; the exit code is 1 when there are any.
+
+--buckets also checks each s3 store's bucket (with the store's own region,
+endpoint and role): that it exists, whether it is versioned (without
+versioning the stores keep a copy of what Mill deletes or replaces under
+their trash prefix), whether its noncurrent versions expire before
+--trash-retention or never, and whether the rule expiring the trash is in
+place ("would update": millctl setup adds it). Changes nothing.`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			src := configFlags(fs, a)
+			checkBuckets := fs.Bool("buckets", false, "also check every s3 store's bucket: exists, versioned, trash expiry (needs AWS access)")
+			retention := trashRetentionFlag(fs)
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 1 {
 					return usagef("at most one FILE")
@@ -115,6 +126,24 @@ file:line:col: message; the exit code is 1 when there are any.`,
 					n += len(acct.Stores)
 				}
 				fmt.Fprintf(a.stdout, "%s: ok: %d accounts (%d active), %d stores\n", where, len(reg.Accounts), len(reg.ActiveAccounts()), n)
+				if !*checkBuckets {
+					return nil
+				}
+				if err := validRetention(*retention); err != nil {
+					return err
+				}
+				awsCfg, err := a.awsConfig(ctx)
+				if err != nil {
+					return err
+				}
+				refs, err := storeBuckets(reg, wiring.NewOpener(reg, &awsCfg.AWS, awsCfg.EndpointOverride))
+				if err != nil {
+					return err
+				}
+				sum, err := setup.Plan(ctx, storeBucketResources(refs, *retention), func(r setup.Result) { fmt.Fprintln(a.stdout, r) })
+				if err != nil {
+					return fmt.Errorf("%d of %d store buckets failed the check", sum.Failed, len(refs))
+				}
 				return nil
 			}
 		},

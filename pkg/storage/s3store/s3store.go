@@ -856,11 +856,14 @@ func (p *putter) multipart(ctx context.Context, r io.Reader, buf []byte) (_ *sto
 func (s *Store) deleteKey(ctx context.Context, key, version string) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	in := &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)}
 	if version != "" {
-		in.VersionId = aws.String(version)
+		_, err := s.client.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key), VersionId: aws.String(version)})
+		if err == nil {
+			return
+		}
+		// Not allowed to delete versions: at least make it not current.
 	}
-	_, _ = s.client.DeleteObject(dctx, in)
+	_, _ = s.client.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
 }
 
 // SetProperties replaces the item's properties with a copy of the object
