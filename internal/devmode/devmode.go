@@ -51,6 +51,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/audited"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
@@ -685,28 +686,24 @@ func (e *env) inject(ctx context.Context) error {
 // flipByte inverts one byte of the item's blob in an fs store, leaving its
 // sidecar (and so its recorded checksum) alone.
 func (e *env) flipByte(ctx context.Context, i Item) error {
-	st, err := e.reg.Store(i.Account, i.Store)
+	p, err := e.deps.Stores.Open(ctx, i.Account, i.Store)
 	if err != nil {
 		return err
 	}
-	segs := strings.Split(i.Content, "/")
-	dir := filepath.Join(st.Root, i.Space)
-	for _, s := range segs[:len(segs)-1] {
-		dir = filepath.Join(dir, s+".d")
+	fss, ok := storage.Unwrap(p).(*fsstore.Store)
+	if !ok {
+		return fmt.Errorf("store %s of %s is not an fs store", i.Store, i.Account)
 	}
-	blobs, err := filepath.Glob(filepath.Join(dir, segs[len(segs)-1]+".*.b"))
+	path, err := fss.BlobPath(i.Space, i.Content)
 	if err != nil {
 		return err
 	}
-	if len(blobs) != 1 {
-		return fmt.Errorf("want one blob file for %s in %s, found %d", i, dir, len(blobs))
-	}
-	b, err := os.ReadFile(blobs[0])
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	b[len(b)/2] ^= 0xff
-	return os.WriteFile(blobs[0], b, 0o644)
+	return os.WriteFile(path, b, 0o644)
 }
 
 func (e *env) bitCheck(ctx context.Context) error {

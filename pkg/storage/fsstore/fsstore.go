@@ -520,6 +520,18 @@ func (s *Store) lookup(space, id string) (item, *meta, error) {
 	}
 }
 
+// BlobPath returns the absolute path of the file holding the item's
+// current content, for tests and fault injection that change the bytes
+// behind the store's back (content gone sour). The path is valid until the
+// item is next written; nothing else should be done through it.
+func (s *Store) BlobPath(space, id string) (string, error) {
+	it, m, err := s.lookup(space, id)
+	if err != nil {
+		return "", wrap("blob path", space+"/"+id, err)
+	}
+	return filepath.Join(s.dir, it.blob(m)), nil
+}
+
 // Head returns the item's Info.
 func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, error) {
 	if err := ctx.Err(); err != nil {

@@ -2,7 +2,6 @@ package fsstore
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,11 +19,10 @@ func TestConformance(t *testing.T) {
 			LargeSize:         3 << 20,
 			InvalidContentIDs: []string{"../escape", "a/../../b", "/absolute", "trailing/", "a//b", "./a", "a/.", strings.Repeat("s", MaxSegmentLen+1)},
 			Corrupt: func(t *testing.T, space, id string) {
-				it, m, err := s.lookup(space, id)
+				p, err := s.BlobPath(space, id)
 				if err != nil {
 					t.Fatal(err)
 				}
-				p := filepath.Join(s.Root(), it.blob(m))
 				b, err := os.ReadFile(p)
 				if err != nil {
 					t.Fatal(err)
