@@ -376,14 +376,19 @@ the only properties; --delete KEY removes one) through the audited provider
 	})
 }
 
-// recoverer returns p as a storage.Recoverer (every store Mill opens is
-// one; the audited decorator passes it through).
-func recoverer(p storage.Provider) (storage.Recoverer, error) {
+// itemRecoverer is itemProvider for the commands on an item's versions:
+// the store also as a storage.Recoverer (every store Mill opens is one; the
+// audited decorator passes it through).
+func (e *contentEnv) itemRecoverer(ctx context.Context, args []string, audit bool) (storage.Provider, storage.Recoverer, error) {
+	p, err := e.itemProvider(ctx, args, audit)
+	if err != nil {
+		return nil, nil, err
+	}
 	r, ok := p.(storage.Recoverer)
 	if !ok {
-		return nil, fmt.Errorf("%T keeps no recoverable versions", p)
+		return nil, nil, fmt.Errorf("%T keeps no recoverable versions", p)
 	}
-	return r, nil
+	return p, r, nil
 }
 
 func init() {
@@ -400,11 +405,7 @@ size and MD5. The item itself need not exist, nor its space.`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			e := contentFlags(fs, a, false)
 			return func(ctx context.Context, args []string) error {
-				p, err := e.itemProvider(ctx, args, false)
-				if err != nil {
-					return err
-				}
-				r, err := recoverer(p)
+				_, r, err := e.itemRecoverer(ctx, args, false)
 				if err != nil {
 					return err
 				}
@@ -444,11 +445,7 @@ that was deleted meanwhile (audited CREATE_SPACE; its ACLs start empty).`,
 			version := fs.String("version-id", "", "`ID` of the version to restore, from content versions (default: the newest)")
 			createSpace := fs.Bool("create-space", false, "re-create SPACE first when it no longer exists (audited CREATE_SPACE)")
 			return func(ctx context.Context, args []string) error {
-				p, err := e.itemProvider(ctx, args, true)
-				if err != nil {
-					return err
-				}
-				r, err := recoverer(p)
+				p, r, err := e.itemRecoverer(ctx, args, true)
 				if err != nil {
 					return err
 				}

@@ -120,22 +120,30 @@ func everyOp(ctx context.Context, s *fsstore.Store, space, id string) []string {
 	return ok
 }
 
+// storeBesideOutside opens a store in parent/root, next to parent/outside
+// (outsideDir), with one space.
+func storeBesideOutside(t *testing.T, space string) (s *fsstore.Store, root, outside string) {
+	t.Helper()
+	parent := t.TempDir()
+	outside = outsideDir(t, parent)
+	root = filepath.Join(parent, "root")
+	s, err := fsstore.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSpace(context.Background(), space); err != nil {
+		t.Fatal(err)
+	}
+	return s, root, outside
+}
+
 // confined opens a store in parent/root after plant has arranged the root,
 // runs every operation on space/id, and checks that those listed in allowed
 // are the only ones that succeeded and that parent/outside is unchanged.
 func confined(t *testing.T, plant func(t *testing.T, root, outside string), space, id string, allowed ...string) {
 	t.Helper()
-	parent := t.TempDir()
-	outside := outsideDir(t, parent)
-	root := filepath.Join(parent, "root")
-	s, err := fsstore.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, root, outside := storeBesideOutside(t, "real")
 	ctx := context.Background()
-	if err := s.CreateSpace(ctx, "real"); err != nil {
-		t.Fatal(err)
-	}
 	plant(t, root, outside)
 	before := tree(t, outside)
 	ok := everyOp(ctx, s, space, id)

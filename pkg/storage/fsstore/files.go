@@ -128,14 +128,14 @@ func (s *Store) createTemp(kind string) (*os.File, string, error) {
 	return nil, "", errors.New("no free temporary file name")
 }
 
-// writeFileAtomic writes data to a temporary file, fsyncs it and renames
-// it to rel (replacing a file there, never following a link there).
-func (s *Store) writeFileAtomic(rel string, data []byte) error {
+// writeAtomic writes a temporary file with write, fsyncs it and renames it
+// to rel (replacing a file there, never following a link there).
+func (s *Store) writeAtomic(rel string, write func(io.Writer) error) error {
 	f, tmp, err := s.createTemp("w")
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = write(f)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -149,6 +149,14 @@ func (s *Store) writeFileAtomic(rel string, data []byte) error {
 		s.root.Remove(tmp)
 	}
 	return err
+}
+
+// writeFileAtomic writes data to rel atomically (writeAtomic).
+func (s *Store) writeFileAtomic(rel string, data []byte) error {
+	return s.writeAtomic(rel, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
 
 // syncDir fsyncs directory rel (best effort).

@@ -117,24 +117,10 @@ func (s *Store) linkOrCopy(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, tmp, err := s.createTemp("copy")
-	if err != nil {
+	return s.writeAtomic(dst, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
 		return err
-	}
-	_, err = io.Copy(out, in)
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.root.Rename(tmp, dst)
-	}
-	if err != nil {
-		s.root.Remove(tmp)
-	}
-	return err
+	})
 }
 
 // version is one trash entry of an item.

@@ -100,16 +100,7 @@ func TestTrashExpiresAfterRetention(t *testing.T) {
 // directory, or a symlinked trash directory, is never restored through.
 func TestTrashRefusesTampering(t *testing.T) {
 	ctx := context.Background()
-	parent := t.TempDir()
-	outside := outsideDir(t, parent)
-	root := filepath.Join(parent, "root")
-	s, err := fsstore.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateSpace(ctx, "sp"); err != nil {
-		t.Fatal(err)
-	}
+	s, root, outside := storeBesideOutside(t, "sp")
 	put(t, s, "sp", "a", "secret of a")
 	if err := s.Delete(ctx, "sp", "a"); err != nil {
 		t.Fatal(err)
