@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -257,8 +259,16 @@ func (s *Store) headVersion(ctx context.Context, key, id, version string) (*stor
 		ChecksumMode: types.ChecksumModeEnabled,
 	})
 	if err != nil {
-		if errorCode(err) == "MethodNotAllowed" { // a delete marker
-			return nil, fmt.Errorf("%w: version %q is a delete marker", storage.ErrNotFound, version)
+		// A HEAD's error has no body: S3 answers 405 for a delete marker
+		// and 400 for a version ID that is not one of this key's.
+		var re *awshttp.ResponseError
+		if errors.As(err, &re) {
+			switch re.HTTPStatusCode() {
+			case http.StatusMethodNotAllowed:
+				return nil, fmt.Errorf("%w: version %q is a delete marker", storage.ErrNotFound, storage.ShortID(version))
+			case http.StatusBadRequest:
+				return nil, fmt.Errorf("%w: no version %q: %w", storage.ErrNotFound, storage.ShortID(version), err)
+			}
 		}
 		return nil, err
 	}
@@ -337,9 +347,6 @@ func (s *Store) restore(ctx context.Context, space, id, versionID string) (*stor
 	var from *storage.Info
 	if src.version != "" {
 		from, err = s.headVersion(ctx, src.key, id, src.version)
-		if errorCode(err) == "InvalidArgument" || errorCode(err) == "NoSuchVersion" {
-			err = fmt.Errorf("%w: no version %q: %w", storage.ErrNotFound, storage.ShortID(src.version), err)
-		}
 	} else {
 		from, err = s.head(ctx, src.key, id)
 	}

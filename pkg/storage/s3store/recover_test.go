@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,13 @@ func TestRecoveryCost(t *testing.T) {
 			vs, err := s.Versions(ctx, "sp", "a")
 			if err != nil || len(vs) != 3 {
 				t.Fatalf("Versions: %d, %v; want 3", len(vs), err)
+			}
+			// Version IDs that name nothing of this item are not found.
+			other := "version:3sL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY+MTRCxf3vjVBH40Nr8X8gdRQBpUMLUo"
+			for _, bogus := range []string{"version:", other, "trash:../../x", "trash:" + strings.Repeat("9", 60), vs[0].ID + "x"} {
+				if _, err := s.Restore(ctx, "sp", "a", bogus); !errors.Is(err, storage.ErrNotFound) {
+					t.Errorf("Restore(%q): %v, want ErrNotFound", bogus, err)
+				}
 			}
 			// The trash copies live apart from the content, and only in a
 			// bucket without versioning.
