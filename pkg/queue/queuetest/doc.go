@@ -10,8 +10,9 @@
 // error), redelivery after the visibility timeout with ReceiveCount 2,
 // extended visibility, release, delays, redrive to the dead-letter queue,
 // depth by state, long polls that end when a message arrives or ctx is
-// cancelled, deleting what is already gone, per-entry errors for invalid
-// entries, and concurrent senders and receivers (run it under -race).
+// cancelled, deleting what is already gone, per-entry errors for invalid entries, and concurrent
+// senders and receivers (run it under -race). Like an SQS standard queue, an
+// implementation need not deliver in order, so no case depends on order.
 //
 // Time-driven cases use Fixture.Advance: a fake clock's Advance for
 // in-memory queues (instant, exact), a real wait for services, in which case
