@@ -10,7 +10,8 @@
 // error), redelivery after the visibility timeout with ReceiveCount 2,
 // extended visibility, release, delays, redrive to the dead-letter queue,
 // depth by state, long polls that end when a message arrives or ctx is
-// cancelled, deleting what is already gone, per-entry errors for invalid entries, and concurrent
+// cancelled, deleting what is already gone (alone and mixed into batches of
+// live receipts), per-entry errors for invalid entries, and concurrent
 // senders and receivers (run it under -race). Like an SQS standard queue, an
 // implementation need not deliver in order, so no case depends on order.
 //

@@ -87,6 +87,7 @@ func Run(t *testing.T, h Harness) {
 		{"LongPollEndsOnArrival", s.longPollArrival},
 		{"ReceiveCancelled", s.receiveCancelled},
 		{"DeleteGone", s.deleteGone},
+		{"StaleReceiptsInBatches", s.staleInBatches},
 		{"VisibilityTimeout", s.visibilityTimeout},
 		{"Concurrent", s.concurrent},
 	} {
@@ -530,6 +531,43 @@ func (s *suite) deleteGone(t *testing.T) {
 	}
 	if err := f.Queue.Delete(ctx, again); err != nil {
 		t.Errorf("delete with the current receipt handle: %v", err)
+	}
+	s.expectDepth(t, f.Queue, queue.Depth{})
+}
+
+// staleInBatches: batch calls mixing live receipt handles with one whose
+// message was deleted. ChangeVisibility fails that entry alone, with
+// queue.ErrReceiptInvalid, and still extends the others; Release and Delete
+// succeed for every entry.
+func (s *suite) staleInBatches(t *testing.T) {
+	f := s.h.NewQueue(t, Options{VisibilityTimeout: 10 * s.vis()})
+	ctx := ctxFor(t)
+	send(t, f.Queue, body("a"), body("b"), body("c"))
+	ms := s.receiveN(t, f.Queue, 3, 5*time.Second)
+	if len(ms) != 3 {
+		t.Fatalf("received %d, want 3", len(ms))
+	}
+	gone := ms[1]
+	if err := f.Queue.Delete(ctx, gone); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	err := f.Queue.ChangeVisibility(ctx,
+		queue.VisibilityChange{Message: ms[0], Timeout: 20 * s.vis()},
+		queue.VisibilityChange{Message: gone, Timeout: 20 * s.vis()},
+		queue.VisibilityChange{Message: ms[2], Timeout: 20 * s.vis()})
+	var be *queue.BatchError
+	if !errors.As(err, &be) || len(be.Failed) != 1 || !errors.Is(be.Failed[1], queue.ErrReceiptInvalid) {
+		t.Fatalf("change visibility of [live, deleted, live]: %v, want queue.ErrReceiptInvalid for entry 1 only", err)
+	}
+	if err := f.Queue.Release(ctx, gone, ms[0]); err != nil {
+		t.Fatalf("release of [deleted, live]: %v, want success", err)
+	}
+	again := s.receiveOne(t, f.Queue, 5*time.Second)
+	if again.ID != ms[0].ID {
+		t.Fatalf("after release: received %s %q, want the released %s", again.ID, again.Body, ms[0].ID)
+	}
+	if err := f.Queue.Delete(ctx, gone, again, ms[2]); err != nil {
+		t.Fatalf("delete of [deleted, live, live]: %v, want success", err)
 	}
 	s.expectDepth(t, f.Queue, queue.Depth{})
 }

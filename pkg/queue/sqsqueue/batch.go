@@ -22,9 +22,9 @@ type batcher struct {
 	q      *Queue
 	op     string
 	failed map[int]error
-	// ignore reports entry error codes that mean success for this
-	// operation (an already deleted message for delete).
-	ignore func(code string) bool
+	// ignore reports entry errors that mean success for this operation
+	// (an already deleted message for delete).
+	ignore func(code, message string) bool
 }
 
 func newBatcher(q *Queue, op string) *batcher {
@@ -42,6 +42,9 @@ func (b *batcher) err() error {
 
 // run sends the chunk, then sends again the entries that failed through no
 // fault of the sender, with doubling backoff, up to Config.Retries times.
+// An entry error with a portable meaning (a stale receipt handle, an invalid
+// argument) is final whatever its SenderFault says: sending it again cannot
+// change the answer (LocalStack marks every entry error a service fault).
 // Sender faults and entries still failing are recorded. A failed request
 // (already retried by the SDK) fails every entry of the chunk; once ctx is
 // done, every later chunk fails with ctx's error without a request.
@@ -73,12 +76,11 @@ func (b *batcher) run(ctx context.Context, idx []int, call chunkFunc) {
 				}
 				return
 			}
-			code := aws.ToString(f.Code)
-			if b.ignore != nil && b.ignore(code) {
+			ee := &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault}
+			if b.ignore != nil && b.ignore(ee.Code, ee.Message) {
 				continue
 			}
-			ee := &EntryError{Code: code, Message: aws.ToString(f.Message), SenderFault: f.SenderFault}
-			if !f.SenderFault && attempt < b.q.cfg.Retries {
+			if !f.SenderFault && ee.Unwrap() == nil && attempt < b.q.cfg.Retries {
 				retry = append(retry, i)
 				continue
 			}

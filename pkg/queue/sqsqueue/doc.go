@@ -4,14 +4,18 @@
 // Open resolves a queue by name. Every multi-message call uses the batch
 // APIs (SendMessageBatch, DeleteMessageBatch, ChangeMessageVisibilityBatch),
 // chunked by SQS's 10 entries and by its total batch payload size. Every
-// per-entry failure of a batch call is inspected: one that is not the
-// sender's fault is retried with backoff (Config.Retries times); any other,
-// or one that keeps failing, is returned in a *queue.BatchError by argument
-// index. SQS error codes map to the portable errors: a missing queue is
-// queue.ErrNotFound, an oversized message queue.ErrTooLarge, a receipt handle
-// that no longer names an in-flight delivery queue.ErrReceiptInvalid (for
-// ChangeVisibility; Delete and Release treat it as success, per the
-// contract).
+// per-entry failure of a batch call is inspected: one with a portable
+// meaning is final; any other that is not the sender's fault is retried with
+// backoff (Config.Retries times); what still fails is returned in a
+// *queue.BatchError by argument index. SQS error codes map to the portable
+// errors: a missing queue is queue.ErrNotFound, an oversized message
+// queue.ErrTooLarge, a receipt handle that no longer names an in-flight
+// delivery queue.ErrReceiptInvalid (for ChangeVisibility; Delete and Release
+// treat it as success, per the contract). SQS says the last in several ways
+// — ReceiptHandleIsInvalid, MessageNotInflight, and, for a deleted message or
+// an expired handle, InvalidParameterValue naming the ReceiptHandle
+// parameter — in the query codes, the JSON types and the emulators' variants
+// of them; see portable in errors.go.
 //
 // Meter counts SQS requests per operation as an SDK middleware, so retried
 // HTTP attempts count too; benchmarks and metrics use it. Ensure creates a
