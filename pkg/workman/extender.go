@@ -14,9 +14,12 @@ import (
 // message's visibility timeout has passed it extends it to the full timeout
 // again. Messages of one queue that are due (or nearly due) are extended
 // together, up to MaxBatch per ChangeVisibility call. A failed extension is
-// retried soon after; only a receipt the queue no longer knows
-// (queue.ErrReceiptInvalid: the message was deleted or redelivered) ends the
-// tracking before the manager removes the message.
+// retried soon after (at its own time, not pulled forward with others); an
+// extension that cannot succeed however often it is asked ends the tracking
+// before the manager removes the message: a receipt the queue no longer knows
+// (queue.ErrReceiptInvalid: the message was deleted or redelivered), or a
+// request the queue will never accept (queue.ErrInvalid: SQS keeps a message
+// in flight for at most 12 hours in all).
 type extender struct {
 	m    *Manager
 	mu   sync.Mutex
@@ -28,6 +31,9 @@ type tracked struct {
 	qs  *qstate
 	msg *queue.Message
 	due time.Time // next extension; guarded by extender.mu
+	// retry: the last extension failed and due is its retry, not to be
+	// pulled forward with others; guarded by extender.mu.
+	retry bool
 }
 
 func newExtender(m *Manager) *extender {
@@ -63,11 +69,16 @@ func (e *extender) run(ctx context.Context) {
 		e.mu.Lock()
 		for it := range e.set {
 			// Extend what falls due within a tenth of the timeout now,
-			// so messages received close together share a call.
-			if !it.due.After(now.Add(it.qs.vt / 10)) {
+			// so messages received close together share a call; a
+			// retry waits for its time.
+			at := it.due
+			if !it.retry {
+				at = at.Add(-it.qs.vt / 10)
+			}
+			if !at.After(now) {
 				due[it.qs] = append(due[it.qs], it)
-			} else if earliest.IsZero() || it.due.Before(earliest) {
-				earliest = it.due.Add(-it.qs.vt / 10)
+			} else if earliest.IsZero() || at.Before(earliest) {
+				earliest = at
 			}
 		}
 		e.mu.Unlock()
@@ -132,12 +143,15 @@ func (e *extender) extend(ctx context.Context, qs *qstate, items []*tracked) {
 		cause, bad := failed[i]
 		switch {
 		case !bad:
-			it.due = now.Add(qs.vt / 2)
+			it.due, it.retry = now.Add(qs.vt/2), false
 		case errors.Is(cause, queue.ErrReceiptInvalid):
 			delete(e.set, it)
 			qs.log.Warn("visibility extension: the receipt is no longer valid (message redelivered or deleted)", "message_id", it.msg.ID)
+		case errors.Is(cause, queue.ErrInvalid):
+			delete(e.set, it)
+			qs.log.Warn("visibility extension refused; no longer extending this message", "message_id", it.msg.ID, "error", cause)
 		default:
-			it.due = now.Add(retryIn)
+			it.due, it.retry = now.Add(retryIn), true
 			if ctx.Err() == nil {
 				qs.log.Warn("visibility extension failed; retrying", "message_id", it.msg.ID, "error", cause, "retry_in", retryIn)
 			}
