@@ -6,7 +6,9 @@
 // Postgres(t). When the service cannot be reached the test fails under CI=true
 // (with a message naming the service and how to start it) and is skipped
 // otherwise. `go test -short` skips integration tests everywhere. Tests only
-// ever target loopback addresses.
+// ever target loopback addresses — unless the person running them opts in to
+// a real AWS account by setting MILL_TEST_REAL_AWS to that account's ID (see
+// AWS); PostgreSQL is always local.
 package testenv
 
 import (
@@ -29,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -100,11 +103,42 @@ func probe(ep string) error {
 // Endpoint returns AWS_ENDPOINT_URL.
 func Endpoint() string { return os.Getenv("AWS_ENDPOINT_URL") }
 
+// RealAWSVar is the switch that points the integration tests at a real AWS
+// account instead of the local emulator: set it to the 12-digit ID of the
+// account the tests may create (and delete) their resources in.
+const RealAWSVar = "MILL_TEST_REAL_AWS"
+
+// RealAWSRegion is the only region the tests run in on real AWS: they create
+// buckets without a location constraint, which only us-east-1 accepts.
+const RealAWSRegion = "us-east-1"
+
+// RealAWS reports whether the tests run against a real AWS account
+// (MILL_TEST_REAL_AWS is set). Tests use it to allow for AWS's timing:
+// queue depths and metrics are eventually consistent, for up to a minute.
+func RealAWS() bool { return os.Getenv(RealAWSVar) != "" }
+
+// endpointVars are the variables that point the SDK at an emulator.
+var endpointVars = []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SQS",
+	"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_ENDPOINT_URL_STS",
+	"AWS_ENDPOINT_URL_CLOUDFORMATION"}
+
 // AWS returns SDK configuration for the local emulator named by
 // AWS_ENDPOINT_URL, failing or skipping the test when it does not answer.
+//
+// With MILL_TEST_REAL_AWS set it returns configuration for real AWS instead,
+// from the SDK's default chain (profile, environment, role), after checking
+// that the opt-in is explicit and consistent: MILL_TEST_REAL_AWS is a
+// 12-digit account ID, the credentials belong to that account (STS
+// GetCallerIdentity), no endpoint variable points elsewhere, and the region
+// is RealAWSRegion. Any mismatch fails the test before anything is created.
+// Resource names then start with "milltest-" (see Prefix), and every test
+// removes what it created.
 func AWS(t testing.TB) *awsconfig.Config {
 	t.Helper()
 	integration(t)
+	if account, ok := os.LookupEnv(RealAWSVar); ok {
+		return realAWS(t, account)
+	}
 	ep := Endpoint()
 	if ep == "" {
 		Unavailable(t, "the AWS emulator", errors.New("AWS_ENDPOINT_URL is not set (source localstack/env.sh)"))
@@ -120,6 +154,59 @@ func AWS(t testing.TB) *awsconfig.Config {
 	return cfg
 }
 
+// callerAccount returns the account the configured credentials belong to;
+// tests replace it.
+var callerAccount = func(ctx context.Context, cfg *awsconfig.Config) (string, error) {
+	out, err := sts.NewFromConfig(cfg.AWS).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.Account), nil
+}
+
+var (
+	identityMu sync.Mutex
+	identities = map[string]error{} // account → result of the first check
+)
+
+func realAWS(t testing.TB, account string) *awsconfig.Config {
+	t.Helper()
+	if len(account) != 12 || strings.Trim(account, "0123456789") != "" {
+		t.Fatalf("%s=%q: set it to the 12-digit ID of the AWS account the tests may create and delete resources in, or unset it to use the local emulator", RealAWSVar, account)
+	}
+	for _, v := range endpointVars {
+		if os.Getenv(v) != "" {
+			t.Fatalf("%s is set and so is %s=%s: the tests would not reach real AWS; unset %s (localstack/env.sh sets it)", RealAWSVar, v, os.Getenv(v), v)
+		}
+	}
+	cfg, err := awsconfig.Load(context.Background(), awsconfig.Options{})
+	if err != nil {
+		t.Fatalf("load AWS config: %v", err)
+	}
+	if cfg.AWS.Region != RealAWSRegion {
+		t.Fatalf("%s: the region is %q; the tests run in %s only (set AWS_REGION=%s)", RealAWSVar, cfg.AWS.Region, RealAWSRegion, RealAWSRegion)
+	}
+	identityMu.Lock()
+	defer identityMu.Unlock()
+	checked, ok := identities[account]
+	if !ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		got, err := callerAccount(ctx, cfg)
+		cancel()
+		switch {
+		case err != nil:
+			checked = fmt.Errorf("cannot tell which account the credentials belong to (sts GetCallerIdentity): %w", err)
+		case got != account:
+			checked = fmt.Errorf("the credentials belong to account %s, not %s", got, account)
+		}
+		identities[account] = checked
+	}
+	if checked != nil {
+		t.Fatalf("%s=%s: %v; refusing to create resources", RealAWSVar, account, checked)
+	}
+	return cfg
+}
+
 // Unique returns a short random name component (lower-case hex), unique per
 // call, for resource names.
 func Unique() string {
@@ -128,28 +215,51 @@ func Unique() string {
 	return hex.EncodeToString(b[:])
 }
 
+// RealAWSPrefix starts every resource name the tests create in a real AWS
+// account, so that leftovers of an interrupted run are easy to find.
+const RealAWSPrefix = "milltest-"
+
 // Prefix returns a unique resource-name prefix for this test, such as
-// "t3f9a1c20de-". Queues, buckets and tables a test creates start with it.
+// "t3f9a1c20de-" ("milltest-3f9a1c20de-" on real AWS). Queues, buckets and
+// tables a test creates start with it.
 func Prefix(t testing.TB) string {
 	t.Helper()
+	if RealAWS() {
+		return RealAWSPrefix + Unique() + "-"
+	}
 	return "t" + Unique() + "-"
 }
 
 // CleanupQueues deletes, when the test ends, every SQS queue whose name
-// starts with prefix.
+// starts with prefix. On real AWS, where a new queue may take a moment to be
+// listed, it lists once more after a few seconds.
 func CleanupQueues(t testing.TB, c *sqs.Client, prefix string) {
 	t.Helper()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		out, err := c.ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String(prefix)})
-		if err != nil {
-			t.Logf("cleanup: list queues %q: %v", prefix, err)
-			return
+		deleted := map[string]bool{}
+		rounds := 1
+		if RealAWS() {
+			rounds = 2
 		}
-		for _, u := range out.QueueUrls {
-			if _, err := c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}); err != nil {
-				t.Logf("cleanup: delete queue %s: %v", u, err)
+		for r := range rounds {
+			if r > 0 {
+				time.Sleep(5 * time.Second)
+			}
+			out, err := c.ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String(prefix)})
+			if err != nil {
+				t.Logf("cleanup: list queues %q: %v", prefix, err)
+				return
+			}
+			for _, u := range out.QueueUrls {
+				if deleted[u] {
+					continue
+				}
+				deleted[u] = true
+				if _, err := c.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}); err != nil {
+					t.Logf("cleanup: delete queue %s: %v", u, err)
+				}
 			}
 		}
 	})
