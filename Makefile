@@ -51,6 +51,22 @@ test/integration: up ## every test, verbose, against the local services
 test/faults: up ## fault tests with real processes: SQS outage, PostgreSQL restart, kill -9 (MILL_FAULTS_SCALE=0.2 for a quick run)
 	$(WITH_ENV) $(GO) test -tags faults -race -count=1 -timeout 40m -v ./test/faults/...
 
+.PHONY: test/localstack
+test/localstack: up ## the AWS contract suites and the audit/duplication e2e test against LocalStack (host mode, port 4567, installed on first use); no test may skip
+	./scripts/test-aws.sh localstack
+
+.PHONY: test/aws
+test/aws: up ## the same suites against a real AWS account: MILL_TEST_REAL_AWS=<account ID>, us-east-1 (README: Testing against real AWS)
+	./scripts/test-aws.sh real
+
+.PHONY: localstack/up
+localstack/up: ## start LocalStack in host mode on 127.0.0.1:4567 beside moto (installs it and DynamoDB Local on first use)
+	./localstack/host.sh up
+
+.PHONY: localstack/down
+localstack/down: ## stop the LocalStack that localstack/up started
+	./localstack/host.sh down
+
 .PHONY: lint
 lint: ## gofmt, go vet, go mod tidy check, staticcheck, cfn-lint on infra/, govulncheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Stop what localstack/up.sh started, and nothing else. Data under .local/pgdata
-# is kept (remove .local/ to start from scratch).
+# Stop what localstack/up.sh (and localstack/host.sh) started, and nothing
+# else. Data under .local/pgdata is kept (remove .local/ to start from
+# scratch).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 state="$root/.local"
 log() { printf 'localstack/down: %s\n' "$*" >&2; }
 
+# LocalStack in host mode (make test/localstack, make localstack/up).
+"$here/host.sh" down
 if [[ -f "$state/compose.started" ]]; then
   log "stopping docker compose services"
   docker compose -f "$here/docker-compose.yml" down

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Mill's AWS contract suites and the audit/duplication end-to-end test
+# against another AWS than moto:
+#
+#   scripts/test-aws.sh localstack [go test flags]   make test/localstack
+#   scripts/test-aws.sh real [go test flags]         make test/aws
+#
+# localstack: LocalStack in host mode (localstack/host.sh) on its own port
+# beside moto, installed on first use and stopped afterwards if this script
+# started it.
+#
+# real: the AWS account named by MILL_TEST_REAL_AWS (its 12-digit ID; the
+# credentials must belong to it), in us-east-1, with the SDK's default
+# credential chain (profile, environment, role). Every resource is named
+# milltest-<random>-… and removed by the test that made it; see the README
+# (Testing against real AWS) for what it costs and how to find leftovers.
+#
+# PostgreSQL is the local one in both (make up). Every test must run: a
+# skipped test fails the run, and CI=true makes a test whose service cannot
+# be reached fail instead of skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-}
+shift || true
+export CI=true
+
+# The contract suites: queues (SQS; the claim-check blobs in S3), storage
+# (S3), the audit log and leases (DynamoDB), setup (all of them), metrics
+# (CloudWatch) and S3 event notifications.
+pkgs=(./pkg/queue/sqsqueue ./pkg/queue/claimcheck/s3blobs ./pkg/storage/s3store
+  ./pkg/auditlog ./pkg/lease ./pkg/setup ./pkg/metrics ./pkg/s3event)
+e2e=(./test/e2e -run 'TestAuditDuplicationEndToEnd')
+
+case "$mode" in
+  localstack)
+    # Against LocalStack also what uses those services: the CloudWatch
+    # alarms, Workman's long-task extension, millctl (setup, dlq, enqueue,
+    # content), the audit and duplication processors, the stores registry
+    # and the CloudFormation stack.
+    pkgs+=(./pkg/alarms ./pkg/workman ./cmd/millctl ./processors/audit ./processors/dup ./pkg/stores ./infra)
+    endpoint=$(localstack/host.sh env | sed -n 's/^export AWS_ENDPOINT_URL=//p')
+    started=0
+    curl -sf -o /dev/null --max-time 2 "$endpoint/_localstack/health" || started=1
+    stop() { if [[ $started == 1 ]]; then localstack/host.sh down; fi; }
+    trap stop EXIT
+    localstack/host.sh up
+    # shellcheck source=localstack/env.sh
+    source localstack/env.sh
+    export AWS_ENDPOINT_URL=$endpoint
+    target="LocalStack at $endpoint"
+    ;;
+  real)
+    if [[ -z "${MILL_TEST_REAL_AWS:-}" ]]; then
+      echo "test/aws: set MILL_TEST_REAL_AWS to the 12-digit ID of the AWS account the tests may create and delete resources in" >&2
+      exit 2
+    fi
+    # Only the database from localstack/env.sh: its AWS variables (the
+    # emulator's endpoint and test credentials) would win over a profile.
+    if [[ -z "${MILL_DATABASE_URL:-}" ]]; then
+      eval "$(env -i PATH="$PATH" bash localstack/env.sh | grep '^export MILL_DATABASE_URL=')"
+    fi
+    export AWS_REGION=${AWS_REGION:-us-east-1}
+    target="AWS account $MILL_TEST_REAL_AWS ($AWS_REGION)"
+    ;;
+  *)
+    echo "usage: scripts/test-aws.sh localstack|real [go test flags]" >&2
+    exit 2
+    ;;
+esac
+
+mkdir -p .local
+log=.local/test-aws-$mode.log
+echo "test/aws: against $target (log: $log)" >&2
+start=$SECONDS
+rc=0
+(
+  go test -race -count=1 -timeout 14m -v "$@" "${pkgs[@]}" || rc=$?
+  go test -race -count=1 -timeout 14m -v "$@" "${e2e[@]}" || rc=$?
+  exit $rc
+) >"$log" 2>&1 || rc=$?
+grep -E '^(--- (FAIL|SKIP)|ok|FAIL|panic)' "$log" || true
+skipped=$(grep -c -- '--- SKIP' "$log" || true)
+passed=$(grep -c -- '--- PASS' "$log" || true)
+failed=$(grep -c -- '--- FAIL' "$log" || true)
+if [[ $skipped != 0 ]]; then
+  echo "test/aws: every test must run against $target; skipped:" >&2
+  grep -- '--- SKIP' "$log" >&2
+  rc=1
+fi
+echo "test/aws: took $((SECONDS - start)) s" >&2
+echo "$mode: $passed passed, $failed failed, $skipped skipped"
+exit $rc
