@@ -8,7 +8,11 @@ import "errors"
 // ChangeVisibility reports it per entry; a consumer extending visibility
 // should stop extending that message. Delete and Release never report it
 // (a message that is gone is deleted; one no longer in flight is already
-// visible).
+// visible). A receipt whose message was deleted is always refused; one whose
+// visibility timeout merely expired may still be accepted (moto and
+// LocalStack accept it, and SQS documents that an older receipt handle of a
+// standard queue can succeed), so a consumer must not rely on
+// ErrReceiptInvalid to learn that its delivery timed out.
 var ErrReceiptInvalid = errors.New("queue: receipt handle no longer valid")
 
 // ErrInvalid reports an argument outside the contract's limits, such as a
