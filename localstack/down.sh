@@ -7,6 +7,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 state="$root/.local"
 log() { printf 'localstack/down: %s\n' "$*" >&2; }
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 
 # LocalStack in host mode (make test/localstack, make localstack/up).
 "$here/host.sh" down
@@ -15,16 +17,7 @@ if [[ -f "$state/compose.started" ]]; then
   docker compose -f "$here/docker-compose.yml" down
   rm -f "$state/compose.started"
 fi
-if [[ -f "$state/moto.pid" ]]; then
-  pid=$(cat "$state/moto.pid")
-  if kill -0 "$pid" 2>/dev/null; then
-    log "stopping moto server (pid $pid)"
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$state/moto.pid"
-fi
+stop_pidfile "moto server" "$state/moto.pid" 10
 if [[ -f "$state/postgres.started" ]]; then
   pgbin=$(cat "$state/postgres.started")
   as_pg=()

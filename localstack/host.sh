@@ -35,23 +35,13 @@ logfile="$state/localstack.log"
 endpoint="http://127.0.0.1:$MILL_LOCALSTACK_PORT"
 
 log() { printf 'localstack/host: %s\n' "$*" >&2; }
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 
 answers() {
   curl -sf -o /dev/null --max-time 2 "$endpoint/_localstack/health" 2>/dev/null
 }
 
-ensure_apt_packages() { # packages...
-  local missing=()
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  if [[ $(id -u) -ne 0 ]]; then
-    log "missing Debian packages: ${missing[*]} (run as root, or install them)"
-    return 1
-  fi
-  log "installing Debian packages: ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-}
 
 # LocalStack 4.14 needs Python 3.13 or later (its code uses 3.12 syntax and
 # 3.13 library functions, although its package metadata says 3.10). Debian 12
@@ -230,18 +220,7 @@ sys.exit(0 if all(s.get(n) == "running" for n in want) else 1)
 ' "$health"
 }
 
-down() {
-  [[ -f "$pidfile" ]] || return 0
-  local pid
-  pid=$(cat "$pidfile")
-  if kill -0 "$pid" 2>/dev/null; then
-    log "stopping LocalStack (pid $pid)"
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 80); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$pidfile"
-}
+down() { stop_pidfile LocalStack "$pidfile" 20; }
 
 case "${1:-}" in
   up) up ;;

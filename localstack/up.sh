@@ -25,6 +25,8 @@ AWSCRT_VERSION=0.38.0
 PG_MAJOR_WANTED=15
 
 log() { printf 'localstack/up: %s\n' "$*" >&2; }
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 
 aws_answers() {
   # moto and LocalStack both answer a plain GET on the root.
@@ -49,18 +51,6 @@ wait_for() { # name seconds command...
 
 docker_ok() { command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; }
 
-ensure_apt_packages() { # packages...
-  local missing=()
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  if [[ $(id -u) -ne 0 ]]; then
-    log "missing Debian packages: ${missing[*]} (run as root, or install them)"
-    return 1
-  fi
-  log "installing Debian packages: ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-}
 
 # ---------------------------------------------------------------- Docker path
 if docker_ok && [[ "${MILL_NO_DOCKER:-}" != 1 ]]; then

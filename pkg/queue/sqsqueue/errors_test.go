@@ -159,13 +159,17 @@ func (e errorShape) callError() jsonAnswer {
 		body: fmt.Sprintf(`{"__type":%s,"message":%s}`, jsonString(e.jsonType), jsonString(e.message))}
 }
 
-func openJSON(t *testing.T, c *sqs.Client) *Queue {
+// shapeFixture opens a Queue on an sqsJSON endpoint whose batch visibility
+// changes fail with sh, and returns a message to act on.
+func shapeFixture(t *testing.T, sh errorShape) (*sqsJSON, *sqs.Client, *Queue, *queue.Message) {
 	t.Helper()
+	s, c := newSQSJSON(t)
 	q, err := Open(context.Background(), c, "q", Config{RetryBackoff: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return q
+	s.answer("ChangeMessageVisibilityBatch", sh.batchFailure())
+	return s, c, q, &queue.Message{ID: "m", ReceiptHandle: "AQEBd2l0aGEtaGFuZGxl"}
 }
 
 // TestStaleReceiptShapes: for every shape, ChangeVisibility reports
@@ -175,11 +179,8 @@ func openJSON(t *testing.T, c *sqs.Client) *Queue {
 func TestStaleReceiptShapes(t *testing.T) {
 	for _, sh := range staleReceiptShapes {
 		t.Run(sh.name, func(t *testing.T) {
-			s, c := newSQSJSON(t)
-			q := openJSON(t, c)
+			s, c, q, m := shapeFixture(t, sh)
 			ctx := context.Background()
-			m := &queue.Message{ID: "m", ReceiptHandle: "AQEBd2l0aGEtaGFuZGxl"}
-			s.answer("ChangeMessageVisibilityBatch", sh.batchFailure())
 			s.answer("DeleteMessageBatch", sh.batchFailure())
 
 			err := q.ChangeVisibility(ctx, queue.VisibilityChange{Message: m, Timeout: 1})
@@ -227,11 +228,8 @@ func TestStaleReceiptShapes(t *testing.T) {
 func TestOtherErrorShapes(t *testing.T) {
 	for _, sh := range otherShapes {
 		t.Run(sh.name, func(t *testing.T) {
-			s, c := newSQSJSON(t)
-			q := openJSON(t, c)
+			s, c, q, m := shapeFixture(t, sh.errorShape)
 			ctx := context.Background()
-			m := &queue.Message{ID: "m", ReceiptHandle: "AQEBd2l0aGEtaGFuZGxl"}
-			s.answer("ChangeMessageVisibilityBatch", sh.batchFailure())
 			err := q.Release(ctx, m)
 			var be *queue.BatchError
 			if !errors.As(err, &be) || len(be.Failed) != 1 || errors.Is(err, queue.ErrReceiptInvalid) {
