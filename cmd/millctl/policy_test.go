@@ -53,7 +53,7 @@ func TestPolicyValidate(t *testing.T) {
 	if !strings.Contains(out, "policies/account1-duplication-policy.json: ok") || !strings.Contains(out, "duplication-accounts.json: ok") {
 		t.Fatalf("stdout:\n%s", out)
 	}
-	want := pcsTestdata + "policies/invalid/account1-duplication-policy.json:6:7: invalid character ']' looking for beginning of value\n"
+	want := pcsTestdata + "policies/invalid/account1-duplication-policy.json:5:45: trailing comma before ']'\n"
 	if !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "1 of 3 files invalid") {
 		t.Fatalf("stderr:\n%s\nwant first line %s", errOut, want)
 	}
@@ -84,7 +84,7 @@ func TestPolicyPutGetListLocal(t *testing.T) {
 
 	// Invalid: nothing is written.
 	code, _, errOut := pcsRun(t, env, "", "policy", "put", "account1", pcsTestdata+"policies/invalid/account1-duplication-policy.json")
-	if code != 1 || !strings.Contains(errOut, ":6:7: invalid character ']'") {
+	if code != 1 || !strings.Contains(errOut, ":5:45: trailing comma before ']'") {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "account1-duplication-policy.json")); err == nil {

@@ -23,25 +23,25 @@ func readTestdata(t *testing.T, rel string) []byte {
 
 // DuraCloud's published sample policy has a trailing comma after the last
 // store policy of spaceA; the error must name the file and the exact position
-// of the ']'.
+// of the comma (not the ']' on the next line).
 func TestParseDuraCloudSampleTrailingComma(t *testing.T) {
 	data := readTestdata(t, "invalid/account1-duplication-policy.json")
 	_, err := policy.Parse("account1-duplication-policy.json", data)
 	if err == nil {
 		t.Fatal("Parse accepted the trailing comma")
 	}
-	want := "account1-duplication-policy.json:6:7: invalid character ']' looking for beginning of value"
+	want := "account1-duplication-policy.json:5:45: trailing comma before ']'"
 	if err.Error() != want {
 		t.Fatalf("error = %q\nwant    %q", err, want)
 	}
 	var pe *jsonpos.Error
-	if !errors.As(err, &pe) || pe.Line != 6 || pe.Col != 7 {
-		t.Fatalf("not a positioned error at 6:7: %#v", err)
+	if !errors.As(err, &pe) || pe.Line != 5 || pe.Col != 45 {
+		t.Fatalf("not a positioned error at 5:45: %#v", err)
 	}
-	// The position really is the ']'.
+	// The position really is the comma.
 	lines := strings.Split(string(data), "\n")
-	if got := lines[pe.Line-1][pe.Col-1]; got != ']' {
-		t.Fatalf("6:7 is %q, not ']'", got)
+	if got := lines[pe.Line-1][pe.Col-1]; got != ',' {
+		t.Fatalf("5:45 is %q, not ','", got)
 	}
 }
 
@@ -125,6 +125,12 @@ func TestParseErrorsArePositioned(t *testing.T) {
 			[]string{`f.json:1:63: store policy 1→2 appears twice`}},
 		{"duplicate space", `{"spaceDuplicationStorePolicies": {"a": [], "a": []}}`,
 			[]string{`f.json:1:45: space "a" appears twice`}},
+		{"trailing comma", "{\"defaultPolicies\": [\n  {\"srcStoreId\": \"1\", \"destStoreId\": \"2\"},\n]}",
+			[]string{`f.json:2:42: trailing comma before ']'`}},
+		{"latin-1 space id", "{\"spacesToIgnore\": [\"caf\xe9\"]}",
+			[]string{`f.json:1:25: invalid UTF-8 (byte 0xe9); the file must be UTF-8`}},
+		{"byte order mark", "\xef\xbb\xbf{\"spacesToIgnore\": []}",
+			[]string{`f.json:1:1: the file starts with a UTF-8 byte order mark (BOM); save it as UTF-8 without one`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := policy.Parse("f.json", []byte(tc.doc))

@@ -92,7 +92,7 @@ func TestDirRepositoryReadsTestdata(t *testing.T) {
 		}
 	}
 	_, err = policy.NewDir("../../testdata/policies/invalid").Policy(ctx, "account1")
-	if err == nil || err.Error() != "../../testdata/policies/invalid/account1-duplication-policy.json:6:7: invalid character ']' looking for beginning of value" {
+	if err == nil || err.Error() != "../../testdata/policies/invalid/account1-duplication-policy.json:5:45: trailing comma before ']'" {
 		t.Fatalf("err = %v", err)
 	}
 }
