@@ -155,6 +155,9 @@ func TestRunQueuesDeletesThenInterleavedBites(t *testing.T) {
 		// only at the destination), then its first bite.
 		"2:a/", "2:a/a0", "2:a/zz1",
 		"2:a/a1", "2:a/a2",
+		// acme/private/1→2: listed with an empty list, it follows the
+		// default policy (as in Java).
+		"2:private/", "2:private/p1",
 		// acme/spaceB/1→2 and 1→3 take their turns.
 		"2:spaceB/", "2:spaceB/b1", "2:spaceB/b2",
 		"3:spaceB/", "3:spaceB/b1", "3:spaceB/b2",
@@ -167,8 +170,8 @@ func TestRunQueuesDeletesThenInterleavedBites(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("tasks:\n got %q\nwant %q", got, want)
 	}
-	if sum.MorselsTotal != 3 {
-		t.Errorf("%d morsels, want 3 (ignored, empty-policy, x- spaces and inactive or unregistered accounts have none)", sum.MorselsTotal)
+	if sum.MorselsTotal != 4 {
+		t.Errorf("%d morsels, want 4 (ignored, x- spaces and inactive or unregistered accounts have none)", sum.MorselsTotal)
 	}
 }
 
@@ -218,8 +221,9 @@ func TestProducerAndProcessorMakeDestinationsEqual(t *testing.T) {
 	same(src, f.stores["acme/2"], "spaceB")
 	same(src, f.stores["acme/3"], "spaceB")
 	spaces, _ := f.stores["acme/2"].ListSpaces(ctx)
-	if !slices.Equal(spaces, []string{"a", "spaceB"}) {
-		t.Errorf("destination 2 spaces %v (ignored, empty-policy and x- spaces are not duplicated)", spaces)
+	same(src, f.stores["acme/2"], "private")
+	if !slices.Equal(spaces, []string{"a", "private", "spaceB"}) {
+		t.Errorf("destination 2 spaces %v (ignored and x- spaces are not duplicated; an empty list follows the default)", spaces)
 	}
 	if spaces, _ := f.stores["dormant/2"].ListSpaces(ctx); len(spaces) != 0 {
 		t.Errorf("inactive account duplicated: %v", spaces)
