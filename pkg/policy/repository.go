@@ -30,14 +30,14 @@ const MaxFileSize = 4 << 20
 // Repository is where the policy files live.
 //
 // Accounts returns the accounts of duplication-accounts.json (none when the
-// file does not exist). Policy returns an account's parsed policy, or an
-// error wrapping ErrNotFound. Put validates and writes an account's policy
-// and adds the account to duplication-accounts.json; Delete removes both
-// (deleting what is absent is success). Implementations are safe for
-// concurrent use; the files are small and written whole.
+// file does not exist). Policy returns an account's parsed policy file
+// (listed or not: InForce says whether it applies), or an error wrapping
+// ErrNotFound. Put validates and writes an account's policy and adds the
+// account to duplication-accounts.json; Delete removes both (deleting what
+// is absent is success). Implementations are safe for concurrent use; the
+// files are small and written whole.
 type Repository interface {
-	Accounts(ctx context.Context) ([]string, error)
-	Policy(ctx context.Context, account string) (*Policy, error)
+	Reader
 	Put(ctx context.Context, account string, p *Policy) error
 	Delete(ctx context.Context, account string) error
 }
