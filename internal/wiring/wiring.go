@@ -234,7 +234,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 
 	dp, err := dup.New(dup.Config{
 		Opener: d.Stores, Audit: dup.AuditTo(q[queue.KeyAudit], d.Format, d.Clock),
-		Live: dup.FromIndex(d.Index), Retry: d.DupRetry, Clock: d.Clock, Logger: d.Logger,
+		Live: dup.FromIndex(d.Index), Policies: d.Policies, Retry: d.DupRetry, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeDup, dp, err)
 

@@ -25,10 +25,11 @@ import (
 )
 
 type fixture struct {
-	opener *stores.Opener
-	q      *memqueue.Queue
-	loop   *looping.Loop
-	stores map[string]*fsstore.Store // "account/store"
+	policies policy.Reader
+	opener   *stores.Opener
+	q        *memqueue.Queue
+	loop     *looping.Loop
+	stores   map[string]*fsstore.Store // "account/store"
 }
 
 func write(t *testing.T, path, data string) {
@@ -81,7 +82,7 @@ func newFixture(t *testing.T, biteSize int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{stores: map[string]*fsstore.Store{}}
+	f := &fixture{stores: map[string]*fsstore.Store{}, policies: policy.NewDir(cfgDir)}
 	f.opener = stores.NewOpener(reg, stores.OpenerConfig{FS: func(_ context.Context, s stores.Store) (storage.Provider, error) {
 		return fsstore.New(s.Root)
 	}})
@@ -184,8 +185,9 @@ func TestProducerAndProcessorMakeDestinationsEqual(t *testing.T) {
 	audit := memqueue.New("audit", memqueue.Config{})
 	proc, err := dupproc.New(dupproc.Config{
 		Opener: f.opener, Audit: dupproc.AuditTo(audit, task.FormatJSON, nil),
-		Live:   dupproc.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
-		Logger: slog.New(slog.DiscardHandler),
+		Live:     dupproc.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
+		Policies: f.policies,
+		Logger:   slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
