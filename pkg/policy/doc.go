@@ -27,6 +27,20 @@
 // every loader, `millctl policy validate` and `millctl policy put` do.
 //
 // Every error in a file names the file, line and column (Parse,
-// ParseAccounts). Repository abstracts where the files live (NewDir, NewS3)
-// and Cache keeps them in memory, refreshed every DefaultRefresh.
+// ParseAccounts), the comma itself for a trailing comma; a file must be
+// UTF-8 without a byte order mark and at most MaxFileSize bytes.
+// Repository abstracts where the files live (NewDir, NewS3) and Cache keeps
+// them in memory, refreshed every DefaultRefresh, reading each file once
+// however many callers want it at the same time.
+//
+// # The policies in force
+//
+// An account is duplicated when it is listed in duplication-accounts.json
+// and has a policy file: InForce answers that for every reader (the audit
+// processor, the dup processor, the dup producer, millctl), so they all
+// agree. Authorize checks one duplication (account, space, source store,
+// destination store) against the policies in force and refuses it with a
+// *Refusal naming the rule it breaks ("policy: no-store-policy: …");
+// Policy.MayDestroy refuses deleting from or overwriting a store that is the
+// source of a store policy of the space.
 package policy
