@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -134,4 +135,28 @@ func (p *Policy) MayDestroy(account, space, store, what string) error {
 			account, space, store, sps[0], what)
 	}
 	return nil
+}
+
+// Relays describes the stores that are the destination of one store policy
+// and the source of another in the same list (a chain such as 1→2→3): the
+// lists of the spaces, in order, then defaultPolicies. Chains are valid,
+// but MayDestroy protects their middle store, so `millctl policy validate`
+// and `policy put` print these as notes.
+func (p *Policy) Relays() []string {
+	var out []string
+	relays := func(label string, l []StorePolicy) {
+		for _, in := range l {
+			for _, on := range l {
+				if on.SrcStoreID == in.DestStoreID {
+					out = append(out, fmt.Sprintf("%s: store %s receives %s and is the source of %s: duplication copies new items into it but never deletes or overwrites there",
+						label, in.DestStoreID, in, on))
+				}
+			}
+		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(p.SpacePolicies)) {
+		relays("space "+strconvQuote(s), p.SpacePolicies[s])
+	}
+	relays("defaultPolicies", p.Default)
+	return out
 }

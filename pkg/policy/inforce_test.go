@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,5 +95,21 @@ func TestMayDestroy(t *testing.T) {
 	}
 	if err := p.MayDestroy("acme", "other", "1", "overwrite"); err == nil || !strings.Contains(err.Error(), "store 1 is the source of store policy 1→2") {
 		t.Fatalf("MayDestroy(other, 1) = %v", err)
+	}
+}
+
+// Chains are valid, but their middle store is protected (MayDestroy):
+// Relays names them so validate and put can say so.
+func TestRelays(t *testing.T) {
+	p, err := policy.Parse("p.json", []byte(`{"spaceDuplicationStorePolicies": {"chain": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "2", "destStoreId": "3"}], "fan": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "1", "destStoreId": "3"}]}, "defaultPolicies": [{"srcStoreId": "4", "destStoreId": "1"}, {"srcStoreId": "1", "destStoreId": "5"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`space "chain": store 2 receives 1→2 and is the source of 2→3: duplication copies new items into it but never deletes or overwrites there`,
+		`defaultPolicies: store 1 receives 4→1 and is the source of 1→5: duplication copies new items into it but never deletes or overwrites there`,
+	}
+	if got := p.Relays(); !slices.Equal(got, want) {
+		t.Fatalf("Relays =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
