@@ -71,7 +71,7 @@ func Permanentf(format string, args ...any) error {
 // store the registry does not know (stores.ErrUnknownAccount,
 // stores.ErrUnknownStore) or an ID no store accepts (storage.ErrInvalidID).
 // Those fail the same way on every retry whichever processor resolves
-// them, so they are dead-lettered at once.
+// them, so they are dead-lettered at once (docs/ARCHITECTURE.md, Safety).
 func IsPermanent(err error) bool {
 	var p *permanentError
 	return errors.As(err, &p) ||

@@ -33,7 +33,7 @@ const (
 )
 
 // Refusal is the error of a duplication the policies in force do not
-// allow. Its text is "policy: RULE: detail". A refusal for an account that
+// allow (docs/ARCHITECTURE.md, Safety). Its text is "policy: RULE: detail". A refusal for an account that
 // has no policy in force (RuleAccountNotListed, RuleNoPolicyFile) also
 // wraps ErrNotFound.
 type Refusal struct {
@@ -65,7 +65,7 @@ type Reader interface {
 
 // InForce returns the duplication policy in force for account: its policy
 // file, when the account is also listed in duplication-accounts.json. Both
-// files are needed, as in DuraCloud. Every reader of the policies — the
+// files are needed, as in DuraCloud (docs/ARCHITECTURE.md, Duplication). Every reader of the policies — the
 // audit processor, the dup processor, the dup producer and millctl — asks
 // this, so they agree on what is duplicated.
 //
