@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -64,10 +66,17 @@ func Permanentf(format string, args ...any) error {
 	return Permanent(fmt.Errorf(format, args...))
 }
 
-// IsPermanent reports whether err (or an error it wraps) was marked Permanent.
+// IsPermanent reports whether err (or an error it wraps) was marked
+// Permanent, or says that the task names what cannot exist: an account or
+// store the registry does not know (stores.ErrUnknownAccount,
+// stores.ErrUnknownStore) or an ID no store accepts (storage.ErrInvalidID).
+// Those fail the same way on every retry whichever processor resolves
+// them, so they are dead-lettered at once (docs/ARCHITECTURE.md, Safety).
 func IsPermanent(err error) bool {
 	var p *permanentError
-	return errors.As(err, &p)
+	return errors.As(err, &p) ||
+		errors.Is(err, stores.ErrUnknownAccount) || errors.Is(err, stores.ErrUnknownStore) ||
+		errors.Is(err, storage.ErrInvalidID)
 }
 
 // RetryAfterError asks for the task to be sent again after Delay.

@@ -21,6 +21,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -217,7 +218,7 @@ func TestAcceptance(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(tLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	proc, err := dupproc.New(dupproc.Config{
 		Opener: opener, Audit: dupproc.AuditTo(audit, task.FormatJSON, nil),
-		Live: dupproc.FromIndex(contentindex.NewMemory()), Logger: logger,
+		Live: dupproc.FromIndex(contentindex.NewMemory()), Policies: policy.NewDir(confDir), Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/task"
@@ -47,10 +48,12 @@ One invocation per cron tick. It takes the "dupproducer" lease (a DynamoDB
 table), loads its state (a local file or an s3://bucket/key object), and, when
 a run is due or one is in progress, queues DUP tasks on the low-priority
 duplication queue: for every account of duplication-accounts.json that is
-active in accounts.json, every space of each store policy's source store
-(spacesToIgnore and x- spaces skipped), first a space-level task and one task
-per destination item absent from the source, then one task per source item,
-1000 (--bite-size) at a time, interleaved across spaces. It stops, saving the
+active in accounts.json and has a policy file, every space of each store
+policy's source or destination store (spacesToIgnore and x- spaces skipped),
+first a space-level task and one task per destination item absent from the
+source (for a space gone from the source: its destination items, then the
+space), then one task per source item, 1000 (--bite-size) at a time,
+interleaved across spaces. It stops, saving the
 state, when the queue holds --max-queue-size visible messages; the next
 invocation resumes there. When the run is complete the next one is due
 --frequency after this run's start.
@@ -199,7 +202,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	pols := src.Policies(s3c)
+	// One run reads each file once (InForce reads the account list per
+	// account).
+	pols := policy.NewCache(src.Policies(s3c), policy.CacheConfig{Refresh: 24 * time.Hour, Logger: logger})
 	opener := wiring.NewOpener(reg, &awsCfg.AWS, awsCfg.EndpointOverride)
 	prod, err := dup.New(dup.Config{Registry: reg, Policies: pols, Opener: opener, Logger: logger})
 	if err != nil {

@@ -32,6 +32,9 @@ func init() {
 				if err != nil {
 					return printFileErrors(a, err)
 				}
+				if _, err := policy.InForce(ctx, repo, args[0]); errors.Is(err, policy.ErrNotFound) {
+					fmt.Fprintf(a.stderr, "note: this policy is not in force: %v\n", err)
+				}
 				b, err := p.Marshal()
 				if err != nil {
 					return err
@@ -57,7 +60,7 @@ duplication-accounts.json. Nothing is written when validation fails.`,
 					return usagef("want ACCOUNT FILE")
 				}
 				account, file := args[0], args[1]
-				data, err := readInput(a, file)
+				data, err := readInput(a, file, policy.MaxFileSize)
 				if err != nil {
 					return err
 				}
@@ -69,6 +72,7 @@ duplication-accounts.json. Nothing is written when validation fails.`,
 				if err != nil {
 					return printFileErrors(a, err)
 				}
+				printNotes(a, name, p)
 				reg, err := src.registry(ctx)
 				switch {
 				case errors.Is(err, stores.ErrNoRegistry):
@@ -92,6 +96,39 @@ duplication-accounts.json. Nothing is written when validation fails.`,
 				}
 				fmt.Fprintf(a.stdout, "stored %s in %s (%d spaces listed, %d default store policies)\n",
 					policy.FileName(account), src.where(), len(p.SpacePolicies), len(p.Default))
+				return nil
+			}
+		},
+	})
+	register(&command{
+		name:    "policy delete",
+		summary: "stop duplicating an account: remove its policy and its listing",
+		usage: `millctl policy delete ACCOUNT
+
+Removes ACCOUNT from duplication-accounts.json, then deletes
+ACCOUNT-duplication-policy.json, so the account is no longer duplicated (the
+copies already made stay where they are). Asks for confirmation on stdin
+unless --yes. Deleting a policy that is not there is not an error.`,
+		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+			src := configFlags(fs, a)
+			yes := fs.Bool("yes", false, "do not ask for confirmation")
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 {
+					return usagef("want ACCOUNT")
+				}
+				account := args[0]
+				repo, err := src.policies(ctx)
+				if err != nil {
+					return err
+				}
+				if !*yes && !confirm(a, fmt.Sprintf("Delete the duplication policy of %s from %s?", account, src.where())) {
+					fmt.Fprintln(a.stdout, "policy delete: cancelled, nothing deleted")
+					return nil
+				}
+				if err := repo.Delete(ctx, account); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "deleted %s and its entry in %s from %s\n", policy.FileName(account), policy.AccountsFile, src.where())
 				return nil
 			}
 		},
@@ -186,6 +223,14 @@ are printed as file:line:col: message; the exit code is 1 when there are any.`,
 	})
 }
 
+// printNotes prints on stderr what a valid policy implies that its author
+// may not expect (the middle store of a chain is never deleted from).
+func printNotes(a *app, file string, p *policy.Policy) {
+	for _, n := range p.Relays() {
+		fmt.Fprintf(a.stderr, "%s: note: %s\n", file, n)
+	}
+}
+
 func joinPolicies(l []policy.StorePolicy) string {
 	s := make([]string, len(l))
 	for i, sp := range l {
@@ -196,7 +241,7 @@ func joinPolicies(l []policy.StorePolicy) string {
 
 // validatePolicyFile checks one file; see `policy validate`.
 func validatePolicyFile(a *app, f string, reg *stores.Registry) error {
-	data, err := readInput(a, f)
+	data, err := readInput(a, f, policy.MaxFileSize)
 	if err != nil {
 		return err
 	}
@@ -209,6 +254,7 @@ func validatePolicyFile(a *app, f string, reg *stores.Registry) error {
 	if err != nil {
 		return err
 	}
+	printNotes(a, f, p)
 	if reg != nil && strings.HasSuffix(base, policy.PolicySuffix) {
 		account := strings.TrimSuffix(base, policy.PolicySuffix)
 		if reg.Account(account) == nil {

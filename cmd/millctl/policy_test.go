@@ -53,7 +53,7 @@ func TestPolicyValidate(t *testing.T) {
 	if !strings.Contains(out, "policies/account1-duplication-policy.json: ok") || !strings.Contains(out, "duplication-accounts.json: ok") {
 		t.Fatalf("stdout:\n%s", out)
 	}
-	want := pcsTestdata + "policies/invalid/account1-duplication-policy.json:6:7: invalid character ']' looking for beginning of value\n"
+	want := pcsTestdata + "policies/invalid/account1-duplication-policy.json:5:45: trailing comma before ']'\n"
 	if !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "1 of 3 files invalid") {
 		t.Fatalf("stderr:\n%s\nwant first line %s", errOut, want)
 	}
@@ -84,7 +84,7 @@ func TestPolicyPutGetListLocal(t *testing.T) {
 
 	// Invalid: nothing is written.
 	code, _, errOut := pcsRun(t, env, "", "policy", "put", "account1", pcsTestdata+"policies/invalid/account1-duplication-policy.json")
-	if code != 1 || !strings.Contains(errOut, ":6:7: invalid character ']'") {
+	if code != 1 || !strings.Contains(errOut, ":5:45: trailing comma before ']'") {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "account1-duplication-policy.json")); err == nil {
@@ -120,5 +120,80 @@ func TestPolicyPutGetListLocal(t *testing.T) {
 	}
 	if code, _, errOut := pcsRun(t, env, "", "policy", "get", "nobody"); code != 1 || !strings.Contains(errOut, "not found") {
 		t.Fatalf("get missing: %d %s", code, errOut)
+	}
+}
+
+// policy delete removes the account from duplication-accounts.json and
+// its policy file, after confirmation (or --yes).
+func TestPolicyDelete(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"MILL_CONFIG_DIR": dir}
+	for _, acct := range []string{"account1", "account2"} {
+		if code, _, errOut := pcsRun(t, env, "", "policy", "put", acct, pcsTestdata+"policies/account1-duplication-policy.json"); code != 0 {
+			t.Fatalf("put %s: %s", acct, errOut)
+		}
+	}
+	file := filepath.Join(dir, "account1-duplication-policy.json")
+	code, out, _ := pcsRun(t, env, "n\n", "policy", "delete", "account1")
+	if code != 0 || !strings.Contains(out, "cancelled") {
+		t.Fatalf("declined: exit %d %q", code, out)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatal("deleted without confirmation")
+	}
+	code, out, errOut := pcsRun(t, env, "y\n", "policy", "delete", "account1")
+	if code != 0 || !strings.Contains(out, "deleted account1-duplication-policy.json") || !strings.Contains(errOut, "Delete the duplication policy of account1") {
+		t.Fatalf("delete: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("policy file still there: %v", err)
+	}
+	if _, out, _ := pcsRun(t, env, "", "policy", "list"); !strings.HasPrefix(out, "account2\t") || strings.Contains(out, "account1") {
+		t.Fatalf("list after delete: %q", out)
+	}
+	if code, _, errOut := pcsRun(t, env, "", "policy", "delete", "--yes", "account2"); code != 0 {
+		t.Fatalf("delete --yes: %s", errOut)
+	}
+	if code, _, _ := pcsRun(t, env, "", "policy", "delete"); code != 2 {
+		t.Fatalf("no account: exit %d, want 2", code)
+	}
+}
+
+// validate and put refuse cycles, oversized files and byte order marks,
+// with the position; put writes nothing then. get says when a policy file
+// is not in force.
+func TestPolicyRefusals(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"MILL_CONFIG_DIR": dir}
+	cycle := pcsWrite(t, t.TempDir(), "acme-duplication-policy.json", "{\"defaultPolicies\": [\n  {\"srcStoreId\": \"1\", \"destStoreId\": \"2\"},\n  {\"srcStoreId\": \"2\", \"destStoreId\": \"1\"}]}")
+	bom := pcsWrite(t, t.TempDir(), "bom.json", "\ufeff{}")
+	big := pcsWrite(t, t.TempDir(), "big.json", `{"spacesToIgnore": ["`+strings.Repeat("x", 4<<20)+`"]}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"policy", "validate", cycle}, cycle + ":3:3: defaultPolicies: the store policies form a cycle 1→2→1"},
+		{[]string{"policy", "put", "acme", cycle}, cycle + ":3:3: defaultPolicies: the store policies form a cycle 1→2→1"},
+		{[]string{"policy", "validate", bom}, bom + ":1:1: the file starts with a UTF-8 byte order mark"},
+		{[]string{"policy", "validate", big}, big + ": larger than the 4194304-byte limit"},
+		{[]string{"policy", "put", "acme", big}, big + ": larger than the 4194304-byte limit"},
+	} {
+		code, _, errOut := pcsRun(t, env, "", tc.args...)
+		if code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: exit %d\n%s\nwant %s", tc.args, code, errOut, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "acme-duplication-policy.json")); err == nil {
+		t.Fatal("a refused policy was written")
+	}
+	chain := pcsWrite(t, t.TempDir(), "chain.json", `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "2", "destStoreId": "3"}]}`)
+	code, out, errOut := pcsRun(t, env, "", "policy", "validate", chain)
+	if code != 0 || !strings.Contains(out, chain+": ok") || !strings.Contains(errOut, chain+": note: defaultPolicies: store 2 receives 1→2 and is the source of 2→3") {
+		t.Fatalf("validate chain: exit %d\n%s%s", code, out, errOut)
+	}
+	pcsWrite(t, dir, "orphan-duplication-policy.json", `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`)
+	code, out, errOut = pcsRun(t, env, "", "policy", "get", "orphan")
+	if code != 0 || !strings.Contains(out, "defaultPolicies") || !strings.Contains(errOut, `not in force: policy: account-not-listed: account "orphan" is not listed in duplication-accounts.json`) {
+		t.Fatalf("get orphan: exit %d\n%s%s", code, out, errOut)
 	}
 }

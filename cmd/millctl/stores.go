@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -225,10 +224,16 @@ func printFileErrors(a *app, err error) error {
 	return fmt.Errorf("%d problems", len(list))
 }
 
-// readInput reads a file, or stdin for "-".
-func readInput(a *app, name string) ([]byte, error) {
+// readInput reads a configuration file, or stdin for "-", refusing more
+// than max bytes (jsonpos.ErrTooLarge).
+func readInput(a *app, name string, max int64) ([]byte, error) {
 	if name == "-" {
-		return io.ReadAll(a.stdin)
+		return jsonpos.ReadAll("<stdin>", a.stdin, max)
 	}
-	return os.ReadFile(name)
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return jsonpos.ReadAll(name, f, max)
 }

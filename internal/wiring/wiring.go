@@ -31,6 +31,7 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/s3event"
 	"github.com/millfleet/mill/pkg/storage"
@@ -71,9 +72,10 @@ type Deps struct {
 	Queues Queues
 	// Stores opens the registered stores (and exposes the registry).
 	Stores *stores.Opener
-	// Policies gives an account's duplication policy (usually a
-	// *policy.Cache).
-	Policies audit.PolicySource
+	// Policies are the duplication policy files (usually a *policy.Cache);
+	// the audit and dup processors read the policies in force from them
+	// (policy.InForce).
+	Policies policy.Reader
 	AuditLog auditlog.Log
 	Index    contentindex.Index
 	BitLog   bitlog.Log
@@ -232,7 +234,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 
 	dp, err := dup.New(dup.Config{
 		Opener: d.Stores, Audit: dup.AuditTo(q[queue.KeyAudit], d.Format, d.Clock),
-		Live: dup.FromIndex(d.Index), Retry: d.DupRetry, Clock: d.Clock, Logger: d.Logger,
+		Live: dup.FromIndex(d.Index), Policies: d.Policies, Retry: d.DupRetry, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeDup, dp, err)
 

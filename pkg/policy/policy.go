@@ -38,7 +38,8 @@ func (sp StorePolicy) String() string { return sp.SrcStoreID + "→" + sp.DestSt
 // Policy is one account's duplication policy.
 type Policy struct {
 	// SpacePolicies maps a space id to its store policies. A space present
-	// with an empty list is explicitly not duplicated.
+	// with an empty list follows Default, as in DuraCloud's Java Mill (to
+	// never duplicate a space, list it in Ignore).
 	SpacePolicies map[string][]StorePolicy
 	// Default applies to every space not in SpacePolicies.
 	Default []StorePolicy
@@ -59,13 +60,14 @@ type posKey struct {
 }
 
 // StorePolicies returns the store policies that apply to space: none for
-// system ("x-") and ignored spaces, the space's own list when it has one,
-// else the default policies. The result must not be modified.
+// system ("x-") and ignored spaces, the space's own list when it is not
+// empty, else the default policies (an empty list falls back to them, as in
+// DuraCloud's Java Mill). The result must not be modified.
 func (p *Policy) StorePolicies(space string) []StorePolicy {
 	if p == nil || !p.Duplicated(space) {
 		return nil
 	}
-	if sp, ok := p.SpacePolicies[space]; ok {
+	if sp := p.SpacePolicies[space]; len(sp) > 0 {
 		return sp
 	}
 	return p.Default
@@ -164,9 +166,10 @@ func (p *Policy) Marshal() ([]byte, error) {
 // Parse reads a policy file. name is used in errors ("file:line:col: …").
 // It rejects invalid JSON, unknown or repeated keys, values of the wrong
 // type, empty ids, a store policy whose source is its destination, repeated
-// store policies, system ("x-") spaces given policies, and spaces both
-// listed and ignored — every problem at once (errors.Join of
-// *jsonpos.Error).
+// store policies, cycles between stores within one space's store policies
+// (or the default ones) such as 1→2 with 2→1, system ("x-") spaces given
+// policies, and spaces both listed and ignored — every problem at once
+// (errors.Join of *jsonpos.Error).
 func Parse(name string, data []byte) (*Policy, error) {
 	if err := jsonpos.Check(name, data); err != nil {
 		return nil, err
@@ -330,12 +333,49 @@ func parseList(w *jsonpos.Walker, p *Policy, space string, dflt bool, what strin
 			errs = append(errs, w.Errorf(off, "store policy %s appears twice", sp))
 		}
 		p.pos[posKey{space: space, dflt: dflt, index: len(list)}] = off
+		if c := cycle(list, sp); c != "" {
+			label := "defaultPolicies"
+			if !dflt {
+				label = "space " + strconvQuote(space)
+			}
+			errs = append(errs, w.Errorf(off, "%s: the store policies form a cycle %s; Mill refuses cycles between stores (each would overwrite and delete what the other holds)", label, c))
+		}
 		list = append(list, sp)
 	}
 	if err := w.End(); err != nil {
 		return nil, nil, err
 	}
 	return list, errs, nil
+}
+
+// cycle returns the cycle that adding sp to the store policies in list
+// closes ("1→2→1", starting at sp's destination), or "" when it closes
+// none: a cycle is a path from sp's destination back to its source.
+func cycle(list []StorePolicy, sp StorePolicy) string {
+	if sp.SrcStoreID == "" || sp.DestStoreID == "" || sp.SrcStoreID == sp.DestStoreID {
+		return ""
+	}
+	// Breadth-first from the destination; parent remembers the path.
+	parent := map[string]string{sp.DestStoreID: ""}
+	queue := []string{sp.DestStoreID}
+	for len(queue) > 0 {
+		at := queue[0]
+		queue = queue[1:]
+		if at == sp.SrcStoreID {
+			path := []string{sp.DestStoreID}
+			for n := at; n != sp.DestStoreID; n = parent[n] {
+				path = slices.Insert(path, 1, n)
+			}
+			return strings.Join(append(path, sp.DestStoreID), "→")
+		}
+		for _, e := range list {
+			if _, seen := parent[e.DestStoreID]; e.SrcStoreID == at && !seen {
+				parent[e.DestStoreID] = at
+				queue = append(queue, e.DestStoreID)
+			}
+		}
+	}
+	return ""
 }
 
 // Check verifies that every store id the policy names is known (known

@@ -23,25 +23,25 @@ func readTestdata(t *testing.T, rel string) []byte {
 
 // DuraCloud's published sample policy has a trailing comma after the last
 // store policy of spaceA; the error must name the file and the exact position
-// of the ']'.
+// of the comma (not the ']' on the next line).
 func TestParseDuraCloudSampleTrailingComma(t *testing.T) {
 	data := readTestdata(t, "invalid/account1-duplication-policy.json")
 	_, err := policy.Parse("account1-duplication-policy.json", data)
 	if err == nil {
 		t.Fatal("Parse accepted the trailing comma")
 	}
-	want := "account1-duplication-policy.json:6:7: invalid character ']' looking for beginning of value"
+	want := "account1-duplication-policy.json:5:45: trailing comma before ']'"
 	if err.Error() != want {
 		t.Fatalf("error = %q\nwant    %q", err, want)
 	}
 	var pe *jsonpos.Error
-	if !errors.As(err, &pe) || pe.Line != 6 || pe.Col != 7 {
-		t.Fatalf("not a positioned error at 6:7: %#v", err)
+	if !errors.As(err, &pe) || pe.Line != 5 || pe.Col != 45 {
+		t.Fatalf("not a positioned error at 5:45: %#v", err)
 	}
-	// The position really is the ']'.
+	// The position really is the comma.
 	lines := strings.Split(string(data), "\n")
-	if got := lines[pe.Line-1][pe.Col-1]; got != ']' {
-		t.Fatalf("6:7 is %q, not ']'", got)
+	if got := lines[pe.Line-1][pe.Col-1]; got != ',' {
+		t.Fatalf("5:45 is %q, not ','", got)
 	}
 }
 
@@ -85,7 +85,7 @@ func TestDefaultsIgnoreAndSystemSpaces(t *testing.T) {
 	}{
 		{"photos", []policy.StorePolicy{{"1", "2"}}},
 		{"anything-else", def},
-		{"scratch-archive", nil}, // explicit empty list overrides the default
+		{"scratch-archive", def}, // an empty list falls back to the default, as in Java
 		{"tmp", nil},             // ignored
 		{"x-service-out", nil},   // system space
 		{"x-", nil},
@@ -125,6 +125,16 @@ func TestParseErrorsArePositioned(t *testing.T) {
 			[]string{`f.json:1:63: store policy 1→2 appears twice`}},
 		{"duplicate space", `{"spaceDuplicationStorePolicies": {"a": [], "a": []}}`,
 			[]string{`f.json:1:45: space "a" appears twice`}},
+		{"trailing comma", "{\"defaultPolicies\": [\n  {\"srcStoreId\": \"1\", \"destStoreId\": \"2\"},\n]}",
+			[]string{`f.json:2:42: trailing comma before ']'`}},
+		{"latin-1 space id", "{\"spacesToIgnore\": [\"caf\xe9\"]}",
+			[]string{`f.json:1:25: invalid UTF-8 (byte 0xe9); the file must be UTF-8`}},
+		{"cycle of two", "{\"spaceDuplicationStorePolicies\": {\"a\": [\n  {\"srcStoreId\": \"1\", \"destStoreId\": \"2\"},\n  {\"srcStoreId\": \"2\", \"destStoreId\": \"1\"}]}}",
+			[]string{`f.json:3:3: space "a": the store policies form a cycle 1→2→1; Mill refuses cycles between stores (each would overwrite and delete what the other holds)`}},
+		{"longer cycle in the defaults", `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "3", "destStoreId": "1"}, {"srcStoreId": "2", "destStoreId": "3"}]}`,
+			[]string{`f.json:1:104: defaultPolicies: the store policies form a cycle 3→1→2→3; Mill refuses cycles between stores (each would overwrite and delete what the other holds)`}},
+		{"byte order mark", "\xef\xbb\xbf{\"spacesToIgnore\": []}",
+			[]string{`f.json:1:1: the file starts with a UTF-8 byte order mark (BOM); save it as UTF-8 without one`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := policy.Parse("f.json", []byte(tc.doc))
@@ -139,6 +149,25 @@ func TestParseErrorsArePositioned(t *testing.T) {
 				t.Fatalf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		})
+	}
+}
+
+// Chains and fan-outs are not cycles; neither are opposite directions in
+// different spaces (each space's content flows one way).
+func TestParseAcceptsAcyclicGraphs(t *testing.T) {
+	for _, doc := range []string{
+		`{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "2", "destStoreId": "3"}, {"srcStoreId": "1", "destStoreId": "3"}]}`,
+		`{"spaceDuplicationStorePolicies": {"a": [{"srcStoreId": "1", "destStoreId": "2"}], "b": [{"srcStoreId": "2", "destStoreId": "1"}]}}`,
+		`{"spaceDuplicationStorePolicies": {"a": [{"srcStoreId": "2", "destStoreId": "1"}]}, "defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`,
+	} {
+		if _, err := policy.Parse("f.json", []byte(doc)); err != nil {
+			t.Errorf("Parse(%s): %v", doc, err)
+		}
+	}
+	// A policy built in code is checked the same way before it is stored.
+	p := &policy.Policy{Default: []policy.StorePolicy{{"1", "2"}, {"2", "1"}}}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "cycle 1→2→1") {
+		t.Fatalf("Validate = %v", err)
 	}
 }
 

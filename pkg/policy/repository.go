@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,22 +14,30 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
 
 // ErrNotFound reports that an account has no policy file.
 var ErrNotFound = errors.New("policy: not found")
 
+// MaxFileSize is the largest policy file or duplication-accounts.json read
+// (4 MiB, room for tens of thousands of listed spaces). A larger file is
+// refused with an error wrapping jsonpos.ErrTooLarge before it is read
+// whole.
+const MaxFileSize = 4 << 20
+
 // Repository is where the policy files live.
 //
 // Accounts returns the accounts of duplication-accounts.json (none when the
-// file does not exist). Policy returns an account's parsed policy, or an
-// error wrapping ErrNotFound. Put validates and writes an account's policy
-// and adds the account to duplication-accounts.json; Delete removes both
-// (deleting what is absent is success). Implementations are safe for
-// concurrent use; the files are small and written whole.
+// file does not exist). Policy returns an account's parsed policy file
+// (listed or not: InForce says whether it applies), or an error wrapping
+// ErrNotFound. Put validates and writes an account's policy and adds the
+// account to duplication-accounts.json; Delete removes both (deleting what
+// is absent is success). Implementations are safe for concurrent use; the
+// files are small and written whole.
 type Repository interface {
-	Accounts(ctx context.Context) ([]string, error)
-	Policy(ctx context.Context, account string) (*Policy, error)
+	Reader
 	Put(ctx context.Context, account string, p *Policy) error
 	Delete(ctx context.Context, account string) error
 }
@@ -146,14 +153,18 @@ type dirBlobs struct{ dir string }
 func (d dirBlobs) where(name string) string { return filepath.Join(d.dir, name) }
 
 func (d dirBlobs) read(_ context.Context, name string) ([]byte, error) {
-	b, err := os.ReadFile(d.where(name))
+	f, err := os.Open(d.where(name))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", d.where(name), ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	return b, nil
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxFileSize {
+		return nil, jsonpos.TooLarge(d.where(name), MaxFileSize)
+	}
+	return jsonpos.ReadAll(d.where(name), f, MaxFileSize)
 }
 
 // write replaces the file atomically (temporary file, then rename).
@@ -204,11 +215,14 @@ func (s s3Blobs) read(ctx context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("policy: get %s: %w", s.where(name), err)
 	}
 	defer out.Body.Close()
-	b, err := io.ReadAll(out.Body)
-	if err != nil {
-		return nil, fmt.Errorf("policy: get %s: %w", s.where(name), err)
+	if aws.ToInt64(out.ContentLength) > MaxFileSize {
+		return nil, jsonpos.TooLarge(s.where(name), MaxFileSize)
 	}
-	return b, nil
+	b, err := jsonpos.ReadAll(s.where(name), out.Body, MaxFileSize)
+	if err != nil && !errors.Is(err, jsonpos.ErrTooLarge) {
+		return nil, fmt.Errorf("policy: get %w", err)
+	}
+	return b, err
 }
 
 func (s s3Blobs) write(ctx context.Context, name string, data []byte) error {

@@ -1,9 +1,11 @@
 package policy_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
 
 func samplePolicy() *policy.Policy {
@@ -92,7 +95,7 @@ func TestDirRepositoryReadsTestdata(t *testing.T) {
 		}
 	}
 	_, err = policy.NewDir("../../testdata/policies/invalid").Policy(ctx, "account1")
-	if err == nil || err.Error() != "../../testdata/policies/invalid/account1-duplication-policy.json:6:7: invalid character ']' looking for beginning of value" {
+	if err == nil || err.Error() != "../../testdata/policies/invalid/account1-duplication-policy.json:5:45: trailing comma before ']'" {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -110,6 +113,15 @@ func TestS3Repository(t *testing.T) {
 	out, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("dup/acct2-duplication-policy.json")})
 	if err != nil || aws.ToString(out.ContentType) != "application/json" {
 		t.Fatalf("policy object under the prefix: %v", err)
+	}
+	// An object over the size limit is refused, not read.
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("dup/big-duplication-policy.json"),
+		Body: bytes.NewReader(make([]byte, policy.MaxFileSize+1))}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = policy.NewS3(c, bucket, "dup/").Policy(ctx, "big")
+	if !errors.Is(err, jsonpos.ErrTooLarge) || !strings.Contains(err.Error(), "dup/big-duplication-policy.json: larger than the 4194304-byte limit") {
+		t.Fatalf("oversized policy object: %v", err)
 	}
 }
 

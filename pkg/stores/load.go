@@ -4,27 +4,41 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
 
 // ErrNoRegistry reports that accounts.json does not exist where it was
 // looked for.
 var ErrNoRegistry = errors.New("stores: no registry")
 
+// MaxFileSize is the largest accounts.json read (16 MiB: tens of
+// thousands of accounts). A larger file is refused with an error wrapping
+// jsonpos.ErrTooLarge before it is read whole.
+const MaxFileSize = 16 << 20
+
 // LoadFile reads and parses a registry file.
 func LoadFile(path string) (*Registry, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s does not exist", ErrNoRegistry, path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stores: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxFileSize {
+		return nil, jsonpos.TooLarge(path, MaxFileSize)
+	}
+	data, err := jsonpos.ReadAll(path, f, MaxFileSize)
+	if err != nil {
+		return nil, err
 	}
 	return Parse(path, data)
 }
@@ -43,9 +57,12 @@ func LoadS3(ctx context.Context, client *s3.Client, bucket, key string) (*Regist
 		return nil, fmt.Errorf("stores: get %s: %w", where, err)
 	}
 	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
+	if aws.ToInt64(out.ContentLength) > MaxFileSize {
+		return nil, jsonpos.TooLarge(where, MaxFileSize)
+	}
+	data, err := jsonpos.ReadAll(where, out.Body, MaxFileSize)
 	if err != nil {
-		return nil, fmt.Errorf("stores: get %s: %w", where, err)
+		return nil, fmt.Errorf("stores: get %w", err)
 	}
 	return Parse(where, data)
 }

@@ -4,6 +4,9 @@
 // in the config bucket or a local file, and an Opener turns a registered
 // store into a storage.Provider.
 //
+// accounts.json must be UTF-8 without a byte order mark and at most
+// MaxFileSize bytes; every error names the file, line and column.
+//
 // The file holds no secrets: S3 stores are reached with the credentials of
 // the AWS SDK's default chain, with a role assumed through STS (roleArn),
 // or with a named profile of the shared AWS config files (profile). Fields

@@ -74,7 +74,7 @@ func TestParseInvalidNamesAccountStoreAndPosition(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, doc, want string }{
-		{"syntax", "{\"accounts\": [\n  {\"id\": \"a\",}]}", `r.json:2:14: invalid character '}' looking for beginning of object key string`},
+		{"syntax", "{\"accounts\": [\n  {\"id\": \"a\",}]}", `r.json:2:13: trailing comma before '}'`},
 		{"no primary", `{"accounts": [{"id": "a", "stores": [{"id": "1", "kind": "fs", "root": "/x"}]}]}`,
 			`r.json:1:15: account "a": an active account needs exactly one primary store (none is marked "primary": true)`},
 		{"inactive without primary is fine", `{"accounts": [{"id": "a", "status": "inactive", "stores": []}]}`, ``},

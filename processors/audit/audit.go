@@ -21,13 +21,6 @@ import (
 // DefaultEchoWindow is Config.EchoWindow's default.
 const DefaultEchoWindow = 5 * time.Minute
 
-// PolicySource gives an account's duplication policy; an error wrapping
-// policy.ErrNotFound means the account is not duplicated. *policy.Cache and
-// every policy.Repository satisfy it.
-type PolicySource interface {
-	Policy(ctx context.Context, account string) (*policy.Policy, error)
-}
-
 // Notifier is told about new spaces (step 4). An error fails the task,
 // which is then retried with all its (idempotent) steps.
 type Notifier interface {
@@ -55,10 +48,13 @@ type Opener interface {
 
 // Config holds the processor's dependencies.
 type Config struct {
-	Log      auditlog.Log       // required
-	Index    contentindex.Index // required
-	DupHigh  queue.Queue        // required: where DUP tasks go
-	Policies PolicySource       // required
+	Log     auditlog.Log       // required
+	Index   contentindex.Index // required
+	DupHigh queue.Queue        // required: where DUP tasks go
+	// Policies are read through policy.InForce: an account is duplicated
+	// when it is listed in duplication-accounts.json and has a policy file
+	// (usually a *policy.Cache).
+	Policies policy.Reader // required
 	// Notifier for CREATE_SPACE (default LogNotifier with Logger).
 	Notifier Notifier
 	// Logger (default slog.Default()).
@@ -207,10 +203,10 @@ func (p *Processor) duplicate(ctx context.Context, e auditlog.Entry) error {
 	if !Duplicable(e.Action) {
 		return nil
 	}
-	pol, err := p.cfg.Policies.Policy(ctx, e.Account)
+	pol, err := policy.InForce(ctx, p.cfg.Policies, e.Account)
 	switch {
 	case errors.Is(err, policy.ErrNotFound):
-		return nil
+		return nil // not duplicated
 	case err != nil:
 		return fmt.Errorf("policy of %q: %w", e.Account, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/s3event"
@@ -426,5 +427,39 @@ func TestS3TestEventIsNoop(t *testing.T) {
 	tk := decode(t, `{"Service":"Amazon S3","Event":"s3:TestEvent","Time":"2024-03-05T14:07:09.123Z","Bucket":"acme-1"}`)
 	if tk.Type != task.TypeNoop {
 		t.Fatalf("type %s", tk.Type)
+	}
+}
+
+// The audit path follows the policies in force: an account with a policy
+// file that is not listed in duplication-accounts.json is audited and
+// indexed, but gets no DUP tasks; listing it turns duplication on.
+func TestUnlistedAccountIsNotDuplicated(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, policy.FileName("acme")), []byte(oneToTwoAndThree), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dups := memqueue.New("dup-high", memqueue.Config{})
+	log := auditlog.NewMemory()
+	p, err := audit.New(audit.Config{Log: log, Index: contentindex.NewMemory(), DupHigh: dups, Policies: policy.NewDir(dir), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Handle(context.Background(), add("a", t0, "c1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.Latest(context.Background(), "acme", "1", "photos", "a"); err != nil {
+		t.Fatalf("not audited: %v", err)
+	}
+	if got := drain(t, dups); len(got) != 0 {
+		t.Fatalf("%d DUP tasks for an account not in %s", len(got), policy.AccountsFile)
+	}
+	if err := os.WriteFile(filepath.Join(dir, policy.AccountsFile), []byte(`["acme"]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Handle(context.Background(), add("b", t0, "c2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(t, dups); len(got) != 2 {
+		t.Fatalf("%d DUP tasks once listed, want 2", len(got))
 	}
 }

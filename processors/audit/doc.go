@@ -8,9 +8,11 @@
 //     SET_CONTENT_PROPERTIES upsert the item, DELETE_CONTENT marks it
 //     deleted, DELETE_SPACE marks every row of the space deleted (an event
 //     older than the row changes nothing);
-//  3. send one DUP task to the dup-high queue for every store policy whose
-//     source is this store (content actions carry the content ID, space
-//     actions an empty one), all in one Send;
+//  3. send one DUP task to the dup-high queue for every store policy in
+//     force whose source is this store (content actions carry the content
+//     ID, space actions an empty one), all in one Send — the policies in
+//     force are policy.InForce's: the account must be listed in
+//     duplication-accounts.json and have a policy file;
 //  4. CREATE_SPACE: tell the Notifier.
 //
 // Both Mill's JSON AUDIT tasks and DuraCloud's .properties ones decode to the

@@ -3,6 +3,8 @@ package audit_test
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 
@@ -13,8 +15,13 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 )
 
-// policies is a PolicySource over parsed policies.
+// policies is a policy.Reader over parsed policies; every account of the
+// map is listed.
 type policies map[string]*policy.Policy
+
+func (p policies) Accounts(context.Context) ([]string, error) {
+	return slices.Sorted(maps.Keys(p)), nil
+}
 
 func (p policies) Policy(_ context.Context, account string) (*policy.Policy, error) {
 	if pol, ok := p[account]; ok {

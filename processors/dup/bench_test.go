@@ -133,6 +133,7 @@ func BenchmarkStreamingCopy1GiB(b *testing.B) {
 		Opener:                opener{"1": src, "2": dst},
 		Audit:                 func(p storage.Provider, _, _ string) (storage.Provider, error) { return p, nil },
 		Live:                  dup.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
+		Policies:              allow(b, oneToTwo),
 		DisableServerSideCopy: true,
 		Logger:                slog.New(slog.DiscardHandler),
 	})

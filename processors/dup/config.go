@@ -9,6 +9,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/audited"
@@ -95,6 +96,10 @@ type Config struct {
 	// Live is the source store's content index, consulted before deleting
 	// an item found only at the destination.
 	Live LiveChecker
+	// Policies are the duplication policy files (usually a *policy.Cache):
+	// every task is checked against the policies in force
+	// (policy.Authorize) before any store is touched.
+	Policies policy.Reader
 	// Retry of transient provider errors (default DefaultRetryAttempts,
 	// DefaultRetryBase doubling up to DefaultRetryMax).
 	Retry Retry
@@ -135,6 +140,9 @@ func (c Config) validate() error {
 	}
 	if c.Live == nil {
 		errs = append(errs, errors.New("no Live checker (content index)"))
+	}
+	if c.Policies == nil {
+		errs = append(errs, errors.New("no Policies (the duplication policy files)"))
 	}
 	if c.Retry.Attempts < 1 {
 		errs = append(errs, fmt.Errorf("Retry.Attempts %d: at least 1", c.Retry.Attempts))

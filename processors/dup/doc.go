@@ -2,12 +2,37 @@
 // Duplication): it handles DUP tasks by making one item, or one space, of a
 // destination store match the source store.
 //
+// # Authorised by configuration, not by the message
+//
+// A DUP task is a request, never an authority. Before any store is touched
+// the processor checks the task: its space and content IDs must be valid
+// for every provider (storage.ValidateSpaceID, ValidateContentID); the
+// policies in force must allow the duplication (policy.Authorize: the
+// account is listed in duplication-accounts.json and has a policy file, the
+// space is not a system "x-" space nor in spacesToIgnore, and a store
+// policy of the space goes from the task's source to its destination); and
+// both stores must be registered. A task that fails a check is a permanent
+// error (dead-lettered at once) whose text names the rule, for example
+// "policy: no-store-policy: acme/photos: no store policy 2→1 (the space's
+// store policies: 1→2)".
+//
+// Duplication never deletes from or overwrites a store that is the source
+// of a store policy of the space (docs/ARCHITECTURE.md, Safety;
+// policy.Policy.MayDestroy, rule "source-store"): in a chain 1→2→3, store 2
+// only receives new items from store 1. Deletes and overwrites at a destination go through the ordinary
+// provider calls (Delete, Put, SetProperties, SetSpaceACLs, DeleteSpace),
+// so whatever makes them recoverable at the storage layer applies.
+//
+// # What a task does
+//
 // A content-level task (contentId set) reads the item from both stores:
 //
 //	source only                          → copy
-//	both, checksums differ               → copy
-//	both, same checksum, user properties
-//	differ (system properties ignored)   → copy the properties
+//	both, checksums or mimetypes differ  → copy (as Java, which compares the
+//	                                       content-mimetype property)
+//	both, same checksum and mimetype,
+//	user properties differ (system
+//	properties ignored)                  → copy the properties
 //	destination only                     → delete from the destination,
 //	                                       unless the source store's content
 //	                                       index still lists the item as live:
@@ -19,7 +44,13 @@
 // A space-level task (contentId empty) creates the destination space and
 // copies the space ACLs when the source space exists, and deletes the
 // destination space when the source space is gone and the destination space
-// is empty (a non-empty one is left alone and logged).
+// is empty (a non-empty one is left alone and logged; the dup producer
+// queues the deletes of its items, and a later space task removes it).
+//
+// A destination space is created once however many tasks of a new space
+// run at once: creations are single-flight per (account, store, space) in
+// the process and look at the destination first, so CREATE_SPACE is
+// audited once, not once per task.
 //
 // The source is only ever reached through a read-only view (ReadOnly): no
 // code path of the processor can write to it. Destination writes go through

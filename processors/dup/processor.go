@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"maps"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
@@ -47,6 +50,9 @@ var (
 type Processor struct {
 	cfg Config
 	log *slog.Logger
+	// spaces makes the destination spaces, one creation at a time per
+	// (account, store, space) however many tasks need the space at once.
+	spaces singleflight.Group
 }
 
 var _ processors.Handler = (*Processor)(nil)
@@ -77,15 +83,39 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 // job is one task with its stores opened.
 type job struct {
 	d   task.Dup
+	pol *policy.Policy // the account's policy in force
 	src ReadOnly
 	dst storage.Provider // audited
 	log *slog.Logger
 }
 
-// Process carries out one DUP task and reports what it did.
+// mayDestroy refuses (permanently) to delete from or overwrite the
+// destination when it is the source of a store policy of the space.
+func (j *job) mayDestroy(what string) error {
+	if err := j.pol.MayDestroy(j.d.Account, j.d.SpaceID, j.d.DestStoreID, what); err != nil {
+		return processors.Permanent(fmt.Errorf("dup: %w", err))
+	}
+	return nil
+}
+
+// Process carries out one DUP task and reports what it did. Before any
+// store is touched the task is checked: its IDs must be valid, the
+// policies in force must allow the duplication (policy.Authorize) and both
+// stores must be registered; a task that fails a check is a permanent error
+// naming what it broke.
 func (p *Processor) Process(ctx context.Context, d task.Dup) (Action, error) {
 	if d.StoreID == d.DestStoreID {
 		return None, processors.Permanentf("dup: %s/%s: source and destination are both store %q", d.Account, d.SpaceID, d.StoreID)
+	}
+	if err := validIDs(d); err != nil {
+		return None, processors.Permanent(fmt.Errorf("dup: %s/%s→%s: %w", d.Account, d.StoreID, d.DestStoreID, err))
+	}
+	pol, err := policy.Authorize(ctx, p.cfg.Policies, d.Account, d.SpaceID, d.StoreID, d.DestStoreID)
+	if _, refused := errors.AsType[*policy.Refusal](err); refused {
+		return None, processors.Permanent(fmt.Errorf("dup: %w", err))
+	}
+	if err != nil {
+		return None, fmt.Errorf("dup: reading the duplication policies: %w", err)
 	}
 	src, err := p.cfg.Opener.Open(ctx, d.Account, d.StoreID)
 	if err != nil {
@@ -99,7 +129,7 @@ func (p *Processor) Process(ctx context.Context, d task.Dup) (Action, error) {
 	if err != nil {
 		return None, fmt.Errorf("dup: audit destination store %s/%s: %w", d.Account, d.DestStoreID, err)
 	}
-	j := &job{d: d, src: NewReadOnly(src), dst: adst, log: p.log.With(
+	j := &job{d: d, pol: pol, src: NewReadOnly(src), dst: adst, log: p.log.With(
 		"account", d.Account, "store_id", d.StoreID, "dest_store_id", d.DestStoreID, "space_id", d.SpaceID)}
 	var a Action
 	if d.ContentID == "" {
@@ -109,7 +139,7 @@ func (p *Processor) Process(ctx context.Context, d task.Dup) (Action, error) {
 		a, err = p.content(ctx, j)
 	}
 	if err != nil {
-		return a, permanentIfInvalidID(err)
+		return a, err // an invalid ID a store refused is permanent (processors.IsPermanent)
 	}
 	if a != None {
 		j.log.Info("duplication applied", "action", string(a))
@@ -128,14 +158,28 @@ func (p *Processor) content(ctx context.Context, j *job) (Action, error) {
 	if err != nil {
 		return None, err
 	}
+	item := d.Account + "/" + d.SpaceID + "/" + d.ContentID
 	switch {
 	case si == nil && di == nil:
 		return None, nil
 	case si == nil:
+		if err := j.mayDestroy("delete " + item); err != nil {
+			return None, err
+		}
 		return p.deleteContent(ctx, j)
-	case di == nil || di.Checksum != si.Checksum:
+	case di == nil:
+		return CopyContent, p.copyContent(ctx, j, si)
+	case di.Checksum != si.Checksum || mimeType(di) != mimeType(si):
+		// Content or mimetype differ: a copy replaces both (a provider
+		// changes an item's mimetype only by writing it).
+		if err := j.mayDestroy("overwrite " + item); err != nil {
+			return None, err
+		}
 		return CopyContent, p.copyContent(ctx, j, si)
 	case !storage.PropertiesEqual(si.Properties, di.Properties):
+		if err := j.mayDestroy("overwrite the properties of " + item); err != nil {
+			return None, err
+		}
 		props := storage.UserProperties(si.Properties)
 		err := p.retry(ctx, "set destination properties", func() error {
 			return j.dst.SetProperties(ctx, d.SpaceID, d.ContentID, props)
@@ -143,6 +187,27 @@ func (p *Processor) content(ctx context.Context, j *job) (Action, error) {
 		return CopyProperties, err
 	}
 	return None, nil
+}
+
+// mimeType is the item's mimetype, the providers' default when none is
+// recorded.
+func mimeType(i *storage.Info) string {
+	if i.MimeType == "" {
+		return storage.DefaultMimeType
+	}
+	return i.MimeType
+}
+
+// validIDs checks the task's IDs the way every provider does, so a task no
+// store could accept is refused before any store is asked.
+func validIDs(d task.Dup) error {
+	if err := storage.ValidateSpaceID(d.SpaceID); err != nil {
+		return err
+	}
+	if d.ContentID != "" {
+		return storage.ValidateContentID(d.ContentID)
+	}
+	return nil
 }
 
 // head reads an item; a missing item (or space) is (nil, nil).
@@ -194,18 +259,18 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 	if p.cfg.DisableServerSideCopy {
 		dst = noServerSideCopy{j.dst}
 	}
-	createdSpace := false
+	ensured := false
 	err := p.retry(ctx, "copy", func() error {
 		_, err := storage.Copy(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID)
-		if errors.Is(err, storage.ErrNotFound) && !createdSpace {
+		if errors.Is(err, storage.ErrNotFound) && !ensured {
 			// The destination space may not exist yet (its space-level
-			// task may not have run): create it, then copy again.
-			created, serr := p.ensureSpace(ctx, j)
+			// task may not have run): make it, then copy again.
+			st, serr := p.ensureSpace(ctx, j)
 			if serr != nil {
 				return serr
 			}
-			if created {
-				createdSpace = true
+			if st != sourceSpaceGone {
+				ensured = true
 				_, err = storage.Copy(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID)
 			}
 		}
@@ -250,10 +315,22 @@ func (p *Processor) space(ctx context.Context, j *job) (Action, error) {
 			return None, err
 		}
 		if dstACLs == nil {
-			_, err := p.ensureSpace(ctx, j)
-			return CreateSpace, err
+			st, err := p.ensureSpace(ctx, j)
+			switch {
+			case err != nil || st == spaceCreated:
+				return CreateSpace, err
+			case st == sourceSpaceGone:
+				return None, nil // the next space task deletes it
+			}
+			// Another task made it meanwhile: compare its ACLs.
+			if dstACLs, err = p.acls(ctx, "destination", j.dst, d.SpaceID); err != nil || dstACLs == nil {
+				return None, err
+			}
 		}
 		if !maps.Equal(srcACLs, dstACLs) {
+			if err := j.mayDestroy("overwrite the ACLs of space " + d.Account + "/" + d.SpaceID); err != nil {
+				return None, err
+			}
 			return SetSpaceACLs, p.retry(ctx, "set destination space ACLs", func() error {
 				return j.dst.SetSpaceACLs(ctx, d.SpaceID, srcACLs)
 			})
@@ -277,6 +354,9 @@ func (p *Processor) space(ctx context.Context, j *job) (Action, error) {
 		j.log.Warn("source space is gone but the destination space still holds content; leaving it alone",
 			"first_content_id", ids[0])
 		return KeepNonEmptySpace, nil
+	}
+	if err := j.mayDestroy("delete space " + d.Account + "/" + d.SpaceID); err != nil {
+		return None, err
 	}
 	err = p.retry(ctx, "delete destination space", func() error { return j.dst.DeleteSpace(ctx, d.SpaceID) })
 	if errors.Is(err, storage.ErrSpaceNotEmpty) {
@@ -307,33 +387,53 @@ func (p *Processor) acls(ctx context.Context, which string, s storage.Provider, 
 	return acls, nil
 }
 
-// ensureSpace creates the destination space with the source's ACLs when
-// the source space exists; created is false when the source space is gone.
-func (p *Processor) ensureSpace(ctx context.Context, j *job) (created bool, err error) {
-	d := j.d
-	srcACLs, err := p.acls(ctx, "source", j.src, d.SpaceID)
-	if err != nil || srcACLs == nil {
-		return false, err
-	}
-	if err := p.retry(ctx, "create destination space", func() error { return j.dst.CreateSpace(ctx, d.SpaceID) }); err != nil {
-		return false, fmt.Errorf("dup: create space %s/%s in store %s: %w", d.Account, d.SpaceID, d.DestStoreID, err)
-	}
-	if len(srcACLs) > 0 {
-		if err := p.retry(ctx, "set destination space ACLs", func() error { return j.dst.SetSpaceACLs(ctx, d.SpaceID, srcACLs) }); err != nil {
-			return true, fmt.Errorf("dup: set ACLs of space %s/%s in store %s: %w", d.Account, d.SpaceID, d.DestStoreID, err)
-		}
-	}
-	return true, nil
-}
+// spaceState is what ensureSpace found or did.
+type spaceState int
 
-// permanentIfInvalidID marks err permanent when a store refused an ID of
-// the task (storage.ErrInvalidID): the same task would be refused again, so
-// workman's retries could only delay the dead letter.
-func permanentIfInvalidID(err error) error {
-	if errors.Is(err, storage.ErrInvalidID) && !processors.IsPermanent(err) {
-		return processors.Permanent(err)
+const (
+	spaceCreated    spaceState = iota // created (with the source's ACLs)
+	spaceExisted                      // the destination space was there
+	sourceSpaceGone                   // nothing to create it from
+)
+
+// ensureSpace makes sure the destination space exists, creating it with
+// the source's ACLs when the source space exists. Concurrent calls for one
+// (account, store, space) share one creation, and the destination is
+// looked at first, so the space is created — and CREATE_SPACE audited —
+// once, not once per DUP task of a new space. Across processes the look
+// before the creation keeps duplicates to a race between two workers' HEAD
+// and PUT; creating an existing space is harmless (storage.Provider).
+func (p *Processor) ensureSpace(ctx context.Context, j *job) (spaceState, error) {
+	d := j.d
+	v, err, _ := p.spaces.Do(d.Account+"\x00"+d.DestStoreID+"\x00"+d.SpaceID, func() (any, error) {
+		dstACLs, err := p.acls(ctx, "destination", j.dst, d.SpaceID)
+		if err != nil {
+			return nil, err
+		}
+		if dstACLs != nil {
+			return spaceExisted, nil
+		}
+		srcACLs, err := p.acls(ctx, "source", j.src, d.SpaceID)
+		if err != nil {
+			return nil, err
+		}
+		if srcACLs == nil {
+			return sourceSpaceGone, nil
+		}
+		if err := p.retry(ctx, "create destination space", func() error { return j.dst.CreateSpace(ctx, d.SpaceID) }); err != nil {
+			return nil, fmt.Errorf("dup: create space %s/%s in store %s: %w", d.Account, d.SpaceID, d.DestStoreID, err)
+		}
+		if len(srcACLs) > 0 {
+			if err := p.retry(ctx, "set destination space ACLs", func() error { return j.dst.SetSpaceACLs(ctx, d.SpaceID, srcACLs) }); err != nil {
+				return nil, fmt.Errorf("dup: set ACLs of space %s/%s in store %s: %w", d.Account, d.SpaceID, d.DestStoreID, err)
+			}
+		}
+		return spaceCreated, nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	return err
+	return v.(spaceState), nil
 }
 
 // final reports whether err is an answer rather than a transient failure.

@@ -4,21 +4,31 @@
 //
 // A run has one morsel per (account, space, store policy): for every
 // account of duplication-accounts.json that is active in the store
-// registry, the spaces of each store policy's source store, each with the
-// policies policy.StorePolicies gives it (defaultPolicies included; ignored
-// spaces and "x-" system spaces have none). Morsels are ordered by account
-// (file order), space, then the space's policy order, so the two policies
-// of one space are nibbled one after the other, as DuraCloud's producer
-// does.
+// registry and has a policy in force (policy.InForce), every space of the
+// stores its policy names, with each store policy policy.StorePolicies
+// gives the space (defaultPolicies included — also for a space listed with
+// an empty list, as in Java; ignored spaces and "x-" system spaces have
+// none) whose source or destination holds the space. Spaces that exist only
+// at a destination are visited too, so a source space deleted while its
+// DELETE_SPACE event was lost is still cleaned up. Morsels are ordered by
+// account (file order), space, then the space's policy order, so the two
+// policies of one space are nibbled one after the other, as DuraCloud's
+// producer does.
 //
-// Each morsel starts with its delete step (Deletes): one space-level DUP
-// task (so the destination space is created, with its ACLs), then one DUP
-// task per destination item absent from the source, found by merging the
-// two sorted listings (storage.MergeSorted) in constant memory. Then bites
-// (Bite) queue one DUP task per source item, up to the bite size (1000)
-// each; the dup processor decides what each needs. The looping framework
-// interleaves the morsels, checks the queue size before each step and
-// sends the tasks in batches of 10.
+// Each morsel starts with its delete step (Deletes), which compares the
+// space at both stores and queues space-level DUP tasks (contentId empty,
+// as the Java Mill's) where the space needs one. Source space present: one
+// space-level task (the destination space is created, with its ACLs), then
+// one DUP task per destination item absent from the source, found by
+// merging the two sorted listings (storage.MergeSorted) in constant memory.
+// Source space gone: one task per destination item, then the space-level
+// task, which deletes the destination space once it is empty. No deletes
+// are queued at a destination that is the source of another store policy
+// of the space (the dup processor would refuse them). Then bites (Bite)
+// queue one DUP task per source item, up to the bite size (1000) each; the
+// dup processor decides what each needs. The looping framework interleaves
+// the morsels, checks the queue size before each step and sends the tasks
+// in batches of 10.
 package dup
 
 import (
@@ -50,8 +60,10 @@ type Opener interface {
 type Config struct {
 	// Registry says which accounts are active.
 	Registry *stores.Registry
-	// Policies holds duplication-accounts.json and the account policies.
-	Policies policy.Repository
+	// Policies holds duplication-accounts.json and the account policies,
+	// read through policy.InForce (a *policy.Cache saves re-reading the
+	// account list per account).
+	Policies policy.Reader
 	// Opener opens the source and destination stores.
 	Opener Opener
 	// Logger (default slog.Default()).
@@ -97,6 +109,10 @@ type Target struct {
 	SpaceID     string `json:"space"`
 	StoreID     string `json:"src"`
 	DestStoreID string `json:"dest"`
+	// NoDeletes: the destination is the source of a store policy of the
+	// space, so duplication never deletes there (the dup processor would
+	// refuse); the delete step queues nothing.
+	NoDeletes bool `json:"noDeletes,omitempty"`
 }
 
 // MorselID names the morsel of t: "account/space/src→dest".
@@ -125,9 +141,9 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 			p.log.Info("account is inactive; skipped", "account", account)
 			continue
 		}
-		pol, err := p.cfg.Policies.Policy(ctx, account)
+		pol, err := policy.InForce(ctx, p.cfg.Policies, account)
 		if errors.Is(err, policy.ErrNotFound) {
-			p.log.Warn("account has no duplication policy; skipped", "account", account)
+			p.log.Warn("account has no duplication policy in force; skipped", "account", account, "reason", err)
 			continue
 		}
 		if err != nil {
@@ -148,29 +164,27 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 	return out, nil
 }
 
-// targets lists the (space, store policy) pairs of one account.
+// targets lists the (space, store policy) pairs of one account: every
+// space of a store the policy names, with each store policy the space's
+// policies give it (policy.StorePolicies) whose source or destination holds
+// the space. A space only at the destination is a target too: its source
+// space is gone (perhaps with its DELETE_SPACE event lost) and the policy
+// still covers it, so its items and then the space are deleted there.
 func (p *Producer) targets(ctx context.Context, account string, pol *policy.Policy) ([]Target, error) {
-	// Spaces of every store that is the source of some policy.
-	var sources []string
-	for _, id := range pol.StoreIDs() {
-		if p.isSource(pol, id) {
-			sources = append(sources, id)
-		}
-	}
 	spacesOf := map[string]map[string]bool{}
 	var all []string
-	for _, src := range sources {
-		prov, err := p.cfg.Opener.Open(ctx, account, src)
+	for _, id := range pol.StoreIDs() {
+		prov, err := p.cfg.Opener.Open(ctx, account, id)
 		if err != nil {
-			return nil, fmt.Errorf("account %s: open store %s: %w", account, src, err)
+			return nil, fmt.Errorf("account %s: open store %s: %w", account, id, err)
 		}
 		spaces, err := prov.ListSpaces(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("account %s: list spaces of store %s: %w", account, src, err)
+			return nil, fmt.Errorf("account %s: list spaces of store %s: %w", account, id, err)
 		}
-		spacesOf[src] = map[string]bool{}
+		spacesOf[id] = map[string]bool{}
 		for _, s := range spaces {
-			spacesOf[src][s] = true
+			spacesOf[id][s] = true
 			all = append(all, s)
 		}
 	}
@@ -179,29 +193,13 @@ func (p *Producer) targets(ctx context.Context, account string, pol *policy.Poli
 	var out []Target
 	for _, space := range all {
 		for _, sp := range pol.StorePolicies(space) {
-			if spacesOf[sp.SrcStoreID][space] {
-				out = append(out, Target{Account: account, SpaceID: space, StoreID: sp.SrcStoreID, DestStoreID: sp.DestStoreID})
+			if spacesOf[sp.SrcStoreID][space] || spacesOf[sp.DestStoreID][space] {
+				out = append(out, Target{Account: account, SpaceID: space, StoreID: sp.SrcStoreID, DestStoreID: sp.DestStoreID,
+					NoDeletes: pol.MayDestroy(account, space, sp.DestStoreID, "delete") != nil})
 			}
 		}
 	}
 	return out, nil
-}
-
-// isSource reports whether store id is the source of any policy of pol.
-func (p *Producer) isSource(pol *policy.Policy, id string) bool {
-	for _, sp := range pol.Default {
-		if sp.SrcStoreID == id {
-			return true
-		}
-	}
-	for _, list := range pol.SpacePolicies {
-		for _, sp := range list {
-			if sp.SrcStoreID == id {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func target(m looping.Morsel) (Target, error) {
@@ -239,8 +237,13 @@ func walk(ctx context.Context, s storage.Provider, space string) iter.Seq2[strin
 	}
 }
 
-// Deletes implements looping.Deleter: the morsel's space-level task, then a
-// task for every destination item the source lacks.
+// Deletes implements looping.Deleter. When the source space exists: the
+// morsel's space-level task (the destination space is created, with its
+// ACLs), then a task for every destination item the source lacks. When it
+// is gone: a task for every destination item, then the space-level task
+// (which deletes the destination space once it is empty — in this run when
+// the item tasks ran first, else in the next). A morsel whose destination
+// must not be deleted from (Target.NoDeletes) queues no deletes.
 func (p *Producer) Deletes(ctx context.Context, run looping.RunInfo, m looping.Morsel, emit looping.Emit) (looping.BiteResult, error) {
 	t, err := target(m)
 	if err != nil {
@@ -250,15 +253,19 @@ func (p *Producer) Deletes(ctx context.Context, run looping.RunInfo, m looping.M
 	if err != nil {
 		return looping.BiteResult{}, err
 	}
-	if err := emit(ctx, t.task("")); err != nil {
+	_, err = src.SpaceACLs(ctx, t.SpaceID)
+	gone := errors.Is(err, storage.ErrNotFound)
+	if err != nil && !gone {
 		return looping.BiteResult{}, err
 	}
-	if _, err := src.SpaceACLs(ctx, t.SpaceID); errors.Is(err, storage.ErrNotFound) {
-		// The source space went away since the run started: the
-		// space-level task deals with the destination; nothing else to do.
-		return looping.BiteResult{Marker: m.Marker, Done: true}, nil
-	} else if err != nil {
-		return looping.BiteResult{}, err
+	if !gone {
+		if err := emit(ctx, t.task("")); err != nil {
+			return looping.BiteResult{}, err
+		}
+	}
+	if t.NoDeletes {
+		p.log.Info("destination is the source of another store policy of the space; no deletes queued", "morsel", m.ID)
+		return looping.BiteResult{Marker: m.Marker, Done: gone}, nil
 	}
 	n := 0
 	for e, err := range storage.MergeSorted(walk(ctx, src, t.SpaceID), walk(ctx, dst, t.SpaceID)) {
@@ -273,7 +280,13 @@ func (p *Producer) Deletes(ctx context.Context, run looping.RunInfo, m looping.M
 		}
 	}
 	if n > 0 {
-		p.log.Info("destination items absent from the source queued for deletion", "morsel", m.ID, "count", n)
+		p.log.Info("destination items absent from the source queued for deletion", "morsel", m.ID, "count", n, "source_space_gone", gone)
+	}
+	if gone {
+		if err := emit(ctx, t.task("")); err != nil {
+			return looping.BiteResult{}, err
+		}
+		return looping.BiteResult{Marker: m.Marker, Done: true}, nil
 	}
 	return looping.BiteResult{Marker: m.Marker}, nil
 }

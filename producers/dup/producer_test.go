@@ -25,10 +25,11 @@ import (
 )
 
 type fixture struct {
-	opener *stores.Opener
-	q      *memqueue.Queue
-	loop   *looping.Loop
-	stores map[string]*fsstore.Store // "account/store"
+	policies policy.Reader
+	opener   *stores.Opener
+	q        *memqueue.Queue
+	loop     *looping.Loop
+	stores   map[string]*fsstore.Store // "account/store"
 }
 
 func write(t *testing.T, path, data string) {
@@ -56,6 +57,19 @@ func fill(t *testing.T, s storage.Provider, space string, ids ...string) {
 // (inactive) and ghost (not registered) are listed for duplication too.
 func newFixture(t *testing.T, biteSize int) *fixture {
 	t.Helper()
+	return newFixtureWith(t, biteSize, `{
+  "spaceDuplicationStorePolicies": {
+    "spaceB": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "1", "destStoreId": "3"}],
+    "private": []
+  },
+  "defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}],
+  "spacesToIgnore": ["scratch"]
+}`)
+}
+
+// newFixtureWith is newFixture with acme's policy file acmePolicy.
+func newFixtureWith(t *testing.T, biteSize int, acmePolicy string) *fixture {
+	t.Helper()
 	cfgDir, root := t.TempDir(), t.TempDir()
 	write(t, filepath.Join(cfgDir, stores.FileName), fmt.Sprintf(`{"accounts": [
   {"id": "acme", "status": "active", "stores": [
@@ -68,20 +82,13 @@ func newFixture(t *testing.T, biteSize int) *fixture {
 ]}`, filepath.Join(root, "acme1"), filepath.Join(root, "acme2"), filepath.Join(root, "acme3"),
 		filepath.Join(root, "dormant1"), filepath.Join(root, "dormant2")))
 	write(t, filepath.Join(cfgDir, policy.AccountsFile), `["acme", "dormant", "ghost"]`)
-	write(t, filepath.Join(cfgDir, policy.FileName("acme")), `{
-  "spaceDuplicationStorePolicies": {
-    "spaceB": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "1", "destStoreId": "3"}],
-    "private": []
-  },
-  "defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}],
-  "spacesToIgnore": ["scratch"]
-}`)
+	write(t, filepath.Join(cfgDir, policy.FileName("acme")), acmePolicy)
 	write(t, filepath.Join(cfgDir, policy.FileName("dormant")), `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`)
 	reg, err := stores.LoadFile(filepath.Join(cfgDir, stores.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{stores: map[string]*fsstore.Store{}}
+	f := &fixture{stores: map[string]*fsstore.Store{}, policies: policy.NewDir(cfgDir)}
 	f.opener = stores.NewOpener(reg, stores.OpenerConfig{FS: func(_ context.Context, s stores.Store) (storage.Provider, error) {
 		return fsstore.New(s.Root)
 	}})
@@ -100,6 +107,13 @@ func newFixture(t *testing.T, biteSize int) *fixture {
 	fill(t, src, "private", "p1")
 	fill(t, src, "x-system", "x1")
 	fill(t, f.stores["acme/2"], "a", "a0", "a3", "zz1")
+	// Spaces only at a destination: "old" (its source space is gone and
+	// the default policy still covers it) and spaces no policy of theirs
+	// covers (ignored, system, and one at 3, which only spaceB goes to).
+	fill(t, f.stores["acme/2"], "old", "o1", "o2")
+	fill(t, f.stores["acme/2"], "scratch", "s9")
+	fill(t, f.stores["acme/2"], "x-cache", "c1")
+	fill(t, f.stores["acme/3"], "elsewhere", "e1")
 	fill(t, f.stores["dormant/1"], "d", "d1")
 
 	logger := slog.New(slog.DiscardHandler)
@@ -155,6 +169,12 @@ func TestRunQueuesDeletesThenInterleavedBites(t *testing.T) {
 		// only at the destination), then its first bite.
 		"2:a/", "2:a/a0", "2:a/zz1",
 		"2:a/a1", "2:a/a2",
+		// acme/old/1→2: the space is only at the destination; its items
+		// are deleted, then the space-level task removes the space.
+		"2:old/o1", "2:old/o2", "2:old/",
+		// acme/private/1→2: listed with an empty list, it follows the
+		// default policy (as in Java).
+		"2:private/", "2:private/p1",
 		// acme/spaceB/1→2 and 1→3 take their turns.
 		"2:spaceB/", "2:spaceB/b1", "2:spaceB/b2",
 		"3:spaceB/", "3:spaceB/b1", "3:spaceB/b2",
@@ -167,8 +187,8 @@ func TestRunQueuesDeletesThenInterleavedBites(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("tasks:\n got %q\nwant %q", got, want)
 	}
-	if sum.MorselsTotal != 3 {
-		t.Errorf("%d morsels, want 3 (ignored, empty-policy, x- spaces and inactive or unregistered accounts have none)", sum.MorselsTotal)
+	if sum.MorselsTotal != 5 {
+		t.Errorf("%d morsels, want 5 (ignored, x- spaces, spaces no policy of theirs covers and inactive or unregistered accounts have none)", sum.MorselsTotal)
 	}
 }
 
@@ -181,8 +201,9 @@ func TestProducerAndProcessorMakeDestinationsEqual(t *testing.T) {
 	audit := memqueue.New("audit", memqueue.Config{})
 	proc, err := dupproc.New(dupproc.Config{
 		Opener: f.opener, Audit: dupproc.AuditTo(audit, task.FormatJSON, nil),
-		Live:   dupproc.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
-		Logger: slog.New(slog.DiscardHandler),
+		Live:     dupproc.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
+		Policies: f.policies,
+		Logger:   slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -218,8 +239,12 @@ func TestProducerAndProcessorMakeDestinationsEqual(t *testing.T) {
 	same(src, f.stores["acme/2"], "spaceB")
 	same(src, f.stores["acme/3"], "spaceB")
 	spaces, _ := f.stores["acme/2"].ListSpaces(ctx)
-	if !slices.Equal(spaces, []string{"a", "spaceB"}) {
-		t.Errorf("destination 2 spaces %v (ignored, empty-policy and x- spaces are not duplicated)", spaces)
+	same(src, f.stores["acme/2"], "private")
+	if spaces, _ := f.stores["acme/3"].ListSpaces(ctx); !slices.Equal(spaces, []string{"elsewhere", "spaceB"}) {
+		t.Errorf("destination 3 spaces %v (elsewhere is not covered by 1→3)", spaces)
+	}
+	if !slices.Equal(spaces, []string{"a", "private", "scratch", "spaceB", "x-cache"}) {
+		t.Errorf("destination 2 spaces %v (old is deleted; ignored and x- spaces are left alone; an empty list follows the default)", spaces)
 	}
 	if spaces, _ := f.stores["dormant/2"].ListSpaces(ctx); len(spaces) != 0 {
 		t.Errorf("inactive account duplicated: %v", spaces)
@@ -235,5 +260,25 @@ func TestConfigRequiresEverything(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("%v does not mention %s", err, w)
 		}
+	}
+}
+
+// A destination that is also the source of a store policy of the space
+// (store 2 in the chain 1→2→3) is never deleted from by duplication: the
+// producer queues no deletes for it (the processor would refuse them).
+func TestNoDeletesQueuedAtASourceStore(t *testing.T) {
+	f := newFixtureWith(t, 1000, `{"spaceDuplicationStorePolicies": {"a": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "2", "destStoreId": "3"}]}}`)
+	if _, err := f.loop.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range f.tasks(t) {
+		if d.SpaceID == "a" && d.StoreID == "1" {
+			got = append(got, d.DestStoreID+":"+d.ContentID)
+		}
+	}
+	want := []string{"2:", "2:a1", "2:a2", "2:a3", "2:a4", "2:a5"} // not a0 or zz1, only at 2
+	if !slices.Equal(got, want) {
+		t.Errorf("1→2 tasks of space a: %q, want %q", got, want)
 	}
 }

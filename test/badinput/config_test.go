@@ -90,7 +90,7 @@ func TestInvalidConfigThroughTheCommands(t *testing.T) {
 
 	sample, err := os.ReadFile(filepath.Join(testbin.ModuleRoot(t), "testdata", "policies", "invalid", "account1-duplication-policy.json"))
 	must(t, err)
-	trailing := write(bad, "acme-duplication-policy.json", string(sample)) // DuraCloud's sample: trailing comma, line 6
+	trailing := write(bad, "acme-duplication-policy.json", string(sample)) // DuraCloud's sample: trailing comma, line 5
 	badStoreDir := filepath.Join(bad, "store")
 	must(t, os.MkdirAll(badStoreDir, 0o755))
 	badStore := write(badStoreDir, "acme-duplication-policy.json", "{\"defaultPolicies\": [\n  {\"srcStoreId\": \"1\", \"destStoreId\": \"9\"}]}")
@@ -126,13 +126,13 @@ func TestInvalidConfigThroughTheCommands(t *testing.T) {
 		want []string // substrings of stderr: file and position, and the reason
 	}{
 		{"policy validate: DuraCloud sample's trailing comma", "millctl", []string{"policy", "validate", trailing},
-			1, []string{trailing + ":6:7:", "invalid character ']'"}},
+			1, []string{trailing + ":5:45:", "trailing comma before ']'"}},
 		{"policy validate: a store id not registered", "millctl", []string{"policy", "validate", "--registry", filepath.Join(conf, "accounts.json"), badStore},
 			1, []string{badStore + ":2:", `store "9" is not a registered store`}},
 		{"policy validate: an account not in the registry", "millctl", []string{"policy", "validate", "--registry", filepath.Join(conf, "accounts.json"), unknownAcct},
 			1, []string{unknownAcct + ": ", `account "nobody" is not in the registry`}},
 		{"policy put (bucket): DuraCloud sample's trailing comma", "millctl", []string{"policy", "put", "acme", trailing},
-			1, []string{trailing + ":6:7:", "invalid character ']'"}},
+			1, []string{trailing + ":5:45:", "trailing comma before ']'"}},
 		{"policy put (bucket): a store id not registered", "millctl", []string{"policy", "put", "acme", badStore},
 			1, []string{badStore + ":2:", `store "9" is not a registered store`}},
 		{"policy put (directory): a store id not registered", "millctl", []string{"policy", "put", "--config-dir", conf, "acme", badStore},
@@ -150,7 +150,7 @@ func TestInvalidConfigThroughTheCommands(t *testing.T) {
 		{"workman --config-dir: invalid accounts.json", "workman",
 			[]string{"--config-dir", wmConf, "--task-types", "DUP", "--queues", "dup-high", "--http-addr", "", "--cloudwatch=false",
 				"--database-url", "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"},
-			1, []string{wmAccounts + ":2:37:", "invalid character '}'"}},
+			1, []string{wmAccounts + ":2:36:", "trailing comma before '}'"}},
 	}
 	before := snapshot(t, ctx, s3c, bucket, dir)
 	for _, c := range cases {

@@ -182,7 +182,15 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, `".." segment`)},
 		{name: "DUP with a NUL content ID (escaped)", queue: queue.KeyDupHigh, body: string(nulDup), reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "control character")},
 		{name: "DUP with a 10 KiB content ID", queue: queue.KeyDupHigh, body: `{"v":1,"type":"DUP","props":{"account":"acme","storeId":"1","destStoreId":"2","spaceId":"space","contentId":"` + long + `"}}`,
-			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "fsstore: head", "bytes)", "content ID is 10240 bytes (limit 1024)")},
+			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "content ID is 10240 bytes (limit 1024)")},
+		// A DUP task is a request, not an authority: the policies in force
+		// (acme: 1→2) decide.
+		{name: "forged DUP against the policy (2→1)", queue: queue.KeyDupHigh, body: `{"v":1,"type":"DUP","props":{"account":"acme","storeId":"2","destStoreId":"1","spaceId":"space","contentId":"x"}}`,
+			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "policy: no-store-policy: acme/space: no store policy 2→1")},
+		{name: "forged DUP in a system space", queue: queue.KeyDupHigh, body: `{"v":1,"type":"DUP","props":{"account":"acme","storeId":"1","destStoreId":"2","spaceId":"x-work","contentId":"x"}}`,
+			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "policy: system-space")},
+		{name: "forged DUP of an account not duplicated", queue: queue.KeyDupHigh, body: `{"v":1,"type":"DUP","props":{"account":"globex","storeId":"1","destStoreId":"2","spaceId":"space","contentId":"x"}}`,
+			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "policy: account-not-listed")},
 		// (Errors name a long ID by its first 200 bytes, so the reason
 		// survives the dead letter's 8 KiB error limit.)
 		{name: "S3 event for an unknown bucket", queue: queue.KeyAudit, body: s3Event("no-such-bucket-" + strings.TrimSuffix(prefix, "-")),

@@ -86,6 +86,8 @@ func md5hex(b []byte) string {
 // stores are seeded in sync; this test is about the bit check).
 type noPolicies struct{}
 
+func (noPolicies) Accounts(context.Context) ([]string, error) { return nil, nil }
+
 func (noPolicies) Policy(ctx context.Context, account string) (*policy.Policy, error) {
 	return nil, fmt.Errorf("%w: %s", policy.ErrNotFound, account)
 }

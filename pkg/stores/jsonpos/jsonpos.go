@@ -5,6 +5,10 @@
 // semantic errors (a bad store id, a duplicate key) point at the value too.
 //
 // Lines and columns are 1-based; columns count bytes, as Go's own tools do.
+//
+// A configuration file must be UTF-8 without a byte order mark (Check
+// refuses anything else rather than let encoding/json replace a bad byte
+// with U+FFFD), and is read with a size limit (ReadAll).
 package jsonpos
 
 import (
@@ -15,7 +19,32 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
+
+// ErrTooLarge reports a configuration file over the size limit ReadAll was
+// given.
+var ErrTooLarge = errors.New("file too large")
+
+// ReadAll reads r, the content of file, refusing more than max bytes with
+// an error wrapping ErrTooLarge: a configuration file is read whole into
+// memory and parsed, so its size is bounded before it is read, not after.
+func ReadAll(file string, r io.Reader, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if int64(len(b)) > max {
+		return nil, TooLarge(file, max)
+	}
+	return b, nil
+}
+
+// TooLarge returns the error ReadAll gives for a file over max bytes (for
+// callers that know the size before reading, such as from an S3 HEAD).
+func TooLarge(file string, max int64) error {
+	return fmt.Errorf("%s: larger than the %d-byte limit for configuration files: %w", file, max, ErrTooLarge)
+}
 
 // Error is one problem at a position of a named file.
 type Error struct {
@@ -49,9 +78,20 @@ func At(file string, data []byte, off int64, format string, args ...any) *Error 
 	return &Error{File: file, Line: l, Col: c, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Check reports whether data is one syntactically valid JSON value; if not
-// it returns an *Error positioned at the offending byte.
+// bom is the UTF-8 encoding of U+FEFF, the byte order mark.
+const bom = "\xef\xbb\xbf"
+
+// Check reports whether data is one syntactically valid JSON value in
+// UTF-8 without a byte order mark; if not it returns an *Error positioned at
+// the offending byte (for a trailing comma, the comma).
 func Check(file string, data []byte) error {
+	if strings.HasPrefix(string(data), bom) {
+		return At(file, data, 0, "the file starts with a UTF-8 byte order mark (BOM); save it as UTF-8 without one")
+	}
+	if !utf8.Valid(data) {
+		off := invalidUTF8(data)
+		return At(file, data, int64(off), "invalid UTF-8 (byte 0x%02x); the file must be UTF-8", data[off])
+	}
 	var v any
 	err := json.Unmarshal(data, &v)
 	if err == nil {
@@ -60,9 +100,24 @@ func Check(file string, data []byte) error {
 	return FromJSON(file, data, err)
 }
 
+// invalidUTF8 returns the offset of the first byte of data that is not
+// part of a valid UTF-8 sequence.
+func invalidUTF8(data []byte) int {
+	for off := 0; off < len(data); {
+		r, n := utf8.DecodeRune(data[off:])
+		if r == utf8.RuneError && n == 1 {
+			return off
+		}
+		off += n
+	}
+	return len(data)
+}
+
 // FromJSON converts an encoding/json error about data into an *Error. A
 // *json.SyntaxError counts the bad byte in its Offset, so the position is
-// the byte before it (the end of input for "unexpected end"); a
+// the byte before it (the end of input for "unexpected end"), except that a
+// ']' or '}' right after a comma (whitespace aside) is reported as a
+// trailing comma at the comma, where the mistake is; a
 // *json.UnmarshalTypeError's Offset is the end of the value read. Other
 // errors are returned unchanged, prefixed with the file name.
 func FromJSON(file string, data []byte, err error) error {
@@ -71,6 +126,9 @@ func FromJSON(file string, data []byte, err error) error {
 		off := se.Offset - 1
 		if off < 0 || strings.HasPrefix(se.Error(), "unexpected end") {
 			off = se.Offset
+		}
+		if c, ok := trailingComma(data, off); ok {
+			return At(file, data, c, "trailing comma before '%c'", data[off])
 		}
 		return At(file, data, off, "%s", se.Error())
 	}
@@ -82,6 +140,22 @@ func FromJSON(file string, data []byte, err error) error {
 		return At(file, data, int64(len(data)), "unexpected end of JSON input")
 	}
 	return fmt.Errorf("%s: %w", file, err)
+}
+
+// trailingComma reports whether the byte at off closes an array or object
+// right after a comma, and where that comma is.
+func trailingComma(data []byte, off int64) (int64, bool) {
+	if off < 0 || off >= int64(len(data)) || (data[off] != ']' && data[off] != '}') {
+		return 0, false
+	}
+	i := off - 1
+	for i >= 0 && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i--
+	}
+	if i >= 0 && data[i] == ',' {
+		return i, true
+	}
+	return 0, false
 }
 
 // Walker reads one JSON document token by token and knows where the next
