@@ -298,7 +298,7 @@ func (p *Processor) observe(ctx context.Context, b task.Bit, prov storage.Provid
 			o.details = append(o.details, "content index row is a tombstone")
 		}
 	}
-	a, err := p.cfg.AuditLog.Latest(ctx, b.Account, b.StoreID, b.SpaceID, b.ContentID)
+	a, err := p.cfg.AuditLog.LatestChecksum(ctx, b.Account, b.StoreID, b.SpaceID, b.ContentID)
 	switch {
 	case errors.Is(err, auditlog.ErrNotFound):
 	case err != nil:

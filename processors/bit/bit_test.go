@@ -94,6 +94,23 @@ func TestCases(t *testing.T) {
 			e.SetIndex(bt.OldMD5)
 			e.SetAudit(task.ActionAddContent, bt.OldMD5, props)
 		}, false, want{result: bitlog.ResultError, caseNumber: 10, audit: true, c: C, s: C, i: bt.OldMD5, a: bt.OldMD5}},
+		{"1 Java DuraStore: SET_CONTENT_PROPERTIES without a checksum after ADD_CONTENT", func(e *bt.Env) {
+			healthy(e, false)
+			e.AddAudit(time.Minute, task.ActionSetContentProperties, "", props)
+		}, false, want{result: bitlog.ResultSuccess, caseNumber: 1, c: C, s: C, i: C, a: C}},
+		{"6 audit wrong under a SET_CONTENT_PROPERTIES without a checksum", func(e *bt.Env) {
+			e.Put("1", bt.Good)
+			e.SetIndex(bt.GoodMD5)
+			e.SetAudit(task.ActionAddContent, bt.OldMD5, props)
+			e.AddAudit(time.Minute, task.ActionSetContentProperties, "", props)
+		}, false, want{result: bitlog.ResultFailure, caseNumber: 6, bitError: true, resolvable: true, c: C, s: C, i: C, a: bt.OldMD5}},
+		{"7 DELETE_CONTENT then SET_CONTENT_PROPERTIES without a checksum", func(e *bt.Env) {
+			e.Put("1", bt.Good)
+			e.SetIndex(bt.GoodMD5)
+			e.SetAudit(task.ActionAddContent, bt.GoodMD5, props)
+			e.AddAudit(time.Minute, task.ActionDeleteContent, "", nil)
+			e.AddAudit(2*time.Minute, task.ActionSetContentProperties, "", props)
+		}, false, want{result: bitlog.ResultFailure, caseNumber: 7, audit: true, c: C, s: C, i: C}},
 		{"11 deleted everywhere", func(e *bt.Env) { e.Put("1", bt.Good); e.Remove("1") }, false,
 			want{result: bitlog.ResultSuccess, caseNumber: 11}},
 		{"11 space never existed", func(e *bt.Env) {}, false,

@@ -23,9 +23,12 @@
 //   - I (content index): the checksum of the item's content_index row; null
 //     when there is no row, the row is a tombstone (deleted) or it has no
 //     checksum.
-//   - A (audit log): the checksum of the item's latest audit log entry; null
-//     when there is none, when the latest entry is DELETE_CONTENT, or when
-//     it carries no checksum.
+//   - A (audit log): the checksum of the item's latest audit log entry that
+//     speaks of its bytes (auditlog.Log.LatestChecksum: one that carries a
+//     checksum, or a DELETE_CONTENT); null when there is none or when that
+//     entry is DELETE_CONTENT. Newer entries without a checksum are
+//     skipped: DuraStore writes SET_CONTENT_PROPERTIES entries without
+//     one, and a property change says nothing of the bytes.
 //
 // In the bit log and BIT_ERROR tasks a null, N/A or 404 checksum is empty.
 //
