@@ -341,6 +341,9 @@ func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.
 			add.CheckedAt = bitlog.Truncate(add.CheckedAt)
 			row = add
 		}
+		if row != nil && row.Case == 11 && !inS && !inI {
+			row = nil // deleted since it was listed: it completed the space, it is not part of it
+		}
 		if row != nil {
 			if _, err := io.WriteString(w, Line(*row)); err != nil {
 				return rep, fmt.Errorf("bitreport: %w", err)

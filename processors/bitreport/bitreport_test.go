@@ -294,3 +294,29 @@ func TestLineEscapes(t *testing.T) {
 		t.Errorf("%q", f)
 	}
 }
+
+// TestCase11RowsCountForCompletenessOnly: an item deleted after the
+// producer listed it has a case-11 row, which completes the space but is
+// neither a line of the report nor counted in it (the item is gone; the
+// seed's case 11 is "do nothing").
+func TestCase11RowsCountForCompletenessOnly(t *testing.T) {
+	e := setup(t, "a", "b")
+	e.index_(t, "a", "b")
+	e.record(t, "a", bitlog.ResultSuccess, 1)
+	e.record(t, "b", bitlog.ResultSuccess, 1)
+	e.record(t, "gone", bitlog.ResultSuccess, 11)
+	if err := e.processor(t, nil).Handle(t.Context(), reportTask(3, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if e.requeue.Len() != 0 {
+		t.Fatal("the space with a case-11 row was taken as incomplete")
+	}
+	lines := e.reportLines(t)
+	if len(lines) != 2 || lines[0][5] != "a" || lines[1][5] != "b" {
+		t.Errorf("report lines %q, want a and b only", lines)
+	}
+	reps, _ := e.log.Reports(t.Context(), bitlog.ReportFilter{})
+	if len(reps) != 1 || reps[0].Result != bitlog.ResultSuccess || reps[0].Counts != (bitlog.Counts{Total: 2, Success: 2}) {
+		t.Errorf("%+v", reps)
+	}
+}

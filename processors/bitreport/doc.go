@@ -17,6 +17,9 @@
 //     storage but missing from the index, becomes an ERROR row in the bit
 //     log (case 8 for the former: removed from storage but not captured),
 //     unless the bit check already recorded a FAILURE or ERROR for it.
+//     A case-11 row (an item deleted after the producer listed it) counts
+//     toward completeness in step 1 but is not a line of the report, nor
+//     counted in it.
 //  3. Write the TSV report (Header, then one Line per item with a row) to
 //     Reports under bit-integrity/{account}/{store}/{space}/{run}.tsv —
 //     S3Reports for the reports bucket, DirReports for the dev mode.
