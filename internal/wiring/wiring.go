@@ -244,8 +244,9 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	})
 	add(task.TypeBit, bp, err)
 
+	observer := &bit.Observer{Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, UnreadableKinds: d.UnreadableKinds}
 	ep, err := biterror.New(biterror.Config{
-		Stores: d.Stores, BitLog: d.BitLog, AuditQueue: q[queue.KeyAudit], BitQueue: q[queue.KeyBit],
+		Stores: d.Stores, Observer: observer, BitLog: d.BitLog, AuditQueue: q[queue.KeyAudit], BitQueue: q[queue.KeyBit],
 		RecheckDelay: d.RecheckDelay, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeBitError, ep, err)

@@ -319,7 +319,8 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errP, err := biterror.New(biterror.Config{Stores: opener, BitLog: bitLog, AuditQueue: auditQ, BitQueue: bitQ, RecheckDelay: recheck, Logger: logger})
+	errP, err := biterror.New(biterror.Config{Stores: opener, Observer: &bit.Observer{Stores: opener, Index: index, AuditLog: alog},
+		BitLog: bitLog, AuditQueue: auditQ, BitQueue: bitQ, RecheckDelay: recheck, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
