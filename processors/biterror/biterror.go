@@ -8,8 +8,9 @@
 // four checksums of the BIT_ERROR task and details ending in the
 // resolution taken ("repaired from store 2", "external: …"). It is also
 // logged (WARN) for operators. When a repair re-checks the item, the
-// re-check replaces the row with its own outcome; its details say it
-// followed the repair (bit.KeyRecheckOf), so the history stays readable.
+// re-check is queued after the row is recorded and replaces it with its own
+// outcome; its details say it followed the repair (bit.KeyRecheckOf), so
+// the history stays readable.
 //
 // # The repair rule
 //
@@ -207,6 +208,12 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	p.cfg.Logger.With(t.LogAttrs()...).Warn("bit error", "case", be.Case, "internally_resolvable", be.InternallyResolvable,
 		"resolution", resolution.what, "needs_person", resolution.external,
 		"C", be.ContentChecksum, "S", be.StorageChecksum, "I", be.IndexChecksum, "A", be.AuditChecksum)
+	if resolution.recheck != nil {
+		why := strings.TrimSuffix(resolution.what, "; re-check queued")
+		if err := p.recheck(ctx, be, why, *resolution.recheck); err != nil {
+			return err
+		}
+	}
 	if resolution.external {
 		return processors.Permanent(fmt.Errorf("%w: case %d of %s/%s/%s/%s: %s", ErrNeedsPerson, be.Case,
 			be.Account, be.StoreID, be.SpaceID, be.ContentID, resolution.what))
@@ -215,10 +222,17 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 }
 
 // resolution says what was done about a bit error; external when a person
-// must act.
+// must act. A repair's re-check is queued after the row is recorded
+// (recheck), so the re-check's own row always replaces it.
 type resolution struct {
 	what     string
 	external bool
+	recheck  *time.Duration // the re-check's delay; nil: none
+}
+
+// repaired is the resolution of a repair or re-sync, re-checked after delay.
+func repaired(what string, delay time.Duration) resolution {
+	return resolution{what: what + "; re-check queued", recheck: &delay}
 }
 
 func external(format string, args ...any) resolution {
@@ -275,11 +289,7 @@ func (p *Processor) repair(ctx context.Context, be task.BitError) (resolution, e
 	if why, err := replace(ctx, srcProv, src, dst, be.SpaceID, be.ContentID, want); why != "" || err != nil {
 		return external("%s", why), err
 	}
-	what := fmt.Sprintf("case %d: repaired from store %s", be.Case, src)
-	if err := p.recheck(ctx, be, what, 0); err != nil {
-		return resolution{}, err
-	}
-	return resolution{what: what + "; re-check queued"}, nil
+	return repaired(fmt.Sprintf("case %d: repaired from store %s", be.Case, src), 0), nil
 }
 
 // replace writes src's copy of the item to dst with want as the expected
@@ -332,11 +342,7 @@ func (p *Processor) resyncAudit(ctx context.Context, be task.BitError) (resoluti
 	if err := send(ctx, p.cfg.AuditQueue, a.Task(), p.cfg.Format, 0); err != nil {
 		return resolution{}, err
 	}
-	what := "case 6: audit log re-synced from storage"
-	if err := p.recheck(ctx, be, what, p.cfg.RecheckDelay); err != nil {
-		return resolution{}, err
-	}
-	return resolution{what: what + "; re-check queued"}, nil
+	return repaired("case 6: audit log re-synced from storage", p.cfg.RecheckDelay), nil
 }
 
 // recheck queues a BIT task for the item in the same run.
