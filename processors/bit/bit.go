@@ -160,11 +160,11 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		case p.cfg.MaxAttempts - 1: // the last attempt: the final outcome below
 		case p.cfg.MaxAttempts - 2: // the penultimate: wait once
 			return processors.RetryAfter(p.cfg.RecheckDelay, fmt.Errorf("bit: case %d (%s) at attempt %d of %d: re-check after %s",
-				o.caseNumber, caseText(o.caseNumber), b.Attempts+1, p.cfg.MaxAttempts, p.cfg.RecheckDelay))
+				o.caseNumber, CaseText(o.caseNumber), b.Attempts+1, p.cfg.MaxAttempts, p.cfg.RecheckDelay))
 		default:
 			if b.Attempts < p.cfg.MaxAttempts-2 { // earlier: an ordinary retry
 				return fmt.Errorf("bit: case %d (%s) at attempt %d of %d: re-check",
-					o.caseNumber, caseText(o.caseNumber), b.Attempts+1, p.cfg.MaxAttempts)
+					o.caseNumber, CaseText(o.caseNumber), b.Attempts+1, p.cfg.MaxAttempts)
 			}
 		}
 	}
@@ -208,7 +208,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		SpaceID: b.SpaceID, ContentID: b.ContentID, Result: result, Case: o.caseNumber,
 		ContentChecksum: o.cChecksum(), StorageChecksum: o.sChecksum(),
 		IndexChecksum: o.Sums.Index, AuditChecksum: o.Sums.Audit,
-		Details:   strings.Join(append([]string{caseText(o.caseNumber)}, o.Details...), "; "),
+		Details:   strings.Join(append([]string{CaseText(o.caseNumber)}, o.Details...), "; "),
 		CheckedAt: p.cfg.Clock.Now(),
 	}
 	if why := b.Extra[KeyRecheckOf]; why != "" {
@@ -224,22 +224,23 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	return nil
 }
 
-func (o *check) cChecksum() string {
+func (o *Observation) cChecksum() string {
 	if o.Sums.Found && o.Sums.ContentRead {
 		return o.Sums.Content
 	}
 	return ""
 }
 
-func (o *check) sChecksum() string {
+func (o *Observation) sChecksum() string {
 	if o.Sums.Found {
 		return o.Sums.Storage
 	}
 	return ""
 }
 
-// caseText is the table's "how did it happen" in short.
-func caseText(n int) string {
+// CaseText is the decision table's "how did it happen" of a case, in short
+// ("case 2: content went sour").
+func CaseText(n int) string {
 	switch n {
 	case 1:
 		return "case 1: checksums agree"
@@ -269,39 +270,44 @@ func caseText(n int) string {
 
 // sendBitError puts a BIT_ERROR task on the bit-error queue.
 func (p *Processor) sendBitError(ctx context.Context, b task.Bit, o *check) error {
-	resolvable := false
-	switch o.caseNumber {
-	case 6:
-		resolvable = true // the audit log is re-synced from storage
-	case 3:
-		resolvable = false // only the storage provider can fix its checksum
-	default:
-		src, err := p.findCopy(ctx, b, o.consensus)
-		if err != nil {
-			return err
-		}
-		if src != "" {
-			resolvable = true
-			o.Details = append(o.Details, "store "+src+" holds a copy with the consensus checksum")
-		}
-	}
-	be := task.BitError{
-		Account: b.Account, StoreID: b.StoreID, SpaceID: b.SpaceID, ContentID: b.ContentID, RunID: b.RunID,
-		Description: strings.Join(append([]string{caseText(o.caseNumber)}, o.Details...), "; "),
-		StoreType:   string(o.StoreKind), Case: o.caseNumber, InternallyResolvable: resolvable,
-		ContentChecksum: o.cChecksum(), StorageChecksum: o.sChecksum(),
-		IndexChecksum: o.Sums.Index, AuditChecksum: o.Sums.Audit,
+	be, err := NewBitError(ctx, p.cfg.Stores, b, o.Observation, o.caseNumber)
+	if err != nil {
+		return err
 	}
 	return send(ctx, p.cfg.BitErrorQueue, be.Task(), p.cfg.Format)
 }
 
-// findCopy returns the ID of another store of the account holding the item
-// with MD5 consensus (by Head), or "" when none does.
-func (p *Processor) findCopy(ctx context.Context, b task.Bit, consensus string) (string, error) {
-	if consensus == "" {
-		return "", nil
+// NewBitError returns the BIT_ERROR task for the item b named, observed as
+// o, in case caseNumber. Case 6 is internally resolvable (the audit log is
+// re-synced from storage), case 3 never is (only the storage provider can
+// fix its checksum); any other case is when another store of the account
+// holds a copy with the consensus checksum (FindCopy), which is then noted
+// in o.Details. Its description is the case and o.Details.
+func NewBitError(ctx context.Context, s Stores, b task.Bit, o *Observation, caseNumber int) (task.BitError, error) {
+	resolvable := false
+	switch caseNumber {
+	case 6:
+		resolvable = true
+	case 3:
+	default:
+		if want := o.Sums.Consensus(); want != "" {
+			src, err := FindCopy(ctx, s, b.Account, b.StoreID, b.SpaceID, b.ContentID, want)
+			if err != nil {
+				return task.BitError{}, err
+			}
+			if src != "" {
+				resolvable = true
+				o.Details = append(o.Details, "store "+src+" holds a copy with the consensus checksum")
+			}
+		}
 	}
-	return FindCopy(ctx, p.cfg.Stores, b.Account, b.StoreID, b.SpaceID, b.ContentID, consensus)
+	return task.BitError{
+		Account: b.Account, StoreID: b.StoreID, SpaceID: b.SpaceID, ContentID: b.ContentID, RunID: b.RunID,
+		Description: strings.Join(append([]string{CaseText(caseNumber)}, o.Details...), "; "),
+		StoreType:   string(o.StoreKind), Case: caseNumber, InternallyResolvable: resolvable,
+		ContentChecksum: o.cChecksum(), StorageChecksum: o.sChecksum(),
+		IndexChecksum: o.Sums.Index, AuditChecksum: o.Sums.Audit,
+	}, nil
 }
 
 // FindCopy returns the ID of the first store of account (in registry order)
