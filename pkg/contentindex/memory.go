@@ -167,22 +167,16 @@ func (m *Memory) List(ctx context.Context, account, storeID, spaceID, after stri
 
 // SetChecksum implements Index.
 func (m *Memory) SetChecksum(ctx context.Context, item Item, checksum string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.rows[item]
-	if !ok {
-		return fmt.Errorf("contentindex: set checksum %s: %w", item, ErrNotFound)
-	}
-	r.Checksum = checksum
-	m.rows[item] = r
-	return nil
+	return m.edit(ctx, item, "set checksum", func(r *Entry) { r.Checksum = checksum })
 }
 
 // SetMissing implements Index.
 func (m *Memory) SetMissing(ctx context.Context, item Item, runID string) error {
+	return m.edit(ctx, item, "set missing", func(r *Entry) { r.MissingRun = runID })
+}
+
+// edit changes the row of item in place; ErrNotFound when there is none.
+func (m *Memory) edit(ctx context.Context, item Item, what string, f func(*Entry)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -190,9 +184,9 @@ func (m *Memory) SetMissing(ctx context.Context, item Item, runID string) error 
 	defer m.mu.Unlock()
 	r, ok := m.rows[item]
 	if !ok {
-		return fmt.Errorf("contentindex: set missing %s: %w", item, ErrNotFound)
+		return fmt.Errorf("contentindex: %s %s: %w", what, item, ErrNotFound)
 	}
-	r.MissingRun = runID
+	f(&r)
 	m.rows[item] = r
 	return nil
 }

@@ -194,24 +194,23 @@ func (x *ContentIndex) List(ctx context.Context, account, storeID, spaceID, afte
 
 // SetChecksum implements contentindex.Index.
 func (x *ContentIndex) SetChecksum(ctx context.Context, i contentindex.Item, checksum string) error {
-	tag, err := x.pool.Exec(ctx, sqlSetChecksum, i.Account, i.StoreID, i.SpaceID, i.ContentID, checksum)
-	if err != nil {
-		return fmt.Errorf("contentindex: set checksum %s: %w", i, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("contentindex: set checksum %s: %w", i, contentindex.ErrNotFound)
-	}
-	return nil
+	return x.edit(ctx, "set checksum", sqlSetChecksum, i, checksum)
 }
 
 // SetMissing implements contentindex.Index.
 func (x *ContentIndex) SetMissing(ctx context.Context, i contentindex.Item, runID string) error {
-	tag, err := x.pool.Exec(ctx, sqlSetMissing, i.Account, i.StoreID, i.SpaceID, i.ContentID, runID)
+	return x.edit(ctx, "set missing", sqlSetMissing, i, runID)
+}
+
+// edit runs an in-place UPDATE of item i's row ($1..$4 the item, $5
+// value); ErrNotFound when there is no row.
+func (x *ContentIndex) edit(ctx context.Context, what, sql string, i contentindex.Item, value string) error {
+	tag, err := x.pool.Exec(ctx, sql, i.Account, i.StoreID, i.SpaceID, i.ContentID, value)
 	if err != nil {
-		return fmt.Errorf("contentindex: set missing %s: %w", i, err)
+		return fmt.Errorf("contentindex: %s %s: %w", what, i, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("contentindex: set missing %s: %w", i, contentindex.ErrNotFound)
+		return fmt.Errorf("contentindex: %s %s: %w", what, i, contentindex.ErrNotFound)
 	}
 	return nil
 }
