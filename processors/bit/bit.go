@@ -172,7 +172,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	switch o.caseNumber {
 	case 11:
 		if b.RunID == "" {
-			return nil // the seed's "do nothing": no run's report counts this item
+			return nil // the table's "do nothing": no run's report counts this item
 		}
 		result = bitlog.ResultSuccess
 	case 1:

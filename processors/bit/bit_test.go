@@ -176,7 +176,7 @@ func TestCases(t *testing.T) {
 }
 
 // TestRecheckTiming: the waiting cases wait (RetryAfter(RecheckDelay)) once,
-// on the penultimate attempt, as the seed's table says; earlier attempts are
+// on the penultimate attempt, as DuraCloud's decision table says; earlier attempts are
 // plain retries; nothing is recorded or sent before the last attempt.
 func TestRecheckTiming(t *testing.T) {
 	setups := map[int]func(e *bt.Env){
@@ -394,7 +394,7 @@ func TestInvalidContentIDIsPermanent(t *testing.T) {
 
 // TestCase11RowOnlyInARun: a deleted item checked in a producer run keeps
 // a row (the run's report counts results against the items the producer
-// listed); a check outside any run records nothing, as the seed says.
+// listed); a check outside any run records nothing, as the decision table says.
 func TestCase11RowOnlyInARun(t *testing.T) {
 	ctx := context.Background()
 	e := bt.New(t)

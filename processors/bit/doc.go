@@ -76,7 +76,7 @@
 // # Outcomes (Processor.Handle)
 //
 // "Last attempt" means task attempts ≥ Config.MaxAttempts−1 (Workman's
-// MaxAttempts). "Wait" is what the seed says: the penultimate attempt
+// MaxAttempts). "Wait" is what the decision table says: the penultimate attempt
 // (attempts = MaxAttempts−2) returns processors.RetryAfter(
 // Config.RecheckDelay) (default 5 minutes) — Workman re-sends the task with
 // attempts+1 after the delay; no worker sleeps — and earlier attempts

@@ -307,7 +307,7 @@ func TestLineEscapes(t *testing.T) {
 // TestCase11RowsCountForCompletenessOnly: an item deleted after the
 // producer listed it has a case-11 row, which completes the space but is
 // neither a line of the report nor counted in it (the item is gone; the
-// seed's case 11 is "do nothing").
+// decision table's case 11 is "do nothing").
 func TestCase11RowsCountForCompletenessOnly(t *testing.T) {
 	e := setup(t, "a", "b")
 	e.index_(t, "a", "b")
