@@ -29,7 +29,7 @@ import (
 // parameters. Safe for concurrent use.
 type BitLog struct {
 	pool  *pgxpool.Pool
-	known sync.Map // time.Time → struct{}: months whose partition exists
+	known sync.Map // "2006-01" → struct{}: months whose partition exists
 }
 
 var (
@@ -41,36 +41,16 @@ var (
 // reaches the migrated tables).
 func NewBitLog(pool *pgxpool.Pool) *BitLog { return &BitLog{pool: pool} }
 
-// partitionName is the name of month m's partition.
-func partitionName(m time.Time) string { return "bit_log_" + m.Format("y2006m01") }
-
-// partitionLock is the advisory lock key (with the schema) under which
-// partitions are created, so two writers never race the catalog.
-const partitionLock = 0x6269746c // "bitl"
-
-// ensureMonth creates the partitions of month m and the next, unless this
-// BitLog created or saw them already.
+// ensureMonth makes the partitions of month m and the next (migration
+// 005's bit_log_ensure_month), unless this BitLog made or saw them already.
 func (l *BitLog) ensureMonth(ctx context.Context, m time.Time) error {
-	if _, ok := l.known.Load(m); ok {
+	if _, ok := l.known.Load(m.Format("2006-01")); ok {
 		return nil
 	}
-	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext(coalesce(current_schema(), '')))", int32(partitionLock)); err != nil {
-			return err
-		}
-		for _, mo := range []time.Time{m, m.AddDate(0, 1, 0)} {
-			sql := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF bit_log FOR VALUES FROM ('%s') TO ('%s')",
-				pgx.Identifier{partitionName(mo)}.Sanitize(), mo.Format(time.DateOnly), mo.AddDate(0, 1, 0).Format(time.DateOnly))
-			if _, err := tx.Exec(ctx, sql); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("milldb: bit log partition %s: %w", partitionName(m), err)
+	if _, err := l.pool.Exec(ctx, "SELECT bit_log_ensure_month($1)", m); err != nil {
+		return fmt.Errorf("milldb: bit log partition of %s: %w", m.Format("2006-01"), err)
 	}
-	l.known.Store(m, struct{}{})
+	l.known.Store(m.Format("2006-01"), struct{}{})
 	return nil
 }
 
@@ -126,19 +106,22 @@ func (l *BitLog) Record(ctx context.Context, r bitlog.Row) error {
 	}
 	at := bitlog.Truncate(r.CheckedAt)
 	month := bitlog.Month(r.RunID, at)
-	sql := sqlBitRecord
-	if _, ok := bitlog.RunMonth(r.RunID); !ok {
-		sql = sqlBitRecordMoving
-	}
+	_, inRun := bitlog.RunMonth(r.RunID)
+	args := []any{r.RunID, r.Account, r.StoreID, r.StoreKind, r.SpaceID, r.ContentID,
+		string(r.Result), r.Case, r.ContentChecksum, r.StorageChecksum, r.IndexChecksum, r.AuditChecksum,
+		r.Details, at, month}
 	for try := 0; ; try++ {
 		if err := l.ensureMonth(ctx, month); err != nil {
 			return err
 		}
-		_, err := l.pool.Exec(ctx, sql, r.RunID, r.Account, r.StoreID, r.StoreKind, r.SpaceID, r.ContentID,
-			string(r.Result), r.Case, r.ContentChecksum, r.StorageChecksum, r.IndexChecksum, r.AuditChecksum,
-			r.Details, at, month)
+		var err error
+		if inRun {
+			_, err = l.pool.Exec(ctx, sqlBitRecord, args...)
+		} else {
+			_, err = l.pool.Exec(ctx, sqlBitRecordMoving, args...)
+		}
 		if noPartition(err) && try == 0 {
-			l.known.Delete(month) // dropped since: make it again
+			l.known.Delete(month.Format("2006-01")) // dropped since: make it again
 			continue
 		}
 		if err != nil {
@@ -169,8 +152,11 @@ const sqlBitResultsOrder = `
 ORDER BY run_id COLLATE "C", account COLLATE "C", store_id COLLATE "C", space_id COLLATE "C", content_id
 LIMIT $12`
 
-const sqlBitResultsOfMonth = sqlBitResults + `
+const (
+	sqlBitResultsAll     = sqlBitResults + sqlBitResultsOrder
+	sqlBitResultsOfMonth = sqlBitResults + `
   AND run_month = $13` + sqlBitResultsOrder
+)
 
 // Results implements bitlog.Log.
 func (l *BitLog) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, string, error) {
@@ -184,11 +170,12 @@ func (l *BitLog) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, st
 	limit := bitlog.PageSize(f.Limit)
 	args := []any{f.RunID, f.Account, f.StoreID, f.SpaceID, string(f.Result),
 		hasAfter, after.RunID, after.Account, after.StoreID, after.SpaceID, after.ContentID, limit + 1}
-	sql := sqlBitResults + sqlBitResultsOrder
+	var rows pgx.Rows
 	if m, ok := bitlog.RunMonth(f.RunID); ok {
-		sql, args = sqlBitResultsOfMonth, append(args, m)
+		rows, err = l.pool.Query(ctx, sqlBitResultsOfMonth, append(args, m)...)
+	} else {
+		rows, err = l.pool.Query(ctx, sqlBitResultsAll, args...)
 	}
-	rows, err := l.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("milldb: bit log results: %w", err)
 	}
@@ -219,14 +206,19 @@ SELECT count(*),
 FROM bit_log
 WHERE run_id = $1 AND account = $2 AND store_id = $3 AND space_id = $4`
 
+// sqlBitCountOfMonth reads only the partition of the run's month.
+const sqlBitCountOfMonth = sqlBitCount + ` AND run_month = $5`
+
 // Count implements bitlog.Log.
 func (l *BitLog) Count(ctx context.Context, runID, account, storeID, spaceID string) (bitlog.Counts, error) {
 	var c bitlog.Counts
-	sql, args := sqlBitCount, []any{runID, account, storeID, spaceID}
+	var row pgx.Row
 	if m, ok := bitlog.RunMonth(runID); ok {
-		sql, args = sqlBitCount+" AND run_month = $5", append(args, m)
+		row = l.pool.QueryRow(ctx, sqlBitCountOfMonth, runID, account, storeID, spaceID, m)
+	} else {
+		row = l.pool.QueryRow(ctx, sqlBitCount, runID, account, storeID, spaceID)
 	}
-	err := l.pool.QueryRow(ctx, sql, args...).Scan(&c.Total, &c.Success, &c.Failure, &c.Error)
+	err := row.Scan(&c.Total, &c.Success, &c.Failure, &c.Error)
 	if err != nil {
 		return bitlog.Counts{}, fmt.Errorf("milldb: bit log count %s:%s/%s/%s: %w", runID, account, storeID, spaceID, err)
 	}
@@ -328,23 +320,32 @@ func (l *BitLog) Months(ctx context.Context) ([]bitlog.MonthInfo, error) {
 	return out, nil
 }
 
-// DropMonths implements bitlog.Pruner: each expired month's partition is
-// dropped (DROP TABLE: no row is read or deleted, so it takes the same
-// moment whatever the partition holds).
+// DropMonths implements bitlog.Pruner: the expired months' partitions are
+// dropped in one statement (migration 005's bit_log_drop_months; DROP
+// TABLE: no row is read or deleted, so it takes the same moment whatever
+// the partitions hold).
 func (l *BitLog) DropMonths(ctx context.Context, before time.Time) ([]bitlog.MonthInfo, error) {
 	months, err := l.Months(ctx)
 	if err != nil {
 		return nil, err
 	}
+	rows, err := l.pool.Query(ctx, "SELECT m FROM bit_log_drop_months($1) AS m", before)
+	if err != nil {
+		return nil, fmt.Errorf("milldb: bit log drop months before %s: %w", before.Format("2006-01"), err)
+	}
+	gone, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return nil, fmt.Errorf("milldb: bit log drop months before %s: %w", before.Format("2006-01"), err)
+	}
 	var dropped []bitlog.MonthInfo
-	for _, m := range months {
-		if !m.Month.Before(before) {
-			continue
+	for _, g := range gone {
+		m := bitlog.MonthInfo{Month: g.UTC(), Rows: -1}
+		for _, k := range months {
+			if k.Month.Equal(m.Month) {
+				m.Rows = k.Rows
+			}
 		}
-		if _, err := l.pool.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{partitionName(m.Month)}.Sanitize()); err != nil {
-			return dropped, fmt.Errorf("milldb: bit log drop %s: %w", partitionName(m.Month), err)
-		}
-		l.known.Delete(m.Month)
+		l.known.Delete(m.Month.Format("2006-01"))
 		dropped = append(dropped, m)
 	}
 	return dropped, nil

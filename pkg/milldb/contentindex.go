@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/pkg/contentindex"
@@ -194,18 +195,19 @@ func (x *ContentIndex) List(ctx context.Context, account, storeID, spaceID, afte
 
 // SetChecksum implements contentindex.Index.
 func (x *ContentIndex) SetChecksum(ctx context.Context, i contentindex.Item, checksum string) error {
-	return x.edit(ctx, "set checksum", sqlSetChecksum, i, checksum)
+	tag, err := x.pool.Exec(ctx, sqlSetChecksum, i.Account, i.StoreID, i.SpaceID, i.ContentID, checksum)
+	return edited("set checksum", i, tag, err)
 }
 
 // SetMissing implements contentindex.Index.
 func (x *ContentIndex) SetMissing(ctx context.Context, i contentindex.Item, runID string) error {
-	return x.edit(ctx, "set missing", sqlSetMissing, i, runID)
+	tag, err := x.pool.Exec(ctx, sqlSetMissing, i.Account, i.StoreID, i.SpaceID, i.ContentID, runID)
+	return edited("set missing", i, tag, err)
 }
 
-// edit runs an in-place UPDATE of item i's row ($1..$4 the item, $5
-// value); ErrNotFound when there is no row.
-func (x *ContentIndex) edit(ctx context.Context, what, sql string, i contentindex.Item, value string) error {
-	tag, err := x.pool.Exec(ctx, sql, i.Account, i.StoreID, i.SpaceID, i.ContentID, value)
+// edited is the outcome of an in-place UPDATE of item i's row: ErrNotFound
+// when there was no row.
+func edited(what string, i contentindex.Item, tag pgconn.CommandTag, err error) error {
 	if err != nil {
 		return fmt.Errorf("contentindex: %s %s: %w", what, i, err)
 	}

@@ -30,6 +30,8 @@ SELECT DISTINCT ON (run_id, account, store_id, space_id, content_id)
 FROM bit_log
 ORDER BY run_id, account, store_id, space_id, content_id, checked_at DESC;
 
+DROP FUNCTION IF EXISTS bit_log_ensure_month(date);
+DROP FUNCTION IF EXISTS bit_log_drop_months(date);
 DROP TABLE bit_log; -- and its partitions
 ALTER TABLE bit_log_flat RENAME TO bit_log;
 ALTER TABLE bit_log RENAME CONSTRAINT bit_log_flat_item_per_run TO bit_log_item_per_run;

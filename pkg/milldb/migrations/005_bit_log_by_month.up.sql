@@ -72,3 +72,37 @@ ALTER TABLE bit_log RENAME CONSTRAINT bit_log_by_month_item_per_run TO bit_log_i
 ALTER INDEX bit_log_by_month_run_result_idx RENAME TO bit_log_run_result_idx;
 ALTER INDEX bit_log_by_month_space_idx RENAME TO bit_log_space_idx;
 ALTER INDEX bit_log_by_month_problems_idx RENAME TO bit_log_problems_idx;
+
+-- bit_log_ensure_month(m) makes the partitions of m's month and of the next
+-- (the application calls it before a month's first write, so the month's
+-- first rows never wait for DDL), under an advisory lock so two writers
+-- never race the catalog.
+CREATE FUNCTION bit_log_ensure_month(m date) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    mo date;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1651078252, hashtext(coalesce(current_schema(), '')));
+    FOREACH mo IN ARRAY ARRAY[date_trunc('month', m)::date, (date_trunc('month', m) + interval '1 month')::date] LOOP
+        EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF bit_log FOR VALUES FROM (%L) TO (%L)',
+            'bit_log_' || to_char(mo, '"y"YYYY"m"MM'), mo, (mo + interval '1 month')::date);
+    END LOOP;
+END $$;
+
+-- bit_log_drop_months(before) drops, in one statement, the partitions of
+-- the months that start before `before` and returns those months.
+CREATE FUNCTION bit_log_drop_months(before date) RETURNS SETOF date LANGUAGE plpgsql AS $$
+DECLARE
+    months date[];
+    names  text;
+BEGIN
+    SELECT array_agg(p.month ORDER BY p.month), string_agg(format('%I', p.relname), ', ')
+    INTO months, names
+    FROM (SELECT c.relname, make_date(substr(c.relname, 10, 4)::int, substr(c.relname, 15, 2)::int, 1) AS month
+          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+          WHERE i.inhparent = 'bit_log'::regclass AND c.relname ~ '^bit_log_y[0-9]{4}m(0[1-9]|1[0-2])$') p
+    WHERE p.month < before;
+    IF names IS NOT NULL THEN
+        EXECUTE 'DROP TABLE ' || names;
+    END IF;
+    RETURN QUERY SELECT unnest(coalesce(months, '{}'::date[]));
+END $$;
