@@ -266,7 +266,7 @@ func TestForgedRepairRefused(t *testing.T) {
 func TestRepairUnprovableCopyRefused(t *testing.T) {
 	f := setup(t)
 	f.healthy(true)
-	f.BreakStorageChecksum("1", "")
+	f.Wrap("1", func(p storage.Provider) storage.Provider { return noChecksum{p} })
 	ob := &bit.Observer{Stores: f.Opener, Index: f.Index, AuditLog: f.Audit, UnreadableStores: []string{bt.Account + "/1"}}
 	p, err := biterror.New(biterror.Config{Stores: f.Opener, Observer: ob, BitLog: f.BitLog, AuditQueue: f.AuditQ,
 		BitQueue: f.bitQ, Clock: f.Clock, Logger: f.Logger()})
@@ -325,4 +325,17 @@ func TestInvalidContentIDIsPermanent(t *testing.T) {
 	if !processors.IsPermanent(err) || !errors.Is(err, storage.ErrInvalidID) {
 		t.Errorf("err = %v, want permanent ErrInvalidID", err)
 	}
+}
+
+// noChecksum is a provider that reports no checksum of its items.
+type noChecksum struct{ storage.Provider }
+
+func (p noChecksum) Head(ctx context.Context, space, id string) (*storage.Info, error) {
+	info, err := p.Provider.Head(ctx, space, id)
+	if info != nil {
+		c := *info
+		c.Checksum, c.ProviderChecksum = "", ""
+		info = &c
+	}
+	return info, err
 }
