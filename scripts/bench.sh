@@ -7,6 +7,9 @@
 # Environment:
 #   MILL_BENCH_BIG_BYTES  size of the "1 GiB" objects (default 1073741824);
 #                         e.g. MILL_BENCH_BIG_BYTES=$((64<<20)) for a quick run
+#   MILL_BENCH_BITLOG_ROWS rows of the bit log retention benchmark (default
+#                         200000; the acceptance size is 10000000, which
+#                         takes a few minutes to write and about 4 GB)
 #   BENCH                 -bench pattern (default .)
 #   BENCH_TIMEOUT         go test -timeout (default 30m)
 #   BENCH_LOG             where the raw go test output is kept
@@ -35,7 +38,7 @@ if [[ ${#pkgs[@]} -eq 0 ]]; then
   exit 1
 fi
 echo "bench: ${#pkgs[@]} packages with benchmarks: ${pkgs[*]}" >&2
-echo "bench: MILL_BENCH_BIG_BYTES=$MILL_BENCH_BIG_BYTES" >&2
+echo "bench: MILL_BENCH_BIG_BYTES=$MILL_BENCH_BIG_BYTES MILL_BENCH_BITLOG_ROWS=${MILL_BENCH_BITLOG_ROWS:-200000}" >&2
 
 # -p 1: one package at a time, so throughput and peak-memory numbers are
 # not measured against each other on a loaded machine.

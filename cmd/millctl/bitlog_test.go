@@ -3,27 +3,37 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 )
 
-func TestBitlogCommands(t *testing.T) {
+// migratedDB returns the URL of a new, migrated schema and a pool on it.
+func migratedDB(t *testing.T, ctx context.Context) (string, *milldb.DB) {
+	t.Helper()
 	url := testenv.Schema(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	db, err := milldb.Open(ctx, url, milldb.Config{MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(db.Close)
 	if _, err := milldb.Up(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
+	return url, db
+}
+
+func TestBitlogCommands(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url, db := migratedDB(t, ctx)
 	l := milldb.NewBitLog(db.Pool)
 	at := time.Date(2026, 5, 1, 3, 4, 5, 0, time.UTC)
 	for i, id := range []string{"a", "b", "c\tx"} {
@@ -89,5 +99,68 @@ func TestBitlogCommands(t *testing.T) {
 	}
 	if code, _, errOut := setupRun(t, nil, "bitlog", "reports"); code != 2 || !strings.Contains(errOut, "MILL_DATABASE_URL") {
 		t.Errorf("no database: exit %d %s", code, errOut)
+	}
+}
+
+// TestBitlogRetention: the dry run shows the expired months and tombstones
+// and changes nothing; --apply drops those months and purges those
+// tombstones, keeping the rest.
+func TestBitlogRetention(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url, db := migratedDB(t, ctx)
+	l, ix := milldb.NewBitLog(db.Pool), milldb.NewContentIndex(db.Pool)
+	now := time.Now().UTC()
+	oldRun, newRun := "20200105T000000Z", now.Format("20060102T150405Z")
+	for _, run := range []string{oldRun, oldRun, newRun} {
+		id := run + "-" + time.Now().Format(time.RFC3339Nano)
+		if err := l.Record(ctx, bitlog.Row{RunID: run, Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: id, Result: bitlog.ResultSuccess}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	item := func(id string) contentindex.Item {
+		return contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: id}
+	}
+	for id, at := range map[string]time.Time{"old": now.AddDate(0, 0, -200), "recent": now.AddDate(0, 0, -1)} {
+		if _, err := ix.MarkDeleted(ctx, item(id), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ix.Upsert(ctx, contentindex.Entry{Item: item("live"), Checksum: "x", Modified: now.AddDate(-1, 0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"MILL_DATABASE_URL": url}
+
+	code, out, _ := setupRun(t, env, "bitlog", "retention")
+	if code != 0 || !regexp.MustCompile(`(?m)^2020-01\s+\S+\s+drop$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^`+now.Format("2006-01")+`\s+\S+\s+keep$`).MatchString(out) ||
+		!strings.Contains(out, "content index: 1 tombstones") || !strings.Contains(out, "dry run: nothing changed; --apply drops 2 months and purges 1 tombstones") {
+		t.Fatalf("dry run (exit %d):\n%s", code, out)
+	}
+	if c, _ := l.Count(ctx, oldRun, "acme", "1", "photos"); c.Total != 2 {
+		t.Fatalf("the dry run changed the bit log: %+v", c)
+	}
+
+	code, out, _ = setupRun(t, env, "bitlog", "retention", "--apply")
+	if code != 0 || !strings.Contains(out, "dropped 2020-01") || !strings.Contains(out, "done: dropped 2 months, purged 1 tombstones") {
+		t.Fatalf("--apply (exit %d):\n%s", code, out)
+	}
+	if c, _ := l.Count(ctx, oldRun, "acme", "1", "photos"); c.Total != 0 {
+		t.Errorf("the expired run still has %+v", c)
+	}
+	if c, _ := l.Count(ctx, newRun, "acme", "1", "photos"); c.Total != 1 {
+		t.Errorf("this month's run has %+v, want its row kept", c)
+	}
+	if _, err := ix.Get(ctx, item("old")); !errors.Is(err, contentindex.ErrNotFound) {
+		t.Errorf("old tombstone: %v, want purged", err)
+	}
+	for _, id := range []string{"recent", "live"} {
+		if _, err := ix.Get(ctx, item(id)); err != nil {
+			t.Errorf("%s: %v, want kept", id, err)
+		}
+	}
+
+	if code, _, errOut := setupRun(t, env, "bitlog", "retention", "--tombstone-retention", "24h"); code != 2 || !strings.Contains(errOut, "at least 432h") {
+		t.Errorf("a tombstone retention under the floor: exit %d, %s", code, errOut)
 	}
 }

@@ -40,8 +40,8 @@ func TestDev(t *testing.T) {
 		"BIT_ERROR tasks: case 2 ×1",
 		"4 of 4 faults repaired or corrected",
 		"dead-lettered   0",
-		"10 spaces reported",
-		"10 TSV files under " + filepath.Join(dir, "reports"),
+		"20 spaces reported",
+		"20 TSV files under " + filepath.Join(dir, "reports"),
 		"verdict         OK",
 	} {
 		if !strings.Contains(out, want) {
@@ -53,8 +53,8 @@ func TestDev(t *testing.T) {
 		t.Errorf("no healthy count:\n%s", out)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "reports", "bit-integrity", "*", "*", "*", "*.tsv"))
-	if len(files) != 10 {
-		t.Errorf("%d report files, want 10", len(files))
+	if len(files) != 20 { // 10 spaces, 2 runs
+		t.Errorf("%d report files, want 20", len(files))
 	}
 
 	// A second run wipes the directory (same seed: same content).

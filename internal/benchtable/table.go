@@ -77,6 +77,10 @@ var Rows = []Row{
 		Value: units(`^peak-rss-MiB$`, `^VmHWM-MiB$`, `^mill-peak.*MiB$`, `^peak.*MiB$`), Expect: "a processors/dup benchmark reporting peak-rss-MiB"},
 	{Measure: "Peak RSS MiB: bit check (download + hash)", Pkg: "test/e2e", Name: regexp.MustCompile(`^BenchmarkBitCheck`),
 		Value: units(`^peak-rss-MiB$`, `^VmHWM-MiB$`, `^(mill|hash)-peak.*MiB$`, `^peak.*MiB$`), Expect: "test/e2e BenchmarkBitCheckReadPath reporting peak memory"},
+	{Measure: "Bit log retention: rows in the log (MILL_BENCH_BITLOG_ROWS)", Pkg: "pkg/milldb", Name: regexp.MustCompile(`^BenchmarkBitLogRetention`),
+		Value: units(`^rows$`), Expect: "pkg/milldb BenchmarkBitLogRetention"},
+	{Measure: "Bit log retention: drop 7 expired months vs DELETE of their rows (ms)", Pkg: "pkg/milldb", Name: regexp.MustCompile(`^BenchmarkBitLogRetention`),
+		Value: units(`^drop-ms$`), Baseline: units(`^delete-est-ms$`), Ratio: units(`^drop/delete$`), Expect: "pkg/milldb BenchmarkBitLogRetention"},
 }
 
 // Line is one computed row.

@@ -16,8 +16,13 @@
 //     and checks every destination matches its source;
 //  3. injects four faults: a sour byte in a replica, an item deleted from a
 //     replica, a stale content index checksum and a missing audit entry;
-//  4. runs the bit producer and the manager until idle, then a second
-//     duplication sweep (which restores the deleted replica);
+//  4. runs the bit producer and the manager until idle, twice: the first
+//     run finds the sour replica, the stale index entry and the missing
+//     audit entry, and marks the deleted replica missing (an item missing
+//     from storage is reported only when missing in two consecutive runs);
+//     the second reports the deleted replica, whose BIT_ERROR restores it
+//     from its source; then a second duplication sweep (nothing left to
+//     copy);
 //  5. verifies that every fault was detected with its expected case and
 //     repaired or corrected as docs/ARCHITECTURE.md (Bit integrity) says,
 //     that no other item was
@@ -129,15 +134,15 @@ type Result struct {
 	Items        int   // seeded
 	Bytes        int64 // seeded
 	Tasks        map[task.Type]map[string]int
-	Duplicated   int // destination items matching their source after phase 2
-	Policies     int // store policies applied
-	BitRunID     string
-	Checked      int                 // items with a bit log row in the run
+	Duplicated   int                 // destination items matching their source after phase 2
+	Policies     int                 // store policies applied
+	BitRunIDs    []string            // the bit producer runs, in order
+	Checked      int                 // items with a bit log row in a run
 	Cases        map[int]int         // items by the case first found for them (1 = healthy)
 	BitErrors    map[int]int         // BIT_ERROR tasks by case
 	Faults       []*Fault            // injected faults and what became of them
 	DeadLettered []string            // descriptions of dead-lettered tasks
-	Reports      []bitlog.Report     // one per space checked
+	Reports      []bitlog.Report     // one per space checked per run
 	ReportFiles  []string            // report files written
 	ReportDir    string              // where they are
 	Elapsed      time.Duration       // whole run
@@ -233,7 +238,7 @@ type env struct {
 	processed int
 
 	seeded    map[string][]string // account/space → content IDs on the primary
-	bitSpaces int                 // spaces the bit producer listed
+	bitSpaces int                 // spaces the bit producer listed, over the runs
 }
 
 func (e *env) printf(format string, args ...any) { fmt.Fprintf(e.out, format+"\n", args...) }
@@ -270,6 +275,7 @@ func (e *env) run(ctx context.Context) error {
 		{"duplicate", func() error { return e.duplicate(ctx) }},
 		{"inject faults", func() error { return e.inject(ctx) }},
 		{"bit check", func() error { return e.bitCheck(ctx) }},
+		{"second bit check", func() error { return e.bitCheck(ctx) }},
 		{"re-sweep", func() error { return e.resweep(ctx) }},
 		{"verify", func() error { return e.verify(ctx) }},
 	}
@@ -641,7 +647,7 @@ func (e *env) pick(account, space string, salt uint64) string {
 func (e *env) inject(ctx context.Context) error {
 	sour := &Fault{Kind: "sour replica", WantCase: 2, Fix: "BIT_ERROR repairs it from a healthy store",
 		Item: Item{"acme", "3", "photos", e.pick("acme", "photos", 1)}}
-	gone := &Fault{Kind: "deleted replica", WantCase: 8, Fix: "the report lists it; the next duplication sweep restores it",
+	gone := &Fault{Kind: "deleted replica", WantCase: 8, Fix: "marked by the first run's report, reported by the second's; BIT_ERROR restores it from its source",
 		Item: Item{"globex", "2", "media", e.pick("globex", "media", 2)}}
 	stale := &Fault{Kind: "stale index entry", WantCase: 5, Fix: "the bit check sets the index checksum from storage",
 		Item: Item{"acme", "1", "docs", e.pick("acme", "docs", 3)}}
@@ -707,6 +713,19 @@ func (e *env) flipByte(ctx context.Context, i Item) error {
 }
 
 func (e *env) bitCheck(ctx context.Context) error {
+	if n := len(e.r.BitRunIDs); n > 0 {
+		// A run ID is the run's start to the second: wait for the next
+		// second so the second run is a run of its own.
+		prev, err := time.Parse("20060102T150405Z", e.r.BitRunIDs[n-1])
+		if err != nil {
+			return err
+		}
+		select {
+		case <-time.After(time.Until(prev.Add(time.Second))):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	prod, err := bitproducer.New(bitproducer.Config{Registry: e.reg, Opener: e.deps.Stores, Logger: e.cfg.Logger})
 	if err != nil {
 		return err
@@ -724,8 +743,8 @@ func (e *env) bitCheck(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.r.BitRunID = sum.RunID
-	e.bitSpaces = sum.MorselsTotal
+	e.r.BitRunIDs = append(e.r.BitRunIDs, sum.RunID)
+	e.bitSpaces += sum.MorselsTotal
 	e.printf("bit check: bit producer %s", sum.String())
 	return e.waitIdle(ctx, "bit check")
 }

@@ -57,9 +57,9 @@ func (e *env) problem(format string, args ...any) {
 
 func (e *env) verify(ctx context.Context) error {
 	r := e.r
-	// What the bit check found first for each item of the run.
+	// What the bit check found first for each item, over the runs.
 	for _, row := range e.hist.history() {
-		if row.RunID != r.BitRunID {
+		if !slices.Contains(r.BitRunIDs, row.RunID) {
 			continue
 		}
 		k := rowKey(row)
@@ -136,12 +136,15 @@ func (e *env) verify(ctx context.Context) error {
 		e.problem("dead-lettered: %s", desc)
 	}
 
-	// Reports: one per space checked, each with its file.
-	reps, err := e.deps.BitLog.Reports(ctx, bitlog.ReportFilter{RunID: r.BitRunID, Limit: bitlog.MaxPageSize})
-	if err != nil {
-		return err
+	// Reports: one per space checked per run, each with its file.
+	for _, run := range r.BitRunIDs {
+		reps, err := e.deps.BitLog.Reports(ctx, bitlog.ReportFilter{RunID: run, Limit: bitlog.MaxPageSize})
+		if err != nil {
+			return err
+		}
+		r.Reports = append(r.Reports, reps...)
 	}
-	r.Reports = reps
+	reps := r.Reports
 	_ = filepath.WalkDir(r.ReportDir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".tsv") {
 			r.ReportFiles = append(r.ReportFiles, p)
@@ -252,7 +255,7 @@ func (e *env) printSummary() {
 	}
 	fmt.Fprintf(w, "    %-12s  %5d\n", "total", total)
 	fmt.Fprintf(w, "  duplication     %d items copied to the destinations of %d store policies, all matching their sources\n", r.Duplicated, r.Policies)
-	fmt.Fprintf(w, "  bit check       run %s: %d items checked on every store, by the case first found\n", r.BitRunID, r.Checked)
+	fmt.Fprintf(w, "  bit check       runs %s: %d items checked on every store, by the case first found\n", strings.Join(r.BitRunIDs, " and "), r.Checked)
 	cases := make([]int, 0, len(r.Cases))
 	for c := range r.Cases {
 		cases = append(cases, c)

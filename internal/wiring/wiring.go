@@ -66,9 +66,9 @@ type Deps struct {
 	// Clock (default the system clock).
 	Clock clock.Clock
 	// Queues by key: AUDIT writes to dup-high; DUP, BIT and BIT_ERROR
-	// write AUDIT tasks to audit; BIT writes to bit-error; BIT_ERROR
-	// re-checks repaired items on bit; BIT_REPORT re-checks through
-	// bit-report.
+	// write AUDIT tasks to audit; BIT and BIT_REPORT write to bit-error;
+	// BIT_ERROR re-checks repaired items on bit; BIT_REPORT re-checks
+	// through bit-report.
 	Queues Queues
 	// Stores opens the registered stores (and exposes the registry).
 	Stores *stores.Opener
@@ -246,14 +246,16 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	})
 	add(task.TypeBit, bp, err)
 
+	observer := &bit.Observer{Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, UnreadableKinds: d.UnreadableKinds}
 	ep, err := biterror.New(biterror.Config{
-		Stores: d.Stores, BitLog: d.BitLog, AuditQueue: q[queue.KeyAudit], BitQueue: q[queue.KeyBit],
+		Stores: d.Stores, Observer: observer, BitLog: d.BitLog, AuditQueue: q[queue.KeyAudit], BitQueue: q[queue.KeyBit],
 		RecheckDelay: d.RecheckDelay, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeBitError, ep, err)
 
 	rp, err := bitreport.New(bitreport.Config{
 		Stores: d.Stores, Index: d.Index, BitLog: d.BitLog, Reports: d.Reports,
+		Observer: observer, BitErrorQueue: q[queue.KeyBitError],
 		Requeue: q[queue.KeyBitReport], RecheckDelay: d.RecheckDelay, Format: d.Format,
 		TempDir: d.TempDir, Clock: d.Clock, Logger: d.Logger,
 	})

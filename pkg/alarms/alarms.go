@@ -1,13 +1,22 @@
-// Package alarms defines Mill's CloudWatch alarms on queue depth as
-// setup.Resource values, so `millctl setup --alarms` creates on a local
-// emulator (or an account without the CloudFormation stacks) the alarms that
-// infra/alarms.yaml and infra/workman.yaml define:
+// Package alarms defines Mill's CloudWatch alarms as setup.Resource values,
+// so `millctl setup --alarms` creates on a local emulator (or an account
+// without the CloudFormation stacks) the alarms that infra/alarms.yaml and
+// infra/workman.yaml define:
 //
 //   - high and low queue volume on dup-high and dup-low
 //     (ApproximateNumberOfMessagesVisible; in infra they drive Auto Scaling);
-//   - dead-letter not empty and bit-error not empty;
+//   - dead-letter not empty;
+//   - bit errors that need a person: a BIT_ERROR task dead-lettered as
+//     permanent (the mill could not repair it, or the repair rule refused
+//     it) or after failing every attempt — Workman's DeadLettered metric
+//     (namespace Mill, dimensions TaskType=BIT_ERROR and Result=the
+//     reason). Workman consumes the bit-error queue, so its depth is
+//     normal traffic and is not alarmed;
 //   - the age of the oldest message on each of the six work queues
-//     (ApproximateAgeOfOldestMessage).
+//     (ApproximateAgeOfOldestMessage); bit-error has its own, shorter
+//     threshold: a bit error waiting for hours is not being handled.
+//
+// docs/RUNBOOK.md says what each alarm means and what to do.
 //
 // Names, metrics, statistics, periods, evaluation periods and thresholds
 // match the templates' defaults. One deliberate difference: infra's low-volume
@@ -16,8 +25,8 @@
 // their own queue (Maximum <= low threshold for 15 minutes), which local
 // emulators store and report faithfully. Actions: when a topic ARN is given,
 // every alarm notifies it on ALARM, and the operator alarms (not-empty,
-// oldest-message age) also on OK, as in alarms.yaml; infra's volume alarms
-// invoke scaling policies instead, which do not exist locally.
+// bit errors, oldest-message age) also on OK, as in alarms.yaml; infra's
+// volume alarms invoke scaling policies instead, which do not exist locally.
 //
 // Each Alarm is idempotent: Plan reads the alarm with DescribeAlarms and
 // compares metric, namespace, dimensions, statistic, period, evaluation
@@ -32,14 +41,18 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
+	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/setup"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/workman"
 )
 
 // Defaults of Config: the defaults of infra/workman.yaml (volume thresholds)
@@ -51,12 +64,16 @@ const (
 	DefaultDupLowLow          = 100
 	DefaultHighPriorityMaxAge = time.Hour
 	DefaultLowPriorityMaxAge  = 48 * time.Hour
+	// DefaultBitErrorMaxAge: bit-error is served before dup-low and bit,
+	// so a bit error older than this is not being handled.
+	DefaultBitErrorMaxAge = 6 * time.Hour
 )
 
 // Metric names and namespace the alarms watch.
 const (
 	Namespace        = "AWS/SQS"
 	MetricVisible    = "ApproximateNumberOfMessagesVisible"
+	MetricDeadLetter = metrics.MetricDeadLettered
 	MetricOldestAge  = "ApproximateAgeOfOldestMessage"
 	DimensionQueue   = "QueueName"
 	ResourceKind     = "alarm"
@@ -78,8 +95,12 @@ type Config struct {
 	// and likewise for dup-low.
 	DupHighHigh, DupHighLow, DupLowHigh, DupLowLow float64
 	// HighPriorityMaxAge is the oldest-message age alarm threshold of the
-	// audit and dup-high queues; LowPriorityMaxAge that of the others.
-	HighPriorityMaxAge, LowPriorityMaxAge time.Duration
+	// audit and dup-high queues; BitErrorMaxAge that of bit-error;
+	// LowPriorityMaxAge that of the others.
+	HighPriorityMaxAge, LowPriorityMaxAge, BitErrorMaxAge time.Duration
+	// MetricsNamespace is the namespace Workman publishes its metrics in
+	// (its --cloudwatch-namespace; default metrics.DefaultNamespace).
+	MetricsNamespace string
 }
 
 // DefaultConfig returns the infra defaults for the queues under prefix
@@ -93,6 +114,7 @@ func DefaultConfig(prefix string) Config {
 		DupHighHigh: DefaultDupHighHigh, DupHighLow: DefaultDupHighLow,
 		DupLowHigh: DefaultDupLowHigh, DupLowLow: DefaultDupLowLow,
 		HighPriorityMaxAge: DefaultHighPriorityMaxAge, LowPriorityMaxAge: DefaultLowPriorityMaxAge,
+		BitErrorMaxAge: DefaultBitErrorMaxAge, MetricsNamespace: metrics.DefaultNamespace,
 	}
 }
 
@@ -115,10 +137,13 @@ func (c Config) Validate() error {
 	for _, a := range []struct {
 		name string
 		d    time.Duration
-	}{{"high-priority max age", c.HighPriorityMaxAge}, {"low-priority max age", c.LowPriorityMaxAge}} {
+	}{{"high-priority max age", c.HighPriorityMaxAge}, {"low-priority max age", c.LowPriorityMaxAge}, {"bit-error max age", c.BitErrorMaxAge}} {
 		if a.d < time.Minute || a.d%time.Second != 0 {
 			errs = append(errs, fmt.Errorf("%s %v: want whole seconds, at least 1m", a.name, a.d))
 		}
+	}
+	if c.MetricsNamespace == "" || strings.HasPrefix(c.MetricsNamespace, "AWS/") {
+		errs = append(errs, fmt.Errorf("metrics namespace %q: want Workman's own (not empty, not AWS/…)", c.MetricsNamespace))
 	}
 	if c.TopicARN != "" && !isARN(c.TopicARN) {
 		errs = append(errs, fmt.Errorf("topic %q is not an ARN", c.TopicARN))
@@ -139,8 +164,13 @@ var _ API = (*cloudwatch.Client)(nil)
 // Spec is one alarm as wanted.
 type Spec struct {
 	Name, Description string
-	MetricName        string
+	// Namespace of the metric ("" means Namespace, AWS/SQS).
+	Namespace  string
+	MetricName string
+	// QueueName is the QueueName dimension of an SQS metric; Dimensions,
+	// when set, are the dimensions of another metric (QueueName unused).
 	QueueName         string
+	Dimensions        []Dimension
 	Statistic         cwtypes.Statistic
 	Period            int32 // seconds
 	EvaluationPeriods int32
@@ -152,6 +182,25 @@ type Spec struct {
 	TreatMissingData  string
 	AlarmActions      []string
 	OKActions         []string
+}
+
+// Dimension is one metric dimension.
+type Dimension struct{ Name, Value string }
+
+// namespace is the spec's metric namespace.
+func (s Spec) namespace() string {
+	if s.Namespace == "" {
+		return Namespace
+	}
+	return s.Namespace
+}
+
+// dimensions are the spec's metric dimensions.
+func (s Spec) dimensions() []Dimension {
+	if s.Dimensions != nil {
+		return s.Dimensions
+	}
+	return []Dimension{{DimensionQueue, s.QueueName}}
 }
 
 // Specs returns every alarm cfg defines (cfg is not validated), in a
@@ -187,13 +236,19 @@ func Specs(cfg Config) []Spec {
 			"dup-low has a backlog; add workman instances."),
 		volume(queue.KeyDupLow, "low", cfg.DupLowLow, cwtypes.ComparisonOperatorLessThanOrEqualToThreshold, 15, missingBreach,
 			"dup-low is (nearly) empty; remove a workman instance."),
-		notEmpty(queue.KeyDeadLetter, "Tasks failed three times or could not be decoded; inspect them with `millctl dlq list` and redrive or purge."),
-		notEmpty(queue.KeyBitError, "Bit integrity errors are waiting; the bit-error processor repairs what it can, the rest needs an operator (`millctl bitlog`)."),
+		notEmpty(queue.KeyDeadLetter, "Tasks failed three times, could not be decoded, or need a person; inspect them with `millctl dlq list` and redrive or purge (docs/RUNBOOK.md)."),
+		bitErrorDeadLettered(cfg, workman.ReasonPermanent, "needs-person", alarmActs, okActs,
+			"A bit error needs a person: the mill recorded it but could not repair it (no healthy copy, a storage-provider checksum, or the repair rule refused the task). See `millctl dlq list` and docs/RUNBOOK.md."),
+		bitErrorDeadLettered(cfg, workman.ReasonFailed, "failed", alarmActs, okActs,
+			"The bit-error processor failed every attempt at a task (a store, database or queue problem). See `millctl dlq list` and docs/RUNBOOK.md."),
 	}
 	for _, key := range queue.DefaultPriority {
 		maxAge, level := cfg.LowPriorityMaxAge, "low"
-		if key == queue.KeyAudit || key == queue.KeyDupHigh {
+		switch key {
+		case queue.KeyAudit, queue.KeyDupHigh:
 			maxAge, level = cfg.HighPriorityMaxAge, "high"
+		case queue.KeyBitError:
+			maxAge = cfg.BitErrorMaxAge
 		}
 		specs = append(specs, Spec{
 			Name: p + key + "-oldest-message-age",
@@ -206,6 +261,19 @@ func Specs(cfg Config) []Spec {
 		})
 	}
 	return specs
+}
+
+// bitErrorDeadLettered alarms on Workman's DeadLettered metric of BIT_ERROR
+// tasks dead-lettered for reason: any in 5 minutes.
+func bitErrorDeadLettered(cfg Config, reason, suffix string, alarmActs, okActs []string, desc string) Spec {
+	return Spec{
+		Name: cfg.QueuePrefix + "bit-error-" + suffix, Description: desc,
+		Namespace: cfg.MetricsNamespace, MetricName: MetricDeadLetter,
+		Dimensions: []Dimension{{metrics.DimResult, reason}, {metrics.DimTaskType, string(task.TypeBitError)}},
+		Statistic:  cwtypes.StatisticSum, Period: 300, EvaluationPeriods: 1, Threshold: 0,
+		Comparison: cwtypes.ComparisonOperatorGreaterThanThreshold, TreatMissingData: missingNotBreach,
+		AlarmActions: alarmActs, OKActions: okActs,
+	}
 }
 
 // Resources returns the alarms of cfg as setup resources.
@@ -239,7 +307,8 @@ func (a *Alarm) Name() string { return a.Spec.Name }
 
 func (a *Alarm) describe() []string {
 	s := a.Spec
-	d := fmt.Sprintf("%s of %s %s %s %g over %d×%ds", s.Statistic, s.QueueName, s.MetricName, cmpSymbol(s.Comparison), s.Threshold, s.EvaluationPeriods, s.Period)
+	d := fmt.Sprintf("%s of %s %s{%s} %s %g over %d×%ds", s.Statistic, s.namespace(), s.MetricName, dimString(s.dimensions()),
+		cmpSymbol(s.Comparison), s.Threshold, s.EvaluationPeriods, s.Period)
 	if len(s.AlarmActions) > 0 {
 		d += "; notifies " + s.AlarmActions[0]
 	}
@@ -292,9 +361,9 @@ func (a *Alarm) Diff(have *cwtypes.MetricAlarm) []string {
 			r = append(r, fmt.Sprintf("%s %d → %d", what, got, want))
 		}
 	}
-	str("namespace", aws.ToString(have.Namespace), Namespace)
+	str("namespace", aws.ToString(have.Namespace), s.namespace())
 	str("metric", aws.ToString(have.MetricName), s.MetricName)
-	str("queue dimension", dimensions(have.Dimensions), DimensionQueue+"="+s.QueueName)
+	str("dimensions", dimensions(have.Dimensions), dimString(s.dimensions()))
 	str("statistic", string(have.Statistic), string(s.Statistic))
 	num("period", int64(aws.ToInt32(have.Period)), int64(s.Period))
 	num("evaluation periods", int64(aws.ToInt32(have.EvaluationPeriods)), int64(s.EvaluationPeriods))
@@ -333,15 +402,23 @@ func fmtFloat(f *float64) string {
 	return strconv.FormatFloat(*f, 'g', -1, 64)
 }
 
+// dimensions is ds as "Name=Value,…" in name order (CloudWatch does not
+// promise to keep the order they were put in).
 func dimensions(ds []cwtypes.Dimension) string {
-	var out string
-	for i, d := range ds {
-		if i > 0 {
-			out += ","
-		}
-		out += aws.ToString(d.Name) + "=" + aws.ToString(d.Value)
+	var out []Dimension
+	for _, d := range ds {
+		out = append(out, Dimension{aws.ToString(d.Name), aws.ToString(d.Value)})
 	}
-	return out
+	return dimString(out)
+}
+
+func dimString(ds []Dimension) string {
+	parts := make([]string, 0, len(ds))
+	for _, d := range ds {
+		parts = append(parts, d.Name+"="+d.Value)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
 }
 
 func sameSet(a, b []string) bool {
@@ -369,12 +446,16 @@ func (a *Alarm) Plan(ctx context.Context) (setup.Change, error) {
 // Input returns the PutMetricAlarm request that makes the alarm.
 func (a *Alarm) Input() *cloudwatch.PutMetricAlarmInput {
 	s := a.Spec
+	var dims []cwtypes.Dimension
+	for _, d := range s.dimensions() {
+		dims = append(dims, cwtypes.Dimension{Name: aws.String(d.Name), Value: aws.String(d.Value)})
+	}
 	in := &cloudwatch.PutMetricAlarmInput{
 		AlarmName:          aws.String(s.Name),
 		AlarmDescription:   aws.String(s.Description),
-		Namespace:          aws.String(Namespace),
+		Namespace:          aws.String(s.namespace()),
 		MetricName:         aws.String(s.MetricName),
-		Dimensions:         []cwtypes.Dimension{{Name: aws.String(DimensionQueue), Value: aws.String(s.QueueName)}},
+		Dimensions:         dims,
 		Statistic:          s.Statistic,
 		Period:             aws.Int32(s.Period),
 		EvaluationPeriods:  aws.Int32(s.EvaluationPeriods),

@@ -79,27 +79,47 @@ func entryFromItem(item map[string]types.AttributeValue) (Entry, error) {
 // Latest implements Log: a strongly consistent query of the item's
 // partition, newest first, limit 1.
 func (d *Dynamo) Latest(ctx context.Context, account, storeID, spaceID, contentID string) (*Entry, error) {
-	pk := ItemKey(account, storeID, spaceID, contentID)
-	out, err := d.api.Query(ctx, &dynamodb.QueryInput{
+	return d.latest(ctx, ItemKey(account, storeID, spaceID, contentID), 1, func(Entry) bool { return true })
+}
+
+// LatestChecksum implements Log: the same query, read in pages of 10
+// until an entry speaks of the item's bytes (an item has few entries
+// without a checksum in a row, so one page is the rule).
+func (d *Dynamo) LatestChecksum(ctx context.Context, account, storeID, spaceID, contentID string) (*Entry, error) {
+	return d.latest(ctx, ItemKey(account, storeID, spaceID, contentID), 10, SpeaksOfBytes)
+}
+
+// latest returns the newest entry of item pk that keep accepts, reading
+// the partition newest first in pages of page entries.
+func (d *Dynamo) latest(ctx context.Context, pk string, page int32, keep func(Entry) bool) (*Entry, error) {
+	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(d.table),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
 		ScanIndexForward:          aws.Bool(false),
 		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(1),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("auditlog: latest %s: %w", pk, err)
+		Limit:                     aws.Int32(page),
 	}
-	if len(out.Items) == 0 {
-		return nil, fmt.Errorf("auditlog: latest %s: %w", pk, ErrNotFound)
+	for {
+		out, err := d.api.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("auditlog: latest %s: %w", pk, err)
+		}
+		for _, item := range out.Items {
+			e, err := entryFromItem(item)
+			if err != nil {
+				return nil, fmt.Errorf("auditlog: latest %s: %w", pk, err)
+			}
+			if keep(e) {
+				return &e, nil
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil, fmt.Errorf("auditlog: latest %s: %w", pk, ErrNotFound)
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	e, err := entryFromItem(out.Items[0])
-	if err != nil {
-		return nil, fmt.Errorf("auditlog: latest %s: %w", pk, err)
-	}
-	return &e, nil
 }
 
 // SpaceHistory implements Log: a query of the space-history index. The

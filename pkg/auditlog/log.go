@@ -151,6 +151,11 @@ func jsonMap(m map[string]string) string {
 //     millisecond, greatest action name then hash) or an error wrapping
 //     ErrNotFound when the item has none. contentID "" names the space's
 //     own (space-level) entries.
+//   - LatestChecksum returns the item's newest entry that speaks of its
+//     bytes (SpeaksOfBytes: it carries a checksum, or it is a
+//     DELETE_CONTENT), skipping newer entries that do not — DuraStore
+//     writes SET_CONTENT_PROPERTIES entries without a checksum. An error
+//     wrapping ErrNotFound when the item has none.
 //   - SpaceHistory returns a space's entries (content and space-level) in
 //     time order, oldest first, at most limit (DefaultPageSize when ≤ 0,
 //     at most MaxPageSize) per page, and an opaque token for the next page
@@ -163,8 +168,16 @@ func jsonMap(m map[string]string) string {
 type Log interface {
 	Put(ctx context.Context, e Entry) (stored bool, err error)
 	Latest(ctx context.Context, account, storeID, spaceID, contentID string) (*Entry, error)
+	LatestChecksum(ctx context.Context, account, storeID, spaceID, contentID string) (*Entry, error)
 	SpaceHistory(ctx context.Context, account, storeID, spaceID, pageToken string, limit int) (entries []Entry, next string, err error)
 	Delete(ctx context.Context, keys ...Key) error
+}
+
+// SpeaksOfBytes reports whether e tells what an item's bytes are: it
+// carries a checksum, or it is a DELETE_CONTENT (there are none). Property
+// changes written without a checksum do not.
+func SpeaksOfBytes(e Entry) bool {
+	return e.Checksum != "" || e.Action == task.ActionDeleteContent
 }
 
 func pageSize(limit int) int {

@@ -65,27 +65,45 @@ func (it memItem) entry() (Entry, error) {
 
 // Latest implements Log.
 func (m *Memory) Latest(ctx context.Context, account, storeID, spaceID, contentID string) (*Entry, error) {
+	return m.latest(ctx, ItemKey(account, storeID, spaceID, contentID), func(Entry) bool { return true })
+}
+
+// LatestChecksum implements Log.
+func (m *Memory) LatestChecksum(ctx context.Context, account, storeID, spaceID, contentID string) (*Entry, error) {
+	return m.latest(ctx, ItemKey(account, storeID, spaceID, contentID), SpeaksOfBytes)
+}
+
+// latest returns the newest entry of item pk that keep accepts.
+func (m *Memory) latest(ctx context.Context, pk string, keep func(Entry) bool) (*Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	pk := ItemKey(account, storeID, spaceID, contentID)
 	m.mu.Lock()
-	var best *memItem
+	var items []memItem
 	for _, it := range m.items {
-		if it.pk == pk && (best == nil || it.sk > best.sk) {
-			b := it
-			best = &b
+		if it.pk == pk {
+			items = append(items, it)
 		}
 	}
 	m.mu.Unlock()
+	var best *Entry
+	bestSK := ""
+	for _, it := range items {
+		if best != nil && it.sk <= bestSK {
+			continue
+		}
+		e, err := it.entry()
+		if err != nil {
+			return nil, fmt.Errorf("auditlog: latest %s: %w", pk, err)
+		}
+		if keep(e) {
+			best, bestSK = &e, it.sk
+		}
+	}
 	if best == nil {
 		return nil, fmt.Errorf("auditlog: latest %s: %w", pk, ErrNotFound)
 	}
-	e, err := best.entry()
-	if err != nil {
-		return nil, fmt.Errorf("auditlog: latest %s: %w", pk, err)
-	}
-	return &e, nil
+	return best, nil
 }
 
 // memToken is the position after which the next page starts.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
 )
@@ -19,7 +20,10 @@ type Memory struct {
 	reports map[[4]string]Report
 }
 
-var _ Log = (*Memory)(nil)
+var (
+	_ Log    = (*Memory)(nil)
+	_ Pruner = (*Memory)(nil)
+)
 
 // NewMemory returns an empty log using clk for zero times (nil: the system
 // clock).
@@ -148,6 +152,47 @@ func (m *Memory) Reports(ctx context.Context, f ReportFilter) ([]Report, error) 
 	})
 	if limit := PageSize(f.Limit); len(out) > limit {
 		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Months implements Pruner (exact counts).
+func (m *Memory) Months(ctx context.Context) ([]MonthInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	n := map[time.Time]int64{}
+	for _, r := range m.rows {
+		n[Month(r.RunID, r.CheckedAt)]++
+	}
+	m.mu.Unlock()
+	out := make([]MonthInfo, 0, len(n))
+	for mo, c := range n {
+		out = append(out, MonthInfo{Month: mo, Rows: c})
+	}
+	slices.SortFunc(out, func(a, b MonthInfo) int { return a.Month.Compare(b.Month) })
+	return out, nil
+}
+
+// DropMonths implements Pruner.
+func (m *Memory) DropMonths(ctx context.Context, before time.Time) ([]MonthInfo, error) {
+	months, err := m.Months(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []MonthInfo
+	for _, mo := range months {
+		if mo.Month.Before(before) {
+			out = append(out, mo)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, r := range m.rows {
+		if Month(r.RunID, r.CheckedAt).Before(before) {
+			delete(m.rows, k)
+		}
 	}
 	return out, nil
 }

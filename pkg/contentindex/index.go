@@ -54,6 +54,11 @@ type Entry struct {
 	// Modified is the time of the event that produced this state
 	// (microsecond precision, UTC).
 	Modified time.Time
+	// MissingRun is the bit-integrity run whose report first found the
+	// item missing from storage ("" when it was not, or was found again
+	// since): the next run's report reports and repairs an item still
+	// missing (SetMissing). Upsert ignores it.
+	MissingRun string
 }
 
 // Index is the content index.
@@ -80,6 +85,10 @@ type Entry struct {
 //   - SetChecksum replaces the checksum of an existing row in place,
 //     leaving Modified alone (the bit check's "update content index");
 //     ErrNotFound when there is no row.
+//   - SetMissing sets the row's MissingRun in place ("" clears it),
+//     leaving everything else alone; ErrNotFound when there is no row. An
+//     Upsert or MarkDeleted that changes the row clears it (the item was
+//     written or deleted since).
 //   - Safe for concurrent use; cancelling ctx abandons the call.
 type Index interface {
 	Upsert(ctx context.Context, e Entry) (applied bool, err error)
@@ -88,7 +97,24 @@ type Index interface {
 	Get(ctx context.Context, item Item) (*Entry, error)
 	List(ctx context.Context, account, storeID, spaceID, after string, limit int) (entries []Entry, more bool, err error)
 	SetChecksum(ctx context.Context, item Item, checksum string) error
+	SetMissing(ctx context.Context, item Item, runID string) error
 }
+
+// Pruner drops old tombstones. A tombstone keeps an older, late event from
+// resurrecting a deleted item; once its delete event is older than any
+// event can still arrive (the queues keep messages 14 days at most), it
+// protects nothing and can go. Both implementations provide it.
+//
+//   - Tombstones counts the tombstones whose Modified is before `before`.
+//   - PurgeTombstones deletes at most limit of them (limit ≤ 0: a default
+//     batch) and returns how many it deleted; call it until it returns 0.
+type Pruner interface {
+	Tombstones(ctx context.Context, before time.Time) (int64, error)
+	PurgeTombstones(ctx context.Context, before time.Time, limit int) (int64, error)
+}
+
+// DefaultPurgeBatch is the batch of PurgeTombstones when limit ≤ 0.
+const DefaultPurgeBatch = 10000
 
 // PageSize clamps a List limit to 1..MaxPageSize (DefaultPageSize for ≤ 0).
 func PageSize(limit int) int {

@@ -49,6 +49,7 @@ func (m *Memory) Upsert(ctx context.Context, e Entry) (bool, error) {
 	}
 	keepProps := e.Properties == nil
 	e = *clone(e)
+	e.MissingRun = ""
 	e.Modified = Truncate(e.Modified)
 	e.Deleted = false
 	m.mu.Lock()
@@ -97,7 +98,7 @@ func (m *Memory) MarkDeleted(ctx context.Context, item Item, at time.Time) (bool
 	if old.Modified.After(at) || (old.Deleted && old.Modified.Equal(at)) {
 		return false, nil
 	}
-	old.Deleted, old.Modified = true, at
+	old.Deleted, old.Modified, old.MissingRun = true, at, ""
 	m.rows[item] = old
 	return true, nil
 }
@@ -116,7 +117,7 @@ func (m *Memory) MarkSpaceDeleted(ctx context.Context, account, storeID, spaceID
 	var n int64
 	for k, r := range m.rows {
 		if k.Account == account && k.StoreID == storeID && k.SpaceID == spaceID && !r.Deleted && !r.Modified.After(at) {
-			r.Deleted, r.Modified = true, at
+			r.Deleted, r.Modified, r.MissingRun = true, at, ""
 			m.rows[k] = r
 			n++
 		}
@@ -166,6 +167,16 @@ func (m *Memory) List(ctx context.Context, account, storeID, spaceID, after stri
 
 // SetChecksum implements Index.
 func (m *Memory) SetChecksum(ctx context.Context, item Item, checksum string) error {
+	return m.edit(ctx, item, "set checksum", func(r *Entry) { r.Checksum = checksum })
+}
+
+// SetMissing implements Index.
+func (m *Memory) SetMissing(ctx context.Context, item Item, runID string) error {
+	return m.edit(ctx, item, "set missing", func(r *Entry) { r.MissingRun = runID })
+}
+
+// edit changes the row of item in place; ErrNotFound when there is none.
+func (m *Memory) edit(ctx context.Context, item Item, what string, f func(*Entry)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -173,9 +184,50 @@ func (m *Memory) SetChecksum(ctx context.Context, item Item, checksum string) er
 	defer m.mu.Unlock()
 	r, ok := m.rows[item]
 	if !ok {
-		return fmt.Errorf("contentindex: set checksum %s: %w", item, ErrNotFound)
+		return fmt.Errorf("contentindex: %s %s: %w", what, item, ErrNotFound)
 	}
-	r.Checksum = checksum
+	f(&r)
 	m.rows[item] = r
 	return nil
+}
+
+var _ Pruner = (*Memory)(nil)
+
+// Tombstones implements Pruner.
+func (m *Memory) Tombstones(ctx context.Context, before time.Time) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n int64
+	for _, r := range m.rows {
+		if r.Deleted && r.Modified.Before(before) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// PurgeTombstones implements Pruner.
+func (m *Memory) PurgeTombstones(ctx context.Context, before time.Time, limit int) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		limit = DefaultPurgeBatch
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n int64
+	for k, r := range m.rows {
+		if n == int64(limit) {
+			break
+		}
+		if r.Deleted && r.Modified.Before(before) {
+			delete(m.rows, k)
+			n++
+		}
+	}
+	return n, nil
 }

@@ -2,39 +2,72 @@ package milldb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/pkg/bitlog"
 )
 
-// BitLog is bitlog.Log on the bit_log and bit_report tables (migrations 002
-// and 003). Rows are upserted through the bit_log_item_per_run and
+// BitLog is bitlog.Log and bitlog.Pruner on the bit_log and bit_report
+// tables (migrations 002, 003 and 005). bit_log is partitioned by month
+// (run_month, bitlog.Month of the row): a partition per month, named
+// bit_log_yYYYYmMM, created by Record when a row first needs it (with the
+// next month's, so the month's first rows do not wait for it), dropped by
+// DropMonths. Rows are upserted through the bit_log_item_per_run and
 // bit_report_space_per_run constraints, so a redelivered task updates its
-// row and concurrent writers cannot duplicate it. Empty checksums and case 0
-// are stored as NULL. Keys are ordered byte-wise (COLLATE "C"), as the
-// memory implementation orders them. Every statement takes its values as
+// row and concurrent writers cannot duplicate it; queries of one run read
+// only its month's partition. Empty checksums and case 0 are stored as
+// NULL. Keys are ordered byte-wise (COLLATE "C"), as the memory
+// implementation orders them. Every statement takes its values as
 // parameters. Safe for concurrent use.
 type BitLog struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	known sync.Map // "2006-01" → struct{}: months whose partition exists
 }
 
-var _ bitlog.Log = (*BitLog)(nil)
+var (
+	_ bitlog.Log    = (*BitLog)(nil)
+	_ bitlog.Pruner = (*BitLog)(nil)
+)
 
 // NewBitLog returns the bit log in the database of pool (whose search_path
 // reaches the migrated tables).
 func NewBitLog(pool *pgxpool.Pool) *BitLog { return &BitLog{pool: pool} }
 
+// ensureMonth makes the partitions of month m and the next (migration
+// 005's bit_log_ensure_month), unless this BitLog made or saw them already.
+func (l *BitLog) ensureMonth(ctx context.Context, m time.Time) error {
+	if _, ok := l.known.Load(m.Format("2006-01")); ok {
+		return nil
+	}
+	if _, err := l.pool.Exec(ctx, "SELECT bit_log_ensure_month($1)", m); err != nil {
+		return fmt.Errorf("milldb: bit log partition of %s: %w", m.Format("2006-01"), err)
+	}
+	l.known.Store(m.Format("2006-01"), struct{}{})
+	return nil
+}
+
+// noPartition reports whether err is PostgreSQL's "no partition of relation
+// … found for row" (a month dropped since this BitLog last saw it).
+func noPartition(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23514" && strings.HasPrefix(pe.Message, "no partition of relation")
+}
+
 const sqlBitRecord = `
 INSERT INTO bit_log AS b
     (run_id, account, store_id, store_kind, space_id, content_id, result, case_number,
-     content_checksum, storage_checksum, index_checksum, audit_checksum, details, checked_at)
+     content_checksum, storage_checksum, index_checksum, audit_checksum, details, checked_at, run_month)
 VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8::integer, 0),
-     NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), $13, COALESCE($14::timestamptz, now()))
-ON CONFLICT (run_id, account, store_id, space_id, content_id) DO UPDATE SET
+     NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), $13, $14, $15)
+ON CONFLICT (run_id, account, store_id, space_id, content_id, run_month) DO UPDATE SET
     store_kind       = excluded.store_kind,
     result           = excluded.result,
     case_number      = excluded.case_number,
@@ -44,6 +77,15 @@ ON CONFLICT (run_id, account, store_id, space_id, content_id) DO UPDATE SET
     audit_checksum   = excluded.audit_checksum,
     details          = excluded.details,
     checked_at       = excluded.checked_at`
+
+// sqlBitRecordMoving is sqlBitRecord for a row outside any producer run,
+// whose month is the month it is recorded in: its row of an earlier month
+// goes, so the item keeps one row.
+const sqlBitRecordMoving = `
+WITH moved AS (
+    DELETE FROM bit_log
+    WHERE run_id = $1 AND account = $2 AND store_id = $3 AND space_id = $5 AND content_id = $6 AND run_month <> $15
+)` + sqlBitRecord
 
 // optTime is nil for the zero time (the database then uses now()).
 func optTime(t time.Time) *time.Time {
@@ -59,17 +101,39 @@ func (l *BitLog) Record(ctx context.Context, r bitlog.Row) error {
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("milldb: bit log record: %w", err)
 	}
-	_, err := l.pool.Exec(ctx, sqlBitRecord, r.RunID, r.Account, r.StoreID, r.StoreKind, r.SpaceID, r.ContentID,
-		string(r.Result), r.Case, r.ContentChecksum, r.StorageChecksum, r.IndexChecksum, r.AuditChecksum,
-		r.Details, optTime(r.CheckedAt))
-	if err != nil {
-		return fmt.Errorf("milldb: bit log record %s: %w", r.Key(), err)
+	if r.CheckedAt.IsZero() {
+		r.CheckedAt = time.Now()
 	}
-	return nil
+	at := bitlog.Truncate(r.CheckedAt)
+	month := bitlog.Month(r.RunID, at)
+	_, inRun := bitlog.RunMonth(r.RunID)
+	args := []any{r.RunID, r.Account, r.StoreID, r.StoreKind, r.SpaceID, r.ContentID,
+		string(r.Result), r.Case, r.ContentChecksum, r.StorageChecksum, r.IndexChecksum, r.AuditChecksum,
+		r.Details, at, month}
+	for try := 0; ; try++ {
+		if err := l.ensureMonth(ctx, month); err != nil {
+			return err
+		}
+		var err error
+		if inRun {
+			_, err = l.pool.Exec(ctx, sqlBitRecord, args...)
+		} else {
+			_, err = l.pool.Exec(ctx, sqlBitRecordMoving, args...)
+		}
+		if noPartition(err) && try == 0 {
+			l.known.Delete(month.Format("2006-01")) // dropped since: make it again
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("milldb: bit log record %s: %w", r.Key(), err)
+		}
+		return nil
+	}
 }
 
 // sqlBitResults: $1..$5 filter (an empty value matches all), $6 whether a page key
-// follows in $7..$11, $12 the limit.
+// follows in $7..$11, $12 the limit; sqlBitResultsOfMonth also reads only
+// the partition of month $13 (the filter's run is a producer run).
 const sqlBitResults = `
 SELECT run_id, account, store_id, store_kind, space_id, content_id, result, COALESCE(case_number, 0),
        COALESCE(content_checksum, ''), COALESCE(storage_checksum, ''), COALESCE(index_checksum, ''),
@@ -82,9 +146,17 @@ WHERE ($1 = '' OR run_id = $1)
   AND ($5 = '' OR result = $5)
   AND (NOT $6::boolean OR
        (run_id COLLATE "C", account COLLATE "C", store_id COLLATE "C", space_id COLLATE "C", content_id)
-       > ($7, $8, $9, $10, $11))
+       > ($7, $8, $9, $10, $11))`
+
+const sqlBitResultsOrder = `
 ORDER BY run_id COLLATE "C", account COLLATE "C", store_id COLLATE "C", space_id COLLATE "C", content_id
 LIMIT $12`
+
+const (
+	sqlBitResultsAll     = sqlBitResults + sqlBitResultsOrder
+	sqlBitResultsOfMonth = sqlBitResults + `
+  AND run_month = $13` + sqlBitResultsOrder
+)
 
 // Results implements bitlog.Log.
 func (l *BitLog) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, string, error) {
@@ -96,8 +168,14 @@ func (l *BitLog) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, st
 		return nil, "", fmt.Errorf("milldb: bit log results: %w", err)
 	}
 	limit := bitlog.PageSize(f.Limit)
-	rows, err := l.pool.Query(ctx, sqlBitResults, f.RunID, f.Account, f.StoreID, f.SpaceID, string(f.Result),
-		hasAfter, after.RunID, after.Account, after.StoreID, after.SpaceID, after.ContentID, limit+1)
+	args := []any{f.RunID, f.Account, f.StoreID, f.SpaceID, string(f.Result),
+		hasAfter, after.RunID, after.Account, after.StoreID, after.SpaceID, after.ContentID, limit + 1}
+	var rows pgx.Rows
+	if m, ok := bitlog.RunMonth(f.RunID); ok {
+		rows, err = l.pool.Query(ctx, sqlBitResultsOfMonth, append(args, m)...)
+	} else {
+		rows, err = l.pool.Query(ctx, sqlBitResultsAll, args...)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("milldb: bit log results: %w", err)
 	}
@@ -128,10 +206,19 @@ SELECT count(*),
 FROM bit_log
 WHERE run_id = $1 AND account = $2 AND store_id = $3 AND space_id = $4`
 
+// sqlBitCountOfMonth reads only the partition of the run's month.
+const sqlBitCountOfMonth = sqlBitCount + ` AND run_month = $5`
+
 // Count implements bitlog.Log.
 func (l *BitLog) Count(ctx context.Context, runID, account, storeID, spaceID string) (bitlog.Counts, error) {
 	var c bitlog.Counts
-	err := l.pool.QueryRow(ctx, sqlBitCount, runID, account, storeID, spaceID).Scan(&c.Total, &c.Success, &c.Failure, &c.Error)
+	var row pgx.Row
+	if m, ok := bitlog.RunMonth(runID); ok {
+		row = l.pool.QueryRow(ctx, sqlBitCountOfMonth, runID, account, storeID, spaceID, m)
+	} else {
+		row = l.pool.QueryRow(ctx, sqlBitCount, runID, account, storeID, spaceID)
+	}
+	err := row.Scan(&c.Total, &c.Success, &c.Failure, &c.Error)
 	if err != nil {
 		return bitlog.Counts{}, fmt.Errorf("milldb: bit log count %s:%s/%s/%s: %w", runID, account, storeID, spaceID, err)
 	}
@@ -196,4 +283,70 @@ func (l *BitLog) Reports(ctx context.Context, f bitlog.ReportFilter) ([]bitlog.R
 		return nil, fmt.Errorf("milldb: bit reports: %w", err)
 	}
 	return out, nil
+}
+
+// sqlBitMonths lists bit_log's partitions with PostgreSQL's row estimate
+// (-1: not analysed yet).
+const sqlBitMonths = `
+SELECT c.relname, c.reltuples::bigint
+FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'bit_log'::regclass
+ORDER BY c.relname`
+
+// Months implements bitlog.Pruner: every partition, with PostgreSQL's
+// estimate of its rows (-1 until it is analysed).
+func (l *BitLog) Months(ctx context.Context) ([]bitlog.MonthInfo, error) {
+	rows, err := l.pool.Query(ctx, sqlBitMonths)
+	if err != nil {
+		return nil, fmt.Errorf("milldb: bit log months: %w", err)
+	}
+	defer rows.Close()
+	var out []bitlog.MonthInfo
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			return nil, fmt.Errorf("milldb: bit log months: %w", err)
+		}
+		m, err := time.Parse("bit_log_y2006m01", name)
+		if err != nil {
+			continue // not a partition this package made
+		}
+		out = append(out, bitlog.MonthInfo{Month: m, Rows: n})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("milldb: bit log months: %w", err)
+	}
+	return out, nil
+}
+
+// DropMonths implements bitlog.Pruner: the expired months' partitions are
+// dropped in one statement (migration 005's bit_log_drop_months; DROP
+// TABLE: no row is read or deleted, so it takes the same moment whatever
+// the partitions hold).
+func (l *BitLog) DropMonths(ctx context.Context, before time.Time) ([]bitlog.MonthInfo, error) {
+	months, err := l.Months(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := l.pool.Query(ctx, "SELECT m FROM bit_log_drop_months($1) AS m", before)
+	if err != nil {
+		return nil, fmt.Errorf("milldb: bit log drop months before %s: %w", before.Format("2006-01"), err)
+	}
+	gone, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return nil, fmt.Errorf("milldb: bit log drop months before %s: %w", before.Format("2006-01"), err)
+	}
+	var dropped []bitlog.MonthInfo
+	for _, g := range gone {
+		m := bitlog.MonthInfo{Month: g.UTC(), Rows: -1}
+		for _, k := range months {
+			if k.Month.Equal(m.Month) {
+				m.Rows = k.Rows
+			}
+		}
+		l.known.Delete(m.Month.Format("2006-01"))
+		dropped = append(dropped, m)
+	}
+	return dropped, nil
 }

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/pkg/contentindex"
 )
 
-// ContentIndex is contentindex.Index on the content_index table (migration
-// 001). The ordering rule — an event older than the row changes nothing — is
+// ContentIndex is contentindex.Index and contentindex.Pruner on the
+// content_index table (migrations 001 and 004). The ordering rule — an event older than the row changes nothing — is
 // enforced in SQL by the conflict clauses, so concurrent writers cannot
 // race it. Every statement takes its values as parameters. Safe for
 // concurrent use.
@@ -43,6 +44,7 @@ ON CONFLICT (account, store_id, space_id, content_id) DO UPDATE SET
     properties = CASE WHEN $8::jsonb IS NULL THEN content_index.properties ELSE excluded.properties END,
     deleted    = false,
     modified   = excluded.modified,
+    missing_run = NULL,
     updated_at = now()
 WHERE content_index.modified <= excluded.modified
   AND (content_index.deleted, content_index.modified, content_index.checksum, content_index.size,
@@ -61,15 +63,17 @@ VALUES ($1, $2, $3, $4, true, $5)
 ON CONFLICT (account, store_id, space_id, content_id) DO UPDATE SET
     deleted    = true,
     modified   = excluded.modified,
+    missing_run = NULL,
     updated_at = now()
 WHERE content_index.modified <= excluded.modified
   AND NOT (content_index.deleted AND content_index.modified = excluded.modified)`
 
 const sqlMarkSpaceDeleted = `
-UPDATE content_index SET deleted = true, modified = $4, updated_at = now()
+UPDATE content_index SET deleted = true, modified = $4, missing_run = NULL, updated_at = now()
 WHERE account = $1 AND store_id = $2 AND space_id = $3 AND NOT deleted AND modified <= $4`
 
-const sqlColumns = `content_id, COALESCE(checksum, ''), size, COALESCE(mimetype, ''), properties, deleted, modified`
+const sqlColumns = `content_id, COALESCE(checksum, ''), size, COALESCE(mimetype, ''), properties, deleted, modified,
+    COALESCE(missing_run, '')`
 
 const sqlGet = `SELECT ` + sqlColumns + ` FROM content_index
 WHERE account = $1 AND store_id = $2 AND space_id = $3 AND content_id = $4`
@@ -80,6 +84,16 @@ const sqlList = `SELECT ` + sqlColumns + ` FROM content_index
 WHERE account = $1 AND store_id = $2 AND space_id = $3 AND NOT deleted AND content_id > $4
 ORDER BY content_id
 LIMIT $5`
+
+const sqlSetMissing = `UPDATE content_index SET missing_run = NULLIF($5, ''), updated_at = now()
+WHERE account = $1 AND store_id = $2 AND space_id = $3 AND content_id = $4`
+
+const sqlTombstones = `SELECT count(*) FROM content_index WHERE deleted AND modified < $1`
+
+// sqlPurgeTombstones deletes one batch through the tombstone index; a
+// batch keeps each statement (and its locks) short on a large table.
+const sqlPurgeTombstones = `DELETE FROM content_index WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM content_index WHERE deleted AND modified < $1 LIMIT $2))`
 
 const sqlSetChecksum = `UPDATE content_index SET checksum = NULLIF($5, ''), updated_at = now()
 WHERE account = $1 AND store_id = $2 AND space_id = $3 AND content_id = $4`
@@ -132,7 +146,7 @@ func (x *ContentIndex) MarkSpaceDeleted(ctx context.Context, account, storeID, s
 
 func scanEntry(row pgx.Row, account, storeID, spaceID string) (contentindex.Entry, error) {
 	e := contentindex.Entry{Item: contentindex.Item{Account: account, StoreID: storeID, SpaceID: spaceID}}
-	err := row.Scan(&e.ContentID, &e.Checksum, &e.Size, &e.MimeType, &e.Properties, &e.Deleted, &e.Modified)
+	err := row.Scan(&e.ContentID, &e.Checksum, &e.Size, &e.MimeType, &e.Properties, &e.Deleted, &e.Modified, &e.MissingRun)
 	if e.Properties == nil {
 		e.Properties = map[string]string{}
 	}
@@ -182,11 +196,46 @@ func (x *ContentIndex) List(ctx context.Context, account, storeID, spaceID, afte
 // SetChecksum implements contentindex.Index.
 func (x *ContentIndex) SetChecksum(ctx context.Context, i contentindex.Item, checksum string) error {
 	tag, err := x.pool.Exec(ctx, sqlSetChecksum, i.Account, i.StoreID, i.SpaceID, i.ContentID, checksum)
+	return edited("set checksum", i, tag, err)
+}
+
+// SetMissing implements contentindex.Index.
+func (x *ContentIndex) SetMissing(ctx context.Context, i contentindex.Item, runID string) error {
+	tag, err := x.pool.Exec(ctx, sqlSetMissing, i.Account, i.StoreID, i.SpaceID, i.ContentID, runID)
+	return edited("set missing", i, tag, err)
+}
+
+// edited is the outcome of an in-place UPDATE of item i's row: ErrNotFound
+// when there was no row.
+func edited(what string, i contentindex.Item, tag pgconn.CommandTag, err error) error {
 	if err != nil {
-		return fmt.Errorf("contentindex: set checksum %s: %w", i, err)
+		return fmt.Errorf("contentindex: %s %s: %w", what, i, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("contentindex: set checksum %s: %w", i, contentindex.ErrNotFound)
+		return fmt.Errorf("contentindex: %s %s: %w", what, i, contentindex.ErrNotFound)
 	}
 	return nil
+}
+
+var _ contentindex.Pruner = (*ContentIndex)(nil)
+
+// Tombstones implements contentindex.Pruner.
+func (x *ContentIndex) Tombstones(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	if err := x.pool.QueryRow(ctx, sqlTombstones, before).Scan(&n); err != nil {
+		return 0, fmt.Errorf("contentindex: count tombstones before %s: %w", before.Format(time.RFC3339), err)
+	}
+	return n, nil
+}
+
+// PurgeTombstones implements contentindex.Pruner.
+func (x *ContentIndex) PurgeTombstones(ctx context.Context, before time.Time, limit int) (int64, error) {
+	if limit <= 0 {
+		limit = contentindex.DefaultPurgeBatch
+	}
+	tag, err := x.pool.Exec(ctx, sqlPurgeTombstones, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("contentindex: purge tombstones before %s: %w", before.Format(time.RFC3339), err)
+	}
+	return tag.RowsAffected(), nil
 }

@@ -3,6 +3,7 @@ package milldb_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -84,12 +85,21 @@ func TestMigrateUpDownUp(t *testing.T) {
 		t.Fatal("Status created the tracking table; it must only read")
 	}
 
+	migs, err := milldb.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantUp, wantDown []string // every migration, in order; the reverse
+	for _, m := range migs {
+		wantUp = append(wantUp, "up:"+m.ID())
+		wantDown = append([]string{"down:" + m.ID()}, wantDown...)
+	}
 	for round := 1; round <= 2; round++ {
 		steps, err := milldb.Up(ctx, db.Pool)
 		if err != nil {
 			t.Fatalf("round %d up: %v", round, err)
 		}
-		if want := []string{"up:001_content_index", "up:002_bit_log", "up:003_bit_report"}; !equal(ids(steps), want) {
+		if want := wantUp; !equal(ids(steps), want) {
 			t.Fatalf("round %d up steps = %v, want %v", round, ids(steps), want)
 		}
 		got := tables(t, db)
@@ -115,14 +125,14 @@ func TestMigrateUpDownUp(t *testing.T) {
 
 		// One step down, then all the way down.
 		steps, err = milldb.Down(ctx, db.Pool, 1)
-		if err != nil || !equal(ids(steps), []string{"down:003_bit_report"}) {
+		if err != nil || !equal(ids(steps), wantDown[:1]) {
 			t.Fatalf("down 1: %v %v", ids(steps), err)
 		}
 		if n, err := milldb.Pending(ctx, db.Pool); err != nil || n != 1 {
 			t.Fatalf("pending after down 1 = %d, %v; want 1", n, err)
 		}
 		steps, err = milldb.Down(ctx, db.Pool, 99)
-		if err != nil || !equal(ids(steps), []string{"down:002_bit_log", "down:001_content_index"}) {
+		if err != nil || !equal(ids(steps), wantDown[1:]) {
 			t.Fatalf("down all: %v %v", ids(steps), err)
 		}
 		got = tables(t, db)
@@ -143,8 +153,8 @@ func TestMigrateUpDownUp(t *testing.T) {
 	if steps, err := milldb.Migrate(ctx, db.Pool, 1); err != nil || !equal(ids(steps), []string{"down:002_bit_log"}) {
 		t.Fatalf("migrate 1: %v %v", ids(steps), err)
 	}
-	if _, err := milldb.Migrate(ctx, db.Pool, 4); !errors.Is(err, milldb.ErrUnknownVersion) {
-		t.Fatalf("migrate 4: %v, want ErrUnknownVersion", err)
+	if _, err := milldb.Migrate(ctx, db.Pool, len(migs)+1); !errors.Is(err, milldb.ErrUnknownVersion) {
+		t.Fatalf("migrate %d: %v, want ErrUnknownVersion", len(migs)+1, err)
 	}
 	if _, err := milldb.Down(ctx, db.Pool, 0); err == nil {
 		t.Fatal("down 0 steps: no error")
@@ -263,8 +273,12 @@ func TestMigrateConcurrently(t *testing.T) {
 		}
 		sum += total[i]
 	}
-	if sum != 3 {
-		t.Fatalf("concurrent migrators applied %v steps in all, want exactly 3", total)
+	migs, err := milldb.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum != len(migs) {
+		t.Fatalf("concurrent migrators applied %v steps in all, want exactly %d", total, len(migs))
 	}
 }
 
@@ -307,5 +321,74 @@ func TestFailedMigrationLeavesNoTrace(t *testing.T) {
 	}
 	if !st[0].Applied || st[1].Applied || st[2].Applied {
 		t.Fatalf("status after failed 002: %+v", st)
+	}
+}
+
+// TestBitLogByMonthKeepsRows: migration 005 moves the rows of the
+// unpartitioned bit_log into their months' partitions (a run's month from
+// its ID, a row outside a run by its check time); its down migration
+// brings them back; up again keeps them.
+func TestBitLogByMonthKeepsRows(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	ctx := context.Background()
+	if _, err := milldb.Migrate(ctx, db.Pool, 4); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ run, content, at string }{
+		{"20250105T010000Z", "a", "2025-01-05T02:00:00Z"},
+		{"20250105T010000Z", "b", "2025-02-01T00:10:00Z"}, // checked in the run's next month
+		{"20250203T000000Z", "a", "2025-02-03T01:00:00Z"},
+		{"adhoc", "a", "2025-03-15T00:00:00Z"},
+		{"", "a", "2025-04-02T00:00:00Z"},
+	} {
+		if _, err := db.Pool.Exec(ctx, `INSERT INTO bit_log (run_id, account, store_id, store_kind, space_id, content_id, result, case_number, checked_at)
+			VALUES ($1, 'acme', '1', 'fs', 'photos', $2, 'SUCCESS', 1, $3)`, r.run, r.content, r.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	where := func() map[string]string {
+		t.Helper()
+		rows, err := db.Pool.Query(ctx, `SELECT run_id || '/' || content_id, tableoid::regclass::text FROM bit_log`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for rows.Next() {
+			var k, p string
+			if err := rows.Scan(&k, &p); err != nil {
+				t.Fatal(err)
+			}
+			out[k] = p
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for round := 1; round <= 2; round++ {
+		if _, err := milldb.Migrate(ctx, db.Pool, 5); err != nil {
+			t.Fatalf("round %d: up to 5: %v", round, err)
+		}
+		want := map[string]string{"20250105T010000Z/a": "bit_log_y2025m01", "20250105T010000Z/b": "bit_log_y2025m01",
+			"20250203T000000Z/a": "bit_log_y2025m02", "adhoc/a": "bit_log_y2025m03", "/a": "bit_log_y2025m04"}
+		if got := where(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("round %d: rows by partition %v, want %v", round, got, want)
+		}
+		if c, err := milldb.NewBitLog(db.Pool).Count(ctx, "20250105T010000Z", "acme", "1", "photos"); err != nil || c.Total != 2 {
+			t.Fatalf("round %d: count of the January run %+v %v", round, c, err)
+		}
+		if _, err := milldb.Migrate(ctx, db.Pool, 4); err != nil {
+			t.Fatalf("round %d: down to 4: %v", round, err)
+		}
+		got := where()
+		if len(got) != 5 {
+			t.Fatalf("round %d: after down, %d rows: %v", round, len(got), got)
+		}
+		for k, p := range got {
+			if p != "bit_log" {
+				t.Fatalf("round %d: after down, %s is in %s", round, k, p)
+			}
+		}
 	}
 }

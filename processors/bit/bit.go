@@ -2,14 +2,9 @@ package bit
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc64"
-	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -122,6 +117,7 @@ func (c Config) validate() error {
 // Processor is the BIT task processor. Safe for concurrent use.
 type Processor struct {
 	cfg Config
+	obs *Observer
 }
 
 // New returns a BIT processor.
@@ -130,20 +126,16 @@ func New(cfg Config) (*Processor, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Processor{cfg: cfg}, nil
+	return &Processor{cfg: cfg, obs: &Observer{Stores: cfg.Stores, Index: cfg.Index, AuditLog: cfg.AuditLog,
+		UnreadableKinds: cfg.UnreadableKinds, UnreadableStores: cfg.UnreadableStores}}, nil
 }
 
 // Name is the processor's name.
 func (p *Processor) Name() string { return "bit" }
 
-// observation is everything one check gathered.
-type observation struct {
-	sums       Checksums
-	info       *storage.Info // nil when not found
-	index      *contentindex.Entry
-	audit      *auditlog.Entry // the latest entry; nil when none
-	details    []string
-	storeKind  storage.Kind
+// check is one check: what it observed and what it decided.
+type check struct {
+	*Observation
 	consensus  string
 	caseNumber int
 }
@@ -154,33 +146,36 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if err != nil {
 		return processors.Permanent(err)
 	}
-	st, err := p.cfg.Stores.Registry().Store(b.Account, b.StoreID)
+	ob, err := p.obs.Observe(ctx, b.Account, b.StoreID, b.SpaceID, b.ContentID)
 	if err != nil {
-		return processors.Permanent(fmt.Errorf("bit: %w", err))
-	}
-	prov, err := p.cfg.Stores.Open(ctx, b.Account, b.StoreID)
-	if err != nil {
-		return fmt.Errorf("bit: open store %s/%s: %w", b.Account, b.StoreID, err)
-	}
-	o := &observation{storeKind: st.Kind}
-	if err := p.observe(ctx, b, prov, o); err != nil {
-		if errors.Is(err, storage.ErrInvalidID) && !processors.IsPermanent(err) {
-			return processors.Permanent(err) // the store refuses the ID: a retry cannot help
-		}
 		return err
 	}
-	o.caseNumber = Decide(o.sums)
-	o.consensus = o.sums.Consensus()
-	last := b.Attempts >= p.cfg.MaxAttempts-1
+	o := &check{Observation: ob}
+	o.caseNumber = Decide(o.Sums)
+	o.consensus = o.Sums.Consensus()
 	log := p.cfg.Logger.With(t.LogAttrs()...).With("case", o.caseNumber)
 
-	if Waits(o.caseNumber) && !last {
-		return processors.RetryAfter(p.cfg.RecheckDelay, fmt.Errorf("bit: case %d (%s) at attempt %d of %d: re-check later",
-			o.caseNumber, caseText(o.caseNumber), b.Attempts+1, p.cfg.MaxAttempts))
+	if Waits(o.caseNumber) {
+		switch b.Attempts {
+		case p.cfg.MaxAttempts - 1: // the last attempt: the final outcome below
+		case p.cfg.MaxAttempts - 2: // the penultimate: wait once
+			return processors.RetryAfter(p.cfg.RecheckDelay, fmt.Errorf("bit: case %d (%s) at attempt %d of %d: re-check after %s",
+				o.caseNumber, CaseText(o.caseNumber), b.Attempts+1, p.cfg.MaxAttempts, p.cfg.RecheckDelay))
+		default:
+			if b.Attempts < p.cfg.MaxAttempts-2 { // earlier: an ordinary retry
+				return fmt.Errorf("bit: case %d (%s) at attempt %d of %d: re-check",
+					o.caseNumber, CaseText(o.caseNumber), b.Attempts+1, p.cfg.MaxAttempts)
+			}
+		}
 	}
 	var result bitlog.Result
 	switch o.caseNumber {
-	case 1, 11:
+	case 11:
+		if b.RunID == "" {
+			return nil // the table's "do nothing": no run's report counts this item
+		}
+		result = bitlog.ResultSuccess
+	case 1:
 		result = bitlog.ResultSuccess
 	case 2, 3, 6:
 		result = bitlog.ResultFailure
@@ -209,11 +204,11 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		}
 	}
 	row := bitlog.Row{
-		RunID: b.RunID, Account: b.Account, StoreID: b.StoreID, StoreKind: string(o.storeKind),
+		RunID: b.RunID, Account: b.Account, StoreID: b.StoreID, StoreKind: string(o.StoreKind),
 		SpaceID: b.SpaceID, ContentID: b.ContentID, Result: result, Case: o.caseNumber,
 		ContentChecksum: o.cChecksum(), StorageChecksum: o.sChecksum(),
-		IndexChecksum: o.sums.Index, AuditChecksum: o.sums.Audit,
-		Details:   strings.Join(append([]string{caseText(o.caseNumber)}, o.details...), "; "),
+		IndexChecksum: o.Sums.Index, AuditChecksum: o.Sums.Audit,
+		Details:   strings.Join(append([]string{CaseText(o.caseNumber)}, o.Details...), "; "),
 		CheckedAt: p.cfg.Clock.Now(),
 	}
 	if why := b.Extra[KeyRecheckOf]; why != "" {
@@ -229,22 +224,23 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	return nil
 }
 
-func (o *observation) cChecksum() string {
-	if o.sums.Found && o.sums.ContentRead {
-		return o.sums.Content
+func (o *Observation) cChecksum() string {
+	if o.Sums.Found && o.Sums.ContentRead {
+		return o.Sums.Content
 	}
 	return ""
 }
 
-func (o *observation) sChecksum() string {
-	if o.sums.Found {
-		return o.sums.Storage
+func (o *Observation) sChecksum() string {
+	if o.Sums.Found {
+		return o.Sums.Storage
 	}
 	return ""
 }
 
-// caseText is the table's "how did it happen" in short.
-func caseText(n int) string {
+// CaseText is the decision table's "how did it happen" of a case, in short
+// ("case 2: content went sour").
+func CaseText(n int) string {
 	switch n {
 	case 1:
 		return "case 1: checksums agree"
@@ -272,149 +268,46 @@ func caseText(n int) string {
 	return fmt.Sprintf("case %d", n)
 }
 
-// readable reports whether C is computed for the store.
-func (p *Processor) readable(account string, st *stores.Store) bool {
-	return !slices.Contains(p.cfg.UnreadableKinds, st.Kind) &&
-		!slices.Contains(p.cfg.UnreadableStores, account+"/"+st.ID)
-}
-
-// observe gathers C, S, I and A.
-func (p *Processor) observe(ctx context.Context, b task.Bit, prov storage.Provider, o *observation) error {
-	st, _ := p.cfg.Stores.Registry().Store(b.Account, b.StoreID)
-	if err := p.observeStorage(ctx, b, prov, p.readable(b.Account, st), o); err != nil {
-		return err
-	}
-	item := contentindex.Item{Account: b.Account, StoreID: b.StoreID, SpaceID: b.SpaceID, ContentID: b.ContentID}
-	e, err := p.cfg.Index.Get(ctx, item)
-	switch {
-	case errors.Is(err, contentindex.ErrNotFound):
-	case err != nil:
-		return fmt.Errorf("bit: content index get %s: %w", item, err)
-	default:
-		o.index = e
-		if !e.Deleted {
-			o.sums.Index = strings.ToLower(e.Checksum)
-		} else {
-			o.details = append(o.details, "content index row is a tombstone")
-		}
-	}
-	a, err := p.cfg.AuditLog.Latest(ctx, b.Account, b.StoreID, b.SpaceID, b.ContentID)
-	switch {
-	case errors.Is(err, auditlog.ErrNotFound):
-	case err != nil:
-		return fmt.Errorf("bit: audit log latest %s: %w", item, err)
-	default:
-		o.audit = a
-		if a.Action != task.ActionDeleteContent {
-			o.sums.Audit = strings.ToLower(a.Checksum)
-		} else {
-			o.details = append(o.details, "latest audit entry is DELETE_CONTENT")
-		}
-	}
-	return nil
-}
-
-// observeStorage fills C and S (see the package doc).
-func (p *Processor) observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, readable bool, o *observation) error {
-	var info *storage.Info
-	var md5sum string
-	var crc uint64
-	if readable {
-		rc, in, err := prov.Get(ctx, b.SpaceID, b.ContentID)
-		if errors.Is(err, storage.ErrNotFound) {
-			o.details = append(o.details, "not found in storage (item or space)")
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("bit: get %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
-		}
-		h, c := md5.New(), crc64.New(storage.CRC64NVMETable)
-		_, err = io.Copy(io.MultiWriter(h, c), rc)
-		rc.Close()
-		if err != nil {
-			return fmt.Errorf("bit: read %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
-		}
-		info, md5sum, crc = in, hex.EncodeToString(h.Sum(nil)), c.Sum64()
-		o.sums.ContentRead, o.sums.Content = true, md5sum
-	} else {
-		in, err := prov.Head(ctx, b.SpaceID, b.ContentID)
-		if errors.Is(err, storage.ErrNotFound) {
-			o.details = append(o.details, "not found in storage (item or space)")
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
-		}
-		info = in
-		o.details = append(o.details, "content not read (store configured unreadable)")
-	}
-	o.sums.Found, o.info = true, info
-	recorded := strings.ToLower(info.Checksum)
-	alg, val, ok := storage.SplitProviderChecksum(info.ProviderChecksum)
-	switch {
-	case ok && alg == storage.AlgMD5:
-		o.sums.Storage = strings.ToLower(val)
-	case ok && alg == storage.AlgCRC64NVME && readable:
-		if val == storage.CRC64NVMEBase64(crc) {
-			o.sums.Storage = recorded
-			if recorded == "" {
-				o.sums.Storage = md5sum
-			}
-			o.details = append(o.details, "provider CRC64NVME verified against the content; S is the recorded MD5")
-		} else {
-			o.sums.Storage = info.ProviderChecksum
-			o.details = append(o.details, fmt.Sprintf("provider CRC64NVME %s, content CRC64NVME %s", val, storage.CRC64NVMEBase64(crc)))
-		}
-	case ok && alg == storage.AlgCRC64NVME:
-		o.sums.Storage = recorded
-		if recorded == "" {
-			o.sums.Storage = info.ProviderChecksum
-		}
-		o.details = append(o.details, "provider CRC64NVME not verified (content not read); S is the recorded MD5")
-	case info.ProviderChecksum == "":
-		o.sums.Storage = recorded
-	default:
-		o.sums.Storage = info.ProviderChecksum
-		o.details = append(o.details, "unknown provider checksum "+info.ProviderChecksum)
-	}
-	return nil
-}
-
 // sendBitError puts a BIT_ERROR task on the bit-error queue.
-func (p *Processor) sendBitError(ctx context.Context, b task.Bit, o *observation) error {
-	resolvable := false
-	switch o.caseNumber {
-	case 6:
-		resolvable = true // the audit log is re-synced from storage
-	case 3:
-		resolvable = false // only the storage provider can fix its checksum
-	default:
-		src, err := p.findCopy(ctx, b, o.consensus)
-		if err != nil {
-			return err
-		}
-		if src != "" {
-			resolvable = true
-			o.details = append(o.details, "store "+src+" holds a copy with the consensus checksum")
-		}
-	}
-	be := task.BitError{
-		Account: b.Account, StoreID: b.StoreID, SpaceID: b.SpaceID, ContentID: b.ContentID, RunID: b.RunID,
-		Description: strings.Join(append([]string{caseText(o.caseNumber)}, o.details...), "; "),
-		StoreType:   string(o.storeKind), Case: o.caseNumber, InternallyResolvable: resolvable,
-		ContentChecksum: o.cChecksum(), StorageChecksum: o.sChecksum(),
-		IndexChecksum: o.sums.Index, AuditChecksum: o.sums.Audit,
+func (p *Processor) sendBitError(ctx context.Context, b task.Bit, o *check) error {
+	be, err := NewBitError(ctx, p.cfg.Stores, b, o.Observation, o.caseNumber)
+	if err != nil {
+		return err
 	}
 	return send(ctx, p.cfg.BitErrorQueue, be.Task(), p.cfg.Format)
 }
 
-// findCopy returns the ID of another store of the account holding the item
-// with MD5 consensus (by Head), or "" when none does.
-func (p *Processor) findCopy(ctx context.Context, b task.Bit, consensus string) (string, error) {
-	if consensus == "" {
-		return "", nil
+// NewBitError returns the BIT_ERROR task for the item b named, observed as
+// o, in case caseNumber. Case 6 is internally resolvable (the audit log is
+// re-synced from storage), case 3 never is (only the storage provider can
+// fix its checksum); any other case is when another store of the account
+// holds a copy with the consensus checksum (FindCopy), which is then noted
+// in o.Details. Its description is the case and o.Details.
+func NewBitError(ctx context.Context, s Stores, b task.Bit, o *Observation, caseNumber int) (task.BitError, error) {
+	resolvable := false
+	switch caseNumber {
+	case 6:
+		resolvable = true
+	case 3:
+	default:
+		if want := o.Sums.Consensus(); want != "" {
+			src, err := FindCopy(ctx, s, b.Account, b.StoreID, b.SpaceID, b.ContentID, want)
+			if err != nil {
+				return task.BitError{}, err
+			}
+			if src != "" {
+				resolvable = true
+				o.Details = append(o.Details, "store "+src+" holds a copy with the consensus checksum")
+			}
+		}
 	}
-	return FindCopy(ctx, p.cfg.Stores, b.Account, b.StoreID, b.SpaceID, b.ContentID, consensus)
+	return task.BitError{
+		Account: b.Account, StoreID: b.StoreID, SpaceID: b.SpaceID, ContentID: b.ContentID, RunID: b.RunID,
+		Description: strings.Join(append([]string{CaseText(caseNumber)}, o.Details...), "; "),
+		StoreType:   string(o.StoreKind), Case: caseNumber, InternallyResolvable: resolvable,
+		ContentChecksum: o.cChecksum(), StorageChecksum: o.sChecksum(),
+		IndexChecksum: o.Sums.Index, AuditChecksum: o.Sums.Audit,
+	}, nil
 }
 
 // FindCopy returns the ID of the first store of account (in registry order)
@@ -462,64 +355,64 @@ func AuditFromStorage(account, storeID, space, contentID string, kind storage.Ki
 
 // sendAudit puts an ADD_CONTENT AUDIT task built from the storage
 // properties on the audit queue.
-func (p *Processor) sendAudit(ctx context.Context, b task.Bit, o *observation) error {
-	a := AuditFromStorage(b.Account, b.StoreID, b.SpaceID, b.ContentID, o.storeKind, o.info,
+func (p *Processor) sendAudit(ctx context.Context, b task.Bit, o *check) error {
+	a := AuditFromStorage(b.Account, b.StoreID, b.SpaceID, b.ContentID, o.StoreKind, o.Info,
 		storageMD5(o), p.cfg.UserID, p.cfg.Clock.Now())
-	o.details = append(o.details, "ADD_CONTENT queued for the audit processor")
+	o.Details = append(o.Details, "ADD_CONTENT queued for the audit processor")
 	return send(ctx, p.cfg.AuditQueue, a.Task(), p.cfg.Format)
 }
 
 // storageMD5 is the MD5 storage stands for: S when it is an MD5, else C.
-func storageMD5(o *observation) string {
-	if storage.ValidMD5(o.sums.Storage) {
-		return o.sums.Storage
+func storageMD5(o *check) string {
+	if storage.ValidMD5(o.Sums.Storage) {
+		return o.Sums.Storage
 	}
-	if o.sums.ContentRead {
-		return o.sums.Content
+	if o.Sums.ContentRead {
+		return o.Sums.Content
 	}
-	return o.info.Checksum
+	return o.Info.Checksum
 }
 
 // repairIndex is case 5: set the index checksum to S in place and, when the
 // audit entry's properties are null, patch the audit entry and the index
 // row with the storage properties.
-func (p *Processor) repairIndex(ctx context.Context, b task.Bit, o *observation) error {
+func (p *Processor) repairIndex(ctx context.Context, b task.Bit, o *check) error {
 	item := contentindex.Item{Account: b.Account, StoreID: b.StoreID, SpaceID: b.SpaceID, ContentID: b.ContentID}
 	sum := storageMD5(o)
-	patchProps := o.audit != nil && o.audit.Properties == nil
-	size := o.info.Size
-	fromStorage := contentindex.Entry{Item: item, Checksum: sum, Size: &size, MimeType: o.info.MimeType,
-		Properties: storage.UserProperties(o.info.Properties)}
+	patchProps := o.Audit != nil && o.Audit.Properties == nil
+	size := o.Info.Size
+	fromStorage := contentindex.Entry{Item: item, Checksum: sum, Size: &size, MimeType: o.Info.MimeType,
+		Properties: storage.UserProperties(o.Info.Properties)}
 	switch {
-	case o.index == nil || o.index.Deleted:
+	case o.Index == nil || o.Index.Deleted:
 		// No live row: write it as the audit entry's event recorded it.
-		fromStorage.Modified = o.info.Modified
-		if o.audit != nil {
-			fromStorage.Modified = o.audit.Time
+		fromStorage.Modified = o.Info.Modified
+		if o.Audit != nil {
+			fromStorage.Modified = o.Audit.Time
 		}
 		applied, err := p.cfg.Index.Upsert(ctx, fromStorage)
 		if err != nil {
 			return fmt.Errorf("bit: content index upsert %s: %w", item, err)
 		}
-		o.details = append(o.details, fmt.Sprintf("content index row written from storage (applied=%t)", applied))
+		o.Details = append(o.Details, fmt.Sprintf("content index row written from storage (applied=%t)", applied))
 	default:
 		if err := p.cfg.Index.SetChecksum(ctx, item, sum); err != nil {
 			return fmt.Errorf("bit: content index set checksum %s: %w", item, err)
 		}
-		o.details = append(o.details, "content index checksum updated in place")
+		o.Details = append(o.Details, "content index checksum updated in place")
 		if patchProps {
-			fromStorage.Modified = o.index.Modified // in place: the row's time stays
+			fromStorage.Modified = o.Index.Modified // in place: the row's time stays
 			if _, err := p.cfg.Index.Upsert(ctx, fromStorage); err != nil {
 				return fmt.Errorf("bit: content index patch %s: %w", item, err)
 			}
-			o.details = append(o.details, "content index properties patched from storage")
+			o.Details = append(o.Details, "content index properties patched from storage")
 		}
 	}
 	if patchProps {
-		patched := *o.audit
-		patched.Properties = storage.UserProperties(o.info.Properties)
+		patched := *o.Audit
+		patched.Properties = storage.UserProperties(o.Info.Properties)
 		if patched.MimeType == "" {
-			patched.MimeType = o.info.MimeType
+			patched.MimeType = o.Info.MimeType
 		}
 		if patched.Size == nil {
 			patched.Size = &size
@@ -529,12 +422,12 @@ func (p *Processor) repairIndex(ctx context.Context, b task.Bit, o *observation)
 		if _, err := p.cfg.AuditLog.Put(ctx, patched); err != nil {
 			return fmt.Errorf("bit: audit log patch %s: %w", item, err)
 		}
-		if patched.Key() != o.audit.Key() {
-			if err := p.cfg.AuditLog.Delete(ctx, o.audit.Key()); err != nil {
+		if patched.Key() != o.Audit.Key() {
+			if err := p.cfg.AuditLog.Delete(ctx, o.Audit.Key()); err != nil {
 				return fmt.Errorf("bit: audit log patch %s: delete old entry: %w", item, err)
 			}
 		}
-		o.details = append(o.details, "audit log entry properties patched from storage")
+		o.Details = append(o.Details, "audit log entry properties patched from storage")
 	}
 	return nil
 }

@@ -94,6 +94,23 @@ func TestCases(t *testing.T) {
 			e.SetIndex(bt.OldMD5)
 			e.SetAudit(task.ActionAddContent, bt.OldMD5, props)
 		}, false, want{result: bitlog.ResultError, caseNumber: 10, audit: true, c: C, s: C, i: bt.OldMD5, a: bt.OldMD5}},
+		{"1 Java DuraStore: SET_CONTENT_PROPERTIES without a checksum after ADD_CONTENT", func(e *bt.Env) {
+			healthy(e, false)
+			e.AddAudit(time.Minute, task.ActionSetContentProperties, "", props)
+		}, false, want{result: bitlog.ResultSuccess, caseNumber: 1, c: C, s: C, i: C, a: C}},
+		{"6 audit wrong under a SET_CONTENT_PROPERTIES without a checksum", func(e *bt.Env) {
+			e.Put("1", bt.Good)
+			e.SetIndex(bt.GoodMD5)
+			e.SetAudit(task.ActionAddContent, bt.OldMD5, props)
+			e.AddAudit(time.Minute, task.ActionSetContentProperties, "", props)
+		}, false, want{result: bitlog.ResultFailure, caseNumber: 6, bitError: true, resolvable: true, c: C, s: C, i: C, a: bt.OldMD5}},
+		{"7 DELETE_CONTENT then SET_CONTENT_PROPERTIES without a checksum", func(e *bt.Env) {
+			e.Put("1", bt.Good)
+			e.SetIndex(bt.GoodMD5)
+			e.SetAudit(task.ActionAddContent, bt.GoodMD5, props)
+			e.AddAudit(time.Minute, task.ActionDeleteContent, "", nil)
+			e.AddAudit(2*time.Minute, task.ActionSetContentProperties, "", props)
+		}, false, want{result: bitlog.ResultFailure, caseNumber: 7, audit: true, c: C, s: C, i: C}},
 		{"11 deleted everywhere", func(e *bt.Env) { e.Put("1", bt.Good); e.Remove("1") }, false,
 			want{result: bitlog.ResultSuccess, caseNumber: 11}},
 		{"11 space never existed", func(e *bt.Env) {}, false,
@@ -158,9 +175,9 @@ func TestCases(t *testing.T) {
 	}
 }
 
-// TestRecheckTiming: the waiting cases ask for RecheckDelay on every
-// attempt but the last (attempts ≥ MaxAttempts-1), record nothing and send
-// nothing until then.
+// TestRecheckTiming: the waiting cases wait (RetryAfter(RecheckDelay)) once,
+// on the penultimate attempt, as DuraCloud's decision table says; earlier attempts are
+// plain retries; nothing is recorded or sent before the last attempt.
 func TestRecheckTiming(t *testing.T) {
 	setups := map[int]func(e *bt.Env){
 		4: func(e *bt.Env) { healthy(e, false); e.BreakStorageChecksum("1", bt.OldMD5) },
@@ -176,13 +193,15 @@ func TestRecheckTiming(t *testing.T) {
 		name     string
 		max      int
 		delay    time.Duration
-		waitAt   []int
+		retryAt  []int // plain retries (Workman's backoff), no wait
+		waitAt   []int // the penultimate attempt: RetryAfter(RecheckDelay)
 		finalAt  int
 		wantCfgD time.Duration
 	}{
-		{"defaults", 0, 0, []int{0, 1}, 2, bit.DefaultRecheckDelay},
-		{"max 5, 2s", 5, 2 * time.Second, []int{0, 1, 2, 3}, 4, 2 * time.Second},
-		{"max 1", 1, time.Second, nil, 0, time.Second},
+		{"defaults", 0, 0, []int{0}, []int{1}, 2, bit.DefaultRecheckDelay},
+		{"max 5, 2s", 5, 2 * time.Second, []int{0, 1, 2}, []int{3}, 4, 2 * time.Second},
+		{"max 2", 2, time.Second, nil, []int{0}, 1, time.Second},
+		{"max 1", 1, time.Second, nil, nil, 0, time.Second},
 	} {
 		for cs, setup := range setups {
 			t.Run(fmt.Sprintf("%s/case %d", tc.name, cs), func(t *testing.T) {
@@ -194,6 +213,15 @@ func TestRecheckTiming(t *testing.T) {
 						c.UnreadableStores = []string{bt.Account + "/1"}
 					}
 				})
+				for _, n := range tc.retryAt {
+					err := p.Handle(context.Background(), bt.BitTask(n))
+					if _, ok := processors.RetryDelay(err); ok || err == nil || processors.IsPermanent(err) {
+						t.Fatalf("case %d attempts %d: err %v, want a plain retry (no wait)", cs, n, err)
+					}
+					if e.Row() != nil || len(e.BitErrors())+len(e.Audits()) != 0 {
+						t.Fatalf("case %d attempts %d: acted before the last attempt", cs, n)
+					}
+				}
 				for _, n := range tc.waitAt {
 					err := p.Handle(context.Background(), bt.BitTask(n))
 					d, ok := processors.RetryDelay(err)
@@ -361,5 +389,27 @@ func TestInvalidContentIDIsPermanent(t *testing.T) {
 	}
 	if e.Row() != nil {
 		t.Error("a row was recorded for a refused ID")
+	}
+}
+
+// TestCase11RowOnlyInARun: a deleted item checked in a producer run keeps
+// a row (the run's report counts results against the items the producer
+// listed); a check outside any run records nothing, as the decision table says.
+func TestCase11RowOnlyInARun(t *testing.T) {
+	ctx := context.Background()
+	e := bt.New(t)
+	p := e.Processor(nil)
+	adhoc := task.Bit{Account: bt.Account, StoreID: "1", SpaceID: bt.Space, ContentID: bt.Item, Attempts: 2}.Task()
+	if err := p.Handle(ctx, adhoc); err != nil {
+		t.Fatal(err)
+	}
+	if rows, _, err := e.BitLog.Results(ctx, bitlog.Filter{}); err != nil || len(rows) != 0 {
+		t.Fatalf("case 11 outside a run recorded %+v (%v), want nothing", rows, err)
+	}
+	if err := p.Handle(ctx, bt.BitTask(2)); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Row(); r == nil || r.Case != 11 || r.Result != bitlog.ResultSuccess {
+		t.Fatalf("case 11 in a run: row %+v, want SUCCESS case 11", r)
 	}
 }

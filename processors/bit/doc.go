@@ -23,9 +23,12 @@
 //   - I (content index): the checksum of the item's content_index row; null
 //     when there is no row, the row is a tombstone (deleted) or it has no
 //     checksum.
-//   - A (audit log): the checksum of the item's latest audit log entry; null
-//     when there is none, when the latest entry is DELETE_CONTENT, or when
-//     it carries no checksum.
+//   - A (audit log): the checksum of the item's latest audit log entry that
+//     speaks of its bytes (auditlog.Log.LatestChecksum: one that carries a
+//     checksum, or a DELETE_CONTENT); null when there is none or when that
+//     entry is DELETE_CONTENT. Newer entries without a checksum are
+//     skipped: DuraStore writes SET_CONTENT_PROPERTIES entries without
+//     one, and a property change says nothing of the bytes.
 //
 // In the bit log and BIT_ERROR tasks a null, N/A or 404 checksum is empty.
 //
@@ -73,11 +76,15 @@
 // # Outcomes (Processor.Handle)
 //
 // "Last attempt" means task attempts ≥ Config.MaxAttempts−1 (Workman's
-// MaxAttempts, default 3: attempts 0 and 1 wait, attempts 2 is final).
-// "Wait" is processors.RetryAfter(Config.RecheckDelay) (default 5 minutes):
-// Workman re-sends the task with attempts+1 after the delay; no worker
-// sleeps. Rows are recorded after the case's actions, so a row means the
-// actions were taken.
+// MaxAttempts). "Wait" is what the decision table says: the penultimate attempt
+// (attempts = MaxAttempts−2) returns processors.RetryAfter(
+// Config.RecheckDelay) (default 5 minutes) — Workman re-sends the task with
+// attempts+1 after the delay; no worker sleeps — and earlier attempts
+// return a plain error (Workman's ordinary retry backoff). With the
+// default 3 attempts: attempt 0 is retried at once (10 s backoff), attempt
+// 1 waits 5 minutes, attempt 2 is final; the check waits once. Rows are
+// recorded after the case's actions, so a row means the actions were
+// taken.
 //
 //	case  bit log            actions
 //	1     SUCCESS            none
@@ -94,11 +101,14 @@
 //	7     FAILURE            AUDIT ADD_CONTENT from the storage properties on audit
 //	8     ERROR (last)       wait unless last attempt; then BIT_ERROR (resolvable as case 2)
 //	9,10  ERROR (last)       wait unless last attempt; then AUDIT ADD_CONTENT on audit
-//	11    SUCCESS            nothing is done to the item
+//	11    SUCCESS (run only) nothing is done to the item
 //
-// Case 11's row is a departure from DuraCloud's "do nothing": the row repairs
-// nothing, but the report processor counts results against the items the
-// producer listed, and an item deleted since must count too.
+// Case 11 does nothing, as DuraCloud's decision table says, except that a task of a producer
+// run (RunID set) records a SUCCESS row: the run's report counts results
+// against the items the producer listed, and an item deleted since it was
+// listed must count too, or the report would wait for it. The report leaves
+// such rows out of its lines and counts (the item is gone). A check
+// outside any run (RunID "") records nothing.
 //
 // Errors: a malformed BIT task or an unregistered account or store is
 // permanent (dead letter); a provider, index, audit log, bit log or queue

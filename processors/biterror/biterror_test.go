@@ -31,7 +31,8 @@ func setup(t *testing.T) *fixture {
 	e := bt.New(t)
 	f := &fixture{Env: e, bitQ: memqueue.New("bit", memqueue.Config{Clock: e.Clock}), bit: e.Processor(nil)}
 	p, err := biterror.New(biterror.Config{Stores: e.Opener, BitLog: e.BitLog, AuditQueue: e.AuditQ, BitQueue: f.bitQ,
-		Clock: e.Clock, Logger: e.Logger()})
+		Observer: &bit.Observer{Stores: e.Opener, Index: e.Index, AuditLog: e.Audit},
+		Clock:    e.Clock, Logger: e.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +62,15 @@ func (f *fixture) check(tk *task.Task) *bitlog.Row {
 // BIT_ERROR task.
 func (f *fixture) handleBitError() {
 	f.T.Helper()
+	if err := f.handleBitErrorErr(); err != nil {
+		f.T.Fatalf("biterror: %v", err)
+	}
+}
+
+// handleBitErrorErr runs the bit-error processor on the single queued
+// BIT_ERROR task and returns its error.
+func (f *fixture) handleBitErrorErr() error {
+	f.T.Helper()
 	msgs := f.ErrQ.Messages()
 	if len(msgs) != 1 {
 		f.T.Fatalf("%d BIT_ERROR messages, want 1", len(msgs))
@@ -69,9 +79,7 @@ func (f *fixture) handleBitError() {
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	if err := f.be.Handle(context.Background(), tk); err != nil {
-		f.T.Fatalf("biterror: %v", err)
-	}
+	return f.be.Handle(context.Background(), tk)
 }
 
 // requeued returns the BIT tasks queued for re-checks, with their delays.
@@ -164,14 +172,25 @@ func TestMissingItemRestored(t *testing.T) {
 	}
 }
 
-func TestExternalRecordedOnly(t *testing.T) {
+// needsPerson checks that err dead-letters the task as one for a person.
+func needsPerson(t *testing.T, err error, want string) {
+	t.Helper()
+	if !processors.IsPermanent(err) || !errors.Is(err, biterror.ErrNeedsPerson) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want a permanent ErrNeedsPerson mentioning %q", err, want)
+	}
+}
+
+// TestExternalRecordedThenDeadLettered: an external bit error is recorded
+// and then handed to a person through the dead-letter queue (a permanent
+// error); nothing is changed.
+func TestExternalRecordedThenDeadLettered(t *testing.T) {
 	f := setup(t)
 	f.healthy(true)
 	f.BreakStorageChecksum("1", bt.OldMD5)
 	if r := f.check(bt.BitTask(0)); r.Case != 3 {
 		t.Fatalf("check: %+v", r)
 	}
-	f.handleBitError()
+	needsPerson(t, f.handleBitErrorErr(), "case 3")
 	r := f.Row()
 	if r.Case != 3 || r.Result != bitlog.ResultFailure || !strings.Contains(r.Details, "resolution: external") {
 		t.Errorf("row %+v", r)
@@ -187,8 +206,8 @@ func TestNoHealthyCopyLeft(t *testing.T) {
 	f.Sour("1")
 	f.check(bt.BitTask(0))
 	f.Sour("2") // store 2 goes sour before the repair: its recorded MD5 still matches
-	f.handleBitError()
-	if got := f.content("1"); bytes.Equal(got, bt.Good) {
+	needsPerson(t, f.handleBitErrorErr(), "does not match its own checksum")
+	if got := f.content("1"); bytes.Equal(got, bt.Good) || len(f.Audits()) != 0 {
 		t.Fatal("store 1 was 'repaired' from a sour copy")
 	}
 	r := f.Row()
@@ -197,6 +216,70 @@ func TestNoHealthyCopyLeft(t *testing.T) {
 	}
 	if tks, _ := f.requeued(); len(tks) != 0 {
 		t.Errorf("re-check queued without a repair")
+	}
+}
+
+// TestForgedRepairRefused: a BIT_ERROR task whose checksums were forged
+// (or are stale) to name another store's different content as the
+// consensus is refused by the repair rule: the store's copy, which matches
+// the consensus as the item is now, is not overwritten; nothing is
+// recorded or queued.
+func TestForgedRepairRefused(t *testing.T) {
+	other := []byte("some other content")
+	otherMD5 := bt.MD5Hex(other)
+	for _, c := range []struct {
+		name string
+		be   task.BitError
+	}{
+		{"case 2", task.BitError{Case: 2, ContentChecksum: bt.GoodMD5, StorageChecksum: otherMD5, IndexChecksum: otherMD5, AuditChecksum: otherMD5}},
+		{"case 8", task.BitError{Case: 8, IndexChecksum: otherMD5, AuditChecksum: otherMD5}},
+		{"case 4", task.BitError{Case: 4, StorageChecksum: bt.GoodMD5, IndexChecksum: otherMD5, AuditChecksum: otherMD5}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := setup(t)
+			f.healthy(false)
+			f.Put("2", other) // store 2 holds something else, with its own correct checksum
+			be := c.be
+			be.Account, be.StoreID, be.SpaceID, be.ContentID, be.RunID = bt.Account, "1", bt.Space, bt.Item, bt.RunID
+			be.InternallyResolvable = true
+			err := f.be.Handle(context.Background(), be.Task())
+			if !processors.IsPermanent(err) || !errors.Is(err, biterror.ErrRepairNotProven) ||
+				!strings.Contains(err.Error(), "proved necessary") {
+				t.Errorf("err = %v, want a permanent refusal naming the repair rule", err)
+			}
+			if got := f.content("1"); !bytes.Equal(got, bt.Good) {
+				t.Fatalf("store 1 holds %q, want its healthy copy untouched", got)
+			}
+			if r := f.Row(); r != nil {
+				t.Errorf("a refused task recorded %+v", r)
+			}
+			if tks, _ := f.requeued(); len(tks) != 0 || len(f.Audits()) != 0 {
+				t.Errorf("a refused task queued %d re-checks and %d audits", len(tks), len(f.Audits()))
+			}
+		})
+	}
+}
+
+// TestRepairUnprovableCopyRefused: the bytes of an unreadable store are not
+// read and its provider reports no checksum, so nothing proves its copy
+// differs: no repair.
+func TestRepairUnprovableCopyRefused(t *testing.T) {
+	f := setup(t)
+	f.healthy(true)
+	f.Wrap("1", func(p storage.Provider) storage.Provider { return noChecksum{p} })
+	ob := &bit.Observer{Stores: f.Opener, Index: f.Index, AuditLog: f.Audit, UnreadableStores: []string{bt.Account + "/1"}}
+	p, err := biterror.New(biterror.Config{Stores: f.Opener, Observer: ob, BitLog: f.BitLog, AuditQueue: f.AuditQ,
+		BitQueue: f.bitQ, Clock: f.Clock, Logger: f.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := task.BitError{Account: bt.Account, StoreID: "1", SpaceID: bt.Space, ContentID: bt.Item, RunID: bt.RunID,
+		Case: 4, InternallyResolvable: true, IndexChecksum: bt.GoodMD5, AuditChecksum: bt.GoodMD5}
+	if err := p.Handle(context.Background(), be.Task()); !errors.Is(err, biterror.ErrRepairNotProven) {
+		t.Fatalf("err = %v, want ErrRepairNotProven", err)
+	}
+	if len(f.Audits()) != 0 {
+		t.Error("store 1 was written")
 	}
 }
 
@@ -242,4 +325,17 @@ func TestInvalidContentIDIsPermanent(t *testing.T) {
 	if !processors.IsPermanent(err) || !errors.Is(err, storage.ErrInvalidID) {
 		t.Errorf("err = %v, want permanent ErrInvalidID", err)
 	}
+}
+
+// noChecksum is a provider that reports no checksum of its items.
+type noChecksum struct{ storage.Provider }
+
+func (p noChecksum) Head(ctx context.Context, space, id string) (*storage.Info, error) {
+	info, err := p.Provider.Head(ctx, space, id)
+	if info != nil {
+		c := *info
+		c.Checksum, c.ProviderChecksum = "", ""
+		info = &c
+	}
+	return info, err
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
+	"github.com/millfleet/mill/processors/bit"
 )
 
 // Defaults of Config.
@@ -47,13 +48,20 @@ type Stores interface {
 	Registry() *stores.Registry
 }
 
-// Config configures the processor. Stores, Index, BitLog and Reports are
-// required.
+// Config configures the processor. Stores, Index, BitLog, Reports,
+// Observer and BitErrorQueue are required.
 type Config struct {
 	Stores  Stores
 	Index   contentindex.Index
 	BitLog  bitlog.Log
 	Reports Reports
+	// Observer looks again at an item the comparison finds missing from
+	// storage (the bit check's Observer over the same stores, index and
+	// audit log).
+	Observer *bit.Observer
+	// BitErrorQueue receives the case-8 BIT_ERROR of an item missing in
+	// two consecutive runs.
+	BitErrorQueue queue.Queue
 	// Requeue, when set, is the bit-report queue: a report whose space is
 	// not complete yet is sent there again after RecheckDelay with its
 	// "rechecks" property incremented, and the handler succeeds — so
@@ -107,6 +115,12 @@ func (c Config) validate() error {
 	}
 	if c.Reports == nil {
 		errs = append(errs, errors.New("no Reports"))
+	}
+	if c.Observer == nil {
+		errs = append(errs, errors.New("no Observer"))
+	}
+	if c.BitErrorQueue == nil {
+		errs = append(errs, errors.New("no BitErrorQueue"))
 	}
 	if c.RecheckDelay < 0 || c.RecheckDelay > queue.MaxDelay {
 		errs = append(errs, fmt.Errorf("RecheckDelay %s outside 0..%s", c.RecheckDelay, queue.MaxDelay))
@@ -196,7 +210,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	defer os.Remove(f.Name())
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 64<<10)
-	rep, err := p.compare(ctx, r, st.Kind, prov, complete, w)
+	rep, err := p.compare(ctx, r, st.Kind, prov, complete, w, log)
 	if err != nil {
 		return err
 	}
@@ -252,7 +266,7 @@ func (p *Processor) requeue(ctx context.Context, r task.BitReport, rechecks int,
 // and the run's bit log rows (three listings in byte-wise content ID
 // order, one page of each in memory), records ERROR rows for items missing
 // from storage or from the index, writes every row to w and counts them.
-func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete bool, w io.Writer) (bitlog.Report, error) {
+func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete bool, w io.Writer, log *slog.Logger) (bitlog.Report, error) {
 	rep := bitlog.Report{RunID: r.RunID, Account: r.Account, StoreID: r.StoreID, SpaceID: r.SpaceID}
 	if _, err := io.WriteString(w, strings.Join(Header, "\t")+"\n"); err != nil {
 		return rep, fmt.Errorf("bitreport: %w", err)
@@ -319,12 +333,14 @@ func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.
 		base := bitlog.Row{RunID: r.RunID, Account: r.Account, StoreID: r.StoreID, StoreKind: string(kind),
 			SpaceID: r.SpaceID, ContentID: id, Result: bitlog.ResultError, CheckedAt: now}
 		var add *bitlog.Row
+		var missing *bit.Observation // set when add reports an item missing in two runs
 		switch {
 		case inI && !inS && (row == nil || row.Result == bitlog.ResultSuccess):
-			n := base
-			n.Case, n.IndexChecksum = 8, ix.v.Checksum
-			n.Details = "listed in the content index but missing from storage"
-			add = &n
+			n, o, err := p.missing(ctx, r, ix.v, base, log)
+			if err != nil {
+				return rep, err
+			}
+			add, missing = n, o
 		case inS && !inI && (row == nil || row.Result == bitlog.ResultSuccess):
 			n := base
 			n.Details = "in storage but missing from the content index"
@@ -340,6 +356,19 @@ func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.
 			}
 			add.CheckedAt = bitlog.Truncate(add.CheckedAt)
 			row = add
+			if missing != nil {
+				if err := p.sendMissing(ctx, r, id, missing); err != nil {
+					return rep, err
+				}
+			}
+		}
+		if inS && inI && ix.v.MissingRun != "" { // found again: a later absence is a first sighting
+			if err := p.cfg.Index.SetMissing(ctx, ix.v.Item, ""); err != nil && !errors.Is(err, contentindex.ErrNotFound) {
+				return rep, fmt.Errorf("bitreport: %w", err)
+			}
+		}
+		if row != nil && row.Case == 11 && !inS && !inI {
+			row = nil // deleted since it was listed: it completed the space, it is not part of it
 		}
 		if row != nil {
 			if _, err := io.WriteString(w, Line(*row)); err != nil {
@@ -366,6 +395,66 @@ func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.
 		rep.Result = bitlog.ResultSuccess
 	}
 	return rep, nil
+}
+
+// missing decides about an item the content index lists and the storage
+// listing lacks. It looks at the item again (bit.Observer): found in
+// storage after all, or deleted since (case 11), it is not missing. Still
+// missing (case 8) the first time, it is marked in the content index with
+// the run (contentindex.Index.SetMissing) and not reported — as the Java
+// Mill does, one absence is a reason to look again in the next run, not an
+// alarm. Missing again in a later run, it is reported: the returned ERROR
+// row (case 8, with the observed I and A) is recorded and a BIT_ERROR sent
+// for it (sendMissing), so the bit-error processor repairs it from a good
+// copy like any other case 8.
+func (p *Processor) missing(ctx context.Context, r task.BitReport, e contentindex.Entry, base bitlog.Row, log *slog.Logger) (*bitlog.Row, *bit.Observation, error) {
+	o, err := p.cfg.Observer.Observe(ctx, r.Account, r.StoreID, r.SpaceID, e.ContentID)
+	switch {
+	case errors.Is(err, storage.ErrInvalidID): // the store refuses the ID: report it as it is
+		n := base
+		n.Case, n.IndexChecksum = 8, e.Checksum
+		n.Details = "listed in the content index but missing from storage; the store refuses its content ID"
+		return &n, nil, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("bitreport: look again at %s: %w", e.Item, err)
+	}
+	if o.Case() != 8 {
+		return nil, nil, nil // in storage after all (the listing lagged), or deleted since
+	}
+	if e.MissingRun == "" || e.MissingRun == r.RunID {
+		if e.MissingRun == "" {
+			if err := p.cfg.Index.SetMissing(ctx, e.Item, r.RunID); err != nil {
+				return nil, nil, fmt.Errorf("bitreport: %w", err)
+			}
+		}
+		log.Info("item missing from storage for the first time; reported and repaired if still missing in the next run",
+			"content_id", e.ContentID, "index_checksum", e.Checksum)
+		return nil, nil, nil
+	}
+	o.Details = append(o.Details, "listed in the content index but missing from storage in two consecutive runs (first seen in run "+e.MissingRun+")")
+	n := base
+	n.Case, n.IndexChecksum, n.AuditChecksum = 8, o.Sums.Index, o.Sums.Audit
+	n.Details = strings.Join(append([]string{bit.CaseText(8)}, o.Details...), "; ")
+	return &n, o, nil
+}
+
+// sendMissing sends the case-8 BIT_ERROR of an item missing in two runs,
+// internally resolvable when another store holds a copy with the
+// consensus of o (bit.NewBitError).
+func (p *Processor) sendMissing(ctx context.Context, r task.BitReport, contentID string, o *bit.Observation) error {
+	b := task.Bit{Account: r.Account, StoreID: r.StoreID, SpaceID: r.SpaceID, ContentID: contentID, RunID: r.RunID}
+	be, err := bit.NewBitError(ctx, p.cfg.Stores, b, o, 8)
+	if err != nil {
+		return fmt.Errorf("bitreport: %w", err)
+	}
+	body, err := task.Encode(be.Task(), p.cfg.Format)
+	if err != nil {
+		return fmt.Errorf("bitreport: encode BIT_ERROR: %w", err)
+	}
+	if err := p.cfg.BitErrorQueue.Send(ctx, queue.SendEntry{Body: body}); err != nil {
+		return fmt.Errorf("bitreport: send BIT_ERROR to %s: %w", p.cfg.BitErrorQueue.Name(), err)
+	}
+	return nil
 }
 
 // indexIDs iterates over the live index rows of the space.

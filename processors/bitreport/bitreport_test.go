@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
@@ -19,6 +20,7 @@ import (
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
+	"github.com/millfleet/mill/processors/bit"
 	"github.com/millfleet/mill/processors/bitreport"
 )
 
@@ -26,6 +28,8 @@ const run = "20260501T030000Z"
 
 type env struct {
 	clk     *clock.Fake
+	audit   *auditlog.Memory
+	errQ    *memqueue.Queue
 	store   *fsstore.Store
 	opener  *stores.Opener
 	index   *contentindex.Memory
@@ -64,6 +68,8 @@ func setup(t *testing.T, ids ...string) *env {
 		log:     bitlog.NewMemory(clk),
 		dir:     filepath.Join(dir, "reports"),
 		requeue: memqueue.New("mill-bit-report", memqueue.Config{Clock: clk}),
+		audit:   auditlog.NewMemory(),
+		errQ:    memqueue.New("mill-bit-error", memqueue.Config{Clock: clk}),
 	}
 }
 
@@ -71,6 +77,7 @@ func (e *env) processor(t *testing.T, mod func(*bitreport.Config)) *bitreport.Pr
 	t.Helper()
 	cfg := bitreport.Config{
 		Stores: e.opener, Index: e.index, BitLog: e.log, Reports: &bitreport.DirReports{Dir: e.dir},
+		Observer: &bit.Observer{Stores: e.opener, Index: e.index, AuditLog: e.audit}, BitErrorQueue: e.errQ,
 		Requeue: e.requeue, RecheckDelay: 2 * time.Minute, PageSize: 2, TempDir: t.TempDir(), Clock: e.clk,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)),
 	}
@@ -169,9 +176,11 @@ func TestWaitsThenRequeues(t *testing.T) {
 	}
 }
 
-// TestCompareAndReport: items missing from storage and from the index
-// become ERROR rows; the TSV lists every item; the bit_report row counts
-// them; a redelivery replaces the file and the row.
+// TestCompareAndReport: an item checked and then gone from the index
+// becomes an ERROR row; an item missing from storage for the first time is
+// not reported (TestMissingReportedInTheSecondRun); the TSV lists every
+// item; the bit_report row counts them; a redelivery replaces the file and
+// the row.
 func TestCompareAndReport(t *testing.T) {
 	e := setup(t, "a", "b", "c", "d", "dir/ü x")
 	e.index_(t, "a", "b", "c", "e", "dir/ü x")
@@ -200,7 +209,7 @@ func TestCompareAndReport(t *testing.T) {
 				t.Errorf("line %q", f)
 			}
 		}
-		want := map[string]string{"a": "SUCCESS/1", "b": "FAILURE/2", "c": "SUCCESS/1", "d": "ERROR/0", "e": "ERROR/8", "dir/ü x": "SUCCESS/1"}
+		want := map[string]string{"a": "SUCCESS/1", "b": "FAILURE/2", "c": "SUCCESS/1", "d": "ERROR/0", "dir/ü x": "SUCCESS/1"}
 		if len(got) != len(want) || len(lines) != len(want) {
 			t.Fatalf("report lines %v, want %v", got, want)
 		}
@@ -214,13 +223,13 @@ func TestCompareAndReport(t *testing.T) {
 			t.Fatalf("reports %v %v", reps, err)
 		}
 		r := reps[0]
-		if r.Result != bitlog.ResultFailure || r.Counts != (bitlog.Counts{Total: 6, Success: 3, Failure: 1, Error: 2}) ||
+		if r.Result != bitlog.ResultFailure || r.Counts != (bitlog.Counts{Total: 5, Success: 3, Failure: 1, Error: 1}) ||
 			r.Location != filepath.Join(e.dir, "bit-integrity/acme/1/photos/"+run+".tsv") {
 			t.Errorf("report %+v", r)
 		}
 	}
 	rows, _, err := e.log.Results(t.Context(), bitlog.Filter{RunID: run, SpaceID: "photos", Result: bitlog.ResultError})
-	if err != nil || len(rows) != 2 || rows[0].ContentID != "d" || rows[1].ContentID != "e" || rows[1].IndexChecksum != "sum-e" {
+	if err != nil || len(rows) != 1 || rows[0].ContentID != "d" {
 		t.Errorf("ERROR rows %+v %v", rows, err)
 	}
 }
@@ -292,5 +301,111 @@ func TestLineEscapes(t *testing.T) {
 	f := bitreport.ParseLine(strings.TrimSuffix(l, "\n"))
 	if f[5] != r.ContentID || f[12] != r.Details {
 		t.Errorf("%q", f)
+	}
+}
+
+// TestCase11RowsCountForCompletenessOnly: an item deleted after the
+// producer listed it has a case-11 row, which completes the space but is
+// neither a line of the report nor counted in it (the item is gone; the
+// decision table's case 11 is "do nothing").
+func TestCase11RowsCountForCompletenessOnly(t *testing.T) {
+	e := setup(t, "a", "b")
+	e.index_(t, "a", "b")
+	e.record(t, "a", bitlog.ResultSuccess, 1)
+	e.record(t, "b", bitlog.ResultSuccess, 1)
+	e.record(t, "gone", bitlog.ResultSuccess, 11)
+	if err := e.processor(t, nil).Handle(t.Context(), reportTask(3, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if e.requeue.Len() != 0 {
+		t.Fatal("the space with a case-11 row was taken as incomplete")
+	}
+	lines := e.reportLines(t)
+	if len(lines) != 2 || lines[0][5] != "a" || lines[1][5] != "b" {
+		t.Errorf("report lines %q, want a and b only", lines)
+	}
+	reps, _ := e.log.Reports(t.Context(), bitlog.ReportFilter{})
+	if len(reps) != 1 || reps[0].Result != bitlog.ResultSuccess || reps[0].Counts != (bitlog.Counts{Total: 2, Success: 2}) {
+		t.Errorf("%+v", reps)
+	}
+}
+
+// TestMissingReportedInTheSecondRun: an item in the index but missing from
+// storage is, the first time, looked at again and marked — no row, no
+// BIT_ERROR, the report stays SUCCESS; still missing in the next run, it is
+// an ERROR row (case 8) and a BIT_ERROR for the bit-error processor. An
+// item marked missing and found again is unmarked.
+func TestMissingReportedInTheSecondRun(t *testing.T) {
+	ctx := t.Context()
+	e := setup(t, "a", "back")
+	e.index_(t, "a", "back", "gone")
+	if _, err := e.audit.Put(ctx, auditlog.Entry{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "gone",
+		Action: task.ActionAddContent, Time: e.clk.Now(), Checksum: "sum-gone"}); err != nil {
+		t.Fatal(err)
+	}
+	item := func(id string) contentindex.Item {
+		return contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: id}
+	}
+	if err := e.index.SetMissing(ctx, item("back"), "20260401T030000Z"); err != nil {
+		t.Fatal(err)
+	}
+	e.record(t, "a", bitlog.ResultSuccess, 1)
+	e.record(t, "back", bitlog.ResultSuccess, 1)
+	p := e.processor(t, nil)
+
+	// Run 1: first sighting.
+	if err := p.Handle(ctx, reportTask(2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	lines := e.reportLines(t)
+	if len(lines) != 2 {
+		t.Fatalf("run 1 report lines %q, want a and back only", lines)
+	}
+	reps, _ := e.log.Reports(ctx, bitlog.ReportFilter{RunID: run})
+	if len(reps) != 1 || reps[0].Result != bitlog.ResultSuccess {
+		t.Fatalf("run 1 report %+v, want SUCCESS", reps)
+	}
+	if e.errQ.Len() != 0 {
+		t.Fatal("run 1 sent a BIT_ERROR for a first sighting")
+	}
+	if g, _ := e.index.Get(ctx, item("gone")); g.MissingRun != run {
+		t.Fatalf("gone: %+v, want marked missing in run %s", g, run)
+	}
+	if g, _ := e.index.Get(ctx, item("back")); g.MissingRun != "" {
+		t.Fatalf("back: %+v, want its mark cleared (found in storage)", g)
+	}
+
+	// Run 2: still missing.
+	const run2 = "20260601T030000Z"
+	for _, id := range []string{"a", "back"} {
+		if err := e.log.Record(ctx, bitlog.Row{RunID: run2, Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: id,
+			Result: bitlog.ResultSuccess, Case: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	two := int64(2)
+	if err := p.Handle(ctx, task.BitReport{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: run2, Expected: &two}.Task()); err != nil {
+		t.Fatal(err)
+	}
+	rows, _, err := e.log.Results(ctx, bitlog.Filter{RunID: run2, Result: bitlog.ResultError})
+	if err != nil || len(rows) != 1 || rows[0].ContentID != "gone" || rows[0].Case != 8 || rows[0].IndexChecksum != "sum-gone" ||
+		rows[0].AuditChecksum != "sum-gone" || !strings.Contains(rows[0].Details, "two consecutive runs (first seen in run "+run+")") {
+		t.Fatalf("run 2 ERROR rows %+v %v", rows, err)
+	}
+	reps, _ = e.log.Reports(ctx, bitlog.ReportFilter{RunID: run2})
+	if len(reps) != 1 || reps[0].Result != bitlog.ResultError || reps[0].Counts.Error != 1 {
+		t.Fatalf("run 2 report %+v, want ERROR with one error", reps)
+	}
+	msgs := e.errQ.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d BIT_ERROR messages, want 1", len(msgs))
+	}
+	tk, err := task.Decode(msgs[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := task.BitErrorFrom(tk)
+	if err != nil || be.Case != 8 || be.ContentID != "gone" || be.RunID != run2 || be.IndexChecksum != "sum-gone" || be.InternallyResolvable {
+		t.Fatalf("BIT_ERROR %+v %v (no other store: not internally resolvable)", be, err)
 	}
 }

@@ -13,10 +13,19 @@
 //     as soon as they are complete, not when the whole bit queue drains.
 //  2. Compare: the space's storage listing, its live content index rows and
 //     the run's bit log rows are merged in content ID order (constant
-//     memory). An item in the index but missing from storage, or in
-//     storage but missing from the index, becomes an ERROR row in the bit
-//     log (case 8 for the former: removed from storage but not captured),
-//     unless the bit check already recorded a FAILURE or ERROR for it.
+//     memory). An item in storage but missing from the index becomes an
+//     ERROR row, unless the bit check already recorded a FAILURE or ERROR
+//     for it. An item in the index but missing from storage (and without
+//     such a row) is looked at again (bit.Observer); still missing, it is,
+//     as in the Java Mill, reported only when missing in two consecutive
+//     runs: the first time it is marked in the content index with the run
+//     (MissingRun) and left out of the report; in a later run it becomes
+//     an ERROR row (case 8) and a BIT_ERROR on Config.BitErrorQueue, so
+//     the bit-error processor repairs it from a good copy like any other
+//     case 8. An item found in storage again loses its mark.
+//     A case-11 row (an item deleted after the producer listed it) counts
+//     toward completeness in step 1 but is not a line of the report, nor
+//     counted in it.
 //  3. Write the TSV report (Header, then one Line per item with a row) to
 //     Reports under bit-integrity/{account}/{store}/{space}/{run}.tsv —
 //     S3Reports for the reports bucket, DirReports for the dev mode.
@@ -28,6 +37,6 @@
 //
 //	p, err := bitreport.New(bitreport.Config{Stores: opener, Index: index,
 //		BitLog: bitLog, Reports: &bitreport.S3Reports{Client: s3c, Bucket: "mill-reports"},
-//		Requeue: bitReportQueue})
+//		Observer: observer, BitErrorQueue: bitErrorQueue, Requeue: bitReportQueue})
 //	mux.Handle(task.TypeBitReport, p)
 package bitreport

@@ -294,26 +294,6 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 		}
 	}
 
-	// The bit producer: one invocation queues the whole run.
-	prod, err := bitproducer.New(bitproducer.Config{Registry: reg, Opener: opener, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := looping.New(looping.Config{Kind: bitproducer.Kind, Producer: prod, Queue: &bitproducer.Router{Bit: bitQ, Report: reportQ},
-		State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil), MaxQueueSize: 100000, Logger: logger, Progress: looping.ProgressOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := loop.Run(ctx)
-	if err != nil || sum.Stopped != looping.StopDone {
-		t.Fatalf("producer: %v %v", sum, err)
-	}
-	runID := sum.RunID
-	if got := sum.Queued["BIT"][account]; got != int64(2*len(spaces)*itemsPerSpace-len(removed)) || sum.Queued["BIT_REPORT"][account] != 6 {
-		t.Fatalf("producer queued %v", sum.Queued)
-	}
-	t.Logf("producer: %v (at %v)", sum, time.Since(start).Round(time.Millisecond))
-
 	// Workman with the four processors.
 	const recheck = time.Second
 	bitP, err := bit.New(bit.Config{Stores: opener, Index: index, AuditLog: alog, BitLog: bitLog, AuditQueue: auditQ, BitErrorQueue: errorQ,
@@ -321,12 +301,15 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errP, err := biterror.New(biterror.Config{Stores: opener, BitLog: bitLog, AuditQueue: auditQ, BitQueue: bitQ, RecheckDelay: recheck, Logger: logger})
+	observer := &bit.Observer{Stores: opener, Index: index, AuditLog: alog}
+	errP, err := biterror.New(biterror.Config{Stores: opener, Observer: observer,
+		BitLog: bitLog, AuditQueue: auditQ, BitQueue: bitQ, RecheckDelay: recheck, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	repP, err := bitreport.New(bitreport.Config{Stores: opener, Index: index, BitLog: bitLog,
 		Reports: &bitreport.S3Reports{Client: s3c, Bucket: reportsBucket}, Requeue: reportQ,
+		Observer: observer, BitErrorQueue: errorQ,
 		// A report waiting for its space's results asks again every 10 s:
 		// each re-send makes the bit-report queue, above the busy bit
 		// queue, answer with a message and then cost an empty 1 s receive.
@@ -352,75 +335,102 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 			queues = append(queues, q)
 		}
 	}
-	// Several managers over that list, as a small fleet runs: each has one
-	// receive at a time, and an empty 1 s receive on a higher queue holds
-	// up only its own intake.
-	const managers = 4
-	wctx, stopWorkman := context.WithCancel(ctx)
-	done := make(chan error, managers)
-	var running sync.WaitGroup
-	for n := range managers {
-		mgr, err := workman.New(workman.Config{
-			Queues: queues, DeadLetter: deadQ,
-			Handler: processors.Chain(mux.Handler(), processors.Recover()), ProcessorName: mux.ProcessorName,
-			// The production receive wait and first backoff; the backoff
-			// cap shorter than production's 30 s so repairs and re-sent
-			// reports on the higher queues are picked up within seconds,
-			// yet long enough that the busy bit queue does not pay a 1 s
-			// empty receive on each of them for every batch of 10; a short
-			// idle period so the run ends soon after the last task.
-			Workers: 8, ReceiveWait: time.Second, QueueBackoffMin: time.Second, QueueBackoffMax: 8 * time.Second,
-			IdleBackoffMin: 300 * time.Millisecond, IdleBackoffMax: time.Second, IdlePollWait: time.Second,
-			RetryBase: time.Second, GracePeriod: 5 * time.Second, WorkerID: fmt.Sprintf("e2e-%d", n), Logger: logger,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		running.Go(func() {
-			if err := mgr.Run(wctx); err != nil && !errors.Is(err, context.Canceled) {
-				done <- err
-			}
-		})
-	}
-	defer func() {
-		stopWorkman()
-		running.Wait()
-	}()
 
-	// Until idle: six reports written and every queue empty, twice in a row.
-	idle := 0
-	for idle < 2 {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("not idle in time: %v", ctx.Err())
-		case err := <-done:
-			t.Fatalf("workman stopped: %v", err)
-		case <-time.After(2 * time.Second):
-		}
-		reps, err := bitLog.Reports(ctx, bitlog.ReportFilter{RunID: runID})
+	// runMill runs the bit producer once (a new run over the spaces filter
+	// selects) and an in-process Workman until the run's reports are
+	// written and every queue is idle; it returns the run's ID.
+	runMill := func(filter bitproducer.Filter, wantBits int64, wantReports int) string {
+		t.Helper()
+		prod, err := bitproducer.New(bitproducer.Config{Registry: reg, Opener: opener, Filter: filter, Logger: logger})
 		if err != nil {
 			t.Fatal(err)
 		}
-		busy := len(reps) < 6
-		for _, q := range []*sqsqueue.Queue{auditQ, reportQ, errorQ, bitQ} {
-			if busy {
-				break
-			}
-			d, err := q.Depth(ctx)
+		loop, err := looping.New(looping.Config{Kind: bitproducer.Kind, Producer: prod, Queue: &bitproducer.Router{Bit: bitQ, Report: reportQ},
+			State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil), MaxQueueSize: 100000, Logger: logger, Progress: looping.ProgressOff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := loop.Run(ctx)
+		if err != nil || sum.Stopped != looping.StopDone {
+			t.Fatalf("producer: %v %v", sum, err)
+		}
+		if got := sum.Queued["BIT"][account]; got != wantBits || sum.Queued["BIT_REPORT"][account] != int64(wantReports) {
+			t.Fatalf("producer queued %v, want %d BIT and %d BIT_REPORT", sum.Queued, wantBits, wantReports)
+		}
+		t.Logf("producer: %v (at %v)", sum, time.Since(start).Round(time.Millisecond))
+
+		// Several managers over that list, as a small fleet runs: each has one
+		// receive at a time, and an empty 1 s receive on a higher queue holds
+		// up only its own intake.
+		const managers = 4
+		wctx, stopWorkman := context.WithCancel(ctx)
+		done := make(chan error, managers)
+		var running sync.WaitGroup
+		for n := range managers {
+			mgr, err := workman.New(workman.Config{
+				Queues: queues, DeadLetter: deadQ,
+				Handler: processors.Chain(mux.Handler(), processors.Recover()), ProcessorName: mux.ProcessorName,
+				// The production receive wait and first backoff; the backoff
+				// cap shorter than production's 30 s so repairs and re-sent
+				// reports on the higher queues are picked up within seconds,
+				// yet long enough that the busy bit queue does not pay a 1 s
+				// empty receive on each of them for every batch of 10; a short
+				// idle period so the run ends soon after the last task.
+				Workers: 8, ReceiveWait: time.Second, QueueBackoffMin: time.Second, QueueBackoffMax: 8 * time.Second,
+				IdleBackoffMin: 300 * time.Millisecond, IdleBackoffMax: time.Second, IdlePollWait: time.Second,
+				RetryBase: time.Second, GracePeriod: 5 * time.Second, WorkerID: fmt.Sprintf("e2e-%d", n), Logger: logger,
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			busy = d.Total() > 0
+			running.Go(func() {
+				if err := mgr.Run(wctx); err != nil && !errors.Is(err, context.Canceled) {
+					done <- err
+				}
+			})
 		}
-		if busy {
-			idle = 0
-		} else {
-			idle++
+		defer func() {
+			stopWorkman()
+			running.Wait()
+		}()
+
+		// Until idle: the run's reports written and every queue empty, twice in a row.
+		idle := 0
+		for idle < 2 {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("not idle in time: %v", ctx.Err())
+			case err := <-done:
+				t.Fatalf("workman stopped: %v", err)
+			case <-time.After(2 * time.Second):
+			}
+			reps, err := bitLog.Reports(ctx, bitlog.ReportFilter{RunID: sum.RunID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			busy := len(reps) < wantReports
+			for _, q := range []*sqsqueue.Queue{auditQ, reportQ, errorQ, bitQ} {
+				if busy {
+					break
+				}
+				d, err := q.Depth(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				busy = d.Total() > 0
+			}
+			if busy {
+				idle = 0
+			} else {
+				idle++
+			}
 		}
+		t.Logf("run %s idle at %v", sum.RunID, time.Since(start).Round(time.Millisecond))
+		return sum.RunID
 	}
-	stopWorkman()
-	running.Wait()
-	t.Logf("idle at %v", time.Since(start).Round(time.Millisecond))
+
+	// Run 1: every space of both stores.
+	runID := runMill(bitproducer.Filter{}, int64(2*len(spaces)*itemsPerSpace-len(removed)), 6)
 
 	if d, err := deadQ.Depth(ctx); err != nil || d.Total() != 0 {
 		t.Errorf("dead-letter queue: %+v %v", d, err)
@@ -437,9 +447,6 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	}
 	for _, f := range badIndex {
 		expect[f.key()] = want{bitlog.ResultFailure, 5}
-	}
-	for _, f := range removed {
-		expect[f.key()] = want{bitlog.ResultError, 8}
 	}
 	for _, f := range noAudit {
 		expect[f.key()] = want{bitlog.ResultFailure, 7}
@@ -459,8 +466,19 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 		}
 		flt.After = next
 	}
-	if len(rows) != 2*len(spaces)*itemsPerSpace {
-		t.Errorf("%d bit log rows, want %d", len(rows), 2*len(spaces)*itemsPerSpace)
+	// A removed item is not listed, so not checked; the report's first
+	// sighting marks it, without a row (run 2 reports it).
+	if len(rows) != 2*len(spaces)*itemsPerSpace-len(removed) {
+		t.Errorf("%d bit log rows, want %d", len(rows), 2*len(spaces)*itemsPerSpace-len(removed))
+	}
+	for _, f := range removed {
+		if r, ok := rows[f.key()]; ok {
+			t.Errorf("removed %s: row %+v in run 1, want none (first sighting)", f.key(), r)
+		}
+		e, err := index.Get(ctx, contentindex.Item{Account: account, StoreID: f.store, SpaceID: f.space, ContentID: itemID(f.i)})
+		if err != nil || e.MissingRun != runID {
+			t.Errorf("removed %s: index row %+v %v, want marked missing in run %s", f.key(), e, err, runID)
+		}
 	}
 	for _, f := range sour { // repaired from store 2, re-checked SUCCESS
 		r := rows[f.key()]
@@ -548,8 +566,14 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 			}
 		}
 		obj.Body.Close()
-		if lines-1 != int(rep.Counts.Total) || rep.Counts.Total != int64(itemsPerSpace) {
-			t.Errorf("report %s: %d lines, counts %+v", key, lines-1, rep.Counts)
+		wantLines := itemsPerSpace
+		for _, f := range removed {
+			if f.store == rep.StoreID && f.space == rep.SpaceID {
+				wantLines--
+			}
+		}
+		if lines-1 != int(rep.Counts.Total) || rep.Counts.Total != int64(wantLines) {
+			t.Errorf("report %s: %d lines, counts %+v, want %d", key, lines-1, rep.Counts, wantLines)
 		}
 		wantResult := bitlog.ResultFailure
 		if rep.StoreID == "2" {
@@ -570,4 +594,65 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	}
 	t.Logf("reports: %d findings besides the sour items; %d of 5 sour items listed as FAILURE case 2 (the rest after their repair); total %v",
 		len(findings), sourFound, time.Since(start).Round(time.Millisecond))
+
+	// Run 2, over the spaces of store 1 that lost an item: the removed
+	// items, missing in two consecutive runs, are reported (ERROR case 8)
+	// and repaired from store 2, then re-checked SUCCESS.
+	var only bitproducer.Patterns
+	spacesOf := map[string]bool{}
+	for _, f := range removed {
+		if !spacesOf[f.space] {
+			spacesOf[f.space] = true
+			p, err := bitproducer.ParseFilter("run2", strings.NewReader("/"+account+"/1/"+f.space+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			only = append(only, p...)
+		}
+	}
+	run2 := runMill(bitproducer.Filter{Include: only}, int64(len(spacesOf)*itemsPerSpace-len(removed)), len(spacesOf))
+	if run2 == runID {
+		t.Fatalf("run 2 has run 1's ID %s", runID)
+	}
+	if d, err := deadQ.Depth(ctx); err != nil || d.Total() != 0 {
+		t.Errorf("dead-letter queue after run 2: %+v %v", d, err)
+	}
+	for _, f := range removed {
+		item := contentindex.Item{Account: account, StoreID: f.store, SpaceID: f.space, ContentID: itemID(f.i)}
+		var r *bitlog.Row
+		page, _, err := bitLog.Results(ctx, bitlog.Filter{RunID: run2, Account: account, StoreID: f.store, SpaceID: f.space, Limit: bitlog.MaxPageSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range page {
+			if page[i].ContentID == item.ContentID {
+				r = &page[i]
+			}
+		}
+		if r == nil || r.Result != bitlog.ResultSuccess || r.Case != 1 || !strings.Contains(r.Details, "re-check after case 8: repaired from store 2") {
+			t.Errorf("removed %s in run 2: row %+v, want SUCCESS after the case-8 repair", f.key(), r)
+		}
+		rc, _, err := store1.Get(ctx, f.space, itemID(f.i))
+		if err != nil {
+			t.Fatalf("removed %s not restored: %v", f.key(), err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if md5hex(b) != md5hex(content(f.space, f.i)) {
+			t.Errorf("removed %s restored with other bytes", f.key())
+		}
+		if e, err := index.Get(ctx, item); err != nil || e.MissingRun != "" || e.Deleted {
+			t.Errorf("removed %s: index row after the repair %+v %v, want live and unmarked", f.key(), e, err)
+		}
+	}
+	reps, err = bitLog.Reports(ctx, bitlog.ReportFilter{RunID: run2})
+	if err != nil || len(reps) != len(spacesOf) {
+		t.Fatalf("run 2 reports: %+v %v", reps, err)
+	}
+	for _, rep := range reps {
+		if rep.Result != bitlog.ResultError || rep.Counts.Error != 1 || rep.Counts.Total != int64(itemsPerSpace) {
+			t.Errorf("run 2 report %s/%s: %s %+v, want ERROR with the missing item", rep.StoreID, rep.SpaceID, rep.Result, rep.Counts)
+		}
+	}
+	t.Logf("run 2: %d missing items reported and repaired; total %v", len(removed), time.Since(start).Round(time.Millisecond))
 }

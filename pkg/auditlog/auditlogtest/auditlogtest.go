@@ -35,6 +35,7 @@ func Run(t *testing.T, newLog Factory) {
 	t.Run("PutLatestRoundTrip", func(t *testing.T) { testRoundTrip(t, newLog(t)) })
 	t.Run("RedeliveryStoredOnce", func(t *testing.T) { testRedelivery(t, newLog(t)) })
 	t.Run("LatestOrder", func(t *testing.T) { testLatest(t, newLog(t)) })
+	t.Run("LatestChecksum", func(t *testing.T) { testLatestChecksum(t, newLog(t)) })
 	t.Run("SpaceHistoryPages", func(t *testing.T) { testHistory(t, newLog(t)) })
 	t.Run("Delete", func(t *testing.T) { testDelete(t, newLog(t)) })
 	t.Run("TooLarge", func(t *testing.T) { testTooLarge(t, newLog(t)) })
@@ -138,6 +139,37 @@ func testLatest(t *testing.T, l auditlog.Log) {
 	got, err := l.Latest(context.Background(), "acme", "1", "photos", "a")
 	if err != nil || got.Checksum != "new" {
 		t.Fatalf("Latest = %+v, %v; want the newest (checksum new)", got, err)
+	}
+}
+
+// testLatestChecksum: entries without a checksum (DuraStore's
+// SET_CONTENT_PROPERTIES) are skipped, across more than one page of them;
+// a DELETE_CONTENT speaks of the bytes; an item with no such entry is
+// ErrNotFound.
+func testLatestChecksum(t *testing.T, l auditlog.Log) {
+	ctx := context.Background()
+	put(t, l, entry("a", t0, task.ActionAddContent, "old"))
+	put(t, l, entry("a", t0.Add(time.Second), task.ActionAddContent, "new"))
+	for i := range 12 {
+		put(t, l, entry("a", t0.Add(time.Duration(2+i)*time.Second), task.ActionSetContentProperties, ""))
+	}
+	got, err := l.LatestChecksum(ctx, "acme", "1", "photos", "a")
+	if err != nil || got.Checksum != "new" || got.Action != task.ActionAddContent {
+		t.Fatalf("LatestChecksum = %+v, %v; want the newest ADD_CONTENT (checksum new)", got, err)
+	}
+	if got, err := l.Latest(ctx, "acme", "1", "photos", "a"); err != nil || got.Action != task.ActionSetContentProperties {
+		t.Fatalf("Latest = %+v, %v; want the newest entry (SET_CONTENT_PROPERTIES)", got, err)
+	}
+	put(t, l, entry("a", t0.Add(time.Minute), task.ActionDeleteContent, ""))
+	put(t, l, entry("a", t0.Add(2*time.Minute), task.ActionSetContentProperties, ""))
+	if got, err := l.LatestChecksum(ctx, "acme", "1", "photos", "a"); err != nil || got.Action != task.ActionDeleteContent {
+		t.Fatalf("after a delete, LatestChecksum = %+v, %v; want the DELETE_CONTENT", got, err)
+	}
+	put(t, l, entry("b", t0, task.ActionSetContentProperties, ""))
+	for _, id := range []string{"b", "none"} {
+		if _, err := l.LatestChecksum(ctx, "acme", "1", "photos", id); !errors.Is(err, auditlog.ErrNotFound) {
+			t.Fatalf("LatestChecksum(%s) err = %v, want ErrNotFound", id, err)
+		}
 	}
 }
 

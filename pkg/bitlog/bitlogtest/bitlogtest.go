@@ -32,6 +32,90 @@ func Run(t *testing.T, newLog Factory) {
 	t.Run("Count", func(t *testing.T) { testCount(t, newLog(t)) })
 	t.Run("Reports", func(t *testing.T) { testReports(t, newLog(t)) })
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, newLog(t)) })
+	t.Run("OneRowAcrossMonths", func(t *testing.T) { testAcrossMonths(t, newLog(t)) })
+	t.Run("DropMonths", func(t *testing.T) { testDropMonths(t, newLog(t)) })
+}
+
+// testAcrossMonths: a check outside any producer run, and a producer run's
+// check redelivered in a later month, still leave one row per item.
+func testAcrossMonths(t *testing.T, l bitlog.Log) {
+	for _, run := range []string{"", "adhoc", "20240131T230000Z"} {
+		r := row(run, "photos", "x", bitlog.ResultFailure)
+		r.CheckedAt = time.Date(2024, 1, 31, 23, 30, 0, 0, time.UTC)
+		record(t, l, r)
+		r.Result, r.CheckedAt = bitlog.ResultSuccess, time.Date(2024, 2, 1, 0, 30, 0, 0, time.UTC)
+		record(t, l, r)
+		rows, _ := results(t, l, bitlog.Filter{RunID: run, SpaceID: "photos"})
+		var mine []bitlog.Row
+		for _, x := range rows {
+			if x.RunID == run {
+				mine = append(mine, x)
+			}
+		}
+		if len(mine) != 1 || mine[0].Result != bitlog.ResultSuccess || !mine[0].CheckedAt.Equal(r.CheckedAt) {
+			t.Fatalf("run %q: rows %+v, want the February row only", run, mine)
+		}
+		if run != "" {
+			if c, err := l.Count(context.Background(), run, "acme", "1", "photos"); err != nil || c.Total != 1 {
+				t.Fatalf("run %q: count %+v %v", run, c, err)
+			}
+		}
+	}
+}
+
+// testDropMonths: months are listed oldest first; dropping the months
+// before a cutoff removes their rows and keeps the rest. Skipped for a log
+// that is not a bitlog.Pruner.
+func testDropMonths(t *testing.T, l bitlog.Log) {
+	p, ok := l.(bitlog.Pruner)
+	if !ok {
+		t.Skip("the log does not implement bitlog.Pruner")
+	}
+	ctx := context.Background()
+	jan, feb, mar := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 2, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	for i, run := range []string{"20240105T000000Z", "20240105T000000Z", "20240210T000000Z", "20240301T000000Z"} {
+		record(t, l, row(run, "photos", fmt.Sprintf("i%d", i), bitlog.ResultSuccess))
+	}
+	adhoc := row("", "photos", "adhoc", bitlog.ResultSuccess) // recorded in February
+	adhoc.CheckedAt = feb.Add(time.Hour)
+	record(t, l, adhoc)
+	months, err := p.Months(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[time.Time]int64{jan: 2, feb: 2, mar: 1}
+	var have []time.Time
+	for _, m := range months {
+		if n, ok := want[m.Month]; ok {
+			have = append(have, m.Month)
+			if m.Rows != n && m.Rows != -1 { // -1: an estimate not made yet
+				t.Errorf("month %s: %d rows, want %d", m.Month.Format("2006-01"), m.Rows, n)
+			}
+		}
+	}
+	if fmt.Sprint(have) != fmt.Sprint([]time.Time{jan, feb, mar}) {
+		t.Fatalf("months %+v, want January, February and March 2024, oldest first", months)
+	}
+	dropped, err := p.DropMonths(ctx, mar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone []time.Time
+	for _, m := range dropped {
+		gone = append(gone, m.Month)
+	}
+	if fmt.Sprint(gone) != fmt.Sprint([]time.Time{jan, feb}) {
+		t.Fatalf("dropped %+v, want January and February", dropped)
+	}
+	rows, _ := results(t, l, bitlog.Filter{})
+	if len(rows) != 1 || rows[0].RunID != "20240301T000000Z" {
+		t.Fatalf("after dropping: %+v, want the March row only", rows)
+	}
+	// A dropped month can be written again.
+	record(t, l, row("20240105T000000Z", "photos", "late", bitlog.ResultSuccess))
+	if c, err := l.Count(ctx, "20240105T000000Z", "acme", "1", "photos"); err != nil || c.Total != 1 {
+		t.Fatalf("a late row of a dropped month: %+v %v", c, err)
+	}
 }
 
 func record(t *testing.T, l bitlog.Log, r bitlog.Row) {

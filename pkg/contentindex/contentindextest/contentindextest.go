@@ -39,6 +39,8 @@ func Run(t *testing.T, newIndex Factory) {
 	t.Run("MarkSpaceDeleted", func(t *testing.T) { testMarkSpaceDeleted(t, newIndex(t)) })
 	t.Run("ListKeyset", func(t *testing.T) { testList(t, newIndex(t)) })
 	t.Run("SetChecksum", func(t *testing.T) { testSetChecksum(t, newIndex(t)) })
+	t.Run("SetMissing", func(t *testing.T) { testSetMissing(t, newIndex(t)) })
+	t.Run("PurgeTombstones", func(t *testing.T) { testPurge(t, newIndex(t)) })
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, newIndex(t)) })
 }
 
@@ -265,5 +267,89 @@ func testInvalid(t *testing.T, x ci.Index) {
 	}
 	if _, err := x.MarkDeleted(ctx, item(""), t0); !errors.Is(err, ci.ErrInvalid) {
 		t.Errorf("MarkDeleted without content ID = %v, want ErrInvalid", err)
+	}
+}
+
+// testSetMissing: the mark is set and cleared in place; a write or a
+// delete that changes the row clears it; a redelivered write keeps it.
+func testSetMissing(t *testing.T, x ci.Index) {
+	ctx := context.Background()
+	if err := x.SetMissing(ctx, item("none"), "r1"); !errors.Is(err, ci.ErrNotFound) {
+		t.Fatalf("SetMissing on no row: %v, want ErrNotFound", err)
+	}
+	e := entry("a", t0, "x")
+	upsert(t, x, e)
+	if err := x.SetMissing(ctx, e.Item, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if g := get(t, x, e.Item); g.MissingRun != "r1" || g.Checksum != "x" || !g.Modified.Equal(t0) {
+		t.Fatalf("after SetMissing: %+v", g)
+	}
+	if es, _, err := x.List(ctx, "acme", "1", "photos", "", 10); err != nil || len(es) != 1 || es[0].MissingRun != "r1" {
+		t.Fatalf("List after SetMissing: %+v %v", es, err)
+	}
+	upsert(t, x, e) // a redelivery changes nothing
+	if g := get(t, x, e.Item); g.MissingRun != "r1" {
+		t.Fatalf("a redelivered write cleared the mark: %+v", g)
+	}
+	if err := x.SetMissing(ctx, e.Item, ""); err != nil || get(t, x, e.Item).MissingRun != "" {
+		t.Fatalf("clearing: %v %+v", err, get(t, x, e.Item))
+	}
+	_ = x.SetMissing(ctx, e.Item, "r2")
+	upsert(t, x, entry("a", t0.Add(time.Second), "y"))
+	if g := get(t, x, e.Item); g.MissingRun != "" {
+		t.Fatalf("a new write kept the mark: %+v", g)
+	}
+	_ = x.SetMissing(ctx, e.Item, "r3")
+	if _, err := x.MarkDeleted(ctx, e.Item, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if g := get(t, x, e.Item); g.MissingRun != "" {
+		t.Fatalf("a delete kept the mark: %+v", g)
+	}
+}
+
+// testPurge: tombstones older than the cutoff go in batches; newer ones
+// and live rows stay.
+func testPurge(t *testing.T, x ci.Index) {
+	p, ok := x.(ci.Pruner)
+	if !ok {
+		t.Skip("the index does not implement contentindex.Pruner")
+	}
+	ctx := context.Background()
+	for i := range 5 {
+		id := fmt.Sprintf("old%d", i)
+		upsert(t, x, entry(id, t0, "x"))
+		if _, err := x.MarkDeleted(ctx, item(id), t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upsert(t, x, entry("live", t0, "x"))
+	if _, err := x.MarkDeleted(ctx, item("recent"), t0.Add(48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	cutoff := t0.Add(24 * time.Hour)
+	if n, err := p.Tombstones(ctx, cutoff); err != nil || n != 5 {
+		t.Fatalf("Tombstones = %d, %v; want 5", n, err)
+	}
+	var total int64
+	for range 10 {
+		n, err := p.PurgeTombstones(ctx, cutoff, 2)
+		if err != nil || n > 2 {
+			t.Fatalf("PurgeTombstones = %d, %v (batch 2)", n, err)
+		}
+		if n == 0 {
+			break
+		}
+		total += n
+	}
+	if total != 5 {
+		t.Fatalf("purged %d tombstones, want 5", total)
+	}
+	for _, id := range []string{"live", "recent"} {
+		get(t, x, item(id))
+	}
+	if _, err := x.Get(ctx, item("old0")); !errors.Is(err, ci.ErrNotFound) {
+		t.Fatalf("purged tombstone still there: %v", err)
 	}
 }

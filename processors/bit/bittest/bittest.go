@@ -221,6 +221,17 @@ func (e *Env) SetAudit(action task.Action, sum string, props map[string]string) 
 	}
 }
 
+// AddAudit writes one more audit entry of the item in store 1, after T0
+// (sum may be empty: DuraStore writes SET_CONTENT_PROPERTIES entries
+// without a checksum).
+func (e *Env) AddAudit(after time.Duration, action task.Action, sum string, props map[string]string) {
+	e.T.Helper()
+	if _, err := e.Audit.Put(context.Background(), auditlog.Entry{Account: Account, StoreID: "1", SpaceID: Space,
+		ContentID: Item, Action: action, Time: T0.Add(after), Checksum: sum, Properties: props}); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
 // sidecar edits store id's sidecar of the item.
 func (e *Env) sidecar(id string, edit func(m map[string]any)) {
 	e.T.Helper()

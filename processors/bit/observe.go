@@ -1,0 +1,197 @@
+package bit
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc64"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+)
+
+// Observer gathers the four checksums of an item (see the package doc): the
+// bit check, the bit-error processor's proof before a repair and the
+// report's re-check of a missing item all look at an item through it.
+// Safe for concurrent use.
+type Observer struct {
+	Stores   Stores             // required
+	Index    contentindex.Index // required
+	AuditLog auditlog.Log       // required
+	// UnreadableKinds and UnreadableStores ("account/storeID") are stores
+	// whose content is not read: C is N/A, only Head is called.
+	UnreadableKinds  []storage.Kind
+	UnreadableStores []string
+}
+
+// Observation is what one look at an item saw.
+type Observation struct {
+	Sums      Checksums
+	Info      *storage.Info       // the storage properties; nil when not in storage
+	Index     *contentindex.Entry // the content index row (maybe a tombstone); nil when none
+	Audit     *auditlog.Entry     // the audit entry A comes from; nil when none
+	StoreKind storage.Kind
+	// Details are notes for the bit log ("content not read", …).
+	Details []string
+}
+
+// Case is the decision table's case of the observation (Decide).
+func (o *Observation) Case() int { return Decide(o.Sums) }
+
+// CopyDiffers reports whether the store's copy is proven to differ from
+// want: it is not in storage, or its bytes were read and hash to something
+// else, or (bytes not read) the provider reports another checksum. A copy
+// whose difference cannot be seen (not read, no provider checksum) does not
+// differ, so nothing unproven is ever overwritten.
+func (o *Observation) CopyDiffers(want string) bool {
+	switch {
+	case want == "":
+		return false
+	case !o.Sums.Found:
+		return true
+	case o.Sums.ContentRead:
+		return o.Sums.Content != want
+	}
+	return o.Sums.Storage != "" && o.Sums.Storage != want
+}
+
+// Observe looks at one item of a registered store. An unregistered account
+// or store, or an ID the store refuses, is permanent
+// (processors.Permanent); provider, index and audit log errors are
+// returned as they are.
+func (ob *Observer) Observe(ctx context.Context, account, storeID, spaceID, contentID string) (*Observation, error) {
+	st, err := ob.Stores.Registry().Store(account, storeID)
+	if err != nil {
+		return nil, processors.Permanent(fmt.Errorf("bit: %w", err))
+	}
+	prov, err := ob.Stores.Open(ctx, account, storeID)
+	if err != nil {
+		return nil, fmt.Errorf("bit: open store %s/%s: %w", account, storeID, err)
+	}
+	b := task.Bit{Account: account, StoreID: storeID, SpaceID: spaceID, ContentID: contentID}
+	o := &Observation{StoreKind: st.Kind}
+	err = observeStorage(ctx, b, prov, ob.readable(account, st), o)
+	if err == nil {
+		err = ob.observe(ctx, b, o)
+	}
+	if err != nil {
+		if errors.Is(err, storage.ErrInvalidID) && !processors.IsPermanent(err) {
+			return nil, processors.Permanent(err) // the store refuses the ID: a retry cannot help
+		}
+		return nil, err
+	}
+	return o, nil
+}
+
+// readable reports whether C is computed for the store.
+func (ob *Observer) readable(account string, st *stores.Store) bool {
+	return !slices.Contains(ob.UnreadableKinds, st.Kind) &&
+		!slices.Contains(ob.UnreadableStores, account+"/"+st.ID)
+}
+
+// observe gathers I and A (C and S are in o already).
+func (ob *Observer) observe(ctx context.Context, b task.Bit, o *Observation) error {
+	item := contentindex.Item{Account: b.Account, StoreID: b.StoreID, SpaceID: b.SpaceID, ContentID: b.ContentID}
+	e, err := ob.Index.Get(ctx, item)
+	switch {
+	case errors.Is(err, contentindex.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("bit: content index get %s: %w", item, err)
+	default:
+		o.Index = e
+		if !e.Deleted {
+			o.Sums.Index = strings.ToLower(e.Checksum)
+		} else {
+			o.Details = append(o.Details, "content index row is a tombstone")
+		}
+	}
+	a, err := ob.AuditLog.LatestChecksum(ctx, b.Account, b.StoreID, b.SpaceID, b.ContentID)
+	switch {
+	case errors.Is(err, auditlog.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("bit: audit log latest %s: %w", item, err)
+	default:
+		o.Audit = a
+		if a.Action != task.ActionDeleteContent {
+			o.Sums.Audit = strings.ToLower(a.Checksum)
+		} else {
+			o.Details = append(o.Details, "latest audit entry is DELETE_CONTENT")
+		}
+	}
+	return nil
+}
+
+// observeStorage fills C and S (see the package doc).
+func observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, readable bool, o *Observation) error {
+	var info *storage.Info
+	var md5sum string
+	var crc uint64
+	if readable {
+		rc, in, err := prov.Get(ctx, b.SpaceID, b.ContentID)
+		if errors.Is(err, storage.ErrNotFound) {
+			o.Details = append(o.Details, "not found in storage (item or space)")
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bit: get %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
+		}
+		h, c := md5.New(), crc64.New(storage.CRC64NVMETable)
+		_, err = io.Copy(io.MultiWriter(h, c), rc)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("bit: read %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
+		}
+		info, md5sum, crc = in, hex.EncodeToString(h.Sum(nil)), c.Sum64()
+		o.Sums.ContentRead, o.Sums.Content = true, md5sum
+	} else {
+		in, err := prov.Head(ctx, b.SpaceID, b.ContentID)
+		if errors.Is(err, storage.ErrNotFound) {
+			o.Details = append(o.Details, "not found in storage (item or space)")
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
+		}
+		info = in
+		o.Details = append(o.Details, "content not read (store configured unreadable)")
+	}
+	o.Sums.Found, o.Info = true, info
+	recorded := strings.ToLower(info.Checksum)
+	alg, val, ok := storage.SplitProviderChecksum(info.ProviderChecksum)
+	switch {
+	case ok && alg == storage.AlgMD5:
+		o.Sums.Storage = strings.ToLower(val)
+	case ok && alg == storage.AlgCRC64NVME && readable:
+		if val == storage.CRC64NVMEBase64(crc) {
+			o.Sums.Storage = recorded
+			if recorded == "" {
+				o.Sums.Storage = md5sum
+			}
+			o.Details = append(o.Details, "provider CRC64NVME verified against the content; S is the recorded MD5")
+		} else {
+			o.Sums.Storage = info.ProviderChecksum
+			o.Details = append(o.Details, fmt.Sprintf("provider CRC64NVME %s, content CRC64NVME %s", val, storage.CRC64NVMEBase64(crc)))
+		}
+	case ok && alg == storage.AlgCRC64NVME:
+		o.Sums.Storage = recorded
+		if recorded == "" {
+			o.Sums.Storage = info.ProviderChecksum
+		}
+		o.Details = append(o.Details, "provider CRC64NVME not verified (content not read); S is the recorded MD5")
+	case info.ProviderChecksum == "":
+		o.Sums.Storage = recorded
+	default:
+		o.Sums.Storage = info.ProviderChecksum
+		o.Details = append(o.Details, "unknown provider checksum "+info.ProviderChecksum)
+	}
+	return nil
+}
