@@ -183,6 +183,15 @@ func (m *Member) Beat(ctx context.Context) error {
 	return err
 }
 
+// SetIdentity records the EC2 instance and zone once they are known (the
+// metadata service is read in the background so start-up does not wait
+// for it); the next beat carries them.
+func (m *Member) SetIdentity(instanceID, zone string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.Self.InstanceID, m.cfg.Self.Zone = instanceID, zone
+}
+
 // Drain marks the worker as draining (note says why: a signal, an Auto
 // Scaling termination, a Spot interruption) and beats at once.
 func (m *Member) Drain(note string) {
