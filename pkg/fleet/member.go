@@ -81,6 +81,7 @@ var errPaused = errors.New("fleet: task type paused")
 type run struct {
 	t      task.Type
 	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when the handler has returned
 }
 
 // Member is one Workman's side of the fleet registry. It writes the
@@ -249,9 +250,11 @@ func (m *Member) recordLocked(now time.Time) Worker {
 	return w
 }
 
-// apply puts ps in force: running tasks of newly paused types are
-// cancelled (and handed back by the middleware), queues learned for
-// resumed types are received from again.
+// apply puts ps in force: tasks of newly paused types are no longer
+// started, running ones are cancelled (and handed back by the middleware)
+// and waited for, at most one interval, so that once apply returns (and
+// the beat acknowledges the pause) no task of a paused type completes on
+// this worker; queues learned for resumed types are received from again.
 func (m *Member) apply(ps []Pause) {
 	keys := make([]string, len(ps))
 	for i, p := range ps {
@@ -259,13 +262,14 @@ func (m *Member) apply(ps []Pause) {
 	}
 	set := NewPauseSet(ps, m.cfg.QueuePrefix)
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if slices.Equal(keys, m.pauseKeys) {
+		m.mu.Unlock()
 		return
 	}
+	var added []Pause
 	for _, p := range ps {
 		if !slices.Contains(m.pauseKeys, p.Key()) {
-			m.log.Warn("fleet pause in force", "pause", p.String())
+			added = append(added, p)
 		}
 	}
 	for _, k := range m.pauseKeys {
@@ -279,15 +283,33 @@ func (m *Member) apply(ps []Pause) {
 			delete(m.learned, q)
 		}
 	}
-	n := 0
+	var stopped []*run
 	for r := range m.runs {
 		if set.TypePaused(r.t) {
 			r.cancel(errPaused)
-			n++
+			stopped = append(stopped, r)
 		}
 	}
-	if n > 0 {
-		m.log.Warn("fleet pause: stopping running tasks of paused types; their messages go back to the queue", "tasks", n)
+	m.mu.Unlock()
+	if len(stopped) > 0 {
+		t := m.cfg.Clock.NewTimer(m.cfg.Interval)
+		waiting := len(stopped)
+	wait:
+		for _, r := range stopped {
+			select {
+			case <-r.done:
+				waiting--
+			case <-t.C():
+				break wait
+			}
+		}
+		t.Stop()
+		if waiting > 0 {
+			m.log.Warn("fleet pause: running tasks of a paused type did not stop within one interval; they may still complete", "tasks", waiting)
+		}
+	}
+	for _, p := range added {
+		m.log.Warn("fleet pause in force", "pause", p.String(), "running_tasks_stopped", len(stopped))
 	}
 }
 
@@ -330,7 +352,7 @@ func (m *Member) Middleware() processors.Middleware {
 		return processors.HandlerFunc(func(ctx context.Context, t *task.Task) error {
 			rctx, cancel := context.WithCancelCause(ctx)
 			defer cancel(nil)
-			r := &run{t: t.Type, cancel: cancel}
+			r := &run{t: t.Type, cancel: cancel, done: make(chan struct{})}
 			m.mu.Lock()
 			if m.pauses.TypePaused(t.Type) {
 				q := processors.QueueName(ctx)
@@ -347,6 +369,7 @@ func (m *Member) Middleware() processors.Middleware {
 			m.mu.Lock()
 			delete(m.runs, r)
 			m.mu.Unlock()
+			close(r.done)
 			if err != nil && errors.Is(context.Cause(rctx), errPaused) && ctx.Err() == nil {
 				return processors.Release("task type " + string(t.Type) + " was paused while it ran")
 			}
