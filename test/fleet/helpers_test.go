@@ -22,19 +22,39 @@ import (
 // interval is the heartbeat interval every test Workman uses.
 const interval = time.Second
 
-// bins builds workman and millctl once for the package.
+// binDir holds workman and millctl, built once for the package (on first
+// use, so -short runs build nothing).
 var (
+	binDir   string
 	binsOnce sync.Once
-	binPaths map[string]string
+	binsErr  error
 )
+
+func TestMain(m *testing.M) {
+	var err error
+	if binDir, err = os.MkdirTemp("", "mill-fleet-bin-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
 
 func bins(t *testing.T) (workman, millctl string) {
 	t.Helper()
-	binsOnce.Do(func() { binPaths = testbin.Build(t, "workman", "millctl") })
-	if binPaths == nil {
-		t.Fatal("binaries were not built")
+	root := testbin.ModuleRoot(t)
+	binsOnce.Do(func() {
+		c := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/workman", "./cmd/millctl")
+		c.Dir = root
+		if out, err := c.CombinedOutput(); err != nil {
+			binsErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binsErr != nil {
+		t.Fatal(binsErr)
 	}
-	return binPaths["workman"], binPaths["millctl"]
+	return filepath.Join(binDir, "workman"), filepath.Join(binDir, "millctl")
 }
 
 // childEnv is this process's environment without MILL_* variables, plus
@@ -213,5 +233,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
-var _ = fmt.Sprint
