@@ -2,7 +2,12 @@
 // queues in priority order and runs them on a bounded pool of workers
 // (package workman; docs/ARCHITECTURE.md, Workman). SIGTERM or SIGINT stops
 // it gracefully: no more receives, running tasks get a grace period,
-// unfinished ones are made visible again, and it exits 0.
+// unfinished ones are made visible again, and it exits 0. On EC2 an Auto
+// Scaling termination or Spot interruption notice from the instance
+// metadata service does the same, and the termination lifecycle hook is
+// completed afterwards (package lifecycle). Every heartbeat interval it
+// reports to the fleet registry and applies the fleet-wide pauses (package
+// fleet; docs/ARCHITECTURE.md, Workman).
 //
 // Every flag can also be set with its MILL_* environment variable; run
 // `workman --help` for the list.
