@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -69,32 +68,10 @@ the totals and the pauses).`,
 					return err
 				}
 				color := isTerminal(a.stdout) && !*asJSON
-				clear := *watch && color
-				for {
+				return watchLoop(ctx, a, *watch, *asJSON, *interval, func(ctx context.Context) (any, func(io.Writer) error, error) {
 					s, err := fleet.Read(ctx, reg, time.Now())
-					if err != nil {
-						return err
-					}
-					if clear {
-						fmt.Fprint(a.stdout, "\033[H\033[2J")
-					}
-					if *asJSON {
-						err = json.NewEncoder(a.stdout).Encode(s)
-					} else {
-						if *watch {
-							fmt.Fprintf(a.stdout, "%s — every %v, ^C to stop\n", time.Now().Format(time.DateTime), *interval)
-						}
-						err = printFleet(a.stdout, s, *prefix, *all, color)
-					}
-					if err != nil || !*watch {
-						return err
-					}
-					select {
-					case <-ctx.Done():
-						return nil
-					case <-time.After(*interval):
-					}
-				}
+					return s, func(w io.Writer) error { return printFleet(w, s, *prefix, *all, color) }, err
+				})
 			}
 		},
 	})

@@ -11,7 +11,6 @@ import (
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/setup"
 )
 
 // TestFleetPauseResume: millctl fleet shows the records in the table with
@@ -24,11 +23,8 @@ func TestFleetPauseResume(t *testing.T) {
 	prefix := testenv.Prefix(t)
 	table := prefix + "fleet"
 	ddb := cfg.DynamoDB()
-	testenv.CleanupTable(t, ddb, table)
 	testenv.CleanupQueues(t, cfg.SQS(), prefix)
-	if _, err := setup.Apply(ctx, []setup.Resource{&setup.Table{Client: ddb, Create: fleet.CreateTableInput(table), TTL: fleet.TimeToLiveInput(table)}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CreateTable(t, ddb, fleet.CreateTableInput(table), fleet.TimeToLiveInput(table))
 	for _, k := range queue.AllKeys {
 		if _, _, err := sqsqueue.Ensure(ctx, cfg.SQS(), queue.Name(prefix, k), sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second}); err != nil {
 			t.Fatal(err)

@@ -65,35 +65,45 @@ only on a terminal); --json prints one JSON array per refresh.`,
 				if *fleetTable != "" {
 					qs.fleet = fleet.NewDynamo(awsCfg.DynamoDB(), *fleetTable, nil)
 				}
-				clear := *watch && !*asJSON && isTerminal(a.stdout)
-				for {
+				return watchLoop(ctx, a, *watch, *asJSON, *interval, func(ctx context.Context) (any, func(io.Writer) error, error) {
 					rows, err := qs.read(ctx)
-					if err != nil {
-						return err
-					}
-					if clear {
-						fmt.Fprint(a.stdout, "\033[H\033[2J")
-					}
-					if *asJSON {
-						err = json.NewEncoder(a.stdout).Encode(rows)
-					} else {
-						if *watch {
-							fmt.Fprintf(a.stdout, "%s — every %v, ^C to stop\n", time.Now().Format(time.DateTime), *interval)
-						}
-						err = printQueueTable(a.stdout, rows)
-					}
-					if err != nil || !*watch {
-						return err
-					}
-					select {
-					case <-ctx.Done():
-						return nil
-					case <-time.After(*interval):
-					}
-				}
+					return rows, func(w io.Writer) error { return printQueueTable(w, rows) }, err
+				})
 			}
 		},
 	})
+}
+
+// watchLoop prints what read returns — as JSON (one value per refresh)
+// or as its text — once, or with watch every interval until ctx ends,
+// clearing the screen between refreshes on a terminal.
+func watchLoop(ctx context.Context, a *app, watch, asJSON bool, interval time.Duration, read func(context.Context) (any, func(io.Writer) error, error)) error {
+	clear := watch && !asJSON && isTerminal(a.stdout)
+	for {
+		v, text, err := read(ctx)
+		if err != nil {
+			return err
+		}
+		if clear {
+			fmt.Fprint(a.stdout, "\033[H\033[2J")
+		}
+		if asJSON {
+			err = json.NewEncoder(a.stdout).Encode(v)
+		} else {
+			if watch {
+				fmt.Fprintf(a.stdout, "%s — every %v, ^C to stop\n", time.Now().Format(time.DateTime), interval)
+			}
+			err = text(a.stdout)
+		}
+		if err != nil || !watch {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
 }
 
 // isTerminal reports whether w is a terminal.

@@ -28,7 +28,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 	meter := sqsqueue.NewMeter() // counts requests by operation, for any service
 	c := cfg.DynamoDB(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, meter.APIOption()) })
 	table := testenv.Prefix(b) + "fleet"
-	createTable(b, cfg.DynamoDB(), table)
+	testenv.CreateTable(b, cfg.DynamoDB(), fleet.CreateTableInput(table), fleet.TimeToLiveInput(table))
 	ctx := context.Background()
 	reg := fleet.NewDynamo(c, table, nil)
 	for _, p := range []fleet.Pause{{Kind: fleet.PauseType, Name: "DUP", At: time.Now()}, {Kind: fleet.PauseQueue, Name: "mill-bit", At: time.Now()}} {

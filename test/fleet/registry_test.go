@@ -13,7 +13,6 @@ import (
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -27,15 +26,12 @@ func noopFleet(t *testing.T) (prefix, table string, work *sqsqueue.Queue) {
 	table = prefix + "fleet"
 	sq, ddb := cfg.SQS(), cfg.DynamoDB()
 	testenv.CleanupQueues(t, sq, prefix)
-	testenv.CleanupTable(t, ddb, table)
 	for _, k := range append(slices.Clone(queue.AllKeys), "noop") {
 		if _, _, err := sqsqueue.Ensure(ctx, sq, queue.Name(prefix, k), sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := setup.Apply(ctx, []setup.Resource{&setup.Table{Client: ddb, Create: fleet.CreateTableInput(table), TTL: fleet.TimeToLiveInput(table)}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CreateTable(t, ddb, fleet.CreateTableInput(table), fleet.TimeToLiveInput(table))
 	work, err := sqsqueue.Open(ctx, sq, prefix+"noop", sqsqueue.Config{})
 	must(t, err)
 	return prefix, table, work
