@@ -22,6 +22,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
 )
 
@@ -71,6 +72,13 @@ func TestCoreTemplateNamesMatchCode(t *testing.T) {
 			t.Errorf("core.yaml: lease table lacks %q", want)
 		}
 	}
+	// pkg/fleet's keys.
+	for _, want := range []string{"AttributeName: " + fleet.AttrKind + ", KeyType: HASH", "AttributeName: " + fleet.AttrID + ", KeyType: RANGE",
+		`TableName: !Sub "${Prefix}fleet"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("core.yaml: fleet table lacks %q", want)
+		}
+	}
 }
 
 // TestCoreStackDeploys deploys core.yaml to the local emulator under a unique
@@ -97,7 +105,7 @@ func TestCoreStackDeploys(t *testing.T) {
 			_ = testenv.EmptyBucket(ctx, s3c, name)
 			_, _ = s3c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(name)})
 		}
-		for _, tb := range []string{"audit-log", "leases"} {
+		for _, tb := range []string{"audit-log", "leases", "fleet"} {
 			_, _ = ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(prefix + tb)})
 		}
 	})
@@ -231,6 +239,9 @@ func TestCoreStackDeploys(t *testing.T) {
 	}
 	if leases := describeTable(ctx, t, ddb, prefix+"leases"); leases != nil {
 		checkKeys(t, "leases", leases.KeySchema, "name", "")
+	}
+	if ft := describeTable(ctx, t, ddb, prefix+"fleet"); ft != nil {
+		checkKeys(t, "fleet", ft.KeySchema, fleet.AttrKind, fleet.AttrID)
 	}
 	if t.Failed() {
 		return

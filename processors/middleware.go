@@ -21,6 +21,7 @@ const (
 	ResultTimeout    = "timeout"     // the task's deadline passed
 	ResultCanceled   = "canceled"    // cancelled (hard shutdown)
 	ResultPanic      = "panic"       // the handler panicked (see Recover)
+	ResultReleased   = "released"    // Release: handed back to the queue, not an attempt
 )
 
 // Result classifies the outcome err of a handler call. ctx is the context
@@ -35,6 +36,9 @@ func Result(ctx context.Context, err error) string {
 		return ResultPanic
 	case IsPermanent(err):
 		return ResultPermanent
+	}
+	if _, ok := IsReleased(err); ok {
+		return ResultReleased
 	}
 	if _, ok := RetryDelay(err); ok {
 		return ResultRetryAfter

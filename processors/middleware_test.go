@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -77,6 +78,9 @@ func TestResultClassification(t *testing.T) {
 		{ctx, processors.RetryAfter(time.Minute, nil), processors.ResultRetryAfter},
 		{dl, dl.Err(), processors.ResultTimeout},
 		{cc, cc.Err(), processors.ResultCanceled},
+		{ctx, processors.Release("paused"), processors.ResultReleased},
+		// Released wins over the cancellation that stopped the task.
+		{cc, fmt.Errorf("wrapped: %w", processors.Release("paused")), processors.ResultReleased},
 	} {
 		if got := processors.Result(c.ctx, c.err); got != c.want {
 			t.Errorf("Result(%v) = %q, want %q", c.err, got, c.want)

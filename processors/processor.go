@@ -18,6 +18,9 @@ import (
 //     the dead-letter queue at once.
 //   - an error made by RetryAfter: the task is sent again after that delay
 //     with attempts+1 (the bit check's "wait 5 minutes").
+//   - an error made by Release: the task was not run, or was stopped, for a
+//     reason outside it (a fleet-wide pause of its type): its message is
+//     made visible again at once and no attempt is counted.
 //   - any other error: the task is retried with exponential backoff and goes
 //     to the dead-letter queue when it has failed Workman's MaxAttempts
 //     times (--max-attempts, default 3).
@@ -77,6 +80,26 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p) ||
 		errors.Is(err, stores.ErrUnknownAccount) || errors.Is(err, stores.ErrUnknownStore) ||
 		errors.Is(err, storage.ErrInvalidID)
+}
+
+// releasedError marks a task handed back to its queue untouched.
+type releasedError struct{ why string }
+
+func (e *releasedError) Error() string { return "released: " + e.why }
+
+// Release returns the outcome of a task that was not run (or was stopped)
+// for a reason outside the task, why: Workman makes its message visible
+// again at once, without counting an attempt or sending a copy.
+func Release(why string) error { return &releasedError{why: why} }
+
+// IsReleased reports whether err (or an error it wraps) was made by
+// Release, and with which reason.
+func IsReleased(err error) (why string, ok bool) {
+	var r *releasedError
+	if errors.As(err, &r) {
+		return r.why, true
+	}
+	return "", false
 }
 
 // RetryAfterError asks for the task to be sent again after Delay.

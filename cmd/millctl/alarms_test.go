@@ -34,10 +34,10 @@ func TestSetupAlarms(t *testing.T) {
 		}
 	}
 	code, out, _ := setupRun(t, nil, args...)
-	if code != 0 || !strings.Contains(out, "setup: 25 created") || strings.Count(out, "alarm ") != 13 {
+	if code != 0 || !strings.Contains(out, "setup: 26 created") || strings.Count(out, "alarm ") != 13 {
 		t.Fatalf("first run: %d\n%s", code, out)
 	}
-	if code, out, _ = setupRun(t, nil, args...); code != 0 || !strings.Contains(out, "25 already existed — nothing to do") {
+	if code, out, _ = setupRun(t, nil, args...); code != 0 || !strings.Contains(out, "26 already existed — nothing to do") {
 		t.Fatalf("second run: %d\n%s", code, out)
 	}
 	got, err := cw.DescribeAlarms(context.Background(), &cloudwatch.DescribeAlarmsInput{AlarmNames: []string{n.prefix + "dup-high-volume-high"}})

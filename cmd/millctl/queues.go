@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/millfleet/mill/pkg/alarms"
+	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 )
@@ -33,6 +34,9 @@ CloudWatch metric ApproximateAgeOfOldestMessage (namespace AWS/SQS), read
 with GetMetricStatistics (the latest 1-minute maximum of the last 15
 minutes). It is "-" when CloudWatch has no recent datapoint (an idle queue,
 a local emulator that publishes no SQS metrics) or cannot be read.
+PAUSED names the fleet-wide pause that stops Workman from receiving from the
+queue (millctl pause: the queue's own, or its task type's), read from the
+fleet table ("?" when it cannot be read).
 --watch refreshes every --interval until interrupted (clearing the screen
 only on a terminal); --json prints one JSON array per refresh.`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
@@ -41,6 +45,7 @@ only on a terminal); --json prints one JSON array per refresh.`,
 			interval := fs.Duration("interval", 5*time.Second, "refresh `interval` with --watch")
 			asJSON := fs.Bool("json", false, "print JSON")
 			noAge := fs.Bool("no-age", false, "do not ask CloudWatch for the oldest message age")
+			fleetTable := fs.String("fleet-table", fleet.DefaultTable, "DynamoDB `table` of the fleet registry, for the pauses (empty: not shown)")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected arguments: %q", args)
@@ -57,35 +62,48 @@ only on a terminal); --json prints one JSON array per refresh.`,
 					cw = awsCfg.CloudWatch()
 				}
 				qs := &queueStats{sqs: awsCfg.SQS(), cw: cw, prefix: *prefix}
-				clear := *watch && !*asJSON && isTerminal(a.stdout)
-				for {
-					rows, err := qs.read(ctx)
-					if err != nil {
-						return err
-					}
-					if clear {
-						fmt.Fprint(a.stdout, "\033[H\033[2J")
-					}
-					if *asJSON {
-						err = json.NewEncoder(a.stdout).Encode(rows)
-					} else {
-						if *watch {
-							fmt.Fprintf(a.stdout, "%s — every %v, ^C to stop\n", time.Now().Format(time.DateTime), *interval)
-						}
-						err = printQueueTable(a.stdout, rows)
-					}
-					if err != nil || !*watch {
-						return err
-					}
-					select {
-					case <-ctx.Done():
-						return nil
-					case <-time.After(*interval):
-					}
+				if *fleetTable != "" {
+					qs.fleet = fleet.NewDynamo(awsCfg.DynamoDB(), *fleetTable, nil)
 				}
+				return watchLoop(ctx, a, *watch, *asJSON, *interval, func(ctx context.Context) (any, func(io.Writer) error, error) {
+					rows, err := qs.read(ctx)
+					return rows, func(w io.Writer) error { return printQueueTable(w, rows) }, err
+				})
 			}
 		},
 	})
+}
+
+// watchLoop prints what read returns — as JSON (one value per refresh)
+// or as its text — once, or with watch every interval until ctx ends,
+// clearing the screen between refreshes on a terminal.
+func watchLoop(ctx context.Context, a *app, watch, asJSON bool, interval time.Duration, read func(context.Context) (any, func(io.Writer) error, error)) error {
+	clear := watch && !asJSON && isTerminal(a.stdout)
+	for {
+		v, text, err := read(ctx)
+		if err != nil {
+			return err
+		}
+		if clear {
+			fmt.Fprint(a.stdout, "\033[H\033[2J")
+		}
+		if asJSON {
+			err = json.NewEncoder(a.stdout).Encode(v)
+		} else {
+			if watch {
+				fmt.Fprintf(a.stdout, "%s — every %v, ^C to stop\n", time.Now().Format(time.DateTime), interval)
+			}
+			err = text(a.stdout)
+		}
+		if err != nil || !watch {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
 }
 
 // isTerminal reports whether w is a terminal.
@@ -103,6 +121,9 @@ type queueRow struct {
 	Delayed  int64  `json:"delayed"`
 	// OldestAgeSeconds is nil when CloudWatch has no recent datapoint.
 	OldestAgeSeconds *float64 `json:"oldest_age_seconds"`
+	// Paused names the fleet-wide pause that stops receiving from the
+	// queue ("type DUP", "queue"), "?" when the pauses could not be read.
+	Paused string `json:"paused,omitempty"`
 	// Error is set (and the counts are 0) when the queue could not be read.
 	Error string `json:"error,omitempty"`
 }
@@ -116,6 +137,7 @@ type queueStats struct {
 	sqs    sqsqueue.API
 	cw     ageAPI // nil: no ages
 	prefix string
+	fleet  fleet.Registry // nil: pauses not shown
 	opened map[string]*sqsqueue.Queue
 }
 
@@ -123,9 +145,25 @@ func (s *queueStats) read(ctx context.Context) ([]queueRow, error) {
 	if s.opened == nil {
 		s.opened = map[string]*sqsqueue.Queue{}
 	}
+	var pauses fleet.PauseSet
+	var pauseErr error
+	if s.fleet != nil {
+		var ps []fleet.Pause
+		if ps, pauseErr = s.fleet.Pauses(ctx); pauseErr == nil {
+			pauses = fleet.NewPauseSet(ps, s.prefix)
+		}
+	}
 	rows := make([]queueRow, 0, len(queue.AllKeys))
 	for _, key := range queue.AllKeys {
 		r := queueRow{Key: key, Name: queue.Name(s.prefix, key)}
+		if p, ok := pauses.QueuePause(r.Name); ok {
+			r.Paused = string(p.Kind)
+			if p.Kind == fleet.PauseType {
+				r.Paused += " " + p.Name
+			}
+		} else if pauseErr != nil {
+			r.Paused = "?"
+		}
 		q, err := s.open(ctx, r.Name)
 		var d queue.Depth
 		if err == nil {
@@ -191,17 +229,21 @@ func (s *queueStats) oldestAge(ctx context.Context, name string) *float64 {
 
 func printQueueTable(w io.Writer, rows []queueRow) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tVISIBLE\tIN FLIGHT\tDELAYED\tOLDEST")
+	fmt.Fprintln(tw, "QUEUE\tVISIBLE\tIN FLIGHT\tDELAYED\tOLDEST\tPAUSED")
 	for _, r := range rows {
+		paused := r.Paused
+		if paused == "" {
+			paused = "-"
+		}
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\n", r.Name, r.Error)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\t%s\n", r.Name, paused, r.Error)
 			continue
 		}
 		age := "-"
 		if r.OldestAgeSeconds != nil {
 			age = (time.Duration(*r.OldestAgeSeconds) * time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, strconv.FormatInt(r.Visible, 10), strconv.FormatInt(r.InFlight, 10), strconv.FormatInt(r.Delayed, 10), age)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, strconv.FormatInt(r.Visible, 10), strconv.FormatInt(r.InFlight, 10), strconv.FormatInt(r.Delayed, 10), age, paused)
 	}
 	return tw.Flush()
 }

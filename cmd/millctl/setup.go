@@ -26,7 +26,7 @@ func init() {
 		summary: "create every queue, bucket and table and migrate the database (idempotent)",
 		usage: `Create what Mill needs, or check that it is there: the seven SQS queues
 (each work queue redriving to the dead-letter queue), the config, state and
-reports buckets, the audit-log and lease tables, and the database schema.
+reports buckets, the audit-log, lease and fleet tables, and the database schema.
 Safe to run again: each resource is reported as created, exists or updated,
 and a second run changes nothing. --dry-run prints the plan only. --alarms
 also creates the CloudWatch queue-depth alarms of infra/ (see pkg/alarms).
@@ -54,6 +54,7 @@ policy lets S3 send to it.`,
 			claims := wiring.ClaimsFlags(fs)
 			fs.StringVar(&c.AuditTable, "audit-table", setup.DefaultAuditTable, "DynamoDB `table` of the audit log")
 			fs.StringVar(&c.LeaseTable, "lease-table", setup.DefaultLeaseTable, "DynamoDB `table` of producer leases")
+			fs.StringVar(&c.FleetTable, "fleet-table", setup.DefaultFleetTable, "DynamoDB `table` of the fleet registry (Workman heartbeats, pauses)")
 			fs.DurationVar(&c.TableTimeout, "table-timeout", setup.DefaultTableTimeout, "how long to wait for a new table to become ACTIVE")
 			fs.BoolVar(&c.SkipDB, "skip-db", false, "do not migrate the database")
 			dryRun := fs.Bool("dry-run", false, "print what would be created or updated; change nothing")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
@@ -58,19 +59,19 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 // names of one test's resources, all under a unique prefix.
 type setupNames struct {
-	prefix, config, state, reports, audit, leases, dbURL string
+	prefix, config, state, reports, audit, leases, fleet, dbURL string
 }
 
 func newSetupNames(t *testing.T, dbURL string) setupNames {
 	p := testenv.Prefix(t)
 	return setupNames{prefix: p, config: p + "config", state: p + "state", reports: p + "reports",
-		audit: p + "audit-log", leases: p + "leases", dbURL: dbURL}
+		audit: p + "audit-log", leases: p + "leases", fleet: p + "fleet", dbURL: dbURL}
 }
 
 func (n setupNames) args(extra ...string) []string {
 	return append([]string{"setup", "--queue-prefix", n.prefix,
 		"--config-bucket", n.config, "--state-bucket", n.state, "--reports-bucket", n.reports, "--claims-bucket", n.state,
-		"--audit-table", n.audit, "--lease-table", n.leases, "--database-url", n.dbURL}, extra...)
+		"--audit-table", n.audit, "--lease-table", n.leases, "--fleet-table", n.fleet, "--database-url", n.dbURL}, extra...)
 }
 
 func (n setupNames) cleanup(t *testing.T, sq *sqs.Client, s3c *s3.Client, ddb *dynamodb.Client) {
@@ -80,6 +81,7 @@ func (n setupNames) cleanup(t *testing.T, sq *sqs.Client, s3c *s3.Client, ddb *d
 	}
 	testenv.CleanupTable(t, ddb, n.audit)
 	testenv.CleanupTable(t, ddb, n.leases)
+	testenv.CleanupTable(t, ddb, n.fleet)
 }
 
 func countStatus(out string, status setup.Status) int {
@@ -106,10 +108,10 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 		t.Fatalf("first setup exited %d", code)
 	}
 	t.Logf("first setup took %v", time.Since(start))
-	if got := countStatus(out, setup.StatusCreated); got != 13 {
-		t.Errorf("first run: %d resources created, want 13 (7 queues, 3 buckets, 2 tables, database)", got)
+	if got := countStatus(out, setup.StatusCreated); got != 14 {
+		t.Errorf("first run: %d resources created, want 14 (7 queues, 3 buckets, 3 tables, database)", got)
 	}
-	if !strings.Contains(out, "setup: 13 created, 0 updated, 0 already existed\n") {
+	if !strings.Contains(out, "setup: 14 created, 0 updated, 0 already existed\n") {
 		t.Errorf("first run summary missing")
 	}
 
@@ -171,8 +173,9 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 		aws.ToInt32(r.NoncurrentVersionExpiration.NoncurrentDays) != 1 || r.Status != s3types.ExpirationStatusEnabled {
 		t.Errorf("claim-check lifecycle rule: %+v", r)
 	}
-	// Tables: active, on-demand, the audit log's index, the leases' TTL.
-	for _, tb := range []string{n.audit, n.leases} {
+	// Tables: active, on-demand, the audit log's index, the leases' and
+	// the fleet's TTL.
+	for _, tb := range []string{n.audit, n.leases, n.fleet} {
 		d, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tb)})
 		if err != nil {
 			t.Fatal(err)
@@ -189,6 +192,11 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled ||
 		aws.ToString(ttl.TimeToLiveDescription.AttributeName) != lease.AttrExpiresAt {
 		t.Errorf("lease TTL: %+v %v", ttl, err)
+	}
+	ttl, err = ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(n.fleet)})
+	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled ||
+		aws.ToString(ttl.TimeToLiveDescription.AttributeName) != fleet.AttrExpiresAt {
+		t.Errorf("fleet TTL: %+v %v", ttl, err)
 	}
 	// Database: every migration applied.
 	db, err := milldb.Open(ctx, n.dbURL, milldb.Config{MaxConns: 1})
@@ -207,10 +215,10 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 		t.Fatalf("second setup exited %d", code)
 	}
 	t.Logf("second setup took %v", time.Since(start))
-	if got := countStatus(out, setup.StatusExists); got != 13 {
-		t.Errorf("second run: %d resources exist, want 13", got)
+	if got := countStatus(out, setup.StatusExists); got != 14 {
+		t.Errorf("second run: %d resources exist, want 14", got)
 	}
-	if !strings.Contains(out, "setup: 0 created, 13 already existed — nothing to do\n") {
+	if !strings.Contains(out, "setup: 0 created, 14 already existed — nothing to do\n") {
 		t.Errorf("second run summary missing")
 	}
 
@@ -231,7 +239,7 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("third setup exited %d", code)
 	}
-	if !strings.Contains(out, "setup: 0 created, 2 updated, 11 already existed\n") {
+	if !strings.Contains(out, "setup: 0 created, 2 updated, 12 already existed\n") {
 		t.Errorf("drift run summary wrong")
 	}
 	for _, want := range []string{n.prefix + "bit ", "redrive policy", n.state, "versioning", "expiry of claims/ after 15 days"} {
@@ -267,10 +275,10 @@ func TestSetupDryRunCreatesNothing(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("dry run exited %d", code)
 	}
-	if got := countStatus(out, setup.StatusWouldCreate); got != 13 {
-		t.Errorf("dry run: %d resources to create, want 13", got)
+	if got := countStatus(out, setup.StatusWouldCreate); got != 14 {
+		t.Errorf("dry run: %d resources to create, want 14", got)
 	}
-	if !strings.Contains(out, "setup (dry run): 13 to create, 0 to update, 0 already exist — nothing was changed\n") {
+	if !strings.Contains(out, "setup (dry run): 14 to create, 0 to update, 0 already exist — nothing was changed\n") {
 		t.Errorf("dry run summary missing")
 	}
 	if !strings.Contains(out, n.leases) {
@@ -286,7 +294,7 @@ func TestSetupDryRunCreatesNothing(t *testing.T) {
 			t.Errorf("dry run created bucket %s", b)
 		}
 	}
-	for _, tb := range []string{n.audit, n.leases} {
+	for _, tb := range []string{n.audit, n.leases, n.fleet} {
 		_, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tb)})
 		var nf *ddbtypes.ResourceNotFoundException
 		if !errors.As(err, &nf) {

@@ -2,7 +2,12 @@
 // queues in priority order and runs them on a bounded pool of workers
 // (package workman; docs/ARCHITECTURE.md, Workman). SIGTERM or SIGINT stops
 // it gracefully: no more receives, running tasks get a grace period,
-// unfinished ones are made visible again, and it exits 0.
+// unfinished ones are made visible again, and it exits 0. On EC2 an Auto
+// Scaling termination or Spot interruption notice from the instance
+// metadata service does the same, and the termination lifecycle hook is
+// completed afterwards (package lifecycle). Every heartbeat interval it
+// reports to the fleet registry and applies the fleet-wide pauses (package
+// fleet; docs/ARCHITECTURE.md, Workman).
 //
 // Every flag can also be set with its MILL_* environment variable; run
 // `workman --help` for the list.
@@ -30,6 +35,7 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/lifecycle"
 	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
@@ -49,7 +55,11 @@ failed --max-attempts times to the dead-letter queue. Task bodies too big for
 SQS travel through S3 (--claims-bucket). Serves /healthz, /readyz and
 /metrics, and publishes CloudWatch metrics once per interval. SIGTERM/SIGINT:
 stop receiving, let running tasks finish within the grace period, release the
-rest, exit 0.
+rest, exit 0. On EC2 an Auto Scaling termination or a Spot interruption notice
+does the same, then completes the termination lifecycle hook (--lifecycle-hook).
+Every --heartbeat-interval it writes its heartbeat to the fleet registry
+(--fleet-table; see millctl fleet) and reads the fleet-wide pauses: a paused
+queue is not received from, tasks of a paused type are handed back.
 
 Usage: workman [flags]`
 
@@ -101,6 +111,7 @@ type options struct {
 	reportsPrefix   string
 	recheckDelay    time.Duration
 	claims          *wiring.Claims
+	fleet           *fleetOptions
 }
 
 func defineFlags(fs *flag.FlagSet) *options {
@@ -136,6 +147,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.reportsBucket, "reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` the bit-integrity reports are written to")
 	fs.StringVar(&o.reportsPrefix, "reports-prefix", "", "key `prefix` of the reports in the reports bucket")
 	o.claims = wiring.ClaimsFlags(fs)
+	o.fleet = fleetFlags(fs)
 	fs.DurationVar(&o.recheckDelay, "recheck-delay", bit.DefaultRecheckDelay, "the bit check's \"wait before trying again\" (cases 4, 8, 9, 10), also the report's\nwait for missing results (at most 15m)")
 	fs.DurationVar(&o.noopSleep, "noop-sleep", 0, "how long each NOOP task takes (tests and benchmarks)")
 	fs.StringVar(&o.noopRecord, "noop-record", "", "for tests only: append the id property of every completed NOOP task to this `file`")
@@ -216,6 +228,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if o.recheckDelay <= 0 || o.recheckDelay > queue.MaxDelay {
 		errs = append(errs, fmt.Errorf("recheck-delay %s: must be within (0, %s]", o.recheckDelay, queue.MaxDelay))
 	}
+	if o.fleet.table != "" && o.fleet.interval < time.Second {
+		errs = append(errs, fmt.Errorf("heartbeat-interval %s: must be at least 1s", o.fleet.interval))
+	}
+	if o.fleet.lifecyclePoll <= 0 {
+		errs = append(errs, fmt.Errorf("lifecycle-poll %s: must be positive", o.fleet.lifecyclePoll))
+	}
 	if wiring.NeedsStorage(types) && o.databaseURL == "" {
 		errs = append(errs, errors.New("database-url (MILL_DATABASE_URL) is required to process "+o.taskTypes+" (use --task-types NOOP for a NOOP-only worker)"))
 	}
@@ -232,6 +250,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	client := awsCfg.SQS(meter.Option())
 	s3c := awsCfg.S3()
 	var queues []queue.Queue
+	var queueNames []string
 	for _, s := range strings.Split(o.queues, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
@@ -241,6 +260,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("open queue %s: %w", queueName(o.prefix, s), err)
 		}
 		queues = append(queues, q)
+		queueNames = append(queueNames, q.Name())
 	}
 	dlq, err := o.claims.Open(ctx, client, s3c, queueName(o.prefix, o.deadLetter), sqsqueue.Config{})
 	if err != nil {
@@ -283,11 +303,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		rec = metrics.Multi(prom, cw)
 	}
-	handler := processors.Chain(mux.Handler(),
-		processors.Logging(logger),
-		processors.Metrics(rec),
-		processors.Recover(),
-	)
+	workerID := o.workerID
+	if workerID == "" {
+		workerID = workman.DefaultWorkerID()
+	}
+	member, err := newMember(o.fleet, awsCfg, workerID, o.prefix, queueNames, o.workers, logger)
+	if err != nil {
+		return err
+	}
+	var pauser workman.Pauser
+	if member != nil {
+		rec = metrics.Multi(rec, member) // counts by type for the heartbeat
+		pauser = member
+	}
+	mws := []processors.Middleware{processors.Logging(logger), processors.Metrics(rec), processors.Recover()}
+	if member != nil {
+		// Outermost: a task stopped by a pause is logged and counted as
+		// cancelled, then handed back.
+		mws = append([]processors.Middleware{member.Middleware()}, mws...)
+	}
+	handler := processors.Chain(mux.Handler(), mws...)
 	m, err := workman.New(workman.Config{
 		Queues: queues, DeadLetter: dlq, Handler: handler, ProcessorName: mux.ProcessorName,
 		Workers: o.workers, ReceiveWait: o.receiveWait,
@@ -295,7 +330,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		IdleBackoffMin: o.idleBackoffMin, IdleBackoffMax: o.idleBackoffMax,
 		TaskTimeouts: timeouts, DefaultTaskTimeout: o.defaultTimeout,
 		MaxAttempts: o.maxAttempts, Format: format, GracePeriod: o.grace,
-		WorkerID: o.workerID, Logger: logger, Observer: rec,
+		WorkerID: workerID, Logger: logger, Observer: rec, Pauser: pauser,
 	})
 	if err != nil {
 		return err
@@ -328,5 +363,53 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			_ = srv.Shutdown(sctx)
 		})
 	}
-	return m.Run(ctx)
+
+	// The manager stops on SIGTERM/SIGINT (ctx) or on a termination notice
+	// from the instance metadata service.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	md := lifecycle.NewMetadataClient(awsCfg.AWS)
+	notices := make(chan lifecycle.Notice, 1)
+	if o.fleet.instanceMetadata {
+		bg.Go(func() { watchInstance(bgCtx, o.fleet, md, member, logger, notices) })
+	}
+	var notice *lifecycle.Notice
+	var noticeMu sync.Mutex
+	bg.Go(func() {
+		select {
+		case <-ctx.Done():
+			if member != nil {
+				member.Drain("stop signal")
+			}
+		case n := <-notices:
+			noticeMu.Lock()
+			notice = &n
+			noticeMu.Unlock()
+			if member != nil {
+				member.Drain(n.Detail)
+			}
+			stopRun()
+		case <-bgCtx.Done():
+		}
+	})
+	if member != nil {
+		memberCtx, stopMember := context.WithCancel(bgCtx)
+		defer stopMember()
+		bg.Go(func() { member.Run(memberCtx) })
+	}
+	err = m.Run(runCtx)
+	if member != nil {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = member.Leave(lctx)
+		cancel()
+	}
+	noticeMu.Lock()
+	n := notice
+	noticeMu.Unlock()
+	if err == nil && n != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		completeLifecycle(cctx, o.fleet, awsCfg, md, *n, logger)
+		cancel()
+	}
+	return err
 }

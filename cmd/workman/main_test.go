@@ -120,7 +120,7 @@ func newProcEnv(t *testing.T, vt time.Duration) *procEnv {
 func (p *procEnv) start(extra ...string) (*exec.Cmd, *bytes.Buffer) {
 	args := append([]string{
 		"--queue-prefix", p.prefix, "--queues", queue.KeyBit,
-		"--http-addr", "", "--cloudwatch=false", "--noop-record", p.record, "--log-level", "warn",
+		"--http-addr", "", "--cloudwatch=false", "--fleet-table", "", "--instance-metadata=false", "--noop-record", p.record, "--log-level", "warn",
 		"--task-types", "NOOP",
 	}, extra...)
 	cmd := exec.Command(p.bin, args...)

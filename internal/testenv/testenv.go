@@ -319,6 +319,28 @@ func CleanupTable(t testing.TB, c *dynamodb.Client, table string) {
 	})
 }
 
+// CreateTable creates a DynamoDB table from its description, waits until
+// it is ACTIVE, enables TTL when ttl is not nil, and deletes it when the
+// test ends.
+func CreateTable(t testing.TB, c *dynamodb.Client, create *dynamodb.CreateTableInput, ttl *dynamodb.UpdateTimeToLiveInput) {
+	t.Helper()
+	ctx := context.Background()
+	table := aws.ToString(create.TableName)
+	if _, err := c.CreateTable(ctx, create); err != nil {
+		t.Fatalf("create table %s: %v", table, err)
+	}
+	CleanupTable(t, c, table)
+	w := dynamodb.NewTableExistsWaiter(c)
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 30*time.Second); err != nil {
+		t.Fatalf("wait for table %s: %v", table, err)
+	}
+	if ttl != nil {
+		if _, err := c.UpdateTimeToLive(ctx, ttl); err != nil {
+			t.Fatalf("enable TTL on %s: %v", table, err)
+		}
+	}
+}
+
 // DatabaseURL returns MILL_DATABASE_URL, failing or skipping the test when
 // PostgreSQL does not answer there.
 func DatabaseURL(t testing.TB) string {

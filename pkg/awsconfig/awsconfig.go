@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwschemas "github.com/aws/aws-sdk-go-v2/service/cloudwatch/schemas"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -119,6 +120,11 @@ func (c *Config) SQS(optFns ...func(*sqs.Options)) *sqs.Client {
 // DynamoDB returns a DynamoDB client.
 func (c *Config) DynamoDB(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.NewFromConfig(c.AWS, optFns...)
+}
+
+// AutoScaling returns an Auto Scaling client.
+func (c *Config) AutoScaling(optFns ...func(*autoscaling.Options)) *autoscaling.Client {
+	return autoscaling.NewFromConfig(c.AWS, optFns...)
 }
 
 // STS returns an STS client.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue"
 )
@@ -29,6 +30,7 @@ const (
 	DefaultClaimsPrefix        = "claims/"
 	DefaultAuditTable          = auditlog.DefaultTable
 	DefaultLeaseTable          = lease.DefaultTable
+	DefaultFleetTable          = fleet.DefaultTable
 	DefaultTableTimeout        = 5 * time.Minute
 )
 
@@ -54,6 +56,9 @@ type Config struct {
 	// refer to them. The bucket is created if it is none of the above.
 	ClaimsBucket, ClaimsPrefix string
 	AuditTable, LeaseTable     string
+	// FleetTable holds the fleet registry: Workman heartbeats and pauses
+	// (pkg/fleet).
+	FleetTable string
 	// TableTimeout bounds waiting for a new table to become ACTIVE.
 	TableTimeout time.Duration
 
@@ -88,6 +93,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.ClaimsPrefix, DefaultClaimsPrefix)
 	def(&c.AuditTable, DefaultAuditTable)
 	def(&c.LeaseTable, DefaultLeaseTable)
+	def(&c.FleetTable, DefaultFleetTable)
 	defDur(&c.TableTimeout, DefaultTableTimeout)
 	return c
 }
@@ -122,8 +128,12 @@ func (c Config) Validate() error {
 		}
 		buckets[b.name] = b.what
 	}
-	if c.AuditTable == c.LeaseTable {
-		errs = append(errs, fmt.Errorf("audit and lease table are both %q", c.AuditTable))
+	tables := map[string]string{}
+	for _, tb := range []struct{ what, name string }{{"audit", c.AuditTable}, {"lease", c.LeaseTable}, {"fleet", c.FleetTable}} {
+		if other, dup := tables[tb.name]; dup {
+			errs = append(errs, fmt.Errorf("%s and %s table are both %q", other, tb.what, tb.name))
+		}
+		tables[tb.name] = tb.what
 	}
 	if c.TableTimeout <= 0 {
 		errs = append(errs, errors.New("table timeout must be positive"))
@@ -146,7 +156,7 @@ type Clients struct {
 
 // Resources returns everything Mill needs, in the order to apply it: the
 // dead-letter queue, the six work queues (highest priority first), the
-// config, state and reports buckets, the audit-log and lease tables, and
+// config, state and reports buckets, the audit-log, lease and fleet tables, and
 // the database (unless cfg.SkipDB). cfg is defaulted and validated.
 func Resources(cfg Config, cl Clients) ([]Resource, error) {
 	cfg = cfg.WithDefaults()
@@ -191,6 +201,7 @@ func Resources(cfg Config, cl Clients) ([]Resource, error) {
 	rs = append(rs,
 		&Table{Client: cl.DynamoDB, Create: auditlog.CreateTableInput(cfg.AuditTable), Timeout: cfg.TableTimeout},
 		&Table{Client: cl.DynamoDB, Create: lease.CreateTableInput(cfg.LeaseTable), TTL: lease.TimeToLiveInput(cfg.LeaseTable), Timeout: cfg.TableTimeout},
+		&Table{Client: cl.DynamoDB, Create: fleet.CreateTableInput(cfg.FleetTable), TTL: fleet.TimeToLiveInput(cfg.FleetTable), Timeout: cfg.TableTimeout},
 	)
 	if !cfg.SkipDB {
 		rs = append(rs, &Database{URL: cfg.DatabaseURL})

@@ -1,7 +1,7 @@
 // Package setup creates Mill's AWS resources and database schema,
 // idempotently (docs/ARCHITECTURE.md, Operations): the seven SQS queues with
 // their redrive policies, the config, state and reports buckets, the
-// audit-log and lease tables, and the PostgreSQL migrations. `millctl setup`
+// audit-log, lease and fleet tables, and the PostgreSQL migrations. `millctl setup`
 // is a thin command over it.
 //
 // Every resource implements Resource: Plan inspects what exists and says

@@ -111,14 +111,14 @@ func TestConfigValidate(t *testing.T) {
 	}
 	bad := Config{
 		VisibilityTimeout: 1500 * time.Millisecond, WorkRetention: 10 * 24 * time.Hour, DeadLetterRetention: 5 * 24 * time.Hour,
-		MaxReceiveCount: -1, ConfigBucket: "x", StateBucket: "same", ReportsBucket: "same", AuditTable: "t", LeaseTable: "t",
+		MaxReceiveCount: -1, ConfigBucket: "x", StateBucket: "same", ReportsBucket: "same", AuditTable: "t", LeaseTable: "t", FleetTable: "t",
 	}.WithDefaults()
 	err := bad.Validate()
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
 	for _, want := range []string{"visibility timeout", "shorter than work queue retention", "max receive count", "config bucket \"x\"",
-		"state and reports bucket are both", "audit and lease table are both", "no database URL"} {
+		"state and reports bucket are both", "audit and lease table are both", "lease and fleet table are both", "no database URL"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

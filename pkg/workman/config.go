@@ -126,6 +126,18 @@ type Config struct {
 	// Observer receives receive counts, in-flight changes and dead-letter
 	// events (default none).
 	Observer Observer
+	// Pauser, when set, is asked before every receive whether the queue
+	// is paused (the fleet's pauses, pkg/fleet); a paused queue is not
+	// received from until it is resumed. (Tasks of a paused type that
+	// were already received are handed back by a middleware with
+	// processors.Release.)
+	Pauser Pauser
+}
+
+// Pauser says which queues are paused. Implementations must be safe for
+// concurrent use and answer from memory: it is asked before every receive.
+type Pauser interface {
+	QueuePaused(queue string) bool
 }
 
 // DefaultWorkerID returns hostname-pid.

@@ -36,6 +36,10 @@
 //     one whose key the claim check does not own (claimcheck.ErrRefused) as
 //     permanent; one whose blob cannot be read now is left to reappear
 //     after its visibility timeout.
+//   - Pauses. A queue the Config's Pauser reports paused (the fleet's
+//     pauses, pkg/fleet) is not received from; a handler that returns
+//     processors.Release (a task of a paused type) has its message made
+//     visible again at once, without counting an attempt.
 //   - Shutdown. When Run's ctx ends the manager stops receiving, releases
 //     held messages (visibility 0), lets running tasks finish within
 //     GracePeriod, then cancels them and releases their messages, flushes

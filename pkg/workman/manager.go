@@ -201,6 +201,14 @@ func (m *Manager) poll(ctx context.Context, jobs chan<- *job) {
 			continue
 		}
 		qs := m.queues[p.queue]
+		if m.cfg.Pauser != nil && m.cfg.Pauser.QueuePaused(qs.q.Name()) {
+			if p.idle {
+				_ = clock.Sleep(ctx, m.clk, m.cfg.QueueBackoffMin)
+			} else {
+				s.paused(p.queue, m.clk.Now())
+			}
+			continue
+		}
 		// A short receive runs to completion even when ctx ends (what it
 		// returns is released at once) so no message is left invisible by
 		// a cancelled request; the idle long poll is cancelled.
@@ -406,6 +414,11 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	if herr != nil && hard.Err() != nil {
 		// Shutdown cancelled the task: it neither failed nor succeeded.
 		m.release(svc, j, "cancelled at shutdown")
+		return
+	}
+	if why, ok := processors.IsReleased(herr); ok {
+		// Not an attempt: the message goes back as it came.
+		m.release(svc, j, why)
 		return
 	}
 	var pe *processors.PanicError

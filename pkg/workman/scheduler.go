@@ -122,3 +122,12 @@ func (s *scheduler) failed(q int, now time.Time) time.Duration {
 	s.due[q] = now.Add(s.backoff[q])
 	return s.backoff[q]
 }
+
+// paused records that queue q is paused: it has nothing for this worker,
+// like an empty answer, and is looked at again after the shortest backoff
+// (a pause is read from memory, so looking is free) without growing it.
+func (s *scheduler) paused(q int, now time.Time) {
+	s.empty[q] = true
+	s.cursor = (q + 1) % len(s.due)
+	s.due[q] = now.Add(s.backoffMin)
+}

@@ -148,7 +148,7 @@ func TestInvalidConfigThroughTheCommands(t *testing.T) {
 			[]string{"--include", filter, "--config-dir", conf, "--state", state},
 			2, []string{filter + ":3:", `"acme/1/photos"`}},
 		{"workman --config-dir: invalid accounts.json", "workman",
-			[]string{"--config-dir", wmConf, "--task-types", "DUP", "--queues", "dup-high", "--http-addr", "", "--cloudwatch=false",
+			[]string{"--config-dir", wmConf, "--task-types", "DUP", "--queues", "dup-high", "--http-addr", "", "--cloudwatch=false", "--fleet-table", "",
 				"--database-url", "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"},
 			1, []string{wmAccounts + ":2:36:", "trailing comma before '}'"}},
 	}

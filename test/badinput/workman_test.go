@@ -218,7 +218,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	defer stop()
 	cmd := exec.CommandContext(wctx, bin,
 		"--queue-prefix", prefix, "--queues", queue.KeyAudit+","+queue.KeyDupHigh,
-		"--http-addr", httpAddr, "--cloudwatch=false", "--log-level", "debug", "--worker-id", "badinput",
+		"--http-addr", httpAddr, "--cloudwatch=false", "--fleet-table", "", "--log-level", "debug", "--worker-id", "badinput",
 		"--receive-wait", "1s", "--queue-backoff-min", "1s", "--queue-backoff-max", "2s",
 		"--idle-backoff-min", "1s", "--idle-backoff-max", "2s", "--grace-period", "5s", "--noop-record", record)
 	cmd.Env = append(os.Environ(), wiredEnv(t, ctx, cfg, prefix, tmp, auditWired || dupWired)...)

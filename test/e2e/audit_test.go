@@ -93,13 +93,15 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 	testenv.CleanupQueues(t, sqsc, prefix)
 	auditTable := prefix + "audit-log"
 	names := map[string]string{"MILL_CONFIG_BUCKET": prefix + "config", "MILL_STATE_BUCKET": prefix + "state",
-		"MILL_REPORTS_BUCKET": prefix + "reports", "MILL_AUDIT_TABLE": auditTable, "MILL_LEASE_TABLE": prefix + "leases"}
+		"MILL_REPORTS_BUCKET": prefix + "reports", "MILL_AUDIT_TABLE": auditTable, "MILL_LEASE_TABLE": prefix + "leases",
+		"MILL_FLEET_TABLE": prefix + "fleet"}
 	bucket1, bucket2 := prefix+"store1", prefix+"store2"
 	for _, b := range []string{names["MILL_CONFIG_BUCKET"], names["MILL_STATE_BUCKET"], names["MILL_REPORTS_BUCKET"], bucket1, bucket2} {
 		testenv.CleanupBucket(t, s3c, b)
 	}
 	testenv.CleanupTable(t, ddb, auditTable)
 	testenv.CleanupTable(t, ddb, names["MILL_LEASE_TABLE"])
+	testenv.CleanupTable(t, ddb, names["MILL_FLEET_TABLE"])
 	for _, b := range []string{bucket1, bucket2} {
 		if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
 			t.Fatal(err)

@@ -335,7 +335,7 @@ func workmanArgs(prefix, work, dead, record string, workers int, extra ...string
 	return append([]string{
 		"--queue-prefix", prefix, "--queues", work, "--dead-letter-queue", dead, "--task-types", "NOOP",
 		"--workers", fmt.Sprint(workers), "--noop-record", record,
-		"--http-addr", "", "--cloudwatch=false", "--grace-period", "10s",
+		"--http-addr", "", "--cloudwatch=false", "--fleet-table", "", "--instance-metadata=false", "--grace-period", "10s",
 	}, extra...)
 }
 

@@ -111,13 +111,15 @@ func TestCredentialsNeverLogged(t *testing.T) {
 	sqsc, s3c, ddb := cfg.SQS(), cfg.S3(), cfg.DynamoDB()
 	testenv.CleanupQueues(t, sqsc, prefix)
 	names := map[string]string{"MILL_CONFIG_BUCKET": prefix + "config", "MILL_STATE_BUCKET": prefix + "state",
-		"MILL_REPORTS_BUCKET": prefix + "reports", "MILL_AUDIT_TABLE": prefix + "audit-log", "MILL_LEASE_TABLE": prefix + "leases"}
+		"MILL_REPORTS_BUCKET": prefix + "reports", "MILL_AUDIT_TABLE": prefix + "audit-log", "MILL_LEASE_TABLE": prefix + "leases",
+		"MILL_FLEET_TABLE": prefix + "fleet"}
 	storeBucket := prefix + "store"
 	for _, b := range []string{names["MILL_CONFIG_BUCKET"], names["MILL_STATE_BUCKET"], names["MILL_REPORTS_BUCKET"], storeBucket} {
 		testenv.CleanupBucket(t, s3c, b)
 	}
 	testenv.CleanupTable(t, ddb, names["MILL_AUDIT_TABLE"])
 	testenv.CleanupTable(t, ddb, names["MILL_LEASE_TABLE"])
+	testenv.CleanupTable(t, ddb, names["MILL_FLEET_TABLE"])
 	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(storeBucket)}); err != nil {
 		t.Fatal(err)
 	}

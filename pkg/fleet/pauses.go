@@ -1,0 +1,68 @@
+package fleet
+
+import (
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/task"
+)
+
+// TypeQueues maps each task type to the keys of the queues that carry it in
+// Mill's layout (docs/ARCHITECTURE.md, Queues). Pausing a type pauses
+// receiving from these queues, so its messages are left in the queue rather
+// than received and released over and over (which would also count towards
+// the queues' redrive limit).
+var TypeQueues = map[task.Type][]string{
+	task.TypeAudit:     {queue.KeyAudit},
+	task.TypeDup:       {queue.KeyDupHigh, queue.KeyDupLow},
+	task.TypeBitReport: {queue.KeyBitReport},
+	task.TypeBitError:  {queue.KeyBitError},
+	task.TypeBit:       {queue.KeyBit},
+}
+
+// PauseSet answers what a set of pauses stops, for queues named under a
+// prefix. The zero value pauses nothing.
+type PauseSet struct {
+	types  map[task.Type]Pause
+	queues map[string]Pause // full queue name → the pause that stops it
+}
+
+// NewPauseSet returns the set of ps for queues named with prefix.
+func NewPauseSet(ps []Pause, prefix string) PauseSet {
+	s := PauseSet{types: map[task.Type]Pause{}, queues: map[string]Pause{}}
+	for _, p := range ps {
+		if p.Kind == PauseType {
+			s.types[task.Type(p.Name)] = p
+		}
+	}
+	// A queue's own pause wins over a type's in what QueuePause reports.
+	for t, p := range s.types {
+		for _, k := range TypeQueues[t] {
+			s.queues[queue.Name(prefix, k)] = p
+		}
+	}
+	for _, p := range ps {
+		if p.Kind == PauseQueue {
+			s.queues[p.Name] = p
+		}
+	}
+	return s
+}
+
+// TypePaused reports whether tasks of t are paused.
+func (s PauseSet) TypePaused(t task.Type) bool {
+	_, ok := s.types[t]
+	return ok
+}
+
+// QueuePause returns the pause that stops receiving from the queue named
+// name: its own, or that of the type it carries (TypeQueues).
+func (s PauseSet) QueuePause(name string) (Pause, bool) {
+	p, ok := s.queues[name]
+	return p, ok
+}
+
+// QueuePaused reports whether receiving from the queue named name is
+// paused.
+func (s PauseSet) QueuePaused(name string) bool {
+	_, ok := s.queues[name]
+	return ok
+}
