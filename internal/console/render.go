@@ -47,7 +47,7 @@ var funcs = template.FuncMap{
 	},
 	"add":   func(a, b int) int { return a + b },
 	"join":  strings.Join,
-	"lower": strings.ToLower,
+	"lower": func(v any) string { return strings.ToLower(fmt.Sprint(v)) },
 	"seconds": func(d time.Duration) int {
 		return int(d / time.Second)
 	},
