@@ -221,7 +221,7 @@ func (s *Server) editPost(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		s.preview(w, r, u, a, doc, d, base, list)
 		return
 	}
-	if err := applyOp(&d, op, defaultRule(a)); err != nil {
+	if err := applyOp(&d, op, a); err != nil {
 		s.errorPage(w, r, u, http.StatusBadRequest, "Bad action", err.Error())
 		return
 	}
@@ -428,10 +428,31 @@ func setRule(sp *policy.StorePolicy, field, v string) {
 	}
 }
 
+// freshRule is the store policy a new entry starts with: the first pair of
+// the account's stores, primary first, that the list does not hold yet.
+func freshRule(a *stores.Account, list []policy.StorePolicy) policy.StorePolicy {
+	first := defaultRule(a)
+	srcs := []string{first.SrcStoreID}
+	for _, st := range a.Stores {
+		if st.ID != first.SrcStoreID {
+			srcs = append(srcs, st.ID)
+		}
+	}
+	for _, src := range srcs {
+		for _, dst := range a.Stores {
+			sp := policy.StorePolicy{SrcStoreID: src, DestStoreID: dst.ID}
+			if src != dst.ID && !slices.Contains(list, sp) {
+				return sp
+			}
+		}
+	}
+	return first
+}
+
 // applyOp applies an editor action to the draft: add-space, remove-space:N,
 // add-rule:N, remove-rule:N:M, add-default, remove-default:M; "" and check
 // change nothing.
-func applyOp(d *policyedit.Draft, op string, fresh policy.StorePolicy) error {
+func applyOp(d *policyedit.Draft, op string, a *stores.Account) error {
 	name, arg, _ := strings.Cut(op, ":")
 	nums := []int{}
 	if arg != "" {
@@ -450,14 +471,14 @@ func applyOp(d *policyedit.Draft, op string, fresh policy.StorePolicy) error {
 		if len(d.Spaces) >= maxEditorRows {
 			return fmt.Errorf("at most %d spaces", maxEditorRows)
 		}
-		d.Spaces = append(d.Spaces, policyedit.SpaceRow{Policies: []policy.StorePolicy{fresh}})
+		d.Spaces = append(d.Spaces, policyedit.SpaceRow{Policies: []policy.StorePolicy{freshRule(a, nil)}})
 	case name == "remove-space" && len(nums) == 1 && inRange(nums[0], len(d.Spaces)):
 		d.Spaces = slices.Delete(d.Spaces, nums[0], nums[0]+1)
 	case name == "add-rule" && len(nums) == 1 && inRange(nums[0], len(d.Spaces)):
 		if len(d.Spaces[nums[0]].Policies) >= maxRowPolicies {
 			return fmt.Errorf("at most %d store policies per space", maxRowPolicies)
 		}
-		d.Spaces[nums[0]].Policies = append(d.Spaces[nums[0]].Policies, fresh)
+		d.Spaces[nums[0]].Policies = append(d.Spaces[nums[0]].Policies, freshRule(a, d.Spaces[nums[0]].Policies))
 	case name == "remove-rule" && len(nums) == 2 && inRange(nums[0], len(d.Spaces)) && inRange(nums[1], len(d.Spaces[nums[0]].Policies)):
 		row := &d.Spaces[nums[0]]
 		row.Policies = slices.Delete(row.Policies, nums[1], nums[1]+1)
@@ -465,7 +486,7 @@ func applyOp(d *policyedit.Draft, op string, fresh policy.StorePolicy) error {
 		if len(d.Default) >= maxRowPolicies {
 			return fmt.Errorf("at most %d default store policies", maxRowPolicies)
 		}
-		d.Default = append(d.Default, fresh)
+		d.Default = append(d.Default, freshRule(a, d.Default))
 	case name == "remove-default" && len(nums) == 1 && inRange(nums[0], len(d.Default)):
 		d.Default = slices.Delete(d.Default, nums[0], nums[0]+1)
 	default:

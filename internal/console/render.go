@@ -169,6 +169,10 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, u *auth.User,
 // could carry internal details goes to the browser unless it is meant for
 // the user.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if r.Context().Err() != nil { // the client went away
+		s.cfg.Logger.Debug("console: "+what+": request cancelled", "path", r.URL.Path, "err", err)
+		return
+	}
 	s.cfg.Logger.Error("console: "+what, "path", r.URL.Path, "err", err)
 	s.errorPage(w, r, nil, http.StatusInternalServerError, "Something went wrong",
 		what+" failed; the console's log has the details.")
