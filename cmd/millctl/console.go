@@ -14,6 +14,7 @@ import (
 
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/milldb"
@@ -70,7 +71,7 @@ admin (also edits policies).`,
 			changeLog := fs.String("change-log", "", "where changes are recorded: s3://`BUCKET/PREFIX` or a directory (default: the config bucket under "+defaultChangeLogPrefix+", or CONFIG_DIR/console-changes)")
 			prefix := queuePrefixFlag(fs)
 			dbURL := databaseURLFlag(fs)
-			reportsBucket := fs.String("reports-bucket", "mill-reports", "`bucket` of the bit-integrity reports (downloads are served from it only)")
+			reportsBucket := fs.String("reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
 			reportsPrefix := fs.String("reports-prefix", "", "key `prefix` of the reports in --reports-bucket")
 			reportsDir := fs.String("reports-dir", "", "local `directory` of the reports, instead of --reports-bucket")
 			refresh := fs.Duration("refresh", console.DefaultRefresh, "how often live pages refresh (`duration`)")
