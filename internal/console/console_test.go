@@ -182,13 +182,17 @@ func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 // No template has an inline script, an inline style or an event handler
 // attribute: the CSP would block them, and they are how injected markup
 // runs.
-func TestNoInlineScriptOrStyle(t *testing.T) {
+func TestNoInlineScriptOrStyleNorSecret(t *testing.T) {
 	e := newEnv(t)
 	bad := regexp.MustCompile(`(?i)<script(?:[^>]*)>\s*[^<\s]|<style|\sstyle=|\son[a-z]+=|javascript:`)
 	for _, p := range []string{"/policies", "/policies/acme", "/policies/acme/edit", "/policies/acme/history", "/queues", "/bit", "/changes", "/dead-letters", "/fleet", "/statistics", "/login"} {
 		_, body := e.do(e.admin, "GET", p, nil)
 		if m := bad.FindString(body); m != "" {
 			t.Errorf("%s has inline script or style: %q", p, m)
+		}
+		// No secret: not the user's token, nor its hash.
+		if strings.Contains(body, e.admin) || strings.Contains(body, strings.TrimPrefix(auth.HashToken(e.admin), "sha256:")) {
+			t.Errorf("%s shows the user's token", p)
 		}
 	}
 }

@@ -140,6 +140,14 @@ func joinStorePolicies(l []policy.StorePolicy) string {
 	return strings.Join(out, ", ")
 }
 
+// spaceView is one listed space: its own store policies and, when it has
+// none, what applies to it (pkg/policy decides: the defaults, or nothing).
+type spaceView struct {
+	ID        string
+	Policies  []policy.StorePolicy
+	Effective string
+}
+
 // policyData is the policy page.
 type policyData struct {
 	Account   string
@@ -147,7 +155,7 @@ type policyData struct {
 	Listed    bool
 	InReg     bool
 	Stores    []stores.Store
-	Spaces    []policyedit.SpaceRow
+	Spaces    []spaceView
 	Default   string
 	Ignore    []string
 	ParseErrs []string
@@ -189,7 +197,13 @@ func (s *Server) policyPage(w http.ResponseWriter, r *http.Request, u *auth.User
 		d.ParseErrs = policyedit.Messages(doc.ParseErr)
 	}
 	if doc.Policy != nil {
-		d.Spaces = policyedit.DraftOf(doc.Policy).Spaces
+		for _, row := range policyedit.DraftOf(doc.Policy).Spaces {
+			v := spaceView{ID: row.ID, Policies: row.Policies}
+			if len(row.Policies) == 0 {
+				v.Effective = joinStorePolicies(doc.Policy.StorePolicies(row.ID))
+			}
+			d.Spaces = append(d.Spaces, v)
+		}
 		d.Default = joinStorePolicies(doc.Policy.Default)
 		d.Ignore = doc.Policy.Ignore
 	}
