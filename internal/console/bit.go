@@ -103,6 +103,21 @@ func (s *Server) bitRoutes(route func(string, auth.Role, func(http.ResponseWrite
 	route("GET /bit/report.tsv", auth.RoleViewer, s.reportTSV)
 }
 
+// selection returns the selection of a bit page from the query string; it
+// writes the page and returns false when there is no bit log or the
+// selection is bad.
+func (s *Server) selection(w http.ResponseWriter, r *http.Request, u *auth.User) (bitQuery, bool) {
+	if s.noBitLog(w, r, u) {
+		return bitQuery{}, false
+	}
+	q, err := parseBitQuery(r.URL.Query())
+	if err != nil {
+		s.errorPage(w, r, u, http.StatusBadRequest, "Bad selection", err.Error())
+		return q, false
+	}
+	return q, true
+}
+
 // noBitLog tells that no database is configured.
 func (s *Server) noBitLog(w http.ResponseWriter, r *http.Request, u *auth.User) bool {
 	if s.cfg.BitLog != nil {
@@ -243,12 +258,8 @@ type runData struct {
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	if s.noBitLog(w, r, u) {
-		return
-	}
-	q, err := parseBitQuery(r.URL.Query())
-	if err != nil {
-		s.errorPage(w, r, u, http.StatusBadRequest, "Bad selection", err.Error())
+	q, ok := s.selection(w, r, u)
+	if !ok {
 		return
 	}
 	reps, err := s.cfg.BitLog.Reports(r.Context(), bitlog.ReportFilter{RunID: q.Run, Limit: bitlog.MaxPageSize})
@@ -284,11 +295,11 @@ type spaceData struct {
 }
 
 func (s *Server) spacePage(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	if s.noBitLog(w, r, u) {
+	q, ok := s.selection(w, r, u)
+	if !ok {
 		return
 	}
-	q, err := parseBitQuery(r.URL.Query())
-	if err != nil || q.Account == "" || q.Store == "" || q.Space == "" {
+	if q.Account == "" || q.Store == "" || q.Space == "" {
 		s.errorPage(w, r, u, http.StatusBadRequest, "Bad selection", "A space page needs run, account, store and space.")
 		return
 	}
@@ -342,12 +353,8 @@ type resultsData struct {
 }
 
 func (s *Server) resultsPage(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	if s.noBitLog(w, r, u) {
-		return
-	}
-	q, err := parseBitQuery(r.URL.Query())
-	if err != nil {
-		s.errorPage(w, r, u, http.StatusBadRequest, "Bad selection", err.Error())
+	q, ok := s.selection(w, r, u)
+	if !ok {
 		return
 	}
 	f := bitlog.Filter{RunID: q.Run, Account: q.Account, StoreID: q.Store, SpaceID: q.Space, Result: q.Result, After: q.After}
@@ -416,11 +423,11 @@ func scan(ctx context.Context, l bitlog.Log, f bitlog.Filter, keep func(bitlog.R
 
 // reportTSV sends a space's report file.
 func (s *Server) reportTSV(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	if s.noBitLog(w, r, u) {
+	q, ok := s.selection(w, r, u)
+	if !ok {
 		return
 	}
-	q, err := parseBitQuery(r.URL.Query())
-	if err != nil || q.Run == "" || q.Account == "" || q.Store == "" || q.Space == "" {
+	if q.Run == "" || q.Account == "" || q.Store == "" || q.Space == "" {
 		s.errorPage(w, r, u, http.StatusBadRequest, "Bad selection", "A report needs run, account, store and space.")
 		return
 	}

@@ -135,24 +135,8 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 	b.bitRun = seedRun(t, bits, b.s3, reportsBucket)
 
 	// Users.
-	b.admin, b.admin2, b.viewer = auth.NewToken(), auth.NewToken(), auth.NewToken()
-	tokensFile := filepath.Join(t.TempDir(), "tokens")
-	var lines []string
-	for _, u := range []struct {
-		name string
-		role auth.Role
-		tok  string
-	}{{"ana@example.org", auth.RoleAdmin, b.admin}, {"bo@example.org", auth.RoleAdmin, b.admin2}, {"vic@example.org", auth.RoleViewer, b.viewer}} {
-		l, _ := auth.TokenLine(u.name, u.role, u.tok)
-		lines = append(lines, l)
-	}
-	if err := os.WriteFile(tokensFile, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := auth.NewTokens(tokensFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var tokens *auth.Tokens
+	tokens, b.admin, b.admin2, b.viewer = users(t, "@example.org")
 	srv, err := console.New(console.Config{
 		Auth: tokens, Files: b.files, Changes: changelog.NewS3(b.s3, b.configBucket, "console-changes/"),
 		Queues: queuestats.New(b.prefix, func(ctx context.Context, _, name string) (queue.Queue, error) {

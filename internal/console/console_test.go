@@ -74,27 +74,8 @@ func newEnv(t *testing.T) *env {
 	if e.changes, err = changelog.NewDir(filepath.Join(e.dir, "changes")); err != nil {
 		t.Fatal(err)
 	}
-	e.admin, e.admin2, e.viewer = auth.NewToken(), auth.NewToken(), auth.NewToken()
-	var lines []string
-	for _, u := range []struct {
-		name string
-		role auth.Role
-		tok  string
-	}{{"ana", auth.RoleAdmin, e.admin}, {"bo", auth.RoleAdmin, e.admin2}, {"vic", auth.RoleViewer, e.viewer}} {
-		l, err := auth.TokenLine(u.name, u.role, u.tok)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, l)
-	}
-	tokensFile := filepath.Join(e.dir, "tokens")
-	if err := os.WriteFile(tokensFile, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := auth.NewTokens(tokensFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var tokens *auth.Tokens
+	tokens, e.admin, e.admin2, e.viewer = users(t, "")
 	e.queues = map[string]*memqueue.Queue{}
 	for _, k := range queue.AllKeys {
 		e.queues[k] = memqueue.New("mill-"+k, memqueue.Config{Clock: e.clock})
@@ -112,6 +93,34 @@ func newEnv(t *testing.T) *env {
 	e.srv = httptest.NewServer(c.Handler())
 	t.Cleanup(e.srv.Close)
 	return e
+}
+
+// users writes a tokens file of two admins (ana, bo) and a viewer (vic),
+// their names followed by domain, and returns it with their tokens.
+func users(t *testing.T, domain string) (tokens *auth.Tokens, ana, bo, vic string) {
+	t.Helper()
+	ana, bo, vic = auth.NewToken(), auth.NewToken(), auth.NewToken()
+	var lines []string
+	for _, u := range []struct {
+		name string
+		role auth.Role
+		tok  string
+	}{{"ana", auth.RoleAdmin, ana}, {"bo", auth.RoleAdmin, bo}, {"vic", auth.RoleViewer, vic}} {
+		l, err := auth.TokenLine(u.name+domain, u.role, u.tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := auth.NewTokens(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tokens, ana, bo, vic
 }
 
 // do sends a request as the user of tok ("" for none); form non-nil makes

@@ -108,7 +108,7 @@ func (s *Server) policiesPage(w http.ResponseWriter, r *http.Request, u *auth.Us
 		case doc.Exists:
 			row.HasPolicy = true
 			row.Spaces = len(doc.Policy.Spaces())
-			row.Defaults = joinStorePolicies(doc.Policy.Default)
+			row.Defaults = policyedit.Format(doc.Policy.Default)
 		}
 		d.Accounts = append(d.Accounts, row)
 		seen[id] = true
@@ -127,17 +127,6 @@ func (s *Server) policiesPage(w http.ResponseWriter, r *http.Request, u *auth.Us
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
-}
-
-func joinStorePolicies(l []policy.StorePolicy) string {
-	if len(l) == 0 {
-		return ""
-	}
-	out := make([]string, len(l))
-	for i, sp := range l {
-		out[i] = sp.String()
-	}
-	return strings.Join(out, ", ")
 }
 
 // spaceView is one listed space: its own store policies and, when it has
@@ -172,17 +161,27 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) (string, bool) 
 	return a, true
 }
 
-func (s *Server) policyPage(w http.ResponseWriter, r *http.Request, u *auth.User) {
+// accountDoc returns the {account} of the path and its policy file, or
+// writes the error page.
+func (s *Server) accountDoc(w http.ResponseWriter, r *http.Request) (string, *policyedit.Doc, bool) {
 	acct, ok := s.account(w, r)
+	if !ok {
+		return "", nil, false
+	}
+	doc, err := s.editor.Load(r.Context(), acct)
+	if err != nil {
+		s.fail(w, r, "reading the policy", err)
+		return "", nil, false
+	}
+	return acct, doc, true
+}
+
+func (s *Server) policyPage(w http.ResponseWriter, r *http.Request, u *auth.User) {
+	acct, doc, ok := s.accountDoc(w, r)
 	if !ok {
 		return
 	}
 	ctx := r.Context()
-	doc, err := s.editor.Load(ctx, acct)
-	if err != nil {
-		s.fail(w, r, "reading the policy", err)
-		return
-	}
 	d := policyData{Account: acct, Doc: doc, Files: s.cfg.Files.Where(policy.FileName(acct))}
 	if reg, err := s.editor.Registry(ctx); err == nil {
 		if a := reg.Account(acct); a != nil {
@@ -200,11 +199,11 @@ func (s *Server) policyPage(w http.ResponseWriter, r *http.Request, u *auth.User
 		for _, row := range policyedit.DraftOf(doc.Policy).Spaces {
 			v := spaceView{ID: row.ID, Policies: row.Policies}
 			if len(row.Policies) == 0 {
-				v.Effective = joinStorePolicies(doc.Policy.StorePolicies(row.ID))
+				v.Effective = policyedit.Format(doc.Policy.StorePolicies(row.ID))
 			}
 			d.Spaces = append(d.Spaces, v)
 		}
-		d.Default = joinStorePolicies(doc.Policy.Default)
+		d.Default = policyedit.Format(doc.Policy.Default)
 		d.Ignore = doc.Policy.Ignore
 	}
 	if !doc.Exists && !d.InReg {
@@ -428,13 +427,8 @@ type deleteData struct {
 }
 
 func (s *Server) deletePage(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	acct, ok := s.account(w, r)
+	acct, doc, ok := s.accountDoc(w, r)
 	if !ok {
-		return
-	}
-	doc, err := s.editor.Load(r.Context(), acct)
-	if err != nil {
-		s.fail(w, r, "reading the policy", err)
 		return
 	}
 	if !doc.Exists {

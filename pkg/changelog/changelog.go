@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -107,15 +108,16 @@ func pageSize(limit int) int {
 	return limit
 }
 
-// prepare validates c and gives it an ID and a time.
-func prepare(c Change) (Change, error) {
+// prepare validates c, gives it an ID and a time, and encodes it.
+func prepare(c Change) (Change, []byte, error) {
 	if err := c.Validate(); err != nil {
-		return Change{}, err
+		return Change{}, nil, err
 	}
 	if c.Time.IsZero() {
 		c.Time = time.Now()
 	}
 	c.Time = c.Time.UTC()
 	c.ID = newID(c.Time)
-	return c, nil
+	b, err := json.Marshal(c)
+	return c, b, err
 }

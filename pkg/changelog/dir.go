@@ -31,11 +31,7 @@ func (d *Dir) String() string { return d.dir }
 
 // Record implements Log.
 func (d *Dir) Record(ctx context.Context, c Change) (Change, error) {
-	c, err := prepare(c)
-	if err != nil {
-		return Change{}, err
-	}
-	b, err := json.Marshal(c)
+	c, b, err := prepare(c)
 	if err != nil {
 		return Change{}, err
 	}

@@ -43,11 +43,7 @@ func (s *S3) String() string { return "s3://" + s.bucket + "/" + s.prefix }
 
 // Record implements Log.
 func (s *S3) Record(ctx context.Context, c Change) (Change, error) {
-	c, err := prepare(c)
-	if err != nil {
-		return Change{}, err
-	}
-	b, err := json.Marshal(c)
+	c, b, err := prepare(c)
 	if err != nil {
 		return Change{}, err
 	}

@@ -96,40 +96,45 @@ func (d *Dir) lock(name string) (*os.Root, func(), error) {
 	return root, func() { d.mu.Unlock(); root.Close() }, nil
 }
 
-// Get implements Store.
-func (d *Dir) Get(ctx context.Context, name string) (*File, error) {
+// locked runs f under the directory's lock with the file's versions, after
+// recording what another tool did (sync).
+func (d *Dir) locked(name string, f func(root *os.Root, vs []Version) error) error {
 	root, unlock, err := d.lock(name)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer unlock()
 	vs, err := d.sync(root, name)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if len(vs) == 0 || vs[0].Deleted {
-		return nil, fmt.Errorf("%s: %w", d.Where(name), ErrNotFound)
-	}
-	return d.read(root, name, vs[0])
+	return f(root, vs)
+}
+
+// Get implements Store.
+func (d *Dir) Get(ctx context.Context, name string) (file *File, err error) {
+	err = d.locked(name, func(root *os.Root, vs []Version) error {
+		if len(vs) == 0 || vs[0].Deleted {
+			return fmt.Errorf("%s: %w", d.Where(name), ErrNotFound)
+		}
+		file, err = d.read(root, name, vs[0])
+		return err
+	})
+	return file, err
 }
 
 // GetVersion implements Store.
-func (d *Dir) GetVersion(ctx context.Context, name, id string) (*File, error) {
-	root, unlock, err := d.lock(name)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	vs, err := d.sync(root, name)
-	if err != nil {
-		return nil, err
-	}
-	for _, v := range vs {
-		if v.ID == id && !v.Deleted {
-			return d.read(root, name, v)
+func (d *Dir) GetVersion(ctx context.Context, name, id string) (file *File, err error) {
+	err = d.locked(name, func(root *os.Root, vs []Version) error {
+		for _, v := range vs {
+			if v.ID == id && !v.Deleted {
+				file, err = d.read(root, name, v)
+				return err
+			}
 		}
-	}
-	return nil, fmt.Errorf("%s (version %s): %w", d.Where(name), id, ErrNotFound)
+		return fmt.Errorf("%s (version %s): %w", d.Where(name), id, ErrNotFound)
+	})
+	return file, err
 }
 
 func (d *Dir) read(root *os.Root, name string, v Version) (*File, error) {
@@ -148,23 +153,19 @@ func (d *Dir) Put(ctx context.Context, name string, data []byte, cond Cond, meta
 	if int64(len(data)) > d.maxSize {
 		return Version{}, fmt.Errorf("%s: %d bytes, over the %d-byte limit: %w", d.Where(name), len(data), d.maxSize, ErrTooLarge)
 	}
-	root, unlock, err := d.lock(name)
+	var v Version
+	err := d.locked(name, func(root *os.Root, vs []Version) error {
+		if err := checkCond(d.Where(name), vs, cond); err != nil {
+			return err
+		}
+		var err error
+		v, err = d.record(root, name, vs, data, dirVersion{Time: time.Now().UTC(), ETag: etagOf(data), Size: int64(len(data)), Author: meta.Author, Action: meta.Action})
+		if err != nil {
+			return err
+		}
+		return writeAtomic(root, name, data)
+	})
 	if err != nil {
-		return Version{}, err
-	}
-	defer unlock()
-	vs, err := d.sync(root, name)
-	if err != nil {
-		return Version{}, err
-	}
-	if err := checkCond(d.Where(name), vs, cond); err != nil {
-		return Version{}, err
-	}
-	v, err := d.record(root, name, vs, data, dirVersion{Time: time.Now().UTC(), ETag: etagOf(data), Size: int64(len(data)), Author: meta.Author, Action: meta.Action})
-	if err != nil {
-		return Version{}, err
-	}
-	if err := writeAtomic(root, name, data); err != nil {
 		return Version{}, err
 	}
 	return v, nil
@@ -175,45 +176,33 @@ func (d *Dir) Delete(ctx context.Context, name string, cond Cond, meta Meta) err
 	if cond.IfAbsent {
 		return fmt.Errorf("configstore: delete %s: IfAbsent makes no sense for a delete", d.Where(name))
 	}
-	root, unlock, err := d.lock(name)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	vs, err := d.sync(root, name)
-	if err != nil {
-		return err
-	}
-	if err := checkCond(d.Where(name), vs, cond); err != nil {
-		return err
-	}
-	if len(vs) == 0 || vs[0].Deleted {
+	return d.locked(name, func(root *os.Root, vs []Version) error {
+		if err := checkCond(d.Where(name), vs, cond); err != nil {
+			return err
+		}
+		if len(vs) == 0 || vs[0].Deleted {
+			return nil
+		}
+		if _, err := d.record(root, name, vs, nil, dirVersion{Time: time.Now().UTC(), Deleted: true, Author: meta.Author, Action: meta.Action}); err != nil {
+			return err
+		}
+		if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("configstore: %w", err)
+		}
 		return nil
-	}
-	if _, err := d.record(root, name, vs, nil, dirVersion{Time: time.Now().UTC(), Deleted: true, Author: meta.Author, Action: meta.Action}); err != nil {
-		return err
-	}
-	if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("configstore: %w", err)
-	}
-	return nil
+	})
 }
 
 // History implements Store.
-func (d *Dir) History(ctx context.Context, name string, limit int) ([]Version, error) {
-	root, unlock, err := d.lock(name)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	vs, err := d.sync(root, name)
-	if err != nil {
-		return nil, err
-	}
-	if limit > 0 && len(vs) > limit {
-		vs = vs[:limit]
-	}
-	return vs, nil
+func (d *Dir) History(ctx context.Context, name string, limit int) (out []Version, err error) {
+	err = d.locked(name, func(_ *os.Root, vs []Version) error {
+		if limit > 0 && len(vs) > limit {
+			vs = vs[:limit]
+		}
+		out = vs
+		return nil
+	})
+	return out, err
 }
 
 func checkCond(where string, vs []Version, cond Cond) error {

@@ -83,16 +83,21 @@ func Diff(old, new *policy.Policy) []Change {
 	return out
 }
 
-// storePolicies writes a list as "1→2, 1→3" ("none" when empty).
-func storePolicies(l []policy.StorePolicy) string {
-	if len(l) == 0 {
-		return "none"
-	}
+// Format writes store policies as "1→2, 1→3" ("" for none).
+func Format(l []policy.StorePolicy) string {
 	s := make([]string, len(l))
 	for i, sp := range l {
 		s[i] = sp.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// storePolicies is Format, "none" for none.
+func storePolicies(l []policy.StorePolicy) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return Format(l)
 }
 
 // Summary writes a diff as lines (for the change log).
