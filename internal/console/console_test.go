@@ -18,6 +18,7 @@ import (
 
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
+	"github.com/millfleet/mill/internal/console/auth/albtest"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/clock"
@@ -516,4 +517,50 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// Behind the load balancer: the user and role come from the signed header;
+// a missing or forged one gets 401, and an operator may not edit.
+func TestALBMode(t *testing.T) {
+	e := newEnv(t)
+	ks := albtest.NewKeyServer(t)
+	alb, err := auth.NewALB(auth.ALBConfig{ARN: albtest.ARN, KeyURL: ks.URL, Issuer: albtest.Issuer, ClientID: albtest.Client,
+		Roles: map[auth.Role][]string{auth.RoleAdmin: {"mill-admins"}, auth.RoleOperator: {"mill-ops"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := queuestats.New("mill-", func(_ context.Context, key, _ string) (queue.Queue, error) { return e.queues[key], nil }, nil)
+	c, err := console.New(console.Config{Auth: alb, Files: e.files, Changes: e.changes, Queues: reader, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = httptest.NewServer(c.Handler())
+	t.Cleanup(e.srv.Close)
+	admin := ks.Sign(t, albtest.Token{Claims: map[string]any{"email": "ana@example.org", "groups": []string{"mill-admins"}}})
+	operator := ks.Sign(t, albtest.Token{Claims: map[string]any{"email": "olu@example.org", "groups": []string{"mill-ops"}}})
+
+	resp, body := e.do("", "GET", "/policies/acme", nil, auth.ALBHeader, admin)
+	if resp.StatusCode != 200 || !strings.Contains(body, `id="user">ana@example.org<`) || !strings.Contains(body, `id="edit"`) {
+		t.Fatalf("admin: %d", resp.StatusCode)
+	}
+	resp, body = e.do("", "GET", "/policies/acme", nil, auth.ALBHeader, operator)
+	if resp.StatusCode != 200 || !strings.Contains(body, `id="role">operator<`) || strings.Contains(body, `id="edit"`) {
+		t.Fatalf("operator: %d", resp.StatusCode)
+	}
+	if resp, _ := e.do("", "POST", "/policies/acme/listed", url.Values{"listed": {"false"}}, auth.ALBHeader, operator); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("operator POST: %d", resp.StatusCode)
+	}
+	if resp, _ := e.do("", "GET", "/policies", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no header: %d", resp.StatusCode)
+	}
+	forged := ks.Sign(t, albtest.Token{Signer: strings.Replace(albtest.ARN, "mill-console", "other", 1), Claims: map[string]any{"email": "eve@example.org", "groups": []string{"mill-admins"}}})
+	if resp, _ := e.do("", "GET", "/policies", nil, auth.ALBHeader, forged); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("another load balancer's token: %d", resp.StatusCode)
+	}
+	if resp, _ := e.do("", "POST", "/policies/acme/listed", url.Values{"listed": {"false"}}, auth.ALBHeader, admin); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("admin POST: %d", resp.StatusCode)
+	}
+	if ch, _, _ := e.changes.List(context.Background(), "", 1); len(ch) != 1 || ch[0].User != "ana@example.org" || ch[0].Role != "admin" {
+		t.Errorf("change log %+v", ch)
+	}
 }
