@@ -15,8 +15,8 @@ help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_\/-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: demo
-demo: ## the whole mill in one process (no AWS, no database, no Docker): seed, duplicate, inject faults, check, repair
-	$(GO) run ./cmd/millctl dev $(DEMO_FLAGS)
+demo: ## the whole mill in one process (no AWS, no database, no Docker): seed, duplicate, inject faults, check, repair; CONSOLE=127.0.0.1:8080 also serves the Mill Console
+	$(GO) run ./cmd/millctl dev $(if $(CONSOLE),--console $(CONSOLE)) $(DEMO_FLAGS)
 
 .PHONY: up
 up: ## start the AWS emulator (moto or LocalStack) and PostgreSQL, wait until they answer

@@ -7,7 +7,9 @@
 #   - PostgreSQL: the server MILL_DATABASE_URL names if it answers; otherwise the
 #     compose file's PostgreSQL (Docker) or a cluster these scripts own under
 #     .local/pgdata on port 55432 (the Debian postgresql package is installed with
-#     apt-get when missing and we are root; the server runs as a non-root user).
+#     apt-get when missing and we are root; the server runs as a non-root user);
+#   - Debian's chromium, for the console's browser tests (installed when
+#     missing and we are root).
 # Idempotent: services that already answer are left alone. localstack/down.sh stops
 # only what this script started (it records that under .local/).
 set -euo pipefail
@@ -51,6 +53,15 @@ wait_for() { # name seconds command...
 
 docker_ok() { command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; }
 
+
+# ---------------------------------------------------------------- Chromium
+# The console's browser tests (internal/console) drive Debian's chromium,
+# headless. It is installed here, as PostgreSQL is, so that `make test` on a
+# fresh machine has it. MILL_NO_CHROMIUM=1 skips this; the browser tests are
+# then skipped, or fail under CI=true.
+if [[ "${MILL_NO_CHROMIUM:-}" != 1 ]] && ! command -v chromium >/dev/null 2>&1; then
+  ensure_apt_packages chromium || log "chromium is not installed: the console's browser tests will be skipped (and fail under CI=true)"
+fi
 
 # ---------------------------------------------------------------- Docker path
 if docker_ok && [[ "${MILL_NO_DOCKER:-}" != 1 ]]; then

@@ -11,8 +11,12 @@ import (
 )
 
 // devWrap, when set, wraps each processor of `millctl dev` (tests use it to
-// break one and check that the run fails).
-var devWrap func(task.Type, processors.Handler) processors.Handler
+// break one and check that the run fails); devOnConsole is called with the
+// console's URL once the run is over (tests use it to look at the pages).
+var (
+	devWrap      func(task.Type, processors.Handler) processors.Handler
+	devOnConsole func(url string)
+)
 
 func init() {
 	register(&command{
@@ -28,6 +32,12 @@ Workman until idle, then a second duplication sweep, and prints a summary:
 tasks processed by type, items duplicated, bit results by case, repairs,
 dead-lettered tasks and where the reports were written.
 
+With --console ADDR (a loopback address, e.g. 127.0.0.1:8080) the Mill
+Console is served on the dev mode's queues, policies and bit log from the
+start of the run, and stays up after it, with Workman still running, until
+Ctrl-C: the policy editor, the live queues, the bit-integrity runs of this
+run. No authentication: every visitor is an admin, hence loopback only.
+
 Exit status 0 when every fault was found with its expected case and repaired
 or corrected as the bit-integrity rules say, with no false positives and nothing
 dead-lettered; 1 otherwise, with the unmet expectations listed.`,
@@ -37,6 +47,7 @@ dead-lettered; 1 otherwise, with the unmet expectations listed.`,
 			items := fs.Int("items", devmode.DefaultItems, "number of content `items` to seed (at least 5)")
 			seed := fs.Uint64("seed", devmode.DefaultSeed, "`seed` of the generated content and of the fault targets")
 			verbose := fs.Bool("v", false, "log every task and component to stderr")
+			consoleAddr := fs.String("console", "", "serve the Mill Console on this loopback `address` (e.g. 127.0.0.1:8080) during and after the run, until interrupted")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected arguments: %q", args)
@@ -44,7 +55,8 @@ dead-lettered; 1 otherwise, with the unmet expectations listed.`,
 				if *items < devmode.MinItems {
 					return usagef("--items must be at least %d", devmode.MinItems)
 				}
-				cfg := devmode.Config{Dir: *dir, Keep: *keep, Items: *items, Seed: *seed, Out: a.stdout, Wrap: devWrap}
+				cfg := devmode.Config{Dir: *dir, Keep: *keep, Items: *items, Seed: *seed, Out: a.stdout, Wrap: devWrap,
+					Console: *consoleAddr, OnConsole: devOnConsole}
 				if *verbose {
 					cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 				}

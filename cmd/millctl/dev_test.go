@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,12 +17,61 @@ import (
 
 func runDev(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	a := &app{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	return runDevCtx(t, ctx, args...)
+}
+
+func runDevCtx(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), getenv: func(string) string { return "" }}
 	code = run(ctx, a, append([]string{"dev"}, args...))
 	return code, out.String(), errb.String()
+}
+
+// TestDevConsole: with --console the console serves the run's policies,
+// queues and bit log after the run, and the editor saves into the dev
+// mode's configuration; Ctrl-C (the context) ends it with exit 0.
+func TestDevConsole(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pages := map[string]string{}
+	devOnConsole = func(url string) {
+		defer cancel()
+		for _, p := range []string{"/policies", "/policies/acme", "/queues", "/bit", "/changes"} {
+			resp, err := http.Get(url + p)
+			if err != nil {
+				t.Errorf("GET %s: %v", p, err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("GET %s: %d", p, resp.StatusCode)
+			}
+			pages[p] = string(b)
+		}
+	}
+	t.Cleanup(func() { devOnConsole = nil })
+	dir := filepath.Join(t.TempDir(), "dev")
+	code, out, errs := runDevCtx(t, ctx, "--dir", dir, "--items", "20", "--console", "127.0.0.1:0")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "console: http://127.0.0.1:") || !strings.Contains(out, "verdict         OK") {
+		t.Errorf("output:\n%s", out)
+	}
+	for p, want := range map[string]string{
+		"/policies": `href="/policies/globex"`, "/policies/acme": "photos", "/queues": "mill-dup-low", "/bit": "/bit/run?run=",
+	} {
+		if !strings.Contains(pages[p], want) {
+			t.Errorf("%s lacks %q", p, want)
+		}
+	}
+	if code, _, errs := runDev(t, "--dir", filepath.Join(t.TempDir(), "dev"), "--items", "5", "--console", "0.0.0.0:0"); code != 1 || !strings.Contains(errs, "loopback") {
+		t.Errorf("--console on 0.0.0.0: exit %d: %s", code, errs)
+	}
 }
 
 // TestDev runs the whole mill with a small item count: every fault found

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/queuestats"
 )
 
 // TestEnqueueRunQueues: validation, files, --count, queues --json and the
@@ -35,7 +36,7 @@ func TestEnqueueRunQueues(t *testing.T) {
 	e.must("", "enqueue", "--type", "noop", "--queue", "dup-low", "--count", "5", "--prop", "sleep=10ms")
 
 	out = e.must("", "queues", "--json", "--no-age")
-	var rows []queueRow
+	var rows []queuestats.Row
 	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 7 {
 		t.Fatalf("queues --json: %v\n%s", err, out)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/queuestats"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 )
 
@@ -85,7 +86,7 @@ func TestFleetPauseResume(t *testing.T) {
 		t.Fatalf("fleet --json: %+v", snap)
 	}
 	_, out, _ = setupRun(t, env, "queues", "--no-age", "--json")
-	var rows []queueRow
+	var rows []queuestats.Row
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,14 +11,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"golang.org/x/term"
 
-	"github.com/millfleet/mill/pkg/alarms"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/queuestats"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 )
 
@@ -57,16 +53,19 @@ only on a terminal); --json prints one JSON array per refresh.`,
 				if err != nil {
 					return err
 				}
-				var cw ageAPI
+				var ages queuestats.Ages
 				if !*noAge {
-					cw = awsCfg.CloudWatch()
+					ages = queuestats.CloudWatchAges{Client: awsCfg.CloudWatch()}
 				}
-				qs := &queueStats{sqs: awsCfg.SQS(), cw: cw, prefix: *prefix}
+				sqsc := awsCfg.SQS()
+				qs := queuestats.New(*prefix, func(ctx context.Context, _, name string) (queue.Queue, error) {
+					return sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})
+				}, ages)
 				if *fleetTable != "" {
-					qs.fleet = fleet.NewDynamo(awsCfg.DynamoDB(), *fleetTable, nil)
+					qs.WithFleet(fleet.NewDynamo(awsCfg.DynamoDB(), *fleetTable, nil))
 				}
 				return watchLoop(ctx, a, *watch, *asJSON, *interval, func(ctx context.Context) (any, func(io.Writer) error, error) {
-					rows, err := qs.read(ctx)
+					rows, err := qs.Read(ctx)
 					return rows, func(w io.Writer) error { return printQueueTable(w, rows) }, err
 				})
 			}
@@ -112,122 +111,7 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// queueRow is one line of `millctl queues`.
-type queueRow struct {
-	Key      string `json:"key"`
-	Name     string `json:"name"`
-	Visible  int64  `json:"visible"`
-	InFlight int64  `json:"in_flight"`
-	Delayed  int64  `json:"delayed"`
-	// OldestAgeSeconds is nil when CloudWatch has no recent datapoint.
-	OldestAgeSeconds *float64 `json:"oldest_age_seconds"`
-	// Paused names the fleet-wide pause that stops receiving from the
-	// queue ("type DUP", "queue"), "?" when the pauses could not be read.
-	Paused string `json:"paused,omitempty"`
-	// Error is set (and the counts are 0) when the queue could not be read.
-	Error string `json:"error,omitempty"`
-}
-
-// ageAPI is the part of the CloudWatch client `queues` uses.
-type ageAPI interface {
-	GetMetricStatistics(context.Context, *cloudwatch.GetMetricStatisticsInput, ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricStatisticsOutput, error)
-}
-
-type queueStats struct {
-	sqs    sqsqueue.API
-	cw     ageAPI // nil: no ages
-	prefix string
-	fleet  fleet.Registry // nil: pauses not shown
-	opened map[string]*sqsqueue.Queue
-}
-
-func (s *queueStats) read(ctx context.Context) ([]queueRow, error) {
-	if s.opened == nil {
-		s.opened = map[string]*sqsqueue.Queue{}
-	}
-	var pauses fleet.PauseSet
-	var pauseErr error
-	if s.fleet != nil {
-		var ps []fleet.Pause
-		if ps, pauseErr = s.fleet.Pauses(ctx); pauseErr == nil {
-			pauses = fleet.NewPauseSet(ps, s.prefix)
-		}
-	}
-	rows := make([]queueRow, 0, len(queue.AllKeys))
-	for _, key := range queue.AllKeys {
-		r := queueRow{Key: key, Name: queue.Name(s.prefix, key)}
-		if p, ok := pauses.QueuePause(r.Name); ok {
-			r.Paused = string(p.Kind)
-			if p.Kind == fleet.PauseType {
-				r.Paused += " " + p.Name
-			}
-		} else if pauseErr != nil {
-			r.Paused = "?"
-		}
-		q, err := s.open(ctx, r.Name)
-		var d queue.Depth
-		if err == nil {
-			d, err = q.Depth(ctx)
-		}
-		switch {
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errors.Is(err, queue.ErrNotFound):
-			r.Error = "does not exist"
-		case err != nil:
-			r.Error = err.Error()
-		default:
-			r.Visible, r.InFlight, r.Delayed = d.Visible, d.InFlight, d.Delayed
-			r.OldestAgeSeconds = s.oldestAge(ctx, r.Name)
-		}
-		rows = append(rows, r)
-	}
-	return rows, nil
-}
-
-func (s *queueStats) open(ctx context.Context, name string) (*sqsqueue.Queue, error) {
-	if q, ok := s.opened[name]; ok {
-		return q, nil
-	}
-	q, err := sqsqueue.Open(ctx, s.sqs, name, sqsqueue.Config{})
-	if err == nil {
-		s.opened[name] = q
-	}
-	return q, err
-}
-
-// oldestAge returns the latest ApproximateAgeOfOldestMessage of the last 15
-// minutes, or nil.
-func (s *queueStats) oldestAge(ctx context.Context, name string) *float64 {
-	if s.cw == nil {
-		return nil
-	}
-	now := time.Now()
-	out, err := s.cw.GetMetricStatistics(ctx, &cloudwatch.GetMetricStatisticsInput{
-		Namespace:  aws.String(alarms.Namespace),
-		MetricName: aws.String(alarms.MetricOldestAge),
-		Dimensions: []cwtypes.Dimension{{Name: aws.String(alarms.DimensionQueue), Value: aws.String(name)}},
-		StartTime:  aws.Time(now.Add(-15 * time.Minute)),
-		EndTime:    aws.Time(now),
-		Period:     aws.Int32(60),
-		Statistics: []cwtypes.Statistic{cwtypes.StatisticMaximum},
-	})
-	if err != nil {
-		return nil
-	}
-	var latest *cwtypes.Datapoint
-	for i, p := range out.Datapoints {
-		if p.Maximum != nil && p.Timestamp != nil && (latest == nil || p.Timestamp.After(*latest.Timestamp)) {
-			latest = &out.Datapoints[i]
-		}
-	}
-	if latest == nil {
-		return nil
-	}
-	return latest.Maximum
-}
-
-func printQueueTable(w io.Writer, rows []queueRow) error {
+func printQueueTable(w io.Writer, rows []queuestats.Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tVISIBLE\tIN FLIGHT\tDELAYED\tOLDEST\tPAUSED")
 	for _, r := range rows {

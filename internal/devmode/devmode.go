@@ -107,7 +107,18 @@ type Config struct {
 	// Wrap, when set, wraps each processor (tests use it to break one and
 	// check that the verification notices).
 	Wrap func(t task.Type, h processors.Handler) processors.Handler
+	// Console, when set, is a loopback address to serve the Mill Console
+	// on: from the start of the run, and after it, with Workman still
+	// running, until ctx ends — so a newcomer can click through a running
+	// mill. OnConsole, when set, is called with the console's URL once the
+	// run is over.
+	Console   string
+	OnConsole func(url string)
 }
+
+// consoleSampleEvery is how often the dev mode's console samples the
+// queues: the run lasts seconds.
+const consoleSampleEvery = 2 * time.Second
 
 func (c Config) withDefaults() Config {
 	c.Dir = cmp.Or(c.Dir, DefaultDir)
@@ -201,7 +212,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return r, err
 	}
-	e.printSummary()
+	if !e.summarised {
+		e.printSummary()
+	}
 	if len(r.Problems) > 0 {
 		return r, fmt.Errorf("devmode: %d expectation(s) not met:\n  - %s", len(r.Problems), strings.Join(r.Problems, "\n  - "))
 	}
@@ -237,8 +250,9 @@ type env struct {
 	mu        sync.Mutex
 	processed int
 
-	seeded    map[string][]string // account/space → content IDs on the primary
-	bitSpaces int                 // spaces the bit producer listed, over the runs
+	seeded     map[string][]string // account/space → content IDs on the primary
+	bitSpaces  int                 // spaces the bit producer listed, over the runs
+	summarised bool                // the summary was printed (before serving the console)
 }
 
 func (e *env) printf(format string, args ...any) { fmt.Fprintf(e.out, format+"\n", args...) }
@@ -257,6 +271,13 @@ func (e *env) run(ctx context.Context) error {
 	mdone := make(chan error, 1)
 	go func() { mdone <- m.Run(mctx) }()
 	defer func() { stopManager(); <-mdone }()
+	consoleURL := ""
+	if e.cfg.Console != "" {
+		if consoleURL, err = e.startConsole(mctx); err != nil {
+			return err
+		}
+		e.printf("console: %s (watch the run; it stays up afterwards)", consoleURL)
+	}
 
 	phase := func(name string, f func() error) error {
 		t0 := time.Now()
@@ -283,6 +304,15 @@ func (e *env) run(ctx context.Context) error {
 		if err := phase(s.name, s.f); err != nil {
 			return err
 		}
+	}
+	if consoleURL != "" {
+		e.printSummary()
+		e.summarised = true
+		e.printf("console: %s — Workman keeps running; Ctrl-C to stop", consoleURL)
+		if e.cfg.OnConsole != nil {
+			e.cfg.OnConsole(consoleURL)
+		}
+		<-ctx.Done()
 	}
 	return nil
 }

@@ -1,0 +1,55 @@
+package devmode
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+
+	"github.com/millfleet/mill/internal/console"
+	"github.com/millfleet/mill/internal/console/auth"
+	"github.com/millfleet/mill/pkg/changelog"
+	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/queuestats"
+)
+
+// startConsole serves the Mill Console on the dev mode's own queues,
+// configuration, bit log and reports (Config.Console), for the whole run
+// and after it, without authentication: the address must be a loopback
+// one. It returns the console's URL.
+func (e *env) startConsole(ctx context.Context) (string, error) {
+	authn := auth.Anonymous{Role: auth.RoleAdmin}
+	if err := console.CheckListen(e.cfg.Console, authn); err != nil {
+		return "", err
+	}
+	files, err := configstore.NewDir(filepath.Join(e.r.Dir, "config"), 0)
+	if err != nil {
+		return "", err
+	}
+	changes, err := changelog.NewDir(filepath.Join(e.r.Dir, "console-changes"))
+	if err != nil {
+		return "", err
+	}
+	queues := queuestats.New(queue.DefaultPrefix, func(_ context.Context, key, _ string) (queue.Queue, error) {
+		return e.deps.Queues.Get(key)
+	}, nil)
+	srv, err := console.New(console.Config{
+		Auth: authn, Files: files, Changes: changes, Queues: queues, BitLog: e.deps.BitLog,
+		Reports: console.DirReports{Dir: e.r.ReportDir}, SampleEvery: consoleSampleEvery, Logger: e.cfg.Logger,
+		Where: "dev mode: " + e.r.Dir,
+	})
+	if err != nil {
+		return "", err
+	}
+	ln, err := net.Listen("tcp", e.cfg.Console)
+	if err != nil {
+		return "", fmt.Errorf("devmode: console: %w", err)
+	}
+	go func() {
+		if err := srv.Serve(ctx, ln); err != nil {
+			e.cfg.Logger.Error("devmode: console", "err", err)
+		}
+	}()
+	return "http://" + ln.Addr().String(), nil
+}
