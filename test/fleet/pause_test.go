@@ -63,7 +63,11 @@ func TestPauseDupFleetWide(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(dir, "accounts.json"), fmt.Appendf(nil, `{"accounts": [{"id": %q, "status": "active", "stores": [
   {"id": "1", "primary": true, "kind": "fs", "root": %q},
   {"id": "2", "kind": "fs", "root": %q}]}]}`, account, root1, root2), 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, "duplication-accounts.json"), []byte(`[]`), 0o644))
+	// The DUP tasks copy store 1 to store 2, which the account's policy
+	// must authorise (docs/ARCHITECTURE.md, Safety).
+	must(t, os.WriteFile(filepath.Join(dir, "duplication-accounts.json"), fmt.Appendf(nil, `[%q]`, account), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, account+"-duplication-policy.json"),
+		[]byte(`{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`), 0o644))
 	env := childEnv("MILL_QUEUE_PREFIX="+prefix, "MILL_CONFIG_DIR="+dir, "MILL_DATABASE_URL="+dbURL)
 	for k, v := range names {
 		env = append(env, k+"="+v)
