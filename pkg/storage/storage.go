@@ -32,6 +32,11 @@ var (
 	// ErrPropertiesTooLarge: properties exceed what the provider can store
 	// (S3 user metadata is limited to 2 KB).
 	ErrPropertiesTooLarge = errors.New("storage: properties too large")
+	// ErrUnsafe: the store's own files or objects are not as the provider
+	// writes them (a symbolic link or a forged sidecar in a filesystem
+	// store), so the provider refuses to read, write or delete through
+	// them. Retrying cannot help: an operator must look at the store.
+	ErrUnsafe = errors.New("storage: unsafe")
 )
 
 // Info describes one content item.

@@ -19,8 +19,14 @@ import (
 // a symbolic link anywhere under the root, a sidecar naming a file other
 // than its item's blob, a sidecar that does not parse, or a file changed
 // while it was being opened. fsstore refuses to read, write or delete
-// through such a file; an operator should look at it.
-var ErrUnsafe = errors.New("fsstore: refused")
+// through such a file; an operator should look at it. It wraps the portable
+// storage.ErrUnsafe, so callers need not know the provider.
+var ErrUnsafe error = unsafeError{}
+
+type unsafeError struct{}
+
+func (unsafeError) Error() string { return "fsstore: refused" }
+func (unsafeError) Unwrap() error { return storage.ErrUnsafe }
 
 // maxSidecarSize bounds what fsstore reads of a sidecar or space record.
 const maxSidecarSize = 16 << 20
