@@ -139,6 +139,17 @@ type Version struct {
 	Info Info
 }
 
+// SpaceCreator is implemented by providers that can tell whether a
+// CreateSpace created the space: among any number of callers creating one
+// space at the same time, in one process or several, exactly one is told
+// it did (a conditional write), so the audited decorator audits a space's
+// creation once.
+type SpaceCreator interface {
+	// CreateSpaceIfAbsent creates space unless it exists, and reports
+	// whether this call created it. An existing space is left as it is.
+	CreateSpaceIfAbsent(ctx context.Context, space string) (created bool, err error)
+}
+
 // Recoverer is implemented by providers that keep what they delete or
 // replace recoverable for a retention period (see docs/ARCHITECTURE.md,
 // Safety). Both Mill's providers do, for every write:

@@ -157,6 +157,35 @@ func (s *Store) writeAtomic(rel string, write func(io.Writer) error) error {
 	return err
 }
 
+// createFileAtomic writes data to rel atomically unless rel exists, and
+// reports whether it did: the file is written to a temporary name, then
+// hard-linked to rel, which fails when rel exists — in this process or
+// another one writing the same directory.
+func (s *Store) createFileAtomic(rel string, data []byte) (bool, error) {
+	f, tmp, err := s.createTemp("w")
+	if err != nil {
+		return false, err
+	}
+	defer s.root.Remove(tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, err
+	}
+	switch err := s.root.Link(tmp, rel); {
+	case errors.Is(err, fs.ErrExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
 // writeFileAtomic writes data to rel atomically (writeAtomic).
 func (s *Store) writeFileAtomic(rel string, data []byte) error {
 	return s.writeAtomic(rel, func(w io.Writer) error {
