@@ -268,7 +268,7 @@ func TestCredentialsNeverLogged(t *testing.T) {
 	outputs = append(outputs, "workman output:\n"+wout.String())
 
 	list := runCmd(millctl, "dlq", "list", "--width", "0")
-	if !strings.Contains(list, `unknown store`) {
+	if !strings.Contains(list, `policy: no-store-policy`) {
 		t.Errorf("dlq list does not show the failed task's error:\n%s", list)
 	}
 	runCmd(millctl, "queues", "--no-age")
