@@ -157,8 +157,16 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	}
 	e := auditlog.FromAudit(a)
 	e.Time = p.notLater(e.Time)
-	if err := p.confirm(ctx, e); err != nil {
+	superseded, err := p.confirm(ctx, e)
+	if err != nil {
 		return err
+	}
+	if superseded {
+		// History, recorded as it was reported; the later write's own
+		// task indexes and duplicates the item as it is now.
+		p.cfg.Logger.InfoContext(ctx, "audit: the item was written after this event; recorded in the audit log only",
+			"account", e.Account, "store_id", e.StoreID, "space_id", e.SpaceID, "content_id", storage.ShortID(e.ContentID), "action", e.Action)
+		return p.record(ctx, e)
 	}
 	return p.Process(ctx, e)
 }
@@ -175,13 +183,15 @@ func (p *Processor) notLater(at time.Time) time.Time {
 
 // confirm checks what an AUDIT task claims against its store before any
 // step acts on it (docs/ARCHITECTURE.md, Audit): a deleted item must be
-// gone, or written again after the event; a deleted space must be gone;
-// a content write's checksum must be the item's, unless the item was
-// written again after the event or is gone (a later change's own task
-// tells that; an index row for a missing item can only keep a DUP from
-// deleting and prompt a repair). Other actions delete nothing and are
-// taken as they are. A contradiction is a permanent ErrNotConfirmed.
-func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) error {
+// gone; a deleted space must be gone; a content write's checksum must be
+// the item's, unless the item is gone (an index row for a missing item can
+// only keep a DUP from deleting and prompt a repair). A content event older
+// than the item's last write is superseded: the later write's own task
+// tells the current state, so the event is history only (an attacker who
+// picks an old time gets no more than an audit log entry). Other actions
+// delete nothing and are taken as they are. A contradiction is a
+// permanent ErrNotConfirmed.
+func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) (superseded bool, err error) {
 	item := auditlog.ItemKey(e.Account, e.StoreID, e.SpaceID, e.ContentID)
 	var check func(storage.Provider) error
 	switch {
@@ -205,6 +215,7 @@ func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) error {
 			case err != nil:
 				return err
 			case writtenSince(info.Modified, e.Time):
+				superseded = true
 				return nil
 			case e.Action == task.ActionDeleteContent:
 				return fmt.Errorf("%w: %s of %s at %s, but the item exists (last written %s)", ErrNotConfirmed, e.Action, item,
@@ -217,7 +228,7 @@ func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) error {
 			return nil
 		}
 	default:
-		return nil
+		return false, nil
 	}
 	prov, err := p.cfg.Stores.Open(ctx, e.Account, e.StoreID)
 	if err == nil {
@@ -225,11 +236,11 @@ func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) error {
 	}
 	switch {
 	case errors.Is(err, ErrNotConfirmed):
-		return processors.Permanent(err)
+		return false, processors.Permanent(err)
 	case err != nil:
-		return fmt.Errorf("audit: %s %s: check against the store: %w", e.Action, item, err)
+		return false, fmt.Errorf("audit: %s %s: check against the store: %w", e.Action, item, err)
 	}
-	return nil
+	return superseded, nil
 }
 
 // writtenSince reports whether an item last written at modified was
@@ -259,11 +270,8 @@ func (p *Processor) Process(ctx context.Context, e auditlog.Entry) error {
 		return processors.Permanentf("audit: %s %s: no content ID", e.Action, item)
 	}
 	// 1. Audit log.
-	if _, err := p.cfg.Log.Put(ctx, e); err != nil {
-		if errors.Is(err, auditlog.ErrTooLarge) || errors.Is(err, auditlog.ErrInvalid) {
-			return processors.Permanent(fmt.Errorf("audit: %s %s: %w", e.Action, item, err))
-		}
-		return fmt.Errorf("audit: %s %s: %w", e.Action, item, err)
+	if err := p.record(ctx, e); err != nil {
+		return err
 	}
 	// 2. Content index.
 	if err := p.index(ctx, e); err != nil {
@@ -281,6 +289,18 @@ func (p *Processor) Process(ctx context.Context, e auditlog.Entry) error {
 		if err := p.cfg.Notifier.SpaceCreated(ctx, e); err != nil {
 			return fmt.Errorf("audit: %s %s: notify: %w", e.Action, item, err)
 		}
+	}
+	return nil
+}
+
+// record writes e to the audit log (step 1).
+func (p *Processor) record(ctx context.Context, e auditlog.Entry) error {
+	if _, err := p.cfg.Log.Put(ctx, e); err != nil {
+		item := auditlog.ItemKey(e.Account, e.StoreID, e.SpaceID, e.ContentID)
+		if errors.Is(err, auditlog.ErrTooLarge) || errors.Is(err, auditlog.ErrInvalid) {
+			return processors.Permanent(fmt.Errorf("audit: %s %s: %w", e.Action, item, err))
+		}
+		return fmt.Errorf("audit: %s %s: %w", e.Action, item, err)
 	}
 	return nil
 }

@@ -523,12 +523,30 @@ func TestForgedAuditTasksAreRefused(t *testing.T) {
 		t.Errorf("the forged tasks wrote %d audit entries", n-entries)
 	}
 
-	// A delete older than the item's last write (deleted, then written
-	// again) is history, not a contradiction: recorded; the newer row stays.
-	f.handle(t, task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "live",
-		Action: task.ActionDeleteContent, DateTime: t0.Add(-time.Minute)}.Task())
+	// A delete or write older than the item's last write (deleted, then
+	// written again) is history, not a contradiction: recorded in the
+	// audit log, but neither indexed nor duplicated — the later write's own
+	// task tells the current state. (Nor can a forger, by choosing an old
+	// time, tombstone an item the index has no newer row for.)
+	f.prov.items["photos/unindexed"] = &storage.Info{ContentID: "unindexed", Checksum: "c3", Modified: t0}
+	for _, tk := range []*task.Task{
+		task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "live", Action: task.ActionDeleteContent, DateTime: t0.Add(-time.Minute)}.Task(),
+		task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "unindexed", Action: task.ActionDeleteContent, DateTime: t0.Add(-time.Minute)}.Task(),
+		add("unindexed", t0.Add(-2*time.Minute), "older"),
+	} {
+		f.handle(t, tk)
+	}
 	if r := f.row(t, "live"); r.Deleted {
 		t.Errorf("an older delete tombstoned the row: %+v", r)
+	}
+	if _, err := f.index.Get(ctx, contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "unindexed"}); !errors.Is(err, contentindex.ErrNotFound) {
+		t.Errorf("older events indexed an item written since: %v", err)
+	}
+	if n := len(drain(t, f.dups)); n != 0 {
+		t.Errorf("older events queued %d DUP tasks", n)
+	}
+	if n := f.log.Len(); n != entries+3 {
+		t.Errorf("%d audit entries for the three older events, want 3", n-entries)
 	}
 
 	// A time in the future is taken as now.
