@@ -26,8 +26,10 @@
 // DELETE_CONTENT of an item that exists and was not written after the
 // event, a DELETE_SPACE of a space that exists, or a content write whose
 // checksum is not that of an item not written since, is ErrNotConfirmed —
-// a permanent error; nothing is recorded. A time later than now is taken
-// as now.
+// a permanent error; nothing is recorded. A content event older than the
+// item's last write is superseded: recorded in the audit log only (step
+// 1), neither indexed nor duplicated. A time later than now is taken as
+// now.
 //
 // # S3 event notifications
 //
