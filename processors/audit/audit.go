@@ -162,9 +162,9 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		return err
 	}
 	if superseded {
-		// History, recorded as it was reported; the later write's own
-		// task indexes and duplicates the item as it is now.
-		p.cfg.Logger.InfoContext(ctx, "audit: the item was written after this event; recorded in the audit log only",
+		// History, recorded as it was reported; the item exists, and its
+		// later write's own task indexes and duplicates it.
+		p.cfg.Logger.InfoContext(ctx, "audit: a delete of an item written again since; recorded in the audit log only",
 			"account", e.Account, "store_id", e.StoreID, "space_id", e.SpaceID, "content_id", storage.ShortID(e.ContentID), "action", e.Action)
 		return p.record(ctx, e)
 	}
@@ -182,15 +182,17 @@ func (p *Processor) notLater(at time.Time) time.Time {
 }
 
 // confirm checks what an AUDIT task claims against its store before any
-// step acts on it (docs/ARCHITECTURE.md, Audit): a deleted item must be
-// gone; a deleted space must be gone; a content write's checksum must be
-// the item's, unless the item is gone (an index row for a missing item can
-// only keep a DUP from deleting and prompt a repair). A content event older
-// than the item's last write is superseded: the later write's own task
-// tells the current state, so the event is history only (an attacker who
-// picks an old time gets no more than an audit log entry). Other actions
-// delete nothing and are taken as they are. A contradiction is a
-// permanent ErrNotConfirmed.
+// step acts on it (docs/ARCHITECTURE.md, Audit). A deleted space must be
+// gone. A deleted item must be gone; if it exists and was surely written
+// before the event, the task is refused, otherwise (written again since,
+// or in the same second as the event on a store that keeps whole seconds)
+// the delete is superseded — history only: recorded, neither indexed nor
+// duplicated, so no time an attacker picks tombstones an existing item. A
+// content write's checksum must be the item's when the item was surely
+// written before the event; a write is never superseded (the index orders
+// events by time, its DUP tasks read the source, and a writer's clock may
+// lag the store's). Other actions delete nothing and are taken as they
+// are. A contradiction is a permanent ErrNotConfirmed.
 func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) (superseded bool, err error) {
 	item := auditlog.ItemKey(e.Account, e.StoreID, e.SpaceID, e.ContentID)
 	var check func(storage.Provider) error
@@ -214,8 +216,8 @@ func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) (superseded b
 				return nil
 			case err != nil:
 				return err
-			case writtenSince(info.Modified, e.Time):
-				superseded = true
+			case !writtenBefore(info.Modified, e.Time):
+				superseded = e.Action == task.ActionDeleteContent
 				return nil
 			case e.Action == task.ActionDeleteContent:
 				return fmt.Errorf("%w: %s of %s at %s, but the item exists (last written %s)", ErrNotConfirmed, e.Action, item,
@@ -243,11 +245,12 @@ func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) (superseded b
 	return superseded, nil
 }
 
-// writtenSince reports whether an item last written at modified was
-// written after an event at at, allowing for stores that keep whole
-// seconds (S3's LastModified).
-func writtenSince(modified, at time.Time) bool {
-	return !modified.IsZero() && !modified.Before(at.Truncate(time.Second))
+// writtenBefore reports whether an item last written at modified was
+// surely written before an event at at, allowing for stores that keep
+// whole seconds (S3's LastModified): false in the event's own second, and
+// when the store does not say.
+func writtenBefore(modified, at time.Time) bool {
+	return !modified.IsZero() && modified.Before(at.Truncate(time.Second))
 }
 
 // checksumOf returns an item's MD5 as Mill records it, or the provider's

@@ -523,16 +523,16 @@ func TestForgedAuditTasksAreRefused(t *testing.T) {
 		t.Errorf("the forged tasks wrote %d audit entries", n-entries)
 	}
 
-	// A delete or write older than the item's last write (deleted, then
-	// written again) is history, not a contradiction: recorded in the
-	// audit log, but neither indexed nor duplicated — the later write's own
-	// task tells the current state. (Nor can a forger, by choosing an old
-	// time, tombstone an item the index has no newer row for.)
-	f.prov.items["photos/unindexed"] = &storage.Info{ContentID: "unindexed", Checksum: "c3", Modified: t0}
+	// A delete older than the item's last write (deleted, then written
+	// again), or in the same second, is history, not a contradiction:
+	// recorded in the audit log, but neither indexed nor duplicated — the
+	// item exists. (Nor can a forger, by choosing an old time, tombstone
+	// an item the index has no newer row for.)
+	f.prov.items["photos/unindexed"] = &storage.Info{ContentID: "unindexed", Checksum: "c3", Modified: t0.Truncate(time.Second)}
 	for _, tk := range []*task.Task{
 		task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "live", Action: task.ActionDeleteContent, DateTime: t0.Add(-time.Minute)}.Task(),
 		task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "unindexed", Action: task.ActionDeleteContent, DateTime: t0.Add(-time.Minute)}.Task(),
-		add("unindexed", t0.Add(-2*time.Minute), "older"),
+		task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "unindexed", Action: task.ActionDeleteContent, DateTime: t0}.Task(),
 	} {
 		f.handle(t, tk)
 	}
@@ -546,7 +546,17 @@ func TestForgedAuditTasksAreRefused(t *testing.T) {
 		t.Errorf("older events queued %d DUP tasks", n)
 	}
 	if n := f.log.Len(); n != entries+3 {
-		t.Errorf("%d audit entries for the three older events, want 3", n-entries)
+		t.Errorf("%d audit entries for the three older deletes, want 3", n-entries)
+	}
+	// A write in the same second as the item's (a store keeping whole
+	// seconds, the writer's task right after) is the write itself: indexed
+	// and duplicated.
+	f.handle(t, add("unindexed", t0, "c3"))
+	if r := f.row(t, "unindexed"); r.Checksum != "c3" || r.Deleted {
+		t.Errorf("the write's row: %+v", r)
+	}
+	if n := len(drain(t, f.dups)); n != 2 {
+		t.Errorf("the write queued %d DUP tasks, want 2", n)
 	}
 
 	// A time in the future is taken as now.
