@@ -108,8 +108,8 @@ type mill struct {
 	// bucket1, bucket2: stores 1 and 2; root3: store 3; outside: a
 	// directory no store may touch (symbolic links in store 3 point there).
 	bucket1, bucket2, root3, outside, claimsBucket string
-	stores                                          map[string]storage.Provider
-	extraAccounts                                   string // more accounts.json entries
+	stores                                         map[string]storage.Provider
+	extraAccounts                                  string // more accounts.json entries
 }
 
 func newMill(t *testing.T, ctx context.Context) *mill {
