@@ -378,17 +378,9 @@ func (m *mill) drained(within time.Duration, w *worker) bool {
 }
 
 func (m *mill) depth(key string) int {
-	o, err := m.sqsc.GetQueueAttributes(m.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(m.urls[key]), AttributeNames: []sqstypes.QueueAttributeName{
-		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	n, err := testenv.QueueDepth(m.ctx, m.sqsc, m.urls[key])
 	if err != nil {
 		return -1
-	}
-	n := 0
-	for _, v := range o.Attributes {
-		var x int
-		fmt.Sscan(v, &x)
-		n += x
 	}
 	return n
 }

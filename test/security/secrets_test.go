@@ -228,17 +228,9 @@ func TestCredentialsNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	depth := func(u *string) int {
-		o, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: u, AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+		n, err := testenv.QueueDepth(ctx, sqsc, aws.ToString(u))
 		if err != nil {
 			return -1
-		}
-		n := 0
-		for _, v := range o.Attributes {
-			var x int
-			fmt.Sscan(v, &x)
-			n += x
 		}
 		return n
 	}
