@@ -72,14 +72,17 @@ func Permanentf(format string, args ...any) error {
 // IsPermanent reports whether err (or an error it wraps) was marked
 // Permanent, or says that the task names what cannot exist: an account or
 // store the registry does not know (stores.ErrUnknownAccount,
-// stores.ErrUnknownStore) or an ID no store accepts (storage.ErrInvalidID).
+// stores.ErrUnknownStore), an ID no store accepts (storage.ErrInvalidID),
+// or an item a store refuses to touch because its files are not as the
+// provider writes them (storage.ErrUnsafe: a symbolic link or a forged
+// sidecar).
 // Those fail the same way on every retry whichever processor resolves
 // them, so they are dead-lettered at once (docs/ARCHITECTURE.md, Safety).
 func IsPermanent(err error) bool {
 	var p *permanentError
 	return errors.As(err, &p) ||
 		errors.Is(err, stores.ErrUnknownAccount) || errors.Is(err, stores.ErrUnknownStore) ||
-		errors.Is(err, storage.ErrInvalidID)
+		errors.Is(err, storage.ErrInvalidID) || errors.Is(err, storage.ErrUnsafe)
 }
 
 // releasedError marks a task handed back to its queue untouched.

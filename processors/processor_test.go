@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/processors"
 )
@@ -31,5 +34,39 @@ func TestUnresolvableNamesArePermanent(t *testing.T) {
 		if processors.IsPermanent(err) {
 			t.Errorf("IsPermanent(%v) = true", err)
 		}
+	}
+}
+
+// A store whose files are not as its provider writes them (a symbolic link
+// or a forged sidecar in a filesystem store) is refused by the provider
+// (storage.ErrUnsafe) on every retry: the task is dead-lettered at once
+// with the provider's reason, in every processor.
+func TestUnsafeStoreIsPermanent(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	s, err := fsstore.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dir, "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Head(context.Background(), "linked", "item")
+	if !errors.Is(err, fsstore.ErrUnsafe) {
+		t.Fatalf("Head through a symlinked space: %v, want fsstore.ErrUnsafe", err)
+	}
+	err = fmt.Errorf("dup: head source: %w", err)
+	if !processors.IsPermanent(err) {
+		t.Errorf("IsPermanent(%v) = false", err)
+	}
+	if r := processors.Result(context.Background(), err); r != processors.ResultPermanent {
+		t.Errorf("Result(%v) = %s", err, r)
+	}
+	if !errors.Is(err, storage.ErrUnsafe) {
+		t.Errorf("%v does not wrap the portable storage.ErrUnsafe", err)
 	}
 }

@@ -23,8 +23,11 @@
 // duplicated: spacesToIgnore is the way to say "never duplicate this space".
 //
 // The store policies of one space (or the default ones) must not form a
-// cycle (1→2 with 2→1, or longer): Parse refuses it, naming the cycle, so
-// every loader, `millctl policy validate` and `millctl policy put` do.
+// cycle (1→2 with 2→1, or longer), nor give one destination two sources
+// (1→3 with 2→3: what one source lacks, its tasks would delete at the
+// destination, and the other's would copy back): Parse refuses both, naming
+// the cycle or the two store policies, so every loader, `millctl policy
+// validate` and `millctl policy put` do.
 //
 // Every error in a file names the file, line and column (Parse,
 // ParseAccounts), the comma itself for a trailing comma; a file must be

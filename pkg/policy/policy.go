@@ -167,7 +167,9 @@ func (p *Policy) Marshal() ([]byte, error) {
 // It rejects invalid JSON, unknown or repeated keys, values of the wrong
 // type, empty ids, a store policy whose source is its destination, repeated
 // store policies, cycles between stores within one space's store policies
-// (or the default ones) such as 1→2 with 2→1, system ("x-") spaces given
+// (or the default ones) such as 1→2 with 2→1, two store policies of one
+// space (or the default ones) into the same destination such as 1→3 with
+// 2→3, system ("x-") spaces given
 // policies, and spaces both listed and ignored — every problem at once
 // (errors.Join of *jsonpos.Error).
 func Parse(name string, data []byte) (*Policy, error) {
@@ -334,11 +336,11 @@ func parseList(w *jsonpos.Walker, p *Policy, space string, dflt bool, what strin
 		}
 		p.pos[posKey{space: space, dflt: dflt, index: len(list)}] = off
 		if c := cycle(list, sp); c != "" {
-			label := "defaultPolicies"
-			if !dflt {
-				label = "space " + strconvQuote(space)
-			}
-			errs = append(errs, w.Errorf(off, "%s: the store policies form a cycle %s; Mill refuses cycles between stores (each would overwrite and delete what the other holds)", label, c))
+			errs = append(errs, w.Errorf(off, "%s: the store policies form a cycle %s; Mill refuses cycles between stores (each would overwrite and delete what the other holds)", label(space, dflt), c))
+		}
+		if other := sameDestination(list, sp); other != nil {
+			errs = append(errs, w.Errorf(off, "%s: store %q is the destination of two store policies, %s and %s; Mill refuses them (each would overwrite and delete what the other copied)",
+				label(space, dflt), sp.DestStoreID, *other, sp))
 		}
 		list = append(list, sp)
 	}
@@ -346,6 +348,27 @@ func parseList(w *jsonpos.Walker, p *Policy, space string, dflt bool, what strin
 		return nil, nil, err
 	}
 	return list, errs, nil
+}
+
+// label names a list of store policies in errors.
+func label(space string, dflt bool) string {
+	if dflt {
+		return "defaultPolicies"
+	}
+	return "space " + strconvQuote(space)
+}
+
+// sameDestination returns the store policy of list that already has sp's
+// destination with another source, or nil. A store with two sources in one
+// space would follow both: whatever one source lacks, its DUP tasks delete
+// at the destination, and the other's copy it back.
+func sameDestination(list []StorePolicy, sp StorePolicy) *StorePolicy {
+	for i, e := range list {
+		if e.DestStoreID == sp.DestStoreID && e.SrcStoreID != sp.SrcStoreID && sp.DestStoreID != "" {
+			return &list[i]
+		}
+	}
+	return nil
 }
 
 // cycle returns the cycle that adding sp to the store policies in list

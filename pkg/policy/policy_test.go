@@ -133,6 +133,10 @@ func TestParseErrorsArePositioned(t *testing.T) {
 			[]string{`f.json:3:3: space "a": the store policies form a cycle 1→2→1; Mill refuses cycles between stores (each would overwrite and delete what the other holds)`}},
 		{"longer cycle in the defaults", `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "3", "destStoreId": "1"}, {"srcStoreId": "2", "destStoreId": "3"}]}`,
 			[]string{`f.json:1:104: defaultPolicies: the store policies form a cycle 3→1→2→3; Mill refuses cycles between stores (each would overwrite and delete what the other holds)`}},
+		{"two sources into one destination", "{\"spaceDuplicationStorePolicies\": {\"a\": [\n  {\"srcStoreId\": \"1\", \"destStoreId\": \"3\"},\n  {\"srcStoreId\": \"2\", \"destStoreId\": \"3\"}]}}",
+			[]string{`f.json:3:3: space "a": store "3" is the destination of two store policies, 1→3 and 2→3; Mill refuses them (each would overwrite and delete what the other copied)`}},
+		{"chain with a shortcut in the defaults", `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "2", "destStoreId": "3"}, {"srcStoreId": "1", "destStoreId": "3"}]}`,
+			[]string{`f.json:1:104: defaultPolicies: store "3" is the destination of two store policies, 2→3 and 1→3; Mill refuses them (each would overwrite and delete what the other copied)`}},
 		{"byte order mark", "\xef\xbb\xbf{\"spacesToIgnore\": []}",
 			[]string{`f.json:1:1: the file starts with a UTF-8 byte order mark (BOM); save it as UTF-8 without one`}},
 	} {
@@ -153,10 +157,12 @@ func TestParseErrorsArePositioned(t *testing.T) {
 }
 
 // Chains and fan-outs are not cycles; neither are opposite directions in
-// different spaces (each space's content flows one way).
+// different spaces (each space's content flows one way), nor one store
+// receiving from different sources in different spaces.
 func TestParseAcceptsAcyclicGraphs(t *testing.T) {
 	for _, doc := range []string{
-		`{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "2", "destStoreId": "3"}, {"srcStoreId": "1", "destStoreId": "3"}]}`,
+		`{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "2", "destStoreId": "3"}, {"srcStoreId": "1", "destStoreId": "4"}]}`,
+		`{"spaceDuplicationStorePolicies": {"a": [{"srcStoreId": "1", "destStoreId": "3"}], "b": [{"srcStoreId": "2", "destStoreId": "3"}]}}`,
 		`{"spaceDuplicationStorePolicies": {"a": [{"srcStoreId": "1", "destStoreId": "2"}], "b": [{"srcStoreId": "2", "destStoreId": "1"}]}}`,
 		`{"spaceDuplicationStorePolicies": {"a": [{"srcStoreId": "2", "destStoreId": "1"}]}, "defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`,
 	} {
@@ -167,6 +173,10 @@ func TestParseAcceptsAcyclicGraphs(t *testing.T) {
 	// A policy built in code is checked the same way before it is stored.
 	p := &policy.Policy{Default: []policy.StorePolicy{{"1", "2"}, {"2", "1"}}}
 	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "cycle 1→2→1") {
+		t.Fatalf("Validate = %v", err)
+	}
+	p = &policy.Policy{SpacePolicies: map[string][]policy.StorePolicy{"s": {{"1", "3"}, {"2", "3"}}}}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "two store policies, 1→3 and 2→3") {
 		t.Fatalf("Validate = %v", err)
 	}
 }

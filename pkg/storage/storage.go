@@ -32,6 +32,11 @@ var (
 	// ErrPropertiesTooLarge: properties exceed what the provider can store
 	// (S3 user metadata is limited to 2 KB).
 	ErrPropertiesTooLarge = errors.New("storage: properties too large")
+	// ErrUnsafe: the store's own files or objects are not as the provider
+	// writes them (a symbolic link or a forged sidecar in a filesystem
+	// store), so the provider refuses to read, write or delete through
+	// them. Retrying cannot help: an operator must look at the store.
+	ErrUnsafe = errors.New("storage: unsafe")
 )
 
 // Info describes one content item.
@@ -132,6 +137,17 @@ type Version struct {
 	Reason string
 	// Info describes the item as it was in this version.
 	Info Info
+}
+
+// SpaceCreator is implemented by providers that can tell whether a
+// CreateSpace created the space: among any number of callers creating one
+// space at the same time, in one process or several, exactly one is told
+// it did (a conditional write), so the audited decorator audits a space's
+// creation once.
+type SpaceCreator interface {
+	// CreateSpaceIfAbsent creates space unless it exists, and reports
+	// whether this call created it. An existing space is left as it is.
+	CreateSpaceIfAbsent(ctx context.Context, space string) (created bool, err error)
 }
 
 // Recoverer is implemented by providers that keep what they delete or

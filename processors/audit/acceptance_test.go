@@ -73,7 +73,8 @@ func TestAcceptance(t *testing.T) {
 	testenv.CleanupBucket(t, s3c, bucket)
 	reg, err := stores.Parse("accounts.json", []byte(`{"accounts":[{"id":"acme","status":"active","stores":[
 	 {"id":"1","primary":true,"kind":"s3","bucket":"`+bucket+`","prefix":"mill/","region":"us-east-1"},
-	 {"id":"2","kind":"fs","root":"/nonexistent/2"},{"id":"3","kind":"fs","root":"/nonexistent/3"}]}]}`))
+	 {"id":"2","kind":"fs","root":"/nonexistent/2"},{"id":"3","kind":"fs","root":"/nonexistent/3"}]},
+	 {"id":"solo","status":"active","stores":[{"id":"1","primary":true,"kind":"s3","bucket":"`+bucket+`","prefix":"solo/","region":"us-east-1"}]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

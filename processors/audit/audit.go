@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/millfleet/mill/pkg/auditlog"
@@ -17,6 +18,13 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 )
+
+// ErrNotConfirmed reports an AUDIT task the store contradicts: a
+// DELETE_CONTENT of an item that exists and was not written after the
+// event, a DELETE_SPACE of a space that exists, or a content write whose
+// checksum is not the item's (which was not written after the event). It
+// is forged or mistaken: nothing is recorded and the task is permanent.
+var ErrNotConfirmed = errors.New("audit: not confirmed by the store")
 
 // DefaultEchoWindow is Config.EchoWindow's default.
 const DefaultEchoWindow = 5 * time.Minute
@@ -61,14 +69,16 @@ type Config struct {
 	Logger *slog.Logger
 	// Format of the DUP task bodies (default task.FormatJSON).
 	Format task.Format
-	// Resolver and Stores handle S3 event notifications; without them an
-	// S3 event task is a permanent error.
+	// Stores opens the store an AUDIT task or S3 event names, to check
+	// its claims against the store (required).
+	Stores Opener
+	// Resolver maps S3 event notifications to registered items; without
+	// it an S3 event task is a permanent error.
 	Resolver s3event.Resolver
-	Stores   Opener
 	// EchoWindow of the S3 echo rule (see the package doc); default
 	// DefaultEchoWindow.
 	EchoWindow time.Duration
-	// Clock bounds S3 event times (none is later than now); default the
+	// Clock bounds event times (none is later than now); default the
 	// system clock.
 	Clock clock.Clock
 }
@@ -108,8 +118,8 @@ func (c Config) validate() error {
 	if c.EchoWindow < 0 {
 		errs = append(errs, errors.New("EchoWindow must not be negative"))
 	}
-	if (c.Resolver == nil) != (c.Stores == nil) {
-		errs = append(errs, errors.New("config: Resolver and Stores go together"))
+	if c.Stores == nil {
+		errs = append(errs, errors.New("config: Stores is required"))
 	}
 	return errors.Join(errs...)
 }
@@ -133,9 +143,10 @@ func New(cfg Config) (*Processor, error) {
 func (p *Processor) Name() string { return "audit" }
 
 // Handle processes one AUDIT task. A task that cannot be read (a missing or
-// malformed property), an entry too large for the audit log, or an S3 event
-// for an unregistered bucket is a permanent error; anything else (a service
-// failing) is retried.
+// malformed property), names a store the registry does not know, is
+// contradicted by the store (ErrNotConfirmed), makes an entry too large for
+// the audit log, or is an S3 event for an unregistered bucket is a
+// permanent error; anything else (a service failing) is retried.
 func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if raw := t.Get(task.KeyS3Event); raw != "" {
 		return p.handleS3(ctx, raw)
@@ -144,7 +155,115 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if err != nil {
 		return processors.Permanent(fmt.Errorf("audit: %w", err))
 	}
-	return p.Process(ctx, auditlog.FromAudit(a))
+	e := auditlog.FromAudit(a)
+	e.Time = p.notLater(e.Time)
+	superseded, err := p.confirm(ctx, e)
+	if err != nil {
+		return err
+	}
+	if superseded {
+		// History, recorded as it was reported; the item exists, and its
+		// later write's own task indexes and duplicates it.
+		p.cfg.Logger.InfoContext(ctx, "audit: a delete of an item written again since; recorded in the audit log only",
+			"account", e.Account, "store_id", e.StoreID, "space_id", e.SpaceID, "content_id", storage.ShortID(e.ContentID), "action", e.Action)
+		return p.record(ctx, e)
+	}
+	return p.Process(ctx, e)
+}
+
+// notLater returns at, or now when at is later: a forged time in the future
+// would pin the content index row (an older event changes nothing) and
+// hide the real changes that follow.
+func (p *Processor) notLater(at time.Time) time.Time {
+	if now := p.cfg.Clock.Now(); at.After(now) {
+		return now
+	}
+	return at
+}
+
+// confirm checks what an AUDIT task claims against its store before any
+// step acts on it (docs/ARCHITECTURE.md, Audit). A deleted space must be
+// gone. A deleted item must be gone; if it exists and was surely written
+// before the event, the task is refused, otherwise (written again since,
+// or in the same second as the event on a store that keeps whole seconds)
+// the delete is superseded — history only: recorded, neither indexed nor
+// duplicated, so no time an attacker picks tombstones an existing item. A
+// content write's checksum must be the item's when the item was surely
+// written before the event; a write is never superseded (the index orders
+// events by time, its DUP tasks read the source, and a writer's clock may
+// lag the store's). Other actions delete nothing and are taken as they
+// are. A contradiction is a permanent ErrNotConfirmed.
+func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) (superseded bool, err error) {
+	item := auditlog.ItemKey(e.Account, e.StoreID, e.SpaceID, e.ContentID)
+	var check func(storage.Provider) error
+	switch {
+	case e.Action == task.ActionDeleteSpace:
+		check = func(prov storage.Provider) error {
+			_, err := prov.SpaceACLs(ctx, e.SpaceID)
+			switch {
+			case errors.Is(err, storage.ErrNotFound):
+				return nil
+			case err != nil:
+				return err
+			}
+			return fmt.Errorf("%w: %s of %s, but the space exists", ErrNotConfirmed, e.Action, item)
+		}
+	case e.Action.ContentAction() && e.ContentID != "":
+		check = func(prov storage.Provider) error {
+			info, err := prov.Head(ctx, e.SpaceID, e.ContentID)
+			switch {
+			case errors.Is(err, storage.ErrNotFound):
+				return nil
+			case err != nil:
+				return err
+			case !writtenBefore(info.Modified, e.Time):
+				superseded = e.Action == task.ActionDeleteContent
+				return nil
+			case e.Action == task.ActionDeleteContent:
+				return fmt.Errorf("%w: %s of %s at %s, but the item exists (last written %s)", ErrNotConfirmed, e.Action, item,
+					e.Time.Format(time.RFC3339Nano), info.Modified.Format(time.RFC3339))
+			}
+			if have := checksumOf(info); e.Checksum != "" && have != "" && !strings.EqualFold(have, e.Checksum) {
+				return fmt.Errorf("%w: %s of %s with checksum %q, but the item's is %q (last written %s)", ErrNotConfirmed, e.Action, item,
+					e.Checksum, have, info.Modified.Format(time.RFC3339))
+			}
+			return nil
+		}
+	default:
+		return false, nil
+	}
+	prov, err := p.cfg.Stores.Open(ctx, e.Account, e.StoreID)
+	if err == nil {
+		err = check(prov)
+	}
+	switch {
+	case errors.Is(err, ErrNotConfirmed):
+		return false, processors.Permanent(err)
+	case err != nil:
+		return false, fmt.Errorf("audit: %s %s: check against the store: %w", e.Action, item, err)
+	}
+	return superseded, nil
+}
+
+// writtenBefore reports whether an item last written at modified was
+// surely written before an event at at, allowing for stores that keep
+// whole seconds (S3's LastModified): false in the event's own second, and
+// when the store does not say.
+func writtenBefore(modified, at time.Time) bool {
+	return !modified.IsZero() && modified.Before(at.Truncate(time.Second))
+}
+
+// checksumOf returns an item's MD5 as Mill records it, or the provider's
+// own MD5 when none was recorded (an object written by another tool);
+// "" when neither is known.
+func checksumOf(info *storage.Info) string {
+	if info.Checksum != "" {
+		return info.Checksum
+	}
+	if alg, v, ok := storage.SplitProviderChecksum(info.ProviderChecksum); ok && alg == storage.AlgMD5 {
+		return strings.ToLower(v)
+	}
+	return ""
 }
 
 // Process runs the four steps for one audit event.
@@ -154,11 +273,8 @@ func (p *Processor) Process(ctx context.Context, e auditlog.Entry) error {
 		return processors.Permanentf("audit: %s %s: no content ID", e.Action, item)
 	}
 	// 1. Audit log.
-	if _, err := p.cfg.Log.Put(ctx, e); err != nil {
-		if errors.Is(err, auditlog.ErrTooLarge) || errors.Is(err, auditlog.ErrInvalid) {
-			return processors.Permanent(fmt.Errorf("audit: %s %s: %w", e.Action, item, err))
-		}
-		return fmt.Errorf("audit: %s %s: %w", e.Action, item, err)
+	if err := p.record(ctx, e); err != nil {
+		return err
 	}
 	// 2. Content index.
 	if err := p.index(ctx, e); err != nil {
@@ -176,6 +292,18 @@ func (p *Processor) Process(ctx context.Context, e auditlog.Entry) error {
 		if err := p.cfg.Notifier.SpaceCreated(ctx, e); err != nil {
 			return fmt.Errorf("audit: %s %s: notify: %w", e.Action, item, err)
 		}
+	}
+	return nil
+}
+
+// record writes e to the audit log (step 1).
+func (p *Processor) record(ctx context.Context, e auditlog.Entry) error {
+	if _, err := p.cfg.Log.Put(ctx, e); err != nil {
+		item := auditlog.ItemKey(e.Account, e.StoreID, e.SpaceID, e.ContentID)
+		if errors.Is(err, auditlog.ErrTooLarge) || errors.Is(err, auditlog.ErrInvalid) {
+			return processors.Permanent(fmt.Errorf("audit: %s %s: %w", e.Action, item, err))
+		}
+		return fmt.Errorf("audit: %s %s: %w", e.Action, item, err)
 	}
 	return nil
 }

@@ -54,12 +54,17 @@ func setup(t *testing.T) *fixture {
 		Policies: policies{"acme": mustPolicy(t, oneToTwoAndThree)},
 		Notifier: f.notifier, Logger: testLogger(t),
 		Resolver: s3event.RegistryResolver{Registry: reg},
-		Stores:   openerFunc(func(ctx context.Context, account, store string) (storage.Provider, error) { return f.prov, nil }),
+		Stores:   f.opener(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// opener opens f.prov for every store.
+func (f *fixture) opener() openerFunc {
+	return func(ctx context.Context, account, store string) (storage.Provider, error) { return f.prov, nil }
 }
 
 type openerFunc func(ctx context.Context, account, storeID string) (storage.Provider, error)
@@ -71,7 +76,8 @@ func (o openerFunc) Open(ctx context.Context, account, storeID string) (storage.
 // fakeProvider answers Head from a map keyed "space/content".
 type fakeProvider struct {
 	storage.Provider
-	items map[string]*storage.Info
+	items  map[string]*storage.Info
+	spaces map[string]map[string]string
 }
 
 func (p *fakeProvider) Head(_ context.Context, space, id string) (*storage.Info, error) {
@@ -243,7 +249,8 @@ func (q *failingQueue) Send(ctx context.Context, entries ...queue.SendEntry) err
 func TestRetryAfterSendFailure(t *testing.T) {
 	f := setup(t)
 	fq := &failingQueue{Queue: f.dups, fail: true}
-	p, err := audit.New(audit.Config{Log: f.log, Index: f.index, DupHigh: fq, Policies: policies{"acme": mustPolicy(t, oneToTwoAndThree)}, Logger: testLogger(t)})
+	p, err := audit.New(audit.Config{Log: f.log, Index: f.index, DupHigh: fq, Policies: policies{"acme": mustPolicy(t, oneToTwoAndThree)}, Logger: testLogger(t),
+		Stores: f.opener()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +289,7 @@ func TestDuraCloudPropertiesMessages(t *testing.T) {
 			}
 			f.p, _ = audit.New(audit.Config{Log: f.log, Index: f.index, DupHigh: f.dups,
 				Policies: policies{a.Account: mustPolicy(t, `{"defaultPolicies":[{"srcStoreId":"`+a.StoreID+`","destStoreId":"9"}]}`)},
-				Logger:   testLogger(t)})
+				Logger:   testLogger(t), Stores: f.opener()})
 			f.handle(t, tk)
 			got, err := f.log.Latest(context.Background(), a.Account, a.StoreID, a.SpaceID, a.ContentID)
 			if err != nil || got.Action != a.Action || got.Checksum != a.ContentChecksum || len(got.Properties) != len(a.ContentProperties) {
@@ -440,7 +447,8 @@ func TestUnlistedAccountIsNotDuplicated(t *testing.T) {
 	}
 	dups := memqueue.New("dup-high", memqueue.Config{})
 	log := auditlog.NewMemory()
-	p, err := audit.New(audit.Config{Log: log, Index: contentindex.NewMemory(), DupHigh: dups, Policies: policy.NewDir(dir), Logger: testLogger(t)})
+	p, err := audit.New(audit.Config{Log: log, Index: contentindex.NewMemory(), DupHigh: dups, Policies: policy.NewDir(dir), Logger: testLogger(t),
+		Stores: setup(t).opener()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,5 +469,105 @@ func TestUnlistedAccountIsNotDuplicated(t *testing.T) {
 	}
 	if got := drain(t, dups); len(got) != 2 {
 		t.Fatalf("%d DUP tasks once listed, want 2", len(got))
+	}
+}
+
+// SpaceACLs answers from the spaces map: ErrNotFound for a space not in it.
+func (p *fakeProvider) SpaceACLs(_ context.Context, space string) (map[string]string, error) {
+	if acls, ok := p.spaces[space]; ok {
+		return acls, nil
+	}
+	return nil, storage.ErrNotFound
+}
+
+// An AUDIT task is a claim about a store, and anyone who can send to the
+// audit queue can make one: what it says was deleted is checked against
+// the store before it is recorded or duplicated (a forged DELETE_CONTENT or
+// DELETE_SPACE would tombstone live rows, and a later DUP of an item lost
+// from the source would then delete its only other copy), a checksum the
+// store contradicts is refused, and a time in the future is taken as now
+// (it would pin the row).
+func TestForgedAuditTasksAreRefused(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	f.prov.items["photos/live"] = &storage.Info{ContentID: "live", Checksum: "c1", Modified: t0}
+	f.prov.spaces = map[string]map[string]string{"photos": {}}
+	f.handle(t, add("live", t0.Add(time.Second), "c1"))
+	drain(t, f.dups)
+	entries := f.log.Len()
+
+	refused := []struct {
+		name string
+		tk   *task.Task
+		has  string
+	}{
+		{"DELETE_CONTENT of an item that exists", task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "live",
+			Action: task.ActionDeleteContent, DateTime: t0.Add(time.Minute)}.Task(), "the item exists"},
+		{"DELETE_SPACE of a space that exists", task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos",
+			Action: task.ActionDeleteSpace, DateTime: t0.Add(time.Minute)}.Task(), "the space exists"},
+		{"ADD_CONTENT with a checksum the store contradicts", add("live", t0.Add(time.Minute), "evil"), `checksum "evil"`},
+	}
+	for _, c := range refused {
+		err := f.p.Handle(ctx, c.tk)
+		if !processors.IsPermanent(err) || !errors.Is(err, audit.ErrNotConfirmed) || !strings.Contains(err.Error(), c.has) {
+			t.Errorf("%s: %v, want a permanent audit.ErrNotConfirmed naming %q", c.name, err, c.has)
+		}
+	}
+	if r := f.row(t, "live"); r.Deleted || r.Checksum != "c1" {
+		t.Errorf("the live item's row after the forged tasks: %+v", r)
+	}
+	if n := len(drain(t, f.dups)); n != 0 {
+		t.Errorf("the forged tasks queued %d DUP tasks", n)
+	}
+	if n := f.log.Len(); n != entries {
+		t.Errorf("the forged tasks wrote %d audit entries", n-entries)
+	}
+
+	// A delete older than the item's last write (deleted, then written
+	// again), or in the same second, is history, not a contradiction:
+	// recorded in the audit log, but neither indexed nor duplicated — the
+	// item exists. (Nor can a forger, by choosing an old time, tombstone
+	// an item the index has no newer row for.)
+	f.prov.items["photos/unindexed"] = &storage.Info{ContentID: "unindexed", Checksum: "c3", Modified: t0.Truncate(time.Second)}
+	for _, tk := range []*task.Task{
+		task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "live", Action: task.ActionDeleteContent, DateTime: t0.Add(-time.Minute)}.Task(),
+		task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "unindexed", Action: task.ActionDeleteContent, DateTime: t0.Add(-time.Minute)}.Task(),
+		task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "unindexed", Action: task.ActionDeleteContent, DateTime: t0}.Task(),
+	} {
+		f.handle(t, tk)
+	}
+	if r := f.row(t, "live"); r.Deleted {
+		t.Errorf("an older delete tombstoned the row: %+v", r)
+	}
+	if _, err := f.index.Get(ctx, contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "unindexed"}); !errors.Is(err, contentindex.ErrNotFound) {
+		t.Errorf("older events indexed an item written since: %v", err)
+	}
+	if n := len(drain(t, f.dups)); n != 0 {
+		t.Errorf("older events queued %d DUP tasks", n)
+	}
+	if n := f.log.Len(); n != entries+3 {
+		t.Errorf("%d audit entries for the three older deletes, want 3", n-entries)
+	}
+	// A write in the same second as the item's (a store keeping whole
+	// seconds, the writer's task right after) is the write itself: indexed
+	// and duplicated.
+	f.handle(t, add("unindexed", t0, "c3"))
+	if r := f.row(t, "unindexed"); r.Checksum != "c3" || r.Deleted {
+		t.Errorf("the write's row: %+v", r)
+	}
+	if n := len(drain(t, f.dups)); n != 2 {
+		t.Errorf("the write queued %d DUP tasks, want 2", n)
+	}
+
+	// A time in the future is taken as now.
+	future := time.Now().Add(365 * 24 * time.Hour)
+	f.handle(t, add("gone", future, "c2"))
+	if r := f.row(t, "gone"); r.Modified.After(time.Now()) {
+		t.Errorf("row time %s is in the future", r.Modified)
+	}
+	f.handle(t, task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "gone",
+		Action: task.ActionDeleteContent, DateTime: time.Now().Add(time.Second)}.Task())
+	if r := f.row(t, "gone"); !r.Deleted {
+		t.Errorf("a forged future time pinned the row against the real delete: %+v", r)
 	}
 }

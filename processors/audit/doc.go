@@ -18,6 +18,20 @@
 // Both Mill's JSON AUDIT tasks and DuraCloud's .properties ones decode to the
 // same task.Audit and are processed alike.
 //
+// # Checked against the store
+//
+// Anyone who can send to the audit queue can make an AUDIT task, so before
+// the steps the processor checks what a task says was deleted, and a
+// content write's checksum with one read of the store (Config.Stores): a
+// DELETE_SPACE of a space that exists, a DELETE_CONTENT of an item that
+// exists and was surely written before the event, or a content write whose
+// checksum is not that of an item surely written before the event, is
+// ErrNotConfirmed — a permanent error; nothing is recorded. A
+// DELETE_CONTENT of an item written again since (or in the event's own
+// second, on a store keeping whole seconds) is superseded: recorded in the
+// audit log only (step 1), neither indexed nor duplicated. A time later
+// than now is taken as now.
+//
 // # S3 event notifications
 //
 // An AUDIT task carrying task.KeyS3Event (an S3 event notification received

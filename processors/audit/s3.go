@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/s3event"
@@ -71,10 +70,7 @@ func (p *Processor) entryFromS3(ctx context.Context, r s3event.Record, loc s3eve
 	// The event's own time, but never later than now: a forged time in the
 	// future would pin the content index row (an older event changes
 	// nothing) and hide the real changes that follow.
-	at := r.EventTime
-	if now := p.cfg.Clock.Now(); at.After(now) {
-		at = now
-	}
+	at := p.notLater(r.EventTime)
 	e := auditlog.Entry{Account: loc.Account, StoreID: loc.StoreID, SpaceID: loc.SpaceID, ContentID: loc.ContentID,
 		UserID: r.PrincipalID, Time: at, StoreType: string(storage.KindS3)}
 	if !r.Created() && !r.Removed() {
@@ -103,10 +99,7 @@ func (p *Processor) entryFromS3(ctx context.Context, r s3event.Record, loc s3eve
 	if r.Created() {
 		// Everything but who and when comes from the HEAD, not the event.
 		e.Action = task.ActionAddContent
-		e.Checksum = info.Checksum
-		if alg, v, ok := storage.SplitProviderChecksum(info.ProviderChecksum); e.Checksum == "" && ok && alg == storage.AlgMD5 {
-			e.Checksum = strings.ToLower(v)
-		}
+		e.Checksum = checksumOf(info)
 		size := info.Size
 		e.Size = &size
 		e.MimeType = info.MimeType

@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
@@ -166,18 +165,10 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 	}
 	auditQ, dupQ, dlq := queueURL(queue.KeyAudit), queueURL(queue.KeyDupHigh), queueURL(queue.KeyDeadLetter)
 	depth := func(u *string) int {
-		o, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: u, AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+		n, err := testenv.QueueDepth(ctx, sqsc, aws.ToString(u))
 		if err != nil {
 			t.Logf("queue attributes: %v", err)
 			return -1
-		}
-		n := 0
-		for _, v := range o.Attributes {
-			var x int
-			fmt.Sscan(v, &x)
-			n += x
 		}
 		return n
 	}

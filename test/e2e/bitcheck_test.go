@@ -317,7 +317,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	audP, err := audit.New(audit.Config{Log: alog, Index: index, DupHigh: memqueue.New("dup-high", memqueue.Config{}), Policies: noPolicies{}, Logger: logger})
+	audP, err := audit.New(audit.Config{Log: alog, Index: index, DupHigh: memqueue.New("dup-high", memqueue.Config{}), Policies: noPolicies{}, Logger: logger, Stores: opener})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -228,17 +228,9 @@ func TestCredentialsNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	depth := func(u *string) int {
-		o, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: u, AttributeNames: []sqstypes.QueueAttributeName{
-			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+		n, err := testenv.QueueDepth(ctx, sqsc, aws.ToString(u))
 		if err != nil {
 			return -1
-		}
-		n := 0
-		for _, v := range o.Attributes {
-			var x int
-			fmt.Sscan(v, &x)
-			n += x
 		}
 		return n
 	}
@@ -268,7 +260,7 @@ func TestCredentialsNeverLogged(t *testing.T) {
 	outputs = append(outputs, "workman output:\n"+wout.String())
 
 	list := runCmd(millctl, "dlq", "list", "--width", "0")
-	if !strings.Contains(list, `unknown store`) {
+	if !strings.Contains(list, `policy: no-store-policy`) {
 		t.Errorf("dlq list does not show the failed task's error:\n%s", list)
 	}
 	runCmd(millctl, "queues", "--no-age")

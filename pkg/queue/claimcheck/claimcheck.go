@@ -113,11 +113,11 @@ var (
 
 // Owns reports whether key has exactly the shape of the keys Send
 // creates — Config.KeyPrefix followed by 32 lower-case hex digits — and if
-// not, which rule it breaks. The decorator reads and deletes only the
-// blobs of such keys: a reference naming anything else (another object of
-// the claims bucket, an empty key, a path with "..", another prefix) is
-// refused, so a forged message can neither read nor delete what is not a
-// claim-checked body.
+// not, which rule it breaks. The decorator reads only the blobs of such
+// keys (and deletes none with a message): a reference naming anything else
+// (another object of the claims bucket, an empty key, a path with "..",
+// another prefix) is refused, so a forged message can read nothing that is
+// not a claim-checked body.
 func (q *Queue) Owns(key string) error {
 	switch {
 	case key == "":
@@ -287,32 +287,14 @@ func (q *Queue) resolve(ctx context.Context, key string, m *queue.Message) error
 	return nil
 }
 
-// Delete deletes the messages, then the blobs of those deleted. A blob
-// whose key the claim check does not own (Owns) is never deleted.
+// Delete deletes the messages and leaves their blobs: a blob is never
+// deleted with a message, only by the claims bucket's expiry rule, which
+// outlives every queue's retention. A message's key is no secret — anyone
+// who can read the queue can copy a reference into a message of their own —
+// so deleting blobs with messages would let a forged copy (or a redelivery
+// of a message already deleted) take the original message's body with it.
 func (q *Queue) Delete(ctx context.Context, msgs ...*queue.Message) error {
-	err := q.inner.Delete(ctx, msgs...)
-	var be *queue.BatchError
-	if err != nil && !errors.As(err, &be) {
-		return err
-	}
-	failed := map[int]error{}
-	if be != nil {
-		maps.Copy(failed, be.Failed)
-	}
-	for i, m := range msgs {
-		if _, bad := failed[i]; bad || m == nil {
-			continue
-		}
-		if key, ok := m.Attributes[AttrRef]; ok && q.Owns(key) == nil {
-			if err := q.blobs.Delete(ctx, key); err != nil {
-				failed[i] = fmt.Errorf("claimcheck: delete blob %q: %w", key, err)
-			}
-		}
-	}
-	if len(failed) > 0 {
-		return &queue.BatchError{Op: "delete", Failed: failed}
-	}
-	return nil
+	return q.inner.Delete(ctx, msgs...)
 }
 
 // ChangeVisibility passes through.

@@ -1,6 +1,7 @@
 package claimcheck_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -127,8 +128,8 @@ func TestForeignReferenceRefused(t *testing.T) {
 }
 
 // TestOwnReferenceStillResolves: a reference of the claim check's own shape
-// is read and deleted as before, and a forged error attribute on an
-// ordinary message is dropped.
+// is read (and, like every blob, left to the claims expiry), and a forged
+// error attribute on an ordinary message is dropped.
 func TestOwnReferenceStillResolves(t *testing.T) {
 	ctx := context.Background()
 	inner := memqueue.New("cc", memqueue.Config{Clock: clock.NewFake(time.Time{})})
@@ -152,12 +153,69 @@ func TestOwnReferenceStillResolves(t *testing.T) {
 	if err := q.Delete(ctx, ms...); err != nil {
 		t.Fatal(err)
 	}
-	if blobs.Len() != 0 || len(blobs.deletes) != 1 || len(blobs.gets) != 1 {
-		t.Errorf("%d blobs left, %d reads, %d deletes; want 0, 1, 1", blobs.Len(), len(blobs.gets), len(blobs.deletes))
+	if blobs.Len() != 1 || len(blobs.deletes) != 0 || len(blobs.gets) != 1 {
+		t.Errorf("%d blobs left, %d reads, %d deletes; want 1, 1, 0", blobs.Len(), len(blobs.gets), len(blobs.deletes))
 	}
 }
 
 func sha(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// TestForgedCopyCannotDeleteOriginal: a reference of the right shape copied
+// from another message (body and attribute) resolves — its task runs once
+// more, which idempotent tasks allow — but deleting it must not take the
+// original message's body with it: the original still resolves after the
+// copy is deleted, and after the original's own delete a redelivery of it
+// (SQS delivers at least once) still does.
+func TestForgedCopyCannotDeleteOriginal(t *testing.T) {
+	ctx := context.Background()
+	inner := memqueue.New("cc", memqueue.Config{Clock: clock.NewFake(time.Time{})})
+	blobs := claimcheck.NewMemBlobs()
+	q := claimcheck.New(inner, blobs, claimcheck.Config{KeyPrefix: "claims/", Threshold: 8})
+	body := []byte("the original body, over eight bytes")
+	if err := q.Send(ctx, queue.SendEntry{Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	orig := inner.Messages()[0]
+	// The forger copies the reference into a message of its own.
+	if err := inner.Send(ctx, queue.SendEntry{Body: orig.Body, Attributes: orig.Attributes}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := q.Receive(ctx, 10, 0)
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("receive: %v, %d", err, len(ms))
+	}
+	var forged, original *queue.Message
+	for _, m := range ms {
+		if m.ID == orig.ID {
+			original = m
+		} else {
+			forged = m
+		}
+	}
+	if err := q.Delete(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Release(ctx, original); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		ms, err = q.Receive(ctx, 10, 0)
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("receive the original again: %v, %d", err, len(ms))
+		}
+		if err := claimcheck.Unresolved(ms[0]); err != nil || !bytes.Equal(ms[0].Body, body) {
+			t.Fatalf("the original after its forged copy was deleted: %q, %v", ms[0].Body, err)
+		}
+		// Deleted, then delivered again (a duplicate delivery): re-send
+		// it as SQS would.
+		if err := q.Delete(ctx, ms[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := inner.Send(ctx, queue.SendEntry{Body: orig.Body, Attributes: orig.Attributes}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

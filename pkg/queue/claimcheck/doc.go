@@ -21,8 +21,8 @@
 // cause as an error wrapping ErrBlobNotFound or ErrUnresolved. An AttrError
 // that arrives with a message is dropped: only the decorator sets it.
 //
-// Confinement (docs/ARCHITECTURE.md, Safety): the decorator reads and deletes only blobs whose key has
-// exactly the shape Send creates — Config.KeyPrefix and 32 lower-case hex
+// Confinement (docs/ARCHITECTURE.md, Safety): the decorator reads only
+// blobs whose key has exactly the shape Send creates — Config.KeyPrefix and 32 lower-case hex
 // digits (Queue.Owns). A reference naming any other key (another object of
 // the claims bucket such as the producers' state files, an empty key, a
 // path with "..", another prefix or bucket) is refused without reading or
@@ -30,13 +30,13 @@
 // ErrRefused that names the broken rule ("claimcheck: key outside claims
 // prefix"), and deleting the message leaves the named object alone.
 //
-// Delete deletes the blob after its message is deleted; a blob delete that
-// fails is reported for that entry in the *queue.BatchError (deleting again
-// is safe). A caveat inherited from SQS: a delete with a stale receipt handle
-// may succeed without deleting the message, yet its blob is deleted; a later
-// delivery then comes back with AttrError set. Sending a claim-checked body
-// is at least once as well: when the send of the reference fails, the blob
-// is deleted again (best effort).
+// Delete deletes the message and never its blob: the claims bucket's expiry
+// rule removes blobs after every queue's retention. A key is no secret to
+// whoever can read the queue, so a reference copied into a forged message
+// would otherwise delete the original message's body with the copy; and SQS
+// may deliver a message again after a delete (a stale receipt handle), which
+// then still finds its body. A blob whose reference could not be sent is
+// deleted again at once (best effort): no message names it.
 //
 // Blobs is the small storage interface; NewMemBlobs is the in-memory one and
 // sub-package s3blobs stores blobs in S3.

@@ -162,12 +162,32 @@ func (p *Provider) Get(ctx context.Context, space, contentID string) (io.ReadClo
 	return p.inner.Get(ctx, space, contentID)
 }
 
-// CreateSpace implements storage.Provider and emits CREATE_SPACE.
+// CreateSpace implements storage.Provider and emits CREATE_SPACE — only
+// when this call created the space, if the store can tell
+// (storage.SpaceCreator): however many workers create one space, its
+// creation is audited once.
 func (p *Provider) CreateSpace(ctx context.Context, space string) error {
-	if err := p.inner.CreateSpace(ctx, space); err != nil {
-		return err
+	_, err := p.CreateSpaceIfAbsent(ctx, space)
+	return err
+}
+
+var _ storage.SpaceCreator = (*Provider)(nil)
+
+// CreateSpaceIfAbsent implements storage.SpaceCreator. Over a store that
+// cannot tell whether it created the space, created is always true (and
+// CREATE_SPACE always emitted), as before.
+func (p *Provider) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, error) {
+	created := true
+	var err error
+	if sc, ok := p.inner.(storage.SpaceCreator); ok {
+		created, err = sc.CreateSpaceIfAbsent(ctx, space)
+	} else {
+		err = p.inner.CreateSpace(ctx, space)
 	}
-	return p.emit(ctx, p.event(CreateSpace, space, ""))
+	if err != nil || !created {
+		return false, err
+	}
+	return true, p.emit(ctx, p.event(CreateSpace, space, ""))
 }
 
 // DeleteSpace implements storage.Provider and emits DELETE_SPACE.

@@ -309,3 +309,45 @@ func TestRestoreIsAudited(t *testing.T) {
 		t.Errorf("Restore on a provider without recovery: %v, want errors.ErrUnsupported", err)
 	}
 }
+
+// A space is audited as created only by the writer that created it: two
+// audited providers (two workers) on one store creating the same space,
+// and a later create of the existing space, queue one CREATE_SPACE.
+func TestSpaceCreationAuditedOnce(t *testing.T) {
+	dir := t.TempDir()
+	var hs []*harness
+	for range 2 {
+		fs, err := fsstore.New(dir) // each worker opens the store itself
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, setupOn(t, fs, task.FormatJSON))
+	}
+	ctx := context.Background()
+	for _, h := range hs {
+		if err := h.p.CreateSpace(ctx, "photos"); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.p.CreateSpace(ctx, "photos"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, h := range hs {
+		for _, tk := range h.next(t) {
+			if tk.Get("action") == "CREATE_SPACE" {
+				n++
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d CREATE_SPACE tasks queued for one space, want 1", n)
+	}
+	sc, ok := any(hs[0].p).(storage.SpaceCreator)
+	if !ok {
+		t.Fatal("the audited provider hides its store's SpaceCreator")
+	}
+	if created, err := sc.CreateSpaceIfAbsent(ctx, "photos"); created || err != nil {
+		t.Errorf("CreateSpaceIfAbsent(existing) = %v, %v", created, err)
+	}
+}

@@ -19,8 +19,14 @@ import (
 // a symbolic link anywhere under the root, a sidecar naming a file other
 // than its item's blob, a sidecar that does not parse, or a file changed
 // while it was being opened. fsstore refuses to read, write or delete
-// through such a file; an operator should look at it.
-var ErrUnsafe = errors.New("fsstore: refused")
+// through such a file; an operator should look at it. It wraps the portable
+// storage.ErrUnsafe, so callers need not know the provider.
+var ErrUnsafe error = unsafeError{}
+
+type unsafeError struct{}
+
+func (unsafeError) Error() string { return "fsstore: refused" }
+func (unsafeError) Unwrap() error { return storage.ErrUnsafe }
 
 // maxSidecarSize bounds what fsstore reads of a sidecar or space record.
 const maxSidecarSize = 16 << 20
@@ -149,6 +155,35 @@ func (s *Store) writeAtomic(rel string, write func(io.Writer) error) error {
 		s.root.Remove(tmp)
 	}
 	return err
+}
+
+// createFileAtomic writes data to rel atomically unless rel exists, and
+// reports whether it did: the file is written to a temporary name, then
+// hard-linked to rel, which fails when rel exists — in this process or
+// another one writing the same directory.
+func (s *Store) createFileAtomic(rel string, data []byte) (bool, error) {
+	f, tmp, err := s.createTemp("w")
+	if err != nil {
+		return false, err
+	}
+	defer s.root.Remove(tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, err
+	}
+	switch err := s.root.Link(tmp, rel); {
+	case errors.Is(err, fs.ErrExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // writeFileAtomic writes data to rel atomically (writeAtomic).

@@ -260,25 +260,36 @@ func (s *Store) readDir(rel string) ([]fs.DirEntry, error) {
 
 // CreateSpace creates space; an existing space is left as it is.
 func (s *Store) CreateSpace(ctx context.Context, space string) error {
+	_, err := s.CreateSpaceIfAbsent(ctx, space)
+	return err
+}
+
+var _ storage.SpaceCreator = (*Store)(nil)
+
+// CreateSpaceIfAbsent implements storage.SpaceCreator: the space record is
+// created exclusively (a hard link fails when it exists), so of several
+// processes creating the space in one directory only one is told it did.
+func (s *Store) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	if err := storage.ValidateSpaceID(space); err != nil {
-		return wrap("create space", space, err)
+		return false, wrap("create space", space, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ok, err := s.spaceExists(space); err != nil || ok {
-		return wrap("create space", space, err)
+		return false, wrap("create space", space, err)
 	}
 	if err := s.root.Mkdir(space, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return wrap("create space", space, err)
+		return false, wrap("create space", space, err)
 	}
 	if err := s.checkDirs(space, false); err != nil {
-		return wrap("create space", space, err)
+		return false, wrap("create space", space, err)
 	}
 	b, _ := json.Marshal(spaceRecord{ACLs: map[string]string{}})
-	return wrap("create space", space, s.writeFileAtomic(filepath.Join(space, spaceFile), b))
+	created, err := s.createFileAtomic(filepath.Join(space, spaceFile), b)
+	return created, wrap("create space", space, err)
 }
 
 // DeleteSpace removes an empty space; a missing space is success. A space

@@ -1,8 +1,11 @@
 package fsstore
 
 import (
+	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/millfleet/mill/pkg/storage/storagetest"
@@ -34,4 +37,40 @@ func TestConformance(t *testing.T) {
 			},
 		}
 	})
+}
+
+// Two stores on one directory (two processes) creating the same spaces at
+// once: each space is reported created exactly once.
+func TestCreateSpaceOnceAcrossStores(t *testing.T) {
+	dir := t.TempDir()
+	var stores [4]*Store
+	for i := range stores {
+		s, err := New(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i] = s
+	}
+	const spaces = 20
+	var created [spaces]atomic.Int32
+	var wg sync.WaitGroup
+	for _, s := range stores {
+		wg.Go(func() {
+			for i := range spaces {
+				ok, err := s.CreateSpaceIfAbsent(t.Context(), fmt.Sprintf("space-%d", i))
+				if err != nil {
+					t.Errorf("CreateSpaceIfAbsent: %v", err)
+				}
+				if ok {
+					created[i].Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range created {
+		if n := created[i].Load(); n != 1 {
+			t.Errorf("space-%d: %d stores say they created it, want 1", i, n)
+		}
+	}
 }

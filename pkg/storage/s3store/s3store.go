@@ -327,11 +327,54 @@ func (s *Store) needSpace(ctx context.Context, space string) error {
 
 // CreateSpace writes the space marker unless it exists (keeping its ACLs).
 func (s *Store) CreateSpace(ctx context.Context, space string) error {
+	_, err := s.CreateSpaceIfAbsent(ctx, space)
+	return err
+}
+
+var _ storage.SpaceCreator = (*Store)(nil)
+
+// CreateSpaceIfAbsent implements storage.SpaceCreator: after a HEAD finds
+// no marker, the marker is written with If-None-Match: *, which S3 refuses
+// (412, or 409 when a concurrent conditional write is in progress) once
+// another writer created it — so the ACLs another writer set are kept and
+// only one writer is told it created the space. An S3-compatible store
+// that ignores the condition is back to last writer wins.
+func (s *Store) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, error) {
 	err := s.needSpace(ctx, space)
 	if err == nil || !errors.Is(err, storage.ErrNotFound) {
-		return wrap("create space", space, err)
+		return false, wrap("create space", space, err)
 	}
-	return wrap("create space", space, s.writeSpace(ctx, space, &spaceRecord{ACLs: map[string]string{}}))
+	key, err := s.spaceKey(space)
+	if err != nil {
+		return false, wrap("create space", space, err)
+	}
+	b, _ := json.Marshal(&spaceRecord{ACLs: map[string]string{}})
+	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:      aws.String(s.cfg.Bucket),
+		Key:         aws.String(key),
+		Body:        bytes.NewReader(b),
+		ContentType: aws.String("application/json"),
+		IfNoneMatch: aws.String("*"),
+	})
+	if conditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, wrap("create space", space, err)
+}
+
+// conditionFailed reports whether err is S3 refusing a conditional write
+// because of its condition: 412 Precondition Failed, or 409
+// ConditionalRequestConflict (a concurrent conditional write won).
+func conditionFailed(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "PreconditionFailed", "ConditionalRequestConflict":
+			return true
+		}
+	}
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusPreconditionFailed || re.HTTPStatusCode() == http.StatusConflict)
 }
 
 // DeleteSpace deletes the marker of an empty space; a missing space is

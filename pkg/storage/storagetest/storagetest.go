@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,6 +70,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		fn   func(*testing.T, *Harness)
 	}{
 		{"Spaces", testSpaces},
+		{"CreateSpaceOnce", testCreateSpaceOnce},
 		{"SpaceACLs", testSpaceACLs},
 		{"InvalidIDs", testInvalidIDs},
 		{"NotFound", testNotFound},
@@ -224,6 +226,47 @@ func testSpaces(t *testing.T, h *Harness) {
 	if err != nil || len(ids) != 0 || more {
 		t.Errorf("ListContent(re-created space): %q, %v, %v; want empty", ids, more, err)
 	}
+}
+
+// testCreateSpaceOnce: however many callers create one space at the same
+// time, exactly one is told it created it (so a CREATE_SPACE is audited
+// once), and a space that exists keeps its ACLs.
+func testCreateSpaceOnce(t *testing.T, h *Harness) {
+	p, ctx := h.Provider, ctxT(t)
+	sc, ok := p.(storage.SpaceCreator)
+	if !ok {
+		t.Fatalf("%T does not implement storage.SpaceCreator: a space's creation could be audited more than once", p)
+	}
+	const callers = 8
+	var created atomic.Int32
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			ok, err := sc.CreateSpaceIfAbsent(ctx, "once")
+			if err != nil {
+				t.Errorf("CreateSpaceIfAbsent: %v", err)
+			}
+			if ok {
+				created.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := created.Load(); n != 1 {
+		t.Errorf("%d of %d concurrent CreateSpaceIfAbsent calls say they created the space, want 1", n, callers)
+	}
+	acls := map[string]string{"user-alice": "WRITE"}
+	if err := p.SetSpaceACLs(ctx, "once", acls); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := sc.CreateSpaceIfAbsent(ctx, "once"); ok || err != nil {
+		t.Errorf("CreateSpaceIfAbsent(existing space) = %v, %v; want false, nil", ok, err)
+	}
+	if got, err := p.SpaceACLs(ctx, "once"); err != nil || !maps.Equal(got, acls) {
+		t.Errorf("SpaceACLs after CreateSpaceIfAbsent of an existing space: %v, %v; want %v", got, err, acls)
+	}
+	_, err := sc.CreateSpaceIfAbsent(ctx, "a/b")
+	wantErr(t, "CreateSpaceIfAbsent(a/b)", err, storage.ErrInvalidID)
 }
 
 func testSpaceACLs(t *testing.T, h *Harness) {

@@ -81,8 +81,15 @@ func TestClaimCheckOverSQSAndS3(t *testing.T) {
 	if err := q.Delete(ctx, m); err != nil {
 		t.Fatal(err)
 	}
+	// The blob stays until the claims expiry (see claimcheck.Queue.Delete).
+	if _, err := blobs.Get(ctx, key); err != nil {
+		t.Fatalf("blob after its message was deleted: %v, want it kept", err)
+	}
+	if err := blobs.Delete(ctx, key); err != nil {
+		t.Fatalf("deleting a blob: %v", err)
+	}
 	if _, err := blobs.Get(ctx, key); !errors.Is(err, claimcheck.ErrBlobNotFound) {
-		t.Fatalf("blob after delete: %v, want ErrBlobNotFound", err)
+		t.Fatalf("blob after Delete: %v, want ErrBlobNotFound", err)
 	}
 	if err := blobs.Delete(ctx, key); err != nil {
 		t.Fatalf("deleting a missing blob: %v", err)

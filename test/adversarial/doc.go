@@ -1,0 +1,19 @@
+// Package adversarial attacks a running Mill the way an attacker who can
+// send to its queues, or a careless operator, would (docs/ARCHITECTURE.md,
+// Safety), through the real workman and millctl binaries against the AWS
+// emulator and PostgreSQL, with two S3 stores (one bucket versioned) and a
+// filesystem store:
+//
+//   - adversarial_test.go: every input of a list of forged, malformed and
+//     hostile tasks, files and configurations — each must be dead-lettered
+//     with a reason naming the rule it broke, every object and file outside
+//     the good task's item must be byte-identical afterwards (all object
+//     versions of every bucket, every file and link of every directory),
+//     the preserved items present, and Workman alive: /healthz answers and
+//     a good task sent last is processed.
+//   - random_test.go: a few hundred mixed valid, malformed and forged tasks
+//     across every queue in a seeded random order (MILL_SAFETY_SEED
+//     replays one; MILL_SAFETY_TASKS sizes the run); afterwards no source
+//     item is missing or changed, and every destination item matches its
+//     source or is restorable.
+package adversarial
