@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/millfleet/mill/pkg/queue"
@@ -33,76 +34,78 @@ func (b *flakyBlobs) Get(ctx context.Context, key string) ([]byte, error) {
 // cause; one whose blob cannot be read for now is left for redelivery and
 // completes once the blob store is back.
 func TestClaimCheckedTasks(t *testing.T) {
-	blobs := &flakyBlobs{MemBlobs: claimcheck.NewMemBlobs()}
-	pad := strings.Repeat("p", 300<<10)
-	var failedOnce atomic.Bool
-	var sawPad atomic.Int64
-	rec := &recorder{fn: func(ctx context.Context, tk *task.Task) error {
-		if len(tk.Get("pad")) == len(pad) {
-			sawPad.Add(1)
+	synctest.Test(t, func(t *testing.T) {
+		blobs := &flakyBlobs{MemBlobs: claimcheck.NewMemBlobs()}
+		pad := strings.Repeat("p", 300<<10)
+		var failedOnce atomic.Bool
+		var sawPad atomic.Int64
+		rec := &recorder{fn: func(ctx context.Context, tk *task.Task) error {
+			if len(tk.Get("pad")) == len(pad) {
+				sawPad.Add(1)
+			}
+			if tk.Get("id") == "big-retry" && !failedOnce.Swap(true) {
+				return errors.New("transient")
+			}
+			return nil
+		}}
+		h := newHarness(t, harnessOpts{handler: rec, vt: 30 * time.Second, cfg: func(c *Config) {
+			c.Queues = []queue.Queue{claimcheck.New(c.Queues[0], blobs, claimcheck.Config{})}
+			c.DeadLetter = claimcheck.New(c.DeadLetter, blobs, claimcheck.Config{})
+		}})
+		rec.clk = h.clk
+		ctx := context.Background()
+		in := claimcheck.New(h.queues[0], blobs, claimcheck.Config{})
+		send := func(id string) {
+			t.Helper()
+			b, err := task.Encode(task.New(task.TypeNoop, map[string]string{"id": id, "pad": pad}), task.FormatJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := in.Send(ctx, queue.SendEntry{Body: b}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if tk.Get("id") == "big-retry" && !failedOnce.Swap(true) {
-			return errors.New("transient")
+		send("big")
+		send("big-retry")
+		send("big-lost")
+		// Lose the blob of the third message: receive it raw and delete its blob.
+		ms, err := h.queues[0].Receive(ctx, 10, 0)
+		if err != nil || len(ms) != 3 {
+			t.Fatalf("receive raw: %v, %d", err, len(ms))
 		}
-		return nil
-	}}
-	h := newHarness(t, harnessOpts{handler: rec, vt: 30 * time.Second, cfg: func(c *Config) {
-		c.Queues = []queue.Queue{claimcheck.New(c.Queues[0], blobs, claimcheck.Config{})}
-		c.DeadLetter = claimcheck.New(c.DeadLetter, blobs, claimcheck.Config{})
-	}})
-	rec.clk = h.clk
-	ctx := context.Background()
-	in := claimcheck.New(h.queues[0], blobs, claimcheck.Config{})
-	send := func(id string) {
-		t.Helper()
-		b, err := task.Encode(task.New(task.TypeNoop, map[string]string{"id": id, "pad": pad}), task.FormatJSON)
-		if err != nil {
+		if err := blobs.Delete(ctx, ms[2].Attributes[claimcheck.AttrRef]); err != nil {
 			t.Fatal(err)
 		}
-		if err := in.Send(ctx, queue.SendEntry{Body: b}); err != nil {
+		if err := h.queues[0].Release(ctx, ms...); err != nil {
 			t.Fatal(err)
 		}
-	}
-	send("big")
-	send("big-retry")
-	send("big-lost")
-	// Lose the blob of the third message: receive it raw and delete its blob.
-	ms, err := h.queues[0].Receive(ctx, 10, 0)
-	if err != nil || len(ms) != 3 {
-		t.Fatalf("receive raw: %v, %d", err, len(ms))
-	}
-	if err := blobs.Delete(ctx, ms[2].Attributes[claimcheck.AttrRef]); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.queues[0].Release(ctx, ms...); err != nil {
-		t.Fatal(err)
-	}
-	blobs.down.Store(true)
-	send("big-later") // sent while reads fail; Put still works
-	h.start()
+		blobs.down.Store(true)
+		send("big-later") // sent while reads fail; Put still works
+		h.start()
 
-	// While reads fail nothing runs and nothing is dead-lettered: every
-	// message waits out its visibility timeout.
-	h.advance(10 * time.Second)
-	if n := len(rec.get()); n != 0 || h.dlq.Len() != 0 {
-		t.Fatalf("with the blob store down: %d tasks ran, %d dead letters; want none", n, h.dlq.Len())
-	}
-	blobs.down.Store(false)
-	if !h.advanceUntil(5*time.Minute, func() bool { return sawPad.Load() == 4 && h.dlq.Len() == 1 }) {
-		t.Fatalf("after the blob store came back: %d runs with the whole body (want 4: big, big-retry twice, big-later), %d dead letters (want 1)", sawPad.Load(), h.dlq.Len())
-	}
-	dls := readDLQ(t, h.dlq)
-	if len(dls) != 1 || dls[0].Reason != ReasonUndecodable || !strings.Contains(dls[0].Error, "blob not found") ||
-		!strings.Contains(string(dls[0].Body), "millClaimCheck") {
-		t.Fatalf("dead letter of the lost blob: %+v", dls[0])
-	}
-	h.advance(2 * time.Second) // the batched deletes
-	if n := h.queues[0].Len(); n != 0 {
-		t.Errorf("%d messages left on the queue", n)
-	}
-	if n := blobs.Len(); n != 0 {
-		t.Errorf("%d blobs left; every processed or re-sent task's blob must be deleted", n)
-	}
+		// While reads fail nothing runs and nothing is dead-lettered: every
+		// message waits out its visibility timeout.
+		h.advance(10 * time.Second)
+		if n := len(rec.get()); n != 0 || h.dlq.Len() != 0 {
+			t.Fatalf("with the blob store down: %d tasks ran, %d dead letters; want none", n, h.dlq.Len())
+		}
+		blobs.down.Store(false)
+		if !h.advanceUntil(5*time.Minute, func() bool { return sawPad.Load() == 4 && h.dlq.Len() == 1 }) {
+			t.Fatalf("after the blob store came back: %d runs with the whole body (want 4: big, big-retry twice, big-later), %d dead letters (want 1)", sawPad.Load(), h.dlq.Len())
+		}
+		dls := readDLQ(t, h.dlq)
+		if len(dls) != 1 || dls[0].Reason != ReasonUndecodable || !strings.Contains(dls[0].Error, "blob not found") ||
+			!strings.Contains(string(dls[0].Body), "millClaimCheck") {
+			t.Fatalf("dead letter of the lost blob: %+v", dls[0])
+		}
+		h.advance(2 * time.Second) // the batched deletes
+		if n := h.queues[0].Len(); n != 0 {
+			t.Errorf("%d messages left on the queue", n)
+		}
+		if n := blobs.Len(); n != 0 {
+			t.Errorf("%d blobs left; every processed or re-sent task's blob must be deleted", n)
+		}
+	})
 }
 
 // TestForgedClaimReferences: references the claim check refuses — another
