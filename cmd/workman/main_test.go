@@ -33,7 +33,7 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	for _, v := range []string{"MILL_QUEUES", "MILL_QUEUE_PREFIX", "MILL_WORKERS", "MILL_RECEIVE_WAIT", "MILL_TIMEOUTS",
-		"MILL_IDLE_BACKOFF_MIN", "MILL_IDLE_BACKOFF_MAX", "MILL_GRACE_PERIOD", "MILL_HTTP_ADDR", "MILL_METRICS_INTERVAL",
+		"MILL_MIN_SHARE", "MILL_GRACE_PERIOD", "MILL_HTTP_ADDR", "MILL_METRICS_INTERVAL",
 		"MILL_CLOUDWATCH", "MILL_MAX_ATTEMPTS", "MILL_WORKER_ID", "MILL_LOG_LEVEL", "MILL_FORMAT"} {
 		if !strings.Contains(out.String(), v) {
 			t.Errorf("--help does not mention %s", v)
@@ -255,7 +255,7 @@ func TestCrashSafety(t *testing.T) {
 		ts = append(ts, task.New(task.TypeNoop, map[string]string{"id": fmt.Sprint(i)}))
 	}
 	p.send(ts...)
-	args := []string{"--workers", "8", "--noop-sleep", "20ms", "--idle-backoff-min", "5s", "--idle-backoff-max", "5s"}
+	args := []string{"--workers", "8", "--noop-sleep", "20ms"}
 	cmd, _ := p.start(args...)
 	waitUntil(t, 60*time.Second, "150 tasks done", func() bool { return len(p.recorded()) >= 150 })
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -431,7 +431,6 @@ func (e *env) manager() (*workman.Manager, error) {
 		// queues and never reaches the lower ones.
 		ReceiveWait:     time.Millisecond,
 		QueueBackoffMin: 10 * time.Millisecond, QueueBackoffMax: 200 * time.Millisecond,
-		IdleBackoffMin: 10 * time.Millisecond, IdleBackoffMax: 100 * time.Millisecond,
 		IdlePollWait: 50 * time.Millisecond,
 		RetryBase:    100 * time.Millisecond, RetryMax: 2 * time.Second,
 		DeleteFlush: 20 * time.Millisecond, OperationRetryBase: 10 * time.Millisecond,

@@ -129,47 +129,6 @@ func TestAtMostOneBatchHeld(t *testing.T) {
 	})
 }
 
-// TestEmptyHigherQueuesAreCheap: with work only on the lowest of six
-// queues, the five empty ones cost a few receives a minute each.
-func TestEmptyHigherQueuesAreCheap(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var clk *clock.Fake
-		var done atomic.Int64
-		h := newHarness(t, harnessOpts{queues: 6, cfg: func(c *Config) { c.Workers = 4 },
-			handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
-				defer done.Add(1)
-				return clock.Sleep(ctx, clk, 2*time.Second) // 4 workers: 2 tasks/s
-			})})
-		clk = h.clk
-		var ts []*task.Task
-		for i := range 1000 {
-			ts = append(ts, noopTask(fmt.Sprint(i)))
-		}
-		h.put(5, ts...)
-		h.start()
-		const minutes = 5
-		h.advance(minutes * time.Minute)
-		// 4 workers × 2 s tasks = 600 in 5 minutes at best; each pass over the
-		// five empty queues (whenever their backoff expires) spends 5 s in 1 s
-		// receives while only one batch of 10 is held, so ~500–540 is typical.
-		if d := done.Load(); d < 450 {
-			t.Fatalf("only %d tasks done in %d simulated minutes (want 450–600)", d, minutes)
-		}
-		for i := range 5 {
-			n := len(h.recs[i].receives())
-			t.Logf("queue %d (empty): %d receives in %d min", i, n, minutes)
-			if n > 4*minutes {
-				t.Errorf("empty queue %d was asked %d times in %d minutes; want at most ~3 a minute", i, n, minutes)
-			}
-		}
-		low := len(h.recs[5].receives())
-		t.Logf("queue 5 (busy): %d receives for %d tasks", low, done.Load())
-		if float64(low) > float64(done.Load())/10*1.2+2 {
-			t.Errorf("busy queue: %d receives for %d tasks; batches are not full", low, done.Load())
-		}
-	})
-}
-
 func TestFailuresRetryThenDeadLetter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{fn: func(ctx context.Context, t *task.Task) error { return errors.New("disk on fire") }}
