@@ -230,7 +230,7 @@ func TestAcceptance(t *testing.T) {
 		Queues: []queue.Queue{audit, dupLow}, DeadLetter: dlq, Handler: mux.Handler(), ProcessorName: mux.ProcessorName,
 		Workers: 8, QueueBackoffMin: 100 * time.Millisecond, QueueBackoffMax: time.Second,
 		IdlePollWait: time.Second,
-		RetryBase: time.Second, RetryMax: 2 * time.Second, Logger: logger,
+		RetryBase:    time.Second, RetryMax: 2 * time.Second, Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -117,7 +117,7 @@ func (e *opsEnv) startManager(h processors.HandlerFunc) (stop func()) {
 		RetryBase: time.Millisecond, RetryMax: time.Second,
 		QueueBackoffMin: 100 * time.Millisecond, QueueBackoffMax: 200 * time.Millisecond,
 		IdlePollWait: time.Second,
-		DeleteFlush: 100 * time.Millisecond, GracePeriod: 5 * time.Second,
+		DeleteFlush:  100 * time.Millisecond, GracePeriod: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(tWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {

@@ -112,7 +112,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 					Workers: *workers, MaxAttempts: *maxAttempts, RetryBase: *retryBase,
 					// One queue, run until empty: never back off for long.
 					QueueBackoffMax: time.Second,
-					IdlePollWait: time.Second, GracePeriod: 10 * time.Second,
+					IdlePollWait:    time.Second, GracePeriod: 10 * time.Second,
 					Logger: a.logger, Observer: obs, WorkerID: "millctl-" + workman.DefaultWorkerID(),
 				})
 				if err != nil {

@@ -378,7 +378,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 				// idle period so the run ends soon after the last task.
 				Workers: 8, ReceiveWait: time.Second, QueueBackoffMin: time.Second, QueueBackoffMax: 8 * time.Second,
 				IdlePollWait: time.Second,
-				RetryBase: time.Second, GracePeriod: 5 * time.Second, WorkerID: fmt.Sprintf("e2e-%d", n), Logger: logger,
+				RetryBase:    time.Second, GracePeriod: 5 * time.Second, WorkerID: fmt.Sprintf("e2e-%d", n), Logger: logger,
 			})
 			if err != nil {
 				t.Fatal(err)
