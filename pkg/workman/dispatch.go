@@ -100,6 +100,10 @@ func (d *dispatcher) receive(ctx context.Context, i int) {
 		if !ok {
 			return
 		}
+		if ctx.Err() != nil { // granted as shutdown began
+			d.update(func(p *planner) { p.abort(g) })
+			return
+		}
 		// A batch receive runs to completion even when ctx ends (what it
 		// returns is released at once), so no message is left invisible
 		// by a cancelled request; a watch (long poll) is cancelled.
@@ -133,6 +137,13 @@ func (d *dispatcher) receive(ctx context.Context, i int) {
 		if len(jobs) > 0 {
 			m.obs.InFlight(len(jobs))
 		}
+		if ctx.Err() != nil {
+			// Shutdown began while the receive ran: what it brought is
+			// released at once.
+			d.update(func(p *planner) { p.abort(g) })
+			m.releaseMany(d.svc, qs, jobs, "shutdown before start")
+			return
+		}
 		d.update(func(p *planner) { p.received(g, jobs) })
 	}
 }
@@ -162,11 +173,18 @@ func (d *dispatcher) settleAfter(g grant) (stop func()) {
 	}
 }
 
-// work is one worker: it runs the jobs handed to it until jobs is closed.
-func (d *dispatcher) work(svc, hard context.Context) {
+// work is one worker: it runs the jobs handed to it until jobs is closed;
+// once stop is closed it releases them instead.
+func (d *dispatcher) work(svc, hard context.Context, stop <-chan struct{}) {
 	m := d.m
 	for j := range d.jobs {
-		if m.stopping.Load() {
+		stopping := m.stopping.Load()
+		select {
+		case <-stop:
+			stopping = true
+		default:
+		}
+		if stopping {
 			m.release(svc, j, "shutdown before start")
 		} else {
 			m.runJob(svc, hard, j)

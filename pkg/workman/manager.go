@@ -123,7 +123,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	d := newDispatcher(m, svc)
 	var workers sync.WaitGroup
 	for range m.cfg.Workers {
-		workers.Go(func() { d.work(svc, hard) })
+		workers.Go(func() { d.work(svc, hard, ctx.Done()) })
 	}
 	m.ready.Store(true)
 	m.log.Info("workman started", "queues", m.queueNames(), "workers", m.cfg.Workers)

@@ -33,9 +33,10 @@ import (
 //     when the free budget (workers + one batch − running − held − batches in
 //     flight) fits the batch. Watches take no budget: each may add one
 //     message beyond it.
-//   - A message received while a higher queue was unknown is uncertain: it
-//     waits until every higher queue has answered; if one then has a
-//     backlog (and its queue has no share), it is released at once.
+//   - A message received by a receive that started or ended while a higher
+//     queue was unknown is uncertain: it waits until every higher queue has
+//     answered; if one then has a backlog (and its queue has no share), it
+//     is released at once.
 type planner struct {
 	workers, batch         int
 	receiveWait, watchWait time.Duration
@@ -94,6 +95,9 @@ type pqueue struct {
 	inflight recvKind
 	seq      uint64 // of the grant in flight
 	n        int    // messages asked for by the receive in flight
+	// unsure: when the receive in flight was granted, a higher queue was
+	// unknown
+	unsure bool
 	held     []heldJob
 }
 
@@ -163,7 +167,7 @@ func (p *planner) received(g grant, jobs []*job) {
 			}
 		}
 	}
-	uncertain := p.unsettledAbove(g.queue)
+	uncertain := q.unsure || p.unsettledAbove(g.queue)
 	for _, j := range jobs {
 		q.held = append(q.held, heldJob{j: j, uncertain: uncertain})
 	}
@@ -377,6 +381,7 @@ func (p *planner) grants() []grant {
 		p.seq++
 		g := grant{queue: i, kind: kind, n: n, wait: wait, seq: p.seq, settle: kind == watchRecv && q.ans == unknown}
 		q.ready, q.inflight, q.seq, q.n = false, kind, p.seq, n
+		q.unsure = p.unsettledAbove(i)
 		if kind == batchRecv {
 			p.reservedBatch += n
 		}
