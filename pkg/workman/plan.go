@@ -33,6 +33,11 @@ import (
 //     when the free budget (workers + one batch − running − held − batches in
 //     flight) fits the batch. Watches take no budget: each may add one
 //     message beyond it.
+//   - A share queue below a backlog is contended: it receives its quota
+//     (its share of a batch, at least one) when its credit is not in debt,
+//     and the backlogged queue's batch shrinks by that quota. A deficit
+//     counter over task starts gives it the next free worker whenever its
+//     share of the starts has come due; otherwise workers go by priority.
 //   - A message received by a receive that started or ended while a higher
 //     queue was unknown is uncertain: it waits until every higher queue has
 //     answered; if one then has a backlog (and its queue has no share), it
@@ -353,9 +358,11 @@ func ready(q *pqueue) bool { return len(q.held) > 0 && !q.held[0].uncertain }
 
 // charge updates the share credits for a start from queue started: every
 // contended share queue earns its share of the start, and the one that
-// started pays one start. Credit is kept within one start either way, so
-// a queue neither banks a burst nor pays for long for a time it took
-// slots nobody else could use.
+// started pays one start. Credit is capped at one start, so a queue that
+// had nothing to run does not bank a burst; debt — starts a share queue got
+// beyond its due, on slots no higher message was held for — is remembered
+// up to one batch and paid back by skipping due turns, so the share stays
+// near its floor while the higher queue keeps the workers busy.
 func (p *planner) charge(started int) {
 	for i := range p.qs {
 		q := &p.qs[i]
@@ -370,7 +377,7 @@ func (p *planner) charge(started int) {
 		if i == started {
 			q.credit -= ppm
 		}
-		q.credit = min(max(q.credit, -ppm), ppm)
+		q.credit = min(max(q.credit, -int64(p.batch)*ppm), ppm)
 	}
 }
 
@@ -436,6 +443,9 @@ func (p *planner) grants() []grant {
 		q := &p.qs[i]
 		if !q.ready || q.inflight != noRecv || len(q.held) > 0 || p.unsettledAbove(i) {
 			continue
+		}
+		if i != main && q.credit < 0 {
+			continue // in debt: no more of it until its turn comes near
 		}
 		n := p.batch
 		if i != main {

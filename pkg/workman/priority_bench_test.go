@@ -1,0 +1,217 @@
+package workman
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors"
+)
+
+// emuRun runs a Manager over qs (the last one is the dead-letter queue)
+// with handler until done is closed, then shuts it down.
+func emuRun(b *testing.B, qs []*sqsqueue.Queue, workers int, share map[string]float64, handler processors.Handler, done <-chan struct{}) {
+	b.Helper()
+	var work []queue.Queue
+	for _, q := range qs[:len(qs)-1] {
+		work = append(work, q)
+	}
+	m, err := New(Config{
+		Queues: work, DeadLetter: qs[len(qs)-1], Workers: workers, MinShare: share, Handler: handler,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- m.Run(ctx) }()
+	select {
+	case <-done:
+	case err := <-stopped:
+		cancel()
+		b.Fatalf("Run returned early: %v", err)
+	}
+	cancel()
+	if err := <-stopped; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkEmulatorSixQueues drains the same NOOP tasks from one queue
+// configured alone and, in the same run, from the fifth of the six default
+// queues (the other five empty). It reports both rates, their ratio
+// (six/one) and the SQS requests per task of each (receives, deletes and
+// visibility changes). Run with:
+//
+//	go test -run '^$' -bench EmulatorSixQueues -benchtime 1x ./pkg/workman/
+func BenchmarkEmulatorSixQueues(b *testing.B) {
+	const n = 2000
+	cfg := testenv.AWS(b)
+	meter := sqsqueue.NewMeter()
+	client := cfg.SQS(meter.Option())
+	drain := func(names []string, busy int) (rate, reqPerTask float64) {
+		qs := emuQueueSet(b, client, 30*time.Second, names...)
+		sendNoops(b, qs[busy], n, nil)
+		var count atomic.Int64
+		allDone := make(chan struct{})
+		h := processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+			if count.Add(1) == n {
+				close(allDone)
+			}
+			return nil
+		})
+		meter.Reset()
+		start := time.Now()
+		emuRun(b, qs, 16, nil, h, allDone)
+		elapsed := time.Since(start)
+		snap := meter.Snapshot()
+		reqs := snap["ReceiveMessage"] + snap["DeleteMessageBatch"] + snap["ChangeMessageVisibilityBatch"]
+		if d, _ := qs[busy].Depth(context.Background()); d.Total() != 0 {
+			b.Fatalf("queue not empty after the drain: %+v", d)
+		}
+		b.Logf("%d queues: %d tasks in %v (%.1f/s); requests %v = %.4f req/task", len(names), n, elapsed.Round(time.Millisecond), n/elapsed.Seconds(), snap, float64(reqs)/n)
+		return n / elapsed.Seconds(), float64(reqs) / n
+	}
+	for range b.N {
+		oneRate, oneReq := drain([]string{queue.KeyDupLow}, 0)
+		sixRate, sixReq := drain(queue.DefaultPriority, 4)
+		b.ReportMetric(sixRate, "six-tasks/s")
+		b.ReportMetric(oneRate, "one-tasks/s")
+		b.ReportMetric(sixRate/oneRate, "six/one")
+		b.ReportMetric(sixReq, "six-req/task")
+		b.ReportMetric(oneReq, "one-req/task")
+	}
+}
+
+// BenchmarkEmulatorHighPickup keeps every worker busy with 2 s tasks from
+// dup-low and sends one task to dup-high, three times; it reports the
+// longest time from that send to the task's start and its ratio to one low
+// task's duration + 1 s (the bar: at most 1). Run with:
+//
+//	go test -run '^$' -bench EmulatorHighPickup -benchtime 1x ./pkg/workman/
+func BenchmarkEmulatorHighPickup(b *testing.B) {
+	const (
+		workers = 4
+		lowTask = 2 * time.Second
+		samples = 3
+	)
+	client := testenv.AWS(b).SQS()
+	for range b.N {
+		qs := emuQueueSet(b, client, 30*time.Second, queue.DefaultPriority...)
+		// Enough low work to keep every worker busy throughout.
+		sendNoops(b, qs[4], workers*(samples*5+10)*int(time.Second/lowTask+1), map[string]string{"kind": "low"})
+		var mu sync.Mutex
+		started := map[string]time.Time{}
+		h := processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+			if tk.Get("kind") == "urgent" {
+				mu.Lock()
+				started[tk.Get("id")] = time.Now()
+				mu.Unlock()
+				return nil
+			}
+			select {
+			case <-time.After(lowTask):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		done := make(chan struct{})
+		var worst time.Duration
+		go func() {
+			defer close(done)
+			for i := range samples {
+				time.Sleep(4*time.Second + time.Duration(i)*700*time.Millisecond) // a different phase each time
+				id := string(rune('a' + i))
+				tk := task.New(task.TypeNoop, map[string]string{"kind": "urgent", "id": id})
+				body, err := task.Encode(tk, task.FormatJSON)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				sent := time.Now()
+				if err := qs[1].Send(context.Background(), queue.SendEntry{Body: body}); err != nil {
+					b.Error(err)
+					return
+				}
+				deadline := time.Now().Add(time.Minute)
+				for time.Now().Before(deadline) {
+					mu.Lock()
+					at, ok := started[id]
+					mu.Unlock()
+					if ok {
+						worst = max(worst, at.Sub(sent))
+						b.Logf("urgent task %s started %v after it was sent", id, at.Sub(sent).Round(time.Millisecond))
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		}()
+		emuRun(b, qs, workers, nil, h, done)
+		if len(started) != samples {
+			b.Fatalf("%d of %d urgent tasks started", len(started), samples)
+		}
+		b.ReportMetric(worst.Seconds(), "pickup-s")
+		b.ReportMetric(worst.Seconds()/(lowTask+time.Second).Seconds(), "pickup/(low+1s)")
+	}
+}
+
+// BenchmarkEmulatorMinShare floods dup-high and bit and counts what bit
+// completes until dup-high has drained, with --min-share bit=0.2 and
+// without. It reports bit's share of the completed tasks in percent for
+// each (the bars: 20 ± 5 and 0). Run with:
+//
+//	go test -run '^$' -bench EmulatorMinShare -benchtime 1x ./pkg/workman/
+func BenchmarkEmulatorMinShare(b *testing.B) {
+	// Eight workers × 0.5 s tasks need 16 tasks/s: less than the emulator
+	// delivers, so dup-high keeps every worker busy, as a backlog would.
+	const (
+		n        = 300
+		taskTime = 500 * time.Millisecond
+	)
+	client := testenv.AWS(b).SQS()
+	share := func(c *sqs.Client, floor float64) float64 {
+		qs := emuQueueSet(b, c, 30*time.Second, queue.DefaultPriority...)
+		sendNoops(b, qs[1], n, map[string]string{"kind": "high"})
+		sendNoops(b, qs[5], n, map[string]string{"kind": "bit"})
+		var high, bit atomic.Int64
+		done := make(chan struct{})
+		h := processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+			time.Sleep(taskTime)
+			if tk.Get("kind") == "bit" {
+				if high.Load() < n {
+					bit.Add(1)
+				}
+				return nil
+			}
+			if high.Add(1) == n {
+				close(done)
+			}
+			return nil
+		})
+		var shares map[string]float64
+		if floor > 0 {
+			shares = map[string]float64{qs[5].Name(): floor}
+		}
+		emuRun(b, qs, 8, shares, h, done)
+		pct := 100 * float64(bit.Load()) / float64(bit.Load()+n)
+		b.Logf("min share %v: bit completed %d while dup-high completed %d: %.1f %%", floor, bit.Load(), n, pct)
+		return pct
+	}
+	for range b.N {
+		b.ReportMetric(share(client, 0.2), "bit-%-share")
+		b.ReportMetric(share(client, 0), "bit-%-strict")
+	}
+}
