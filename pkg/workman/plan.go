@@ -103,7 +103,7 @@ type pqueue struct {
 	// unsure: when the receive in flight was granted, a higher queue was
 	// unknown
 	unsure bool
-	held     []heldJob
+	held   []heldJob
 }
 
 type heldJob struct {
