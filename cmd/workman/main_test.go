@@ -42,12 +42,12 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 }
 
 func TestBadFlagsReportedTogether(t *testing.T) {
-	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s"}
+	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s", "MILL_MIN_SHARE": "bit=lots"}
 	err := run(context.Background(), nil, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"log-level", "format", "DUP", "NOPE"} {
+	for _, want := range []string{"log-level", "format", "DUP", "NOPE", "min-share: bit"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -64,6 +64,13 @@ func TestQueueNameAndTimeouts(t *testing.T) {
 	tt, err := parseTimeouts("dup=2h, BIT=-1s")
 	if err != nil || tt[task.TypeDup] != 2*time.Hour || tt[task.TypeBit] != -time.Second {
 		t.Fatalf("%v %v", tt, err)
+	}
+	shares, err := parseShares("mill-", "bit=0.2, custom-queue=0.05")
+	if err != nil || len(shares) != 2 || shares["mill-bit"] != 0.2 || shares["custom-queue"] != 0.05 {
+		t.Fatalf("shares %v %v", shares, err)
+	}
+	if _, err := parseShares("mill-", "bit"); err == nil {
+		t.Fatal("min-share without a fraction accepted")
 	}
 	if envflag.VarName("grace-period") != "MILL_GRACE_PERIOD" {
 		t.Fatal("variable naming changed")

@@ -34,6 +34,24 @@ func TestConfigValidateReportsEverything(t *testing.T) {
 // worker, so the start order is exact. Every high task starts before any
 // low one — including the low message the startup watch received before
 // the high queue had answered: it is released, not run.
+func TestConfigMinShare(t *testing.T) {
+	qs := []queue.Queue{memqueue.New("top", memqueue.Config{}), memqueue.New("mid", memqueue.Config{}), memqueue.New("low", memqueue.Config{})}
+	base := Config{Queues: qs, DeadLetter: memqueue.New("dlq", memqueue.Config{}), Handler: processors.HandlerFunc(func(context.Context, *task.Task) error { return nil })}
+	ok := base
+	ok.MinShare = map[string]float64{"mid": 0.1, "low": 0.2}
+	if _, err := New(ok); err != nil {
+		t.Fatalf("valid shares refused: %v", err)
+	}
+	bad := base
+	bad.MinShare = map[string]float64{"top": 0.1, "nope": 0.2, "mid": 1.5, "low": -0.1}
+	_, err := New(bad)
+	for _, want := range []string{`"top": it is the top queue`, `"nope": not one of the queues`, `"mid" is 1.5`, `"low" is -0.1`, "add up to"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
+
 func TestHighPriorityDrainedFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
