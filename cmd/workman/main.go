@@ -169,8 +169,10 @@ func queueName(prefix, s string) string {
 	return s
 }
 
-func parseTimeouts(s string) (map[task.Type]time.Duration, error) {
-	out := map[task.Type]time.Duration{}
+// parsePairs reads a comma-separated list of KEY=VALUE pairs (form names
+// it in errors), calling each for every pair; it reports every malformed
+// pair and every problem each finds, prefixed with flag.
+func parsePairs(flag, form, s string, each func(k, v string) []error) error {
 	var errs []error
 	for _, kv := range strings.Split(s, ",") {
 		kv = strings.TrimSpace(kv)
@@ -179,45 +181,46 @@ func parseTimeouts(s string) (map[task.Type]time.Duration, error) {
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			errs = append(errs, fmt.Errorf("timeouts: %q is not TYPE=duration", kv))
+			errs = append(errs, fmt.Errorf("%s: %q is not %s", flag, kv, form))
 			continue
 		}
-		ty := task.Type(strings.ToUpper(strings.TrimSpace(k)))
-		if !ty.Known() {
-			errs = append(errs, fmt.Errorf("timeouts: unknown task type %q", k))
+		for _, err := range each(strings.TrimSpace(k), strings.TrimSpace(v)) {
+			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
 		}
-		d, err := time.ParseDuration(strings.TrimSpace(v))
+	}
+	return errors.Join(errs...)
+}
+
+func parseTimeouts(s string) (map[task.Type]time.Duration, error) {
+	out := map[task.Type]time.Duration{}
+	err := parsePairs("timeouts", "TYPE=duration", s, func(k, v string) (errs []error) {
+		ty := task.Type(strings.ToUpper(k))
+		if !ty.Known() {
+			errs = append(errs, fmt.Errorf("unknown task type %q", k))
+		}
+		d, err := time.ParseDuration(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("timeouts: %s: %w", k, err))
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
 		}
 		out[ty] = d
-	}
-	return out, errors.Join(errs...)
+		return errs
+	})
+	return out, err
 }
 
 // parseShares reads --min-share: QUEUE=fraction pairs, each QUEUE a key or
 // a full name as in --queues.
 func parseShares(prefix, s string) (map[string]float64, error) {
 	out := map[string]float64{}
-	var errs []error
-	for _, kv := range strings.Split(s, ",") {
-		kv = strings.TrimSpace(kv)
-		if kv == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			errs = append(errs, fmt.Errorf("min-share: %q is not QUEUE=fraction", kv))
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	err := parsePairs("min-share", "QUEUE=fraction", s, func(k, v string) []error {
+		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("min-share: %s: %w", k, err))
-			continue
+			return []error{fmt.Errorf("%s: %w", k, err)}
 		}
-		out[queueName(prefix, strings.TrimSpace(k))] = f
-	}
-	return out, errors.Join(errs...)
+		out[queueName(prefix, k)] = f
+		return nil
+	})
+	return out, err
 }
 
 func parseLevel(s string) (slog.Level, error) {
