@@ -114,47 +114,49 @@ func TestClaimCheckedTasks(t *testing.T) {
 // is neither run nor deleted. Before, the foreign object was read and
 // deleted, and an empty key was retried for ever.
 func TestForgedClaimReferences(t *testing.T) {
-	blobs := claimcheck.NewMemBlobs()
-	ctx := context.Background()
-	state := []byte(`{"producer":"dup"}`)
-	if err := blobs.Put(ctx, "state/dupproducer.json", state); err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	h := newHarness(t, harnessOpts{handler: rec, cfg: func(c *Config) {
-		c.Queues = []queue.Queue{claimcheck.New(c.Queues[0], blobs, claimcheck.Config{KeyPrefix: "claims/"})}
-	}})
-	rec.clk = h.clk
-	rules := map[string]string{"state/dupproducer.json": "claimcheck: key outside claims prefix", "": "claimcheck: empty key"}
-	for key := range rules {
-		body := `{"millClaimCheck":{"key":"` + key + `","size":18,"sha256":"x"}}`
-		if err := h.queues[0].Send(ctx, queue.SendEntry{Body: []byte(body), Attributes: map[string]string{claimcheck.AttrRef: key}}); err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		blobs := claimcheck.NewMemBlobs()
+		ctx := context.Background()
+		state := []byte(`{"producer":"dup"}`)
+		if err := blobs.Put(ctx, "state/dupproducer.json", state); err != nil {
 			t.Fatal(err)
 		}
-	}
-	h.start()
-	if !h.advanceUntil(time.Minute, func() bool { return h.dlq.Len() == 2 }) {
-		t.Fatalf("%d dead letters, want 2", h.dlq.Len())
-	}
-	h.advance(2 * time.Second) // the batched deletes
-	for _, d := range readDLQ(t, h.dlq) {
-		var rule string
-		for key, r := range rules {
-			if strings.Contains(d.Error, `blob "`+key+`"`) {
-				rule = r
+		rec := &recorder{}
+		h := newHarness(t, harnessOpts{handler: rec, cfg: func(c *Config) {
+			c.Queues = []queue.Queue{claimcheck.New(c.Queues[0], blobs, claimcheck.Config{KeyPrefix: "claims/"})}
+		}})
+		rec.clk = h.clk
+		rules := map[string]string{"state/dupproducer.json": "claimcheck: key outside claims prefix", "": "claimcheck: empty key"}
+		for key := range rules {
+			body := `{"millClaimCheck":{"key":"` + key + `","size":18,"sha256":"x"}}`
+			if err := h.queues[0].Send(ctx, queue.SendEntry{Body: []byte(body), Attributes: map[string]string{claimcheck.AttrRef: key}}); err != nil {
+				t.Fatal(err)
 			}
 		}
-		if d.Reason != ReasonPermanent || rule == "" || !strings.Contains(d.Error, rule) || d.Attempts != 0 {
-			t.Errorf("dead letter: reason %q, attempts %d, error %q; want permanent at once, naming the rule", d.Reason, d.Attempts, d.Error)
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return h.dlq.Len() == 2 }) {
+			t.Fatalf("%d dead letters, want 2", h.dlq.Len())
 		}
-	}
-	if n := len(rec.get()); n != 0 {
-		t.Errorf("%d forged tasks ran", n)
-	}
-	if n := h.queues[0].Len(); n != 0 {
-		t.Errorf("%d messages left on the queue", n)
-	}
-	if got, err := blobs.Get(ctx, "state/dupproducer.json"); err != nil || string(got) != string(state) {
-		t.Errorf("the state file: %q, %v; want it untouched", got, err)
-	}
+		h.advance(2 * time.Second) // the batched deletes
+		for _, d := range readDLQ(t, h.dlq) {
+			var rule string
+			for key, r := range rules {
+				if strings.Contains(d.Error, `blob "`+key+`"`) {
+					rule = r
+				}
+			}
+			if d.Reason != ReasonPermanent || rule == "" || !strings.Contains(d.Error, rule) || d.Attempts != 0 {
+				t.Errorf("dead letter: reason %q, attempts %d, error %q; want permanent at once, naming the rule", d.Reason, d.Attempts, d.Error)
+			}
+		}
+		if n := len(rec.get()); n != 0 {
+			t.Errorf("%d forged tasks ran", n)
+		}
+		if n := h.queues[0].Len(); n != 0 {
+			t.Errorf("%d messages left on the queue", n)
+		}
+		if got, err := blobs.Get(ctx, "state/dupproducer.json"); err != nil || string(got) != string(state) {
+			t.Errorf("the state file: %q, %v; want it untouched", got, err)
+		}
+	})
 }
