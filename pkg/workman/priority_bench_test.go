@@ -48,21 +48,46 @@ func emuRun(b *testing.B, qs []*sqsqueue.Queue, workers int, share map[string]fl
 	}
 }
 
+// feedNoops sends n NOOP tasks to q in batches of 10, keeping at most
+// window more sent than done reports: moto's SQS costs O(depth) per
+// request, so a deep queue would measure the emulator, not Workman. It
+// stops early when stop is closed.
+func feedNoops(b *testing.B, q queue.Queue, n, window int, done *atomic.Int64, stop <-chan struct{}) {
+	b.Helper()
+	for sent := 0; sent < n; {
+		if sent-int(done.Load()) >= window {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
+		k := min(queue.MaxBatch, n-sent)
+		sendNoops(b, q, k, nil)
+		sent += k
+	}
+}
+
 // BenchmarkEmulatorSixQueues drains the same NOOP tasks from one queue
 // configured alone and, in the same run, from the fifth of the six default
 // queues (the other five empty). It reports both rates, their ratio
 // (six/one) and the SQS requests per task of each (receives, deletes and
-// visibility changes). Run with:
+// visibility changes). Tasks are fed as the drain goes (at most 300
+// waiting). Run with:
 //
 //	go test -run '^$' -bench EmulatorSixQueues -benchtime 1x ./pkg/workman/
 func BenchmarkEmulatorSixQueues(b *testing.B) {
-	const n = 2000
+	const (
+		n      = 2000
+		window = 300
+	)
 	cfg := testenv.AWS(b)
 	meter := sqsqueue.NewMeter()
 	client := cfg.SQS(meter.Option())
 	drain := func(names []string, busy int) (rate, reqPerTask float64) {
 		qs := emuQueueSet(b, client, 30*time.Second, names...)
-		sendNoops(b, qs[busy], n, nil)
+		sendNoops(b, qs[busy], window, nil)
 		var count atomic.Int64
 		allDone := make(chan struct{})
 		h := processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
@@ -73,8 +98,11 @@ func BenchmarkEmulatorSixQueues(b *testing.B) {
 		})
 		meter.Reset()
 		start := time.Now()
+		fed := make(chan struct{})
+		go func() { defer close(fed); feedNoops(b, qs[busy], n-window, window, &count, allDone) }()
 		emuRun(b, qs, 16, nil, h, allDone)
 		elapsed := time.Since(start)
+		<-fed
 		snap := meter.Snapshot()
 		reqs := snap["ReceiveMessage"] + snap["DeleteMessageBatch"] + snap["ChangeMessageVisibilityBatch"]
 		if d, _ := qs[busy].Depth(context.Background()); d.Total() != 0 {
