@@ -298,3 +298,108 @@ func TestBlockedQueueAskedOnceUnblocked(t *testing.T) {
 		}
 	})
 }
+
+// simPlanner drives a planner alone: receives answer at once from
+// per-queue depths, and each start is recorded and finished later by the
+// caller.
+type simPlanner struct {
+	p      *planner
+	depth  []int
+	queue  map[*job]int
+	starts []int // queue of each start, in order
+}
+
+func newSimPlanner(workers int, shares []float64, depth ...int) *simPlanner {
+	c := Config{Workers: workers}.WithDefaults()
+	return &simPlanner{p: newPlanner(c, shares), depth: depth, queue: map[*job]int{}}
+}
+
+// step lets every queue ask, answers every grant from the depths (watch
+// answers of an empty queue wait, like a long poll) and records the
+// starts; it returns the jobs started and the most held at once.
+func (s *simPlanner) step() (started []*job, maxHeld int) {
+	for i := range s.p.qs {
+		if s.p.qs[i].inflight == noRecv {
+			s.p.ask(i)
+		}
+	}
+	for round := 0; round < 10; round++ {
+		grants, starts, _ := s.p.decide()
+		for _, j := range starts {
+			s.starts = append(s.starts, s.queue[j])
+			started = append(started, j)
+		}
+		maxHeld = max(maxHeld, s.p.held)
+		if len(grants) == 0 {
+			break
+		}
+		for _, g := range grants {
+			k := min(g.n, s.depth[g.queue])
+			if k == 0 && g.kind == watchRecv {
+				if g.settle {
+					s.p.waited(g)
+				}
+				continue // the long poll waits
+			}
+			s.depth[g.queue] -= k
+			jobs := make([]*job, k)
+			for x := range jobs {
+				jobs[x] = &job{}
+				s.queue[jobs[x]] = g.queue
+			}
+			s.p.received(g, jobs)
+			s.p.ask(g.queue)
+		}
+	}
+	return started, maxHeld
+}
+
+// TestPlannerShareCadence: with a 0.2 share and both queues flooded, every
+// fifth start goes to the share queue, exactly.
+func TestPlannerShareCadence(t *testing.T) {
+	s := newSimPlanner(4, []float64{0, 0.2}, 1000, 1000)
+	var running []*job
+	for len(s.starts) < 200 {
+		started, _ := s.step()
+		running = append(running, started...)
+		if len(running) == 0 {
+			t.Fatal("nothing runs")
+		}
+		running = running[1:] // one finishes
+		s.p.finished()
+	}
+	// Skip the start-up (the first receives decide the first starts).
+	low := 0
+	for _, q := range s.starts[20:200] {
+		if q == 1 {
+			low++
+		}
+	}
+	if low != 36 {
+		t.Fatalf("share queue got %d of 180 starts, want exactly 36 (1 in 5); starts %v", low, s.starts)
+	}
+}
+
+// TestPlannerHoldsOneBatch: with six flooded queues and every worker busy,
+// the planner never holds more than one batch plus one message per watched
+// queue, and batch receives never overlap the budget.
+func TestPlannerHoldsOneBatch(t *testing.T) {
+	s := newSimPlanner(3, make([]float64, 6), 500, 500, 500, 500, 500, 500)
+	worst := 0
+	var running []*job
+	for range 300 {
+		started, held := s.step()
+		worst = max(worst, held)
+		running = append(running, started...)
+		if len(running) > 0 {
+			running = running[1:]
+			s.p.finished()
+		}
+		if s.p.running+s.p.held+s.p.reservedBatch > 3+10+6 {
+			t.Fatalf("running %d + held %d + batch in flight %d over workers + batch + one per queue", s.p.running, s.p.held, s.p.reservedBatch)
+		}
+	}
+	if worst > 10+6 {
+		t.Fatalf("held %d at once", worst)
+	}
+}
