@@ -92,18 +92,31 @@ func (m *Manager) Run(ctx context.Context) error {
 		return errors.New("workman: Run called twice")
 	}
 	defer close(m.stopped)
-	for _, qs := range m.queues {
-		vt, err := qs.q.VisibilityTimeout(ctx)
-		if err != nil {
-			return fmt.Errorf("workman: queue %s: %w", qs.q.Name(), err)
-		}
-		if vt < 2*time.Second {
-			return fmt.Errorf("workman: queue %s: visibility timeout %s is too short to extend (need at least 2s)", qs.q.Name(), vt)
-		}
-		qs.vt = vt
+	// Every queue must answer before anything is received; asked all at
+	// once, so six queues start as soon as one.
+	errs := make([]error, len(m.queues)+1)
+	var asked sync.WaitGroup
+	for i, qs := range m.queues {
+		asked.Go(func() {
+			vt, err := qs.q.VisibilityTimeout(ctx)
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("workman: queue %s: %w", qs.q.Name(), err)
+			case vt < 2*time.Second:
+				errs[i] = fmt.Errorf("workman: queue %s: visibility timeout %s is too short to extend (need at least 2s)", qs.q.Name(), vt)
+			default:
+				qs.vt = vt
+			}
+		})
 	}
-	if _, err := m.cfg.DeadLetter.VisibilityTimeout(ctx); err != nil {
-		return fmt.Errorf("workman: dead-letter queue %s: %w", m.cfg.DeadLetter.Name(), err)
+	asked.Go(func() {
+		if _, err := m.cfg.DeadLetter.VisibilityTimeout(ctx); err != nil {
+			errs[len(m.queues)] = fmt.Errorf("workman: dead-letter queue %s: %w", m.cfg.DeadLetter.Name(), err)
+		}
+	})
+	asked.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 
 	// svc carries the manager's own calls (extensions, deletes, sends,
