@@ -104,6 +104,16 @@ func (d *dispatcher) receive(ctx context.Context, i int) {
 			d.update(func(p *planner) { p.abort(g) })
 			return
 		}
+		if m.cfg.Pauser != nil && m.cfg.Pauser.QueuePaused(qs.q.Name()) {
+			// Nothing here for this worker: quiet, so it holds back no
+			// other queue; looked at again after the shortest backoff (a
+			// pause is read from memory).
+			d.update(func(p *planner) { p.paused(g) })
+			if clock.Sleep(ctx, m.clk, m.cfg.QueueBackoffMin) != nil {
+				return
+			}
+			continue
+		}
 		// A batch receive runs to completion even when ctx ends (what it
 		// returns is released at once), so no message is left invisible
 		// by a cancelled request; a watch (long poll) is cancelled.

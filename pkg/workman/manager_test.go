@@ -562,59 +562,63 @@ func (p *pauser) QueuePaused(q string) bool {
 // TestPausedQueueNotReceived: a paused queue is not received from while
 // the others are; once resumed its tasks run.
 func TestPausedQueueNotReceived(t *testing.T) {
-	p := &pauser{paused: map[string]bool{"q0": true}}
-	rec := &recorder{}
-	h := newHarness(t, harnessOpts{queues: 2, handler: rec, cfg: func(c *Config) { c.Pauser = p }})
-	rec.clk = h.clk
-	h.put(0, noopTask("a1"), noopTask("a2"))
-	h.put(1, noopTask("b1"), noopTask("b2"))
-	h.start()
-	if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 }) {
-		t.Fatalf("calls %+v", rec.get())
-	}
-	h.advance(3 * time.Minute)
-	if n := len(h.recs[0].receives()); n != 0 {
-		t.Fatalf("paused queue q0 was received from %d times", n)
-	}
-	for _, c := range rec.get() {
-		if c.queue != "q1" {
-			t.Fatalf("a task of the paused queue ran: %+v", c)
+	synctest.Test(t, func(t *testing.T) {
+		p := &pauser{paused: map[string]bool{"q0": true}}
+		rec := &recorder{}
+		h := newHarness(t, harnessOpts{queues: 2, handler: rec, cfg: func(c *Config) { c.Pauser = p }})
+		rec.clk = h.clk
+		h.put(0, noopTask("a1"), noopTask("a2"))
+		h.put(1, noopTask("b1"), noopTask("b2"))
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 }) {
+			t.Fatalf("calls %+v", rec.get())
 		}
-	}
-	p.set("q0", false)
-	if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 4 }) {
-		t.Fatalf("after resume: calls %+v", rec.get())
-	}
+		h.advance(3 * time.Minute)
+		if n := len(h.recs[0].receives()); n != 0 {
+			t.Fatalf("paused queue q0 was received from %d times", n)
+		}
+		for _, c := range rec.get() {
+			if c.queue != "q1" {
+				t.Fatalf("a task of the paused queue ran: %+v", c)
+			}
+		}
+		p.set("q0", false)
+		if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 4 }) {
+			t.Fatalf("after resume: calls %+v", rec.get())
+		}
+	})
 }
 
 // TestReleasedOutcome: a task whose handler returns processors.Release is
 // made visible again at once, without an attempt, a copy or a dead letter.
 func TestReleasedOutcome(t *testing.T) {
-	var n atomic.Int32
-	rec := &recorder{fn: func(ctx context.Context, t *task.Task) error {
-		if n.Add(1) == 1 {
-			return processors.Release("type NOOP paused")
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		rec := &recorder{fn: func(ctx context.Context, t *task.Task) error {
+			if n.Add(1) == 1 {
+				return processors.Release("type NOOP paused")
+			}
+			return nil
+		}}
+		h := newHarness(t, harnessOpts{handler: rec})
+		rec.clk = h.clk
+		h.put(0, noopTask("r"))
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 }) {
+			t.Fatalf("calls %+v", rec.get())
 		}
-		return nil
-	}}
-	h := newHarness(t, harnessOpts{handler: rec})
-	rec.clk = h.clk
-	h.put(0, noopTask("r"))
-	h.start()
-	if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 }) {
-		t.Fatalf("calls %+v", rec.get())
-	}
-	c := rec.get()
-	if c[1].attempts != 0 {
-		t.Fatalf("a released task came back with attempts=%d", c[1].attempts)
-	}
-	// Visibility 0: the second run follows at once, not after the 30 s
-	// visibility timeout nor a retry delay.
-	if d := c[1].at.Sub(c[0].at); d >= 10*time.Second {
-		t.Fatalf("released task ran again after %v", d)
-	}
-	h.advance(2 * time.Second)
-	if h.queues[0].Len() != 0 || h.dlq.Len() != 0 {
-		t.Fatalf("left: queue %d, dlq %d", h.queues[0].Len(), h.dlq.Len())
-	}
+		c := rec.get()
+		if c[1].attempts != 0 {
+			t.Fatalf("a released task came back with attempts=%d", c[1].attempts)
+		}
+		// Visibility 0: the second run follows at once, not after the 30 s
+		// visibility timeout nor a retry delay.
+		if d := c[1].at.Sub(c[0].at); d >= 10*time.Second {
+			t.Fatalf("released task ran again after %v", d)
+		}
+		h.advance(2 * time.Second)
+		if h.queues[0].Len() != 0 || h.dlq.Len() != 0 {
+			t.Fatalf("left: queue %d, dlq %d", h.queues[0].Len(), h.dlq.Len())
+		}
+	})
 }

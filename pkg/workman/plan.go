@@ -193,6 +193,17 @@ func (p *planner) failed(g grant) {
 	}
 }
 
+// paused records that grant g was not used because its queue is paused:
+// the queue has nothing for this worker, like a quiet one.
+func (p *planner) paused(g grant) {
+	q := &p.qs[g.queue]
+	if q.inflight == noRecv || q.seq != g.seq {
+		return
+	}
+	p.endReceive(q)
+	q.ans = quiet
+}
+
 // waited records that grant g's long poll has waited ReceiveWait without an
 // answer: the queue was empty when it was asked.
 func (p *planner) waited(g grant) {
