@@ -229,8 +229,8 @@ func TestAcceptance(t *testing.T) {
 	m, err := workman.New(workman.Config{
 		Queues: []queue.Queue{audit, dupLow}, DeadLetter: dlq, Handler: mux.Handler(), ProcessorName: mux.ProcessorName,
 		Workers: 8, QueueBackoffMin: 100 * time.Millisecond, QueueBackoffMax: time.Second,
-		IdleBackoffMin: 200 * time.Millisecond, IdleBackoffMax: time.Second, IdlePollWait: time.Second,
-		RetryBase: time.Second, RetryMax: 2 * time.Second, Logger: logger,
+		IdlePollWait: time.Second,
+		RetryBase:    time.Second, RetryMax: 2 * time.Second, Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)

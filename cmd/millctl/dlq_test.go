@@ -116,8 +116,8 @@ func (e *opsEnv) startManager(h processors.HandlerFunc) (stop func()) {
 		// SQS delays are whole seconds: every retry waits 1 s.
 		RetryBase: time.Millisecond, RetryMax: time.Second,
 		QueueBackoffMin: 100 * time.Millisecond, QueueBackoffMax: 200 * time.Millisecond,
-		IdleBackoffMin: 100 * time.Millisecond, IdleBackoffMax: 200 * time.Millisecond, IdlePollWait: time.Second,
-		DeleteFlush: 100 * time.Millisecond, GracePeriod: 5 * time.Second,
+		IdlePollWait: time.Second,
+		DeleteFlush:  100 * time.Millisecond, GracePeriod: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(tWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {

@@ -111,8 +111,8 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 					Queues: []queue.Queue{q}, DeadLetter: dlq, Handler: counted, ProcessorName: mux.ProcessorName,
 					Workers: *workers, MaxAttempts: *maxAttempts, RetryBase: *retryBase,
 					// One queue, run until empty: never back off for long.
-					QueueBackoffMax: time.Second, IdleBackoffMin: time.Second, IdleBackoffMax: time.Second,
-					IdlePollWait: time.Second, GracePeriod: 10 * time.Second,
+					QueueBackoffMax: time.Second,
+					IdlePollWait:    time.Second, GracePeriod: 10 * time.Second,
 					Logger: a.logger, Observer: obs, WorkerID: "millctl-" + workman.DefaultWorkerID(),
 				})
 				if err != nil {

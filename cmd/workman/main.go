@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,17 +50,20 @@ import (
 
 const summary = `workman — Mill's worker daemon.
 
-Receives tasks from the work queues (highest priority first), runs them on a
-bounded pool of workers, retries failures with backoff and sends a task that
-failed --max-attempts times to the dead-letter queue. Task bodies too big for
-SQS travel through S3 (--claims-bucket). Serves /healthz, /readyz and
-/metrics, and publishes CloudWatch metrics once per interval. SIGTERM/SIGINT:
-stop receiving, let running tasks finish within the grace period, release the
-rest, exit 0. On EC2 an Auto Scaling termination or a Spot interruption notice
-does the same, then completes the termination lifecycle hook (--lifecycle-hook).
-Every --heartbeat-interval it writes its heartbeat to the fleet registry
-(--fleet-table; see millctl fleet) and reads the fleet-wide pauses: a paused
-queue is not received from, tasks of a paused type are handed back.
+Receives tasks from the work queues (a receiver per queue, long polls on
+quiet ones) and runs them on a bounded pool of workers in strict priority
+order: a free worker takes the highest queue's waiting task (--min-share
+sets floors for lower queues). Retries failures with backoff and sends a
+task that failed --max-attempts times to the dead-letter queue. Task bodies
+too big for SQS travel through S3 (--claims-bucket). Serves /healthz,
+/readyz and /metrics, and publishes CloudWatch metrics once per interval.
+SIGTERM/SIGINT: stop receiving, let running tasks finish within the grace
+period, release the rest, exit 0. On EC2 an Auto Scaling termination or a
+Spot interruption notice does the same, then completes the termination
+lifecycle hook (--lifecycle-hook). Every --heartbeat-interval it writes its
+heartbeat to the fleet registry (--fleet-table; see millctl fleet) and reads
+the fleet-wide pauses: a paused queue is not received from, tasks of a
+paused type are handed back.
 
 Usage: workman [flags]`
 
@@ -87,8 +91,8 @@ type options struct {
 	defaultTimeout  time.Duration
 	queueBackoffMin time.Duration
 	queueBackoffMax time.Duration
-	idleBackoffMin  time.Duration
-	idleBackoffMax  time.Duration
+	minShare        string
+	longPollWait    time.Duration
 	grace           time.Duration
 	httpAddr        string
 	metricsInterval time.Duration
@@ -121,13 +125,13 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.prefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of queue names made from keys")
 	fs.StringVar(&o.deadLetter, "dead-letter-queue", queue.KeyDeadLetter, "dead-letter queue `key or name`")
 	fs.IntVar(&o.workers, "workers", workman.DefaultWorkers, "`number` of tasks run at once")
-	fs.DurationVar(&o.receiveWait, "receive-wait", workman.DefaultReceiveWait, "wait of an ordinary receive (must be > 0: a 0 s poll is not authoritative)")
+	fs.DurationVar(&o.receiveWait, "receive-wait", workman.DefaultReceiveWait, "wait of a batch receive from a queue with a backlog, and how long a long poll must go\nunanswered before its queue counts as empty (must be > 0: a 0 s poll is not authoritative)")
 	fs.StringVar(&o.timeouts, "timeouts", "", "per-task-type deadlines, comma-separated TYPE=`duration` (e.g. DUP=2h,BIT=30m);\na negative duration means no deadline")
 	fs.DurationVar(&o.defaultTimeout, "default-timeout", workman.DefaultTaskTimeout, "deadline of task types not listed in --timeouts")
-	fs.DurationVar(&o.queueBackoffMin, "queue-backoff-min", workman.DefaultQueueBackoffMin, "first backoff of a queue that answered empty (doubles)")
-	fs.DurationVar(&o.queueBackoffMax, "queue-backoff-max", workman.DefaultQueueBackoffMax, "longest backoff of a queue that answered empty")
-	fs.DurationVar(&o.idleBackoffMin, "idle-backoff-min", workman.DefaultIdleBackoffMin, "first backoff when every queue is empty (doubles; the top queue is long-polled meanwhile)")
-	fs.DurationVar(&o.idleBackoffMax, "idle-backoff-max", workman.DefaultIdleBackoffMax, "longest backoff when every queue is empty")
+	fs.DurationVar(&o.queueBackoffMin, "queue-backoff-min", workman.DefaultQueueBackoffMin, "first backoff of a queue whose receive failed (doubles)")
+	fs.DurationVar(&o.queueBackoffMax, "queue-backoff-max", workman.DefaultQueueBackoffMax, "longest backoff of a queue whose receive failed")
+	fs.DurationVar(&o.longPollWait, "long-poll-wait", workman.DefaultIdlePollWait, "wait of the long poll that watches a queue without a backlog (at most 20s; one request\nper wait, answered as soon as a message arrives)")
+	fs.StringVar(&o.minShare, "min-share", "", "starvation floor, comma-separated QUEUE=`fraction` (e.g. bit=0.2): while a higher queue\nhas a backlog, QUEUE still gets that fraction of the task starts (default none: strict priority)")
 	fs.DurationVar(&o.grace, "grace-period", workman.DefaultGracePeriod, "on SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and released")
 	fs.StringVar(&o.httpAddr, "http-addr", ":9464", "`address` of the /healthz, /readyz and /metrics server (empty: none)")
 	fs.DurationVar(&o.metricsInterval, "metrics-interval", metrics.DefaultPublishInterval, "CloudWatch publication interval (one PutMetricData per interval)")
@@ -165,8 +169,10 @@ func queueName(prefix, s string) string {
 	return s
 }
 
-func parseTimeouts(s string) (map[task.Type]time.Duration, error) {
-	out := map[task.Type]time.Duration{}
+// parsePairs reads a comma-separated list of KEY=VALUE pairs (form names
+// it in errors), calling each for every pair; it reports every malformed
+// pair and every problem each finds, prefixed with flag.
+func parsePairs(flag, form, s string, each func(k, v string) []error) error {
 	var errs []error
 	for _, kv := range strings.Split(s, ",") {
 		kv = strings.TrimSpace(kv)
@@ -175,20 +181,46 @@ func parseTimeouts(s string) (map[task.Type]time.Duration, error) {
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			errs = append(errs, fmt.Errorf("timeouts: %q is not TYPE=duration", kv))
+			errs = append(errs, fmt.Errorf("%s: %q is not %s", flag, kv, form))
 			continue
 		}
-		ty := task.Type(strings.ToUpper(strings.TrimSpace(k)))
-		if !ty.Known() {
-			errs = append(errs, fmt.Errorf("timeouts: unknown task type %q", k))
+		for _, err := range each(strings.TrimSpace(k), strings.TrimSpace(v)) {
+			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
 		}
-		d, err := time.ParseDuration(strings.TrimSpace(v))
+	}
+	return errors.Join(errs...)
+}
+
+func parseTimeouts(s string) (map[task.Type]time.Duration, error) {
+	out := map[task.Type]time.Duration{}
+	err := parsePairs("timeouts", "TYPE=duration", s, func(k, v string) (errs []error) {
+		ty := task.Type(strings.ToUpper(k))
+		if !ty.Known() {
+			errs = append(errs, fmt.Errorf("unknown task type %q", k))
+		}
+		d, err := time.ParseDuration(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("timeouts: %s: %w", k, err))
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
 		}
 		out[ty] = d
-	}
-	return out, errors.Join(errs...)
+		return errs
+	})
+	return out, err
+}
+
+// parseShares reads --min-share: QUEUE=fraction pairs, each QUEUE a key or
+// a full name as in --queues.
+func parseShares(prefix, s string) (map[string]float64, error) {
+	out := map[string]float64{}
+	err := parsePairs("min-share", "QUEUE=fraction", s, func(k, v string) []error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return []error{fmt.Errorf("%s: %w", k, err)}
+		}
+		out[queueName(prefix, k)] = f
+		return nil
+	})
+	return out, err
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -218,6 +250,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		errs = append(errs, fmt.Errorf("format: %w", err))
 	}
 	timeouts, err := parseTimeouts(o.timeouts)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	minShare, err := parseShares(o.prefix, o.minShare)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -326,8 +362,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	m, err := workman.New(workman.Config{
 		Queues: queues, DeadLetter: dlq, Handler: handler, ProcessorName: mux.ProcessorName,
 		Workers: o.workers, ReceiveWait: o.receiveWait,
-		QueueBackoffMin: o.queueBackoffMin, QueueBackoffMax: o.queueBackoffMax,
-		IdleBackoffMin: o.idleBackoffMin, IdleBackoffMax: o.idleBackoffMax,
+		QueueBackoffMin: o.queueBackoffMin, QueueBackoffMax: o.queueBackoffMax, MinShare: minShare,
+		IdlePollWait: o.longPollWait,
 		TaskTimeouts: timeouts, DefaultTaskTimeout: o.defaultTimeout,
 		MaxAttempts: o.maxAttempts, Format: format, GracePeriod: o.grace,
 		WorkerID: workerID, Logger: logger, Observer: rec, Pauser: pauser,

@@ -33,7 +33,7 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	for _, v := range []string{"MILL_QUEUES", "MILL_QUEUE_PREFIX", "MILL_WORKERS", "MILL_RECEIVE_WAIT", "MILL_TIMEOUTS",
-		"MILL_IDLE_BACKOFF_MIN", "MILL_IDLE_BACKOFF_MAX", "MILL_GRACE_PERIOD", "MILL_HTTP_ADDR", "MILL_METRICS_INTERVAL",
+		"MILL_MIN_SHARE", "MILL_GRACE_PERIOD", "MILL_HTTP_ADDR", "MILL_METRICS_INTERVAL",
 		"MILL_CLOUDWATCH", "MILL_MAX_ATTEMPTS", "MILL_WORKER_ID", "MILL_LOG_LEVEL", "MILL_FORMAT"} {
 		if !strings.Contains(out.String(), v) {
 			t.Errorf("--help does not mention %s", v)
@@ -42,12 +42,12 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 }
 
 func TestBadFlagsReportedTogether(t *testing.T) {
-	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s"}
+	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s", "MILL_MIN_SHARE": "bit=lots"}
 	err := run(context.Background(), nil, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"log-level", "format", "DUP", "NOPE"} {
+	for _, want := range []string{"log-level", "format", "DUP", "NOPE", "min-share: bit"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -64,6 +64,13 @@ func TestQueueNameAndTimeouts(t *testing.T) {
 	tt, err := parseTimeouts("dup=2h, BIT=-1s")
 	if err != nil || tt[task.TypeDup] != 2*time.Hour || tt[task.TypeBit] != -time.Second {
 		t.Fatalf("%v %v", tt, err)
+	}
+	shares, err := parseShares("mill-", "bit=0.2, custom-queue=0.05")
+	if err != nil || len(shares) != 2 || shares["mill-bit"] != 0.2 || shares["custom-queue"] != 0.05 {
+		t.Fatalf("shares %v %v", shares, err)
+	}
+	if _, err := parseShares("mill-", "bit"); err == nil {
+		t.Fatal("min-share without a fraction accepted")
 	}
 	if envflag.VarName("grace-period") != "MILL_GRACE_PERIOD" {
 		t.Fatal("variable naming changed")
@@ -255,7 +262,7 @@ func TestCrashSafety(t *testing.T) {
 		ts = append(ts, task.New(task.TypeNoop, map[string]string{"id": fmt.Sprint(i)}))
 	}
 	p.send(ts...)
-	args := []string{"--workers", "8", "--noop-sleep", "20ms", "--idle-backoff-min", "5s", "--idle-backoff-max", "5s"}
+	args := []string{"--workers", "8", "--noop-sleep", "20ms"}
 	cmd, _ := p.start(args...)
 	waitUntil(t, 60*time.Second, "150 tasks done", func() bool { return len(p.recorded()) >= 150 })
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -424,14 +424,11 @@ func (e *env) manager() (*workman.Manager, error) {
 		Handler:       processors.Chain(mux.Handler(), processors.Logging(e.cfg.Logger), processors.Recover()),
 		ProcessorName: mux.ProcessorName,
 		Workers:       e.cfg.Workers,
-		// Short waits and backoffs: the dev mode's queues are in memory,
-		// so asking an empty one again costs nothing. A queue's backoff
-		// must stay longer than one sweep of the queues above it (6 × the
-		// receive wait), or the scheduler keeps returning to the top
-		// queues and never reaches the lower ones.
+		// Short waits: the dev mode's queues are in memory, so asking an
+		// empty one again costs nothing, and 50 ms long polls take the
+		// idle rotation round all six queues within half a second.
 		ReceiveWait:     time.Millisecond,
 		QueueBackoffMin: 10 * time.Millisecond, QueueBackoffMax: 200 * time.Millisecond,
-		IdleBackoffMin: 10 * time.Millisecond, IdleBackoffMax: 100 * time.Millisecond,
 		IdlePollWait: 50 * time.Millisecond,
 		RetryBase:    100 * time.Millisecond, RetryMax: 2 * time.Second,
 		DeleteFlush: 20 * time.Millisecond, OperationRetryBase: 10 * time.Millisecond,

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/millfleet/mill/pkg/queue"
@@ -33,77 +34,79 @@ func (b *flakyBlobs) Get(ctx context.Context, key string) ([]byte, error) {
 // cause; one whose blob cannot be read for now is left for redelivery and
 // completes once the blob store is back.
 func TestClaimCheckedTasks(t *testing.T) {
-	blobs := &flakyBlobs{MemBlobs: claimcheck.NewMemBlobs()}
-	pad := strings.Repeat("p", 300<<10)
-	var failedOnce atomic.Bool
-	var sawPad atomic.Int64
-	rec := &recorder{fn: func(ctx context.Context, tk *task.Task) error {
-		if len(tk.Get("pad")) == len(pad) {
-			sawPad.Add(1)
+	synctest.Test(t, func(t *testing.T) {
+		blobs := &flakyBlobs{MemBlobs: claimcheck.NewMemBlobs()}
+		pad := strings.Repeat("p", 300<<10)
+		var failedOnce atomic.Bool
+		var sawPad atomic.Int64
+		rec := &recorder{fn: func(ctx context.Context, tk *task.Task) error {
+			if len(tk.Get("pad")) == len(pad) {
+				sawPad.Add(1)
+			}
+			if tk.Get("id") == "big-retry" && !failedOnce.Swap(true) {
+				return errors.New("transient")
+			}
+			return nil
+		}}
+		h := newHarness(t, harnessOpts{handler: rec, vt: 30 * time.Second, cfg: func(c *Config) {
+			c.Queues = []queue.Queue{claimcheck.New(c.Queues[0], blobs, claimcheck.Config{})}
+			c.DeadLetter = claimcheck.New(c.DeadLetter, blobs, claimcheck.Config{})
+		}})
+		rec.clk = h.clk
+		ctx := context.Background()
+		in := claimcheck.New(h.queues[0], blobs, claimcheck.Config{})
+		send := func(id string) {
+			t.Helper()
+			b, err := task.Encode(task.New(task.TypeNoop, map[string]string{"id": id, "pad": pad}), task.FormatJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := in.Send(ctx, queue.SendEntry{Body: b}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if tk.Get("id") == "big-retry" && !failedOnce.Swap(true) {
-			return errors.New("transient")
+		send("big")
+		send("big-retry")
+		send("big-lost")
+		// Lose the blob of the third message: receive it raw and delete its blob.
+		ms, err := h.queues[0].Receive(ctx, 10, 0)
+		if err != nil || len(ms) != 3 {
+			t.Fatalf("receive raw: %v, %d", err, len(ms))
 		}
-		return nil
-	}}
-	h := newHarness(t, harnessOpts{handler: rec, vt: 30 * time.Second, cfg: func(c *Config) {
-		c.Queues = []queue.Queue{claimcheck.New(c.Queues[0], blobs, claimcheck.Config{})}
-		c.DeadLetter = claimcheck.New(c.DeadLetter, blobs, claimcheck.Config{})
-	}})
-	rec.clk = h.clk
-	ctx := context.Background()
-	in := claimcheck.New(h.queues[0], blobs, claimcheck.Config{})
-	send := func(id string) {
-		t.Helper()
-		b, err := task.Encode(task.New(task.TypeNoop, map[string]string{"id": id, "pad": pad}), task.FormatJSON)
-		if err != nil {
+		if err := blobs.Delete(ctx, ms[2].Attributes[claimcheck.AttrRef]); err != nil {
 			t.Fatal(err)
 		}
-		if err := in.Send(ctx, queue.SendEntry{Body: b}); err != nil {
+		if err := h.queues[0].Release(ctx, ms...); err != nil {
 			t.Fatal(err)
 		}
-	}
-	send("big")
-	send("big-retry")
-	send("big-lost")
-	// Lose the blob of the third message: receive it raw and delete its blob.
-	ms, err := h.queues[0].Receive(ctx, 10, 0)
-	if err != nil || len(ms) != 3 {
-		t.Fatalf("receive raw: %v, %d", err, len(ms))
-	}
-	if err := blobs.Delete(ctx, ms[2].Attributes[claimcheck.AttrRef]); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.queues[0].Release(ctx, ms...); err != nil {
-		t.Fatal(err)
-	}
-	blobs.down.Store(true)
-	send("big-later") // sent while reads fail; Put still works
-	h.start()
+		blobs.down.Store(true)
+		send("big-later") // sent while reads fail; Put still works
+		h.start()
 
-	// While reads fail nothing runs and nothing is dead-lettered: every
-	// message waits out its visibility timeout.
-	h.advance(10 * time.Second)
-	if n := len(rec.get()); n != 0 || h.dlq.Len() != 0 {
-		t.Fatalf("with the blob store down: %d tasks ran, %d dead letters; want none", n, h.dlq.Len())
-	}
-	blobs.down.Store(false)
-	if !h.advanceUntil(5*time.Minute, func() bool { return sawPad.Load() == 4 && h.dlq.Len() == 1 }) {
-		t.Fatalf("after the blob store came back: %d runs with the whole body (want 4: big, big-retry twice, big-later), %d dead letters (want 1)", sawPad.Load(), h.dlq.Len())
-	}
-	dls := readDLQ(t, h.dlq)
-	if len(dls) != 1 || dls[0].Reason != ReasonUndecodable || !strings.Contains(dls[0].Error, "blob not found") ||
-		!strings.Contains(string(dls[0].Body), "millClaimCheck") {
-		t.Fatalf("dead letter of the lost blob: %+v", dls[0])
-	}
-	h.advance(2 * time.Second) // the batched deletes
-	if n := h.queues[0].Len(); n != 0 {
-		t.Errorf("%d messages left on the queue", n)
-	}
-	// big, big-retry and its re-send, big-later (big-lost's was deleted).
-	if n := blobs.Len(); n != 4 {
-		t.Errorf("%d blobs left, want 4: a blob is never deleted with its message", n)
-	}
+		// While reads fail nothing runs and nothing is dead-lettered: every
+		// message waits out its visibility timeout.
+		h.advance(10 * time.Second)
+		if n := len(rec.get()); n != 0 || h.dlq.Len() != 0 {
+			t.Fatalf("with the blob store down: %d tasks ran, %d dead letters; want none", n, h.dlq.Len())
+		}
+		blobs.down.Store(false)
+		if !h.advanceUntil(5*time.Minute, func() bool { return sawPad.Load() == 4 && h.dlq.Len() == 1 }) {
+			t.Fatalf("after the blob store came back: %d runs with the whole body (want 4: big, big-retry twice, big-later), %d dead letters (want 1)", sawPad.Load(), h.dlq.Len())
+		}
+		dls := readDLQ(t, h.dlq)
+		if len(dls) != 1 || dls[0].Reason != ReasonUndecodable || !strings.Contains(dls[0].Error, "blob not found") ||
+			!strings.Contains(string(dls[0].Body), "millClaimCheck") {
+			t.Fatalf("dead letter of the lost blob: %+v", dls[0])
+		}
+		h.advance(2 * time.Second) // the batched deletes
+		if n := h.queues[0].Len(); n != 0 {
+			t.Errorf("%d messages left on the queue", n)
+		}
+		// big, big-retry and its re-send, big-later (big-lost's was deleted).
+		if n := blobs.Len(); n != 4 {
+			t.Errorf("%d blobs left, want 4: a blob is never deleted with its message", n)
+		}
+	})
 }
 
 // TestForgedClaimReferences: references the claim check refuses — another
@@ -112,47 +115,49 @@ func TestClaimCheckedTasks(t *testing.T) {
 // is neither run nor deleted. Before, the foreign object was read and
 // deleted, and an empty key was retried for ever.
 func TestForgedClaimReferences(t *testing.T) {
-	blobs := claimcheck.NewMemBlobs()
-	ctx := context.Background()
-	state := []byte(`{"producer":"dup"}`)
-	if err := blobs.Put(ctx, "state/dupproducer.json", state); err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	h := newHarness(t, harnessOpts{handler: rec, cfg: func(c *Config) {
-		c.Queues = []queue.Queue{claimcheck.New(c.Queues[0], blobs, claimcheck.Config{KeyPrefix: "claims/"})}
-	}})
-	rec.clk = h.clk
-	rules := map[string]string{"state/dupproducer.json": "claimcheck: key outside claims prefix", "": "claimcheck: empty key"}
-	for key := range rules {
-		body := `{"millClaimCheck":{"key":"` + key + `","size":18,"sha256":"x"}}`
-		if err := h.queues[0].Send(ctx, queue.SendEntry{Body: []byte(body), Attributes: map[string]string{claimcheck.AttrRef: key}}); err != nil {
+	synctest.Test(t, func(t *testing.T) {
+		blobs := claimcheck.NewMemBlobs()
+		ctx := context.Background()
+		state := []byte(`{"producer":"dup"}`)
+		if err := blobs.Put(ctx, "state/dupproducer.json", state); err != nil {
 			t.Fatal(err)
 		}
-	}
-	h.start()
-	if !h.advanceUntil(time.Minute, func() bool { return h.dlq.Len() == 2 }) {
-		t.Fatalf("%d dead letters, want 2", h.dlq.Len())
-	}
-	h.advance(2 * time.Second) // the batched deletes
-	for _, d := range readDLQ(t, h.dlq) {
-		var rule string
-		for key, r := range rules {
-			if strings.Contains(d.Error, `blob "`+key+`"`) {
-				rule = r
+		rec := &recorder{}
+		h := newHarness(t, harnessOpts{handler: rec, cfg: func(c *Config) {
+			c.Queues = []queue.Queue{claimcheck.New(c.Queues[0], blobs, claimcheck.Config{KeyPrefix: "claims/"})}
+		}})
+		rec.clk = h.clk
+		rules := map[string]string{"state/dupproducer.json": "claimcheck: key outside claims prefix", "": "claimcheck: empty key"}
+		for key := range rules {
+			body := `{"millClaimCheck":{"key":"` + key + `","size":18,"sha256":"x"}}`
+			if err := h.queues[0].Send(ctx, queue.SendEntry{Body: []byte(body), Attributes: map[string]string{claimcheck.AttrRef: key}}); err != nil {
+				t.Fatal(err)
 			}
 		}
-		if d.Reason != ReasonPermanent || rule == "" || !strings.Contains(d.Error, rule) || d.Attempts != 0 {
-			t.Errorf("dead letter: reason %q, attempts %d, error %q; want permanent at once, naming the rule", d.Reason, d.Attempts, d.Error)
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return h.dlq.Len() == 2 }) {
+			t.Fatalf("%d dead letters, want 2", h.dlq.Len())
 		}
-	}
-	if n := len(rec.get()); n != 0 {
-		t.Errorf("%d forged tasks ran", n)
-	}
-	if n := h.queues[0].Len(); n != 0 {
-		t.Errorf("%d messages left on the queue", n)
-	}
-	if got, err := blobs.Get(ctx, "state/dupproducer.json"); err != nil || string(got) != string(state) {
-		t.Errorf("the state file: %q, %v; want it untouched", got, err)
-	}
+		h.advance(2 * time.Second) // the batched deletes
+		for _, d := range readDLQ(t, h.dlq) {
+			var rule string
+			for key, r := range rules {
+				if strings.Contains(d.Error, `blob "`+key+`"`) {
+					rule = r
+				}
+			}
+			if d.Reason != ReasonPermanent || rule == "" || !strings.Contains(d.Error, rule) || d.Attempts != 0 {
+				t.Errorf("dead letter: reason %q, attempts %d, error %q; want permanent at once, naming the rule", d.Reason, d.Attempts, d.Error)
+			}
+		}
+		if n := len(rec.get()); n != 0 {
+			t.Errorf("%d forged tasks ran", n)
+		}
+		if n := h.queues[0].Len(); n != 0 {
+			t.Errorf("%d messages left on the queue", n)
+		}
+		if got, err := blobs.Get(ctx, "state/dupproducer.json"); err != nil || string(got) != string(state) {
+			t.Errorf("the state file: %q, %v; want it untouched", got, err)
+		}
+	})
 }

@@ -20,8 +20,6 @@ const (
 	DefaultReceiveWait        = time.Second
 	DefaultQueueBackoffMin    = time.Second
 	DefaultQueueBackoffMax    = 30 * time.Second
-	DefaultIdleBackoffMin     = time.Minute
-	DefaultIdleBackoffMax     = 8 * time.Minute
 	DefaultIdlePollWait       = queue.MaxWait // 20 s
 	DefaultTaskTimeout        = 30 * time.Minute
 	DefaultMaxAttempts        = 3
@@ -64,19 +62,24 @@ type Config struct {
 
 	// Workers is the number of tasks run at once (DefaultWorkers).
 	Workers int
-	// ReceiveWait is the wait of an ordinary receive (DefaultReceiveWait,
-	// 1 s). It must be positive: a 0-second poll is not authoritative.
+	// ReceiveWait is the wait of a batch receive from a queue with a
+	// backlog (DefaultReceiveWait, 1 s), and how long a long poll on a
+	// queue of unknown state must wait unanswered before the queue counts
+	// as empty. It must be positive: a 0-second poll is not authoritative.
 	ReceiveWait time.Duration
-	// QueueBackoffMin/Max bound how long a queue that answered empty is
+	// QueueBackoffMin/Max bound how long a queue whose receive failed is
 	// left alone (DefaultQueueBackoffMin 1 s doubling to
-	// DefaultQueueBackoffMax 30 s).
+	// DefaultQueueBackoffMax 30 s, reset by a receive that works).
 	QueueBackoffMin, QueueBackoffMax time.Duration
-	// IdleBackoffMin/Max bound the backoff when every queue is empty
-	// (DefaultIdleBackoffMin 1 min doubling to DefaultIdleBackoffMax 8 min).
-	IdleBackoffMin, IdleBackoffMax time.Duration
-	// IdlePollWait is the long-poll wait on the top queue while idle
-	// (DefaultIdlePollWait, 20 s).
+	// IdlePollWait is the wait of the long poll that watches a queue
+	// without a backlog (DefaultIdlePollWait, 20 s, SQS's longest): it
+	// costs one request per wait and returns as soon as a message arrives.
 	IdlePollWait time.Duration
+	// MinShare gives a queue (by name) a floor: while a higher queue has a
+	// backlog it still gets at least this fraction of the task starts, as
+	// long as it has work (default none: strict priority). Each fraction is
+	// in (0, 1) and together they are below 1.
+	MinShare map[string]float64
 
 	// TaskTimeouts is the deadline of a task by type; types not listed get
 	// DefaultTaskTimeout (Config field; default the DefaultTaskTimeout
@@ -162,8 +165,6 @@ func (c Config) WithDefaults() Config {
 	def(&c.ReceiveWait, DefaultReceiveWait)
 	def(&c.QueueBackoffMin, DefaultQueueBackoffMin)
 	def(&c.QueueBackoffMax, DefaultQueueBackoffMax)
-	def(&c.IdleBackoffMin, DefaultIdleBackoffMin)
-	def(&c.IdleBackoffMax, DefaultIdleBackoffMax)
 	def(&c.IdlePollWait, DefaultIdlePollWait)
 	def(&c.DefaultTaskTimeout, DefaultTaskTimeout)
 	if c.MaxAttempts == 0 {
@@ -230,11 +231,24 @@ func (c Config) validate() error {
 	if c.QueueBackoffMin <= 0 || c.QueueBackoffMax < c.QueueBackoffMin {
 		add("queue backoff %s..%s: need 0 < min <= max", c.QueueBackoffMin, c.QueueBackoffMax)
 	}
-	if c.IdleBackoffMin <= 0 || c.IdleBackoffMax < c.IdleBackoffMin {
-		add("idle backoff %s..%s: need 0 < min <= max", c.IdleBackoffMin, c.IdleBackoffMax)
-	}
 	if c.IdlePollWait <= 0 || c.IdlePollWait > queue.MaxWait {
 		add("idle poll wait %s: must be in (0, %s]", c.IdlePollWait, queue.MaxWait)
+	}
+	var total float64
+	for name, f := range c.MinShare {
+		switch {
+		case !seen[name]:
+			add("min share of %q: not one of the queues", name)
+		case len(c.Queues) > 0 && c.Queues[0] != nil && c.Queues[0].Name() == name:
+			add("min share of %q: it is the top queue, which never waits for a higher one", name)
+		}
+		if !(f > 0 && f < 1) {
+			add("min share of %q is %v: must be in (0, 1)", name, f)
+		}
+		total += f
+	}
+	if total >= 1 {
+		add("min shares add up to %v: must be below 1", total)
 	}
 	if c.MaxAttempts < 1 {
 		add("max attempts %d: must be at least 1", c.MaxAttempts)

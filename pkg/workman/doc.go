@@ -4,19 +4,39 @@
 //
 // What a Manager does, in the order a message meets it:
 //
-//   - Polling. Queues are asked in strict priority order, highest first; after
-//     a receive that returned messages it starts again at the top. Receives
-//     ask for full batches of 10 with a short wait (default 1 s; a 0-second
-//     poll samples only some SQS servers and can answer empty when the queue
-//     is not). A queue that answered empty is not asked again until its own
-//     backoff expires (1 s doubling to 30 s, reset when it returns
-//     messages), so a busy low-priority queue does not pay for empty higher
-//     ones on every batch. When every queue answered empty the manager
-//     idles, 1 min doubling to 8 min, and meanwhile keeps a 20 s long poll
-//     on the top queue so urgent work starts within 20 s.
+//   - Receiving. Each queue has its own receiver, so a slow or empty queue
+//     never holds up another. A queue that answered with a full batch has a
+//     backlog and receives batches of 10 (wait 1 s, so an empty answer is
+//     authoritative) whenever the budget below has room; a queue that
+//     answered with fewer is watched with a long poll for one message
+//     (20 s, --long-poll-wait), which SQS answers as soon as a message
+//     arrives. While a queue has a backlog, the queues below it are not
+//     received from (unless they have a minimum share) and every quiet queue
+//     above it is watched, so a new message there is picked up within a
+//     round trip. When every queue is quiet (idle), a single long poll goes
+//     round the queues — the top queue every other turn — so an idle
+//     instance costs 3 requests a minute: a message on the top queue is
+//     picked up within one long-poll wait (20 s), on any other within one
+//     round (2·(queues−1) waits: 200 s for six queues).
+//   - Dispatching. One dispatcher hands each free worker the held message
+//     of the highest queue (strict priority). A message received while a
+//     higher queue's state was unknown (at startup, or when the idle
+//     rotation finds work) waits until that queue has answered, and is
+//     released if it turns out to have a backlog. MinShare gives a lower
+//     queue a floor: a deficit counter over task starts earns it its
+//     fraction of every start while a higher queue has a backlog, and the
+//     next free worker goes to it when one start is due; starts it got on
+//     slots no higher message was waiting for are paid back (up to one
+//     batch). The floor counts starts, not worker time: a share of 0.2 for
+//     tasks five times as long as the higher queue's gives it about half
+//     the workers' time; and the higher queue's batches shrink by the
+//     share's quota (2 of 10 for 0.2), so it costs a few more receives.
 //   - Holding. At most one batch (10 messages) is held beyond the busy
-//     worker slots: the manager receives only when Workers+10 minus the
-//     messages it already holds or runs leaves room for a full batch.
+//     workers: a batch is received only when no message of its queue is
+//     still held and Workers+10 minus the messages held, running or being
+//     received leaves room for it. Watches take no room: a message arriving
+//     on a watched queue is received at once even when the batch is full,
+//     so at most one more message per watched queue may be held.
 //   - Visibility. Every held or running message is extended to its queue's
 //     visibility timeout when half of it has passed, many messages per
 //     ChangeVisibility call. A failed extension is retried until the

@@ -19,6 +19,14 @@ import (
 // emuQueues makes a work queue and a dead-letter queue on the emulator.
 func emuQueues(t testing.TB, client *sqs.Client, vt time.Duration) (work, dlq *sqsqueue.Queue) {
 	t.Helper()
+	qs := emuQueueSet(t, client, vt, "work")
+	return qs[0], qs[1]
+}
+
+// emuQueueSet makes the named queues (visibility timeout vt) and a
+// dead-letter queue, last, under a prefix of the test's own.
+func emuQueueSet(t testing.TB, client *sqs.Client, vt time.Duration, names ...string) []*sqsqueue.Queue {
+	t.Helper()
 	ctx := context.Background()
 	prefix := testenv.Prefix(t)
 	testenv.CleanupQueues(t, client, prefix)
@@ -32,7 +40,11 @@ func emuQueues(t testing.TB, client *sqs.Client, vt time.Duration) (work, dlq *s
 		}
 		return q
 	}
-	return open("work", vt), open("dead-letter", 30*time.Second)
+	var out []*sqsqueue.Queue
+	for _, n := range names {
+		out = append(out, open(n, vt))
+	}
+	return append(out, open("dead-letter", 30*time.Second))
 }
 
 func sendNoops(t testing.TB, q queue.Queue, n int, props map[string]string) {

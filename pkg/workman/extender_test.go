@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
@@ -19,11 +20,13 @@ import (
 // second (and not pulled forward into an immediate retry by the window that
 // lets messages due close together share a call).
 func TestExtenderRetriesAtItsPace(t *testing.T) {
-	attempts := runRefusedExtension(t, errors.New("throttled"))
-	// Due at 5 s, then retried at 6, 7, 8 and 9 s.
-	if attempts < 3 || attempts > 6 {
-		t.Fatalf("%d extension attempts in the first 9 s, want about 5", attempts)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		attempts := runRefusedExtension(t, errors.New("throttled"))
+		// Due at 5 s, then retried at 6, 7, 8 and 9 s.
+		if attempts < 3 || attempts > 6 {
+			t.Fatalf("%d extension attempts in the first 9 s, want about 5", attempts)
+		}
+	})
 }
 
 // TestExtenderDropsWhatCannotBeExtended: an extension refused because the
@@ -35,9 +38,11 @@ func TestExtenderRetriesAtItsPace(t *testing.T) {
 func TestExtenderDropsWhatCannotBeExtended(t *testing.T) {
 	for _, cause := range []error{queue.ErrReceiptInvalid, queue.ErrInvalid} {
 		t.Run(cause.Error(), func(t *testing.T) {
-			if n := runRefusedExtension(t, fmt.Errorf("refused: %w", cause)); n != 1 {
-				t.Fatalf("%d extension attempts in the first 9 s, want 1 (then dropped)", n)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				if n := runRefusedExtension(t, fmt.Errorf("refused: %w", cause)); n != 1 {
+					t.Fatalf("%d extension attempts in the first 9 s, want 1 (then dropped)", n)
+				}
+			})
 		})
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
@@ -120,14 +120,11 @@ func (h *harness) stop(limit time.Duration) error {
 	return err
 }
 
-// settle gives the goroutines a moment of real time to react to the last
-// clock change.
-func settle() {
-	for range 3 {
-		runtime.Gosched()
-	}
-	time.Sleep(300 * time.Microsecond)
-}
+// settle waits until every goroutine of the test's bubble is blocked — on
+// the fake clock, a channel or a queue's long poll — so the last clock
+// change or signal has had all its effects. Harness tests run inside
+// synctest.Test.
+func settle() { synctest.Wait() }
 
 // advanceUntil moves the fake clock forward in steps of at most a second
 // (stopping exactly at timer deadlines) until cond holds or limit of

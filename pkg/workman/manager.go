@@ -31,11 +31,9 @@ type Manager struct {
 	ready    atomic.Bool
 	stopping atomic.Bool
 
-	mu          sync.Mutex
-	outstanding int               // received and not yet settled (held + running)
-	running     map[*job]struct{} // jobs a worker is running
-	capacity    chan struct{}     // signalled when outstanding drops
-	stopped     chan struct{}     // closed when Run returns
+	mu      sync.Mutex
+	running map[*job]struct{} // jobs a worker is running
+	stopped chan struct{}     // closed when Run returns
 }
 
 // qstate is one work queue and what the manager knows of it.
@@ -62,9 +60,8 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m := &Manager{
 		cfg: cfg, clk: cfg.Clock, log: cfg.Logger.With("worker", cfg.WorkerID), obs: cfg.Observer,
-		running:  map[*job]struct{}{},
-		capacity: make(chan struct{}, 1),
-		stopped:  make(chan struct{}),
+		running: map[*job]struct{}{},
+		stopped: make(chan struct{}),
 	}
 	// Recover is outermost so a panic anywhere in the chain is a failure,
 	// whatever middleware the caller composed.
@@ -95,18 +92,31 @@ func (m *Manager) Run(ctx context.Context) error {
 		return errors.New("workman: Run called twice")
 	}
 	defer close(m.stopped)
-	for _, qs := range m.queues {
-		vt, err := qs.q.VisibilityTimeout(ctx)
-		if err != nil {
-			return fmt.Errorf("workman: queue %s: %w", qs.q.Name(), err)
-		}
-		if vt < 2*time.Second {
-			return fmt.Errorf("workman: queue %s: visibility timeout %s is too short to extend (need at least 2s)", qs.q.Name(), vt)
-		}
-		qs.vt = vt
+	// Every queue must answer before anything is received; asked all at
+	// once, so six queues start as soon as one.
+	errs := make([]error, len(m.queues)+1)
+	var asked sync.WaitGroup
+	for i, qs := range m.queues {
+		asked.Go(func() {
+			vt, err := qs.q.VisibilityTimeout(ctx)
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("workman: queue %s: %w", qs.q.Name(), err)
+			case vt < 2*time.Second:
+				errs[i] = fmt.Errorf("workman: queue %s: visibility timeout %s is too short to extend (need at least 2s)", qs.q.Name(), vt)
+			default:
+				qs.vt = vt
+			}
+		})
 	}
-	if _, err := m.cfg.DeadLetter.VisibilityTimeout(ctx); err != nil {
-		return fmt.Errorf("workman: dead-letter queue %s: %w", m.cfg.DeadLetter.Name(), err)
+	asked.Go(func() {
+		if _, err := m.cfg.DeadLetter.VisibilityTimeout(ctx); err != nil {
+			errs[len(m.queues)] = fmt.Errorf("workman: dead-letter queue %s: %w", m.cfg.DeadLetter.Name(), err)
+		}
+	})
+	asked.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 
 	// svc carries the manager's own calls (extensions, deletes, sends,
@@ -123,30 +133,26 @@ func (m *Manager) Run(ctx context.Context) error {
 	for _, qs := range m.queues {
 		bg.Go(func() { qs.del.run(svc) })
 	}
-	jobs := make(chan *job, m.cfg.Workers+queue.MaxBatch)
+	d := newDispatcher(m, svc)
 	var workers sync.WaitGroup
 	for range m.cfg.Workers {
-		workers.Go(func() {
-			for j := range jobs {
-				if m.stopping.Load() {
-					m.release(svc, j, "shutdown before start")
-					continue
-				}
-				m.runJob(svc, hard, j)
-			}
-		})
+		workers.Go(func() { d.work(svc, hard, ctx.Done()) })
 	}
 	m.ready.Store(true)
 	m.log.Info("workman started", "queues", m.queueNames(), "workers", m.cfg.Workers)
 
-	m.poll(ctx, jobs)
+	var receivers sync.WaitGroup
+	for i := range m.queues {
+		receivers.Go(func() { d.receive(ctx, i) })
+	}
+	receivers.Wait()
 
 	// Shutdown.
 	m.ready.Store(false)
 	m.stopping.Store(true)
 	m.log.Info("workman stopping: no more receives", "grace_period", m.cfg.GracePeriod)
-	m.releaseHeld(svc, jobs)
-	close(jobs)
+	d.stop()
+	close(d.jobs)
 	workersDone := make(chan struct{})
 	go func() { workers.Wait(); close(workersDone) }()
 	grace := m.clk.NewTimer(m.cfg.GracePeriod)
@@ -188,114 +194,13 @@ func (m *Manager) queueNames() []string {
 	return out
 }
 
-// poll receives until ctx ends, dispatching messages to jobs.
-func (m *Manager) poll(ctx context.Context, jobs chan<- *job) {
-	s := newScheduler(len(m.queues), m.cfg)
-	for ctx.Err() == nil {
-		if !m.waitCapacity(ctx) {
-			return
-		}
-		p := s.next(m.clk.Now())
-		if p.queue < 0 {
-			_ = clock.Sleep(ctx, m.clk, p.until.Sub(m.clk.Now()))
-			continue
-		}
-		qs := m.queues[p.queue]
-		if m.cfg.Pauser != nil && m.cfg.Pauser.QueuePaused(qs.q.Name()) {
-			if p.idle {
-				_ = clock.Sleep(ctx, m.clk, m.cfg.QueueBackoffMin)
-			} else {
-				s.paused(p.queue, m.clk.Now())
-			}
-			continue
-		}
-		// A short receive runs to completion even when ctx ends (what it
-		// returns is released at once) so no message is left invisible by
-		// a cancelled request; the idle long poll is cancelled.
-		rctx := context.WithoutCancel(ctx)
-		if p.idle {
-			rctx = ctx
-		}
-		rctx, cancel := context.WithTimeout(rctx, p.wait+m.cfg.CallTimeout)
-		msgs, err := qs.q.Receive(rctx, queue.MaxBatch, p.wait)
-		cancel()
-		now := m.clk.Now()
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			d := s.failed(p.queue, now)
-			qs.log.Warn("receive failed", "error", err, "retry_in", d)
-			if p.idle {
-				_ = clock.Sleep(ctx, m.clk, d)
-			}
-			continue
-		}
-		m.obs.Received(qs.q.Name(), len(msgs))
-		s.result(p.queue, len(msgs), now)
-		if len(msgs) == 0 {
-			continue
-		}
-		m.mu.Lock()
-		m.outstanding += len(msgs)
-		m.mu.Unlock()
-		m.obs.InFlight(len(msgs))
-		for _, msg := range msgs {
-			j := &job{qs: qs, msg: msg}
-			j.item = m.ext.add(qs, msg)
-			jobs <- j // never blocks: outstanding ≤ Workers+MaxBatch = cap(jobs)
-		}
-	}
-}
-
-// waitCapacity waits until a full batch fits: the messages held or running
-// leave at least MaxBatch of Workers+MaxBatch free. It reports false when
-// ctx ended.
-func (m *Manager) waitCapacity(ctx context.Context) bool {
-	for {
-		m.mu.Lock()
-		ok := m.outstanding <= m.cfg.Workers
-		m.mu.Unlock()
-		if ok {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-m.capacity:
-		}
-	}
-}
-
 // done ends a job's stay in the manager (its message may still await its
 // batch delete).
 func (m *Manager) done(j *job) {
 	m.mu.Lock()
-	m.outstanding--
 	delete(m.running, j)
 	m.mu.Unlock()
 	m.obs.InFlight(-1)
-	select {
-	case m.capacity <- struct{}{}:
-	default:
-	}
-}
-
-// releaseHeld releases the messages still waiting for a worker.
-func (m *Manager) releaseHeld(ctx context.Context, jobs chan *job) {
-	byQueue := map[*qstate][]*job{}
-	for {
-		select {
-		case j := <-jobs:
-			byQueue[j.qs] = append(byQueue[j.qs], j)
-			continue
-		default:
-		}
-		break
-	}
-	for qs, js := range byQueue {
-		m.releaseMany(ctx, qs, js, "shutdown before start")
-	}
 }
 
 // releaseStuck releases the messages of tasks that did not return after

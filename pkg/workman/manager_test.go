@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
@@ -29,262 +30,165 @@ func TestConfigValidateReportsEverything(t *testing.T) {
 	}
 }
 
-func TestHighPriorityDrainedFirst(t *testing.T) {
-	rec := &recorder{}
-	h := newHarness(t, harnessOpts{queues: 2, handler: rec, cfg: func(c *Config) { c.Workers = 2 }})
-	rec.clk = h.clk
-	for i := range 30 {
-		h.put(1, noopTask(fmt.Sprintf("low-%d", i)))
-		h.put(0, noopTask(fmt.Sprintf("high-%d", i)))
+// TestHighPriorityDrainedFirst: both queues full from the start; one
+// worker, so the start order is exact. Every high task starts before any
+// low one — including the low message the startup watch received before
+// the high queue had answered: it is released, not run.
+func TestConfigMinShare(t *testing.T) {
+	qs := []queue.Queue{memqueue.New("top", memqueue.Config{}), memqueue.New("mid", memqueue.Config{}), memqueue.New("low", memqueue.Config{})}
+	base := Config{Queues: qs, DeadLetter: memqueue.New("dlq", memqueue.Config{}), Handler: processors.HandlerFunc(func(context.Context, *task.Task) error { return nil })}
+	ok := base
+	ok.MinShare = map[string]float64{"mid": 0.1, "low": 0.2}
+	if _, err := New(ok); err != nil {
+		t.Fatalf("valid shares refused: %v", err)
 	}
-	h.start()
-	if !h.advanceUntil(5*time.Minute, func() bool { return len(rec.get()) == 60 }) {
-		t.Fatalf("ran %d of 60 tasks", len(rec.get()))
-	}
-	// Every high message is received before any low one (the order in
-	// which two workers record their starts is up to the Go scheduler).
-	order := h.received()
-	for i, q := range order {
-		if (i < 30) != (q == "q0") {
-			t.Fatalf("receive order %v: every high message must come before any low one", order)
+	bad := base
+	bad.MinShare = map[string]float64{"top": 0.1, "nope": 0.2, "mid": 1.5, "low": -0.1}
+	_, err := New(bad)
+	for _, want := range []string{`"top": it is the top queue`, `"nope": not one of the queues`, `"mid" is 1.5`, `"low" is -0.1`, "add up to"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
-	if _, maxIn := h.obs.snapshot(); maxIn > 2+queue.MaxBatch {
-		t.Fatalf("held %d messages, more than workers+one batch (%d)", maxIn, 2+queue.MaxBatch)
-	}
+}
+
+func TestHighPriorityDrainedFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		h := newHarness(t, harnessOpts{queues: 2, handler: rec, cfg: func(c *Config) { c.Workers = 1 }})
+		rec.clk = h.clk
+		for i := range 30 {
+			h.put(1, noopTask(fmt.Sprintf("low-%d", i)))
+			h.put(0, noopTask(fmt.Sprintf("high-%d", i)))
+		}
+		h.start()
+		if !h.advanceUntil(5*time.Minute, func() bool { return len(rec.get()) == 60 }) {
+			t.Fatalf("ran %d of 60 tasks", len(rec.get()))
+		}
+		for i, c := range rec.get() {
+			if (i < 30) != (c.queue == "q0") {
+				t.Fatalf("start %d is %s from %s: every high task must start before any low one", i, c.id, c.queue)
+			}
+		}
+		// One batch beyond the busy worker, plus at most the one message
+		// each queue's watch may bring in.
+		if _, maxIn := h.obs.snapshot(); maxIn > 1+queue.MaxBatch+2 {
+			t.Fatalf("held %d messages, more than workers + one batch + one per watch (%d)", maxIn, 1+queue.MaxBatch+2)
+		}
+	})
 }
 
 // TestAtMostOneBatchHeld blocks the workers and checks the manager holds
 // exactly one batch beyond them, and receives only full batches.
 func TestAtMostOneBatchHeld(t *testing.T) {
-	gate := make(chan struct{})
-	var running, maxRunning atomic.Int32
-	h := newHarness(t, harnessOpts{handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
-		n := running.Add(1)
-		for {
-			m := maxRunning.Load()
-			if n <= m || maxRunning.CompareAndSwap(m, n) {
-				break
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		var running, maxRunning atomic.Int32
+		h := newHarness(t, harnessOpts{handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+			n := running.Add(1)
+			for {
+				m := maxRunning.Load()
+				if n <= m || maxRunning.CompareAndSwap(m, n) {
+					break
+				}
 			}
-		}
-		defer running.Add(-1)
-		select {
-		case <-gate:
-		case <-ctx.Done():
-		}
-		return nil
-	}), cfg: func(c *Config) { c.Workers = 3 }})
-	for i := range 100 {
-		h.put(0, noopTask(fmt.Sprint(i)))
-	}
-	h.start()
-	h.advanceUntil(10*time.Second, func() bool { return running.Load() == 3 })
-	h.advance(5 * time.Second) // nothing more is received while 7 wait
-	if in, maxIn := h.obs.snapshot(); in != 10 || maxIn != 10 {
-		t.Fatalf("in flight %d (max %d), want one batch: 3 running + 7 held", in, maxIn)
-	}
-	// Once the held ones have started, the next full batch comes in.
-	for range 7 {
-		gate <- struct{}{}
-		settle()
-	}
-	h.advanceUntil(10*time.Second, func() bool { in, _ := h.obs.snapshot(); return in == 13 })
-	h.advance(5 * time.Second)
-	if in, maxIn := h.obs.snapshot(); in != 13 || maxIn != 13 {
-		t.Fatalf("in flight %d (max %d), want 3 running + 10 held", in, maxIn)
-	}
-	if r := h.queues[0].Requests()[memqueue.OpReceive]; r != 2 {
-		t.Fatalf("%d receives for 20 messages, want 2 (full batches)", r)
-	}
-	// Let tasks finish one by one: receives stay full batches of 10.
-	for range 80 {
-		gate <- struct{}{}
-		settle()
-	}
-	close(gate)
-	h.advanceUntil(time.Minute, func() bool { return h.queues[0].Len() == 0 })
-	if h.queues[0].Len() != 0 {
-		t.Fatalf("%d messages left", h.queues[0].Len())
-	}
-	if _, maxIn := h.obs.snapshot(); maxIn > 13 {
-		t.Fatalf("max in flight %d > workers + one batch", maxIn)
-	}
-	h.obs.mu.Lock()
-	nonEmpty := h.obs.received - h.obs.empties
-	h.obs.mu.Unlock()
-	if nonEmpty != 10 {
-		t.Fatalf("%d non-empty receives for 100 messages, want 10 full batches", nonEmpty)
-	}
-	if m := maxRunning.Load(); m != 3 {
-		t.Fatalf("max concurrent tasks %d, want 3", m)
-	}
-}
-
-// TestEmptyHigherQueuesAreCheap: with work only on the lowest of six
-// queues, the five empty ones cost a few receives a minute each.
-func TestEmptyHigherQueuesAreCheap(t *testing.T) {
-	var clk *clock.Fake
-	var done atomic.Int64
-	h := newHarness(t, harnessOpts{queues: 6, cfg: func(c *Config) { c.Workers = 4 },
-		handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
-			defer done.Add(1)
-			return clock.Sleep(ctx, clk, 2*time.Second) // 4 workers: 2 tasks/s
-		})})
-	clk = h.clk
-	var ts []*task.Task
-	for i := range 1000 {
-		ts = append(ts, noopTask(fmt.Sprint(i)))
-	}
-	h.put(5, ts...)
-	h.start()
-	const minutes = 5
-	h.advance(minutes * time.Minute)
-	// 4 workers × 2 s tasks = 600 in 5 minutes at best; each pass over the
-	// five empty queues (whenever their backoff expires) spends 5 s in 1 s
-	// receives while only one batch of 10 is held, so ~500–540 is typical.
-	if d := done.Load(); d < 450 {
-		t.Fatalf("only %d tasks done in %d simulated minutes (want 450–600)", d, minutes)
-	}
-	for i := range 5 {
-		n := len(h.recs[i].receives())
-		t.Logf("queue %d (empty): %d receives in %d min", i, n, minutes)
-		if n > 4*minutes {
-			t.Errorf("empty queue %d was asked %d times in %d minutes; want at most ~3 a minute", i, n, minutes)
-		}
-	}
-	low := len(h.recs[5].receives())
-	t.Logf("queue 5 (busy): %d receives for %d tasks", low, done.Load())
-	if float64(low) > float64(done.Load())/10*1.2+2 {
-		t.Errorf("busy queue: %d receives for %d tasks; batches are not full", low, done.Load())
-	}
-}
-
-func TestIdleBackoffSequence(t *testing.T) {
-	rec := &recorder{}
-	h := newHarness(t, harnessOpts{queues: 3, handler: rec})
-	rec.clk = h.clk
-	h.start()
-	start := h.clk.Now()
-	h.advance(31 * time.Minute)
-	// A sweep asks every queue; the lowest queue is only asked in sweeps.
-	sweeps := h.recs[2].receives()
-	var gaps []time.Duration
-	for i := 1; i < len(sweeps); i++ {
-		gaps = append(gaps, sweeps[i].Sub(sweeps[i-1]))
-	}
-	t.Logf("sweeps at %v after start; gaps %v", sweeps[0].Sub(start), gaps)
-	want := []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 8 * time.Minute}
-	if len(gaps) < len(want) {
-		t.Fatalf("gaps %v, want %v", gaps, want)
-	}
-	for i, w := range want {
-		// A sweep itself takes a few seconds (1 s per empty queue).
-		if gaps[i] < w || gaps[i] > w+5*time.Second {
-			t.Errorf("idle gap %d = %v, want %v (+ sweep time)", i, gaps[i], w)
-		}
-	}
-	// The top queue is long-polled meanwhile: ~3 requests a minute.
-	top := len(h.recs[0].receives())
-	if top > 31*4 {
-		t.Errorf("top queue asked %d times in 31 min", top)
-	}
-	// Urgent work on the top queue starts within 20 s, deep in a backoff.
-	h.advance(3 * time.Minute)
-	put := h.clk.Now()
-	h.put(0, noopTask("urgent"))
-	if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 1 }) {
-		t.Fatal("urgent task did not start within a minute")
-	}
-	if d := rec.get()[0].at.Sub(put); d > 20*time.Second {
-		t.Fatalf("urgent task started after %v, want within 20s", d)
-	}
-}
-
-func TestSchedulerIdleSequenceExact(t *testing.T) {
-	c := Config{}.WithDefaults()
-	s := newScheduler(3, c)
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var sweepEnds, sweepStarts []time.Time
-	inSweep := false
-	for step := 0; step < 2000 && len(sweepStarts) < 7; step++ {
-		p := s.next(now)
-		switch {
-		case p.queue < 0:
-			now = p.until
-		case p.idle:
-			if inSweep {
-				sweepEnds = append(sweepEnds, now)
-				inSweep = false
+			defer running.Add(-1)
+			select {
+			case <-gate:
+			case <-ctx.Done():
 			}
-			if p.wait > c.IdlePollWait {
-				t.Fatalf("idle poll wait %v", p.wait)
-			}
-			now = now.Add(p.wait)
-			s.result(p.queue, 0, now)
-		default:
-			if p.queue == 2 && !inSweep {
-				inSweep = true
-				sweepStarts = append(sweepStarts, now)
-			}
-			now = now.Add(p.wait)
-			s.result(p.queue, 0, now)
+			return nil
+		}), cfg: func(c *Config) { c.Workers = 3 }})
+		for i := range 100 {
+			h.put(0, noopTask(fmt.Sprint(i)))
 		}
-	}
-	want := []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 8 * time.Minute}
-	for i, w := range want {
-		// The idle period runs from the end of one sweep to the next
-		// sweep's first receive (queue 0 then 1 then 2: 2 s later).
-		if got := sweepStarts[i+1].Sub(sweepEnds[i]) - 2*time.Second; got != w {
-			t.Errorf("idle period %d = %v, want %v", i, got, w)
+		h.start()
+		h.advanceUntil(10*time.Second, func() bool { return running.Load() == 3 })
+		h.advance(5 * time.Second) // nothing more is received while 8 wait
+		// The first watch brought in one message, then a full batch.
+		if in, maxIn := h.obs.snapshot(); in != 11 || maxIn != 11 {
+			t.Fatalf("in flight %d (max %d), want the watch's one and a batch: 3 running + 8 held", in, maxIn)
 		}
-	}
-	// A message resets the idle delay.
-	s.result(0, 3, now)
-	if s.idle || s.idleDelay != c.IdleBackoffMin {
-		t.Fatalf("after a message: idle=%v delay=%v", s.idle, s.idleDelay)
-	}
+		// Once the held ones have started, the next full batch comes in.
+		for range 8 {
+			gate <- struct{}{}
+			settle()
+		}
+		h.advanceUntil(10*time.Second, func() bool { in, _ := h.obs.snapshot(); return in == 13 })
+		h.advance(5 * time.Second)
+		if in, maxIn := h.obs.snapshot(); in != 13 || maxIn != 13 {
+			t.Fatalf("in flight %d (max %d), want 3 running + 10 held", in, maxIn)
+		}
+		if r := h.queues[0].Requests()[memqueue.OpReceive]; r != 3 {
+			t.Fatalf("%d receives for 21 messages, want 3 (a watch, then full batches)", r)
+		}
+		// Let tasks finish one by one: receives stay full batches of 10.
+		for range 79 {
+			gate <- struct{}{}
+			settle()
+		}
+		close(gate)
+		h.advanceUntil(time.Minute, func() bool { return h.queues[0].Len() == 0 })
+		if h.queues[0].Len() != 0 {
+			t.Fatalf("%d messages left", h.queues[0].Len())
+		}
+		if _, maxIn := h.obs.snapshot(); maxIn > 13 {
+			t.Fatalf("max in flight %d > workers + one batch", maxIn)
+		}
+		h.obs.mu.Lock()
+		nonEmpty := h.obs.received - h.obs.empties
+		h.obs.mu.Unlock()
+		if nonEmpty != 11 {
+			t.Fatalf("%d non-empty receives for 100 messages, want the watch's 1 and 10 batches", nonEmpty)
+		}
+		if m := maxRunning.Load(); m != 3 {
+			t.Fatalf("max concurrent tasks %d, want 3", m)
+		}
+	})
 }
 
 func TestFailuresRetryThenDeadLetter(t *testing.T) {
-	rec := &recorder{fn: func(ctx context.Context, t *task.Task) error { return errors.New("disk on fire") }}
-	h := newHarness(t, harnessOpts{handler: rec, cfg: func(c *Config) {
-		c.ProcessorName = func(task.Type) string { return "noop-proc" }
-	}})
-	rec.clk = h.clk
-	h.put(0, noopTask("f1"))
-	h.start()
-	if !h.advanceUntil(5*time.Minute, func() bool { return h.dlq.Len() == 1 }) {
-		t.Fatalf("not dead-lettered; calls %+v", rec.get())
-	}
-	calls := rec.get()
-	if len(calls) != 3 {
-		t.Fatalf("%d attempts, want 3: %+v", len(calls), calls)
-	}
-	for i, c := range calls {
-		if c.attempts != i {
-			t.Errorf("call %d had attempts=%d", i, c.attempts)
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{fn: func(ctx context.Context, t *task.Task) error { return errors.New("disk on fire") }}
+		h := newHarness(t, harnessOpts{handler: rec, cfg: func(c *Config) {
+			c.ProcessorName = func(task.Type) string { return "noop-proc" }
+		}})
+		rec.clk = h.clk
+		h.put(0, noopTask("f1"))
+		h.start()
+		if !h.advanceUntil(5*time.Minute, func() bool { return h.dlq.Len() == 1 }) {
+			t.Fatalf("not dead-lettered; calls %+v", rec.get())
 		}
-	}
-	// Exponential delays: 10 s then 20 s.
-	if d := calls[1].at.Sub(calls[0].at); d < 10*time.Second || d > 12*time.Second {
-		t.Errorf("first retry after %v, want ~10s", d)
-	}
-	if d := calls[2].at.Sub(calls[1].at); d < 20*time.Second || d > 22*time.Second {
-		t.Errorf("second retry after %v, want ~20s", d)
-	}
-	d := readDLQ(t, h.dlq)[0]
-	if d.Reason != ReasonFailed || d.Attempts != 3 || d.TaskType != task.TypeNoop || d.Processor != "noop-proc" ||
-		d.SourceQueue != "q0" || d.Worker != "test-worker" || !strings.Contains(d.Error, "disk on fire") || d.Time.IsZero() {
-		t.Fatalf("dead letter %+v", d)
-	}
-	orig, err := task.Decode(d.Body)
-	if err != nil || orig.Get("id") != "f1" || orig.Attempts != 2 {
-		t.Fatalf("dead-letter body %q: %v", d.Body, err)
-	}
-	h.advance(5 * time.Second)
-	if n := h.queues[0].Len(); n != 0 {
-		t.Fatalf("%d messages left on the work queue", n)
-	}
+		calls := rec.get()
+		if len(calls) != 3 {
+			t.Fatalf("%d attempts, want 3: %+v", len(calls), calls)
+		}
+		for i, c := range calls {
+			if c.attempts != i {
+				t.Errorf("call %d had attempts=%d", i, c.attempts)
+			}
+		}
+		// Exponential delays: 10 s then 20 s.
+		if d := calls[1].at.Sub(calls[0].at); d < 10*time.Second || d > 12*time.Second {
+			t.Errorf("first retry after %v, want ~10s", d)
+		}
+		if d := calls[2].at.Sub(calls[1].at); d < 20*time.Second || d > 22*time.Second {
+			t.Errorf("second retry after %v, want ~20s", d)
+		}
+		d := readDLQ(t, h.dlq)[0]
+		if d.Reason != ReasonFailed || d.Attempts != 3 || d.TaskType != task.TypeNoop || d.Processor != "noop-proc" ||
+			d.SourceQueue != "q0" || d.Worker != "test-worker" || !strings.Contains(d.Error, "disk on fire") || d.Time.IsZero() {
+			t.Fatalf("dead letter %+v", d)
+		}
+		orig, err := task.Decode(d.Body)
+		if err != nil || orig.Get("id") != "f1" || orig.Attempts != 2 {
+			t.Fatalf("dead-letter body %q: %v", d.Body, err)
+		}
+		h.advance(5 * time.Second)
+		if n := h.queues[0].Len(); n != 0 {
+			t.Fatalf("%d messages left on the work queue", n)
+		}
+	})
 }
 
 func readDLQ(t *testing.T, q *memqueue.Queue) []*DeadLetter {
@@ -305,252 +209,268 @@ func readDLQ(t *testing.T, q *memqueue.Queue) []*DeadLetter {
 }
 
 func TestStraightToDeadLetter(t *testing.T) {
-	rec := &recorder{fn: func(ctx context.Context, t *task.Task) error {
-		if t.Get("id") == "perm" {
-			return processors.Permanentf("bad input")
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{fn: func(ctx context.Context, t *task.Task) error {
+			if t.Get("id") == "perm" {
+				return processors.Permanentf("bad input")
+			}
+			return nil
+		}}
+		h := newHarness(t, harnessOpts{handler: rec})
+		rec.clk = h.clk
+		h.put(0, noopTask("perm"))
+		bad := []byte("this is not a task \x00")
+		if err := h.queues[0].Send(context.Background(), queue.SendEntry{Body: bad}); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	}}
-	h := newHarness(t, harnessOpts{handler: rec})
-	rec.clk = h.clk
-	h.put(0, noopTask("perm"))
-	bad := []byte("this is not a task \x00")
-	if err := h.queues[0].Send(context.Background(), queue.SendEntry{Body: bad}); err != nil {
-		t.Fatal(err)
-	}
-	h.put(0, task.New("FROBNICATE", map[string]string{"id": "alien"}))
-	h.start()
-	if !h.advanceUntil(time.Minute, func() bool { return h.dlq.Len() == 3 }) {
-		t.Fatalf("dead letters: %d", h.dlq.Len())
-	}
-	byReason := map[string]*DeadLetter{}
-	for _, d := range readDLQ(t, h.dlq) {
-		byReason[d.Reason] = d
-	}
-	if d := byReason[ReasonPermanent]; d == nil || d.Attempts != 1 || !strings.Contains(d.Error, "bad input") || d.Processor != "NOOP" {
-		t.Errorf("permanent: %+v", d)
-	}
-	if d := byReason[ReasonUndecodable]; d == nil || string(d.Body) != string(bad) || d.TaskType != "" {
-		t.Errorf("undecodable: %+v", d)
-	}
-	if d := byReason[ReasonUnknownType]; d == nil || d.TaskType != "FROBNICATE" {
-		t.Errorf("unknown type: %+v", d)
-	}
-	if len(rec.get()) != 1 {
-		t.Errorf("handler ran %d times, want once (only the permanent one)", len(rec.get()))
-	}
-	h.advance(2 * time.Second)
-	if n := h.queues[0].Len(); n != 0 {
-		t.Fatalf("%d messages left", n)
-	}
+		h.put(0, task.New("FROBNICATE", map[string]string{"id": "alien"}))
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return h.dlq.Len() == 3 }) {
+			t.Fatalf("dead letters: %d", h.dlq.Len())
+		}
+		byReason := map[string]*DeadLetter{}
+		for _, d := range readDLQ(t, h.dlq) {
+			byReason[d.Reason] = d
+		}
+		if d := byReason[ReasonPermanent]; d == nil || d.Attempts != 1 || !strings.Contains(d.Error, "bad input") || d.Processor != "NOOP" {
+			t.Errorf("permanent: %+v", d)
+		}
+		if d := byReason[ReasonUndecodable]; d == nil || string(d.Body) != string(bad) || d.TaskType != "" {
+			t.Errorf("undecodable: %+v", d)
+		}
+		if d := byReason[ReasonUnknownType]; d == nil || d.TaskType != "FROBNICATE" {
+			t.Errorf("unknown type: %+v", d)
+		}
+		if len(rec.get()) != 1 {
+			t.Errorf("handler ran %d times, want once (only the permanent one)", len(rec.get()))
+		}
+		h.advance(2 * time.Second)
+		if n := h.queues[0].Len(); n != 0 {
+			t.Fatalf("%d messages left", n)
+		}
+	})
 }
 
 func TestPanicCountsAsFailure(t *testing.T) {
-	rec := &recorder{fn: func(ctx context.Context, t *task.Task) error {
-		if t.Attempts == 0 {
-			panic("processor bug")
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{fn: func(ctx context.Context, t *task.Task) error {
+			if t.Attempts == 0 {
+				panic("processor bug")
+			}
+			return nil
+		}}
+		h := newHarness(t, harnessOpts{handler: rec})
+		rec.clk = h.clk
+		h.put(0, noopTask("p"))
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 }) {
+			t.Fatalf("calls %+v", rec.get())
 		}
-		return nil
-	}}
-	h := newHarness(t, harnessOpts{handler: rec})
-	rec.clk = h.clk
-	h.put(0, noopTask("p"))
-	h.start()
-	if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 }) {
-		t.Fatalf("calls %+v", rec.get())
-	}
-	if c := rec.get(); c[1].attempts != 1 {
-		t.Fatalf("after a panic the retry has attempts=%d", c[1].attempts)
-	}
-	h.advance(2 * time.Second)
-	if h.queues[0].Len() != 0 || h.dlq.Len() != 0 {
-		t.Fatalf("left: queue %d, dlq %d", h.queues[0].Len(), h.dlq.Len())
-	}
+		if c := rec.get(); c[1].attempts != 1 {
+			t.Fatalf("after a panic the retry has attempts=%d", c[1].attempts)
+		}
+		h.advance(2 * time.Second)
+		if h.queues[0].Len() != 0 || h.dlq.Len() != 0 {
+			t.Fatalf("left: queue %d, dlq %d", h.queues[0].Len(), h.dlq.Len())
+		}
+	})
 }
 
 func TestRetryAfterDelay(t *testing.T) {
-	rec := &recorder{fn: func(ctx context.Context, t *task.Task) error {
-		if t.Attempts == 0 {
-			return processors.RetryAfter(5*time.Minute, errors.New("not yet"))
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{fn: func(ctx context.Context, t *task.Task) error {
+			if t.Attempts == 0 {
+				return processors.RetryAfter(5*time.Minute, errors.New("not yet"))
+			}
+			return nil
+		}}
+		h := newHarness(t, harnessOpts{handler: rec})
+		rec.clk = h.clk
+		h.put(0, noopTask("r"))
+		h.start()
+		if !h.advanceUntil(10*time.Minute, func() bool { return len(rec.get()) == 2 }) {
+			t.Fatalf("calls %+v", rec.get())
 		}
-		return nil
-	}}
-	h := newHarness(t, harnessOpts{handler: rec})
-	rec.clk = h.clk
-	h.put(0, noopTask("r"))
-	h.start()
-	if !h.advanceUntil(10*time.Minute, func() bool { return len(rec.get()) == 2 }) {
-		t.Fatalf("calls %+v", rec.get())
-	}
-	c := rec.get()
-	if d := c[1].at.Sub(c[0].at); d < 5*time.Minute || d > 5*time.Minute+25*time.Second {
-		t.Fatalf("retried after %v, want 5m (+ at most one idle long poll)", d)
-	}
-	if RetryDelay(0, processors.RetryAfter(time.Hour, nil), 10*time.Second, queue.MaxDelay) != queue.MaxDelay {
-		t.Fatal("RetryAfter beyond 15 min is not capped")
-	}
-	if got := RetryDelay(9, errors.New("x"), 10*time.Second, queue.MaxDelay); got != queue.MaxDelay {
-		t.Fatalf("RetryDelay(9) = %v", got)
-	}
+		c := rec.get()
+		if d := c[1].at.Sub(c[0].at); d < 5*time.Minute || d > 5*time.Minute+25*time.Second {
+			t.Fatalf("retried after %v, want 5m (+ at most one idle long poll)", d)
+		}
+		if RetryDelay(0, processors.RetryAfter(time.Hour, nil), 10*time.Second, queue.MaxDelay) != queue.MaxDelay {
+			t.Fatal("RetryAfter beyond 15 min is not capped")
+		}
+		if got := RetryDelay(9, errors.New("x"), 10*time.Second, queue.MaxDelay); got != queue.MaxDelay {
+			t.Fatalf("RetryDelay(9) = %v", got)
+		}
+	})
 }
 
 // TestLongTaskIsExtended: a task running three times the visibility
 // timeout is not redelivered, and its extensions share calls.
 func TestLongTaskIsExtended(t *testing.T) {
-	var clk *clock.Fake
-	var calls atomic.Int32
-	h := newHarness(t, harnessOpts{vt: 10 * time.Second, handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
-		calls.Add(1)
-		return clock.Sleep(ctx, clk, 30*time.Second)
-	})})
-	clk = h.clk
-	for i := range 4 {
-		h.put(0, noopTask(fmt.Sprint(i)))
-	}
-	h.start()
-	if !h.advanceUntil(2*time.Minute, func() bool { return h.queues[0].Len() == 0 }) {
-		t.Fatalf("%d messages left", h.queues[0].Len())
-	}
-	if n := calls.Load(); n != 4 {
-		t.Fatalf("handler ran %d times for 4 tasks: a message was redelivered", n)
-	}
-	// 4 messages × ~6 extensions, batched: far fewer calls than messages×extensions.
-	if n := h.queues[0].Requests()[memqueue.OpChangeVisibility]; n == 0 || n > 8 {
-		t.Fatalf("%d ChangeVisibility calls", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var clk *clock.Fake
+		var calls atomic.Int32
+		h := newHarness(t, harnessOpts{vt: 10 * time.Second, handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+			calls.Add(1)
+			return clock.Sleep(ctx, clk, 30*time.Second)
+		})})
+		clk = h.clk
+		for i := range 4 {
+			h.put(0, noopTask(fmt.Sprint(i)))
+		}
+		h.start()
+		if !h.advanceUntil(2*time.Minute, func() bool { return h.queues[0].Len() == 0 }) {
+			t.Fatalf("%d messages left", h.queues[0].Len())
+		}
+		if n := calls.Load(); n != 4 {
+			t.Fatalf("handler ran %d times for 4 tasks: a message was redelivered", n)
+		}
+		// 4 messages × ~6 extensions, batched: far fewer calls than messages×extensions.
+		if n := h.queues[0].Requests()[memqueue.OpChangeVisibility]; n == 0 || n > 8 {
+			t.Fatalf("%d ChangeVisibility calls", n)
+		}
+	})
 }
 
 func TestExtensionFailureIsRetried(t *testing.T) {
-	var clk *clock.Fake
-	var failures atomic.Int32
-	h := newHarness(t, harnessOpts{vt: 10 * time.Second,
-		fault: func(int) func(string, int) error {
-			return func(op string, i int) error {
-				if op == memqueue.OpChangeVisibility && failures.Add(1) <= 3 {
-					return errors.New("throttled")
+	synctest.Test(t, func(t *testing.T) {
+		var clk *clock.Fake
+		var failures atomic.Int32
+		h := newHarness(t, harnessOpts{vt: 10 * time.Second,
+			fault: func(int) func(string, int) error {
+				return func(op string, i int) error {
+					if op == memqueue.OpChangeVisibility && failures.Add(1) <= 3 {
+						return errors.New("throttled")
+					}
+					return nil
 				}
-				return nil
-			}
-		},
-		handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
-			return clock.Sleep(ctx, clk, 25*time.Second)
-		})})
-	clk = h.clk
-	h.put(0, noopTask("x"))
-	h.start()
-	if !h.advanceUntil(time.Minute, func() bool { return h.queues[0].Len() == 0 }) {
-		t.Fatal("not deleted")
-	}
-	if r := h.queues[0].Requests()[memqueue.OpReceive]; r < 1 {
-		t.Fatal("no receive")
-	}
-	for _, s := range h.queues[0].Messages() {
-		t.Fatalf("left: %+v", s)
-	}
+			},
+			handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+				return clock.Sleep(ctx, clk, 25*time.Second)
+			})})
+		clk = h.clk
+		h.put(0, noopTask("x"))
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return h.queues[0].Len() == 0 }) {
+			t.Fatal("not deleted")
+		}
+		if r := h.queues[0].Requests()[memqueue.OpReceive]; r < 1 {
+			t.Fatal("no receive")
+		}
+		for _, s := range h.queues[0].Messages() {
+			t.Fatalf("left: %+v", s)
+		}
+	})
 }
 
 func TestDeleteFailuresRetried(t *testing.T) {
-	var n atomic.Int32
-	rec := &recorder{}
-	h := newHarness(t, harnessOpts{handler: rec,
-		fault: func(int) func(string, int) error {
-			return func(op string, i int) error {
-				if op == memqueue.OpDelete && i == 0 && n.Add(1) <= 2 {
-					return errors.New("internal error")
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		rec := &recorder{}
+		h := newHarness(t, harnessOpts{handler: rec,
+			fault: func(int) func(string, int) error {
+				return func(op string, i int) error {
+					if op == memqueue.OpDelete && i == 0 && n.Add(1) <= 2 {
+						return errors.New("internal error")
+					}
+					return nil
 				}
-				return nil
-			}
-		}})
-	rec.clk = h.clk
-	for i := range 5 {
-		h.put(0, noopTask(fmt.Sprint(i)))
-	}
-	h.start()
-	if !h.advanceUntil(time.Minute, func() bool { return h.queues[0].Len() == 0 }) {
-		t.Fatalf("%d left", h.queues[0].Len())
-	}
-	if len(rec.get()) != 5 {
-		t.Fatalf("%d runs for 5 tasks", len(rec.get()))
-	}
-	// One or two batches (the 1 s flush may split the five) plus two
-	// retries of the failing entry.
-	if r := h.queues[0].Requests()[memqueue.OpDelete]; r < 3 || r > 4 {
-		t.Fatalf("%d delete calls, want 3-4 (batches + 2 retries of the failed entry)", r)
-	}
+			}})
+		rec.clk = h.clk
+		for i := range 5 {
+			h.put(0, noopTask(fmt.Sprint(i)))
+		}
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return h.queues[0].Len() == 0 }) {
+			t.Fatalf("%d left", h.queues[0].Len())
+		}
+		if len(rec.get()) != 5 {
+			t.Fatalf("%d runs for 5 tasks", len(rec.get()))
+		}
+		// One or two batches (the 1 s flush may split the five) plus two
+		// retries of the failing entry.
+		if r := h.queues[0].Requests()[memqueue.OpDelete]; r < 3 || r > 4 {
+			t.Fatalf("%d delete calls, want 3-4 (batches + 2 retries of the failed entry)", r)
+		}
+	})
 }
 
 func TestDeleteThatKeepsFailingIsRedelivered(t *testing.T) {
-	var fail atomic.Bool
-	fail.Store(true)
-	rec := &recorder{}
-	h := newHarness(t, harnessOpts{vt: 10 * time.Second, handler: rec,
-		fault: func(int) func(string, int) error {
-			return func(op string, i int) error {
-				if op == memqueue.OpDelete && fail.Load() {
-					return errors.New("internal error")
+	synctest.Test(t, func(t *testing.T) {
+		var fail atomic.Bool
+		fail.Store(true)
+		rec := &recorder{}
+		h := newHarness(t, harnessOpts{vt: 10 * time.Second, handler: rec,
+			fault: func(int) func(string, int) error {
+				return func(op string, i int) error {
+					if op == memqueue.OpDelete && fail.Load() {
+						return errors.New("internal error")
+					}
+					return nil
 				}
-				return nil
-			}
-		}})
-	rec.clk = h.clk
-	h.put(0, noopTask("d"))
-	h.start()
-	h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 })
-	fail.Store(false)
-	if !h.advanceUntil(time.Minute, func() bool { return h.queues[0].Len() == 0 }) {
-		t.Fatal("never deleted")
-	}
-	if n := len(rec.get()); n != 2 {
-		t.Fatalf("ran %d times, want 2 (redelivered once after the delete gave up)", n)
-	}
+			}})
+		rec.clk = h.clk
+		h.put(0, noopTask("d"))
+		h.start()
+		h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 })
+		fail.Store(false)
+		if !h.advanceUntil(time.Minute, func() bool { return h.queues[0].Len() == 0 }) {
+			t.Fatal("never deleted")
+		}
+		if n := len(rec.get()); n != 2 {
+			t.Fatalf("ran %d times, want 2 (redelivered once after the delete gave up)", n)
+		}
+	})
 }
 
 func TestGracefulShutdown(t *testing.T) {
-	var clk *clock.Fake
-	var started atomic.Int32
-	h := newHarness(t, harnessOpts{vt: time.Hour, handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
-		started.Add(1)
-		d := 2 * time.Second
-		if strings.HasPrefix(tk.Get("id"), "long") {
-			d = time.Hour
+	synctest.Test(t, func(t *testing.T) {
+		var clk *clock.Fake
+		var started atomic.Int32
+		h := newHarness(t, harnessOpts{vt: time.Hour, handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+			started.Add(1)
+			d := 2 * time.Second
+			if strings.HasPrefix(tk.Get("id"), "long") {
+				d = time.Hour
+			}
+			return clock.Sleep(ctx, clk, d)
+		}), cfg: func(c *Config) { c.Workers = 4; c.GracePeriod = 10 * time.Second }})
+		clk = h.clk
+		h.put(0, noopTask("short-1"), noopTask("short-2"), noopTask("long-1"), noopTask("long-2"))
+		for i := range 6 {
+			h.put(0, noopTask(fmt.Sprintf("long-held-%d", i)))
 		}
-		return clock.Sleep(ctx, clk, d)
-	}), cfg: func(c *Config) { c.Workers = 4; c.GracePeriod = 10 * time.Second }})
-	clk = h.clk
-	h.put(0, noopTask("short-1"), noopTask("short-2"), noopTask("long-1"), noopTask("long-2"))
-	for i := range 6 {
-		h.put(0, noopTask(fmt.Sprintf("long-held-%d", i)))
-	}
-	h.start()
-	h.advanceUntil(10*time.Second, func() bool { return started.Load() == 4 })
-	if started.Load() != 4 {
-		t.Fatalf("%d started", started.Load())
-	}
-	if err := h.stop(time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	// short tasks finished and were deleted; long ones and the 6 held
-	// ones are visible again at once.
-	msgs, err := h.queues[0].Receive(context.Background(), 10, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, m := range msgs {
-		tk, _ := task.Decode(m.Body)
-		ids = append(ids, tk.Get("id"))
-	}
-	if len(ids) != 8 {
-		t.Fatalf("visible after shutdown: %v, want the 2 long and 6 held", ids)
-	}
-	for _, id := range ids {
-		if strings.HasPrefix(id, "short") {
-			t.Fatalf("finished task %s was not deleted", id)
+		h.start()
+		h.advanceUntil(10*time.Second, func() bool { return started.Load() == 4 })
+		if started.Load() != 4 {
+			t.Fatalf("%d started", started.Load())
 		}
-	}
-	if h.m.Ready() {
-		t.Fatal("ready after stop")
-	}
+		if err := h.stop(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		// short tasks finished and were deleted; long ones and the 6 held
+		// ones are visible again at once.
+		msgs, err := h.queues[0].Receive(context.Background(), 10, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, m := range msgs {
+			tk, _ := task.Decode(m.Body)
+			ids = append(ids, tk.Get("id"))
+		}
+		if len(ids) != 8 {
+			t.Fatalf("visible after shutdown: %v, want the 2 long and 6 held", ids)
+		}
+		for _, id := range ids {
+			if strings.HasPrefix(id, "short") {
+				t.Fatalf("finished task %s was not deleted", id)
+			}
+		}
+		if h.m.Ready() {
+			t.Fatal("ready after stop")
+		}
+	})
 }
 
 func TestDeadLetterRoundTrip(t *testing.T) {
@@ -592,29 +512,31 @@ func TestDeadLetterRoundTrip(t *testing.T) {
 // TestDeadLetterTooLargeFallsBackToRaw: a body near the size limit still
 // reaches the dead-letter queue untouched.
 func TestDeadLetterTooLargeFallsBackToRaw(t *testing.T) {
-	h := newHarness(t, harnessOpts{handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
-		return processors.Permanentf("no")
-	})})
-	big := noopTask("big")
-	big.Set("pad", strings.Repeat(`"`, 100<<10)) // 200 KiB as a task, ~400 KiB inside an envelope
-	h.put(0, big)
-	h.start()
-	// Generous simulated limit: encoding 400 KiB takes real time.
-	if !h.advanceUntil(time.Hour, func() bool { return h.dlq.Len() == 1 }) {
-		t.Fatal("not dead-lettered")
-	}
-	msgs, _ := h.dlq.Receive(context.Background(), 1, 0)
-	if msgs[0].Attributes[AttrForm] != FormRaw {
-		t.Fatalf("form %q", msgs[0].Attributes[AttrForm])
-	}
-	d, err := DecodeDeadLetter(msgs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk, err := task.Decode(d.Body)
-	if err != nil || tk.Get("id") != "big" || d.Reason != ReasonPermanent {
-		t.Fatalf("decoded %+v: %v", d, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, harnessOpts{handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+			return processors.Permanentf("no")
+		})})
+		big := noopTask("big")
+		big.Set("pad", strings.Repeat(`"`, 100<<10)) // 200 KiB as a task, ~400 KiB inside an envelope
+		h.put(0, big)
+		h.start()
+		// Generous simulated limit: encoding 400 KiB takes real time.
+		if !h.advanceUntil(time.Hour, func() bool { return h.dlq.Len() == 1 }) {
+			t.Fatal("not dead-lettered")
+		}
+		msgs, _ := h.dlq.Receive(context.Background(), 1, 0)
+		if msgs[0].Attributes[AttrForm] != FormRaw {
+			t.Fatalf("form %q", msgs[0].Attributes[AttrForm])
+		}
+		d, err := DecodeDeadLetter(msgs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk, err := task.Decode(d.Body)
+		if err != nil || tk.Get("id") != "big" || d.Reason != ReasonPermanent {
+			t.Fatalf("decoded %+v: %v", d, err)
+		}
+	})
 }
 
 var _ sync.Locker = (*sync.Mutex)(nil)
@@ -640,59 +562,63 @@ func (p *pauser) QueuePaused(q string) bool {
 // TestPausedQueueNotReceived: a paused queue is not received from while
 // the others are; once resumed its tasks run.
 func TestPausedQueueNotReceived(t *testing.T) {
-	p := &pauser{paused: map[string]bool{"q0": true}}
-	rec := &recorder{}
-	h := newHarness(t, harnessOpts{queues: 2, handler: rec, cfg: func(c *Config) { c.Pauser = p }})
-	rec.clk = h.clk
-	h.put(0, noopTask("a1"), noopTask("a2"))
-	h.put(1, noopTask("b1"), noopTask("b2"))
-	h.start()
-	if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 }) {
-		t.Fatalf("calls %+v", rec.get())
-	}
-	h.advance(3 * time.Minute)
-	if n := len(h.recs[0].receives()); n != 0 {
-		t.Fatalf("paused queue q0 was received from %d times", n)
-	}
-	for _, c := range rec.get() {
-		if c.queue != "q1" {
-			t.Fatalf("a task of the paused queue ran: %+v", c)
+	synctest.Test(t, func(t *testing.T) {
+		p := &pauser{paused: map[string]bool{"q0": true}}
+		rec := &recorder{}
+		h := newHarness(t, harnessOpts{queues: 2, handler: rec, cfg: func(c *Config) { c.Pauser = p }})
+		rec.clk = h.clk
+		h.put(0, noopTask("a1"), noopTask("a2"))
+		h.put(1, noopTask("b1"), noopTask("b2"))
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 }) {
+			t.Fatalf("calls %+v", rec.get())
 		}
-	}
-	p.set("q0", false)
-	if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 4 }) {
-		t.Fatalf("after resume: calls %+v", rec.get())
-	}
+		h.advance(3 * time.Minute)
+		if n := len(h.recs[0].receives()); n != 0 {
+			t.Fatalf("paused queue q0 was received from %d times", n)
+		}
+		for _, c := range rec.get() {
+			if c.queue != "q1" {
+				t.Fatalf("a task of the paused queue ran: %+v", c)
+			}
+		}
+		p.set("q0", false)
+		if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 4 }) {
+			t.Fatalf("after resume: calls %+v", rec.get())
+		}
+	})
 }
 
 // TestReleasedOutcome: a task whose handler returns processors.Release is
 // made visible again at once, without an attempt, a copy or a dead letter.
 func TestReleasedOutcome(t *testing.T) {
-	var n atomic.Int32
-	rec := &recorder{fn: func(ctx context.Context, t *task.Task) error {
-		if n.Add(1) == 1 {
-			return processors.Release("type NOOP paused")
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		rec := &recorder{fn: func(ctx context.Context, t *task.Task) error {
+			if n.Add(1) == 1 {
+				return processors.Release("type NOOP paused")
+			}
+			return nil
+		}}
+		h := newHarness(t, harnessOpts{handler: rec})
+		rec.clk = h.clk
+		h.put(0, noopTask("r"))
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 }) {
+			t.Fatalf("calls %+v", rec.get())
 		}
-		return nil
-	}}
-	h := newHarness(t, harnessOpts{handler: rec})
-	rec.clk = h.clk
-	h.put(0, noopTask("r"))
-	h.start()
-	if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == 2 }) {
-		t.Fatalf("calls %+v", rec.get())
-	}
-	c := rec.get()
-	if c[1].attempts != 0 {
-		t.Fatalf("a released task came back with attempts=%d", c[1].attempts)
-	}
-	// Visibility 0: the second run follows at once, not after the 30 s
-	// visibility timeout nor a retry delay.
-	if d := c[1].at.Sub(c[0].at); d >= 10*time.Second {
-		t.Fatalf("released task ran again after %v", d)
-	}
-	h.advance(2 * time.Second)
-	if h.queues[0].Len() != 0 || h.dlq.Len() != 0 {
-		t.Fatalf("left: queue %d, dlq %d", h.queues[0].Len(), h.dlq.Len())
-	}
+		c := rec.get()
+		if c[1].attempts != 0 {
+			t.Fatalf("a released task came back with attempts=%d", c[1].attempts)
+		}
+		// Visibility 0: the second run follows at once, not after the 30 s
+		// visibility timeout nor a retry delay.
+		if d := c[1].at.Sub(c[0].at); d >= 10*time.Second {
+			t.Fatalf("released task ran again after %v", d)
+		}
+		h.advance(2 * time.Second)
+		if h.queues[0].Len() != 0 || h.dlq.Len() != 0 {
+			t.Fatalf("left: queue %d, dlq %d", h.queues[0].Len(), h.dlq.Len())
+		}
+	})
 }

@@ -220,7 +220,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 		"--queue-prefix", prefix, "--queues", queue.KeyAudit+","+queue.KeyDupHigh,
 		"--http-addr", httpAddr, "--cloudwatch=false", "--fleet-table", "", "--log-level", "debug", "--worker-id", "badinput",
 		"--receive-wait", "1s", "--queue-backoff-min", "1s", "--queue-backoff-max", "2s",
-		"--idle-backoff-min", "1s", "--idle-backoff-max", "2s", "--grace-period", "5s", "--noop-record", record)
+		"--long-poll-wait", "1s", "--grace-period", "5s", "--noop-record", record)
 	cmd.Env = append(os.Environ(), wiredEnv(t, ctx, cfg, prefix, tmp, auditWired || dupWired)...)
 	cmd.Env = append(cmd.Env, "MILL_CLAIMS_BUCKET="+claimsBucket)
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -200,7 +200,7 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 		w := exec.CommandContext(ctx, workman, "--task-types", "AUDIT,DUP,NOOP", "--queues", "audit,dup-high",
 			"--config-dir", conf, "--database-url", dbURL, "--audit-table", auditTable, "--queue-prefix", prefix,
 			"--http-addr", "", "--cloudwatch=false", "--receive-wait", "1s",
-			"--queue-backoff-min", "250ms", "--queue-backoff-max", "1s", "--idle-backoff-min", "250ms", "--idle-backoff-max", "1s",
+			"--queue-backoff-min", "250ms", "--queue-backoff-max", "1s", "--long-poll-wait", "1s",
 			"--grace-period", "5s")
 		w.Env = env
 		w.Stdout, w.Stderr = &wout, &wout

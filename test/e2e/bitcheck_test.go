@@ -377,8 +377,8 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 				// empty receive on each of them for every batch of 10; a short
 				// idle period so the run ends soon after the last task.
 				Workers: 8, ReceiveWait: time.Second, QueueBackoffMin: time.Second, QueueBackoffMax: 8 * time.Second,
-				IdleBackoffMin: 300 * time.Millisecond, IdleBackoffMax: time.Second, IdlePollWait: time.Second,
-				RetryBase: time.Second, GracePeriod: 5 * time.Second, WorkerID: fmt.Sprintf("e2e-%d", n), Logger: logger,
+				IdlePollWait: time.Second,
+				RetryBase:    time.Second, GracePeriod: 5 * time.Second, WorkerID: fmt.Sprintf("e2e-%d", n), Logger: logger,
 			})
 			if err != nil {
 				t.Fatal(err)

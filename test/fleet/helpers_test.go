@@ -223,7 +223,7 @@ func workmanArgs(id, prefix, table string, extra ...string) []string {
 		"--worker-id", id, "--queue-prefix", prefix, "--fleet-table", table,
 		"--heartbeat-interval", interval.String(), "--http-addr", "", "--cloudwatch=false",
 		"--receive-wait", "1s", "--queue-backoff-min", "250ms", "--queue-backoff-max", "1s",
-		"--idle-backoff-min", "1s", "--idle-backoff-max", "2s", "--grace-period", "5s",
+		"--long-poll-wait", "1s", "--grace-period", "5s",
 	}, extra...)
 }
 

@@ -209,7 +209,7 @@ func TestCredentialsNeverLogged(t *testing.T) {
 	defer stop()
 	w := exec.CommandContext(wctx, workman, "--task-types", "AUDIT,DUP,NOOP", "--queues", "audit,dup-high",
 		"--http-addr", "", "--cloudwatch=false", "--max-attempts", "1", "--receive-wait", "1s",
-		"--queue-backoff-min", "1s", "--queue-backoff-max", "2s", "--idle-backoff-min", "1s", "--idle-backoff-max", "2s",
+		"--queue-backoff-min", "1s", "--queue-backoff-max", "2s", "--long-poll-wait", "1s",
 		"--grace-period", "5s")
 	w.Env = env
 	w.Stdout, w.Stderr = &wout, &wout
