@@ -226,7 +226,7 @@ func (m *mill) startWorkman(extra ...string) *worker {
 		"--task-types", "NOOP,AUDIT,DUP,BIT,BIT_ERROR,BIT_REPORT", "--max-attempts", "1", "--workers", "4",
 		"--http-addr", w.addr, "--cloudwatch=false", "--fleet-table", "", "--instance-metadata=false", "--worker-id", "adversarial",
 		"--receive-wait", "1s", "--queue-backoff-min", "2s", "--queue-backoff-max", "4s",
-		"--idle-backoff-min", "500ms", "--idle-backoff-max", "1s", "--grace-period", "5s", "--noop-record", w.record}
+		"--long-poll-wait", "1s", "--grace-period", "5s", "--noop-record", w.record}
 	w.cmd = exec.CommandContext(wctx, binaries(m.t)["workman"], append(args, extra...)...)
 	w.cmd.Env = m.env()
 	w.cmd.Stdout, w.cmd.Stderr = &w.out, &w.out
