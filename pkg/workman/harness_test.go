@@ -27,15 +27,6 @@ type harness struct {
 	m      *Manager
 	cancel context.CancelFunc
 	done   chan error
-
-	orderMu sync.Mutex
-	order   []string // queue name of every received message, in order
-}
-
-func (h *harness) received() []string {
-	h.orderMu.Lock()
-	defer h.orderMu.Unlock()
-	return append([]string(nil), h.order...)
 }
 
 type harnessOpts struct {
@@ -182,13 +173,7 @@ func (r *recQueue) Receive(ctx context.Context, n int, wait time.Duration) ([]*q
 	r.mu.Lock()
 	r.times = append(r.times, r.clk.Now())
 	r.mu.Unlock()
-	msgs, err := r.Queue.Receive(ctx, n, wait)
-	r.h.orderMu.Lock()
-	for range msgs {
-		r.h.order = append(r.h.order, r.Name())
-	}
-	r.h.orderMu.Unlock()
-	return msgs, err
+	return r.Queue.Receive(ctx, n, wait)
 }
 
 func (r *recQueue) receives() []time.Time {

@@ -458,11 +458,9 @@ func (p *planner) grants() []grant {
 		if i != main && q.credit < 0 {
 			continue // in debt: no more of it until its turn comes near
 		}
-		n := p.batch
+		n := max(1, mainN)
 		if i != main {
 			n = p.quota(i)
-		} else {
-			n = max(1, mainN)
 		}
 		if free < n {
 			break // keep what is free for this queue
