@@ -80,7 +80,7 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bitproducer:", err)
 		return 2
 	default:
-		fmt.Fprintln(stderr, "bitproducer:", err)
+		fmt.Fprintln(stderr, "bitproducer:", wiring.Explain(err))
 		return 1
 	}
 }

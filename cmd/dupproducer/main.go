@@ -81,7 +81,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dupproducer:", err)
 		os.Exit(2)
 	case err != nil:
-		fmt.Fprintln(os.Stderr, "dupproducer:", err)
+		fmt.Fprintln(os.Stderr, "dupproducer:", wiring.Explain(err))
 		os.Exit(1)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/internal/wiring"
 )
 
 // groupSummaries describe the command groups in `millctl help`; a group
@@ -50,7 +51,7 @@ func run(ctx context.Context, a *app, args []string) int {
 		}
 		return 2
 	}
-	fmt.Fprintf(a.stderr, "%s: %v\n", path, err)
+	fmt.Fprintf(a.stderr, "%s: %v\n", path, wiring.Explain(err))
 	return 1
 }
 
