@@ -55,7 +55,9 @@ var serviceArgs = map[string][]string{
 	"resume":            {"DUP"},
 	"run":               {"--queue", "audit"},
 	"setup":             nil,
+	"stores get":        nil,
 	"stores list":       nil,
+	"stores put":        {filepath.Join("..", "..", "testdata", "accounts", "accounts.json")},
 	"stores validate":   {"--buckets"},
 }
 
