@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -80,4 +81,20 @@ func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.O
 		oc.AWS = *base
 	}
 	return stores.NewOpener(reg, oc)
+}
+
+// DefaultStateBucket is the bucket of the producers' state when neither
+// --state nor --state-bucket says otherwise (millctl setup creates it).
+const DefaultStateBucket = "mill-state"
+
+// StateLocation is where a producer keeps its state: state when it is set
+// (a file path or s3://bucket/key), else key in bucket.
+func StateLocation(state, bucket, key string) (string, error) {
+	if state != "" {
+		return state, nil
+	}
+	if bucket == "" {
+		return "", errors.New("--state or --state-bucket is required")
+	}
+	return "s3://" + bucket + "/" + key, nil
 }
