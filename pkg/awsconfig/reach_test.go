@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,10 +88,9 @@ func TestClientsCheckTheirHostOnce(t *testing.T) {
 	}
 
 	// A server that answered once and then stops is retried (3 attempts).
-	attempts := 0
+	var attempts atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		attempts++
-		if attempts == 1 {
+		if attempts.Add(1) == 1 {
 			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 			_, _ = w.Write([]byte(`{"QueueUrls":[]}`))
 			return
@@ -104,8 +104,8 @@ func TestClientsCheckTheirHostOnce(t *testing.T) {
 	if _, err := cl.ListQueues(t.Context(), &sqs.ListQueuesInput{}); err != nil {
 		t.Fatalf("first call: %v", err)
 	}
-	if _, err := cl.ListQueues(t.Context(), &sqs.ListQueuesInput{}); err == nil || errors.As(err, &ue) || attempts != 4 {
-		t.Fatalf("after the host answered once: %v with %d requests; want the SDK's 3 attempts of a transient error", err, attempts)
+	if _, err := cl.ListQueues(t.Context(), &sqs.ListQueuesInput{}); err == nil || errors.As(err, &ue) || attempts.Load() != 4 {
+		t.Fatalf("after the host answered once: %v with %d requests; want the SDK's 3 attempts of a transient error", err, attempts.Load())
 	}
 }
 
