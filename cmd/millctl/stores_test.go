@@ -88,3 +88,26 @@ func TestStoresPutGet(t *testing.T) {
 		t.Fatalf("put without FILE: exit %d", code)
 	}
 }
+
+// dev load writes no configuration over someone else's: a config source
+// with another accounts.json or another policy is refused before anything
+// is written or created.
+func TestDevLoadKeepsOtherConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	pcsCopy(t, pcsTestdata+"accounts/accounts.json", dir, "accounts.json")
+	env := map[string]string{"MILL_CONFIG_DIR": dir}
+	code, _, errOut := pcsRun(t, env, "", "dev", "load")
+	if code != 1 || !strings.Contains(errOut, "accounts.json exists and is not the demo's") {
+		t.Fatalf("dev load over another registry: exit %d\n%s", code, errOut)
+	}
+	dir = t.TempDir()
+	pcsCopy(t, pcsTestdata+"policies/account1-duplication-policy.json", dir, "acme-duplication-policy.json")
+	env = map[string]string{"MILL_CONFIG_DIR": dir}
+	code, _, errOut = pcsRun(t, env, "", "dev", "load")
+	if code != 1 || !strings.Contains(errOut, "acme-duplication-policy.json exists and is not the demo's") {
+		t.Fatalf("dev load over another policy: exit %d\n%s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "accounts.json")); !os.IsNotExist(err) {
+		t.Fatalf("a refused dev load wrote accounts.json: %v", err)
+	}
+}

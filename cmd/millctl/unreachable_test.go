@@ -37,6 +37,7 @@ var serviceArgs = map[string][]string{
 	"content restore":   {"acct", "1", "space", "item"},
 	"content rm":        {"acct", "1", "space", "item"},
 	"content versions":  {"acct", "1", "space", "item"},
+	"dev load":          nil,
 	"dlq list":          nil,
 	"dlq purge":         {"--yes"},
 	"dlq redrive":       nil,
