@@ -18,6 +18,10 @@ help: ## list the targets
 demo: ## the whole mill in one process (no AWS, no database, no Docker): seed, duplicate, inject faults, check, repair; CONSOLE=127.0.0.1:8080 also serves the Mill Console
 	$(GO) run ./cmd/millctl dev $(if $(CONSOLE),--console $(CONSOLE)) $(DEMO_FLAGS)
 
+.PHONY: local
+local: up build ## the whole mill on the local emulator and PostgreSQL with the real binaries (setup, the demo, Workman, the producers, the console) until Ctrl-C
+	./scripts/local.sh
+
 .PHONY: up
 up: ## start the AWS emulator (moto or LocalStack) and PostgreSQL, wait until they answer
 	./localstack/up.sh
@@ -27,7 +31,7 @@ down: ## stop what `make up` started
 	./localstack/down.sh
 
 .PHONY: env
-env: ## print the environment for the local services (eval "$$(make -s env)" in a shell)
+env: ## print the environment for the local services: eval "$(make -s env)" in a shell
 	@./localstack/env.sh
 
 .PHONY: build

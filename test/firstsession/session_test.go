@@ -16,6 +16,7 @@ import (
 	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/internal/wiring"
+	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -55,59 +56,18 @@ func TestReadmeFirstSession(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole mill on the emulator")
 	}
-	cfg := testenv.AWS(t)
-	dbURL := testenv.Schema(t)
 	block := sessionBlock(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-
-	// make build: bin/ in a work directory.
-	bins := testbin.Build(t, "millctl", "workman", "dupproducer", "bitproducer")
+	m := newMill(t)
+	cfg, env, names, bins := m.cfg, m.env, m.names, m.bins
+	s3c := cfg.S3()
 	work := t.TempDir()
-	if err := os.Symlink(filepath.Dir(bins["millctl"]), filepath.Join(work, "bin")); err != nil {
+	if err := os.Symlink(m.binDir, filepath.Join(work, "bin")); err != nil {
 		t.Fatal(err)
 	}
-
-	// Every name the session uses, unique to this run, and removed after.
-	p := testenv.Prefix(t)
-	names := map[string]string{
-		"MILL_QUEUE_PREFIX":   p,
-		"MILL_CONFIG_BUCKET":  p + "config",
-		"MILL_STATE_BUCKET":   p + "state",
-		"MILL_CLAIMS_BUCKET":  p + "state",
-		"MILL_REPORTS_BUCKET": p + "reports",
-		"MILL_AUDIT_TABLE":    p + "audit-log",
-		"MILL_LEASE_TABLE":    p + "leases",
-		"MILL_FLEET_TABLE":    p + "fleet",
-		"MILL_DEMO_BUCKETS":   p + "demo-",
-		"MILL_DATABASE_URL":   dbURL,
-		"MILL_HTTP_ADDR":      "127.0.0.1:0",
-		// A lean run: 10 items, not dev load's 50.
-		"MILL_ITEMS": "10",
-	}
-	testenv.CleanupQueues(t, cfg.SQS(), p)
-	s3c, ddb := cfg.S3(), cfg.DynamoDB()
-	buckets := []string{names["MILL_CONFIG_BUCKET"], names["MILL_STATE_BUCKET"], names["MILL_REPORTS_BUCKET"]}
-	for _, a := range devmode.DemoStores {
-		for _, id := range a.Stores {
-			buckets = append(buckets, names["MILL_DEMO_BUCKETS"]+a.Account+"-"+id)
-		}
-	}
-	for _, b := range buckets {
-		testenv.CleanupBucket(t, s3c, b)
-	}
-	for _, v := range []string{"MILL_AUDIT_TABLE", "MILL_LEASE_TABLE", "MILL_FLEET_TABLE"} {
-		testenv.CleanupTable(t, ddb, names[v])
-	}
-	env := []string{}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MILL_") {
-			env = append(env, kv)
-		}
-	}
-	for k, v := range names {
-		env = append(env, k+"="+v)
-	}
+	// A lean run: 10 items, not dev load's 50.
+	env = append(env, "MILL_ITEMS=10")
 
 	// The session, in its own process group so nothing it started
 	// outlives the test.
@@ -210,4 +170,60 @@ func TestReadmeFirstSession(t *testing.T) {
 		}
 	}
 	t.Logf("%d items, %d replicas, %d results, %d reports", items, rep.Matching, len(results), len(reports))
+}
+
+// mill is a local mill's environment for one test: the binaries, and every
+// name the binaries use unique to the test (removed after it) through the
+// MILL_* variables.
+type mill struct {
+	cfg    *awsconfig.Config
+	env    []string
+	names  map[string]string
+	bins   map[string]string
+	binDir string
+}
+
+func newMill(t *testing.T) *mill {
+	t.Helper()
+	cfg := testenv.AWS(t)
+	dbURL := testenv.Schema(t)
+	bins := testbin.Build(t, "millctl", "workman", "dupproducer", "bitproducer")
+	p := testenv.Prefix(t)
+	names := map[string]string{
+		"MILL_QUEUE_PREFIX":   p,
+		"MILL_CONFIG_BUCKET":  p + "config",
+		"MILL_STATE_BUCKET":   p + "state",
+		"MILL_CLAIMS_BUCKET":  p + "state",
+		"MILL_REPORTS_BUCKET": p + "reports",
+		"MILL_AUDIT_TABLE":    p + "audit-log",
+		"MILL_LEASE_TABLE":    p + "leases",
+		"MILL_FLEET_TABLE":    p + "fleet",
+		"MILL_DEMO_BUCKETS":   p + "demo-",
+		"MILL_DATABASE_URL":   dbURL,
+		"MILL_HTTP_ADDR":      "127.0.0.1:0",
+	}
+	testenv.CleanupQueues(t, cfg.SQS(), p)
+	s3c, ddb := cfg.S3(), cfg.DynamoDB()
+	buckets := []string{names["MILL_CONFIG_BUCKET"], names["MILL_STATE_BUCKET"], names["MILL_REPORTS_BUCKET"]}
+	for _, a := range devmode.DemoStores {
+		for _, id := range a.Stores {
+			buckets = append(buckets, names["MILL_DEMO_BUCKETS"]+a.Account+"-"+id)
+		}
+	}
+	for _, b := range buckets {
+		testenv.CleanupBucket(t, s3c, b)
+	}
+	for _, v := range []string{"MILL_AUDIT_TABLE", "MILL_LEASE_TABLE", "MILL_FLEET_TABLE"} {
+		testenv.CleanupTable(t, ddb, names[v])
+	}
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MILL_") {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range names {
+		env = append(env, k+"="+v)
+	}
+	return &mill{cfg: cfg, env: env, names: names, bins: bins, binDir: filepath.Dir(bins["millctl"])}
 }
