@@ -69,9 +69,6 @@ func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.O
 	oc := stores.OpenerConfig{
 		PathStyle: pathStyle,
 		Profile:   awsconfig.ProfileCredentials,
-		// Mill verifies MD5s itself; keep the SDK's plain-text notice that a
-		// response had no checksum out of the JSON logs.
-		S3Options: []func(*s3.Options){func(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true }},
 		S3: dup.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
 			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
 		}),
