@@ -45,9 +45,10 @@ trap stop EXIT
 log "setup done ($(tail -1 "$MILL_LOCAL_DIR/setup.log"))"
 "$MILL_BIN/millctl" dev load | tee "$MILL_LOCAL_DIR/dev-load.log" | sed -n 's/^\(registry\|content\): /make local: /p'
 
-"$MILL_BIN/workman" --idle-backoff-min 1s --idle-backoff-max 5s --recheck-delay 10s \
+"$MILL_BIN/workman" --recheck-delay 10s \
   --http-addr "${MILL_HTTP_ADDR:-127.0.0.1:9464}" 2>"$MILL_LOCAL_DIR/workman.log" &
 pids+=($!)
+workman=$!
 
 # The producers, as cron would run them. The loop's own sleep is waited
 # for in the background so a TERM stops the loop at once.
@@ -72,9 +73,15 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
+# A Workman that did not start (a bad flag or variable, the port taken)
+# has exited by now.
+if ! kill -0 "$workman" 2>/dev/null; then
+  log "Workman exited:"; tail -20 "$MILL_LOCAL_DIR/workman.log" >&2; exit 1
+fi
 cat <<EOF
 make local: running — Workman, the producers every ${MILL_LOCAL_TICK}s (a sweep and a bit run every ${MILL_LOCAL_FREQUENCY}), the console
   console         ${url:-(not started: see $MILL_LOCAL_DIR/console.log)}
+  workman         http://${MILL_HTTP_ADDR:-127.0.0.1:9464}/metrics
   queues          bin/millctl queues --watch
   duplication     bin/millctl content ls acme 2 photos      (a replica of acme's photos)
   bit integrity   bin/millctl bitlog reports                (after the first bit run)

@@ -3,6 +3,7 @@ package firstsession
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,7 +20,7 @@ import (
 // TestMakeLocal runs scripts/local.sh (make local after make up and make
 // build) with the binaries and names of this test: it sets up, loads the
 // demo, starts Workman, the producers and the console, and says where to
-// look; the console answers; the producers ran; and a Ctrl-C (SIGINT to
+// look; the console and Workman answer; the producers ran; and a Ctrl-C (SIGINT to
 // the whole process group, as a terminal sends it) stops every process it
 // started and it exits 0.
 func TestMakeLocal(t *testing.T) {
@@ -31,7 +32,14 @@ func TestMakeLocal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", filepath.Join(testbin.ModuleRoot(t), "scripts", "local.sh"))
-	sh.Env = append(m.env, "MILL_BIN="+m.binDir, "MILL_LOCAL_DIR="+dir, "MILL_LISTEN=127.0.0.1:0",
+	// Workman's /healthz, on a port free a moment ago.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	workmanAddr := l.Addr().String()
+	l.Close()
+	sh.Env = append(m.env, "MILL_BIN="+m.binDir, "MILL_LOCAL_DIR="+dir, "MILL_LISTEN=127.0.0.1:0", "MILL_HTTP_ADDR="+workmanAddr,
 		"MILL_ITEMS=5", "MILL_LOCAL_TICK=1", "MILL_LOCAL_FREQUENCY=0")
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out testbin.Buffer
@@ -67,6 +75,21 @@ func TestMakeLocal(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("the console answered %s", resp.Status)
+	}
+	// Workman serves /healthz once it has opened its queues and stores.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		resp, err = http.Get("http://" + workmanAddr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("Workman's /healthz answered %s", resp.Status)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(dir, "workman.log"))
+			t.Fatalf("Workman: %v\n%s", err, b)
+		}
 	}
 	for _, p := range []string{"dupproducer.log", "bitproducer.log"} {
 		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
