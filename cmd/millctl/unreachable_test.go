@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,18 +61,6 @@ var serviceArgs = map[string][]string{
 	"stores validate":   {"--buckets"},
 }
 
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestEmulatorStopped: with the AWS emulator and PostgreSQL stopped, every
 // millctl command that needs them fails within 5 s with one line naming
 // the endpoint and what to do, instead of retrying for minutes.
@@ -88,7 +75,7 @@ func TestEmulatorStopped(t *testing.T) {
 		}
 	}
 	bin := testbin.Build(t, "millctl")["millctl"]
-	awsEndpoint, dbAddr := "http://"+closedPort(t), closedPort(t)
+	awsEndpoint, dbAddr := "http://"+testbin.FreeAddr(t), testbin.FreeAddr(t)
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"AWS_ENDPOINT_URL=" + awsEndpoint, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",

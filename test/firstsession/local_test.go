@@ -3,7 +3,6 @@ package firstsession
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,13 +31,7 @@ func TestMakeLocal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", filepath.Join(testbin.ModuleRoot(t), "scripts", "local.sh"))
-	// Workman's /healthz, on a port free a moment ago.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	workmanAddr := l.Addr().String()
-	l.Close()
+	workmanAddr := testbin.FreeAddr(t) // Workman's /healthz
 	sh.Env = append(m.env, "MILL_BIN="+m.binDir, "MILL_LOCAL_DIR="+dir, "MILL_LISTEN=127.0.0.1:0", "MILL_HTTP_ADDR="+workmanAddr,
 		"MILL_ITEMS=5", "MILL_LOCAL_TICK=1", "MILL_LOCAL_FREQUENCY=0")
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -2,7 +2,6 @@ package firstsession
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -20,19 +19,11 @@ func TestDaemonsEmulatorStopped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binaries")
 	}
-	closed := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
-	}
-	awsEndpoint := "http://" + closed()
+	awsEndpoint := "http://" + testbin.FreeAddr(t)
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"AWS_ENDPOINT_URL=" + awsEndpoint, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
-		"MILL_DATABASE_URL=postgres://postgres:mill@" + closed() + "/mill?sslmode=disable", "MILL_HTTP_ADDR=127.0.0.1:0",
+		"MILL_DATABASE_URL=postgres://postgres:mill@" + testbin.FreeAddr(t) + "/mill?sslmode=disable", "MILL_HTTP_ADDR=127.0.0.1:0",
 	}
 	bins := testbin.Build(t, "workman", "dupproducer", "bitproducer")
 	for name, bin := range bins {
