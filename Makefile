@@ -18,6 +18,10 @@ help: ## list the targets
 demo: ## the whole mill in one process (no AWS, no database, no Docker): seed, duplicate, inject faults, check, repair; CONSOLE=127.0.0.1:8080 also serves the Mill Console
 	$(GO) run ./cmd/millctl dev $(if $(CONSOLE),--console $(CONSOLE)) $(DEMO_FLAGS)
 
+.PHONY: local
+local: up build ## the whole mill on the local emulator and PostgreSQL with the real binaries (setup, the demo, Workman, the producers, the console) until Ctrl-C
+	./scripts/local.sh
+
 .PHONY: up
 up: ## start the AWS emulator (moto or LocalStack) and PostgreSQL, wait until they answer
 	./localstack/up.sh
@@ -27,7 +31,7 @@ down: ## stop what `make up` started
 	./localstack/down.sh
 
 .PHONY: env
-env: ## print the environment for the local services (eval "$$(make -s env)" in a shell)
+env: ## print the environment for the local services: eval "$(make -s env)" in a shell
 	@./localstack/env.sh
 
 .PHONY: build
@@ -35,9 +39,9 @@ build: ## build every binary into bin/
 	$(GO) build -o bin/ ./cmd/...
 
 .PHONY: test
-test: up ## start the services if needed, then go vet and every test with -race (-count=1: the services are state the test cache cannot see)
+test: up ## start the services if needed, then go vet and every test with -race (-count=1: the services are state the test cache cannot see); fails when the tests left a queue, bucket, table, alarm, stack or schema behind
 	$(WITH_ENV) $(GO) vet ./...
-	$(WITH_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(WITH_ENV) $(GO) run ./internal/testenv/leftovers $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test/unit
 test/unit: ## unit tests only (-short: integration tests are skipped), no services needed
@@ -45,7 +49,7 @@ test/unit: ## unit tests only (-short: integration tests are skipped), no servic
 
 .PHONY: test/integration
 test/integration: up ## every test, verbose, against the local services
-	$(WITH_ENV) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | tee .local/test.log | { grep -E '^(--- (PASS|FAIL|SKIP)|ok|FAIL|PASS)' || true; }
+	$(WITH_ENV) $(GO) run ./internal/testenv/leftovers $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | tee .local/test.log | { grep -E '^(--- (PASS|FAIL|SKIP)|ok|FAIL|PASS)' || true; }
 
 .PHONY: test/faults
 test/faults: up ## fault tests with real processes: SQS outage, PostgreSQL restart, kill -9 (MILL_FAULTS_SCALE=0.2 for a quick run)

@@ -52,7 +52,7 @@ Usage: bitproducer [flags]`
 // Defaults of the flags.
 const (
 	defaultConfigBucket = "mill-config"
-	defaultState        = "s3://mill-state/bitproducer/state.json"
+	stateKey            = "bitproducer/state.json"
 	defaultFrequency    = "1m"
 	// noLease disables the DynamoDB lease (local use, one process).
 	noLease = "none"
@@ -80,7 +80,7 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bitproducer:", err)
 		return 2
 	default:
-		fmt.Fprintln(stderr, "bitproducer:", err)
+		fmt.Fprintln(stderr, "bitproducer:", wiring.Explain(err))
 		return 1
 	}
 }
@@ -89,7 +89,7 @@ func exitCode(err error, stderr io.Writer) int {
 type options struct {
 	configBucket, configPrefix, configDir string
 	queuePrefix, bitQueue, reportQueue    string
-	state                                 string
+	state, stateBucket                    string
 	frequency                             looping.Frequency
 	maxQueueSize                          int64
 	biteSize                              int
@@ -110,7 +110,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.queuePrefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of the queue names")
 	fs.StringVar(&o.bitQueue, "bit-queue", "", "bit queue `name` (default prefix + bit)")
 	fs.StringVar(&o.reportQueue, "report-queue", "", "bit-report queue `name` (default prefix + bit-report)")
-	fs.StringVar(&o.state, "state", defaultState, "where the state is kept: a local file `path` or s3://bucket/key")
+	fs.StringVar(&o.state, "state", "", "where the state is kept: a local file `path` or s3://bucket/key (default s3://STATE-BUCKET/"+stateKey+")")
+	fs.StringVar(&o.stateBucket, "state-bucket", wiring.DefaultStateBucket, "S3 `bucket` of the state when --state is not given (millctl setup creates it)")
 	fs.TextVar(&o.frequency, "frequency", freq, "time between run starts, N followed by s, M (minutes), h, d or m (months); 0 = one run only")
 	fs.Int64Var(&o.maxQueueSize, "max-queue-size", looping.DefaultMaxQueueSize, "stop (and resume next time) when the bit queue has this many visible `messages`")
 	fs.IntVar(&o.biteSize, "bite-size", looping.DefaultBiteSize, "most `items` of one space queued per bite")
@@ -173,8 +174,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	if o.biteSize <= 0 {
 		errs = append(errs, fmt.Errorf("--bite-size %d: must be positive", o.biteSize))
 	}
-	if o.state == "" {
-		errs = append(errs, errors.New("--state: empty"))
+	if o.state, err = wiring.StateLocation(o.state, o.stateBucket, stateKey); err != nil {
+		errs = append(errs, err)
 	}
 	if o.include != "" {
 		if c.filter.Include, err = bit.LoadFilter(o.include); err != nil {

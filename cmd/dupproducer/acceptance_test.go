@@ -42,14 +42,18 @@ type pair struct{ account, space, src, dst string }
 
 // TestAcceptance runs the dupproducer binary against the emulator while an
 // in-process workman with the dup processor drains the low-priority queue:
-// two accounts, three spaces (one duplicated to two S3 destinations), 2,500
-// items in one space and 100 items only on its destination. The first
+// two accounts, three spaces (one duplicated to two S3 destinations), 250
+// items in one space and 20 items only on its destination, in bites of 50
+// items and at most 100 queued tasks, so the run takes several bites of one
+// space and stops at a full queue as a full-size one does. The first
 // invocation is frozen mid-run so a second one meets the lease, then killed
-// with SIGKILL; later invocations resume the run and complete it.
+// with SIGKILL; later invocations resume the run and complete it. (At 2,500
+// items and the default bite, most of its 6.5 minutes were the emulator's
+// SQS carrying 2,700 tasks, at about 10 a second.)
 func TestAcceptance(t *testing.T) {
 	cfg := testenv.AWS(t)
 	// The deadlines below are about progress, not total time: a loaded
-	// emulator answers slowly, and ~800 SQS requests are unavoidable.
+	// emulator answers slowly.
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	prefix := testenv.Prefix(t)
@@ -79,7 +83,7 @@ func TestAcceptance(t *testing.T) {
 	}
 
 	// Stores: acme's "photos" lives on S3 and goes to two S3 stores; its
-	// "big" space (2,500 items) goes between two directories; beta's
+	// "big" space (250 items) goes between two directories; beta's
 	// "docs" goes from a directory to S3.
 	s3c := cfg.S3(func(o *s3.Options) { o.UsePathStyle = true })
 	bucket := func(name string) string {
@@ -131,8 +135,8 @@ func TestAcceptance(t *testing.T) {
 	}
 	start := time.Now()
 	fill(t, open("acme", "1"), "photos", 20, "photo", map[string]string{"group-curators": "READ"})
-	fill(t, open("acme", "4"), "big", 2500, "item", nil)
-	fill(t, open("acme", "5"), "big", 100, "zz-orphan", nil)
+	fill(t, open("acme", "4"), "big", 250, "item", nil)
+	fill(t, open("acme", "5"), "big", 20, "zz-orphan", nil)
 	fill(t, open("beta", "1"), "docs", 15, "doc", nil)
 	// Stale copies at one photos destination: other bytes, other properties.
 	d2 := open("acme", "2")
@@ -155,7 +159,7 @@ func TestAcceptance(t *testing.T) {
 		"MILL_CONFIG_DIR="+confDir, "MILL_QUEUE_PREFIX="+prefix, "MILL_STATE="+state,
 		"MILL_LEASE_TABLE="+leaseTable, "MILL_LEASE_TTL=6s", "MILL_PROGRESS=log")
 	producer := func(args ...string) *exec.Cmd {
-		c := exec.CommandContext(ctx, bin, append([]string{"--max-queue-size", "1000"}, args...)...)
+		c := exec.CommandContext(ctx, bin, append([]string{"--bite-size", "50", "--max-queue-size", "100"}, args...)...)
 		c.Env = env
 		return c
 	}
@@ -171,8 +175,9 @@ func TestAcceptance(t *testing.T) {
 	}
 
 	// 1. A first invocation, frozen (SIGSTOP) once it has saved a step of
-	// the run, meets a second invocation, then dies with SIGKILL.
-	a := producer()
+	// the run, meets a second invocation, then dies with SIGKILL. No queue
+	// limit stops it before it is frozen.
+	a := producer("--max-queue-size", "100000")
 	a.Stdout, a.Stderr = io.Discard, io.Discard
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
@@ -257,7 +262,7 @@ func TestAcceptance(t *testing.T) {
 		case strings.HasPrefix(first, "dupproducer: lease held"):
 			time.Sleep(time.Second) // the killed holder's lease runs out
 		case strings.HasPrefix(first, "dupproducer: queue full"):
-			waitDepth(t, ctx, dupLow, 300)
+			waitDepth(t, ctx, dupLow, 30)
 		default:
 			t.Fatalf("unexpected summary %q", first)
 		}

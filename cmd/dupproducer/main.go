@@ -38,8 +38,9 @@ import (
 // Defaults.
 const (
 	DefaultConfigBucket = "mill-config"
-	DefaultState        = "s3://mill-state/dupproducer.json"
-	DefaultFrequency    = "7d"
+	// StateKey is the state's key in --state-bucket.
+	StateKey         = "dupproducer.json"
+	DefaultFrequency = "7d"
 )
 
 const summary = `dupproducer — Mill's looping duplication producer.
@@ -81,7 +82,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dupproducer:", err)
 		os.Exit(2)
 	case err != nil:
-		fmt.Fprintln(os.Stderr, "dupproducer:", err)
+		fmt.Fprintln(os.Stderr, "dupproducer:", wiring.Explain(err))
 		os.Exit(1)
 	}
 }
@@ -93,7 +94,7 @@ func (e usageError) Unwrap() error { return e.error }
 type options struct {
 	configBucket, configPrefix, configDir string
 	queuePrefix, queueName                string
-	state                                 string
+	state, stateBucket                    string
 	frequency                             string
 	maxQueueSize                          int64
 	biteSize                              int
@@ -111,7 +112,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.configDir, "config-dir", "", "local `directory` holding those files, instead of the config bucket")
 	fs.StringVar(&o.queuePrefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of queue names")
 	fs.StringVar(&o.queueName, "queue", queue.KeyDupLow, "the low-priority duplication queue: a queue `key` (named with --queue-prefix) or a full name")
-	fs.StringVar(&o.state, "state", DefaultState, "where the state is kept between invocations: a local file `path` or s3://bucket/key")
+	fs.StringVar(&o.state, "state", "", "where the state is kept between invocations: a local file `path` or s3://bucket/key (default s3://STATE-BUCKET/"+StateKey+")")
+	fs.StringVar(&o.stateBucket, "state-bucket", wiring.DefaultStateBucket, "S3 `bucket` of the state when --state is not given (millctl setup creates it)")
 	fs.StringVar(&o.frequency, "frequency", DefaultFrequency, "time between run starts, N[sMhdm] (s seconds, M minutes, h hours, d days, m months; 0: one run only)")
 	fs.Int64Var(&o.maxQueueSize, "max-queue-size", looping.DefaultMaxQueueSize, "stop (and resume next time) when the queue has this many visible `messages`")
 	fs.IntVar(&o.biteSize, "bite-size", looping.DefaultBiteSize, "source `items` queued per space per turn")
@@ -182,6 +184,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if o.biteSize < 1 {
 		errs = append(errs, fmt.Errorf("bite-size %d: must be at least 1", o.biteSize))
+	}
+	if o.state, err = wiring.StateLocation(o.state, o.stateBucket, StateKey); err != nil {
+		errs = append(errs, err)
 	}
 	if o.configDir == "" && o.configBucket == "" {
 		errs = append(errs, errors.New("config-bucket or config-dir is required"))

@@ -17,7 +17,7 @@ func TestHelpNamesEveryFlagAndVariable(t *testing.T) {
 	}
 	for _, want := range []string{
 		"MILL_CONFIG_BUCKET; default mill-config", "MILL_CONFIG_DIR", "MILL_QUEUE_PREFIX; default mill-",
-		"MILL_STATE; default s3://mill-state/dupproducer.json", "MILL_FREQUENCY; default 7d",
+		"(default s3://STATE-BUCKET/dupproducer.json)", "MILL_STATE_BUCKET; default mill-state", "MILL_FREQUENCY; default 7d",
 		"MILL_MAX_QUEUE_SIZE; default 10000", "MILL_BITE_SIZE; default 1000", "MILL_LEASE_TABLE; default mill-leases",
 		"MILL_PROGRESS; default auto", "MILL_MESSAGE_FORMAT; default json", "Exit status",
 	} {

@@ -36,20 +36,6 @@ func bitlogFlags(fs *flag.FlagSet) *bitlogFilter {
 
 func init() {
 	register(&command{
-		name:    "bitlog",
-		summary: "bit integrity results: bitlog results | reports | retention",
-		usage: "Read the bit log. Subcommands: results (one row per item per run), reports (one per space per run), " +
-			"retention (show and apply how long history is kept).",
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			return func(ctx context.Context, args []string) error {
-				if len(args) == 0 {
-					return usagef("missing subcommand: results, reports or retention")
-				}
-				return usagef("unknown subcommand %q: want results, reports or retention", args[0])
-			}
-		},
-	})
-	register(&command{
 		name:    "bitlog results",
 		summary: "list bit check results (filter by run, account, store, space, result)",
 		usage: `List bit check results in (run, account, store, space, content) order.

@@ -91,7 +91,9 @@ func TestDev(t *testing.T) {
 		"BIT_ERROR tasks: case 2 ×1",
 		"4 of 4 faults repaired or corrected",
 		"dead-lettered   0",
-		"20 spaces reported",
+		"20 space reports: each run reports every space on every store that holds it",
+		"(the 5 spaces on their primary and destination stores: 10 per run) × 2 runs",
+		"have been repaired or corrected since",
 		"20 TSV files under " + filepath.Join(dir, "reports"),
 		"verdict         OK",
 	} {
@@ -104,7 +106,7 @@ func TestDev(t *testing.T) {
 		t.Errorf("no healthy count:\n%s", out)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "reports", "bit-integrity", "*", "*", "*", "*.tsv"))
-	if len(files) != 20 { // 10 spaces, 2 runs
+	if len(files) != 20 { // 10 (space, store) pairs, 2 runs
 		t.Errorf("%d report files, want 20", len(files))
 	}
 

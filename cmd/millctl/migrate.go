@@ -12,19 +12,6 @@ import (
 
 func init() {
 	register(&command{
-		name:    "migrate",
-		summary: "database migrations: migrate up | down | status",
-		usage:   "Manage the database schema. Subcommands: up, down [--steps N], status.",
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			return func(ctx context.Context, args []string) error {
-				if len(args) == 0 {
-					return usagef("missing subcommand: up, down or status")
-				}
-				return usagef("unknown subcommand %q: want up, down or status", args[0])
-			}
-		},
-	})
-	register(&command{
 		name:    "migrate up",
 		summary: "apply every pending database migration",
 		usage:   "Apply every pending migration, each in its own transaction, under an advisory lock.",

@@ -34,7 +34,11 @@ PAUSED names the fleet-wide pause that stops Workman from receiving from the
 queue (millctl pause: the queue's own, or its task type's), read from the
 fleet table ("?" when it cannot be read).
 --watch refreshes every --interval until interrupted (clearing the screen
-only on a terminal); --json prints one JSON array per refresh.`,
+only on a terminal); --json prints one JSON array per refresh.
+--wait-empty D waits, at most D, until every work queue (all but the
+dead-letter queue) is empty — nothing visible, in flight or delayed, on
+two reads a second apart — then prints the table; exit 1 when D passes
+first (for scripts: wait until the mill has done what it was given).`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			prefix := queuePrefixFlag(fs)
 			watch := fs.Bool("watch", false, "refresh until interrupted")
@@ -42,12 +46,16 @@ only on a terminal); --json prints one JSON array per refresh.`,
 			asJSON := fs.Bool("json", false, "print JSON")
 			noAge := fs.Bool("no-age", false, "do not ask CloudWatch for the oldest message age")
 			fleetTable := fs.String("fleet-table", fleet.DefaultTable, "DynamoDB `table` of the fleet registry, for the pauses (empty: not shown)")
+			waitEmpty := fs.Duration("wait-empty", 0, "wait at most this `long` until every work queue is empty, then print (0: do not wait)")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected arguments: %q", args)
 				}
 				if *interval <= 0 {
 					return usagef("--interval must be positive")
+				}
+				if *waitEmpty < 0 || (*waitEmpty > 0 && *watch) {
+					return usagef("--wait-empty: a positive duration, without --watch")
 				}
 				awsCfg, err := a.awsConfig(ctx)
 				if err != nil {
@@ -64,6 +72,11 @@ only on a terminal); --json prints one JSON array per refresh.`,
 				if *fleetTable != "" {
 					qs.WithFleet(fleet.NewDynamo(awsCfg.DynamoDB(), *fleetTable, nil))
 				}
+				if *waitEmpty > 0 {
+					if err := waitQueuesEmpty(ctx, qs, *waitEmpty); err != nil {
+						return err
+					}
+				}
 				return watchLoop(ctx, a, *watch, *asJSON, *interval, func(ctx context.Context) (any, func(io.Writer) error, error) {
 					rows, err := qs.Read(ctx)
 					return rows, func(w io.Writer) error { return printQueueTable(w, rows) }, err
@@ -71,6 +84,47 @@ only on a terminal); --json prints one JSON array per refresh.`,
 			}
 		},
 	})
+}
+
+// waitQueuesEmpty waits until every work queue is empty on two reads in
+// a row, at most d.
+func waitQueuesEmpty(ctx context.Context, qs *queuestats.Reader, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	empty := 0
+	for {
+		rows, err := qs.Read(ctx)
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		busy := ""
+		for _, r := range rows {
+			if r.Key == queue.KeyDeadLetter {
+				continue
+			}
+			if r.Error != "" {
+				return fmt.Errorf("%s: %s", r.Name, r.Error)
+			}
+			if r.Visible+r.InFlight+r.Delayed > 0 && busy == "" {
+				busy = fmt.Sprintf("%s (%d visible, %d in flight, %d delayed)", r.Name, r.Visible, r.InFlight, r.Delayed)
+			}
+		}
+		if busy == "" && err == nil {
+			if empty++; empty == 2 {
+				return nil
+			}
+		} else {
+			empty = 0
+		}
+		select {
+		case <-ctx.Done():
+			if busy == "" {
+				busy = "the queues could not be read"
+			}
+			return fmt.Errorf("not empty after %v: %s", d, busy)
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // watchLoop prints what read returns — as JSON (one value per refresh)

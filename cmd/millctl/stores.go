@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/wiring"
+	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/stores"
@@ -72,6 +73,19 @@ func (c *configSource) policies(ctx context.Context) (policy.Repository, error) 
 	return policy.NewS3(cl, *c.bucket, *c.prefix), nil
 }
 
+// files is the versioned store of the configuration files (conditional
+// writes, history) over the same source.
+func (c *configSource) files(ctx context.Context) (configstore.Store, error) {
+	if *c.dir != "" {
+		return configstore.NewDir(*c.dir, stores.MaxFileSize)
+	}
+	cl, err := c.s3(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return configstore.NewS3(cl, *c.bucket, *c.prefix, stores.MaxFileSize), nil
+}
+
 // registry loads accounts.json.
 func (c *configSource) registry(ctx context.Context) (*stores.Registry, error) {
 	if *c.dir != "" {
@@ -120,11 +134,7 @@ place ("would update": millctl setup adds it). Changes nothing.`,
 				if err != nil {
 					return printFileErrors(a, err)
 				}
-				n := 0
-				for _, acct := range reg.Accounts {
-					n += len(acct.Stores)
-				}
-				fmt.Fprintf(a.stdout, "%s: ok: %d accounts (%d active), %d stores\n", where, len(reg.Accounts), len(reg.ActiveAccounts()), n)
+				fmt.Fprintf(a.stdout, "%s: ok: %s\n", where, registrySummary(reg))
 				if !*checkBuckets {
 					return nil
 				}
@@ -144,6 +154,96 @@ place ("would update": millctl setup adds it). Changes nothing.`,
 					return fmt.Errorf("%d of %d store buckets failed the check", sum.Failed, len(refs))
 				}
 				return nil
+			}
+		},
+	})
+	register(&command{
+		name:    "stores put",
+		summary: "validate and store accounts.json, the registry of accounts and stores",
+		usage: `millctl stores put FILE|-
+
+Validates FILE (- for stdin) as the registry of accounts and stores, exactly
+as stores validate does, then checks every duplication policy in force
+against it: each account listed in duplication-accounts.json with a policy
+file must still be in the registry, and every store its policies name must
+still be one of the account's stores. Only then is it written to the config
+source as accounts.json — conditionally: if someone else changed
+accounts.json since it was read here, nothing is written (run it again).
+Nothing is written when any check fails. The previous version stays in the
+bucket's history (or under .history/ of --config-dir).`,
+		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+			src := configFlags(fs, a)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 1 {
+					return usagef("want FILE (or - for stdin)")
+				}
+				name := args[0]
+				data, err := readInput(a, name, stores.MaxFileSize)
+				if err != nil {
+					return err
+				}
+				if name == "-" {
+					name = "<stdin>"
+				}
+				reg, err := stores.Parse(name, data)
+				if err != nil {
+					return printFileErrors(a, err)
+				}
+				files, err := src.files(ctx)
+				if err != nil {
+					return err
+				}
+				cond := configstore.Cond{IfAbsent: true}
+				switch cur, err := files.Get(ctx, stores.FileName); {
+				case err == nil:
+					cond = configstore.Cond{IfMatch: cur.Version.ETag}
+				case !errors.Is(err, configstore.ErrNotFound):
+					return err
+				}
+				repo, err := src.policies(ctx)
+				if err != nil {
+					return err
+				}
+				if err := policiesAgainst(ctx, a, repo, reg); err != nil {
+					return err
+				}
+				if _, err := files.Put(ctx, stores.FileName, data, cond, configstore.Meta{Author: operator(), Action: "millctl stores put"}); err != nil {
+					if errors.Is(err, configstore.ErrConflict) {
+						return fmt.Errorf("%s changed while this ran; nothing written, run it again: %w", files.Where(stores.FileName), err)
+					}
+					return err
+				}
+				fmt.Fprintf(a.stdout, "stored %s (%s)\n", files.Where(stores.FileName), registrySummary(reg))
+				return nil
+			}
+		},
+	})
+	register(&command{
+		name:    "stores get",
+		summary: "print accounts.json from the config source",
+		usage: `millctl stores get
+
+Prints accounts.json, the registry of accounts and stores, as stored in the
+config source (--config-bucket under --config-prefix, or --config-dir).`,
+		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+			src := configFlags(fs, a)
+			return func(ctx context.Context, args []string) error {
+				if len(args) != 0 {
+					return usagef("no arguments expected")
+				}
+				files, err := src.files(ctx)
+				if err != nil {
+					return err
+				}
+				f, err := files.Get(ctx, stores.FileName)
+				if errors.Is(err, configstore.ErrNotFound) {
+					return fmt.Errorf("%s does not exist: load one with millctl stores put FILE", files.Where(stores.FileName))
+				}
+				if err != nil {
+					return err
+				}
+				_, err = a.stdout.Write(f.Data)
+				return err
 			}
 		},
 	})
@@ -179,6 +279,50 @@ place ("would update": millctl setup adds it). Changes nothing.`,
 			}
 		},
 	})
+}
+
+// registrySummary counts a registry's accounts and stores.
+func registrySummary(reg *stores.Registry) string {
+	n := 0
+	for _, acct := range reg.Accounts {
+		n += len(acct.Stores)
+	}
+	return fmt.Sprintf("%d accounts (%d active), %d stores", len(reg.Accounts), len(reg.ActiveAccounts()), n)
+}
+
+// policiesAgainst checks every duplication policy in force against reg:
+// its account must be registered and its stores the account's. Each
+// problem is printed on stderr; the error counts them.
+func policiesAgainst(ctx context.Context, a *app, repo policy.Reader, reg *stores.Registry) error {
+	accts, err := repo.Accounts(ctx)
+	if errors.Is(err, policy.ErrNotFound) {
+		return nil // no duplication-accounts.json: nothing is duplicated yet
+	}
+	if err != nil {
+		return printFileErrors(a, err)
+	}
+	problems := 0
+	for _, acct := range accts {
+		p, err := policy.InForce(ctx, repo, acct)
+		switch {
+		case errors.Is(err, policy.ErrNotFound):
+			continue // listed without a policy file: not in force
+		case err != nil:
+			return printFileErrors(a, err)
+		case reg.Account(acct) == nil:
+			fmt.Fprintf(a.stderr, "%s: account %q has a duplication policy in force but is not in the new registry\n", policy.FileName(acct), acct)
+			problems++
+		default:
+			if err := p.Check(reg.Known(acct)); err != nil {
+				fmt.Fprintf(a.stderr, "%s: %v\n", policy.FileName(acct), err)
+				problems++
+			}
+		}
+	}
+	if problems > 0 {
+		return fmt.Errorf("%d policies in force do not fit the new registry; nothing written (change or delete them first: millctl policy put|delete)", problems)
+	}
+	return nil
 }
 
 // storeCredentials says which credentials reach an s3 store.

@@ -75,7 +75,7 @@ func main() {
 		os.Exit(0)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "workman:", err)
+		fmt.Fprintln(os.Stderr, "workman:", wiring.Explain(err))
 		os.Exit(1)
 	}
 }

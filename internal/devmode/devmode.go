@@ -55,7 +55,6 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/storage/audited"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
@@ -320,16 +319,13 @@ func (e *env) run(ctx context.Context) error {
 // setup writes the registry and policies and builds the dependencies.
 func (e *env) setup() error {
 	root := e.r.Dir
-	mk := func(acct, id string, primary bool) stores.Store {
+	reg, err := DemoRegistry(func(acct, id string, primary bool) stores.Store {
 		return stores.Store{ID: id, Primary: primary, Kind: storage.KindFS, Root: filepath.Join(root, "stores", acct+"-"+id)}
-	}
-	e.reg = &stores.Registry{Accounts: []stores.Account{
-		{ID: "acme", Status: stores.StatusActive, Stores: []stores.Store{mk("acme", "1", true), mk("acme", "2", false), mk("acme", "3", false)}},
-		{ID: "globex", Status: stores.StatusActive, Stores: []stores.Store{mk("globex", "1", true), mk("globex", "2", false)}},
-	}}
-	if err := e.reg.Validate(); err != nil {
+	})
+	if err != nil {
 		return err
 	}
+	e.reg = reg
 	cfgDir := filepath.Join(root, "config")
 	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
 		return err
@@ -342,21 +338,11 @@ func (e *env) setup() error {
 		return err
 	}
 	e.pols = policy.NewDir(cfgDir)
-	sp := func(src, dst string) policy.StorePolicy { return policy.StorePolicy{SrcStoreID: src, DestStoreID: dst} }
 	ctx := context.Background()
-	// acme: photos goes to two destinations, docs to one, scratch is
-	// ignored. globex: every space by the default policy.
-	if err := e.pols.Put(ctx, "acme", &policy.Policy{
-		SpacePolicies: map[string][]policy.StorePolicy{
-			"photos": {sp("1", "2"), sp("1", "3")},
-			"docs":   {sp("1", "2")},
-		},
-		Ignore: []string{"scratch"},
-	}); err != nil {
-		return err
-	}
-	if err := e.pols.Put(ctx, "globex", &policy.Policy{Default: []policy.StorePolicy{sp("1", "2")}}); err != nil {
-		return err
+	for _, a := range DemoStores {
+		if err := e.pols.Put(ctx, a.Account, DemoPolicies()[a.Account]); err != nil {
+			return err
+		}
 	}
 	e.r.ReportDir = filepath.Join(root, "reports")
 	deps, err := wiring.Memory(wiring.MemoryConfig{
@@ -497,83 +483,14 @@ func (e *env) depths(ctx context.Context) (string, int64, error) {
 	return strings.Join(parts, ", "), total, nil
 }
 
-// spaces of the demo: account, space, how item IDs look, mimetype.
-var spaces = []struct{ account, space, pattern, mime string }{
-	{"acme", "photos", "2025/img-%04d.jpg", "image/jpeg"},
-	{"acme", "docs", "reports/doc-%04d.pdf", "application/pdf"},
-	{"acme", "scratch", "tmp-%04d.bin", "application/octet-stream"},
-	{"globex", "media", "video/clip-%04d.mp4", "video/mp4"},
-	{"globex", "reports", "r-%04d.csv", "text/csv"},
-}
-
-var owners = []string{"ana", "bo", "chen", "dee"}
-
 func (e *env) seed(ctx context.Context) error {
-	rng := rand.New(rand.NewPCG(e.cfg.Seed, 0x6d696c6c))
-	e.seeded = map[string][]string{}
-	aq := e.deps.Queues[queue.KeyAudit]
-	prov := map[string]storage.Provider{}
-	audit := func(account string) (storage.Provider, error) {
-		if p, ok := prov[account]; ok {
-			return p, nil
-		}
-		a := e.reg.Account(account)
-		raw, err := e.deps.Stores.Open(ctx, account, a.Primary().ID)
-		if err != nil {
-			return nil, err
-		}
-		p, err := audited.New(raw, aq, audited.Config{Account: account, StoreID: a.Primary().ID, UserID: "demo-seed"})
-		if err != nil {
-			return nil, err
-		}
-		prov[account] = p
-		return p, nil
+	sd, err := Seed(ctx, SeedConfig{Registry: e.reg, Open: e.deps.Stores.Open, Audit: e.deps.Queues[queue.KeyAudit],
+		Items: e.cfg.Items, Seed: e.cfg.Seed})
+	if err != nil {
+		return err
 	}
-	for _, s := range spaces {
-		p, err := audit(s.account)
-		if err != nil {
-			return err
-		}
-		if err := p.CreateSpace(ctx, s.space); err != nil {
-			return err
-		}
-		if err := p.SetSpaceACLs(ctx, s.space, map[string]string{"acl-" + owners[rng.IntN(len(owners))]: "WRITE"}); err != nil {
-			return err
-		}
-		e.r.Spaces++
-	}
-	buf := make([]byte, 64<<10)
-	for i := range e.cfg.Items {
-		s := spaces[i%len(spaces)]
-		if i >= len(spaces) {
-			s = spaces[rng.IntN(len(spaces))]
-		}
-		p, err := audit(s.account)
-		if err != nil {
-			return err
-		}
-		size := 256 + rng.IntN(8<<10)
-		if rng.IntN(20) == 0 {
-			size = 16<<10 + rng.IntN(48<<10)
-		}
-		data := buf[:size]
-		for j := range data {
-			data[j] = byte(rng.Uint32())
-		}
-		id := fmt.Sprintf(s.pattern, i)
-		sum := md5.Sum(data)
-		_, err = p.Put(ctx, s.space, id, strings.NewReader(string(data)), storage.PutOptions{
-			Size: int64(size), Checksum: hex.EncodeToString(sum[:]), MimeType: s.mime,
-			Properties: map[string]string{"owner": owners[rng.IntN(len(owners))], "seq": fmt.Sprint(i)},
-		})
-		if err != nil {
-			return fmt.Errorf("put %s/%s/%s: %w", s.account, s.space, id, err)
-		}
-		k := s.account + "/" + s.space
-		e.seeded[k] = append(e.seeded[k], id)
-		e.r.Items++
-		e.r.Bytes += int64(size)
-	}
+	e.seeded = sd.IDs
+	e.r.Spaces, e.r.Items, e.r.Bytes = sd.Spaces, sd.Items, sd.Bytes
 	e.printf("seed: %d accounts, %d stores, %d spaces, %d items (%.1f KiB) written through the audited providers",
 		e.r.Accounts, e.r.Stores, e.r.Spaces, e.r.Items, float64(e.r.Bytes)/1024)
 	return e.waitIdle(ctx, "seed")
@@ -600,68 +517,18 @@ func (e *env) duplicate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.printf("duplicate: dup producer %s", sum.String())
+	e.printf("duplicate: %s", sum.String())
 	if err := e.waitIdle(ctx, "duplicate"); err != nil {
 		return err
 	}
-	n, pols, problems, err := e.checkReplicas(ctx)
+	rep, err := CheckReplicas(ctx, e.reg, e.pols, e.deps.Stores.Open)
 	if err != nil {
 		return err
 	}
-	e.r.Duplicated, e.r.Policies = n, pols
-	e.r.Problems = append(e.r.Problems, problems...)
-	e.printf("duplicate: %d items on the destinations of %d store policies match their sources", n, pols)
+	e.r.Duplicated, e.r.Policies = rep.Matching, rep.Policies
+	e.r.Problems = append(e.r.Problems, rep.Problems...)
+	e.printf("duplicate: %d items on the destinations of %d store policies match their sources", rep.Matching, rep.Policies)
 	return nil
-}
-
-// checkReplicas compares every destination of every store policy with its
-// source (IDs, checksums, user properties).
-func (e *env) checkReplicas(ctx context.Context) (int, int, []string, error) {
-	var n, pols int
-	var problems []string
-	for _, a := range e.reg.Accounts {
-		pol, err := e.pols.Policy(ctx, a.ID)
-		if err != nil {
-			return 0, 0, nil, err
-		}
-		for _, s := range spaces {
-			if s.account != a.ID {
-				continue
-			}
-			for _, sp := range pol.StorePolicies(s.space) {
-				pols++
-				src, err := e.deps.Stores.Open(ctx, a.ID, sp.SrcStoreID)
-				if err != nil {
-					return 0, 0, nil, err
-				}
-				dst, err := e.deps.Stores.Open(ctx, a.ID, sp.DestStoreID)
-				if err != nil {
-					return 0, 0, nil, err
-				}
-				for m, err := range storage.MergeSorted(storage.Walk(ctx, src, s.space, "", 0), storage.Walk(ctx, dst, s.space, "", 0)) {
-					if err != nil {
-						return 0, 0, nil, err
-					}
-					where := fmt.Sprintf("%s/%s %s→%s %s", a.ID, s.space, sp.SrcStoreID, sp.DestStoreID, m.ID)
-					if !m.Both {
-						problems = append(problems, "not duplicated: "+where)
-						continue
-					}
-					si, err1 := src.Head(ctx, s.space, m.ID)
-					di, err2 := dst.Head(ctx, s.space, m.ID)
-					if err := errors.Join(err1, err2); err != nil {
-						return 0, 0, nil, err
-					}
-					if si.Checksum != di.Checksum || !storage.PropertiesEqual(si.Properties, di.Properties) {
-						problems = append(problems, "replica differs: "+where)
-						continue
-					}
-					n++
-				}
-			}
-		}
-	}
-	return n, pols, problems, nil
 }
 
 // pick returns a deterministic content ID of account/space.
@@ -772,7 +639,7 @@ func (e *env) bitCheck(ctx context.Context) error {
 	}
 	e.r.BitRunIDs = append(e.r.BitRunIDs, sum.RunID)
 	e.bitSpaces += sum.MorselsTotal
-	e.printf("bit check: bit producer %s", sum.String())
+	e.printf("bit check: %s", sum.String())
 	return e.waitIdle(ctx, "bit check")
 }
 
@@ -781,6 +648,6 @@ func (e *env) resweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.printf("re-sweep: dup producer %s", sum.String())
+	e.printf("re-sweep: %s", sum.String())
 	return e.waitIdle(ctx, "re-sweep")
 }

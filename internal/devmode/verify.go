@@ -116,12 +116,12 @@ func (e *env) verify(ctx context.Context) error {
 			e.problem("%s %s: %s", f.Kind, f.Item, f.Note)
 		}
 	}
-	if _, _, problems, err := e.checkReplicas(ctx); err != nil {
+	rep, err := CheckReplicas(ctx, e.reg, e.pols, e.deps.Stores.Open)
+	if err != nil {
 		return err
-	} else {
-		for _, p := range problems {
-			e.problem("after the run: %s", p)
-		}
+	}
+	for _, p := range rep.Problems {
+		e.problem("after the run: %s", p)
 	}
 
 	// Dead letters.
@@ -291,9 +291,18 @@ func (e *env) printSummary() {
 	for _, rep := range r.Reports {
 		byResult[rep.Result]++
 	}
-	fmt.Fprintf(w, "  reports         %d spaces reported (SUCCESS %d, FAILURE %d, ERROR %d); %d TSV files under %s\n",
-		len(r.Reports), byResult[bitlog.ResultSuccess], byResult[bitlog.ResultFailure], byResult[bitlog.ResultError],
-		len(r.ReportFiles), r.ReportDir)
+	runs := max(len(r.BitRunIDs), 1)
+	fmt.Fprintf(w, "  reports         %d space reports: each run reports every space on every store that holds it\n", len(r.Reports))
+	fmt.Fprintf(w, "                  (the %d spaces on their primary and destination stores: %d per run) × %d runs\n", r.Spaces, len(r.Reports)/runs, runs)
+	fmt.Fprintf(w, "                  SUCCESS %d, FAILURE %d, ERROR %d: what each run found", byResult[bitlog.ResultSuccess], byResult[bitlog.ResultFailure], byResult[bitlog.ResultError])
+	if byResult[bitlog.ResultFailure]+byResult[bitlog.ResultError] > 0 {
+		if fixed == len(r.Faults) {
+			fmt.Fprint(w, "; the faults behind FAILURE and ERROR have been repaired or corrected since (injected faults, above)")
+		} else {
+			fmt.Fprint(w, "; not every fault behind them was repaired (verdict, below)")
+		}
+	}
+	fmt.Fprintf(w, "\n                  %d TSV files under %s\n", len(r.ReportFiles), r.ReportDir)
 	var ph []string
 	for _, p := range r.Phases {
 		ph = append(ph, fmt.Sprintf("%s %.1fs", p.Name, p.Elapsed.Seconds()))

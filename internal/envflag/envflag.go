@@ -27,17 +27,26 @@ func VarName(flagName string) string {
 // line from its environment variable (looked up with getenv; nil means
 // os.Getenv). A bad value in a variable is an error naming the variable.
 func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return SetFromEnv(fs, func(name string) bool { return given[name] }, getenv)
+}
+
+// SetFromEnv sets every flag of fs for which given is false from its
+// environment variable (looked up with getenv; nil means os.Getenv), for
+// a command line parsed by another parser (millctl's CLI library) into
+// fs's values. A bad value in a variable is an error naming the variable;
+// every bad variable is reported.
+func SetFromEnv(fs *flag.FlagSet, given func(name string) bool, getenv func(string) string) error {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] {
+		if given(f.Name) {
 			return
 		}
 		v := getenv(VarName(f.Name))

@@ -6,6 +6,7 @@ package testbin
 
 import (
 	"bytes"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -65,4 +66,17 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// FreeAddr returns a loopback address nothing listened on a moment ago: a
+// port for a child process to serve on, or, left alone, one that refuses
+// connections (a stopped service).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -220,15 +221,36 @@ func Unique() string {
 // account, so that leftovers of an interrupted run are easy to find.
 const RealAWSPrefix = "milltest-"
 
+// RunVar names the environment variable that tags the resource names of
+// one test run: four lower-case hex digits, set by the leftovers check
+// (internal/testenv/leftovers, which make test runs the tests under) so it
+// can tell this run's queues, buckets, tables and schemas from those of
+// other runs on a shared emulator.
+const RunVar = "MILL_TEST_RUN"
+
+// RunTag returns RunVar's value ("" when unset), failing the test when it
+// is not four lower-case hex digits.
+func RunTag(t testing.TB) string {
+	t.Helper()
+	tag := os.Getenv(RunVar)
+	if tag != "" && !runTag.MatchString(tag) {
+		t.Fatalf("%s=%q: want four lower-case hex digits", RunVar, tag)
+	}
+	return tag
+}
+
+var runTag = regexp.MustCompile(`^[0-9a-f]{4}$`)
+
 // Prefix returns a unique resource-name prefix for this test, such as
-// "t3f9a1c20de-" ("milltest-3f9a1c20de-" on real AWS). Queues, buckets and
-// tables a test creates start with it.
+// "t3f9a1c20de-" ("milltest-3f9a1c20de-" on real AWS), with the run's tag
+// (RunVar) after the "t" when there is one: "t07b23f9a1c20de-". Queues,
+// buckets and tables a test creates start with it.
 func Prefix(t testing.TB) string {
 	t.Helper()
 	if RealAWS() {
 		return RealAWSPrefix + Unique() + "-"
 	}
-	return "t" + Unique() + "-"
+	return "t" + RunTag(t) + Unique() + "-"
 }
 
 // CleanupQueues deletes, when the test ends, every SQS queue whose name
@@ -372,7 +394,7 @@ func DatabaseURL(t testing.TB) string {
 func Schema(t testing.TB) string {
 	t.Helper()
 	base := DatabaseURL(t)
-	name := "t_" + Unique()
+	name := "t_" + RunTag(t) + Unique()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)

@@ -179,3 +179,20 @@ func TestNoRealAWSWithoutTheSwitch(t *testing.T) {
 		t.Errorf("Prefix = %q", p)
 	}
 }
+
+// The run's tag (make test's leftovers check) is in every prefix and schema
+// name; a malformed one fails the test.
+func TestRunTag(t *testing.T) {
+	t.Setenv(RunVar, "")
+	if p := Prefix(t); len(p) != 12 {
+		t.Errorf("untagged Prefix = %q", p)
+	}
+	t.Setenv(RunVar, "beef")
+	if p := Prefix(t); !strings.HasPrefix(p, "tbeef") || len(p) != 16 {
+		t.Errorf("tagged Prefix = %q", p)
+	}
+	t.Setenv(RunVar, "BEEF")
+	if r := call(t, func(tb testing.TB) { Prefix(tb) }); !strings.Contains(r.fatal, RunVar) {
+		t.Errorf("malformed tag: fatal=%q", r.fatal)
+	}
+}

@@ -15,7 +15,7 @@ import (
 // after the dead-letter queue's retention, so a blob whose message was
 // never deleted does not stay forever).
 const (
-	DefaultClaimsBucket = "mill-state"
+	DefaultClaimsBucket = DefaultStateBucket
 	DefaultClaimsPrefix = "claims/"
 )
 

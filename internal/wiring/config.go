@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -68,9 +69,6 @@ func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.O
 	oc := stores.OpenerConfig{
 		PathStyle: pathStyle,
 		Profile:   awsconfig.ProfileCredentials,
-		// Mill verifies MD5s itself; keep the SDK's plain-text notice that a
-		// response had no checksum out of the JSON logs.
-		S3Options: []func(*s3.Options){func(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true }},
 		S3: dup.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
 			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
 		}),
@@ -80,4 +78,20 @@ func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.O
 		oc.AWS = *base
 	}
 	return stores.NewOpener(reg, oc)
+}
+
+// DefaultStateBucket is the bucket of the producers' state when neither
+// --state nor --state-bucket says otherwise (millctl setup creates it).
+const DefaultStateBucket = "mill-state"
+
+// StateLocation is where a producer keeps its state: state when it is set
+// (a file path or s3://bucket/key), else key in bucket.
+func StateLocation(state, bucket, key string) (string, error) {
+	if state != "" {
+		return state, nil
+	}
+	if bucket == "" {
+		return "", errors.New("--state or --state-bucket is required")
+	}
+	return "s3://" + bucket + "/" + key, nil
 }

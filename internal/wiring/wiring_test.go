@@ -130,3 +130,18 @@ func TestAWSNoopOnlyNeedsNoDatabase(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestStateLocation(t *testing.T) {
+	for _, tc := range []struct{ state, bucket, want string }{
+		{"", "mill-state", "s3://mill-state/k.json"},
+		{"/var/lib/p.json", "mill-state", "/var/lib/p.json"},
+		{"s3://other/x.json", "", "s3://other/x.json"},
+	} {
+		if got, err := StateLocation(tc.state, tc.bucket, "k.json"); err != nil || got != tc.want {
+			t.Errorf("StateLocation(%q, %q) = %q, %v; want %q", tc.state, tc.bucket, got, err, tc.want)
+		}
+	}
+	if _, err := StateLocation("", "", "k.json"); err == nil {
+		t.Error("no state and no bucket: no error")
+	}
+}

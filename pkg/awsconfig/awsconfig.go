@@ -7,6 +7,13 @@
 // endpoint override is in force (a local emulator such as moto or LocalStack),
 // S3 uses path-style addressing. This is the only package that looks at the
 // process environment for AWS settings; everything under pkg/ takes clients.
+//
+// Endpoints that cannot be reached fail fast, with one line that says what
+// to do (UnreachableError): Load connects to every endpoint override in
+// force (the local emulator) before it returns, and the clients it builds
+// connect to any other host (AWS's own endpoints) once before their first
+// request there. Only a host that never answered is refused this way;
+// errors of a service that answered once are retried as usual.
 package awsconfig
 
 import (
@@ -14,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -47,6 +55,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Getenv reads the environment (default os.Getenv); tests replace it.
 	Getenv func(string) string
+	// ConnectTimeout bounds the reachability check of each endpoint
+	// (default DefaultConnectTimeout).
+	ConnectTimeout time.Duration
 }
 
 // Config is the loaded SDK configuration plus what Mill derives from it.
@@ -69,6 +80,9 @@ func Load(ctx context.Context, o Options) (*Config, error) {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(so *retry.StandardOptions) {
@@ -89,13 +103,41 @@ func Load(ctx context.Context, o Options) (*Config, error) {
 		o.Logger.Info("no AWS region configured; using the default", "region", DefaultRegion)
 	}
 	c := &Config{AWS: cfg}
-	if cfg.BaseEndpoint != nil && *cfg.BaseEndpoint != "" {
+	reach := newReacher(o.ConnectTimeout)
+	var overrides []*url.URL
+	override := func(raw, source string) error {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("awsconfig: %s %q: not a URL", source, raw)
+		}
 		c.EndpointOverride = true
+		reach.sources[hostPort(u)] = source
+		overrides = append(overrides, u)
+		return nil
+	}
+	if cfg.BaseEndpoint != nil && *cfg.BaseEndpoint != "" {
+		source := "the AWS profile's endpoint_url"
+		if o.Getenv("AWS_ENDPOINT_URL") != "" {
+			source = "AWS_ENDPOINT_URL"
+		}
+		if err := override(*cfg.BaseEndpoint, source); err != nil {
+			return nil, err
+		}
 	}
 	for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_CLOUDWATCH"} {
-		if o.Getenv(v) != "" {
-			c.EndpointOverride = true
+		if raw := o.Getenv(v); raw != "" {
+			if err := override(raw, v); err != nil {
+				return nil, err
+			}
 		}
+	}
+	for _, u := range overrides {
+		if err := reach.check(ctx, u); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.HTTPClient != nil {
+		c.AWS.HTTPClient = &checkedClient{inner: cfg.HTTPClient, r: reach}
 	}
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -16,8 +17,9 @@ const (
 	// URL's pool_max_conns sets it.
 	DefaultMaxConns = 10
 	// DefaultConnectTimeout bounds establishing one connection when neither
-	// Config.ConnectTimeout nor the URL's connect_timeout sets it.
-	DefaultConnectTimeout = 10 * time.Second
+	// Config.ConnectTimeout nor the URL's connect_timeout sets it: short, so
+	// a server that cannot be reached is said at once (UnreachableError).
+	DefaultConnectTimeout = 5 * time.Second
 	// DefaultMaxConnLifetime recycles connections so server-side changes
 	// (failover, parameter changes) are picked up.
 	DefaultMaxConnLifetime = 30 * time.Minute
@@ -132,7 +134,8 @@ func PoolConfig(url string, cfg Config) (*pgxpool.Config, error) {
 
 // Open creates a pool for url (a postgres:// URL or key=value DSN) and checks
 // that the server answers, so a wrong URL fails here rather than at the first
-// query. The caller closes the DB.
+// query: a server that cannot be connected to is an *UnreachableError, which
+// says what to do in one line. The caller closes the DB.
 func Open(ctx context.Context, url string, cfg Config) (*DB, error) {
 	pc, err := PoolConfig(url, cfg)
 	if err != nil {
@@ -146,7 +149,54 @@ func Open(ctx context.Context, url string, cfg Config) (*DB, error) {
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("milldb: connect to %s:%d/%s: %w", pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database, err)
+		where := fmt.Sprintf("%s:%d/%s", pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database)
+		if unreachable(err) && ctx.Err() == nil {
+			return nil, &UnreachableError{Server: where, Err: err}
+		}
+		return nil, fmt.Errorf("milldb: connect to %s: %w", where, err)
 	}
 	return &DB{Pool: pool}, nil
+}
+
+// UnreachableError says, in one line with the likely fix, that the
+// database server could not be connected to (refused, timed out, no route,
+// unknown host) — as opposed to a server that answered and refused (a wrong
+// password, no such database), which Open reports as it is.
+type UnreachableError struct {
+	Server string // host:port/database
+	Err    error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach PostgreSQL at %s: %s; %s", e.Server, netCause(e.Err), e.Hint())
+}
+
+// Hint is the likely fix.
+func (e *UnreachableError) Hint() string {
+	return "is it running? Start the local one with `make up`, or check the database URL (--database-url, MILL_DATABASE_URL)"
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// unreachable reports whether err is a failure to connect at all.
+func unreachable(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &op) || errors.As(err, &dns) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// netCause is the network error under err, without pgx's wrapping.
+func netCause(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.Error()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return err.Error()
 }

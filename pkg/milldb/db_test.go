@@ -2,6 +2,7 @@ package milldb
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,12 @@ func TestOpenUnreachable(t *testing.T) {
 	}
 	if time.Since(start) > 8*time.Second {
 		t.Fatalf("Open took %v", time.Since(start))
+	}
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || ue.Server != "127.0.0.1:1/db" {
+		t.Fatalf("Open: %v; want an UnreachableError", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || strings.Contains(msg, "u:p") || !strings.Contains(msg, "make up") || !strings.Contains(msg, "connection refused") {
+		t.Errorf("message: %q", msg)
 	}
 }

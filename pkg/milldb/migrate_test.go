@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -390,5 +391,24 @@ func TestBitLogByMonthKeepsRows(t *testing.T) {
 				t.Fatalf("round %d: after down, %s is in %s", round, k, p)
 			}
 		}
+	}
+}
+
+// A server that answers and refuses (a wrong password) is not said to be
+// unreachable.
+func TestOpenRefusedIsNotUnreachable(t *testing.T) {
+	u, err := url.Parse(testenv.DatabaseURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("mill-no-such-user", "wrong")
+	db, err := milldb.Open(t.Context(), u.String(), milldb.Config{})
+	if err == nil {
+		db.Close()
+		t.Fatal("Open with a wrong user succeeded")
+	}
+	var ue *milldb.UnreachableError
+	if errors.As(err, &ue) {
+		t.Fatalf("a refused login is reported as unreachable: %v", err)
 	}
 }

@@ -3,11 +3,14 @@ package stores_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/storage"
@@ -115,5 +118,51 @@ func TestOpenerS3RegionAndAssumedRole(t *testing.T) {
 	sc, err := o.S3Client("acct", "2")
 	if err != nil || sc == nil {
 		t.Fatal(err)
+	}
+}
+
+// An object stored without a checksum, read through a store's client,
+// prints nothing: the SDK's plain-text "Response has no supported
+// checksum" notice would land among JSON log lines (Mill verifies MD5s
+// itself).
+func TestOpenerS3NoChecksumNotice(t *testing.T) {
+	cfg := testenv.AWS(t)
+	ctx := context.Background()
+	bucket := testenv.Prefix(t) + "store"
+	base := cfg.S3()
+	if _, err := base.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupBucket(t, base, bucket)
+	// No checksum is sent, so none is stored.
+	if _, err := base.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("k"), Body: strings.NewReader("v")},
+		func(o *s3.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired }); err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	withLog := cfg.AWS.Copy()
+	withLog.Logger = logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		fmt.Fprintf(&logged, "%s "+format+"\n", append([]any{c}, v...)...)
+	})
+	reg := &stores.Registry{Accounts: []stores.Account{{ID: "acct", Status: stores.StatusActive, Stores: []stores.Store{
+		{ID: "1", Primary: true, Kind: storage.KindS3, Bucket: bucket, Region: "us-east-1"}}}}}
+	o := stores.NewOpener(reg, stores.OpenerConfig{AWS: withLog, PathStyle: cfg.EndpointOverride,
+		S3: func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
+			return &clientProvider{client: c, store: s}, nil
+		}})
+	p, err := o.Open(ctx, "acct", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.(*clientProvider).client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(out.Body); err != nil || string(b) != "v" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	out.Body.Close()
+	if logged.Len() != 0 {
+		t.Fatalf("the SDK logged:\n%s", logged.String())
 	}
 }

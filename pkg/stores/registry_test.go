@@ -31,7 +31,7 @@ func TestParseExample(t *testing.T) {
 	if *s != want {
 		t.Fatalf("store 2 = %+v", s)
 	}
-	if r.Account("account2").Active() || len(r.ActiveAccounts()) != 1 {
+	if r.Account("account2").Active() || len(r.ActiveAccounts()) != 3 { // account1, acme, globex
 		t.Fatal("account2 must be inactive")
 	}
 	if _, err := r.Store("nobody", "1"); !errors.Is(err, stores.ErrUnknownAccount) {

@@ -91,7 +91,7 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 	sqsc, s3c, ddb := cfg.SQS(), cfg.S3(), cfg.DynamoDB()
 	testenv.CleanupQueues(t, sqsc, prefix)
 	auditTable := prefix + "audit-log"
-	names := map[string]string{"MILL_CONFIG_BUCKET": prefix + "config", "MILL_STATE_BUCKET": prefix + "state",
+	names := map[string]string{"MILL_CONFIG_BUCKET": prefix + "config", "MILL_STATE_BUCKET": prefix + "state", "MILL_CLAIMS_BUCKET": prefix + "state",
 		"MILL_REPORTS_BUCKET": prefix + "reports", "MILL_AUDIT_TABLE": auditTable, "MILL_LEASE_TABLE": prefix + "leases",
 		"MILL_FLEET_TABLE": prefix + "fleet"}
 	bucket1, bucket2 := prefix+"store1", prefix+"store2"

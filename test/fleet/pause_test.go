@@ -48,7 +48,7 @@ func TestPauseDupFleetWide(t *testing.T) {
 	)
 	prefix := testenv.Prefix(t)
 	sq, s3c, ddb := cfg.SQS(), cfg.S3(), cfg.DynamoDB()
-	names := map[string]string{"MILL_CONFIG_BUCKET": prefix + "config", "MILL_STATE_BUCKET": prefix + "state",
+	names := map[string]string{"MILL_CONFIG_BUCKET": prefix + "config", "MILL_STATE_BUCKET": prefix + "state", "MILL_CLAIMS_BUCKET": prefix + "state",
 		"MILL_REPORTS_BUCKET": prefix + "reports", "MILL_AUDIT_TABLE": prefix + "audit-log", "MILL_LEASE_TABLE": prefix + "leases",
 		"MILL_FLEET_TABLE": prefix + "fleet"}
 	testenv.CleanupQueues(t, sq, prefix)

@@ -110,7 +110,7 @@ func TestCredentialsNeverLogged(t *testing.T) {
 	prefix := testenv.Prefix(t)
 	sqsc, s3c, ddb := cfg.SQS(), cfg.S3(), cfg.DynamoDB()
 	testenv.CleanupQueues(t, sqsc, prefix)
-	names := map[string]string{"MILL_CONFIG_BUCKET": prefix + "config", "MILL_STATE_BUCKET": prefix + "state",
+	names := map[string]string{"MILL_CONFIG_BUCKET": prefix + "config", "MILL_STATE_BUCKET": prefix + "state", "MILL_CLAIMS_BUCKET": prefix + "state",
 		"MILL_REPORTS_BUCKET": prefix + "reports", "MILL_AUDIT_TABLE": prefix + "audit-log", "MILL_LEASE_TABLE": prefix + "leases",
 		"MILL_FLEET_TABLE": prefix + "fleet"}
 	storeBucket := prefix + "store"
