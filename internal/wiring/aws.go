@@ -77,7 +77,8 @@ type AWSConfig struct {
 
 // AWS opens the production dependencies: SQS queues for the seven keys,
 // the store registry and cached policies (config bucket or directory), the
-// DynamoDB audit log, the PostgreSQL content index and bit log (milldb) and
+// DynamoDB audit log, the PostgreSQL content index, bit log and statistics
+// history (milldb) and
 // the S3 reports bucket. close releases the database pool; call it after the
 // processors are done.
 func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err error) {
@@ -154,6 +155,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		AuditLog: auditlog.NewDynamo(aws.DynamoDB(), cfg.AuditTable),
 		Index:    milldb.NewContentIndex(db.Pool),
 		BitLog:   milldb.NewBitLog(db.Pool),
+		Stats:    milldb.NewSpaceStats(db.Pool),
 		Reports:  &bitreport.S3Reports{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
 		Format:   cfg.Format, RecheckDelay: cfg.RecheckDelay, MaxAttempts: cfg.MaxAttempts, Noop: cfg.Noop,
 	}

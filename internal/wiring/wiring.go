@@ -15,8 +15,8 @@
 //     stores, in-memory logs and index, reports in a local directory — the
 //     embedded dev mode and tests.
 //
-// Register then builds NOOP, AUDIT, DUP, BIT, BIT_ERROR and BIT_REPORT from
-// a Deps and adds them to a processors.Mux.
+// Register then builds NOOP, AUDIT, DUP, BIT, BIT_ERROR, BIT_REPORT and
+// STORAGE_STATS from a Deps and adds them to a processors.Mux.
 package wiring
 
 import (
@@ -34,6 +34,7 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/s3event"
+	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
@@ -44,6 +45,7 @@ import (
 	"github.com/millfleet/mill/processors/bitreport"
 	"github.com/millfleet/mill/processors/dup"
 	"github.com/millfleet/mill/processors/noop"
+	"github.com/millfleet/mill/processors/storagestats"
 )
 
 // Queues maps a queue key (queue.KeyAudit, …, queue.KeyDeadLetter) to its
@@ -79,6 +81,9 @@ type Deps struct {
 	AuditLog auditlog.Log
 	Index    contentindex.Index
 	BitLog   bitlog.Log
+	// Stats is the storage statistics history the STORAGE_STATS
+	// processor writes.
+	Stats spacestats.Store
 	// Reports is where the report processor writes its TSV files.
 	Reports bitreport.Reports
 	// TempDir holds reports while they are written (default os.TempDir()).
@@ -135,7 +140,7 @@ func (d Deps) WithDefaults() Deps {
 }
 
 // Types are the task types Register serves, in registration order.
-var Types = []task.Type{task.TypeNoop, task.TypeAudit, task.TypeDup, task.TypeBit, task.TypeBitError, task.TypeBitReport}
+var Types = []task.Type{task.TypeNoop, task.TypeAudit, task.TypeDup, task.TypeBit, task.TypeBitError, task.TypeBitReport, task.TypeStorageStats}
 
 // NewMux builds every processor from d and returns a mux serving them.
 func NewMux(d *Deps) (*processors.Mux, error) {
@@ -204,6 +209,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	need(d.Index != nil, "Index")
 	need(d.BitLog != nil, "BitLog")
 	need(d.Reports != nil, "Reports")
+	need(d.Stats != nil, "Stats")
 	q := map[string]queue.Queue{}
 	for _, k := range []string{queue.KeyAudit, queue.KeyDupHigh, queue.KeyBit, queue.KeyBitError, queue.KeyBitReport} {
 		x, err := d.Queues.Get(k)
@@ -260,6 +266,13 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 		TempDir: d.TempDir, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeBitReport, rp, err)
+
+	// STORAGE_STATS travels on the bit queue (docs/ARCHITECTURE.md,
+	// Queues): a continued count goes back there.
+	sp, err := storagestats.New(storagestats.Config{
+		Stores: d.Stores, Stats: d.Stats, Continue: q[queue.KeyBit], Format: d.Format, Clock: d.Clock, Logger: d.Logger,
+	})
+	add(task.TypeStorageStats, sp, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
