@@ -100,7 +100,7 @@ func Memory(cfg MemoryConfig) (*Deps, error) {
 	return &Deps{
 		Logger: cfg.Logger, Clock: clk, Queues: qs, Stores: opener, Policies: cfg.Policies,
 		AuditLog: auditlog.NewMemory(), Index: contentindex.NewMemory(), BitLog: bitlog.NewMemory(clk),
-		Stats:    spacestats.NewMemory(clk),
+		Stats:   spacestats.NewMemory(clk),
 		Reports: &bitreport.DirReports{Dir: cfg.ReportsDir},
 		Format:  cfg.Format, RecheckDelay: cfg.RecheckDelay, MaxAttempts: cfg.MaxAttempts,
 	}, nil
