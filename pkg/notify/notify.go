@@ -163,10 +163,10 @@ func SpaceCreated(account, storeID, spaceID, user string, at time.Time) Event {
 	}
 	fmt.Fprintf(&b, "Time:    %s\n", at.UTC().Format(time.RFC3339))
 	return Event{
-		Type:    EventSpaceCreated,
-		Subject: fmt.Sprintf("Mill: space %s created in %s/%s", spaceID, account, storeID),
-		Body:    b.String(),
+		Type:       EventSpaceCreated,
+		Subject:    fmt.Sprintf("Mill: space %s created in %s/%s", spaceID, account, storeID),
+		Body:       b.String(),
 		Attributes: map[string]string{AttrAccount: account, AttrStoreID: storeID, AttrSpaceID: spaceID},
-		Time:    at,
+		Time:       at,
 	}
 }

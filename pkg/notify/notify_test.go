@@ -15,11 +15,11 @@ import (
 
 func TestSubject(t *testing.T) {
 	for in, want := range map[string]string{
-		"Mill: space photos created":   "Mill: space photos created",
-		"two\nlines\ttab":              "two lines tab",
-		"  Ünïcødé 文件 ":                "?n?c?d? ??",
-		"":                             "Mill notification",
-		strings.Repeat("x", 150):       strings.Repeat("x", notify.MaxSubject-3) + "...",
+		"Mill: space photos created":    "Mill: space photos created",
+		"two\nlines\ttab":               "two lines tab",
+		"  Ünïcødé 文件 ":                 "?n?c?d? ??",
+		"":                              "Mill notification",
+		strings.Repeat("x", 150):        strings.Repeat("x", notify.MaxSubject-3) + "...",
 		"nul\x00 and del\x7f and é end": "nul? and del? and ? end",
 	} {
 		if got := notify.Subject(in); got != want {
