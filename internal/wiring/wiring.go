@@ -31,6 +31,7 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/s3event"
@@ -105,8 +106,9 @@ type Deps struct {
 	// Resolver maps S3 event notifications to registered items (default
 	// s3event.RegistryResolver over the Stores registry).
 	Resolver s3event.Resolver
-	// Notifier is told about new spaces (default audit.LogNotifier).
-	Notifier audit.Notifier
+	// Notifier tells operators about new spaces and bit reports with
+	// problems (default notify.Log).
+	Notifier notify.Notifier
 	// Noop configures the NOOP processor (tests and benchmarks).
 	Noop noop.Config
 	// DupRetry bounds the dup processor's in-processor retries (default
@@ -133,9 +135,7 @@ func (d Deps) WithDefaults() Deps {
 	if d.Resolver == nil && d.Stores != nil {
 		d.Resolver = s3event.RegistryResolver{Registry: d.Stores.Registry()}
 	}
-	if d.Notifier == nil {
-		d.Notifier = audit.LogNotifier{Logger: d.Logger}
-	}
+	d.Notifier = notify.Or(d.Notifier, d.Logger)
 	return d
 }
 
