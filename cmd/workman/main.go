@@ -114,6 +114,8 @@ type options struct {
 	reportsBucket   string
 	reportsPrefix   string
 	recheckDelay    time.Duration
+	notifyTopic     *string
+	adminReports    bool
 	claims          *wiring.Claims
 	fleet           *fleetOptions
 }
@@ -150,6 +152,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the content index and bit log\n(postgres://user:pass@host:port/db?sslmode=disable); required unless --task-types is NOOP")
 	fs.StringVar(&o.reportsBucket, "reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` the bit-integrity reports are written to")
 	fs.StringVar(&o.reportsPrefix, "reports-prefix", "", "key `prefix` of the reports in the reports bucket")
+	fs.BoolVar(&o.adminReports, "report-admin-space", false, "also store each bit-integrity report in the account's primary store, space\nx-duracloud-admin, named as the Java Mill names them (audited writes)")
+	o.notifyTopic = wiring.NotifyFlag(fs)
 	o.claims = wiring.ClaimsFlags(fs)
 	o.fleet = fleetFlags(fs)
 	fs.DurationVar(&o.recheckDelay, "recheck-delay", bit.DefaultRecheckDelay, "the bit check's \"wait before trying again\" (cases 4, 8, 9, 10), also the report's\nwait for missing results (at most 15m)")
@@ -318,6 +322,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ConfigDir: o.configDir, ConfigBucket: o.configBucket, ConfigPrefix: o.configPrefix,
 		PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: o.databaseURL,
 		ReportsBucket: o.reportsBucket, ReportsPrefix: o.reportsPrefix, Types: types,
+		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports,
 		Format: format, RecheckDelay: o.recheckDelay, MaxAttempts: o.maxAttempts, Noop: noopCfg, Logger: logger,
 	})
 	if err != nil {

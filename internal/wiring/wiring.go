@@ -109,6 +109,9 @@ type Deps struct {
 	// Notifier tells operators about new spaces and bit reports with
 	// problems (default notify.Log).
 	Notifier notify.Notifier
+	// ReportAdminSpace also stores each bit report in the account's
+	// primary store's x-duracloud-admin space (bitreport.Config.AdminSpace).
+	ReportAdminSpace bool
 	// Noop configures the NOOP processor (tests and benchmarks).
 	Noop noop.Config
 	// DupRetry bounds the dup processor's in-processor retries (default
@@ -263,7 +266,8 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 		Stores: d.Stores, Index: d.Index, BitLog: d.BitLog, Reports: d.Reports,
 		Observer: observer, BitErrorQueue: q[queue.KeyBitError],
 		Requeue: q[queue.KeyBitReport], RecheckDelay: d.RecheckDelay, Format: d.Format,
-		TempDir: d.TempDir, Clock: d.Clock, Logger: d.Logger,
+		TempDir: d.TempDir, Notifier: d.Notifier, AdminSpace: d.ReportAdminSpace, AuditQueue: q[queue.KeyAudit],
+		Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeBitReport, rp, err)
 
