@@ -23,11 +23,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/internal/producercmd"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/task"
@@ -47,6 +50,11 @@ Filter files (--include, --exclude): one /account/store/space pattern per
 line, "*" or "prefix*" per segment, blank lines and # comments allowed;
 exclusion wins; no inclusion file means every space.
 
+--skip-recent leaves out spaces whose latest report (the bit log) is a
+SUCCESS younger than the age, as the Java Mill does with 60 days; the summary
+names each with its report. --start-at makes runs begin at a time of day.
+--notify-topic-arn announces completed runs and failed invocations.
+
 Usage: bitproducer [flags]`
 
 // Defaults of the flags.
@@ -58,31 +66,11 @@ const (
 	noLease = "none"
 )
 
-// usageError marks a bad command line (exit status 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
-}
-
-func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "bitproducer:", err)
-		return 2
-	default:
-		fmt.Fprintln(stderr, "bitproducer:", wiring.Explain(err))
-		return 1
-	}
+	os.Exit(producercmd.ExitCode("bitproducer", err, os.Stderr))
 }
 
 // options are the parsed flags.
@@ -98,6 +86,9 @@ type options struct {
 	progress                              string
 	messageFormat                         string
 	logLevel                              string
+	skipRecent                            string
+	databaseURL                           string
+	schedule                              *producercmd.Schedule
 }
 
 func defineFlags(fs *flag.FlagSet) *options {
@@ -121,16 +112,20 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (bar on a terminal, log lines otherwise), bar, log or off")
 	fs.StringVar(&o.messageFormat, "message-format", "json", "wire `format` of the tasks: json or properties (DuraCloud's Java format)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&o.skipRecent, "skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`: Nd (days)\nor a duration (the Java Mill: 60d); 0: check every space. Needs --database-url")
+	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the bit log, read for --skip-recent")
+	o.schedule = producercmd.ScheduleFlags(fs)
 	return o
 }
 
 // config is what the flags resolve to before any AWS call.
 type config struct {
-	o        *options
-	filter   bit.Filter
-	format   task.Format
-	progress looping.ProgressMode
-	level    slog.Level
+	o          *options
+	filter     bit.Filter
+	format     task.Format
+	progress   looping.ProgressMode
+	level      slog.Level
+	skipRecent time.Duration
 }
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
@@ -142,10 +137,10 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
-		return nil, usageError{err}
+		return nil, producercmd.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
+		return nil, producercmd.Usage(fmt.Errorf("unexpected arguments: %q", fs.Args()))
 	}
 	c := &config{o: o}
 	var errs []error
@@ -153,17 +148,17 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	if c.format, err = task.ParseFormat(o.messageFormat); err != nil {
 		errs = append(errs, fmt.Errorf("--message-format: %w", err))
 	}
-	switch o.progress {
-	case "auto":
-		c.progress = looping.ProgressAuto
-	case "bar":
-		c.progress = looping.ProgressBar
-	case "log":
-		c.progress = looping.ProgressLog
-	case "off":
-		c.progress = looping.ProgressOff
-	default:
-		errs = append(errs, fmt.Errorf("--progress %q: want auto, bar, log or off", o.progress))
+	if c.progress, err = producercmd.ParseProgress(o.progress); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.schedule.Check(o.frequency); err != nil {
+		errs = append(errs, err)
+	}
+	if c.skipRecent, err = bit.ParseAge(o.skipRecent); err != nil {
+		errs = append(errs, fmt.Errorf("--skip-recent: %w", err))
+	}
+	if c.skipRecent > 0 && o.databaseURL == "" {
+		errs = append(errs, errors.New("--skip-recent needs --database-url (MILL_DATABASE_URL): the reports are in the bit log"))
 	}
 	if err := c.level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		errs = append(errs, fmt.Errorf("--log-level: %w", err))
@@ -188,7 +183,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, usageError{err}
+		return nil, producercmd.Usage(err)
 	}
 	if c.o.bitQueue == "" {
 		c.o.bitQueue = queue.Name(o.queuePrefix, queue.KeyBit)
@@ -229,7 +224,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	state, err := looping.OpenStateStore(o.state, s3c)
 	if err != nil {
-		return usageError{err}
+		return producercmd.Usage(err)
 	}
 	var l lease.Lease
 	if o.leaseTable == noLease {
@@ -238,11 +233,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		l = lease.NewDynamo(aws.DynamoDB(), o.leaseTable, nil)
 	}
 
-	p, err := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: c.filter, Logger: logger})
+	pc := bit.Config{Registry: reg, Opener: opener, Filter: c.filter, SkipRecent: c.skipRecent, Logger: logger}
+	if c.skipRecent > 0 {
+		db, err := milldb.Open(ctx, o.databaseURL, milldb.Config{})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		pc.Reports = milldb.NewBitLog(db.Pool)
+	}
+	p, err := bit.New(pc)
 	if err != nil {
 		return err
 	}
-	loop, err := looping.New(looping.Config{
+	lc := looping.Config{
 		Kind:           bit.Kind,
 		Producer:       p,
 		Queue:          &bit.Router{Bit: bitQ, Report: reportQ},
@@ -255,7 +259,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Logger:         logger,
 		Progress:       c.progress,
 		ProgressOutput: stderr,
-	})
+	}
+	if err := o.schedule.Apply(&lc, aws, logger); err != nil {
+		return err
+	}
+	loop, err := looping.New(lc)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/internal/producercmd"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lease"
@@ -57,7 +58,8 @@ space), then one task per source item, 1000 (--bite-size) at a time,
 interleaved across spaces. It stops, saving the
 state, when the queue holds --max-queue-size visible messages; the next
 invocation resumes there. When the run is complete the next one is due
---frequency after this run's start.
+--frequency after this run's start (at the --start-at time of that day, when
+given). --notify-topic-arn announces completed runs and failed invocations.
 
 Exit status: 0 when the run is done, not due, stopped by a full queue, or when
 another invocation holds the lease (its holder is printed); 1 on errors; 2 on
@@ -74,22 +76,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	var ue usageError
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	case errors.As(err, &ue):
-		fmt.Fprintln(os.Stderr, "dupproducer:", err)
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "dupproducer:", wiring.Explain(err))
-		os.Exit(1)
-	}
+	os.Exit(producercmd.ExitCode("dupproducer", err, os.Stderr))
 }
-
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
 
 type options struct {
 	configBucket, configPrefix, configDir string
@@ -103,6 +91,7 @@ type options struct {
 	progress                              string
 	format                                string
 	logLevel                              string
+	schedule                              *producercmd.Schedule
 }
 
 func defineFlags(fs *flag.FlagSet) *options {
@@ -122,30 +111,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (a bar on a terminal, log lines otherwise), bar, log or off")
 	fs.StringVar(&o.format, "message-format", "json", "wire `format` of the tasks: json or properties (DuraCloud's Java format)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	o.schedule = producercmd.ScheduleFlags(fs)
 	return o
-}
-
-func parseProgress(s string) (looping.ProgressMode, error) {
-	switch s {
-	case "auto":
-		return looping.ProgressAuto, nil
-	case "bar":
-		return looping.ProgressBar, nil
-	case "log":
-		return looping.ProgressLog, nil
-	case "off":
-		return looping.ProgressOff, nil
-	}
-	return 0, fmt.Errorf("progress %q: want auto, bar, log or off", s)
-}
-
-func queueName(prefix, s string) string {
-	for _, k := range queue.AllKeys {
-		if s == k {
-			return queue.Name(prefix, k)
-		}
-	}
-	return s
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -157,18 +124,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usageError{err}
+		return producercmd.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
+		return producercmd.Usage(fmt.Errorf("unexpected arguments: %q", fs.Args()))
 	}
 	var errs []error
 	freq, err := looping.ParseFrequency(o.frequency)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("frequency: %w", err))
 	}
-	progress, err := parseProgress(o.progress)
+	progress, err := producercmd.ParseProgress(o.progress)
 	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.schedule.Check(freq); err != nil {
 		errs = append(errs, err)
 	}
 	format, err := task.ParseFormat(o.format)
@@ -192,7 +162,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		errs = append(errs, errors.New("config-bucket or config-dir is required"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return usageError{err}
+		return producercmd.Usage(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
@@ -215,22 +185,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	qname := queueName(o.queuePrefix, o.queueName)
+	qname := queue.Resolve(o.queuePrefix, o.queueName)
 	q, err := sqsqueue.Open(ctx, awsCfg.SQS(), qname, sqsqueue.Config{})
 	if err != nil {
 		return fmt.Errorf("open queue %s: %w", qname, err)
 	}
 	state, err := looping.OpenStateStore(o.state, s3c)
 	if err != nil {
-		return usageError{err}
+		return producercmd.Usage(err)
 	}
-	loop, err := looping.New(looping.Config{
+	lc := looping.Config{
 		Kind: dup.Kind, Producer: prod, Queue: q, State: state,
 		Lease:     lease.NewDynamo(awsCfg.DynamoDB(), o.leaseTable, nil),
 		LeaseTTL:  o.leaseTTL,
 		Frequency: freq, MaxQueueSize: o.maxQueueSize, BiteSize: o.biteSize,
 		Format: format, Logger: logger, Progress: progress, ProgressOutput: stderr,
-	})
+	}
+	if err := o.schedule.Apply(&lc, awsCfg, logger); err != nil {
+		return err
+	}
+	loop, err := looping.New(lc)
 	if err != nil {
 		return err
 	}

@@ -162,17 +162,6 @@ func defineFlags(fs *flag.FlagSet) *options {
 	return o
 }
 
-// queueName turns a queue key into a name under prefix; anything else is
-// taken as a full name.
-func queueName(prefix, s string) string {
-	for _, k := range queue.AllKeys {
-		if s == k {
-			return queue.Name(prefix, k)
-		}
-	}
-	return s
-}
-
 // parsePairs reads a comma-separated list of KEY=VALUE pairs (form names
 // it in errors), calling each for every pair; it reports every malformed
 // pair and every problem each finds, prefixed with flag.
@@ -221,7 +210,7 @@ func parseShares(prefix, s string) (map[string]float64, error) {
 		if err != nil {
 			return []error{fmt.Errorf("%s: %w", k, err)}
 		}
-		out[queueName(prefix, k)] = f
+		out[queue.Resolve(prefix, k)] = f
 		return nil
 	})
 	return out, err
@@ -295,16 +284,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		q, err := o.claims.Open(ctx, client, s3c, queueName(o.prefix, s), sqsqueue.Config{})
+		q, err := o.claims.Open(ctx, client, s3c, queue.Resolve(o.prefix, s), sqsqueue.Config{})
 		if err != nil {
-			return fmt.Errorf("open queue %s: %w", queueName(o.prefix, s), err)
+			return fmt.Errorf("open queue %s: %w", queue.Resolve(o.prefix, s), err)
 		}
 		queues = append(queues, q)
 		queueNames = append(queueNames, q.Name())
 	}
-	dlq, err := o.claims.Open(ctx, client, s3c, queueName(o.prefix, o.deadLetter), sqsqueue.Config{})
+	dlq, err := o.claims.Open(ctx, client, s3c, queue.Resolve(o.prefix, o.deadLetter), sqsqueue.Config{})
 	if err != nil {
-		return fmt.Errorf("open dead-letter queue %s: %w", queueName(o.prefix, o.deadLetter), err)
+		return fmt.Errorf("open dead-letter queue %s: %w", queue.Resolve(o.prefix, o.deadLetter), err)
 	}
 
 	noopCfg := noop.Config{Sleep: o.noopSleep}

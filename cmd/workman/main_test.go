@@ -55,10 +55,10 @@ func TestBadFlagsReportedTogether(t *testing.T) {
 }
 
 func TestQueueNameAndTimeouts(t *testing.T) {
-	if got := queueName("mill-", "dup-high"); got != "mill-dup-high" {
+	if got := queue.Resolve("mill-", "dup-high"); got != "mill-dup-high" {
 		t.Error(got)
 	}
-	if got := queueName("mill-", "custom-queue"); got != "custom-queue" {
+	if got := queue.Resolve("mill-", "custom-queue"); got != "custom-queue" {
 		t.Error(got)
 	}
 	tt, err := parseTimeouts("dup=2h, BIT=-1s")
