@@ -116,6 +116,7 @@ type options struct {
 	recheckDelay    time.Duration
 	notifyTopic     *string
 	adminReports    bool
+	dupRestoreDays  int
 	claims          *wiring.Claims
 	fleet           *fleetOptions
 }
@@ -153,6 +154,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.reportsBucket, "reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` the bit-integrity reports are written to")
 	fs.StringVar(&o.reportsPrefix, "reports-prefix", "", "key `prefix` of the reports in the reports bucket")
 	fs.BoolVar(&o.adminReports, "report-admin-space", false, "also store each bit-integrity report in the account's primary store, space\nx-duracloud-admin, named as the Java Mill names them (audited writes)")
+	fs.IntVar(&o.dupRestoreDays, "dup-restore-days", 0, "when a DUP must copy an archived source item (S3 Glacier, Deep Archive), ask S3 to\nrestore it for this many `days` before dead-lettering the task (redrive it once restored);\n0: dead-letter it without asking")
 	o.notifyTopic = wiring.NotifyFlag(fs)
 	o.claims = wiring.ClaimsFlags(fs)
 	o.fleet = fleetFlags(fs)
@@ -254,6 +256,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if o.dupRestoreDays < 0 {
+		errs = append(errs, fmt.Errorf("dup-restore-days %d: must not be negative", o.dupRestoreDays))
+	}
 	if o.recheckDelay <= 0 || o.recheckDelay > queue.MaxDelay {
 		errs = append(errs, fmt.Errorf("recheck-delay %s: must be within (0, %s]", o.recheckDelay, queue.MaxDelay))
 	}
@@ -312,7 +317,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: o.databaseURL,
 		ReportsBucket: o.reportsBucket, ReportsPrefix: o.reportsPrefix, Types: types,
 		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports,
-		Format: format, RecheckDelay: o.recheckDelay, MaxAttempts: o.maxAttempts, Noop: noopCfg, Logger: logger,
+		DupRestoreDays: o.dupRestoreDays,
+		Format:         format, RecheckDelay: o.recheckDelay, MaxAttempts: o.maxAttempts, Noop: noopCfg, Logger: logger,
 	})
 	if err != nil {
 		return err

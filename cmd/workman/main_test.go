@@ -42,12 +42,12 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 }
 
 func TestBadFlagsReportedTogether(t *testing.T) {
-	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s", "MILL_MIN_SHARE": "bit=lots"}
+	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s", "MILL_MIN_SHARE": "bit=lots", "MILL_DUP_RESTORE_DAYS": "-1"}
 	err := run(context.Background(), nil, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"log-level", "format", "DUP", "NOPE", "min-share: bit"} {
+	for _, want := range []string{"log-level", "format", "DUP", "NOPE", "min-share: bit", "dup-restore-days -1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -69,6 +69,8 @@ type AWSConfig struct {
 	NotifyTopicARN string
 	// ReportAdminSpace: see Deps.ReportAdminSpace.
 	ReportAdminSpace bool
+	// DupRestoreDays: see Deps.DupRestoreDays.
+	DupRestoreDays int
 
 	// Types are the task types that will be served (default Types). When
 	// only NOOP is, nothing but the queues is opened: no registry,
@@ -170,7 +172,8 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		Stats:    milldb.NewSpaceStats(db.Pool),
 		Reports:  &bitreport.S3Reports{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
 		Notifier: notifier, ReportAdminSpace: cfg.ReportAdminSpace,
-		Format: cfg.Format, RecheckDelay: cfg.RecheckDelay, MaxAttempts: cfg.MaxAttempts, Noop: cfg.Noop,
+		DupRestoreDays: cfg.DupRestoreDays,
+		Format:         cfg.Format, RecheckDelay: cfg.RecheckDelay, MaxAttempts: cfg.MaxAttempts, Noop: cfg.Noop,
 	}
 	return d, func() error { db.Close(); return nil }, nil
 }

@@ -117,6 +117,9 @@ type Deps struct {
 	// DupRetry bounds the dup processor's in-processor retries (default
 	// dup's defaults).
 	DupRetry dup.Retry
+	// DupRestoreDays is dup.Config.RestoreArchivedDays: ask for a restore
+	// of an archived source item, kept that many days (0: do not).
+	DupRestoreDays int
 	// Wrap, when set, wraps each processor before it is registered (tests
 	// and the dev mode's fault hooks use it to observe or disable a
 	// processor).
@@ -243,7 +246,8 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 
 	dp, err := dup.New(dup.Config{
 		Opener: d.Stores, Audit: dup.AuditTo(q[queue.KeyAudit], d.Format, d.Clock),
-		Live: dup.FromIndex(d.Index), Policies: d.Policies, Retry: d.DupRetry, Clock: d.Clock, Logger: d.Logger,
+		Live: dup.FromIndex(d.Index), Policies: d.Policies, Retry: d.DupRetry,
+		RestoreArchivedDays: d.DupRestoreDays, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeDup, dp, err)
 
