@@ -19,13 +19,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/millfleet/mill/internal/envflag"
 	"github.com/millfleet/mill/internal/producercmd"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
@@ -33,7 +31,6 @@ import (
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -82,10 +79,8 @@ type options struct {
 	maxQueueSize                          int64
 	biteSize                              int
 	leaseTable                            string
-	include, exclude                      string
-	progress                              string
-	messageFormat                         string
-	logLevel                              string
+	filter                                *producercmd.Filter
+	output                                *producercmd.Output
 	skipRecent                            string
 	databaseURL                           string
 	schedule                              *producercmd.Schedule
@@ -107,11 +102,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.Int64Var(&o.maxQueueSize, "max-queue-size", looping.DefaultMaxQueueSize, "stop (and resume next time) when the bit queue has this many visible `messages`")
 	fs.IntVar(&o.biteSize, "bite-size", looping.DefaultBiteSize, "most `items` of one space queued per bite")
 	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB lease `table` (\"none\": no lease, for a single local process)")
-	fs.StringVar(&o.include, "include", "", "inclusion filter `file` (default: every space)")
-	fs.StringVar(&o.exclude, "exclude", "", "exclusion filter `file`")
-	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (bar on a terminal, log lines otherwise), bar, log or off")
-	fs.StringVar(&o.messageFormat, "message-format", "json", "wire `format` of the tasks: json or properties (DuraCloud's Java format)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	o.filter = producercmd.FilterFlags(fs)
+	o.output = producercmd.OutputFlags(fs)
 	fs.StringVar(&o.skipRecent, "skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`: Nd (days)\nor a duration (the Java Mill: 60d); 0: check every space. Needs --database-url")
 	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the bit log, read for --skip-recent")
 	o.schedule = producercmd.ScheduleFlags(fs)
@@ -122,35 +114,21 @@ func defineFlags(fs *flag.FlagSet) *options {
 type config struct {
 	o          *options
 	filter     bit.Filter
-	format     task.Format
-	progress   looping.ProgressMode
-	level      slog.Level
 	skipRecent time.Duration
 }
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("bitproducer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o := defineFlags(fs)
-	fs.Usage = func() { envflag.Usage(fs, stderr, summary) }
-	if err := envflag.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, producercmd.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return nil, producercmd.Usage(fmt.Errorf("unexpected arguments: %q", fs.Args()))
+	if err := producercmd.Parse(fs, args, getenv, stderr, summary); err != nil {
+		return nil, err
 	}
 	c := &config{o: o}
-	var errs []error
+	errs := o.output.Parse()
+	var ferrs []error
+	c.filter, ferrs = o.filter.Load()
+	errs = append(errs, ferrs...)
 	var err error
-	if c.format, err = task.ParseFormat(o.messageFormat); err != nil {
-		errs = append(errs, fmt.Errorf("--message-format: %w", err))
-	}
-	if c.progress, err = producercmd.ParseProgress(o.progress); err != nil {
-		errs = append(errs, err)
-	}
 	if err := o.schedule.Check(o.frequency); err != nil {
 		errs = append(errs, err)
 	}
@@ -160,9 +138,6 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	if c.skipRecent > 0 && o.databaseURL == "" {
 		errs = append(errs, errors.New("--skip-recent needs --database-url (MILL_DATABASE_URL): the reports are in the bit log"))
 	}
-	if err := c.level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		errs = append(errs, fmt.Errorf("--log-level: %w", err))
-	}
 	if o.maxQueueSize <= 0 {
 		errs = append(errs, fmt.Errorf("--max-queue-size %d: must be positive", o.maxQueueSize))
 	}
@@ -171,16 +146,6 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	}
 	if o.state, err = wiring.StateLocation(o.state, o.stateBucket, stateKey); err != nil {
 		errs = append(errs, err)
-	}
-	if o.include != "" {
-		if c.filter.Include, err = bit.LoadFilter(o.include); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if o.exclude != "" {
-		if c.filter.Exclude, err = bit.LoadFilter(o.exclude); err != nil {
-			errs = append(errs, err)
-		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, producercmd.Usage(err)
@@ -200,7 +165,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	o := c.o
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: c.level}))
+	logger := c.o.output.Logger(stderr)
 	aws, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
 	if err != nil {
 		return err
@@ -255,9 +220,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Frequency:      o.frequency,
 		MaxQueueSize:   o.maxQueueSize,
 		BiteSize:       o.biteSize,
-		Format:         c.format,
+		Format:         c.o.output.Format,
 		Logger:         logger,
-		Progress:       c.progress,
+		Progress:       c.o.output.Progress,
 		ProgressOutput: stderr,
 	}
 	if err := o.schedule.Apply(&lc, aws, logger); err != nil {

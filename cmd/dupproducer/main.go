@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/millfleet/mill/internal/envflag"
 	"github.com/millfleet/mill/internal/producercmd"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
@@ -31,7 +29,6 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/dup"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -88,9 +85,7 @@ type options struct {
 	biteSize                              int
 	leaseTable                            string
 	leaseTTL                              time.Duration
-	progress                              string
-	format                                string
-	logLevel                              string
+	output                                *producercmd.Output
 	schedule                              *producercmd.Schedule
 }
 
@@ -108,46 +103,24 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.IntVar(&o.biteSize, "bite-size", looping.DefaultBiteSize, "source `items` queued per space per turn")
 	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB `table` of the producer lease (one invocation at a time)")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", looping.DefaultLeaseTTL, "how long the lease outlives a crashed holder (renewed every third of it)")
-	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (a bar on a terminal, log lines otherwise), bar, log or off")
-	fs.StringVar(&o.format, "message-format", "json", "wire `format` of the tasks: json or properties (DuraCloud's Java format)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	o.output = producercmd.OutputFlags(fs)
 	o.schedule = producercmd.ScheduleFlags(fs)
 	return o
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dupproducer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o := defineFlags(fs)
-	fs.Usage = func() { envflag.Usage(fs, stderr, summary) }
-	if err := envflag.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return producercmd.Usage(err)
+	if err := producercmd.Parse(fs, args, getenv, stderr, summary); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return producercmd.Usage(fmt.Errorf("unexpected arguments: %q", fs.Args()))
-	}
-	var errs []error
+	errs := o.output.Parse()
 	freq, err := looping.ParseFrequency(o.frequency)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("frequency: %w", err))
 	}
-	progress, err := producercmd.ParseProgress(o.progress)
-	if err != nil {
-		errs = append(errs, err)
-	}
 	if err := o.schedule.Check(freq); err != nil {
 		errs = append(errs, err)
-	}
-	format, err := task.ParseFormat(o.format)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("message-format: %w", err))
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		errs = append(errs, fmt.Errorf("log-level: %w", err))
 	}
 	if o.maxQueueSize < 1 {
 		errs = append(errs, fmt.Errorf("max-queue-size %d: must be at least 1", o.maxQueueSize))
@@ -164,7 +137,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := errors.Join(errs...); err != nil {
 		return producercmd.Usage(err)
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := o.output.Logger(stderr)
 
 	awsCfg, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
 	if err != nil {
@@ -199,7 +172,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Lease:     lease.NewDynamo(awsCfg.DynamoDB(), o.leaseTable, nil),
 		LeaseTTL:  o.leaseTTL,
 		Frequency: freq, MaxQueueSize: o.maxQueueSize, BiteSize: o.biteSize,
-		Format: format, Logger: logger, Progress: progress, ProgressOutput: stderr,
+		Format: o.output.Format, Logger: logger, Progress: o.output.Progress, ProgressOutput: stderr,
 	}
 	if err := o.schedule.Apply(&lc, awsCfg, logger); err != nil {
 		return err

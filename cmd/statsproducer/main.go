@@ -20,12 +20,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/millfleet/mill/internal/envflag"
 	"github.com/millfleet/mill/internal/producercmd"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
@@ -33,8 +31,6 @@ import (
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/task"
-	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
 	"github.com/millfleet/mill/producers/stats"
 )
@@ -75,9 +71,9 @@ type options struct {
 	state, stateBucket, leaseTable        string
 	frequency                             looping.Frequency
 	maxQueueSize                          int64
-	include, exclude                      string
 	databaseURL                           string
-	progress, format, logLevel            string
+	filter                                *producercmd.Filter
+	output                                *producercmd.Output
 	schedule                              *producercmd.Schedule
 }
 
@@ -94,45 +90,22 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.TextVar(&o.frequency, "frequency", freq, "time between run starts, N followed by s, M (minutes), h, d or m (months); 0 = one run only")
 	fs.Int64Var(&o.maxQueueSize, "max-queue-size", looping.DefaultMaxQueueSize, "stop (and resume next time) when the queue has this many visible `messages`")
 	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB lease `table` (\"none\": no lease, for a single local process)")
-	fs.StringVar(&o.include, "include", "", "inclusion filter `file` (default: every space)")
-	fs.StringVar(&o.exclude, "exclude", "", "exclusion filter `file`")
 	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the statistics history (required)")
-	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (bar on a terminal, log lines otherwise), bar, log or off")
-	fs.StringVar(&o.format, "message-format", "json", "wire `format` of the tasks: json or properties (DuraCloud's Java format)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	o.filter = producercmd.FilterFlags(fs)
+	o.output = producercmd.OutputFlags(fs)
 	o.schedule = producercmd.ScheduleFlags(fs)
 	return o
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("statsproducer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o := defineFlags(fs)
-	fs.Usage = func() { envflag.Usage(fs, stderr, summary) }
-	if err := envflag.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return producercmd.Usage(err)
+	if err := producercmd.Parse(fs, args, getenv, stderr, summary); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return producercmd.Usage(fmt.Errorf("unexpected arguments: %q", fs.Args()))
-	}
-	var errs []error
-	var filter bit.Filter
-	var err error
-	progress, err := producercmd.ParseProgress(o.progress)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	format, err := task.ParseFormat(o.format)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--message-format: %w", err))
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		errs = append(errs, fmt.Errorf("--log-level: %w", err))
-	}
+	errs := o.output.Parse()
+	filter, ferrs := o.filter.Load()
+	errs = append(errs, ferrs...)
 	if err := o.schedule.Check(o.frequency); err != nil {
 		errs = append(errs, err)
 	}
@@ -145,20 +118,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if o.databaseURL == "" {
 		errs = append(errs, errors.New("--database-url (MILL_DATABASE_URL) is required: the statistics go to PostgreSQL"))
 	}
-	for _, f := range []struct {
-		path string
-		into *bit.Patterns
-	}{{o.include, &filter.Include}, {o.exclude, &filter.Exclude}} {
-		if f.path != "" {
-			if *f.into, err = bit.LoadFilter(f.path); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
 	if err := errors.Join(errs...); err != nil {
 		return producercmd.Usage(err)
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := o.output.Logger(stderr)
 	aws, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
 	if err != nil {
 		return err
@@ -192,7 +155,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	lc := looping.Config{Kind: stats.Kind, Producer: p, Queue: q, State: state, Lease: l, Frequency: o.frequency,
-		MaxQueueSize: o.maxQueueSize, Format: format, Logger: logger, Progress: progress, ProgressOutput: stderr}
+		MaxQueueSize: o.maxQueueSize, Format: o.output.Format, Logger: logger, Progress: o.output.Progress, ProgressOutput: stderr}
 	if err := o.schedule.Apply(&lc, aws, logger); err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 // Package producercmd holds what the looping producers' commands
 // (dupproducer, bitproducer, statsproducer) share beyond the looping
 // framework: the schedule and notification flags (--start-at,
-// --notify-topic-arn) and the progress flag's values.
+// --notify-topic-arn), the output flags (--progress, --message-format,
+// --log-level), the filter files (--include, --exclude), and the usage
+// error and exit status.
 package producercmd
 
 import (
@@ -11,8 +13,11 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/millfleet/mill/internal/envflag"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
 )
 
@@ -90,4 +95,93 @@ func ExitCode(name string, err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, name+":", wiring.Explain(err))
 		return 1
 	}
+}
+
+// Output is --progress, --message-format and --log-level.
+type Output struct {
+	progress, format, level string
+
+	Progress looping.ProgressMode // set by Parse
+	Format   task.Format          // set by Parse
+	Level    slog.Level           // set by Parse
+}
+
+// OutputFlags defines --progress, --message-format and --log-level on fs.
+func OutputFlags(fs *flag.FlagSet) *Output {
+	o := &Output{}
+	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (a bar on a terminal, log lines otherwise), bar, log or off")
+	fs.StringVar(&o.format, "message-format", "json", "wire `format` of the tasks: json or properties (DuraCloud's Java format)")
+	fs.StringVar(&o.level, "log-level", "info", "log `level`: debug, info, warn or error")
+	return o
+}
+
+// Parse reads the three flags, returning every problem.
+func (o *Output) Parse() []error {
+	var errs []error
+	var err error
+	if o.Progress, err = ParseProgress(o.progress); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Format, err = task.ParseFormat(o.format); err != nil {
+		errs = append(errs, fmt.Errorf("--message-format: %w", err))
+	}
+	if err := o.Level.UnmarshalText([]byte(o.level)); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level: %w", err))
+	}
+	return errs
+}
+
+// Logger is the producers' JSON logger on w at the parsed level.
+func (o *Output) Logger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.Level}))
+}
+
+// Filter is --include and --exclude: the filter files of bitproducer and
+// statsproducer (bit.LoadFilter).
+type Filter struct{ include, exclude string }
+
+// FilterFlags defines --include and --exclude on fs.
+func FilterFlags(fs *flag.FlagSet) *Filter {
+	f := &Filter{}
+	fs.StringVar(&f.include, "include", "", "inclusion filter `file` (default: every space)")
+	fs.StringVar(&f.exclude, "exclude", "", "exclusion filter `file`")
+	return f
+}
+
+// Load reads the filter files given, returning every problem.
+func (f *Filter) Load() (bit.Filter, []error) {
+	var out bit.Filter
+	var errs []error
+	for _, x := range []struct {
+		path string
+		into *bit.Patterns
+	}{{f.include, &out.Include}, {f.exclude, &out.Exclude}} {
+		if x.path == "" {
+			continue
+		}
+		p, err := bit.LoadFilter(x.path)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		*x.into = p
+	}
+	return out, errs
+}
+
+// Parse parses a producer's command line (flags or their MILL_*
+// variables, see envflag) with summary as the --help text: --help is
+// flag.ErrHelp, a bad flag or a stray argument a UsageError.
+func Parse(fs *flag.FlagSet, args []string, getenv func(string) string, stderr io.Writer, summary string) error {
+	fs.SetOutput(stderr)
+	fs.Usage = func() { envflag.Usage(fs, stderr, summary) }
+	if err := envflag.Parse(fs, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return Usage(err)
+	}
+	if fs.NArg() > 0 {
+		return Usage(fmt.Errorf("unexpected arguments: %q", fs.Args()))
+	}
+	return nil
 }
