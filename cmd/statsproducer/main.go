@@ -112,9 +112,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if o.maxQueueSize <= 0 {
 		errs = append(errs, fmt.Errorf("--max-queue-size %d: must be positive", o.maxQueueSize))
 	}
-	if o.state, err = wiring.StateLocation(o.state, o.stateBucket, stateKey); err != nil {
+	stateAt, err := wiring.StateLocation(o.state, o.stateBucket, stateKey)
+	if err != nil {
 		errs = append(errs, err)
 	}
+	o.state = stateAt
 	if o.databaseURL == "" {
 		errs = append(errs, errors.New("--database-url (MILL_DATABASE_URL) is required: the statistics go to PostgreSQL"))
 	}
