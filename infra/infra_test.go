@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -144,6 +145,15 @@ func TestCoreStackDeploys(t *testing.T) {
 	}
 	if outputs["Prefix"] != prefix {
 		t.Errorf("output Prefix = %q, want %q", outputs["Prefix"], prefix)
+	}
+
+	// The notification topic: named prefix+"notifications", reachable
+	// through its exported ARN (what --notify-topic-arn is given).
+	topicArn := outputs["NotificationTopicArn"]
+	if !strings.HasSuffix(topicArn, ":"+prefix+"notifications") {
+		t.Errorf("output NotificationTopicArn = %q, want a topic named %snotifications", topicArn, prefix)
+	} else if _, err := cfg.SNS().GetTopicAttributes(ctx, &sns.GetTopicAttributesInput{TopicArn: aws.String(topicArn)}); err != nil {
+		t.Errorf("notification topic %s: %v", topicArn, err)
 	}
 
 	// Queues.

@@ -75,14 +75,16 @@ func Permanentf(format string, args ...any) error {
 // stores.ErrUnknownStore), an ID no store accepts (storage.ErrInvalidID),
 // or an item a store refuses to touch because its files are not as the
 // provider writes them (storage.ErrUnsafe: a symbolic link or a forged
-// sidecar).
+// sidecar), or bytes in an archival storage class with no restored copy
+// (storage.ErrArchived: a restore takes hours, Workman's retries minutes).
 // Those fail the same way on every retry whichever processor resolves
 // them, so they are dead-lettered at once (docs/ARCHITECTURE.md, Safety).
 func IsPermanent(err error) bool {
 	var p *permanentError
 	return errors.As(err, &p) ||
 		errors.Is(err, stores.ErrUnknownAccount) || errors.Is(err, stores.ErrUnknownStore) ||
-		errors.Is(err, storage.ErrInvalidID) || errors.Is(err, storage.ErrUnsafe)
+		errors.Is(err, storage.ErrInvalidID) || errors.Is(err, storage.ErrUnsafe) ||
+		errors.Is(err, storage.ErrArchived)
 }
 
 // releasedError marks a task handed back to its queue untouched.

@@ -22,6 +22,7 @@ func TestUnresolvableNamesArePermanent(t *testing.T) {
 		fmt.Errorf("bitreport: %w", fmt.Errorf("%w %q", stores.ErrUnknownAccount, "ghost")),
 		fmt.Errorf("open store: %w", fmt.Errorf("%w %q of account %q", stores.ErrUnknownStore, "9", "acme")),
 		fmt.Errorf("list: %w", fmt.Errorf("%w: space ID %q contains a path separator", storage.ErrInvalidID, "a/b")),
+		fmt.Errorf("bit-error: copy from store 2: %w", storage.ErrArchived),
 	} {
 		if !processors.IsPermanent(err) {
 			t.Errorf("IsPermanent(%v) = false", err)

@@ -19,18 +19,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
-	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/internal/producercmd"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -47,6 +47,11 @@ Filter files (--include, --exclude): one /account/store/space pattern per
 line, "*" or "prefix*" per segment, blank lines and # comments allowed;
 exclusion wins; no inclusion file means every space.
 
+--skip-recent leaves out spaces whose latest report (the bit log) is a
+SUCCESS younger than the age, as the Java Mill does with 60 days; the summary
+names each with its report. --start-at makes runs begin at a time of day.
+--notify-topic-arn announces completed runs and failed invocations.
+
 Usage: bitproducer [flags]`
 
 // Defaults of the flags.
@@ -58,31 +63,11 @@ const (
 	noLease = "none"
 )
 
-// usageError marks a bad command line (exit status 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
-}
-
-func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "bitproducer:", err)
-		return 2
-	default:
-		fmt.Fprintln(stderr, "bitproducer:", wiring.Explain(err))
-		return 1
-	}
+	os.Exit(producercmd.ExitCode("bitproducer", err, os.Stderr))
 }
 
 // options are the parsed flags.
@@ -94,10 +79,11 @@ type options struct {
 	maxQueueSize                          int64
 	biteSize                              int
 	leaseTable                            string
-	include, exclude                      string
-	progress                              string
-	messageFormat                         string
-	logLevel                              string
+	filter                                *producercmd.Filter
+	output                                *producercmd.Output
+	skipRecent                            string
+	databaseURL                           string
+	schedule                              *producercmd.Schedule
 }
 
 func defineFlags(fs *flag.FlagSet) *options {
@@ -116,57 +102,41 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.Int64Var(&o.maxQueueSize, "max-queue-size", looping.DefaultMaxQueueSize, "stop (and resume next time) when the bit queue has this many visible `messages`")
 	fs.IntVar(&o.biteSize, "bite-size", looping.DefaultBiteSize, "most `items` of one space queued per bite")
 	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB lease `table` (\"none\": no lease, for a single local process)")
-	fs.StringVar(&o.include, "include", "", "inclusion filter `file` (default: every space)")
-	fs.StringVar(&o.exclude, "exclude", "", "exclusion filter `file`")
-	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (bar on a terminal, log lines otherwise), bar, log or off")
-	fs.StringVar(&o.messageFormat, "message-format", "json", "wire `format` of the tasks: json or properties (DuraCloud's Java format)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	o.filter = producercmd.FilterFlags(fs)
+	o.output = producercmd.OutputFlags(fs)
+	fs.StringVar(&o.skipRecent, "skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`: Nd (days)\nor a duration (the Java Mill: 60d); 0: check every space. Needs --database-url")
+	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the bit log, read for --skip-recent")
+	o.schedule = producercmd.ScheduleFlags(fs)
 	return o
 }
 
 // config is what the flags resolve to before any AWS call.
 type config struct {
-	o        *options
-	filter   bit.Filter
-	format   task.Format
-	progress looping.ProgressMode
-	level    slog.Level
+	o          *options
+	filter     bit.Filter
+	skipRecent time.Duration
 }
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("bitproducer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o := defineFlags(fs)
-	fs.Usage = func() { envflag.Usage(fs, stderr, summary) }
-	if err := envflag.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
+	if err := producercmd.Parse(fs, args, getenv, stderr, summary); err != nil {
+		return nil, err
 	}
 	c := &config{o: o}
-	var errs []error
+	errs := o.output.Parse()
+	var ferrs []error
+	c.filter, ferrs = o.filter.Load()
+	errs = append(errs, ferrs...)
 	var err error
-	if c.format, err = task.ParseFormat(o.messageFormat); err != nil {
-		errs = append(errs, fmt.Errorf("--message-format: %w", err))
+	if err := o.schedule.Check(o.frequency); err != nil {
+		errs = append(errs, err)
 	}
-	switch o.progress {
-	case "auto":
-		c.progress = looping.ProgressAuto
-	case "bar":
-		c.progress = looping.ProgressBar
-	case "log":
-		c.progress = looping.ProgressLog
-	case "off":
-		c.progress = looping.ProgressOff
-	default:
-		errs = append(errs, fmt.Errorf("--progress %q: want auto, bar, log or off", o.progress))
+	if c.skipRecent, err = bit.ParseAge(o.skipRecent); err != nil {
+		errs = append(errs, fmt.Errorf("--skip-recent: %w", err))
 	}
-	if err := c.level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		errs = append(errs, fmt.Errorf("--log-level: %w", err))
+	if c.skipRecent > 0 && o.databaseURL == "" {
+		errs = append(errs, errors.New("--skip-recent needs --database-url (MILL_DATABASE_URL): the reports are in the bit log"))
 	}
 	if o.maxQueueSize <= 0 {
 		errs = append(errs, fmt.Errorf("--max-queue-size %d: must be positive", o.maxQueueSize))
@@ -177,18 +147,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	if o.state, err = wiring.StateLocation(o.state, o.stateBucket, stateKey); err != nil {
 		errs = append(errs, err)
 	}
-	if o.include != "" {
-		if c.filter.Include, err = bit.LoadFilter(o.include); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if o.exclude != "" {
-		if c.filter.Exclude, err = bit.LoadFilter(o.exclude); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, usageError{err}
+		return nil, producercmd.Usage(err)
 	}
 	if c.o.bitQueue == "" {
 		c.o.bitQueue = queue.Name(o.queuePrefix, queue.KeyBit)
@@ -205,7 +165,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	o := c.o
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: c.level}))
+	logger := c.o.output.Logger(stderr)
 	aws, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
 	if err != nil {
 		return err
@@ -229,7 +189,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	state, err := looping.OpenStateStore(o.state, s3c)
 	if err != nil {
-		return usageError{err}
+		return producercmd.Usage(err)
 	}
 	var l lease.Lease
 	if o.leaseTable == noLease {
@@ -238,11 +198,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		l = lease.NewDynamo(aws.DynamoDB(), o.leaseTable, nil)
 	}
 
-	p, err := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: c.filter, Logger: logger})
+	pc := bit.Config{Registry: reg, Opener: opener, Filter: c.filter, SkipRecent: c.skipRecent, Logger: logger}
+	if c.skipRecent > 0 {
+		db, err := milldb.Open(ctx, o.databaseURL, milldb.Config{})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		pc.Reports = milldb.NewBitLog(db.Pool)
+	}
+	p, err := bit.New(pc)
 	if err != nil {
 		return err
 	}
-	loop, err := looping.New(looping.Config{
+	lc := looping.Config{
 		Kind:           bit.Kind,
 		Producer:       p,
 		Queue:          &bit.Router{Bit: bitQ, Report: reportQ},
@@ -251,11 +220,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Frequency:      o.frequency,
 		MaxQueueSize:   o.maxQueueSize,
 		BiteSize:       o.biteSize,
-		Format:         c.format,
+		Format:         c.o.output.Format,
 		Logger:         logger,
-		Progress:       c.progress,
+		Progress:       c.o.output.Progress,
 		ProgressOutput: stderr,
-	})
+	}
+	if err := o.schedule.Apply(&lc, aws, logger); err != nil {
+		return err
+	}
+	loop, err := looping.New(lc)
 	if err != nil {
 		return err
 	}

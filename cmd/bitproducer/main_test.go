@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/millfleet/mill/internal/producercmd"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -38,7 +39,7 @@ func TestUsageErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
 			err := run(t.Context(), tt.args, func(k string) string { return tt.env[k] }, &bytes.Buffer{}, &stderr)
-			if code := exitCode(err, &stderr); code != 2 {
+			if code := producercmd.ExitCode("bitproducer", err, &stderr); code != 2 {
 				t.Fatalf("exit %d, err %v", code, err)
 			}
 			for _, w := range tt.want {
@@ -50,7 +51,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	err := run(t.Context(), []string{"--help"}, noEnv, &bytes.Buffer{}, &stderr)
-	if !errors.Is(err, flag.ErrHelp) || exitCode(err, &stderr) != 0 || !strings.Contains(stderr.String(), "MILL_MAX_QUEUE_SIZE") {
+	if !errors.Is(err, flag.ErrHelp) || producercmd.ExitCode("bitproducer", err, &stderr) != 0 || !strings.Contains(stderr.String(), "MILL_MAX_QUEUE_SIZE") {
 		t.Errorf("--help: %v\n%s", err, stderr.String())
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,14 +22,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/internal/producercmd"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/dup"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -57,7 +55,8 @@ space), then one task per source item, 1000 (--bite-size) at a time,
 interleaved across spaces. It stops, saving the
 state, when the queue holds --max-queue-size visible messages; the next
 invocation resumes there. When the run is complete the next one is due
---frequency after this run's start.
+--frequency after this run's start (at the --start-at time of that day, when
+given). --notify-topic-arn announces completed runs and failed invocations.
 
 Exit status: 0 when the run is done, not due, stopped by a full queue, or when
 another invocation holds the lease (its holder is printed); 1 on errors; 2 on
@@ -74,22 +73,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	var ue usageError
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	case errors.As(err, &ue):
-		fmt.Fprintln(os.Stderr, "dupproducer:", err)
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "dupproducer:", wiring.Explain(err))
-		os.Exit(1)
-	}
+	os.Exit(producercmd.ExitCode("dupproducer", err, os.Stderr))
 }
-
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
 
 type options struct {
 	configBucket, configPrefix, configDir string
@@ -100,9 +85,8 @@ type options struct {
 	biteSize                              int
 	leaseTable                            string
 	leaseTTL                              time.Duration
-	progress                              string
-	format                                string
-	logLevel                              string
+	output                                *producercmd.Output
+	schedule                              *producercmd.Schedule
 }
 
 func defineFlags(fs *flag.FlagSet) *options {
@@ -119,65 +103,24 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.IntVar(&o.biteSize, "bite-size", looping.DefaultBiteSize, "source `items` queued per space per turn")
 	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB `table` of the producer lease (one invocation at a time)")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", looping.DefaultLeaseTTL, "how long the lease outlives a crashed holder (renewed every third of it)")
-	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (a bar on a terminal, log lines otherwise), bar, log or off")
-	fs.StringVar(&o.format, "message-format", "json", "wire `format` of the tasks: json or properties (DuraCloud's Java format)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	o.output = producercmd.OutputFlags(fs)
+	o.schedule = producercmd.ScheduleFlags(fs)
 	return o
-}
-
-func parseProgress(s string) (looping.ProgressMode, error) {
-	switch s {
-	case "auto":
-		return looping.ProgressAuto, nil
-	case "bar":
-		return looping.ProgressBar, nil
-	case "log":
-		return looping.ProgressLog, nil
-	case "off":
-		return looping.ProgressOff, nil
-	}
-	return 0, fmt.Errorf("progress %q: want auto, bar, log or off", s)
-}
-
-func queueName(prefix, s string) string {
-	for _, k := range queue.AllKeys {
-		if s == k {
-			return queue.Name(prefix, k)
-		}
-	}
-	return s
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dupproducer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o := defineFlags(fs)
-	fs.Usage = func() { envflag.Usage(fs, stderr, summary) }
-	if err := envflag.Parse(fs, args, getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := producercmd.Parse(fs, args, getenv, stderr, summary); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments: %q", fs.Args())}
-	}
-	var errs []error
+	errs := o.output.Parse()
 	freq, err := looping.ParseFrequency(o.frequency)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("frequency: %w", err))
 	}
-	progress, err := parseProgress(o.progress)
-	if err != nil {
+	if err := o.schedule.Check(freq); err != nil {
 		errs = append(errs, err)
-	}
-	format, err := task.ParseFormat(o.format)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("message-format: %w", err))
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		errs = append(errs, fmt.Errorf("log-level: %w", err))
 	}
 	if o.maxQueueSize < 1 {
 		errs = append(errs, fmt.Errorf("max-queue-size %d: must be at least 1", o.maxQueueSize))
@@ -192,9 +135,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		errs = append(errs, errors.New("config-bucket or config-dir is required"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return usageError{err}
+		return producercmd.Usage(err)
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := o.output.Logger(stderr)
 
 	awsCfg, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
 	if err != nil {
@@ -215,22 +158,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	qname := queueName(o.queuePrefix, o.queueName)
+	qname := queue.Resolve(o.queuePrefix, o.queueName)
 	q, err := sqsqueue.Open(ctx, awsCfg.SQS(), qname, sqsqueue.Config{})
 	if err != nil {
 		return fmt.Errorf("open queue %s: %w", qname, err)
 	}
 	state, err := looping.OpenStateStore(o.state, s3c)
 	if err != nil {
-		return usageError{err}
+		return producercmd.Usage(err)
 	}
-	loop, err := looping.New(looping.Config{
+	lc := looping.Config{
 		Kind: dup.Kind, Producer: prod, Queue: q, State: state,
 		Lease:     lease.NewDynamo(awsCfg.DynamoDB(), o.leaseTable, nil),
 		LeaseTTL:  o.leaseTTL,
 		Frequency: freq, MaxQueueSize: o.maxQueueSize, BiteSize: o.biteSize,
-		Format: format, Logger: logger, Progress: progress, ProgressOutput: stderr,
-	})
+		Format: o.output.Format, Logger: logger, Progress: o.output.Progress, ProgressOutput: stderr,
+	}
+	if err := o.schedule.Apply(&lc, awsCfg, logger); err != nil {
+		return err
+	}
+	loop, err := looping.New(lc)
 	if err != nil {
 		return err
 	}

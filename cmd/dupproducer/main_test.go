@@ -7,6 +7,8 @@ import (
 	"flag"
 	"strings"
 	"testing"
+
+	"github.com/millfleet/mill/internal/producercmd"
 )
 
 func TestHelpNamesEveryFlagAndVariable(t *testing.T) {
@@ -32,7 +34,7 @@ func TestBadFlagsAreUsageErrorsTogether(t *testing.T) {
 	var out, errb bytes.Buffer
 	err := run(context.Background(), []string{"--frequency", "3x", "--message-format", "xml", "--max-queue-size", "0"},
 		func(k string) string { return env[k] }, &out, &errb)
-	var ue usageError
+	var ue producercmd.UsageError
 	if !errors.As(err, &ue) {
 		t.Fatalf("err = %v; want a usage error", err)
 	}

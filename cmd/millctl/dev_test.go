@@ -95,6 +95,11 @@ func TestDev(t *testing.T) {
 		"(the 5 spaces on their primary and destination stores: 10 per run) × 2 runs",
 		"have been repaired or corrected since",
 		"20 TSV files under " + filepath.Join(dir, "reports"),
+		"STORAGE_STATS     10  (10 success)",
+		"10 spaces counted, each equal to a listing",
+		"bit-report                 3",
+		"producer-run-completed     5",
+		"space-created             10",
 		"verdict         OK",
 	} {
 		if !strings.Contains(out, want) {
@@ -157,6 +162,22 @@ func TestDevFailsWhenRepairIsDisabled(t *testing.T) {
 	}
 	if !strings.Contains(out, "verdict         FAILED") || !strings.Contains(out, "3 of 4 faults repaired") {
 		t.Errorf("summary does not show the failure:\n%s", out)
+	}
+}
+
+// TestDevFailsWhenStatisticsAreNotRecorded: a STORAGE_STATS processor that
+// records nothing leaves spaces without statistics, and the run says so.
+func TestDevFailsWhenStatisticsAreNotRecorded(t *testing.T) {
+	devWrap = func(ty task.Type, h processors.Handler) processors.Handler {
+		if ty != task.TypeStorageStats {
+			return h
+		}
+		return processors.HandlerFunc(func(context.Context, *task.Task) error { return nil })
+	}
+	t.Cleanup(func() { devWrap = nil })
+	code, out, errs := runDev(t, "--dir", filepath.Join(t.TempDir(), "dev"), "--items", "20")
+	if code != 1 || !strings.Contains(out, "verdict         FAILED") || !strings.Contains(out, "0 spaces recorded, the stats producer queued 10") {
+		t.Fatalf("exit %d, want 1 naming the missing statistics\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
 

@@ -27,6 +27,8 @@ var defaultQueueKey = map[task.Type]string{
 	task.TypeBitReport: queue.KeyBitReport,
 	task.TypeBitError:  queue.KeyBitError,
 	task.TypeAudit:     queue.KeyAudit,
+	// STORAGE_STATS travels on the bit queue (docs/ARCHITECTURE.md, Queues).
+	task.TypeStorageStats: queue.KeyBit,
 }
 
 // validateTask checks a task of a known type through its typed view.
@@ -45,6 +47,8 @@ func validateTask(t *task.Task) error {
 		_, err = task.AuditFrom(t)
 	case task.TypeNoop:
 		_, err = task.NoopFrom(t)
+	case task.TypeStorageStats:
+		_, err = task.StorageStatsFrom(t)
 	}
 	return err
 }
@@ -63,11 +67,11 @@ message per file (Mill's JSON envelope or DuraCloud's .properties text).
 Tasks of known types are checked through their typed views. The queue is
 --queue (a key such as dup-low, or a full name), by default the type's own:
 DUP → dup-high, BIT → bit, BIT_REPORT → bit-report, BIT_ERROR → bit-error,
-AUDIT → audit; NOOP needs --queue. --count N sends every task N times (a
+AUDIT → audit, STORAGE_STATS → bit; NOOP needs --queue. --count N sends every task N times (a
 load test); NOOP copies get the property id=<id or "noop">-<n>.`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			prefix := queuePrefixFlag(fs)
-			typ := fs.String("type", "", "task `type` (DUP, BIT, BIT_REPORT, BIT_ERROR, AUDIT, NOOP)")
+			typ := fs.String("type", "", "task `type` (DUP, BIT, BIT_REPORT, BIT_ERROR, AUDIT, STORAGE_STATS, NOOP)")
 			props := propsFlag{}
 			fs.Var(props, "prop", "task property `key=value` (repeat)")
 			qflag := fs.String("queue", "", "queue `key` or name (default: by task type)")

@@ -40,7 +40,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 			retryBase := fs.Duration("retry-base", workman.DefaultRetryBase, "delay before the first retry (doubling)")
 			check := fs.Duration("check", 2*time.Second, "how often to check whether the queue is empty")
 			noopSleep := fs.Duration("noop-sleep", 0, "how long each NOOP task takes")
-			taskTypes := fs.String("task-types", "NOOP", "task `types` to process: all, or a comma-separated list (NOOP,AUDIT,DUP,BIT,BIT_ERROR,BIT_REPORT)")
+			taskTypes := fs.String("task-types", "NOOP", "task `types` to process: all, or a comma-separated list (NOOP,AUDIT,DUP,BIT,BIT_ERROR,BIT_REPORT,STORAGE_STATS)")
 			cfgSrc := configFlags(fs, a)
 			dbURL := databaseURLFlag(fs)
 			auditTable := fs.String("audit-table", auditlog.DefaultTable, "DynamoDB audit log `table`")

@@ -55,6 +55,7 @@ var serviceArgs = map[string][]string{
 	"resume":            {"DUP"},
 	"run":               {"--queue", "audit"},
 	"setup":             nil,
+	"stats":             nil,
 	"stores get":        nil,
 	"stores list":       nil,
 	"stores put":        {filepath.Join("..", "..", "testdata", "accounts", "accounts.json")},

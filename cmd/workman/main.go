@@ -114,6 +114,9 @@ type options struct {
 	reportsBucket   string
 	reportsPrefix   string
 	recheckDelay    time.Duration
+	notifyTopic     *string
+	adminReports    bool
+	dupRestoreDays  int
 	claims          *wiring.Claims
 	fleet           *fleetOptions
 }
@@ -150,23 +153,15 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the content index and bit log\n(postgres://user:pass@host:port/db?sslmode=disable); required unless --task-types is NOOP")
 	fs.StringVar(&o.reportsBucket, "reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` the bit-integrity reports are written to")
 	fs.StringVar(&o.reportsPrefix, "reports-prefix", "", "key `prefix` of the reports in the reports bucket")
+	fs.BoolVar(&o.adminReports, "report-admin-space", false, "also store each bit-integrity report in the account's primary store, space\nx-duracloud-admin, named as the Java Mill names them (audited writes)")
+	fs.IntVar(&o.dupRestoreDays, "dup-restore-days", 0, "when a DUP must copy an archived source item (S3 Glacier, Deep Archive), ask S3 to\nrestore it for this many `days` before dead-lettering the task (redrive it once restored);\n0: dead-letter it without asking")
+	o.notifyTopic = wiring.NotifyFlag(fs)
 	o.claims = wiring.ClaimsFlags(fs)
 	o.fleet = fleetFlags(fs)
 	fs.DurationVar(&o.recheckDelay, "recheck-delay", bit.DefaultRecheckDelay, "the bit check's \"wait before trying again\" (cases 4, 8, 9, 10), also the report's\nwait for missing results (at most 15m)")
 	fs.DurationVar(&o.noopSleep, "noop-sleep", 0, "how long each NOOP task takes (tests and benchmarks)")
 	fs.StringVar(&o.noopRecord, "noop-record", "", "for tests only: append the id property of every completed NOOP task to this `file`")
 	return o
-}
-
-// queueName turns a queue key into a name under prefix; anything else is
-// taken as a full name.
-func queueName(prefix, s string) string {
-	for _, k := range queue.AllKeys {
-		if s == k {
-			return queue.Name(prefix, k)
-		}
-	}
-	return s
 }
 
 // parsePairs reads a comma-separated list of KEY=VALUE pairs (form names
@@ -217,7 +212,7 @@ func parseShares(prefix, s string) (map[string]float64, error) {
 		if err != nil {
 			return []error{fmt.Errorf("%s: %w", k, err)}
 		}
-		out[queueName(prefix, k)] = f
+		out[queue.Resolve(prefix, k)] = f
 		return nil
 	})
 	return out, err
@@ -261,6 +256,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if o.dupRestoreDays < 0 {
+		errs = append(errs, fmt.Errorf("dup-restore-days %d: must not be negative", o.dupRestoreDays))
+	}
 	if o.recheckDelay <= 0 || o.recheckDelay > queue.MaxDelay {
 		errs = append(errs, fmt.Errorf("recheck-delay %s: must be within (0, %s]", o.recheckDelay, queue.MaxDelay))
 	}
@@ -291,16 +289,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		q, err := o.claims.Open(ctx, client, s3c, queueName(o.prefix, s), sqsqueue.Config{})
+		q, err := o.claims.Open(ctx, client, s3c, queue.Resolve(o.prefix, s), sqsqueue.Config{})
 		if err != nil {
-			return fmt.Errorf("open queue %s: %w", queueName(o.prefix, s), err)
+			return fmt.Errorf("open queue %s: %w", queue.Resolve(o.prefix, s), err)
 		}
 		queues = append(queues, q)
 		queueNames = append(queueNames, q.Name())
 	}
-	dlq, err := o.claims.Open(ctx, client, s3c, queueName(o.prefix, o.deadLetter), sqsqueue.Config{})
+	dlq, err := o.claims.Open(ctx, client, s3c, queue.Resolve(o.prefix, o.deadLetter), sqsqueue.Config{})
 	if err != nil {
-		return fmt.Errorf("open dead-letter queue %s: %w", queueName(o.prefix, o.deadLetter), err)
+		return fmt.Errorf("open dead-letter queue %s: %w", queue.Resolve(o.prefix, o.deadLetter), err)
 	}
 
 	noopCfg := noop.Config{Sleep: o.noopSleep}
@@ -318,7 +316,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ConfigDir: o.configDir, ConfigBucket: o.configBucket, ConfigPrefix: o.configPrefix,
 		PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: o.databaseURL,
 		ReportsBucket: o.reportsBucket, ReportsPrefix: o.reportsPrefix, Types: types,
-		Format: format, RecheckDelay: o.recheckDelay, MaxAttempts: o.maxAttempts, Noop: noopCfg, Logger: logger,
+		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports,
+		DupRestoreDays: o.dupRestoreDays,
+		Format:         format, RecheckDelay: o.recheckDelay, MaxAttempts: o.maxAttempts, Noop: noopCfg, Logger: logger,
 	})
 	if err != nil {
 		return err

@@ -42,12 +42,12 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 }
 
 func TestBadFlagsReportedTogether(t *testing.T) {
-	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s", "MILL_MIN_SHARE": "bit=lots"}
+	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s", "MILL_MIN_SHARE": "bit=lots", "MILL_DUP_RESTORE_DAYS": "-1"}
 	err := run(context.Background(), nil, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"log-level", "format", "DUP", "NOPE", "min-share: bit"} {
+	for _, want := range []string{"log-level", "format", "DUP", "NOPE", "min-share: bit", "dup-restore-days -1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -55,10 +55,10 @@ func TestBadFlagsReportedTogether(t *testing.T) {
 }
 
 func TestQueueNameAndTimeouts(t *testing.T) {
-	if got := queueName("mill-", "dup-high"); got != "mill-dup-high" {
+	if got := queue.Resolve("mill-", "dup-high"); got != "mill-dup-high" {
 		t.Error(got)
 	}
-	if got := queueName("mill-", "custom-queue"); got != "custom-queue" {
+	if got := queue.Resolve("mill-", "custom-queue"); got != "custom-queue" {
 		t.Error(got)
 	}
 	tt, err := parseTimeouts("dup=2h, BIT=-1s")

@@ -38,10 +38,11 @@ var pending = map[string]missingData{
 			"the Auto Scaling group of infra/workman.yaml"},
 	},
 	"statistics": {
-		Heading: "Storage statistics: not recorded yet",
-		Text: "This page will show what Mill holds — items and bytes per account, store and space, and how they change. Mill does " +
-			"not compute storage statistics yet; the content index and the bit reports hold the raw material.",
-		Instead: []string{"the bit-integrity reports (item counts per space and run)", "millctl bitlog reports"},
+		Heading: "Storage statistics: in millctl stats for now",
+		Text: "This page will show what Mill holds — items and bytes per account, store and space, and how they change. Mill records " +
+			"them (statsproducer and the STORAGE_STATS processor, the space_stats table in PostgreSQL); the console does not show them yet.",
+		Instead: []string{"millctl stats --by account|store|space [--account A] [--store S] [--space SP] [--json]",
+			"millctl stats --account A --history [--since 2026-01-01]"},
 	},
 }
 

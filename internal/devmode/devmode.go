@@ -52,8 +52,10 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
@@ -144,22 +146,28 @@ type Result struct {
 	Items        int   // seeded
 	Bytes        int64 // seeded
 	Tasks        map[task.Type]map[string]int
-	Duplicated   int                 // destination items matching their source after phase 2
-	Policies     int                 // store policies applied
-	BitRunIDs    []string            // the bit producer runs, in order
-	Checked      int                 // items with a bit log row in a run
-	Cases        map[int]int         // items by the case first found for them (1 = healthy)
-	BitErrors    map[int]int         // BIT_ERROR tasks by case
-	Faults       []*Fault            // injected faults and what became of them
-	DeadLettered []string            // descriptions of dead-lettered tasks
-	Reports      []bitlog.Report     // one per space checked per run
-	ReportFiles  []string            // report files written
-	ReportDir    string              // where they are
-	Elapsed      time.Duration       // whole run
-	Phases       []PhaseTime         // per phase
-	Problems     []string            // unmet expectations ("" when all met)
-	firstCase    map[string]int      // item key → first non-1 case (internal)
-	bitErrorKeys map[string][]string // item key → BIT_ERROR cases (internal)
+	Duplicated   int                // destination items matching their source after phase 2
+	Policies     int                // store policies applied
+	BitRunIDs    []string           // the bit producer runs, in order
+	Checked      int                // items with a bit log row in a run
+	Cases        map[int]int        // items by the case first found for them (1 = healthy)
+	BitErrors    map[int]int        // BIT_ERROR tasks by case
+	Faults       []*Fault           // injected faults and what became of them
+	DeadLettered []string           // descriptions of dead-lettered tasks
+	Reports      []bitlog.Report    // one per space checked per run
+	ReportFiles  []string           // report files written
+	ReportDir    string             // where they are
+	Elapsed      time.Duration      // whole run
+	Phases       []PhaseTime        // per phase
+	Problems     []string           // unmet expectations ("" when all met)
+	Stats        []spacestats.Group // the latest storage statistics per store
+	StatsSpaces  int                // spaces counted
+	// Notifications are what Mill would publish to SNS with
+	// --notify-topic-arn (new spaces, bit reports with problems, producer
+	// runs), in order.
+	Notifications []notify.Event
+	firstCase     map[string]int      // item key → first non-1 case (internal)
+	bitErrorKeys  map[string][]string // item key → BIT_ERROR cases (internal)
 }
 
 // PhaseTime is how long one phase took.
@@ -205,8 +213,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Dir: dir, Tasks: map[task.Type]map[string]int{}, Cases: map[int]int{}, BitErrors: map[int]int{},
 		firstCase: map[string]int{}, bitErrorKeys: map[string][]string{},
 	}
-	e := &env{cfg: cfg, r: r, out: cfg.Out}
+	e := &env{cfg: cfg, r: r, out: cfg.Out, notes: &notify.Memory{}}
 	err = e.run(ctx)
+	r.Notifications = e.notes.Events()
 	r.Elapsed = time.Since(start)
 	if err != nil {
 		return r, err
@@ -245,6 +254,8 @@ type env struct {
 	reg  *stores.Registry
 	pols policy.Repository
 	hist *historyLog
+	// notes collects the notifications (notify.SNS in production).
+	notes *notify.Memory
 
 	mu        sync.Mutex
 	processed int
@@ -297,6 +308,7 @@ func (e *env) run(ctx context.Context) error {
 		{"bit check", func() error { return e.bitCheck(ctx) }},
 		{"second bit check", func() error { return e.bitCheck(ctx) }},
 		{"re-sweep", func() error { return e.resweep(ctx) }},
+		{"storage statistics", func() error { return e.storageStats(ctx) }},
 		{"verify", func() error { return e.verify(ctx) }},
 	}
 	for _, s := range steps {
@@ -356,6 +368,7 @@ func (e *env) setup() error {
 	if err := os.MkdirAll(deps.TempDir, 0o755); err != nil {
 		return err
 	}
+	deps.Notifier = e.notes
 	e.hist = &historyLog{Log: deps.BitLog}
 	deps.BitLog = e.hist
 	deps.Wrap = func(t task.Type, h processors.Handler) processors.Handler {
@@ -503,7 +516,7 @@ func (e *env) runDupProducer(ctx context.Context) (looping.Summary, error) {
 	}
 	loop, err := looping.New(looping.Config{
 		Kind: dupproducer.Kind, Producer: prod, Queue: e.deps.Queues[queue.KeyDupLow],
-		State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil),
+		State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil), Notifier: e.notes,
 		Logger: e.cfg.Logger, Progress: looping.ProgressOff,
 	})
 	if err != nil {
@@ -627,7 +640,7 @@ func (e *env) bitCheck(ctx context.Context) error {
 	loop, err := looping.New(looping.Config{
 		Kind: bitproducer.Kind, Producer: prod,
 		Queue: &bitproducer.Router{Bit: e.deps.Queues[queue.KeyBit], Report: e.deps.Queues[queue.KeyBitReport]},
-		State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil),
+		State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil), Notifier: e.notes,
 		Logger: e.cfg.Logger, Progress: looping.ProgressOff,
 	})
 	if err != nil {

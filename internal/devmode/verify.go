@@ -14,7 +14,9 @@ import (
 
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
@@ -303,6 +305,21 @@ func (e *env) printSummary() {
 		}
 	}
 	fmt.Fprintf(w, "\n                  %d TSV files under %s\n", len(r.ReportFiles), r.ReportDir)
+	if len(r.Stats) > 0 {
+		fmt.Fprintf(w, "  storage stats   %d spaces counted, each equal to a listing of the space (millctl stats --by store)\n", r.StatsSpaces)
+		for _, g := range r.Stats {
+			fmt.Fprintf(w, "    %-8s store %-2s %3d spaces %6d items %12s\n", g.Account, g.StoreID, g.Spaces, g.Items, spacestats.FormatBytes(g.Bytes))
+		}
+	}
+	fmt.Fprintf(w, "  notifications   %d, published to SNS with --notify-topic-arn (here kept in memory)\n", len(r.Notifications))
+	byType := map[string][]notify.Event{}
+	for _, n := range r.Notifications {
+		byType[n.Type] = append(byType[n.Type], n)
+	}
+	for _, t := range slices.Sorted(maps.Keys(byType)) {
+		ns := byType[t]
+		fmt.Fprintf(w, "    %-24s %3d  e.g. %q\n", t, len(ns), ns[0].Subject)
+	}
 	var ph []string
 	for _, p := range r.Phases {
 		ph = append(ph, fmt.Sprintf("%s %.1fs", p.Name, p.Elapsed.Seconds()))

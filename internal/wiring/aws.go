@@ -3,6 +3,7 @@ package wiring
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -62,6 +64,14 @@ type AWSConfig struct {
 	ReportsBucket string
 	ReportsPrefix string
 
+	// NotifyTopicARN, when set, is the SNS topic operators' notifications
+	// are published to (notify.SNS); otherwise they are logged.
+	NotifyTopicARN string
+	// ReportAdminSpace: see Deps.ReportAdminSpace.
+	ReportAdminSpace bool
+	// DupRestoreDays: see Deps.DupRestoreDays.
+	DupRestoreDays int
+
 	// Types are the task types that will be served (default Types). When
 	// only NOOP is, nothing but the queues is opened: no registry,
 	// policies, audit log or database.
@@ -77,7 +87,8 @@ type AWSConfig struct {
 
 // AWS opens the production dependencies: SQS queues for the seven keys,
 // the store registry and cached policies (config bucket or directory), the
-// DynamoDB audit log, the PostgreSQL content index and bit log (milldb) and
+// DynamoDB audit log, the PostgreSQL content index, bit log and statistics
+// history (milldb) and
 // the S3 reports bucket. close releases the database pool; call it after the
 // processors are done.
 func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err error) {
@@ -144,6 +155,10 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 	}
 	opener := NewOpener(reg, &aws.AWS, aws.EndpointOverride)
 
+	notifier, err := Notifier(aws, cfg.NotifyTopicARN, cfg.Logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wiring: %w", err)
+	}
 	db, err := milldb.Open(ctx, cfg.DatabaseURL, cfg.Database)
 	if err != nil {
 		return nil, nil, fmt.Errorf("wiring: database: %w", err)
@@ -154,8 +169,25 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		AuditLog: auditlog.NewDynamo(aws.DynamoDB(), cfg.AuditTable),
 		Index:    milldb.NewContentIndex(db.Pool),
 		BitLog:   milldb.NewBitLog(db.Pool),
+		Stats:    milldb.NewSpaceStats(db.Pool),
 		Reports:  &bitreport.S3Reports{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
-		Format:   cfg.Format, RecheckDelay: cfg.RecheckDelay, MaxAttempts: cfg.MaxAttempts, Noop: cfg.Noop,
+		Notifier: notifier, ReportAdminSpace: cfg.ReportAdminSpace,
+		DupRestoreDays: cfg.DupRestoreDays,
+		Format:         cfg.Format, RecheckDelay: cfg.RecheckDelay, MaxAttempts: cfg.MaxAttempts, Noop: cfg.Noop,
 	}
 	return d, func() error { db.Close(); return nil }, nil
+}
+
+// NotifyFlag defines --notify-topic-arn (MILL_NOTIFY_TOPIC_ARN) on fs.
+func NotifyFlag(fs *flag.FlagSet) *string {
+	return fs.String("notify-topic-arn", "", "SNS topic `ARN` operators' notifications are published to (empty: they are logged)")
+}
+
+// Notifier returns the notifier of a topic ARN: notify.SNS on the topic,
+// or notify.Log with logger when the ARN is empty.
+func Notifier(aws *awsconfig.Config, topicARN string, logger *slog.Logger) (notify.Notifier, error) {
+	if topicARN == "" {
+		return notify.Log{Logger: logger}, nil
+	}
+	return notify.NewSNS(aws.SNS(), topicARN)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
+	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
@@ -50,7 +51,7 @@ type MemoryConfig struct {
 // Memory returns the in-process dependencies of the dev mode and tests:
 // seven memqueue queues (the six work queues redrive to the seventh,
 // dead-letter), filesystem stores opened from the registry, an in-memory
-// audit log, content index and bit log, reports in ReportsDir and the
+// audit log, content index, bit log and statistics history, reports in ReportsDir and the
 // policies read from Policies (uncached, so a policy written during a run
 // applies at once).
 func Memory(cfg MemoryConfig) (*Deps, error) {
@@ -99,6 +100,7 @@ func Memory(cfg MemoryConfig) (*Deps, error) {
 	return &Deps{
 		Logger: cfg.Logger, Clock: clk, Queues: qs, Stores: opener, Policies: cfg.Policies,
 		AuditLog: auditlog.NewMemory(), Index: contentindex.NewMemory(), BitLog: bitlog.NewMemory(clk),
+		Stats:   spacestats.NewMemory(clk),
 		Reports: &bitreport.DirReports{Dir: cfg.ReportsDir},
 		Format:  cfg.Format, RecheckDelay: cfg.RecheckDelay, MaxAttempts: cfg.MaxAttempts,
 	}, nil

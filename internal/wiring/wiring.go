@@ -15,8 +15,8 @@
 //     stores, in-memory logs and index, reports in a local directory — the
 //     embedded dev mode and tests.
 //
-// Register then builds NOOP, AUDIT, DUP, BIT, BIT_ERROR and BIT_REPORT from
-// a Deps and adds them to a processors.Mux.
+// Register then builds NOOP, AUDIT, DUP, BIT, BIT_ERROR, BIT_REPORT and
+// STORAGE_STATS from a Deps and adds them to a processors.Mux.
 package wiring
 
 import (
@@ -31,9 +31,11 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/s3event"
+	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
@@ -44,6 +46,7 @@ import (
 	"github.com/millfleet/mill/processors/bitreport"
 	"github.com/millfleet/mill/processors/dup"
 	"github.com/millfleet/mill/processors/noop"
+	"github.com/millfleet/mill/processors/storagestats"
 )
 
 // Queues maps a queue key (queue.KeyAudit, …, queue.KeyDeadLetter) to its
@@ -79,6 +82,9 @@ type Deps struct {
 	AuditLog auditlog.Log
 	Index    contentindex.Index
 	BitLog   bitlog.Log
+	// Stats is the storage statistics history the STORAGE_STATS
+	// processor writes.
+	Stats spacestats.Store
 	// Reports is where the report processor writes its TSV files.
 	Reports bitreport.Reports
 	// TempDir holds reports while they are written (default os.TempDir()).
@@ -100,13 +106,20 @@ type Deps struct {
 	// Resolver maps S3 event notifications to registered items (default
 	// s3event.RegistryResolver over the Stores registry).
 	Resolver s3event.Resolver
-	// Notifier is told about new spaces (default audit.LogNotifier).
-	Notifier audit.Notifier
+	// Notifier tells operators about new spaces and bit reports with
+	// problems (default notify.Log).
+	Notifier notify.Notifier
+	// ReportAdminSpace also stores each bit report in the account's
+	// primary store's x-duracloud-admin space (bitreport.Config.AdminSpace).
+	ReportAdminSpace bool
 	// Noop configures the NOOP processor (tests and benchmarks).
 	Noop noop.Config
 	// DupRetry bounds the dup processor's in-processor retries (default
 	// dup's defaults).
 	DupRetry dup.Retry
+	// DupRestoreDays is dup.Config.RestoreArchivedDays: ask for a restore
+	// of an archived source item, kept that many days (0: do not).
+	DupRestoreDays int
 	// Wrap, when set, wraps each processor before it is registered (tests
 	// and the dev mode's fault hooks use it to observe or disable a
 	// processor).
@@ -128,14 +141,12 @@ func (d Deps) WithDefaults() Deps {
 	if d.Resolver == nil && d.Stores != nil {
 		d.Resolver = s3event.RegistryResolver{Registry: d.Stores.Registry()}
 	}
-	if d.Notifier == nil {
-		d.Notifier = audit.LogNotifier{Logger: d.Logger}
-	}
+	d.Notifier = notify.Or(d.Notifier, d.Logger)
 	return d
 }
 
 // Types are the task types Register serves, in registration order.
-var Types = []task.Type{task.TypeNoop, task.TypeAudit, task.TypeDup, task.TypeBit, task.TypeBitError, task.TypeBitReport}
+var Types = []task.Type{task.TypeNoop, task.TypeAudit, task.TypeDup, task.TypeBit, task.TypeBitError, task.TypeBitReport, task.TypeStorageStats}
 
 // NewMux builds every processor from d and returns a mux serving them.
 func NewMux(d *Deps) (*processors.Mux, error) {
@@ -204,6 +215,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	need(d.Index != nil, "Index")
 	need(d.BitLog != nil, "BitLog")
 	need(d.Reports != nil, "Reports")
+	need(d.Stats != nil, "Stats")
 	q := map[string]queue.Queue{}
 	for _, k := range []string{queue.KeyAudit, queue.KeyDupHigh, queue.KeyBit, queue.KeyBitError, queue.KeyBitReport} {
 		x, err := d.Queues.Get(k)
@@ -234,7 +246,8 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 
 	dp, err := dup.New(dup.Config{
 		Opener: d.Stores, Audit: dup.AuditTo(q[queue.KeyAudit], d.Format, d.Clock),
-		Live: dup.FromIndex(d.Index), Policies: d.Policies, Retry: d.DupRetry, Clock: d.Clock, Logger: d.Logger,
+		Live: dup.FromIndex(d.Index), Policies: d.Policies, Retry: d.DupRetry,
+		RestoreArchivedDays: d.DupRestoreDays, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeDup, dp, err)
 
@@ -257,9 +270,17 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 		Stores: d.Stores, Index: d.Index, BitLog: d.BitLog, Reports: d.Reports,
 		Observer: observer, BitErrorQueue: q[queue.KeyBitError],
 		Requeue: q[queue.KeyBitReport], RecheckDelay: d.RecheckDelay, Format: d.Format,
-		TempDir: d.TempDir, Clock: d.Clock, Logger: d.Logger,
+		TempDir: d.TempDir, Notifier: d.Notifier, AdminSpace: d.ReportAdminSpace, AuditQueue: q[queue.KeyAudit],
+		Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeBitReport, rp, err)
+
+	// STORAGE_STATS travels on the bit queue (docs/ARCHITECTURE.md,
+	// Queues): a continued count goes back there.
+	sp, err := storagestats.New(storagestats.Config{
+		Stores: d.Stores, Stats: d.Stats, Continue: q[queue.KeyBit], Format: d.Format, Clock: d.Clock, Logger: d.Logger,
+	})
+	add(task.TypeStorageStats, sp, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

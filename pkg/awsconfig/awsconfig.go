@@ -34,6 +34,7 @@ import (
 	cwschemas "github.com/aws/aws-sdk-go-v2/service/cloudwatch/schemas"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
@@ -157,6 +158,11 @@ func (c *Config) S3(optFns ...func(*s3.Options)) *s3.Client {
 // SQS returns an SQS client.
 func (c *Config) SQS(optFns ...func(*sqs.Options)) *sqs.Client {
 	return sqs.NewFromConfig(c.AWS, optFns...)
+}
+
+// SNS returns an SNS client (notifications).
+func (c *Config) SNS(optFns ...func(*sns.Options)) *sns.Client {
+	return sns.NewFromConfig(c.AWS, optFns...)
 }
 
 // DynamoDB returns a DynamoDB client.

@@ -16,6 +16,8 @@ var TypeQueues = map[task.Type][]string{
 	task.TypeBitReport: {queue.KeyBitReport},
 	task.TypeBitError:  {queue.KeyBitError},
 	task.TypeBit:       {queue.KeyBit},
+	// STORAGE_STATS shares the bit queue: pausing either pauses both.
+	task.TypeStorageStats: {queue.KeyBit},
 }
 
 // PauseSet answers what a set of pauses stops, for queues named under a

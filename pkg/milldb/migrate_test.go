@@ -71,7 +71,7 @@ func TestMigrateUpDownUp(t *testing.T) {
 	t.Parallel()
 	db := open(t)
 	ctx := context.Background()
-	all := []string{"content_index", "bit_log", "bit_report"}
+	all := []string{"content_index", "bit_log", "bit_report", "space_stats"}
 
 	st, err := milldb.Status(ctx, db.Pool)
 	if err != nil {
@@ -240,6 +240,18 @@ func exerciseSchema(t *testing.T, db *milldb.DB) {
 	}
 	if err := exec(`INSERT INTO bit_report (run_id, account, store_id, space_id, result, total_count) VALUES ('r2','acct','s1','sp','SUCCESS',-1)`); !violates(err, "23514") {
 		t.Fatalf("negative count: %v, want check violation", err)
+	}
+
+	// space_stats: one row per space per run, counts not negative.
+	stats := `INSERT INTO space_stats (run_id, account, store_id, space_id, item_count, byte_count, started_at, measured_at)
+		VALUES ('r1', 'acct', 's1', 'sp', 7, 700, now(), now())`
+	mustExec(stats)
+	if err := exec(stats); !violates(err, "23505") {
+		t.Fatalf("duplicate space_stats: %v, want unique violation", err)
+	}
+	if err := exec(`INSERT INTO space_stats (run_id, account, store_id, space_id, item_count, byte_count, started_at, measured_at)
+		VALUES ('r2', 'acct', 's1', 'sp', 1, -1, now(), now())`); !violates(err, "23514") {
+		t.Fatalf("negative byte count: %v, want check violation", err)
 	}
 }
 

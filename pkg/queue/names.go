@@ -24,3 +24,14 @@ var AllKeys = append(append([]string{}, DefaultPriority...), KeyDeadLetter)
 
 // Name returns the queue name for key under prefix.
 func Name(prefix, key string) string { return prefix + key }
+
+// Resolve returns the name of a queue given by its key (named under
+// prefix) or by its full name (returned as it is).
+func Resolve(prefix, keyOrName string) string {
+	for _, k := range AllKeys {
+		if keyOrName == k {
+			return Name(prefix, k)
+		}
+	}
+	return keyOrName
+}

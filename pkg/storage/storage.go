@@ -37,6 +37,11 @@ var (
 	// store), so the provider refuses to read, write or delete through
 	// them. Retrying cannot help: an operator must look at the store.
 	ErrUnsafe = errors.New("storage: unsafe")
+	// ErrArchived: the item's bytes are in an archival storage class (S3
+	// Glacier Flexible Retrieval, Deep Archive, an Intelligent-Tiering
+	// archive tier) and no restored copy is available, so they cannot be
+	// read now; Head still answers. See Info.Readable and Restorer.
+	ErrArchived = errors.New("storage: archived (restore it before reading)")
 )
 
 // Info describes one content item.
@@ -57,7 +62,32 @@ type Info struct {
 	// Properties are the user properties of the item (system values —
 	// checksum, size, mimetype, modified — are the fields above).
 	Properties map[string]string
+	// StorageClass is the provider's storage class of the item as it
+	// reports it (S3: "GLACIER", "DEEP_ARCHIVE", "STANDARD_IA", …); ""
+	// for the provider's default (S3 STANDARD, every fs item).
+	StorageClass string
+	// Archived reports that the bytes are in an archival tier from which
+	// they must be restored before they can be read (S3 GLACIER and
+	// DEEP_ARCHIVE, or an Intelligent-Tiering archive access tier).
+	Archived bool
+	// Restore is the state of a temporary restored copy of an archived
+	// item (RestoreNone when none was asked for or it expired).
+	Restore RestoreState
 }
+
+// RestoreState is the state of a restore of an archived item.
+type RestoreState string
+
+// Restore states.
+const (
+	RestoreNone     RestoreState = ""
+	RestoreOngoing  RestoreState = "ongoing"  // asked for, not done yet
+	RestoreRestored RestoreState = "restored" // a temporary copy can be read
+)
+
+// Readable reports whether the item's bytes can be read now: it is not
+// archived, or a restored copy of it is available.
+func (i *Info) Readable() bool { return !i.Archived || i.Restore == RestoreRestored }
 
 // PutOptions describe content being written.
 type PutOptions struct {
@@ -148,6 +178,16 @@ type SpaceCreator interface {
 	// CreateSpaceIfAbsent creates space unless it exists, and reports
 	// whether this call created it. An existing space is left as it is.
 	CreateSpaceIfAbsent(ctx context.Context, space string) (created bool, err error)
+}
+
+// Restorer is implemented by providers with archival storage classes (the
+// S3 provider): RequestRestore asks for a temporary readable copy of an
+// archived item for days days. It returns started == true when this call
+// started a restore, false when one is already in progress or done (both
+// are success: asking again is harmless), ErrNotFound for a missing item,
+// and an error when the item is not archived.
+type Restorer interface {
+	RequestRestore(ctx context.Context, space, contentID string, days int) (started bool, err error)
 }
 
 // Recoverer is implemented by providers that keep what they delete or

@@ -45,6 +45,9 @@ func goldenTasks() map[string]*Task {
 		"audit-set-space-acls": Audit{Account: "acme", StoreID: "1", SpaceID: "photos",
 			Action: ActionSetSpaceACLs, UserID: "admin", DateTime: time.UnixMilli(1709647629000).UTC(),
 			SpaceACLs: map[string]string{"acl-bob": "WRITE", "acl-group-curators": "READ"}}.Task(),
+		"storage-stats": StorageStats{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: "20240305T140709Z"}.Task(),
+		"storage-stats-continued": StorageStats{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: "20240305T140709Z",
+			Marker: "2024/img-0999.jpg", Items: 1000, Bytes: 52428800, Started: time.UnixMilli(1709647629000).UTC()}.Task(),
 		"noop-control-chars": Noop{Attempts: 1, Extra: map[string]string{
 			"ctl": "nul\x00 bell\x07 esc\x1b del\x7f", "nonchars": "\uFFFE\uFFFF", "emoji": "😀"}}.Task(),
 	}

@@ -19,10 +19,13 @@ const (
 	TypeBitError  Type = "BIT_ERROR"
 	TypeAudit     Type = "AUDIT"
 	TypeNoop      Type = "NOOP"
+	// TypeStorageStats counts the items and bytes of one space (the Java
+	// Mill's STORAGE_STATS).
+	TypeStorageStats Type = "STORAGE_STATS"
 )
 
 // Types lists every known task type.
-var Types = []Type{TypeDup, TypeBit, TypeBitReport, TypeBitError, TypeAudit, TypeNoop}
+var Types = []Type{TypeDup, TypeBit, TypeBitReport, TypeBitError, TypeAudit, TypeNoop, TypeStorageStats}
 
 // Known reports whether t is one of Types.
 func (t Type) Known() bool {

@@ -16,7 +16,7 @@ import (
 //	XFrom(t *Task) (X, error) // checks the type and the properties
 //	(x X) Task() *Task        // never fails
 //
-// for X in Dup, Bit, BitReport, BitError, Audit and Noop. A view carries the
+// for X in Dup, Bit, BitReport, BitError, Audit, StorageStats and Noop. A view carries the
 // task's Attempts, and its Extra map keeps every property the view does not
 // know, so t → view → Task() keeps them. An empty property is treated as
 // absent: Task() writes only the non-empty ones, and XFrom reports a required
@@ -45,6 +45,12 @@ const (
 	KeyChecksumStore        = "storeChecksum"    // S: reported by the storage provider
 	KeyChecksumManifest     = "manifestChecksum" // I: content index (DuraCloud's manifest)
 	KeyChecksumAudit        = "auditChecksum"    // A: latest audit log entry
+
+	// STORAGE_STATS (Mill's additions: a count part-way through a space)
+	KeyStatsMarker  = "marker"    // the last content ID counted
+	KeyStatsItems   = "itemCount" // items counted up to the marker
+	KeyStatsBytes   = "byteCount" // their bytes
+	KeyStatsStarted = "startedAt" // when the count began, epoch milliseconds
 
 	// AUDIT
 	KeyAction            = "action"
@@ -577,6 +583,82 @@ func parseACLs(v string) (map[string]string, error) {
 		m[strings.TrimSpace(name)] = strings.TrimSpace(right)
 	}
 	return m, nil
+}
+
+// StorageStats is a STORAGE_STATS task: count the items and bytes of one
+// space. A count of a large space goes on in a continuation task that
+// carries where it stopped (Marker) and what it counted so far.
+type StorageStats struct {
+	Account string // required
+	StoreID string // required
+	SpaceID string // required
+	// RunID is the producer run the count belongs to; optional (the
+	// processor names a count outside any run itself).
+	RunID string
+	// Marker is the last content ID counted by the earlier tasks of a
+	// continued count; "" for a count that starts at the beginning.
+	Marker string
+	// Items and Bytes are what the earlier tasks counted (0 at the start).
+	Items, Bytes int64
+	// Started is when the count began (zero at the start); on the wire
+	// epoch milliseconds.
+	Started  time.Time
+	Attempts int
+	Extra    map[string]string
+}
+
+// StorageStatsFrom reads a STORAGE_STATS task.
+func StorageStatsFrom(t *Task) (StorageStats, error) {
+	r := newReader(t, TypeStorageStats)
+	s := StorageStats{
+		Account: r.req(KeyAccount),
+		StoreID: r.req(KeyStoreID),
+		SpaceID: r.req(KeySpaceID),
+		RunID:   r.opt(KeyRunID),
+		Marker:  r.opt(KeyStatsMarker),
+	}
+	if n := r.optInt64(KeyStatsItems); n != nil {
+		s.Items = *n
+	}
+	if n := r.optInt64(KeyStatsBytes); n != nil {
+		s.Bytes = *n
+	}
+	if ms := r.optInt64(KeyStatsStarted); ms != nil {
+		s.Started = time.UnixMilli(*ms).UTC()
+	}
+	s.Extra = r.extra()
+	if r.err != nil {
+		return StorageStats{}, r.err
+	}
+	s.Attempts = t.Attempts
+	return s, nil
+}
+
+// Task returns s as a task.
+func (s StorageStats) Task() *Task {
+	w := newWriter(TypeStorageStats, s.Attempts, s.Extra)
+	w.set(KeyAccount, s.Account)
+	w.set(KeyStoreID, s.StoreID)
+	w.set(KeySpaceID, s.SpaceID)
+	w.set(KeyRunID, s.RunID)
+	w.set(KeyStatsMarker, s.Marker)
+	for _, kv := range []struct {
+		key string
+		n   int64
+	}{{KeyStatsItems, s.Items}, {KeyStatsBytes, s.Bytes}} {
+		if kv.n != 0 {
+			w.setInt64(kv.key, &kv.n)
+		} else {
+			w.set(kv.key, "")
+		}
+	}
+	if s.Started.IsZero() {
+		w.set(KeyStatsStarted, "")
+	} else {
+		ms := s.Started.UnixMilli()
+		w.setInt64(KeyStatsStarted, &ms)
+	}
+	return w.t
 }
 
 // Noop is a NOOP task, used by tests and benchmarks. It accepts any

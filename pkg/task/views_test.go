@@ -29,6 +29,9 @@ func viewRoundTrip(t *Task) (*Task, error) {
 	case TypeNoop:
 		v, err := NoopFrom(t)
 		return v.Task(), err
+	case TypeStorageStats:
+		v, err := StorageStatsFrom(t)
+		return v.Task(), err
 	}
 	return nil, errors.New("no view")
 }
@@ -51,6 +54,9 @@ func TestViewsRoundTripKeepUnknownProperties(t *testing.T) {
 		{Type: TypeAudit, Props: with(KeyAction, "ADD_CONTENT", KeyDateTime, "1709647629123", KeyContentSize, "42",
 			KeyContentProperties, `{"a":"1","b":"x y"}`, KeySpaceACLs, `{"acl-user":"READ"}`, "content-range", "0-1")},
 		{Type: TypeNoop, Attempts: 1, Props: map[string]string{"anything": "goes"}},
+		{Type: TypeStorageStats, Props: with(KeyRunID, "run-1", KeyStatsMarker, "a/b", KeyStatsItems, "1000",
+			KeyStatsBytes, "9007199254740993", KeyStatsStarted, "1709647629123")},
+		{Type: TypeStorageStats, Attempts: 1, Props: map[string]string{KeyAccount: "a", KeyStoreID: "1", KeySpaceID: "s"}},
 	}
 	for _, tk := range tasks {
 		t.Run(string(tk.Type), func(t *testing.T) {
@@ -162,6 +168,9 @@ func TestViewErrors(t *testing.T) {
 		{"bit missing content", New(TypeBit, edit(dup, KeyDestStoreID, "<del>")), `task: BIT: missing property "contentId"`},
 		{"report bad expected", New(TypeBitReport, edit(dup, KeyExpected, "x")), `task: BIT_REPORT: property "expected": not an integer: "x"`},
 		{"report negative expected", New(TypeBitReport, edit(dup, KeyExpected, "-1")), `task: BIT_REPORT: property "expected": negative: "-1"`},
+		{"stats missing space", New(TypeStorageStats, edit(dup, KeySpaceID, "<del>")), `task: STORAGE_STATS: missing property "spaceId"`},
+		{"stats negative items", New(TypeStorageStats, edit(dup, KeyStatsItems, "-3")), `task: STORAGE_STATS: property "itemCount": negative: "-3"`},
+		{"stats bad started", New(TypeStorageStats, edit(dup, KeyStatsStarted, "yesterday")), `task: STORAGE_STATS: property "startedAt": not an integer: "yesterday"`},
 		{"bit error missing case", New(TypeBitError, edit(bitErr, KeyCase, "<del>")), `task: BIT_ERROR: missing property "case"`},
 		{"bit error bad case", New(TypeBitError, edit(bitErr, KeyCase, "7a")), `task: BIT_ERROR: property "case": not an integer: "7a"`},
 		{"bit error bad bool", New(TypeBitError, edit(bitErr, KeyInternallyResolvable, "maybe")), `task: BIT_ERROR: property "internallyResolvable": not a boolean: "maybe"`},

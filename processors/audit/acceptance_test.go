@@ -19,6 +19,8 @@ import (
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/notify"
+	"github.com/millfleet/mill/pkg/notify/notifytest"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/s3event"
@@ -85,10 +87,15 @@ func TestAcceptance(t *testing.T) {
 
 	log := auditlog.NewDynamo(ddb, table)
 	index := &countingIndex{Index: milldb.NewContentIndex(pool)}
+	topic := notifytest.New(t, cfg)
+	notifier, err := notify.NewSNS(topic.SNS, topic.ARN)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p, err := audit.New(audit.Config{
 		Log: log, Index: index, DupHigh: dupHigh,
 		Policies: policies{"acme": mustPolicy(t, oneToTwoAndThree)},
-		Logger:   testLogger(t),
+		Logger:   testLogger(t), Notifier: notifier,
 		Resolver: s3event.RegistryResolver{Registry: reg}, Stores: opener,
 	})
 	if err != nil {
@@ -141,6 +148,28 @@ func TestAcceptance(t *testing.T) {
 		tk.Set(task.KeySpaceID, "s")
 		return tk
 	}
+
+	// A new space is announced on the topic: subject and body for people,
+	// attributes for filters.
+	t.Run("0/SpaceCreatedNotified", func(t *testing.T) {
+		created := t0.Add(-time.Hour)
+		handle(t, task.Audit{Account: "solo", StoreID: "1", SpaceID: "new-space", Action: task.ActionCreateSpace,
+			UserID: "ana", DateTime: created}.Task())
+		got := topic.Receive(t, 1, 20*time.Second)
+		if len(got) != 1 {
+			t.Fatalf("%d notifications delivered, want 1", len(got))
+		}
+		d := got[0]
+		if d.Subject != "Mill: space new-space created in solo/1" || !strings.Contains(d.Message, "User:    ana") ||
+			!strings.Contains(d.Message, created.Format(time.RFC3339)) {
+			t.Errorf("delivered %q: %q", d.Subject, d.Message)
+		}
+		for k, v := range map[string]string{"event": "space-created", "account": "solo", "store_id": "1", "space_id": "new-space"} {
+			if d.Attributes[k] != v {
+				t.Errorf("attribute %s = %q, want %q (all: %v)", k, d.Attributes[k], v, d.Attributes)
+			}
+		}
+	})
 
 	t.Run("a/100AddsTo200Dups", func(t *testing.T) {
 		var wg sync.WaitGroup

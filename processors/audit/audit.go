@@ -11,6 +11,7 @@ import (
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/s3event"
@@ -29,26 +30,6 @@ var ErrNotConfirmed = errors.New("audit: not confirmed by the store")
 // DefaultEchoWindow is Config.EchoWindow's default.
 const DefaultEchoWindow = 5 * time.Minute
 
-// Notifier is told about new spaces (step 4). An error fails the task,
-// which is then retried with all its (idempotent) steps.
-type Notifier interface {
-	SpaceCreated(ctx context.Context, e auditlog.Entry) error
-}
-
-// LogNotifier is the default Notifier: it logs one line per new space.
-type LogNotifier struct{ Logger *slog.Logger }
-
-// SpaceCreated implements Notifier.
-func (n LogNotifier) SpaceCreated(ctx context.Context, e auditlog.Entry) error {
-	l := n.Logger
-	if l == nil {
-		l = slog.Default()
-	}
-	l.InfoContext(ctx, "space created", "account", e.Account, "store_id", e.StoreID, "space_id", e.SpaceID,
-		"user", e.UserID, "time", e.Time)
-	return nil
-}
-
 // Opener opens a registered store's provider; *stores.Opener satisfies it.
 type Opener interface {
 	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
@@ -63,8 +44,10 @@ type Config struct {
 	// when it is listed in duplication-accounts.json and has a policy file
 	// (usually a *policy.Cache).
 	Policies policy.Reader // required
-	// Notifier for CREATE_SPACE (default LogNotifier with Logger).
-	Notifier Notifier
+	// Notifier is told about new spaces (step 4: notify.SpaceCreated); an
+	// error fails the task, which is then retried with all its
+	// (idempotent) steps. Default notify.Log with Logger.
+	Notifier notify.Notifier
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 	// Format of the DUP task bodies (default task.FormatJSON).
@@ -88,9 +71,7 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Notifier == nil {
-		c.Notifier = LogNotifier{Logger: c.Logger}
-	}
+	c.Notifier = notify.Or(c.Notifier, c.Logger)
 	if c.EchoWindow == 0 {
 		c.EchoWindow = DefaultEchoWindow
 	}
@@ -289,7 +270,7 @@ func (p *Processor) Process(ctx context.Context, e auditlog.Entry) error {
 	}
 	// 4. Notification.
 	if e.Action == task.ActionCreateSpace {
-		if err := p.cfg.Notifier.SpaceCreated(ctx, e); err != nil {
+		if err := p.cfg.Notifier.Notify(ctx, notify.SpaceCreated(e.Account, e.StoreID, e.SpaceID, e.UserID, e.Time)); err != nil {
 			return fmt.Errorf("audit: %s %s: notify: %w", e.Action, item, err)
 		}
 	}

@@ -13,7 +13,8 @@
 //     ID, space actions an empty one), all in one Send — the policies in
 //     force are policy.InForce's: the account must be listed in
 //     duplication-accounts.json and have a policy file;
-//  4. CREATE_SPACE: tell the Notifier.
+//  4. CREATE_SPACE: tell the Notifier (notify.SpaceCreated: an SNS topic in
+//     production).
 //
 // Both Mill's JSON AUDIT tasks and DuraCloud's .properties ones decode to the
 // same task.Audit and are processed alike.

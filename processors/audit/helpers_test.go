@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
@@ -71,10 +71,12 @@ type recordingNotifier struct {
 	spaces []string
 }
 
-func (n *recordingNotifier) SpaceCreated(_ context.Context, e auditlog.Entry) error {
+func (n *recordingNotifier) Notify(_ context.Context, e notify.Event) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.spaces = append(n.spaces, e.SpaceID)
+	if e.Type == notify.EventSpaceCreated {
+		n.spaces = append(n.spaces, e.Attributes[notify.AttrSpaceID])
+	}
 	return nil
 }
 

@@ -9,7 +9,12 @@
 //   - C (content): the MD5 of the bytes, computed while streaming Get. "N/A"
 //     when the store is configured as one that cannot be read back cheaply
 //     (Config.UnreadableKinds, Config.UnreadableStores); then only Head is
-//     called. "404" when the item is not in storage.
+//     called. "N/A" too for an item whose storage class keeps its bytes
+//     from being read without a restore (S3 Glacier Flexible Retrieval,
+//     Deep Archive, Intelligent-Tiering's archive tiers: Get answers
+//     storage.ErrArchived), whatever the store's configuration; the bit log
+//     row says "archived: storage class …". A restored copy is read.
+//     "404" when the item is not in storage.
 //   - S (storage provider): from the provider checksum of the item.
 //     "md5:<hex>" → S is that MD5. "crc64nvme:<b64>" (an S3 full-object
 //     checksum of a multipart upload, which is not an MD5) → the CRC64NVME

@@ -135,24 +135,32 @@ func observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, read
 	var info *storage.Info
 	var md5sum string
 	var crc uint64
+	archived := false // Get said the bytes are archived
 	if readable {
 		rc, in, err := prov.Get(ctx, b.SpaceID, b.ContentID)
-		if errors.Is(err, storage.ErrNotFound) {
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
 			o.Details = append(o.Details, "not found in storage (item or space)")
 			return nil
-		}
-		if err != nil {
+		case errors.Is(err, storage.ErrArchived):
+			// The object's storage class keeps its bytes from being read
+			// without a restore: C is N/A, as for a store configured
+			// unreadable (see docs/ARCHITECTURE.md, Cold storage).
+			readable, archived = false, true
+		case err != nil:
 			return fmt.Errorf("bit: get %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
+		default:
+			h, c := md5.New(), crc64.New(storage.CRC64NVMETable)
+			_, err = io.Copy(io.MultiWriter(h, c), rc)
+			rc.Close()
+			if err != nil {
+				return fmt.Errorf("bit: read %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
+			}
+			info, md5sum, crc = in, hex.EncodeToString(h.Sum(nil)), c.Sum64()
+			o.Sums.ContentRead, o.Sums.Content = true, md5sum
 		}
-		h, c := md5.New(), crc64.New(storage.CRC64NVMETable)
-		_, err = io.Copy(io.MultiWriter(h, c), rc)
-		rc.Close()
-		if err != nil {
-			return fmt.Errorf("bit: read %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
-		}
-		info, md5sum, crc = in, hex.EncodeToString(h.Sum(nil)), c.Sum64()
-		o.Sums.ContentRead, o.Sums.Content = true, md5sum
-	} else {
+	}
+	if !readable {
 		in, err := prov.Head(ctx, b.SpaceID, b.ContentID)
 		if errors.Is(err, storage.ErrNotFound) {
 			o.Details = append(o.Details, "not found in storage (item or space)")
@@ -162,7 +170,11 @@ func observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, read
 			return fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
 		}
 		info = in
-		o.Details = append(o.Details, "content not read (store configured unreadable)")
+		if archived || (in.Archived && !in.Readable()) {
+			o.Details = append(o.Details, fmt.Sprintf("content not read (archived: storage class %s)", in.StorageClass))
+		} else {
+			o.Details = append(o.Details, "content not read (store configured unreadable)")
+		}
 	}
 	o.Sums.Found, o.Info = true, info
 	recorded := strings.ToLower(info.Checksum)

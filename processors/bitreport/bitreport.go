@@ -17,6 +17,7 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -80,8 +81,19 @@ type Config struct {
 	PageSize int
 	// TempDir holds the report while it is written (default os.TempDir()).
 	TempDir string
-	Clock   clock.Clock  // default the system clock
-	Logger  *slog.Logger // default slog.Default()
+	// Notifier is told about every report whose result is not SUCCESS
+	// (notify.EventBitReport; default notify.Log). An error fails the
+	// task, which is then repeated (idempotent) and notifies again.
+	Notifier notify.Notifier
+	// AdminSpace, when set, also stores each report in the account's
+	// primary store, in the space AdminSpaceID under AdminContentID's name,
+	// as the Java Mill does, so the account owner finds it through
+	// DuraCloud. Written through the audited provider: AuditQueue is then
+	// required.
+	AdminSpace bool
+	AuditQueue queue.Queue
+	Clock      clock.Clock  // default the system clock
+	Logger     *slog.Logger // default slog.Default()
 }
 
 // WithDefaults returns c with the zero defaults filled in.
@@ -99,6 +111,7 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Notifier = notify.Or(c.Notifier, c.Logger)
 	return c
 }
 
@@ -127,6 +140,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxRechecks < 0 {
 		errs = append(errs, fmt.Errorf("MaxRechecks %d < 0", c.MaxRechecks))
+	}
+	if c.AdminSpace && c.AuditQueue == nil {
+		errs = append(errs, errors.New("AdminSpace needs an AuditQueue (the copy is an audited write)"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("bitreport: config: %w", err)
@@ -210,7 +226,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	defer os.Remove(f.Name())
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 64<<10)
-	rep, err := p.compare(ctx, r, st.Kind, prov, complete, w, log)
+	rep, problems, err := p.compare(ctx, r, st.Kind, prov, complete, w, log)
 	if err != nil {
 		return err
 	}
@@ -229,9 +245,20 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if err != nil {
 		return err
 	}
+	adminLocation := ""
+	if p.cfg.AdminSpace {
+		if adminLocation, err = p.adminCopy(ctx, r, f, size, now, log); err != nil {
+			return err
+		}
+	}
 	rep.CreatedAt = now
 	if err := p.cfg.BitLog.PutReport(ctx, rep); err != nil {
 		return fmt.Errorf("bitreport: %w", err)
+	}
+	if rep.Result != bitlog.ResultSuccess {
+		if err := p.cfg.Notifier.Notify(ctx, ReportEvent(rep, problems, adminLocation)); err != nil {
+			return fmt.Errorf("bitreport: notify: %w", err)
+		}
 	}
 	lvl := slog.LevelInfo
 	if rep.Result != bitlog.ResultSuccess {
@@ -262,11 +289,25 @@ func (p *Processor) requeue(ctx context.Context, r task.BitReport, rechecks int,
 	return nil
 }
 
+// MaxProblems is how many problem rows a report's notification lists.
+const MaxProblems = 20
+
 // compare merges the space's storage listing, its live content index rows
 // and the run's bit log rows (three listings in byte-wise content ID
 // order, one page of each in memory), records ERROR rows for items missing
 // from storage or from the index, writes every row to w and counts them.
-func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete bool, w io.Writer, log *slog.Logger) (bitlog.Report, error) {
+// It also returns the first MaxProblems rows that are not SUCCESS.
+func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete bool, w io.Writer, log *slog.Logger) (rep bitlog.Report, problems []bitlog.Row, err error) {
+	rep, err = p.compareRows(ctx, r, kind, prov, complete, w, log, func(row bitlog.Row) {
+		if row.Result != bitlog.ResultSuccess && len(problems) < MaxProblems {
+			problems = append(problems, row)
+		}
+	})
+	return rep, problems, err
+}
+
+// compareRows is compare, telling seen about every row of the report.
+func (p *Processor) compareRows(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete bool, w io.Writer, log *slog.Logger, seen func(bitlog.Row)) (bitlog.Report, error) {
 	rep := bitlog.Report{RunID: r.RunID, Account: r.Account, StoreID: r.StoreID, SpaceID: r.SpaceID}
 	if _, err := io.WriteString(w, strings.Join(Header, "\t")+"\n"); err != nil {
 		return rep, fmt.Errorf("bitreport: %w", err)
@@ -375,6 +416,7 @@ func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.
 				return rep, fmt.Errorf("bitreport: %w", err)
 			}
 			rep.Counts.Add(row.Result)
+			seen(*row)
 		}
 		if inS {
 			s = pullS()

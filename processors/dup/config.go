@@ -103,6 +103,12 @@ type Config struct {
 	// Retry of transient provider errors (default DefaultRetryAttempts,
 	// DefaultRetryBase doubling up to DefaultRetryMax).
 	Retry Retry
+	// RestoreArchivedDays, when positive, makes a copy whose source item is
+	// archived (storage.Info.Readable is false) ask the source provider
+	// (a storage.Restorer) for a restored copy kept that many days before
+	// the task is dead-lettered; 0 dead-letters it without asking. Either
+	// way nothing is copied until the bytes can be read.
+	RestoreArchivedDays int
 	// DisableServerSideCopy makes every copy stream through this process,
 	// even between two stores that could copy server-side (benchmarks).
 	DisableServerSideCopy bool
@@ -149,6 +155,9 @@ func (c Config) validate() error {
 	}
 	if c.Retry.Base <= 0 || c.Retry.Max < c.Retry.Base {
 		errs = append(errs, fmt.Errorf("Retry delays %s..%s: need 0 < Base <= Max", c.Retry.Base, c.Retry.Max))
+	}
+	if c.RestoreArchivedDays < 0 {
+		errs = append(errs, fmt.Errorf("RestoreArchivedDays %d: must not be negative", c.RestoreArchivedDays))
 	}
 	return errors.Join(errs...)
 }

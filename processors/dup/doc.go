@@ -67,4 +67,20 @@
 // bytes do not match its recorded checksum is reported with a permanent
 // error wrapping ErrSourceCorrupt (nothing is committed at the
 // destination; the bit integrity check reports the sour content).
+//
+// # Cold storage
+//
+// An item whose source copy is in an archival storage class (S3 Glacier
+// Flexible Retrieval, Deep Archive, Intelligent-Tiering's archive tiers:
+// storage.Info.Readable is false) cannot be read for a copy. Comparing it
+// needs only Head, so an archived item the destination already matches, or
+// whose properties alone differ, is handled as any other. When its bytes
+// must be copied, nothing is written and the task is dead-lettered at once
+// with ErrSourceArchived naming the item, its class and what to do. With
+// Config.RestoreArchivedDays (workman --dup-restore-days) the processor
+// first asks the source for a restored copy kept that many days (S3
+// RestoreObject, Bulk tier; asking again while one is in progress is
+// harmless); redriving the dead letter once the restore is done copies the
+// item from the restored copy. A restored item, and GLACIER_IR, copy as
+// usual.
 package dup

@@ -44,6 +44,12 @@ var (
 	// ErrDestinationChecksum: after a write, the destination reports a
 	// checksum other than the source's.
 	ErrDestinationChecksum = errors.New("dup: destination checksum differs from the source after the copy")
+	// ErrSourceArchived: the item must be copied but the source's bytes are
+	// in an archival storage class with no restored copy to read (see the
+	// package doc, Cold storage). Nothing is written; the task is
+	// dead-lettered at once, after asking for a restore when
+	// Config.RestoreArchivedDays is set.
+	ErrSourceArchived = errors.New("dup: source content is archived (cold storage)")
 )
 
 // Processor handles DUP tasks. It is safe for concurrent use.
@@ -255,6 +261,9 @@ type noServerSideCopy struct{ storage.Provider }
 // verifies the destination afterwards.
 func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) error {
 	d := j.d
+	if !si.Readable() {
+		return p.archived(ctx, j, si)
+	}
 	var dst storage.Provider = j.dst
 	if p.cfg.DisableServerSideCopy {
 		dst = noServerSideCopy{j.dst}
@@ -280,6 +289,9 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 	case errors.Is(err, storage.ErrChecksumMismatch):
 		return processors.Permanent(fmt.Errorf("%w: %s/%s/%s/%s (recorded MD5 %s); nothing was written to store %s: %w",
 			ErrSourceCorrupt, d.Account, d.StoreID, d.SpaceID, d.ContentID, si.Checksum, d.DestStoreID, err))
+	case errors.Is(err, storage.ErrArchived):
+		// Archived since it was read (a lifecycle transition).
+		return p.archived(ctx, j, si)
 	case errors.Is(err, storage.ErrNotFound):
 		// The source item (or space) went away since it was read: the
 		// retry of this task deals with what is there then.
@@ -300,6 +312,43 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 			ErrDestinationChecksum, d.Account, d.SpaceID, d.ContentID, d.DestStoreID, got, si.Checksum)
 	}
 	return nil
+}
+
+// archived answers a copy whose source bytes cannot be read now: a
+// permanent ErrSourceArchived naming the storage class and what was done —
+// a restore asked for (Config.RestoreArchivedDays > 0, the source provider
+// a storage.Restorer) or nothing. A restore request changes no content of
+// the source: S3 makes a temporary readable copy beside the archived
+// object, so it is made on the provider under the read-only view.
+func (p *Processor) archived(ctx context.Context, j *job, si *storage.Info) error {
+	d := j.d
+	item := fmt.Sprintf("%s/%s/%s/%s", d.Account, d.StoreID, d.SpaceID, d.ContentID)
+	class := si.StorageClass
+	if class == "" {
+		class = "archival"
+	}
+	days := p.cfg.RestoreArchivedDays
+	r, ok := storage.Unwrap(j.src).(storage.Restorer)
+	switch {
+	case si.Restore == storage.RestoreOngoing:
+		return processors.Permanent(fmt.Errorf("%w: %s is in storage class %s and its restore is in progress; not copied to store %s: redrive this task once it is restored",
+			ErrSourceArchived, item, class, d.DestStoreID))
+	case days <= 0 || !ok:
+		return processors.Permanent(fmt.Errorf("%w: %s is in storage class %s; not copied to store %s: restore it (or run workman with --dup-restore-days) and redrive this task",
+			ErrSourceArchived, item, class, d.DestStoreID))
+	}
+	var started bool
+	err := p.retry(ctx, "restore request", func() error {
+		var err error
+		started, err = r.RequestRestore(ctx, d.SpaceID, d.ContentID, days)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("dup: request a restore of %s: %w", item, err)
+	}
+	j.log.Warn("archived source: restore requested", "storage_class", class, "days", days, "started", started)
+	return processors.Permanent(fmt.Errorf("%w: %s is in storage class %s; not copied to store %s yet: a restore for %d days was requested (S3 Bulk: hours, up to 48 for Deep Archive); redrive this task once it is restored",
+		ErrSourceArchived, item, class, d.DestStoreID, days))
 }
 
 // space handles a space-level task.

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
@@ -31,8 +35,21 @@ type Config struct {
 	Opener Opener
 	// Filter selects the spaces (default: every space).
 	Filter Filter
+	// SkipRecent, when positive, leaves out of a run every space whose
+	// latest bit-integrity report is SUCCESS and was made less than
+	// SkipRecent before the run started (the Java Mill skips those of the
+	// last 60 days); the run's summary names each with the reason.
+	// Reports is then required.
+	SkipRecent time.Duration
+	// Reports are the bit reports SkipRecent looks at (a bitlog.Log).
+	Reports ReportReader
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+}
+
+// ReportReader reads bit-integrity reports (bitlog.Log implements it).
+type ReportReader interface {
+	Reports(ctx context.Context, f bitlog.ReportFilter) ([]bitlog.Report, error)
 }
 
 // Producer is the bit-integrity looping producer: one morsel
@@ -59,6 +76,12 @@ func New(cfg Config) (*Producer, error) {
 	if cfg.Opener == nil {
 		errs = append(errs, errors.New("no Opener"))
 	}
+	if cfg.SkipRecent < 0 {
+		errs = append(errs, fmt.Errorf("SkipRecent %s is negative", cfg.SkipRecent))
+	}
+	if cfg.SkipRecent > 0 && cfg.Reports == nil {
+		errs = append(errs, errors.New("SkipRecent needs Reports"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("bit: config: %w", err)
 	}
@@ -82,19 +105,22 @@ func MorselID(account, storeID, spaceID string) string {
 	return account + "/" + storeID + "/" + spaceID
 }
 
-// Morsels lists the spaces to check: accounts in registry order, stores in
-// account order, spaces in each store's (byte-wise) order. A store that
-// cannot be opened or listed fails the run's start: the next invocation
-// tries again rather than silently checking less.
-func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.Morsel, error) {
-	var out []looping.Morsel
+// Space is one space of a registered store.
+type Space struct{ Account, StoreID, SpaceID string }
+
+// ListSpaces lists the spaces of the active accounts' stores that filter
+// selects: accounts in registry order, stores in account order, spaces in
+// each store's (byte-wise) order. A store that cannot be opened or listed is
+// an error (all of them are reported), so a run never silently covers less.
+func ListSpaces(ctx context.Context, reg *stores.Registry, o Opener, filter Filter) ([]Space, error) {
+	var out []Space
 	var errs []error
-	for _, a := range p.cfg.Registry.ActiveAccounts() {
+	for _, a := range reg.ActiveAccounts() {
 		for _, s := range a.Stores {
-			if !p.cfg.Filter.Store(a.ID, s.ID) {
+			if !filter.Store(a.ID, s.ID) {
 				continue
 			}
-			prov, err := p.cfg.Opener.Open(ctx, a.ID, s.ID)
+			prov, err := o.Open(ctx, a.ID, s.ID)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -105,21 +131,87 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 				continue
 			}
 			for _, sp := range spaces {
-				if !p.cfg.Filter.Space(a.ID, s.ID, sp) {
-					continue
+				if filter.Space(a.ID, s.ID, sp) {
+					out = append(out, Space{Account: a.ID, StoreID: s.ID, SpaceID: sp})
 				}
-				data, err := json.Marshal(morselData{Account: a.ID, StoreID: s.ID, SpaceID: sp})
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, looping.Morsel{ID: MorselID(a.ID, s.ID, sp), Data: data})
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	return out, errors.Join(errs...)
+}
+
+// Morsels lists the spaces to check (ListSpaces). A store that cannot be
+// opened or listed fails the run's start: the next invocation tries again
+// rather than silently checking less. With SkipRecent, a space whose latest
+// report is a recent SUCCESS is a skipped morsel.
+func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.Morsel, error) {
+	spaces, err := ListSpaces(ctx, p.cfg.Registry, p.cfg.Opener, p.cfg.Filter)
+	if err != nil {
 		return nil, err
 	}
+	out := make([]looping.Morsel, 0, len(spaces))
+	for _, sp := range spaces {
+		data, err := json.Marshal(morselData{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID})
+		if err != nil {
+			return nil, err
+		}
+		m := looping.Morsel{ID: MorselID(sp.Account, sp.StoreID, sp.SpaceID), Data: data}
+		if m.Skipped, err = p.recent(ctx, sp, run.Start); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
 	return out, nil
+}
+
+// recent returns why sp is skipped (its latest report is a SUCCESS made
+// less than SkipRecent before start), or "".
+func (p *Producer) recent(ctx context.Context, sp Space, start time.Time) (string, error) {
+	if p.cfg.SkipRecent <= 0 {
+		return "", nil
+	}
+	reps, err := p.cfg.Reports.Reports(ctx, bitlog.ReportFilter{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID, Limit: 1})
+	if err != nil {
+		return "", fmt.Errorf("bit: latest report of %s/%s/%s: %w", sp.Account, sp.StoreID, sp.SpaceID, err)
+	}
+	if len(reps) == 0 || reps[0].Result != bitlog.ResultSuccess {
+		return "", nil
+	}
+	age := start.Sub(reps[0].CreatedAt)
+	if age >= p.cfg.SkipRecent {
+		return "", nil
+	}
+	return fmt.Sprintf("the latest report (run %s, SUCCESS, %s) is %s old, under the skip age of %s",
+		reps[0].RunID, reps[0].CreatedAt.UTC().Format(time.RFC3339), FormatAge(max(age, 0)), FormatAge(p.cfg.SkipRecent)), nil
+}
+
+// ParseAge reads an age: "Nd" (days) or a Go duration ("36h", "90m").
+func ParseAge(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 || days > 100*365 {
+			return 0, fmt.Errorf("bit: age %q: want a number of days (e.g. 60d) or a duration (e.g. 36h)", s)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("bit: age %q: want a number of days (e.g. 60d) or a duration (e.g. 36h)", s)
+	}
+	return d, nil
+}
+
+// FormatAge writes an age in days when it is a whole number of them
+// ("60d"), else as a duration rounded to the minute.
+func FormatAge(d time.Duration) string {
+	day := 24 * time.Hour
+	if d >= day && d%day == 0 {
+		return strconv.Itoa(int(d/day)) + "d"
+	}
+	if d >= day {
+		return fmt.Sprintf("%.1fd", float64(d)/float64(day))
+	}
+	return d.Round(time.Minute).String()
 }
 
 // Bite queues BIT tasks for up to max items after m.Marker, and the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -49,6 +50,21 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Frequency between run starts (zero: one run, then no more).
 	Frequency Frequency
+	// StartAt, when set, is the time of day runs begin at: a run is due
+	// at the start time of the day the frequency makes it due (and the
+	// first run at the next start time), and begins at an invocation no
+	// later than StartWindow after it; an invocation after that leaves it
+	// for the next day's start time. It needs a frequency of at least a
+	// day (or zero).
+	StartAt StartAt
+	// StartWindow (default DefaultStartWindow): see StartAt.
+	StartWindow time.Duration
+	// Notifier is told when a run completes and when an invocation fails
+	// (notify.EventRunCompleted, notify.EventRunFailed; default
+	// notify.Log). An invocation stopped by its context being cancelled
+	// (a shutdown) is not a failure to announce; a failed notification is
+	// logged and changes nothing else.
+	Notifier notify.Notifier
 	// MaxQueueSize stops the invocation when the queue has at least this
 	// many visible messages (default DefaultMaxQueueSize).
 	MaxQueueSize int64
@@ -93,6 +109,10 @@ func (c Config) WithDefaults() Config {
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = DefaultProgressInterval
 	}
+	if c.StartWindow == 0 {
+		c.StartWindow = DefaultStartWindow
+	}
+	c.Notifier = notify.Or(c.Notifier, c.Logger)
 	return c
 }
 
@@ -127,6 +147,12 @@ func (c Config) validate() error {
 	}
 	if c.Frequency.N < 0 || (c.Frequency.N > 0 && c.Frequency.Unit != Months && unitDuration[c.Frequency.Unit] == 0) {
 		errs = append(errs, fmt.Errorf("bad Frequency %+v", c.Frequency))
+	}
+	if !c.StartAt.IsZero() && c.Frequency.N > 0 && c.Frequency.Unit != Days && c.Frequency.Unit != Months {
+		errs = append(errs, fmt.Errorf("a start time (%s) needs a frequency of days or months, not %s", c.StartAt, c.Frequency))
+	}
+	if c.StartWindow < time.Minute || c.StartWindow >= 24*time.Hour {
+		errs = append(errs, fmt.Errorf("StartWindow %s: must be at least a minute and under a day", c.StartWindow))
 	}
 	if _, err := task.Encode(task.New(task.TypeNoop, nil), c.Format); err != nil {
 		errs = append(errs, fmt.Errorf("config: Format: %w", err))
@@ -169,6 +195,7 @@ func (l *Loop) Run(ctx context.Context) (sum Summary, err error) {
 			sum.Err = err
 		}
 		l.log.LogAttrs(context.WithoutCancel(ctx), sum.logLevel(), "producer invocation finished", sum.logAttrs()...)
+		l.announce(ctx, sum)
 	}()
 
 	granted, cur, err := c.Lease.Acquire(ctx, c.Kind, c.Holder, c.LeaseTTL)
@@ -201,6 +228,19 @@ func (l *Loop) Run(ctx context.Context) (sum Summary, err error) {
 
 	r := &runner{Loop: l, ctx: kctx, sum: &sum}
 	return sum, r.run()
+}
+
+// announce tells the Notifier about a completed run or a failed
+// invocation (not about one stopped by a cancelled context).
+func (l *Loop) announce(ctx context.Context, sum Summary) {
+	if sum.Stopped != StopDone && (sum.Stopped != StopError || ctx.Err() != nil) {
+		return
+	}
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := l.cfg.Notifier.Notify(nctx, sum.Event()); err != nil {
+		l.log.Warn("notification not sent", "error", err)
+	}
 }
 
 // runner is the state of one invocation.
@@ -243,15 +283,13 @@ func (r *runner) run() error {
 	r.st = st
 	now := c.Clock.Now()
 	if !st.InRun() {
-		if !st.LastRunStart.IsZero() {
-			due := c.Frequency.Next(st.LastRunStart)
-			if due.IsZero() || now.Before(due) {
-				r.sum.Stopped = StopNotDue
-				r.sum.NextRun = due
-				r.sum.RunID = st.RunID
-				r.sum.MorselsDone, r.sum.MorselsTotal = st.MorselsDone(), len(st.Morsels)
-				return nil
-			}
+		if due := c.due(st, now); due.IsZero() || now.Before(due) {
+			r.sum.Stopped = StopNotDue
+			r.sum.NextRun = due
+			r.sum.RunID = st.RunID
+			r.sum.MorselsDone, r.sum.MorselsTotal = st.MorselsDone(), len(st.Morsels)
+			r.sum.Skipped = skipped(st.Morsels)
+			return nil
 		}
 		if err := r.startRun(now); err != nil {
 			return err
@@ -267,6 +305,7 @@ func (r *runner) run() error {
 
 	full, err := r.nibble()
 	r.sum.MorselsDone, r.sum.MorselsTotal = st.MorselsDone(), len(st.Morsels)
+	r.sum.Skipped = skipped(st.Morsels)
 	r.sum.RunQueued = st.Queued.Clone()
 	if err != nil {
 		return err
@@ -277,10 +316,37 @@ func (r *runner) run() error {
 	}
 	st.LastRunStart, st.LastRunEnd = st.CurrentRunStart, c.Clock.Now()
 	st.CurrentRunStart = time.Time{}
-	st.NextRunStart = c.Frequency.Next(st.LastRunStart)
+	st.NextRunStart = c.next(st.LastRunStart)
 	r.sum.Stopped = StopDone
 	r.sum.NextRun = st.NextRunStart
 	return r.save()
+}
+
+// next is when the run after one that started at start is due, as the
+// state records it: the frequency's time, on the start time of its day
+// when StartAt is set; zero when looping is disabled.
+func (c Config) next(start time.Time) time.Time {
+	n := c.Frequency.Next(start)
+	if n.IsZero() || c.StartAt.IsZero() {
+		return n
+	}
+	return c.StartAt.On(n)
+}
+
+// due is when a new run may start, seen at now: after the last run, the
+// frequency's time (zero: never); the first run at once. With StartAt,
+// that time moved to the start time (StartAt.Due).
+func (c Config) due(st *State, now time.Time) time.Time {
+	base := now
+	if !st.LastRunStart.IsZero() {
+		if base = c.Frequency.Next(st.LastRunStart); base.IsZero() {
+			return base
+		}
+	}
+	if c.StartAt.IsZero() {
+		return base
+	}
+	return c.StartAt.Due(base, now, c.StartWindow)
 }
 
 func (r *runner) startRun(now time.Time) error {
@@ -300,18 +366,21 @@ func (r *runner) startRun(now time.Time) error {
 			errs = append(errs, fmt.Errorf("morsel %d: id %q empty or repeated", i, m.ID))
 		}
 		seen[m.ID] = true
-		*m = Morsel{ID: m.ID, Data: m.Data, DeletesDone: !deleter}
+		*m = Morsel{ID: m.ID, Data: m.Data, DeletesDone: !deleter || m.Skipped != "", Skipped: m.Skipped, Done: m.Skipped != ""}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("looping: %s: list morsels: %w", c.Kind, err)
 	}
 	st.RunID = runID
 	st.CurrentRunStart = now
-	st.NextRunStart = c.Frequency.Next(now)
+	st.NextRunStart = c.next(now)
 	st.Morsels = ms
 	st.Queued = Counts{}
 	st.Bites, st.Invocations, st.Cursor = 0, 0, 0
 	attrs := []any{"run_id", runID, "morsels", len(ms)}
+	if n := len(skipped(ms)); n > 0 {
+		attrs = append(attrs, "skipped", n)
+	}
 	if !st.NextRunStart.IsZero() {
 		attrs = append(attrs, "next_run", st.NextRunStart)
 	}

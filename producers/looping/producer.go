@@ -51,7 +51,9 @@ type BiteResult struct {
 type Producer interface {
 	// Morsels lists the morsels of a new run, in the order to nibble
 	// them. IDs must be unique and non-empty; Marker, flags and Queued of
-	// the returned morsels are ignored (they start empty); Data is kept.
+	// the returned morsels are ignored (they start empty); Data is kept,
+	// and so is Skipped: a morsel the producer leaves out of this run on
+	// purpose, with the reason, which the summary reports.
 	Morsels(ctx context.Context, run RunInfo) ([]Morsel, error)
 	// Bite emits the next bite of m (at most max items) through emit.
 	Bite(ctx context.Context, run RunInfo, m Morsel, max int, emit Emit) (BiteResult, error)

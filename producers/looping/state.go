@@ -29,6 +29,10 @@ type Morsel struct {
 	DeletesDone bool `json:"deletes_done"`
 	// Done is set when the producer reports the morsel finished.
 	Done bool `json:"done"`
+	// Skipped, set by the producer's Morsels, says why the morsel is left
+	// out of this run (e.g. "last report SUCCESS 12 days ago"): it is done
+	// at once, and the run's summary lists it with the reason.
+	Skipped string `json:"skipped,omitempty"`
 	// Queued counts the tasks sent for this morsel in this run (a bite
 	// re-sent after a crash counts twice).
 	Queued int64 `json:"queued"`

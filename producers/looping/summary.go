@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/notify"
 )
 
 // StopReason says why an invocation stopped.
@@ -47,8 +48,27 @@ type Summary struct {
 	// Bites taken by this invocation (delete steps included).
 	Bites                     int
 	MorselsDone, MorselsTotal int
-	Err                       error
-	Started, Ended            time.Time
+	// Skipped are the run's morsels the producer left out, with why
+	// (counted in MorselsDone).
+	Skipped        []Skip
+	Err            error
+	Started, Ended time.Time
+}
+
+// Skip is a morsel left out of a run, and why (Morsel.Skipped).
+type Skip struct{ ID, Reason string }
+
+// MaxSkipsShown bounds the skipped morsels Write lists one by one.
+const MaxSkipsShown = 20
+
+func skipped(ms []Morsel) []Skip {
+	var out []Skip
+	for _, m := range ms {
+		if m.Skipped != "" {
+			out = append(out, Skip{ID: m.ID, Reason: m.Skipped})
+		}
+	}
+	return out
 }
 
 // String is a one-line description, e.g. "dupproducer: queue full after
@@ -73,6 +93,9 @@ func (s Summary) String() string {
 		fmt.Fprintf(&b, " (%v)", s.Err)
 	}
 	fmt.Fprintf(&b, " after %d bites, %d tasks queued; %d/%d morsels done", s.Bites, s.Queued.Total(), s.MorselsDone, s.MorselsTotal)
+	if len(s.Skipped) > 0 {
+		fmt.Fprintf(&b, " (%d skipped)", len(s.Skipped))
+	}
 	if s.Stopped == StopDone && !s.NextRun.IsZero() {
 		fmt.Fprintf(&b, "; next run due %s", s.NextRun.UTC().Format(time.RFC3339))
 	}
@@ -89,9 +112,50 @@ func (s Summary) Write(w io.Writer) error {
 		fmt.Fprintf(&b, "  run %s started %s, elapsed %s\n", s.RunID, s.RunStart.UTC().Format(time.RFC3339), s.Ended.Sub(s.Started).Round(time.Millisecond))
 		writeCounts(&b, "queued by this invocation", s.Queued)
 		writeCounts(&b, "queued by the run so far", s.RunQueued)
+		writeSkips(&b, s.Skipped)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func writeSkips(b *strings.Builder, skips []Skip) {
+	if len(skips) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "  skipped by the run: %d\n", len(skips))
+	for i, sk := range skips {
+		if i == MaxSkipsShown {
+			fmt.Fprintf(b, "    … and %d more (the state lists them all)\n", len(skips)-i)
+			break
+		}
+		fmt.Fprintf(b, "    %s: %s\n", sk.ID, sk.Reason)
+	}
+}
+
+// Event is the notification of a completed run or a failed invocation:
+// the summary as its body; attributes producer, run_id and result ("done"
+// or "error").
+func (s Summary) Event() notify.Event {
+	typ, what := notify.EventRunCompleted, "completed"
+	if s.Stopped == StopError {
+		typ, what = notify.EventRunFailed, "failed"
+	}
+	subject := fmt.Sprintf("Mill: %s run %s %s", s.Kind, s.RunID, what)
+	if s.Stopped == StopDone {
+		subject += fmt.Sprintf(": %d tasks, %d morsels", s.RunQueued.Total(), s.MorselsTotal)
+		if len(s.Skipped) > 0 {
+			subject += fmt.Sprintf(" (%d skipped)", len(s.Skipped))
+		}
+	}
+	var b strings.Builder
+	if s.Stopped == StopError {
+		b.WriteString("A producer invocation stopped on an error; the next invocation resumes the run from its last saved bite.\n\n")
+	}
+	_ = s.Write(&b)
+	return notify.Event{
+		Type: typ, Subject: subject, Body: b.String(), Time: s.Ended,
+		Attributes: map[string]string{notify.AttrProducer: s.Kind, notify.AttrRunID: s.RunID, notify.AttrResult: string(s.Stopped)},
+	}
 }
 
 func writeCounts(b *strings.Builder, title string, c Counts) {
@@ -137,6 +201,7 @@ func (s Summary) logAttrs() []slog.Attr {
 		slog.Int64("tasks", s.Queued.Total()),
 		slog.Int("morsels_done", s.MorselsDone),
 		slog.Int("morsels_total", s.MorselsTotal),
+		slog.Int("morsels_skipped", len(s.Skipped)),
 		slog.Duration("elapsed", s.Ended.Sub(s.Started)))
 	var by []any
 	for _, typ := range slices.Sorted(maps.Keys(s.Queued)) {

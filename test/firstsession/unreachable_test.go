@@ -12,7 +12,7 @@ import (
 )
 
 // TestDaemonsEmulatorStopped: with the AWS emulator and PostgreSQL stopped,
-// Workman and both producers exit 1 within 5 s with one line naming the
+// Workman and the three producers exit 1 within 5 s with one line naming the
 // endpoint and what to do (millctl's commands: cmd/millctl's
 // TestEmulatorStopped).
 func TestDaemonsEmulatorStopped(t *testing.T) {
@@ -25,7 +25,7 @@ func TestDaemonsEmulatorStopped(t *testing.T) {
 		"AWS_ENDPOINT_URL=" + awsEndpoint, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
 		"MILL_DATABASE_URL=postgres://postgres:mill@" + testbin.FreeAddr(t) + "/mill?sslmode=disable", "MILL_HTTP_ADDR=127.0.0.1:0",
 	}
-	bins := testbin.Build(t, "workman", "dupproducer", "bitproducer")
+	bins := testbin.Build(t, "workman", "dupproducer", "bitproducer", "statsproducer")
 	for name, bin := range bins {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

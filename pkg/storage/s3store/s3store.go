@@ -166,7 +166,7 @@ func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, e := range []error{storage.ErrNotFound, storage.ErrInvalidID, storage.ErrChecksumMismatch, storage.ErrSpaceNotEmpty, storage.ErrPropertiesTooLarge, context.Canceled, context.DeadlineExceeded} {
+	for _, e := range []error{storage.ErrNotFound, storage.ErrInvalidID, storage.ErrChecksumMismatch, storage.ErrSpaceNotEmpty, storage.ErrPropertiesTooLarge, storage.ErrArchived, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, e) {
 			return err
 		}
@@ -182,6 +182,10 @@ func mapErr(err error) error {
 			return fmt.Errorf("%w: %w", storage.ErrPropertiesTooLarge, err)
 		case "KeyTooLongError":
 			return fmt.Errorf("%w: %w", storage.ErrInvalidID, err)
+		case "InvalidObjectState", "ObjectNotInActiveTierError":
+			// GetObject of an archived object not restored; CopyObject
+			// from one.
+			return fmt.Errorf("%w: %w", storage.ErrArchived, err)
 		}
 	}
 	var re *awshttp.ResponseError
@@ -426,6 +430,20 @@ func (s *Store) SetSpaceACLs(ctx context.Context, space string, acls map[string]
 // ListContent lists up to limit IDs after `after` with ListObjectsV2
 // (StartAfter), in S3's byte-wise order.
 func (s *Store) ListContent(ctx context.Context, space, after string, limit int) ([]string, bool, error) {
+	es, more, err := s.ListEntries(ctx, space, after, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.ID
+	}
+	return ids, more, nil
+}
+
+// ListEntries implements storage.EntryLister: ListContent with each
+// object's size and storage class, from the same ListObjectsV2 page.
+func (s *Store) ListEntries(ctx context.Context, space, after string, limit int) ([]storage.Entry, bool, error) {
 	if err := storage.ValidateSpaceID(space); err != nil {
 		return nil, false, wrap("list", space, err)
 	}
@@ -445,17 +463,51 @@ func (s *Store) ListContent(ctx context.Context, space, after string, limit int)
 	if err != nil {
 		return nil, false, wrap("list", space, err)
 	}
-	ids := make([]string, 0, len(out.Contents))
+	es := make([]storage.Entry, 0, len(out.Contents))
 	for _, o := range out.Contents {
-		ids = append(ids, strings.TrimPrefix(aws.ToString(o.Key), prefix))
+		es = append(es, storage.Entry{
+			ID:           strings.TrimPrefix(aws.ToString(o.Key), prefix),
+			Size:         aws.ToInt64(o.Size),
+			StorageClass: storageClass(string(o.StorageClass)),
+		})
 	}
-	if len(ids) == 0 {
+	if len(es) == 0 {
 		// An empty page: say whether the space is there at all.
 		if err := s.needSpace(ctx, space); err != nil {
 			return nil, false, wrap("list", space, err)
 		}
 	}
-	return ids, aws.ToBool(out.IsTruncated) && len(ids) > 0, nil
+	return es, aws.ToBool(out.IsTruncated) && len(es) > 0, nil
+}
+
+// storageClass is Info.StorageClass of an S3 storage class: "" for
+// STANDARD, which HeadObject leaves out and ListObjectsV2 names.
+func storageClass(c string) string {
+	if c == string(types.StorageClassStandard) {
+		return ""
+	}
+	return c
+}
+
+// archived reports whether an object's bytes need a restore before they
+// can be read: the GLACIER and DEEP_ARCHIVE classes, and the archive
+// access tiers of INTELLIGENT_TIERING (HeadObject's ArchiveStatus).
+// GLACIER_IR is read like any other class.
+func archived(class string, archive types.ArchiveStatus) bool {
+	return class == string(types.StorageClassGlacier) || class == string(types.StorageClassDeepArchive) || archive != ""
+}
+
+// restoreState reads the x-amz-restore header: `ongoing-request="true"`
+// while a restore runs, `ongoing-request="false", expiry-date="…"` while
+// the restored copy is there.
+func restoreState(h string) storage.RestoreState {
+	switch {
+	case strings.Contains(h, `ongoing-request="true"`):
+		return storage.RestoreOngoing
+	case strings.Contains(h, `ongoing-request="false"`):
+		return storage.RestoreRestored
+	}
+	return storage.RestoreNone
 }
 
 // attrs are what HeadObject and GetObject both report.
@@ -466,6 +518,9 @@ type attrs struct {
 	mime            *string
 	modified        *time.Time
 	metadata        map[string]string
+	class           string
+	archive         types.ArchiveStatus
+	restore         *string
 }
 
 func metaGet(m map[string]string, key string) (string, bool) {
@@ -495,6 +550,9 @@ func (a attrs) info(id string) (*storage.Info, error) {
 		}
 	}
 	info.ProviderChecksum = providerChecksum(a.etag, a.crc64nvme, a.checksumType)
+	info.StorageClass = storageClass(a.class)
+	info.Archived = archived(info.StorageClass, a.archive)
+	info.Restore = restoreState(aws.ToString(a.restore))
 	return info, nil
 }
 
@@ -524,6 +582,7 @@ func (s *Store) head(ctx context.Context, key, id string) (*storage.Info, error)
 	return attrs{
 		etag: aws.ToString(out.ETag), crc64nvme: aws.ToString(out.ChecksumCRC64NVME), checksumType: out.ChecksumType,
 		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata,
+		class: string(out.StorageClass), archive: out.ArchiveStatus, restore: out.Restore,
 	}.info(id)
 }
 
@@ -554,6 +613,7 @@ func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *stor
 	info, err := attrs{
 		etag: aws.ToString(out.ETag), crc64nvme: aws.ToString(out.ChecksumCRC64NVME), checksumType: out.ChecksumType,
 		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata,
+		class: string(out.StorageClass), restore: out.Restore,
 	}.info(id)
 	if err != nil {
 		out.Body.Close()

@@ -76,6 +76,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"NotFound", testNotFound},
 		{"OddIDs", testOddIDs},
 		{"ListingOrder", testListingOrder},
+		{"Entries", testEntries},
 		{"InfoFields", testInfoFields},
 		{"Overwrite", testOverwrite},
 		{"Properties", testProperties},
@@ -511,6 +512,58 @@ func testListingOrder(t *testing.T, h *Harness) {
 	if !slices.Equal(walked, want) {
 		t.Errorf("Walk:\n got %q\nwant %q", walked, want)
 	}
+}
+
+// testEntries checks storage.WalkEntries against ListContent and Head:
+// the same IDs in the same order, each with its size and storage class,
+// after a delete as before it, through every page size; a missing space is
+// ErrNotFound.
+func testEntries(t *testing.T, h *Harness) {
+	p, ctx := h.Provider, ctxT(t)
+	mustCreate(t, p, "entries")
+	sizes := map[string]int{"a": 0, "a/b": 1, "b c": 10, "é": 300, "z/z/z": 4096}
+	for id, n := range sizes {
+		mustPut(t, p, "entries", id, bytes.Repeat([]byte{'x'}, n), storage.PutOptions{})
+	}
+	if err := p.Delete(ctx, "entries", "b c"); err != nil {
+		t.Fatal(err)
+	}
+	delete(sizes, "b c")
+	want := slices.Sorted(maps.Keys(sizes))
+	for _, pageSize := range []int{1, 2, 0} {
+		var got []string
+		for e, err := range storage.WalkEntries(ctx, p, "entries", "", pageSize) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e.ID)
+			info, err := p.Head(ctx, "entries", e.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Size != int64(sizes[e.ID]) || e.Size != info.Size || e.StorageClass != info.StorageClass {
+				t.Errorf("page size %d: entry %+v; Head size %d class %q; put %d bytes", pageSize, e, info.Size, info.StorageClass, sizes[e.ID])
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("page size %d: WalkEntries %q, want %q", pageSize, got, want)
+		}
+	}
+	var after []string
+	for e, err := range storage.WalkEntries(ctx, p, "entries", "a/b", 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		after = append(after, e.ID)
+	}
+	if !slices.Equal(after, want[2:]) {
+		t.Errorf("WalkEntries after a/b: %q, want %q", after, want[2:])
+	}
+	var missing error
+	for _, err := range storage.WalkEntries(ctx, p, "no-such-space", "", 0) {
+		missing = err
+	}
+	wantErr(t, "WalkEntries of a missing space", missing, storage.ErrNotFound)
 }
 
 func testInfoFields(t *testing.T, h *Harness) {
