@@ -312,3 +312,38 @@ func TestDLQListShowPurge(t *testing.T) {
 	}
 	waitFor(t, "an empty dead-letter queue", 10*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Total() == 0 })
 }
+
+// TestDLQRedriveOnlyToMillQueues: a dead letter naming a source queue that
+// is not one of Mill's work queues under the prefix (a forged envelope the
+// SQS redrive policy moved here, or a queue of another system) is refused
+// by redrive and stays; --to names a target for it. Before redrive checked
+// the source queue it sent the task wherever the message said.
+func TestDLQRedriveOnlyToMillQueues(t *testing.T) {
+	e := newOpsEnv(t)
+	ctx := context.Background()
+	elsewhere := e.prefix + "elsewhere"
+	if _, _, err := sqsqueue.Ensure(ctx, e.api, elsewhere, sqsqueue.EnsureConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := task.Encode(task.New(task.TypeNoop, map[string]string{"id": "forged"}), task.FormatJSON)
+	e.deadLetters(&deadletter.Letter{Body: body, Reason: deadletter.ReasonFailed, Error: "x", TaskType: task.TypeNoop,
+		SourceQueue: elsewhere, Attempts: 3, Worker: "w", Time: time.Now(), MessageID: "src-forged"})
+	code, out, errOut := e.millctl("", "dlq", "redrive")
+	if code == 0 || !strings.Contains(out, "0 redriven, 1 failed") || !strings.Contains(errOut, "not one of Mill's work queues") {
+		t.Errorf("redrive to a foreign source queue: exit %d\n%s\n%s", code, out, errOut)
+	}
+	q, err := sqsqueue.Open(ctx, e.api, elsewhere, sqsqueue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := q.Depth(ctx); err != nil || d.Total() != 0 {
+		t.Fatalf("the foreign queue after the redrive: %+v, %v", d, err)
+	}
+	waitFor(t, "the dead letter visible again", 15*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Visible == 1 })
+	if out := e.must("", "dlq", "redrive", "--to", "dup-low"); !strings.Contains(out, "1 redriven, 0 failed") {
+		t.Fatalf("redrive --to dup-low: %s", out)
+	}
+	if d := e.depth(queue.KeyDupLow); d.Total() != 1 {
+		t.Errorf("dup-low after redrive --to: %+v", d)
+	}
+}

@@ -240,17 +240,16 @@ func (q *Queue) ReceiveWith(ctx context.Context, o queue.ReceiveOptions) ([]*que
 	if err != nil {
 		return ms, err
 	}
-	if err := q.Resolve(ctx, ms...); err != nil {
+	if err := q.resolveAll(ctx, ms); err != nil {
 		return nil, err
 	}
 	return ms, nil
 }
 
-// Resolve replaces the reference bodies of messages received from the inner
-// queue by other means (a tool receiving with its own SDK call) as Receive
-// does, marking the unresolvable ones. It fails only when ctx ends: the
-// messages then come back after their visibility timeout.
-func (q *Queue) Resolve(ctx context.Context, ms ...*queue.Message) error {
+// resolveAll replaces the reference bodies of received messages, marking
+// the unresolvable ones. It fails only when ctx ends: the messages then
+// come back after their visibility timeout.
+func (q *Queue) resolveAll(ctx context.Context, ms []*queue.Message) error {
 	for _, m := range ms {
 		// AttrError is the decorator's own verdict: one that came with
 		// the message is a sender's forgery (it would make the message
