@@ -3,6 +3,7 @@ package deadletter
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/millfleet/mill/pkg/queue"
 )
@@ -17,6 +18,9 @@ type Purge struct {
 	// how many were looked at), or — for the whole queue — its depth
 	// (looked is then -1). false cancels.
 	Confirm func(n, looked int) bool
+	// Each, when set, is called with every entry deleted (not for a
+	// purge of the whole queue).
+	Each func(e *Entry)
 }
 
 // PurgeResult is a purge's outcome.
@@ -66,8 +70,15 @@ func (in *Inspector) Purge(ctx context.Context, p Purge) (PurgeResult, error) {
 		return res, nil
 	}
 	err := s.Delete(ctx, match...)
-	res.Failed = len(queue.FailedIndexes(err, len(match)))
-	res.Deleted = len(match) - res.Failed
+	failed := queue.FailedIndexes(err, len(match))
+	res.Failed, res.Deleted = len(failed), len(match)-len(failed)
+	if p.Each != nil {
+		for i, e := range match {
+			if !slices.Contains(failed, i) {
+				p.Each(e)
+			}
+		}
+	}
 	return res, err
 }
 

@@ -62,9 +62,15 @@ func (in *Inspector) queueName(keyOrName string) string {
 	return queue.Name(in.cfg.Prefix, keyOrName)
 }
 
-// target is where e goes: its source queue when that is one of Mill's work
-// queues, else To. It returns "" to skip e (no source queue, no To).
-func (in *Inspector) target(e *Entry, to string) (string, error) {
+// Target is where a redrive with To to (a key or full name; may be empty)
+// sends e: its source queue when that is one of Mill's work queues, else
+// to; "" when e is skipped (no source queue, no to). It fails for an entry
+// a redrive refuses: a claim-check reference not resolved, or a source
+// queue that is not Mill's and no to.
+func (in *Inspector) Target(e *Entry, to string) (string, error) {
+	if e.Unresolved != nil {
+		return "", fmt.Errorf("not redriven: %w", e.Unresolved)
+	}
 	src := e.Letter.SourceQueue
 	if e.Foreign {
 		src = ""
@@ -99,12 +105,7 @@ func (in *Inspector) Redrive(ctx context.Context, r Redrive) (RedriveStats, erro
 		byTarget := map[string][]*Entry{}
 		var order []string
 		for _, e := range es {
-			if e.Unresolved != nil {
-				st.Failed++
-				errs = append(errs, fmt.Errorf("not redriven: %w", e.Unresolved))
-				continue
-			}
-			target, err := in.target(e, r.To)
+			target, err := in.Target(e, r.To)
 			if err != nil {
 				st.Failed++
 				errs = append(errs, err)
