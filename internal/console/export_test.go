@@ -11,3 +11,6 @@ func ScanForTest(ctx context.Context, l bitlog.Log, f bitlog.Filter, keep func(b
 	rows, next, st, err := scan(ctx, l, f, keep, want, budget)
 	return rows, next, st.rows, err
 }
+
+// IdleForTest waits until no dead-letter scan, redrive or purge runs.
+func (s *Server) IdleForTest(ctx context.Context) error { return s.dl.idle(ctx) }
