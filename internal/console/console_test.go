@@ -54,6 +54,7 @@ type env struct {
 	fleet                 *fleet.Memory
 	clock                 *clock.Fake
 	admin, admin2, viewer string
+	operator              string
 }
 
 // newEnv makes the env; opts change the console's configuration.
@@ -81,14 +82,14 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 		t.Fatal(err)
 	}
 	var tokens *auth.Tokens
-	tokens, e.admin, e.admin2, e.viewer = users(t, "")
+	tokens, e.admin, e.admin2, e.viewer, e.operator = users(t, "")
 	e.queues = map[string]*memqueue.Queue{}
 	for _, k := range queue.AllKeys {
 		e.queues[k] = memqueue.New("mill-"+k, memqueue.Config{Clock: e.clock})
 	}
-	reader := queuestats.New("mill-", func(_ context.Context, key, _ string) (queue.Queue, error) { return e.queues[key], nil }, nil)
 	e.bits = bitlog.NewMemory(e.clock)
 	e.fleet = fleet.NewMemory(e.clock)
+	reader := queuestats.New("mill-", func(_ context.Context, key, _ string) (queue.Queue, error) { return e.queues[key], nil }, nil).WithFleet(e.fleet)
 	dead, err := deadletter.New(deadletter.Config{Queue: e.queues[queue.KeyDeadLetter], Prefix: "mill-", Wait: -1,
 		Open: func(_ context.Context, name string) (queue.Queue, error) {
 			return e.queues[strings.TrimPrefix(name, "mill-")], nil
@@ -114,17 +115,18 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 	return e
 }
 
-// users writes a tokens file of two admins (ana, bo) and a viewer (vic),
-// their names followed by domain, and returns it with their tokens.
-func users(t *testing.T, domain string) (tokens *auth.Tokens, ana, bo, vic string) {
+// users writes a tokens file of two admins (ana, bo), a viewer (vic) and
+// an operator (oli), their names followed by domain, and returns it with
+// their tokens.
+func users(t *testing.T, domain string) (tokens *auth.Tokens, ana, bo, vic, oli string) {
 	t.Helper()
-	ana, bo, vic = auth.NewToken(), auth.NewToken(), auth.NewToken()
+	ana, bo, vic, oli = auth.NewToken(), auth.NewToken(), auth.NewToken(), auth.NewToken()
 	var lines []string
 	for _, u := range []struct {
 		name string
 		role auth.Role
 		tok  string
-	}{{"ana", auth.RoleAdmin, ana}, {"bo", auth.RoleAdmin, bo}, {"vic", auth.RoleViewer, vic}} {
+	}{{"ana", auth.RoleAdmin, ana}, {"bo", auth.RoleAdmin, bo}, {"vic", auth.RoleViewer, vic}, {"oli", auth.RoleOperator, oli}} {
 		l, err := auth.TokenLine(u.name+domain, u.role, u.tok)
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +141,7 @@ func users(t *testing.T, domain string) (tokens *auth.Tokens, ana, bo, vic strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tokens, ana, bo, vic
+	return tokens, ana, bo, vic, oli
 }
 
 // do sends a request as the user of tok ("" for none); form non-nil makes

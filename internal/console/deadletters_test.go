@@ -179,19 +179,19 @@ func TestRedriveAndPurgeFromTheConsole(t *testing.T) {
 	e := newEnv(t)
 	seedDeadLetters(t, e)
 	ctx := context.Background()
-	e.do(e.admin, "GET", "/dead-letters", nil)
+	e.do(e.operator, "GET", "/dead-letters", nil)
 	e.idle()
-	_, dry := e.do(e.admin, "GET", "/dead-letters/redrive?type=DUP", nil)
+	_, dry := e.do(e.operator, "GET", "/dead-letters/redrive?type=DUP", nil)
 	if !strings.Contains(dry, `<strong id="would">70</strong>`) || !strings.Contains(dry, "70 to <code>mill-dup-high</code>") {
 		t.Fatalf("dry run:\n%s", dry)
 	}
-	if resp, body := e.do(e.admin, "GET", "/dead-letters/redrive?type=DUP&rate=-1", nil); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "rate") {
+	if resp, body := e.do(e.operator, "GET", "/dead-letters/redrive?type=DUP&rate=-1", nil); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "rate") {
 		t.Errorf("a negative rate: %d", resp.StatusCode)
 	}
-	if resp, _ := e.do(e.admin, "POST", "/dead-letters/redrive", url.Values{"type": {"DUP"}, "to": {"elsewhere"}}); resp.StatusCode != http.StatusUnprocessableEntity {
+	if resp, _ := e.do(e.operator, "POST", "/dead-letters/redrive", url.Values{"type": {"DUP"}, "to": {"elsewhere"}}); resp.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("a target that is not a work queue: %d", resp.StatusCode)
 	}
-	resp, _ := e.do(e.admin, "POST", "/dead-letters/redrive", url.Values{"type": {"DUP"}, "rate": {"0"}})
+	resp, _ := e.do(e.operator, "POST", "/dead-letters/redrive", url.Values{"type": {"DUP"}, "rate": {"0"}})
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("redrive: %d", resp.StatusCode)
 	}
@@ -204,39 +204,39 @@ func TestRedriveAndPurgeFromTheConsole(t *testing.T) {
 			t.Fatalf("redriven %q: %v", m.Body, err)
 		}
 	}
-	_, list := e.do(e.admin, "GET", "/dead-letters", nil)
+	_, list := e.do(e.operator, "GET", "/dead-letters", nil)
 	if !strings.Contains(list, `<strong id="dl-matching">52</strong>`) || !strings.Contains(list, "70 redriven, 0 failed") {
 		t.Errorf("after the redrive the page shows %s", regexp.MustCompile(`dl-matching">\d+`).FindString(list))
 	}
 	log := e.changeLog()
-	if !strings.Contains(log, "ana admin dlq.redrive: redrive started: type \"DUP\"") || !strings.Contains(log, "ana admin dlq.redrive.result: 70 redriven") {
+	if !strings.Contains(log, "oli operator dlq.redrive: redrive started: type \"DUP\"") || !strings.Contains(log, "oli operator dlq.redrive.result: 70 redriven") {
 		t.Errorf("change log:\n%s", log)
 	}
 
 	// Purge: confirmation required; more matching than confirmed deletes
 	// nothing.
-	if resp, body := e.do(e.admin, "POST", "/dead-letters/purge", url.Values{"type": {"BIT"}, "expected": {"50"}}); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "Type purge") {
+	if resp, body := e.do(e.operator, "POST", "/dead-letters/purge", url.Values{"type": {"BIT"}, "expected": {"50"}}); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "Type purge") {
 		t.Errorf("purge without confirmation: %d", resp.StatusCode)
 	}
-	_, conf := e.do(e.admin, "GET", "/dead-letters/purge?type=BIT", nil)
+	_, conf := e.do(e.operator, "GET", "/dead-letters/purge?type=BIT", nil)
 	if !strings.Contains(conf, `<strong id="purge-n">50</strong>`) {
 		t.Fatalf("purge confirmation:\n%s", conf)
 	}
-	e.do(e.admin, "POST", "/dead-letters/purge", url.Values{"type": {"BIT"}, "expected": {"10"}, "confirm": {"purge"}})
+	e.do(e.operator, "POST", "/dead-letters/purge", url.Values{"type": {"BIT"}, "expected": {"10"}, "confirm": {"purge"}})
 	e.idle()
 	if d, _ := e.queues[queue.KeyDeadLetter].Depth(ctx); d.Total() != 52 {
 		t.Fatalf("a purge of more than confirmed deleted: %+v", d)
 	}
-	e.do(e.admin, "POST", "/dead-letters/purge", url.Values{"type": {"BIT"}, "expected": {"50"}, "confirm": {"purge"}})
+	e.do(e.operator, "POST", "/dead-letters/purge", url.Values{"type": {"BIT"}, "expected": {"50"}, "confirm": {"purge"}})
 	e.idle()
 	if d, _ := e.queues[queue.KeyDeadLetter].Depth(ctx); d.Total() != 2 {
 		t.Fatalf("after purging BIT: %+v", d)
 	}
-	_, all := e.do(e.admin, "GET", "/dead-letters/purge", nil)
+	_, all := e.do(e.operator, "GET", "/dead-letters/purge", nil)
 	if !strings.Contains(all, "Purge the whole dead-letter queue?") || !strings.Contains(all, `<strong id="purge-n">2</strong>`) {
 		t.Fatalf("purge all confirmation:\n%s", all)
 	}
-	e.do(e.admin, "POST", "/dead-letters/purge", url.Values{"expected": {"2"}, "confirm": {"purge"}})
+	e.do(e.operator, "POST", "/dead-letters/purge", url.Values{"expected": {"2"}, "confirm": {"purge"}})
 	e.idle()
 	if n := e.queues[queue.KeyDeadLetter].Len(); n != 0 {
 		t.Fatalf("%d left after purging all", n)
@@ -280,28 +280,32 @@ func TestFleetPage(t *testing.T) {
 	if resp, _ := e.do(e.viewer, "POST", "/fleet/pause", url.Values{"target": {"type:DUP"}}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("viewer pause: %d", resp.StatusCode)
 	}
-	if resp, _ := e.do(e.admin, "POST", "/fleet/pause", url.Values{"target": {"queue:mill-dead-letter"}}); resp.StatusCode != http.StatusUnprocessableEntity {
+	if resp, _ := e.do(e.operator, "POST", "/fleet/pause", url.Values{"target": {"queue:mill-dead-letter"}}); resp.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("pausing the dead-letter queue: %d", resp.StatusCode)
 	}
-	if resp, _ := e.do(e.admin, "POST", "/fleet/pause", url.Values{"target": {"type:DUP"}, "reason": {"storage maintenance"}}); resp.StatusCode != http.StatusSeeOther {
+	if resp, _ := e.do(e.operator, "POST", "/fleet/pause", url.Values{"target": {"type:DUP"}, "reason": {"storage maintenance"}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("pause: %d", resp.StatusCode)
 	}
 	ps, _ := e.fleet.Pauses(ctx)
-	if len(ps) != 1 || ps[0].Key() != "type:DUP" || ps[0].By != "ana" || ps[0].Reason != "storage maintenance" {
+	if len(ps) != 1 || ps[0].Key() != "type:DUP" || ps[0].By != "oli" || ps[0].Reason != "storage maintenance" {
 		t.Fatalf("pauses %+v", ps)
 	}
-	_, body = e.do(e.admin, "GET", "/fleet", nil)
+	_, queues := e.do(e.viewer, "GET", "/queues", nil)
+	if !regexp.MustCompile(`(?s)id="q-dup-high">.{0,200}paused \(type DUP\)`).MatchString(queues) {
+		t.Error("the queues page does not mark dup-high paused by the DUP pause")
+	}
+	_, body = e.do(e.operator, "GET", "/fleet", nil)
 	if !strings.Contains(body, `id="resume-type-DUP"`) || strings.Contains(body, `<option value="type:DUP">`) {
 		t.Error("the paused type has no resume button, or is offered again")
 	}
-	if resp, _ := e.do(e.admin, "POST", "/fleet/resume", url.Values{"target": {"type:DUP"}}); resp.StatusCode != http.StatusSeeOther {
+	if resp, _ := e.do(e.operator, "POST", "/fleet/resume", url.Values{"target": {"type:DUP"}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("resume: %d", resp.StatusCode)
 	}
 	if ps, _ := e.fleet.Pauses(ctx); len(ps) != 0 {
 		t.Fatalf("after resume: %+v", ps)
 	}
 	log := e.changeLog()
-	if !strings.Contains(log, "ana admin fleet.pause: paused type DUP (by ana") || !strings.Contains(log, "ana admin fleet.resume: resumed type DUP") {
+	if !strings.Contains(log, "oli operator fleet.pause: paused type DUP (by oli") || !strings.Contains(log, "oli operator fleet.resume: resumed type DUP") {
 		t.Errorf("change log:\n%s", log)
 	}
 }
