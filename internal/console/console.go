@@ -210,8 +210,20 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the console's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Run samples the queues every SampleEvery until ctx ends.
-func (s *Server) Run(ctx context.Context) { s.samples.run(ctx) }
+// Run starts the first scan of the dead-letter queue, so its page has an
+// index when someone opens it, and samples the queues every SampleEvery
+// until ctx ends.
+func (s *Server) Run(ctx context.Context) {
+	if s.dl != nil {
+		s.dl.refresh(false)
+	}
+	s.samples.run(ctx)
+}
+
+// Close stops the background work of the dead-letter page (a scan, a
+// redrive or purge in progress ends; what a scan holds is released).
+// Serve calls it when it returns.
+func (s *Server) Close() { s.stop() }
 
 // CheckListen refuses to serve without authentication anywhere but on a
 // loopback address: addr is what the server listens on ("127.0.0.1:8080",
@@ -267,7 +279,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	stop()
 	wg.Wait()
-	s.stop()
+	s.Close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
