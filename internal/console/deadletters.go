@@ -48,6 +48,16 @@ func dlFilter(r *http.Request) (deadletter.Filter, error) {
 	return f, nil
 }
 
+// dlFilterOr reads the filter of r, or answers 400 and returns false.
+func (s *Server) dlFilterOr(w http.ResponseWriter, r *http.Request, u *auth.User) (deadletter.Filter, bool) {
+	f, err := dlFilter(r)
+	if err != nil {
+		s.errorPage(w, r, u, http.StatusBadRequest, "Bad filter", err.Error())
+		return f, false
+	}
+	return f, true
+}
+
 // query encodes f (and extra key, value pairs) for a link.
 func dlQuery(f deadletter.Filter, kv ...string) string {
 	v := url.Values{}
@@ -96,9 +106,8 @@ type deadLettersData struct {
 }
 
 func (s *Server) deadLettersPage(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	f, err := dlFilter(r)
-	if err != nil {
-		s.errorPage(w, r, u, http.StatusBadRequest, "Bad filter", err.Error())
+	f, ok := s.dlFilterOr(w, r, u)
+	if !ok {
 		return
 	}
 	pg, _ := strconv.Atoi(r.FormValue("page"))
@@ -211,61 +220,6 @@ func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request, u *auth.
 	s.render(w, r, http.StatusOK, "deadletter", page{Title: "Dead letter " + d.Entry.Message.ID, Nav: "dead-letters", User: u, Data: d})
 }
 
-// dlJob is a redrive or purge the console runs in the background.
-type dlJob struct {
-	ID                int
-	Kind              string // "redrive" or "purge"
-	User              string
-	Filter            string
-	Rate              float64
-	Started, Finished time.Time
-	Done              bool
-	Redrive           deadletter.RedriveStats
-	Purge             deadletter.PurgeResult
-	Summary, Err      string
-}
-
-func (j *dlJob) running() bool { return j != nil && !j.Done }
-
-// copy returns a copy for a page (nil for nil).
-func (j *dlJob) copy() *dlJob {
-	if j == nil {
-		return nil
-	}
-	c := *j
-	return &c
-}
-
-// start runs fn as the index's job, unless one runs already.
-func (x *dlIndex) start(j *dlJob, fn func(ctx context.Context, j *dlJob, update func(func(*dlJob)))) bool {
-	x.mu.Lock()
-	if x.job.running() {
-		x.mu.Unlock()
-		return false
-	}
-	x.jobs++
-	j.ID, j.Started = x.jobs, x.clock.Now()
-	x.job = j
-	x.mu.Unlock()
-	go func() {
-		x.busy.Lock()
-		update := func(f func(*dlJob)) {
-			x.mu.Lock()
-			f(x.job)
-			x.notifyLocked()
-			x.mu.Unlock()
-		}
-		fn(x.bg, j, update)
-		x.busy.Unlock()
-		x.mu.Lock()
-		defer x.mu.Unlock()
-		x.job.Done, x.job.Finished = true, x.clock.Now()
-		x.refreshLocked(true) // what the job changed, seen by a new scan
-		x.notifyLocked()
-	}()
-	return true
-}
-
 type redriveData struct {
 	Filter     deadletter.Filter
 	Describe   string
@@ -313,9 +267,8 @@ func redriveForm(r *http.Request) (rate float64, to string, keep bool, err error
 // redrivePage is the dry run: what the console's last scan says a redrive
 // with these settings would do.
 func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	f, err := dlFilter(r)
-	if err != nil {
-		s.errorPage(w, r, u, http.StatusBadRequest, "Bad filter", err.Error())
+	f, ok := s.dlFilterOr(w, r, u)
+	if !ok {
 		return
 	}
 	d := redriveData{Filter: f, Describe: describe(f), Query: dlQuery(f), Rate: cmpOr(r.FormValue("rate"), "10"), Sources: workQueueKeys()}
@@ -363,9 +316,8 @@ func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request, u *auth.Use
 // redrive starts a redrive after the dry run.
 func (s *Server) redrive(w http.ResponseWriter, r *http.Request, u *auth.User) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-	f, err := dlFilter(r)
-	if err != nil {
-		s.errorPage(w, r, u, http.StatusBadRequest, "Bad filter", err.Error())
+	f, ok := s.dlFilterOr(w, r, u)
+	if !ok {
 		return
 	}
 	rate, to, keep, err := redriveForm(r)
@@ -381,7 +333,7 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request, u *auth.User) {
 		settings += "; messages without a source queue of Mill's to " + to
 	}
 	j := &dlJob{Kind: "redrive", User: u.Name, Filter: describe(f), Rate: rate}
-	started := s.dl.start(j, func(ctx context.Context, j *dlJob, update func(func(*dlJob))) {
+	s.startJob(w, r, u, j, "redrive started: "+settings, func(ctx context.Context, j *dlJob, update func(func(*dlJob))) {
 		redriven := map[string]bool{}
 		st, err := s.dl.in.Redrive(ctx, deadletter.Redrive{Filter: f, Rate: rate, To: to, KeepAttempts: keep,
 			Each:     func(e *deadletter.Entry, _ string) { redriven[e.Message.ID] = true },
@@ -390,12 +342,18 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request, u *auth.User) {
 		update(func(j *dlJob) { j.Redrive, j.Summary, j.Err = st, st.Summary(false), errText(err) })
 		s.recordJob(u, "dlq.redrive.result", st.Summary(false)+"; "+settings, err)
 	})
-	if !started {
+}
+
+// startJob runs fn as the dead-letter queue's background job j (unless one
+// runs: 409), records that it started, and sends the user to the
+// dead-letter page, where its progress shows.
+func (s *Server) startJob(w http.ResponseWriter, r *http.Request, u *auth.User, j *dlJob, summary string, fn func(context.Context, *dlJob, func(func(*dlJob)))) {
+	if !s.dl.start(j, fn) {
 		s.errorPage(w, r, u, http.StatusConflict, "Busy", "A redrive or purge is running; wait until it is done.")
 		return
 	}
-	msg := "redrive"
-	if err := s.record(r.Context(), u, changelog.Change{Action: "dlq.redrive", Target: s.dl.in.QueueName(), Summary: "redrive started: " + settings}); err != nil {
+	msg := j.Kind
+	if err := s.record(r.Context(), u, changelog.Change{Action: "dlq." + j.Kind, Target: s.dl.in.QueueName(), Summary: summary}); err != nil {
 		msg += "&msg=unrecorded"
 	}
 	http.Redirect(w, r, "/dead-letters?msg="+msg, http.StatusSeeOther)
@@ -442,9 +400,8 @@ func (s *Server) purgePage(w http.ResponseWriter, r *http.Request, u *auth.User)
 }
 
 func (s *Server) purgeConfirm(w http.ResponseWriter, r *http.Request, u *auth.User, status int, problem string) {
-	f, err := dlFilter(r)
-	if err != nil {
-		s.errorPage(w, r, u, http.StatusBadRequest, "Bad filter", err.Error())
+	f, ok := s.dlFilterOr(w, r, u)
+	if !ok {
 		return
 	}
 	d := purgeData{Filter: f, Describe: describe(f), Query: dlQuery(f), All: f.Empty(), Error: problem}
@@ -470,9 +427,8 @@ func (s *Server) purgeConfirm(w http.ResponseWriter, r *http.Request, u *auth.Us
 // scanned, nothing is deleted.
 func (s *Server) purge(w http.ResponseWriter, r *http.Request, u *auth.User) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-	f, err := dlFilter(r)
-	if err != nil {
-		s.errorPage(w, r, u, http.StatusBadRequest, "Bad filter", err.Error())
+	f, ok := s.dlFilterOr(w, r, u)
+	if !ok {
 		return
 	}
 	if r.PostFormValue("confirm") != "purge" {
@@ -489,7 +445,7 @@ func (s *Server) purge(w http.ResponseWriter, r *http.Request, u *auth.User) {
 		what = "the whole queue (about " + strconv.Itoa(expected) + " messages)"
 	}
 	j := &dlJob{Kind: "purge", User: u.Name, Filter: what}
-	started := s.dl.start(j, func(ctx context.Context, j *dlJob, update func(func(*dlJob))) {
+	s.startJob(w, r, u, j, fmt.Sprintf("purge started: %s (%d confirmed)", what, expected), func(ctx context.Context, j *dlJob, update func(func(*dlJob))) {
 		gone := map[string]bool{}
 		res, err := s.dl.in.Purge(ctx, deadletter.Purge{Filter: f,
 			Confirm: func(n, looked int) bool { return looked < 0 || n <= expected },
@@ -502,14 +458,4 @@ func (s *Server) purge(w http.ResponseWriter, r *http.Request, u *auth.User) {
 		update(func(j *dlJob) { j.Purge, j.Summary, j.Err = res, sum, errText(err) })
 		s.recordJob(u, "dlq.purge.result", sum+"; "+what, err)
 	})
-	if !started {
-		s.errorPage(w, r, u, http.StatusConflict, "Busy", "A redrive or purge is running; wait until it is done.")
-		return
-	}
-	msg := "purge"
-	if err := s.record(r.Context(), u, changelog.Change{Action: "dlq.purge", Target: s.dl.in.QueueName(),
-		Summary: fmt.Sprintf("purge started: %s (%d confirmed)", what, expected)}); err != nil {
-		msg += "&msg=unrecorded"
-	}
-	http.Redirect(w, r, "/dead-letters?msg="+msg, http.StatusSeeOther)
 }

@@ -347,3 +347,58 @@ func (x *dlIndex) find(ctx context.Context, id string) (*deadletter.Entry, error
 }
 
 var errBusy = fmt.Errorf("the dead-letter queue is being scanned, redriven or purged; try again when it is done")
+
+// dlJob is a redrive or purge the console runs in the background.
+type dlJob struct {
+	ID                int
+	Kind              string // "redrive" or "purge"
+	User              string
+	Filter            string
+	Rate              float64
+	Started, Finished time.Time
+	Done              bool
+	Redrive           deadletter.RedriveStats
+	Purge             deadletter.PurgeResult
+	Summary, Err      string
+}
+
+func (j *dlJob) running() bool { return j != nil && !j.Done }
+
+// copy returns a copy for a page (nil for nil).
+func (j *dlJob) copy() *dlJob {
+	if j == nil {
+		return nil
+	}
+	c := *j
+	return &c
+}
+
+// start runs fn as the index's job, unless one runs already.
+func (x *dlIndex) start(j *dlJob, fn func(ctx context.Context, j *dlJob, update func(func(*dlJob)))) bool {
+	x.mu.Lock()
+	if x.job.running() {
+		x.mu.Unlock()
+		return false
+	}
+	x.jobs++
+	j.ID, j.Started = x.jobs, x.clock.Now()
+	x.job = j
+	x.mu.Unlock()
+	go func() {
+		x.busy.Lock()
+		update := func(f func(*dlJob)) {
+			x.mu.Lock()
+			f(x.job)
+			x.notifyLocked()
+			x.mu.Unlock()
+		}
+		fn(x.bg, j, update)
+		x.busy.Unlock()
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		x.job.Done, x.job.Finished = true, x.clock.Now()
+		x.refreshLocked(true) // what the job changed, seen by a new scan
+		x.notifyLocked()
+	}()
+	return true
+}
