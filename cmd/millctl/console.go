@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -84,11 +85,15 @@ pauses and resumes), admin (also edits policies).`,
 			policyRefresh := fs.Duration("policy-refresh", console.DefaultPolicyRefresh, "Workman's and the producers' policy cache (`duration`), told to users after a save")
 			dlqRescan := fs.Duration("dlq-rescan", console.DefaultDeadLetterRescan, "scan the dead-letter queue again when its page is viewed this long (`duration`) after the last scan")
 			dlqMax := fs.Int("dlq-max", console.DefaultDeadLetterMax, "keep at most `n` dead letters in the console's index")
+			dlqHold := fs.Duration("dlq-hold", console.DefaultDeadLetterHold, "how long a scan keeps the dead letters it looked at invisible (`duration`; extended while it runs, released at its end)")
 			claims := wiring.ClaimsFlags(fs)
 			fleetTable := fleetTableFlag(fs)
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected arguments: %q", args)
+				}
+				if *dlqHold < time.Second || *dlqHold > queue.MaxVisibility {
+					return usagef("--dlq-hold %v: want 1s to %v", *dlqHold, queue.MaxVisibility)
 				}
 				authn, err := consoleAuth(*mode, *tokensFile, auth.ALBConfig{
 					ARN: *albARN, KeyURL: *albKeyURL, Issuer: *issuer, ClientID: *clientID,
@@ -122,7 +127,7 @@ pauses and resumes), admin (also edits policies).`,
 				queues := queuestats.New(*prefix, func(ctx context.Context, _, name string) (queue.Queue, error) {
 					return sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})
 				}, queuestats.CloudWatchAges{Client: awsCfg.CloudWatch()})
-				dlq, err := claims.DeadLetters(ctx, sqsc, s3c, "", deadletter.Config{Prefix: *prefix, Logger: a.logger})
+				dlq, err := claims.DeadLetters(ctx, sqsc, s3c, "", deadletter.Config{Prefix: *prefix, Hold: *dlqHold, Logger: a.logger})
 				if err != nil { // the page says so; the rest of the console works
 					a.logger.Error("console: the dead-letter queue cannot be read", "err", err)
 				}

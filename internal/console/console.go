@@ -65,6 +65,11 @@ const (
 	DefaultDeadLetterRescan = time.Minute
 	// DefaultDeadLetterMax: see Config.DeadLetterMax.
 	DefaultDeadLetterMax = 20_000
+	// DefaultDeadLetterHold is how long the console's scan holds the dead
+	// letters it has seen (deadletter.Config.Hold). Longer than the
+	// library's default: the scan covers up to DeadLetterMax letters, and
+	// keeping them held costs one request per ten letters every half hold.
+	DefaultDeadLetterHold = 2 * time.Minute
 	// DefaultScanBudget is how many bit-log rows one page may read to
 	// answer a filter the bit log cannot apply itself (a case, repairs).
 	DefaultScanBudget = 50_000
