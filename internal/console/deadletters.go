@@ -119,7 +119,9 @@ func (s *Server) deadLettersPage(w http.ResponseWriter, r *http.Request, u *auth
 	gen := ""
 	if v.Snap != nil && !v.Partial {
 		gen = strconv.Itoa(v.Snap.Gen)
-		d.Stale = r.FormValue("gen") != "" && r.FormValue("gen") != gen
+		// Page 1 is the newest dead letters of any scan: no warning when
+		// the page, refreshing itself while a rescan ran, shows the new one.
+		d.Stale = v.Page > 1 && r.FormValue("gen") != "" && r.FormValue("gen") != gen
 	}
 	d.Self = "/dead-letters" + dlQuery(f, "page", strconv.Itoa(v.Page), "gen", gen)
 	if v.Page > 1 {
