@@ -598,16 +598,24 @@ func TestBrowserDeadLettersAndFleet(t *testing.T) {
 		t.Errorf("the viewer sees %d fleet controls; forged POSTs answered %v, want 403 each", controls, forged)
 	}
 
-	// --- The operator: the list, once the console's scan has ended.
+	// --- The operator: the list. The console's first scan may have
+	// started before the letters above were sent; they show at the next
+	// scan, so the operator waits for the first to end (the page refreshes
+	// itself while it runs) and asks for a rescan.
 	op := b.tab()
 	b.login(op, b.operator)
-	b.run(op, chromedp.Navigate(b.url+"/dead-letters"), chromedp.WaitVisible("#dl-table", chromedp.ByQuery))
+	b.run(op, chromedp.Navigate(b.url+"/dead-letters"), chromedp.WaitVisible("#dl-table", chromedp.ByQuery),
+		chromedp.WaitVisible("#rescan", chromedp.ByQuery))
+	if st := b.navigate(op, chromedp.Click("#rescan", chromedp.ByQuery)); st != 200 {
+		t.Fatalf("rescan: %d", st)
+	}
 	if err := chromedp.Run(op, chromedp.Poll(`(document.querySelector("#dl-looked") || {}).textContent === "7"`, nil,
 		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		var scan string
 		_ = chromedp.Run(op, chromedp.Text("#dl-scan", &scan, chromedp.ByQuery))
 		t.Fatalf("the scan did not show 7 dead letters: %q (%v)", scan, err)
 	}
+	b.run(op, chromedp.Navigate(b.url+"/dead-letters"), chromedp.WaitVisible("#dl-table", chromedp.ByQuery))
 	b.shot(op, "dead-letters")
 	// Filter NOOP from dup-low, open the one, dry run, redrive.
 	b.run(op, setSelects("f-type", "NOOP", "f-source", queue.KeyDupLow))
