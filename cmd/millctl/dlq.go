@@ -152,8 +152,7 @@ func dlqFlags(fs *flag.FlagSet, a *app) *dlqEnv {
 }
 
 // run returns a command's action: fn with the dead-letter queue's
-// inspector (behind the claim check, so bodies are resolved and blobs
-// deleted with their messages).
+// inspector (behind the claim check, so bodies are resolved).
 func (e *dlqEnv) run(fn func(context.Context, *deadletter.Inspector, []string) error) func(context.Context, []string) error {
 	return func(ctx context.Context, args []string) error {
 		switch {

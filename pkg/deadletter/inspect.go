@@ -30,9 +30,10 @@ const DefaultWait = time.Second
 // Config configures an Inspector.
 type Config struct {
 	// Queue is the dead-letter queue (required), behind the claim check
-	// when Mill uses one: bodies are then resolved as they are received,
-	// and a message's blob is deleted with it — only a blob whose key the
-	// claim check owns (see pkg/queue/claimcheck, Confinement).
+	// when Mill uses one: bodies are then resolved as they are received
+	// (only from keys the claim check owns; see pkg/queue/claimcheck,
+	// Confinement). A blob outlives its message: the claims prefix's
+	// expiry removes it.
 	Queue queue.Queue
 	// Open opens a queue to redrive to, by its full name, behind the
 	// claim check as well (required for Redrive).

@@ -34,9 +34,9 @@ type PurgeResult struct {
 	Cancelled               bool
 }
 
-// Purge deletes the messages p selects, after Confirm, with their
-// claim-check blobs (only those the claim check owns). The error says
-// what failed.
+// Purge deletes the messages p selects, after Confirm; their claim-check
+// blobs stay until the claims prefix's expiry. The error says what
+// failed.
 func (in *Inspector) Purge(ctx context.Context, p Purge) (PurgeResult, error) {
 	if p.Filter.Empty() {
 		d, err := in.Depth(ctx)
