@@ -83,12 +83,11 @@ var rowRE = regexp.MustCompile(`<tr id="dl-([^"]+)"`)
 func TestDeadLetterPages(t *testing.T) {
 	e := newEnv(t)
 	seedDeadLetters(t, e)
-	resp, body := e.do(e.viewer, "GET", "/dead-letters", nil)
-	if resp.StatusCode != 200 {
+	if resp, _ := e.do(e.viewer, "GET", "/dead-letters", nil); resp.StatusCode != 200 {
 		t.Fatalf("GET /dead-letters: %d", resp.StatusCode)
 	}
 	e.idle()
-	_, body = e.do(e.viewer, "GET", "/dead-letters", nil)
+	_, body := e.do(e.viewer, "GET", "/dead-letters", nil)
 	rows := rowRE.FindAllStringSubmatch(body, -1)
 	if len(rows) != 50 || !strings.Contains(body, `<strong id="dl-matching">122</strong>`) || !strings.Contains(body, "Page 1 of 3") {
 		t.Fatalf("first page: %d rows\n%s", len(rows), body)
