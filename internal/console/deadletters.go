@@ -93,16 +93,16 @@ func describe(f deadletter.Filter) string {
 
 type deadLettersData struct {
 	dlView
-	Filter             deadletter.Filter
-	Describe           string
-	Query              string // the filter as a query, for links
-	Types, Sources     []string
-	Now                time.Time
-	Prev, Next, Self   string
-	Stale              bool // the page link was for an earlier scan
-	Refresh            bool // a scan or job runs: the page refreshes itself
-	Rescan, Hold, Wait time.Duration
-	Queue              string
+	Filter           deadletter.Filter
+	Describe         string
+	Query            string // the filter as a query, for links
+	Types, Sources   []string
+	Now              time.Time
+	Prev, Next, Self string
+	Stale            bool // the page link was for an earlier scan
+	Refresh          bool // a scan or job runs: the page refreshes itself
+	Rescan           time.Duration
+	Queue            string
 }
 
 func (s *Server) deadLettersPage(w http.ResponseWriter, r *http.Request, u *auth.User) {
