@@ -14,10 +14,10 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/internal/wiring"
+	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/task"
-	"github.com/millfleet/mill/pkg/workman"
 )
 
 // TestClaimCheckThroughMillctl: tasks over SQS's 256 KiB limit go through
@@ -78,7 +78,7 @@ func TestClaimCheckThroughMillctl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	en, err := workman.EncodeDeadLetter(&workman.DeadLetter{Body: body, Reason: workman.ReasonFailed, Error: "noop: injected",
+	en, err := deadletter.Encode(&deadletter.Letter{Body: body, Reason: deadletter.ReasonFailed, Error: "noop: injected",
 		TaskType: task.TypeNoop, SourceQueue: e.prefix + queue.KeyDupLow, Attempts: 3, Worker: "w", Time: time.Now(), MessageID: "src-huge"})
 	if err != nil {
 		t.Fatal(err)

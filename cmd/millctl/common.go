@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/queue"
@@ -21,4 +25,11 @@ func queuePrefixFlag(fs *flag.FlagSet) *string {
 // databaseURLFlag defines --database-url (MILL_DATABASE_URL).
 func databaseURLFlag(fs *flag.FlagSet) *string {
 	return fs.String("database-url", "", "PostgreSQL connection `URL` (postgres://user:pass@host:port/db?sslmode=disable)")
+}
+
+// confirm asks question on stderr and reads y/yes from stdin.
+func confirm(a *app, question string) bool {
+	fmt.Fprintf(a.stderr, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	return slices.Contains([]string{"y", "yes"}, strings.ToLower(strings.TrimSpace(line)))
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -17,6 +18,8 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/deadletter"
+	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
@@ -30,15 +33,18 @@ const defaultChangeLogPrefix = "console-changes/"
 func init() {
 	register(&command{
 		name:    "console",
-		summary: "serve the Mill Console: policies, queues, bit integrity, in a browser",
+		summary: "serve the Mill Console: policies, queues, dead letters, bit integrity, fleet, in a browser",
 		usage: `millctl console [flags]
 
 Serves the Mill Console on --listen: the duplication policy editor (checked
 with the rules of millctl policy validate, saved with optimistic
 concurrency, every version in the history), the seven queues live with a
-depth chart of the last hour, and the bit-integrity runs, reports and
-results (with --database-url). Every change is logged with its user and
-recorded in the change log (--change-log; default the config bucket under
+depth chart of the last hour, the dead letters (filtered, shown, redriven
+and purged as millctl dlq does; the console scans the queue at most every
+--dlq-rescan while someone looks), the bit-integrity runs, reports and
+results (with --database-url), and the fleet with its pauses (--fleet-table;
+empty: no fleet page). Every change is logged with its user and recorded in
+the change log (--change-log; default the config bucket under
 console-changes/).
 
 Authentication (--auth):
@@ -50,8 +56,8 @@ Authentication (--auth):
           millctl console token
   none    no authentication, every user an admin: only on a loopback
           --listen address (refused otherwise)
-Roles: viewer (reads), operator (also redrives and purges dead letters),
-admin (also edits policies).`,
+Roles: viewer (reads), operator (also redrives and purges dead letters,
+pauses and resumes), admin (also edits policies).`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			src := configFlags(fs, a)
 			listen := fs.String("listen", "127.0.0.1:8080", "`address` to serve on")
@@ -77,9 +83,17 @@ admin (also edits policies).`,
 			refresh := fs.Duration("refresh", console.DefaultRefresh, "how often live pages refresh (`duration`)")
 			sampleEvery := fs.Duration("sample-every", console.DefaultSampleEvery, "how often the queues are sampled for the depth charts (`duration`)")
 			policyRefresh := fs.Duration("policy-refresh", console.DefaultPolicyRefresh, "Workman's and the producers' policy cache (`duration`), told to users after a save")
+			dlqRescan := fs.Duration("dlq-rescan", console.DefaultDeadLetterRescan, "scan the dead-letter queue again when its page is viewed this long (`duration`) after the last scan")
+			dlqMax := fs.Int("dlq-max", console.DefaultDeadLetterMax, "keep at most `n` dead letters in the console's index")
+			dlqHold := fs.Duration("dlq-hold", console.DefaultDeadLetterHold, "how long a scan keeps the dead letters it looked at invisible (`duration`; extended while it runs, released at its end)")
+			claims := wiring.ClaimsFlags(fs)
+			fleetTable := fleetTableFlag(fs)
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected arguments: %q", args)
+				}
+				if *dlqHold < time.Second || *dlqHold > queue.MaxVisibility {
+					return usagef("--dlq-hold %v: want 1s to %v", *dlqHold, queue.MaxVisibility)
 				}
 				authn, err := consoleAuth(*mode, *tokensFile, auth.ALBConfig{
 					ARN: *albARN, KeyURL: *albKeyURL, Issuer: *issuer, ClientID: *clientID,
@@ -113,12 +127,22 @@ admin (also edits policies).`,
 				queues := queuestats.New(*prefix, func(ctx context.Context, _, name string) (queue.Queue, error) {
 					return sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})
 				}, queuestats.CloudWatchAges{Client: awsCfg.CloudWatch()})
+				dlq, err := claims.DeadLetters(ctx, sqsc, s3c, "", deadletter.Config{Prefix: *prefix, Hold: *dlqHold, Logger: a.logger})
+				if err != nil { // the page says so; the rest of the console works
+					a.logger.Error("console: the dead-letter queue cannot be read", "err", err)
+				}
 				cfg := console.Config{
-					Auth: authn, Files: files, Changes: changes, Queues: queues,
+					Auth: authn, Files: files, Changes: changes, Queues: queues, DeadLetters: dlq,
+					DeadLetterRescan: *dlqRescan, DeadLetterMax: *dlqMax,
 					Refresh: *refresh, SampleEvery: *sampleEvery, PolicyRefresh: *policyRefresh,
 					SecureCookies: *secure, LogoutURL: *logoutURL, Logger: a.logger,
 				}
 				where := []string{"config " + files.Where(""), "queues " + *prefix + "*"}
+				if *fleetTable != "" {
+					cfg.Fleet = fleet.NewDynamo(awsCfg.DynamoDB(), *fleetTable, nil)
+					queues.WithFleet(cfg.Fleet)
+					where = append(where, "fleet registry "+*fleetTable)
+				}
 				if *dbURL != "" {
 					db, err := milldb.Open(ctx, *dbURL, milldb.Config{MaxConns: 4})
 					if err != nil {

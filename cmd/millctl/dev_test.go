@@ -31,7 +31,7 @@ func runDevCtx(t *testing.T, ctx context.Context, args ...string) (code int, std
 }
 
 // TestDevConsole: with --console the console serves the run's policies,
-// queues and bit log after the run, and the editor saves into the dev
+// queues, dead letters and bit log after the run, and the editor saves into the dev
 // mode's configuration; Ctrl-C (the context) ends it with exit 0.
 func TestDevConsole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -39,7 +39,7 @@ func TestDevConsole(t *testing.T) {
 	pages := map[string]string{}
 	devOnConsole = func(url string) {
 		defer cancel()
-		for _, p := range []string{"/policies", "/policies/acme", "/queues", "/bit", "/changes"} {
+		for _, p := range []string{"/policies", "/policies/acme", "/queues", "/bit", "/changes", "/dead-letters"} {
 			resp, err := http.Get(url + p)
 			if err != nil {
 				t.Errorf("GET %s: %v", p, err)
@@ -64,6 +64,7 @@ func TestDevConsole(t *testing.T) {
 	}
 	for p, want := range map[string]string{
 		"/policies": `href="/policies/globex"`, "/policies/acme": "photos", "/queues": "mill-dup-low", "/bit": "/bit/run?run=",
+		"/dead-letters": `id="dl-table"`,
 	} {
 		if !strings.Contains(pages[p], want) {
 			t.Errorf("%s lacks %q", p, want)

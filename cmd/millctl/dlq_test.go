@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/task"
@@ -227,11 +228,11 @@ func TestDLQRedriveAcceptance(t *testing.T) {
 }
 
 // deadLetters puts hand-made dead letters on the dead-letter queue.
-func (e *opsEnv) deadLetters(ds ...*workman.DeadLetter) {
+func (e *opsEnv) deadLetters(ds ...*deadletter.Letter) {
 	e.t.Helper()
 	var entries []queue.SendEntry
 	for _, d := range ds {
-		en, err := workman.EncodeDeadLetter(d)
+		en, err := deadletter.Encode(d)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -245,15 +246,15 @@ func (e *opsEnv) deadLetters(ds ...*workman.DeadLetter) {
 func TestDLQListShowPurge(t *testing.T) {
 	e := newOpsEnv(t)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	var ds []*workman.DeadLetter
+	var ds []*deadletter.Letter
 	for i := range 3 {
 		body, _ := task.Encode(task.Dup{Account: "acme", StoreID: "1", DestStoreID: "2", SpaceID: "photos", ContentID: fmt.Sprintf("img-%d.jpg", i), Attempts: 2}.Task(), task.FormatJSON)
-		ds = append(ds, &workman.DeadLetter{Body: body, Reason: workman.ReasonFailed, Error: "dup: copy: AccessDenied: the destination bucket policy refuses PutObject for this role " + strings.Repeat("x", 80),
+		ds = append(ds, &deadletter.Letter{Body: body, Reason: deadletter.ReasonFailed, Error: "dup: copy: AccessDenied: the destination bucket policy refuses PutObject for this role " + strings.Repeat("x", 80),
 			TaskType: task.TypeDup, Processor: "dup", SourceQueue: e.prefix + "dup-high", Attempts: 3, Worker: "w1", Time: now, MessageID: fmt.Sprintf("src-dup-%d", i)})
 	}
 	for i := range 2 {
 		body, _ := task.Encode(task.Bit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: fmt.Sprintf("doc-%d", i)}.Task(), task.FormatProperties)
-		ds = append(ds, &workman.DeadLetter{Body: body, Reason: workman.ReasonFailed, Error: "bit: context deadline exceeded (timeout)",
+		ds = append(ds, &deadletter.Letter{Body: body, Reason: deadletter.ReasonFailed, Error: "bit: context deadline exceeded (timeout)",
 			TaskType: task.TypeBit, Processor: "bit", SourceQueue: e.prefix + "bit", Attempts: 3, Worker: "w2", Time: now, MessageID: fmt.Sprintf("src-bit-%d", i)})
 	}
 	e.deadLetters(ds...)
@@ -310,4 +311,39 @@ func TestDLQListShowPurge(t *testing.T) {
 		t.Fatalf("purge --yes: %s", out)
 	}
 	waitFor(t, "an empty dead-letter queue", 10*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Total() == 0 })
+}
+
+// TestDLQRedriveOnlyToMillQueues: a dead letter naming a source queue that
+// is not one of Mill's work queues under the prefix (a forged envelope the
+// SQS redrive policy moved here, or a queue of another system) is refused
+// by redrive and stays; --to names a target for it. Before redrive checked
+// the source queue it sent the task wherever the message said.
+func TestDLQRedriveOnlyToMillQueues(t *testing.T) {
+	e := newOpsEnv(t)
+	ctx := context.Background()
+	elsewhere := e.prefix + "elsewhere"
+	if _, _, err := sqsqueue.Ensure(ctx, e.api, elsewhere, sqsqueue.EnsureConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := task.Encode(task.New(task.TypeNoop, map[string]string{"id": "forged"}), task.FormatJSON)
+	e.deadLetters(&deadletter.Letter{Body: body, Reason: deadletter.ReasonFailed, Error: "x", TaskType: task.TypeNoop,
+		SourceQueue: elsewhere, Attempts: 3, Worker: "w", Time: time.Now(), MessageID: "src-forged"})
+	code, out, errOut := e.millctl("", "dlq", "redrive")
+	if code == 0 || !strings.Contains(out, "0 redriven, 1 failed") || !strings.Contains(errOut, "not one of Mill's work queues") {
+		t.Errorf("redrive to a foreign source queue: exit %d\n%s\n%s", code, out, errOut)
+	}
+	q, err := sqsqueue.Open(ctx, e.api, elsewhere, sqsqueue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := q.Depth(ctx); err != nil || d.Total() != 0 {
+		t.Fatalf("the foreign queue after the redrive: %+v, %v", d, err)
+	}
+	waitFor(t, "the dead letter visible again", 15*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Visible == 1 })
+	if out := e.must("", "dlq", "redrive", "--to", "dup-low"); !strings.Contains(out, "1 redriven, 0 failed") {
+		t.Fatalf("redrive --to dup-low: %s", out)
+	}
+	if d := e.depth(queue.KeyDupLow); d.Total() != 1 {
+		t.Errorf("dup-low after redrive --to: %+v", d)
+	}
 }

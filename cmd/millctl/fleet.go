@@ -144,15 +144,15 @@ from the queue, or runs the type, again within one heartbeat interval.`,
 					return err
 				}
 				for _, arg := range args {
-					kind, name := pauseKindName(*prefix, arg)
-					ok, err := reg.Resume(ctx, kind, name)
+					p := fleet.ParseTarget(*prefix, arg)
+					ok, err := reg.Resume(ctx, p.Kind, p.Name)
 					if err != nil {
 						return err
 					}
 					if ok {
-						fmt.Fprintf(a.stdout, "resumed %s %s\n", kind, name)
+						fmt.Fprintf(a.stdout, "resumed %s %s\n", p.Kind, p.Name)
 					} else {
-						fmt.Fprintf(a.stdout, "%s %s was not paused\n", kind, name)
+						fmt.Fprintf(a.stdout, "%s %s was not paused\n", p.Kind, p.Name)
 					}
 				}
 				return nil
@@ -161,31 +161,19 @@ from the queue, or runs the type, again within one heartbeat interval.`,
 	})
 }
 
-// pauseKindName reads a pause argument: a known task type, else a queue
-// key (named under prefix) or a full queue name.
-func pauseKindName(prefix, arg string) (fleet.PauseKind, string) {
-	if task.Type(arg).Known() {
-		return fleet.PauseType, arg
-	}
-	if slices.Contains(queue.AllKeys, arg) {
-		return fleet.PauseQueue, queue.Name(prefix, arg)
-	}
-	return fleet.PauseQueue, arg
-}
-
 // pauseTarget is the pause arg asks for; a queue must exist (a typo must
 // not pause nothing and look done).
 func pauseTarget(ctx context.Context, sq *sqs.Client, prefix, arg string) (fleet.Pause, error) {
-	kind, name := pauseKindName(prefix, arg)
-	if kind == fleet.PauseQueue {
-		if name == queue.Name(prefix, queue.KeyDeadLetter) {
+	p := fleet.ParseTarget(prefix, arg)
+	if p.Kind == fleet.PauseQueue {
+		if p.Name == queue.Name(prefix, queue.KeyDeadLetter) {
 			return fleet.Pause{}, fmt.Errorf("%s: Workman never receives from the dead-letter queue", arg)
 		}
-		if _, err := sq.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)}); err != nil {
+		if _, err := sq.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(p.Name)}); err != nil {
 			return fleet.Pause{}, fmt.Errorf("%s is not a task type (%s) nor an existing queue: %v", arg, knownTypes(), err)
 		}
 	}
-	return fleet.Pause{Kind: kind, Name: name}, nil
+	return p, nil
 }
 
 func knownTypes() string {

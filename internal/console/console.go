@@ -1,7 +1,7 @@
 // Package console is the Mill Console (docs/ARCHITECTURE.md, Console): a web
 // UI, served by `millctl console` and `millctl dev --console`, for the
-// duplication policies, the queues, the bit-integrity runs and, as they
-// arrive, the dead letters, the fleet and the storage statistics.
+// duplication policies, the queues, the dead letters, the bit-integrity
+// runs, the fleet and, as they arrive, the storage statistics.
 //
 // Pages are rendered on the server from embedded templates; the one script
 // is a vendored, pinned htmx (assets/), used for live refresh and in-place
@@ -10,8 +10,9 @@
 //
 // Every operation goes through the packages millctl uses: policies through
 // pkg/policyedit (pkg/policy's validation, the config store's conditional
-// writes), queue depths through pkg/queue/queuestats, bit results through
-// pkg/bitlog. The console implements none of them itself.
+// writes), queue depths through pkg/queue/queuestats, dead letters through
+// pkg/deadletter, bit results through pkg/bitlog, the fleet and its pauses
+// through pkg/fleet. The console implements none of them itself.
 //
 // Security: a user is authenticated by the configured auth.Authenticator
 // and has a role; pages show only the controls the role allows and every
@@ -42,6 +43,8 @@ import (
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/deadletter"
+	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/policyedit"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
 )
@@ -58,6 +61,15 @@ const (
 	DefaultSampleEvery   = 30 * time.Second
 	DefaultHistoryWindow = time.Hour
 	DefaultPolicyRefresh = 5 * time.Minute
+	// DefaultDeadLetterRescan: see Config.DeadLetterRescan.
+	DefaultDeadLetterRescan = time.Minute
+	// DefaultDeadLetterMax: see Config.DeadLetterMax.
+	DefaultDeadLetterMax = 20_000
+	// DefaultDeadLetterHold is how long the console's scan holds the dead
+	// letters it has seen (deadletter.Config.Hold). Longer than the
+	// library's default: the scan covers up to DeadLetterMax letters, and
+	// keeping them held costs one request per ten letters every half hold.
+	DefaultDeadLetterHold = 2 * time.Minute
 	// DefaultScanBudget is how many bit-log rows one page may read to
 	// answer a filter the bit log cannot apply itself (a case, repairs).
 	DefaultScanBudget = 50_000
@@ -84,6 +96,17 @@ type Config struct {
 	BitLog bitlog.Log
 	// Reports opens bit-integrity report files for download; nil: none.
 	Reports ReportOpener
+	// DeadLetters reads, redrives and purges the dead-letter queue; nil:
+	// the dead-letter page says it is not configured.
+	DeadLetters *deadletter.Inspector
+	// DeadLetterRescan is how old the dead-letter index may be before a
+	// page view scans the queue again (default DefaultDeadLetterRescan);
+	// DeadLetterMax bounds it (default DefaultDeadLetterMax).
+	DeadLetterRescan time.Duration
+	DeadLetterMax    int
+	// Fleet is the fleet registry; nil: the fleet page says it is not
+	// configured.
+	Fleet fleet.Registry
 	// Refresh is how often live pages refresh (default DefaultRefresh).
 	Refresh time.Duration
 	// SampleEvery is how often the queues are sampled for the depth
@@ -118,6 +141,8 @@ func (c Config) withDefaults() Config {
 	c.HistoryWindow = cmp.Or(c.HistoryWindow, DefaultHistoryWindow)
 	c.PolicyRefresh = cmp.Or(c.PolicyRefresh, DefaultPolicyRefresh)
 	c.ScanBudget = cmp.Or(c.ScanBudget, DefaultScanBudget)
+	c.DeadLetterRescan = cmp.Or(c.DeadLetterRescan, DefaultDeadLetterRescan)
+	c.DeadLetterMax = cmp.Or(c.DeadLetterMax, DefaultDeadLetterMax)
 	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -139,6 +164,9 @@ func (c Config) validate() error {
 	if c.Queues == nil {
 		errs = append(errs, errors.New("console: Config.Queues is required"))
 	}
+	if c.DeadLetterRescan < time.Second || c.DeadLetterMax < 1 {
+		errs = append(errs, fmt.Errorf("console: Config.DeadLetterRescan %s must be at least 1s and DeadLetterMax %d positive", c.DeadLetterRescan, c.DeadLetterMax))
+	}
 	if c.Refresh < time.Second {
 		errs = append(errs, fmt.Errorf("console: Config.Refresh %s is under 1s", c.Refresh))
 	}
@@ -156,6 +184,11 @@ type Server struct {
 	tmpl    map[string]*template.Template
 	handler http.Handler
 	samples *sampler
+	dl      *dlIndex // nil without Config.DeadLetters
+	// bg is the context of work that outlives a request (dead-letter
+	// scans and jobs, their change-log records); Serve cancels it.
+	bg   context.Context
+	stop context.CancelFunc
 }
 
 // New returns a console.
@@ -165,6 +198,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, editor: policyedit.New(cfg.Files)}
+	s.bg, s.stop = context.WithCancel(context.Background())
+	if cfg.DeadLetters != nil {
+		s.dl = newDLIndex(s.bg, cfg.DeadLetters, cfg.Clock, cfg.Logger, cfg.DeadLetterRescan, cfg.DeadLetterMax)
+	}
 	tmpl, err := parseTemplates()
 	if err != nil {
 		return nil, err
@@ -178,8 +215,20 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the console's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Run samples the queues every SampleEvery until ctx ends.
-func (s *Server) Run(ctx context.Context) { s.samples.run(ctx) }
+// Run starts the first scan of the dead-letter queue, so its page has an
+// index when someone opens it, and samples the queues every SampleEvery
+// until ctx ends.
+func (s *Server) Run(ctx context.Context) {
+	if s.dl != nil {
+		s.dl.refresh(false)
+	}
+	s.samples.run(ctx)
+}
+
+// Close stops the background work of the dead-letter page (a scan, a
+// redrive or purge in progress ends; what a scan holds is released).
+// Serve calls it when it returns.
+func (s *Server) Close() { s.stop() }
 
 // CheckListen refuses to serve without authentication anywhere but on a
 // loopback address: addr is what the server listens on ("127.0.0.1:8080",
@@ -235,6 +284,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	stop()
 	wg.Wait()
+	s.Close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -261,6 +311,8 @@ func (s *Server) routes() http.Handler {
 	s.policyRoutes(route)
 	s.queueRoutes(route)
 	s.bitRoutes(route)
+	s.deadLetterRoutes(route)
+	s.fleetRoutes(route)
 	s.otherRoutes(route)
 
 	cop := http.NewCrossOriginProtection()

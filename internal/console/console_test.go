@@ -23,6 +23,8 @@ import (
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/deadletter"
+	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
@@ -43,16 +45,20 @@ const registryJSON = `{"accounts": [
 type env struct {
 	t                     *testing.T
 	srv                   *httptest.Server
+	console               *console.Server
 	dir                   string
 	files                 configstore.Store
 	changes               changelog.Log
 	queues                map[string]*memqueue.Queue
 	bits                  *bitlog.Memory
+	fleet                 *fleet.Memory
 	clock                 *clock.Fake
 	admin, admin2, viewer string
+	operator              string
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv makes the env; opts change the console's configuration.
+func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), clock: clock.NewFake(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))}
 	cfgDir := filepath.Join(e.dir, "config")
@@ -76,37 +82,51 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	var tokens *auth.Tokens
-	tokens, e.admin, e.admin2, e.viewer = users(t, "")
+	tokens, e.admin, e.admin2, e.viewer, e.operator = users(t, "")
 	e.queues = map[string]*memqueue.Queue{}
 	for _, k := range queue.AllKeys {
 		e.queues[k] = memqueue.New("mill-"+k, memqueue.Config{Clock: e.clock})
 	}
-	reader := queuestats.New("mill-", func(_ context.Context, key, _ string) (queue.Queue, error) { return e.queues[key], nil }, nil)
 	e.bits = bitlog.NewMemory(e.clock)
-	c, err := console.New(console.Config{
-		Auth: tokens, Files: files, Changes: e.changes, Queues: reader, BitLog: e.bits,
-		Reports: console.DirReports{Dir: filepath.Join(e.dir, "reports")}, Clock: e.clock,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
-	})
+	e.fleet = fleet.NewMemory(e.clock)
+	reader := queuestats.New("mill-", func(_ context.Context, key, _ string) (queue.Queue, error) { return e.queues[key], nil }, nil).WithFleet(e.fleet)
+	dead, err := deadletter.New(deadletter.Config{Queue: e.queues[queue.KeyDeadLetter], Prefix: "mill-", Wait: -1,
+		Open: func(_ context.Context, name string) (queue.Queue, error) {
+			return e.queues[strings.TrimPrefix(name, "mill-")], nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := console.Config{
+		Auth: tokens, Files: files, Changes: e.changes, Queues: reader, BitLog: e.bits, DeadLetters: dead, Fleet: e.fleet,
+		Reports: console.DirReports{Dir: filepath.Join(e.dir, "reports")}, Clock: e.clock,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := console.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.console = c
 	e.srv = httptest.NewServer(c.Handler())
 	t.Cleanup(e.srv.Close)
 	return e
 }
 
-// users writes a tokens file of two admins (ana, bo) and a viewer (vic),
-// their names followed by domain, and returns it with their tokens.
-func users(t *testing.T, domain string) (tokens *auth.Tokens, ana, bo, vic string) {
+// users writes a tokens file of two admins (ana, bo), a viewer (vic) and
+// an operator (oli), their names followed by domain, and returns it with
+// their tokens.
+func users(t *testing.T, domain string) (tokens *auth.Tokens, ana, bo, vic, oli string) {
 	t.Helper()
-	ana, bo, vic = auth.NewToken(), auth.NewToken(), auth.NewToken()
+	ana, bo, vic, oli = auth.NewToken(), auth.NewToken(), auth.NewToken(), auth.NewToken()
 	var lines []string
 	for _, u := range []struct {
 		name string
 		role auth.Role
 		tok  string
-	}{{"ana", auth.RoleAdmin, ana}, {"bo", auth.RoleAdmin, bo}, {"vic", auth.RoleViewer, vic}} {
+	}{{"ana", auth.RoleAdmin, ana}, {"bo", auth.RoleAdmin, bo}, {"vic", auth.RoleViewer, vic}, {"oli", auth.RoleOperator, oli}} {
 		l, err := auth.TokenLine(u.name+domain, u.role, u.tok)
 		if err != nil {
 			t.Fatal(err)
@@ -121,7 +141,7 @@ func users(t *testing.T, domain string) (tokens *auth.Tokens, ana, bo, vic strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tokens, ana, bo, vic
+	return tokens, ana, bo, vic, oli
 }
 
 // do sends a request as the user of tok ("" for none); form non-nil makes
@@ -493,8 +513,29 @@ func TestQueuesPage(t *testing.T) {
 		t.Fatalf("queues page:\n%s", body)
 	}
 	_, body = e.do(e.viewer, "GET", "/dead-letters", nil)
+	if !strings.Contains(body, `<strong id="dl-matching">1</strong>`) {
+		t.Error("the dead-letters page does not show the dead letter")
+	}
+}
+
+// TestNotConfigured: without the dead-letter queue or the fleet registry
+// their pages say what is missing (the dead-letter queue's depth, at
+// least) and what to use meanwhile.
+func TestNotConfigured(t *testing.T) {
+	e := newEnv(t, func(c *console.Config) { c.DeadLetters, c.Fleet = nil, nil })
+	if err := e.queues[queue.KeyDeadLetter].Send(context.Background(), queue.SendEntry{Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := e.do(e.viewer, "GET", "/dead-letters", nil)
 	if !strings.Contains(body, `id="dlq-depth">1<`) || !strings.Contains(body, "millctl dlq") {
 		t.Error("the dead-letters page does not show the depth and what to use meanwhile")
+	}
+	_, body = e.do(e.viewer, "GET", "/fleet", nil)
+	if !strings.Contains(body, "no fleet registry") || !strings.Contains(body, "millctl fleet") {
+		t.Error("the fleet page does not say what is missing")
+	}
+	if resp, _ := e.do(e.admin, "POST", "/fleet/pause", url.Values{"target": {"type:DUP"}}); resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound {
+		t.Errorf("pause without a registry: %d", resp.StatusCode)
 	}
 }
 
@@ -534,6 +575,7 @@ func TestALBMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.console = c
 	e.srv = httptest.NewServer(c.Handler())
 	t.Cleanup(e.srv.Close)
 	admin := ks.Sign(t, albtest.Token{Claims: map[string]any{"email": "ana@example.org", "groups": []string{"mill-admins"}}})

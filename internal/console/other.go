@@ -18,24 +18,22 @@ type missingData struct {
 	Depth   *int64   // the dead-letter queue's depth, on the dead-letters page
 }
 
-// Pages of features other parts of Mill will provide. Each says what is
-// missing and what to use meanwhile; each becomes a real page (with its
-// own routes here) when its library lands.
+// Pages of features that are not there yet, or not configured. Each says
+// what is missing and what to use meanwhile.
 var pending = map[string]missingData{
 	"dead-letters": {
-		Heading: "Dead letters: coming with the dead-letter library",
-		Text: "This page will list the dead letters (filter by type, source queue and error text; one letter's body and provenance), " +
-			"and let operators redrive them (dry run first, at a rate) and purge them, with confirmation. It needs the dead-letter " +
-			"library that is being extracted from `millctl dlq`, so the console and the CLI share one implementation.",
+		Heading: "Dead letters: not configured",
+		Text: "This console was started without the dead-letter queue, so it cannot list, redrive or purge dead letters. " +
+			"millctl console and millctl dev --console configure it.",
 		Instead: []string{"millctl dlq list [--type T] [--source Q] [--error TEXT]", "millctl dlq show MESSAGE_ID",
 			"millctl dlq redrive --dry-run …, then without --dry-run", "millctl dlq purge …"},
 	},
 	"fleet": {
-		Heading: "Fleet: coming with the fleet registry",
-		Text: "This page will list the Workman instances — who is working, on which queues, since when, what they are running — and " +
-			"offer the fleet-wide pause. Mill does not record its instances yet; the fleet registry that will is being built.",
-		Instead: []string{"each Workman's /readyz and /metrics (--http-addr)", "CloudWatch metrics, namespace Mill",
-			"the Auto Scaling group of infra/workman.yaml"},
+		Heading: "Fleet: no fleet registry",
+		Text: "This console reads no fleet registry (millctl console --fleet-table names its DynamoDB table; it is empty here), " +
+			"so it cannot show the Workman instances or pause and resume them.",
+		Instead: []string{"millctl fleet [--watch]", "millctl pause TYPE|QUEUE, millctl resume TYPE|QUEUE",
+			"each Workman's /readyz and /metrics (--http-addr)"},
 	},
 	"statistics": {
 		Heading: "Storage statistics: in millctl stats for now",
@@ -46,23 +44,26 @@ var pending = map[string]missingData{
 	},
 }
 
-func (s *Server) otherRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
-	for _, name := range []string{"dead-letters", "fleet", "statistics"} {
-		route("GET /"+name, auth.RoleViewer, func(w http.ResponseWriter, r *http.Request, u *auth.User) {
-			d := pending[name]
-			if name == "dead-letters" { // the depth, at least
-				if rows, _, err := s.samples.rows(r.Context()); err == nil {
-					for _, row := range rows {
-						if row.Key == queue.KeyDeadLetter && row.Error == "" {
-							n := row.Total()
-							d.Depth = &n
-						}
+// pendingPage shows what is missing instead of a page.
+func (s *Server) pendingPage(name string) func(http.ResponseWriter, *http.Request, *auth.User) {
+	return func(w http.ResponseWriter, r *http.Request, u *auth.User) {
+		d := pending[name]
+		if name == "dead-letters" { // the depth, at least
+			if rows, _, err := s.samples.rows(r.Context()); err == nil {
+				for _, row := range rows {
+					if row.Key == queue.KeyDeadLetter && row.Error == "" {
+						n := row.Total()
+						d.Depth = &n
 					}
 				}
 			}
-			s.render(w, r, http.StatusOK, "missing", page{Title: d.Heading, Nav: name, User: u, Data: d})
-		})
+		}
+		s.render(w, r, http.StatusOK, "missing", page{Title: d.Heading, Nav: name, User: u, Data: d})
 	}
+}
+
+func (s *Server) otherRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
+	route("GET /statistics", auth.RoleViewer, s.pendingPage("statistics"))
 	route("GET /changes", auth.RoleViewer, s.changesPage)
 }
 

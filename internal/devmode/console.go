@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
 )
@@ -34,8 +36,20 @@ func (e *env) startConsole(ctx context.Context) (string, error) {
 	queues := queuestats.New(queue.DefaultPrefix, func(_ context.Context, key, _ string) (queue.Queue, error) {
 		return e.deps.Queues.Get(key)
 	}, nil)
+	dlq, err := e.deps.Queues.Get(queue.KeyDeadLetter)
+	if err != nil {
+		return "", err
+	}
+	// The dev mode's queues are in memory: a scan needs no long poll.
+	dead, err := deadletter.New(deadletter.Config{Queue: dlq, Prefix: queue.DefaultPrefix, Wait: -1, Clock: e.deps.Clock, Logger: e.cfg.Logger,
+		Open: func(_ context.Context, name string) (queue.Queue, error) {
+			return e.deps.Queues.Get(strings.TrimPrefix(name, queue.DefaultPrefix))
+		}})
+	if err != nil {
+		return "", err
+	}
 	srv, err := console.New(console.Config{
-		Auth: authn, Files: files, Changes: changes, Queues: queues, BitLog: e.deps.BitLog,
+		Auth: authn, Files: files, Changes: changes, Queues: queues, BitLog: e.deps.BitLog, DeadLetters: dead,
 		Reports: console.DirReports{Dir: e.r.ReportDir}, SampleEvery: consoleSampleEvery, Logger: e.cfg.Logger,
 		Where: "dev mode: " + e.r.Dir,
 	})

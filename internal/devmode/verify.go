@@ -14,12 +14,12 @@ import (
 
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
-	"github.com/millfleet/mill/pkg/workman"
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/biterror"
 )
@@ -129,7 +129,7 @@ func (e *env) verify(ctx context.Context) error {
 	// Dead letters.
 	dlq := e.deps.MemQueue(queue.KeyDeadLetter)
 	for _, m := range dlq.Messages() {
-		d, err := workman.DecodeDeadLetter(&queue.Message{ID: m.ID, Body: m.Body, Attributes: m.Attributes})
+		d, err := deadletter.Decode(&queue.Message{ID: m.ID, Body: m.Body, Attributes: m.Attributes})
 		desc := string(m.Body)
 		if err == nil {
 			desc = fmt.Sprintf("%s from %s (%s): %s", d.TaskType, d.SourceQueue, d.Reason, d.Error)

@@ -1,9 +1,11 @@
 package wiring
 
 import (
+	"cmp"
 	"context"
 	"flag"
 
+	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/queue/claimcheck/s3blobs"
@@ -53,4 +55,20 @@ func (c *Claims) Open(ctx context.Context, api sqsqueue.API, s3c s3blobs.API, na
 		return nil, err
 	}
 	return c.Wrap(q, s3c), nil
+}
+
+// DeadLetters returns the inspector of the dead-letter queue called name
+// (the prefix's when empty), its queue and the queues it redrives to opened
+// through c (see Open): what `millctl dlq` and the console read and redrive
+// with.
+func (c *Claims) DeadLetters(ctx context.Context, api sqsqueue.API, s3c s3blobs.API, name string, cfg deadletter.Config) (*deadletter.Inspector, error) {
+	cfg.Open = func(ctx context.Context, name string) (queue.Queue, error) {
+		return c.Open(ctx, api, s3c, name, sqsqueue.Config{})
+	}
+	q, err := cfg.Open(ctx, cmp.Or(name, queue.Name(cfg.Prefix, queue.KeyDeadLetter)))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Queue = q
+	return deadletter.New(cfg)
 }

@@ -48,11 +48,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
+	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
-	"github.com/millfleet/mill/pkg/workman"
 )
 
 // Defaults of Config: the defaults of infra/workman.yaml (volume thresholds)
@@ -237,9 +237,9 @@ func Specs(cfg Config) []Spec {
 		volume(queue.KeyDupLow, "low", cfg.DupLowLow, cwtypes.ComparisonOperatorLessThanOrEqualToThreshold, 15, missingBreach,
 			"dup-low is (nearly) empty; remove a workman instance."),
 		notEmpty(queue.KeyDeadLetter, "Tasks failed three times, could not be decoded, or need a person; inspect them with `millctl dlq list` and redrive or purge (docs/RUNBOOK.md)."),
-		bitErrorDeadLettered(cfg, workman.ReasonPermanent, "needs-person", alarmActs, okActs,
+		bitErrorDeadLettered(cfg, deadletter.ReasonPermanent, "needs-person", alarmActs, okActs,
 			"A bit error needs a person: the mill recorded it but could not repair it (no healthy copy, a storage-provider checksum, or the repair rule refused the task). See `millctl dlq list` and docs/RUNBOOK.md."),
-		bitErrorDeadLettered(cfg, workman.ReasonFailed, "failed", alarmActs, okActs,
+		bitErrorDeadLettered(cfg, deadletter.ReasonFailed, "failed", alarmActs, okActs,
 			"The bit-error processor failed every attempt at a task (a store, database or queue problem). See `millctl dlq list` and docs/RUNBOOK.md."),
 	}
 	for _, key := range queue.DefaultPriority {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/task"
@@ -110,7 +111,7 @@ func TestMemberBeatAndLeave(t *testing.T) {
 	h.m.TaskDone(task.TypeDup, processors.ResultSuccess, time.Second)
 	h.m.TaskDone(task.TypeDup, processors.ResultFailure, time.Second)
 	h.m.TaskDone(task.TypeDup, processors.ResultCanceled, time.Second) // not a result of the task
-	h.m.DeadLettered(task.TypeAudit, workman.ReasonPermanent)
+	h.m.DeadLettered(task.TypeAudit, deadletter.ReasonPermanent)
 	if err := h.m.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}

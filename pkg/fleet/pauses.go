@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"slices"
+
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -67,4 +69,33 @@ func (s PauseSet) QueuePause(name string) (Pause, bool) {
 func (s PauseSet) QueuePaused(name string) bool {
 	_, ok := s.queues[name]
 	return ok
+}
+
+// ParseTarget reads what an operator names to pause or resume: a known
+// task type, else a queue key (named under prefix) or a full queue name.
+// The returned pause has only Kind and Name set.
+func ParseTarget(prefix, arg string) Pause {
+	if task.Type(arg).Known() {
+		return Pause{Kind: PauseType, Name: arg}
+	}
+	if slices.Contains(queue.AllKeys, arg) {
+		return Pause{Kind: PauseQueue, Name: queue.Name(prefix, arg)}
+	}
+	return Pause{Kind: PauseQueue, Name: arg}
+}
+
+// Targets lists what can be paused in Mill's layout under prefix: every
+// task type, then the six work queues by full name (Workman never receives
+// from the dead-letter queue).
+func Targets(prefix string) []Pause {
+	var out []Pause
+	for _, t := range task.Types {
+		out = append(out, Pause{Kind: PauseType, Name: string(t)})
+	}
+	for _, k := range queue.AllKeys {
+		if k != queue.KeyDeadLetter {
+			out = append(out, Pause{Kind: PauseQueue, Name: queue.Name(prefix, k)})
+		}
+	}
+	return out
 }

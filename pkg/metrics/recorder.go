@@ -13,7 +13,7 @@ type Recorder interface {
 	// (processors.Result*) and how long the handler ran.
 	TaskDone(t task.Type, result string, elapsed time.Duration)
 	// DeadLettered reports a task sent to the dead-letter queue and why
-	// (workman.Reason*).
+	// (deadletter.Reason*).
 	DeadLettered(t task.Type, reason string)
 	// Received reports one receive call on queue that returned n messages
 	// (0: an empty receive).

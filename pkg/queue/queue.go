@@ -34,8 +34,9 @@ type Message struct {
 	ReceiveCount int
 	// SentAt is when the message was first sent (SQS SentTimestamp).
 	SentAt time.Time
-	// Attributes carries implementation-specific message attributes
-	// (for example the claim-check reference).
+	// Attributes are the string message attributes the message was sent
+	// with (SendEntry.Attributes), plus those a decorator adds (the
+	// claim-check reference and its verdict).
 	Attributes map[string]string
 }
 
@@ -45,6 +46,20 @@ type SendEntry struct {
 	Delay time.Duration // 0..MaxDelay; the message is invisible until then
 	// Attributes are string message attributes sent with the body.
 	Attributes map[string]string
+}
+
+// ReceiveOptions are the settings of one ReceiveWith call.
+type ReceiveOptions struct {
+	// Max is the most messages returned (clamped to 1..MaxBatch).
+	Max int
+	// Wait is the longest long-poll wait for the first message (clamped
+	// to 0..MaxWait).
+	Wait time.Duration
+	// Visibility, when positive, is how long the received messages stay
+	// invisible instead of the queue's visibility timeout: a tool that
+	// looks at messages and puts them back holds them only briefly. At
+	// most MaxVisibility; SQS counts whole seconds (rounded up).
+	Visibility time.Duration
 }
 
 // VisibilityChange sets the visibility timeout of one received message,
@@ -78,10 +93,19 @@ func (d Depth) Total() int64 { return d.Visible + d.InFlight + d.Delayed }
 //     to wait (≤ MaxWait) for the first one; it returns early when a message
 //     arrives and returns ctx.Err() when ctx is cancelled while waiting. An
 //     empty result with a nil error means the queue had nothing visible.
+//     ReceiveWith is Receive with options: Receive(ctx, n, w) is
+//     ReceiveWith(ctx, ReceiveOptions{Max: n, Wait: w}); a Visibility
+//     outside 0..MaxVisibility fails the call with ErrInvalid.
+//   - A received message carries the string attributes it was sent with
+//     (SendEntry.Attributes), its ReceiveCount and SentAt.
 //   - Delete removes delivered messages; deleting a message that is already
 //     gone is success. ChangeVisibility extends (or shortens) how long a
 //     message stays invisible, counted from the call. Release makes messages
-//     visible again at once (visibility 0).
+//     visible again at once (visibility 0). Purge deletes every message
+//     of the queue (visible, in flight and delayed); on SQS it completes
+//     within 60 s, messages sent meanwhile may be deleted too, and a
+//     queue can be purged once per 60 s (a second Purge fails with
+//     ErrPurgeInProgress).
 //   - Batch operations report per-entry failures as a *BatchError after the
 //     implementation has retried what can be retried; entries not named in it
 //     succeeded. No failure is ever dropped silently.
@@ -94,16 +118,31 @@ type Queue interface {
 	Name() string
 	Send(ctx context.Context, entries ...SendEntry) error
 	Receive(ctx context.Context, max int, wait time.Duration) ([]*Message, error)
+	ReceiveWith(ctx context.Context, o ReceiveOptions) ([]*Message, error)
 	Delete(ctx context.Context, msgs ...*Message) error
 	ChangeVisibility(ctx context.Context, changes ...VisibilityChange) error
 	Release(ctx context.Context, msgs ...*Message) error
 	Depth(ctx context.Context) (Depth, error)
+	Purge(ctx context.Context) error
 	// VisibilityTimeout is the queue's default visibility timeout.
 	VisibilityTimeout(ctx context.Context) (time.Duration, error)
 }
 
+// CheckVisibility returns an ErrInvalid error for a ReceiveOptions
+// Visibility outside 0..MaxVisibility.
+func (o ReceiveOptions) CheckVisibility() error {
+	if o.Visibility < 0 || o.Visibility > MaxVisibility {
+		return fmt.Errorf("receive visibility %v outside 0..%v: %w", o.Visibility, MaxVisibility, ErrInvalid)
+	}
+	return nil
+}
+
 // ErrNotFound reports that a queue does not exist.
 var ErrNotFound = errors.New("queue: not found")
+
+// ErrPurgeInProgress reports a Purge within 60 s of the queue's last one
+// (SQS allows one purge a minute): try again later.
+var ErrPurgeInProgress = errors.New("queue: a purge is in progress")
 
 // ErrTooLarge reports a message body larger than the queue accepts.
 var ErrTooLarge = errors.New("queue: message too large")

@@ -136,7 +136,9 @@ func decodeAll(t *testing.T, q *memqueue.Queue) []*task.Task {
 		}
 		out = append(out, tk)
 	}
-	q.Purge()
+	if err := q.Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 

@@ -66,6 +66,14 @@ func (r *Router) Receive(ctx context.Context, max int, wait time.Duration) ([]*q
 	return r.Bit.Receive(ctx, max, wait)
 }
 
+// ReceiveWith receives from the bit queue.
+func (r *Router) ReceiveWith(ctx context.Context, o queue.ReceiveOptions) ([]*queue.Message, error) {
+	return r.Bit.ReceiveWith(ctx, o)
+}
+
+// Purge purges the bit queue.
+func (r *Router) Purge(ctx context.Context) error { return r.Bit.Purge(ctx) }
+
 // Delete deletes from the bit queue.
 func (r *Router) Delete(ctx context.Context, msgs ...*queue.Message) error {
 	return r.Bit.Delete(ctx, msgs...)

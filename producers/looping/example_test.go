@@ -70,7 +70,7 @@ func Example() {
 			return
 		}
 		fmt.Println(sum)
-		q.Purge() // workers drain the queue between invocations
+		_ = q.Purge(ctx) // workers drain the queue between invocations
 		clk.Advance(10 * time.Minute)
 	}
 	// Output:

@@ -164,7 +164,9 @@ func drain(t *testing.T, q *memqueue.Queue) []*task.Task {
 		}
 		out = append(out, tk)
 	}
-	q.Purge()
+	if err := q.Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 

@@ -115,7 +115,9 @@ func TestRunNotifications(t *testing.T) {
 	if sum, err := mustNew(t, cfg).Run(context.Background()); err != nil || sum.Stopped != looping.StopQueueFull {
 		t.Fatal(sum, err)
 	}
-	e.q.Purge()
+	if err := e.q.Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	sum, err := mustNew(t, cfg).Run(context.Background())
 	if err != nil || sum.Stopped != looping.StopDone {
 		t.Fatal(sum, err)

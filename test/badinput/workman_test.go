@@ -29,12 +29,12 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/task"
-	"github.com/millfleet/mill/pkg/workman"
 )
 
 // freeAddr returns a loopback address nothing listens on right now.
@@ -166,45 +166,45 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 		return has
 	}
 	cases := []badCase{
-		{name: "truncated JSON", queue: queue.KeyAudit, body: `{"v":1,"type":"NOOP","props":{"id":`, reason: workman.ReasonUndecodable, errHas: []string{"malformed", "json"}},
-		{name: "JSON envelope of an unknown version", queue: queue.KeyAudit, body: `{"v":7,"type":"NOOP","props":{}}`, reason: workman.ReasonUndecodable, errHas: []string{"unsupported envelope version 7"}},
-		{name: "JSON with an unknown field", queue: queue.KeyDupHigh, body: `{"v":1,"type":"NOOP","props":{},"evil":true}`, reason: workman.ReasonUndecodable, errHas: []string{"evil"}},
-		{name: "JSON with reserved property", queue: queue.KeyDupHigh, body: `{"v":1,"type":"NOOP","props":{"attempts":"0"}}`, reason: workman.ReasonUndecodable, errHas: []string{`"attempts" is reserved`}},
-		{name: "properties with a bad escape", queue: queue.KeyAudit, body: "#Mon Jan 01 00:00:00 UTC 2024\ntype=NOOP\nid=\\uZZZZ\n", reason: workman.ReasonUndecodable, errHas: []string{"line 3", `\uZZZZ`}},
-		{name: "properties without a type", queue: queue.KeyAudit, body: "account=acme\nspaceId=s\n", reason: workman.ReasonUndecodable, errHas: []string{`missing property "type"`}},
-		{name: "properties with negative attempts", queue: queue.KeyAudit, body: "type=NOOP\nattempts=-4\n", reason: workman.ReasonUndecodable, errHas: []string{"line 2", "attempts"}},
-		{name: "empty body", queue: queue.KeyAudit, body: " ", reason: workman.ReasonUndecodable, errHas: []string{`missing property "type"`}},
-		{name: "unknown task type (JSON)", queue: queue.KeyAudit, body: `{"v":1,"type":"FROBNICATE","props":{}}`, reason: workman.ReasonUnknownType, errHas: []string{`unknown task type "FROBNICATE"`}},
-		{name: "unknown task type (properties)", queue: queue.KeyDupHigh, body: "type=rm -rf /\n", reason: workman.ReasonUnknownType, errHas: []string{`unknown task type "rm -rf /"`}},
-		{name: "AUDIT without its properties", queue: queue.KeyAudit, body: `{"v":1,"type":"AUDIT","props":{"account":"acme"}}`, reason: workman.ReasonPermanent, errHas: expectProc(auditWired, "missing property")},
-		{name: "DUP without its properties", queue: queue.KeyDupHigh, body: "type=DUP\naccount=acme\n", reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "missing property")},
+		{name: "truncated JSON", queue: queue.KeyAudit, body: `{"v":1,"type":"NOOP","props":{"id":`, reason: deadletter.ReasonUndecodable, errHas: []string{"malformed", "json"}},
+		{name: "JSON envelope of an unknown version", queue: queue.KeyAudit, body: `{"v":7,"type":"NOOP","props":{}}`, reason: deadletter.ReasonUndecodable, errHas: []string{"unsupported envelope version 7"}},
+		{name: "JSON with an unknown field", queue: queue.KeyDupHigh, body: `{"v":1,"type":"NOOP","props":{},"evil":true}`, reason: deadletter.ReasonUndecodable, errHas: []string{"evil"}},
+		{name: "JSON with reserved property", queue: queue.KeyDupHigh, body: `{"v":1,"type":"NOOP","props":{"attempts":"0"}}`, reason: deadletter.ReasonUndecodable, errHas: []string{`"attempts" is reserved`}},
+		{name: "properties with a bad escape", queue: queue.KeyAudit, body: "#Mon Jan 01 00:00:00 UTC 2024\ntype=NOOP\nid=\\uZZZZ\n", reason: deadletter.ReasonUndecodable, errHas: []string{"line 3", `\uZZZZ`}},
+		{name: "properties without a type", queue: queue.KeyAudit, body: "account=acme\nspaceId=s\n", reason: deadletter.ReasonUndecodable, errHas: []string{`missing property "type"`}},
+		{name: "properties with negative attempts", queue: queue.KeyAudit, body: "type=NOOP\nattempts=-4\n", reason: deadletter.ReasonUndecodable, errHas: []string{"line 2", "attempts"}},
+		{name: "empty body", queue: queue.KeyAudit, body: " ", reason: deadletter.ReasonUndecodable, errHas: []string{`missing property "type"`}},
+		{name: "unknown task type (JSON)", queue: queue.KeyAudit, body: `{"v":1,"type":"FROBNICATE","props":{}}`, reason: deadletter.ReasonUnknownType, errHas: []string{`unknown task type "FROBNICATE"`}},
+		{name: "unknown task type (properties)", queue: queue.KeyDupHigh, body: "type=rm -rf /\n", reason: deadletter.ReasonUnknownType, errHas: []string{`unknown task type "rm -rf /"`}},
+		{name: "AUDIT without its properties", queue: queue.KeyAudit, body: `{"v":1,"type":"AUDIT","props":{"account":"acme"}}`, reason: deadletter.ReasonPermanent, errHas: expectProc(auditWired, "missing property")},
+		{name: "DUP without its properties", queue: queue.KeyDupHigh, body: "type=DUP\naccount=acme\n", reason: deadletter.ReasonPermanent, errHas: expectProc(dupWired, "missing property")},
 		{name: "DUP with a ../ content ID", queue: queue.KeyDupHigh, body: `{"v":1,"type":"DUP","props":{"account":"acme","storeId":"1","destStoreId":"2","spaceId":"space","contentId":"../../../../etc/passwd"}}`,
-			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, `".." segment`)},
-		{name: "DUP with a NUL content ID (escaped)", queue: queue.KeyDupHigh, body: string(nulDup), reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "control character")},
+			reason: deadletter.ReasonPermanent, errHas: expectProc(dupWired, `".." segment`)},
+		{name: "DUP with a NUL content ID (escaped)", queue: queue.KeyDupHigh, body: string(nulDup), reason: deadletter.ReasonPermanent, errHas: expectProc(dupWired, "control character")},
 		{name: "DUP with a 10 KiB content ID", queue: queue.KeyDupHigh, body: `{"v":1,"type":"DUP","props":{"account":"acme","storeId":"1","destStoreId":"2","spaceId":"space","contentId":"` + long + `"}}`,
-			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "content ID is 10240 bytes (limit 1024)")},
+			reason: deadletter.ReasonPermanent, errHas: expectProc(dupWired, "content ID is 10240 bytes (limit 1024)")},
 		// A DUP task is a request, not an authority: the policies in force
 		// (acme: 1→2) decide.
 		{name: "forged DUP against the policy (2→1)", queue: queue.KeyDupHigh, body: `{"v":1,"type":"DUP","props":{"account":"acme","storeId":"2","destStoreId":"1","spaceId":"space","contentId":"x"}}`,
-			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "policy: no-store-policy: acme/space: no store policy 2→1")},
+			reason: deadletter.ReasonPermanent, errHas: expectProc(dupWired, "policy: no-store-policy: acme/space: no store policy 2→1")},
 		{name: "forged DUP in a system space", queue: queue.KeyDupHigh, body: `{"v":1,"type":"DUP","props":{"account":"acme","storeId":"1","destStoreId":"2","spaceId":"x-work","contentId":"x"}}`,
-			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "policy: system-space")},
+			reason: deadletter.ReasonPermanent, errHas: expectProc(dupWired, "policy: system-space")},
 		{name: "forged DUP of an account not duplicated", queue: queue.KeyDupHigh, body: `{"v":1,"type":"DUP","props":{"account":"globex","storeId":"1","destStoreId":"2","spaceId":"space","contentId":"x"}}`,
-			reason: workman.ReasonPermanent, errHas: expectProc(dupWired, "policy: account-not-listed")},
+			reason: deadletter.ReasonPermanent, errHas: expectProc(dupWired, "policy: account-not-listed")},
 		// (Errors name a long ID by its first 200 bytes, so the reason
 		// survives the dead letter's 8 KiB error limit.)
 		{name: "S3 event for an unknown bucket", queue: queue.KeyAudit, body: s3Event("no-such-bucket-" + strings.TrimSuffix(prefix, "-")),
-			reason: workman.ReasonPermanent, errHas: expectProc(auditWired, "registered for bucket")},
+			reason: deadletter.ReasonPermanent, errHas: expectProc(auditWired, "registered for bucket")},
 		{name: "claim-check reference to a missing blob", queue: queue.KeyAudit, body: `{"millClaimCheck":{"key":"` + missingClaim + `","size":300000,"sha256":"00"}}`,
-			attrs: map[string]string{claimcheck.AttrRef: missingClaim}, reason: workman.ReasonUndecodable, errHas: []string{"blob not found", `"` + missingClaim + `"`}},
+			attrs: map[string]string{claimcheck.AttrRef: missingClaim}, reason: deadletter.ReasonUndecodable, errHas: []string{"blob not found", `"` + missingClaim + `"`}},
 		{name: "claim-check reference outside the claims prefix", queue: queue.KeyAudit, body: `{"millClaimCheck":{"key":"` + stateKey + `","size":2,"sha256":"00"}}`,
-			attrs: map[string]string{claimcheck.AttrRef: stateKey}, reason: workman.ReasonPermanent, errHas: []string{"claimcheck: key outside claims prefix"}, refused: true},
+			attrs: map[string]string{claimcheck.AttrRef: stateKey}, reason: deadletter.ReasonPermanent, errHas: []string{"claimcheck: key outside claims prefix"}, refused: true},
 		// Over the claim-check threshold, under the SQS limit, not a task:
 		// its envelope passes the SQS limit, and the claim check carries
 		// it whole (without a claim check, workman falls back to the raw
 		// form: pkg/workman's tests).
 		{name: "oversized malformed body", queue: queue.KeyAudit, body: `{"oversized":"` + strings.Repeat(`\"`, (claimcheck.DefaultThreshold+4<<10)/2) + `"}`,
-			reason: workman.ReasonUndecodable, errHas: []string{"oversized"}, form: workman.FormEnvelope},
+			reason: deadletter.ReasonUndecodable, errHas: []string{"oversized"}, form: deadletter.FormEnvelope},
 		// Over the threshold, a valid task: processed like any other.
 		{name: "oversized valid NOOP", queue: queue.KeyAudit, body: `{"v":1,"type":"NOOP","props":{"id":"big","pad":"` + strings.Repeat("p", claimcheck.DefaultThreshold+1<<10) + `"}}`},
 		{name: "s3:TestEvent", queue: queue.KeyAudit, body: `{"Service":"Amazon S3","Event":"s3:TestEvent","Time":"2024-01-01T00:00:00.000Z","Bucket":"b"}`},
@@ -285,7 +285,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[*badCase]*workman.DeadLetter{}
+	got := map[*badCase]*deadletter.Letter{}
 	forms := map[*badCase]string{}
 	deadline := time.Now().Add(90 * time.Second)
 	for len(got) < want && time.Now().Before(deadline) {
@@ -299,7 +299,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range ms {
-			d, err := workman.DecodeDeadLetter(m)
+			d, err := deadletter.Decode(m)
 			if err != nil {
 				t.Errorf("dead letter %s: %v", m.ID, err)
 				continue
@@ -317,7 +317,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 			if got[c] != nil {
 				t.Errorf("%s: dead-lettered twice", c.name)
 			}
-			got[c], forms[c] = d, m.Attributes[workman.AttrForm]
+			got[c], forms[c] = d, m.Attributes[deadletter.AttrForm]
 		}
 		if len(ms) > 0 {
 			_ = dlq.Delete(ctx, ms...)
@@ -347,7 +347,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 			if c.refused && d.Attempts != 0 {
 				t.Errorf("%s: dead letter after %d attempts, want 0 (refused before any)", c.name, d.Attempts)
 			}
-			if c.reason == workman.ReasonPermanent && !c.refused {
+			if c.reason == deadletter.ReasonPermanent && !c.refused {
 				// Straight to the dead letter: the failed attempt is the
 				// first, and the task it carries was never retried.
 				if d.Attempts != 1 {

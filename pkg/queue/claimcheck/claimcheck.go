@@ -230,21 +230,26 @@ func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
 // Receive receives from the inner queue and resolves references (see the
 // package documentation for unresolvable ones).
 func (q *Queue) Receive(ctx context.Context, n int, wait time.Duration) ([]*queue.Message, error) {
-	ms, err := q.inner.Receive(ctx, n, wait)
+	return q.ReceiveWith(ctx, queue.ReceiveOptions{Max: n, Wait: wait})
+}
+
+// ReceiveWith receives from the inner queue with o and resolves references
+// as Receive does.
+func (q *Queue) ReceiveWith(ctx context.Context, o queue.ReceiveOptions) ([]*queue.Message, error) {
+	ms, err := q.inner.ReceiveWith(ctx, o)
 	if err != nil {
 		return ms, err
 	}
-	if err := q.Resolve(ctx, ms...); err != nil {
+	if err := q.resolveAll(ctx, ms); err != nil {
 		return nil, err
 	}
 	return ms, nil
 }
 
-// Resolve replaces the reference bodies of messages received from the inner
-// queue by other means (a tool receiving with its own SDK call) as Receive
-// does, marking the unresolvable ones. It fails only when ctx ends: the
-// messages then come back after their visibility timeout.
-func (q *Queue) Resolve(ctx context.Context, ms ...*queue.Message) error {
+// resolveAll replaces the reference bodies of received messages, marking
+// the unresolvable ones. It fails only when ctx ends: the messages then
+// come back after their visibility timeout.
+func (q *Queue) resolveAll(ctx context.Context, ms []*queue.Message) error {
 	for _, m := range ms {
 		// AttrError is the decorator's own verdict: one that came with
 		// the message is a sender's forgery (it would make the message
@@ -306,6 +311,11 @@ func (q *Queue) ChangeVisibility(ctx context.Context, changes ...queue.Visibilit
 func (q *Queue) Release(ctx context.Context, msgs ...*queue.Message) error {
 	return q.inner.Release(ctx, msgs...)
 }
+
+// Purge purges the inner queue. The blobs of the purged messages stay
+// (their keys are known only from the messages); `millctl setup` expires
+// the claims prefix, so they go in time.
+func (q *Queue) Purge(ctx context.Context) error { return q.inner.Purge(ctx) }
 
 // Depth passes through.
 func (q *Queue) Depth(ctx context.Context) (queue.Depth, error) { return q.inner.Depth(ctx) }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -59,4 +61,11 @@ func (b *MemBlobs) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.m)
+}
+
+// Keys returns the stored keys, sorted.
+func (b *MemBlobs) Keys() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Sorted(maps.Keys(b.m))
 }

@@ -81,19 +81,8 @@ func (q *Queue) Len() int {
 	return len(q.msgs) - q.gone
 }
 
-// Purge deletes every stored message.
-func (q *Queue) Purge() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	clear(q.receipts)
-	clear(q.msgs)
-	q.msgs = nil
-	q.gone = 0
-	q.notifyLocked()
-}
-
 // Requests returns how many SQS requests the calls so far would have cost,
-// by SQS operation name (OpSend, OpReceive, …): one per Receive and Depth,
+// by SQS operation name (OpSend, OpReceive, …): one per Receive, Depth and Purge,
 // one per started 10 entries of Send, Delete, ChangeVisibility and Release.
 func (q *Queue) Requests() map[string]int64 { return q.requests.Snapshot() }
 

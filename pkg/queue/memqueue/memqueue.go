@@ -28,6 +28,7 @@ const (
 	OpDelete           = "DeleteMessageBatch"
 	OpChangeVisibility = "ChangeMessageVisibilityBatch"
 	OpGetAttributes    = "GetQueueAttributes"
+	OpPurge            = "PurgeQueue"
 )
 
 // Config configures a Queue. The zero value is ready to use.
@@ -216,10 +217,10 @@ func (q *Queue) accept(moved []*message) {
 	q.notifyLocked()
 }
 
-// take delivers up to max visible messages and removes those due for
-// redrive. next is the earliest future time a message becomes visible (zero
-// if none).
-func (q *Queue) takeLocked(now time.Time, max int) (out []*queue.Message, moved []*message, next time.Time) {
+// takeLocked delivers up to max visible messages, invisible for vis, and
+// removes those due for redrive. next is the earliest future time a message
+// becomes visible (zero if none).
+func (q *Queue) takeLocked(now time.Time, max int, vis time.Duration) (out []*queue.Message, moved []*message, next time.Time) {
 	redrive := q.cfg.MaxReceiveCount > 0 && q.cfg.DeadLetter != nil
 	for _, m := range q.msgs {
 		if m.gone {
@@ -244,7 +245,7 @@ func (q *Queue) takeLocked(now time.Time, max int) (out []*queue.Message, moved 
 		m.receiveCount++
 		m.receipt = m.id + "#" + strconv.FormatUint(q.seq, 10)
 		m.inFlight = true
-		m.visibleAt = now.Add(q.cfg.VisibilityTimeout)
+		m.visibleAt = now.Add(vis)
 		q.receipts[m.receipt] = m
 		if next.IsZero() || m.visibleAt.Before(next) {
 			next = m.visibleAt
@@ -283,16 +284,30 @@ func (q *Queue) compactLocked() {
 	q.gone = 0
 }
 
-// Receive returns up to n visible messages (n is clamped to
-// 1..queue.MaxBatch), oldest first, waiting up to wait (clamped to
-// 0..queue.MaxWait) on the queue's clock for the first one. The wait ends as
-// soon as a message is available or ctx is done (then it returns ctx.Err()).
+// Receive is ReceiveWith with the queue's visibility timeout.
 func (q *Queue) Receive(ctx context.Context, n int, wait time.Duration) ([]*queue.Message, error) {
+	return q.ReceiveWith(ctx, queue.ReceiveOptions{Max: n, Wait: wait})
+}
+
+// ReceiveWith returns up to o.Max visible messages (clamped to
+// 1..queue.MaxBatch), oldest first, waiting up to o.Wait (clamped to
+// 0..queue.MaxWait) on the queue's clock for the first one, and keeps them
+// invisible for o.Visibility (the queue's visibility timeout when 0). The
+// wait ends as soon as a message is available or ctx is done (then it
+// returns ctx.Err()).
+func (q *Queue) ReceiveWith(ctx context.Context, o queue.ReceiveOptions) ([]*queue.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	n = min(max(n, 1), queue.MaxBatch)
-	wait = min(max(wait, 0), queue.MaxWait)
+	if err := o.CheckVisibility(); err != nil {
+		return nil, err
+	}
+	n := min(max(o.Max, 1), queue.MaxBatch)
+	wait := min(max(o.Wait, 0), queue.MaxWait)
+	vis := q.cfg.VisibilityTimeout
+	if o.Visibility > 0 {
+		vis = o.Visibility
+	}
 	q.mu.Lock()
 	q.countLocked(OpReceive, 1)
 	q.mu.Unlock()
@@ -303,7 +318,7 @@ func (q *Queue) Receive(ctx context.Context, n int, wait time.Duration) ([]*queu
 	for {
 		q.mu.Lock()
 		now := q.cfg.Clock.Now()
-		out, moved, next := q.takeLocked(now, n)
+		out, moved, next := q.takeLocked(now, n, vis)
 		ch := q.changed
 		q.mu.Unlock()
 		if len(moved) > 0 {
@@ -448,4 +463,21 @@ func (q *Queue) Depth(ctx context.Context) (queue.Depth, error) {
 		}
 	}
 	return d, nil
+}
+
+// Purge deletes every stored message at once (SQS takes up to a minute;
+// there is no limit on how often).
+func (q *Queue) Purge(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.countLocked(OpPurge, 1)
+	clear(q.receipts)
+	clear(q.msgs)
+	q.msgs = nil
+	q.gone = 0
+	q.notifyLocked()
+	return nil
 }

@@ -67,6 +67,9 @@ func New(prefix string, open OpenFunc, ages Ages) *Reader {
 	return &Reader{prefix: prefix, open: open, ages: ages, opened: map[string]queue.Queue{}}
 }
 
+// Prefix is the prefix of the queues' names.
+func (r *Reader) Prefix() string { return r.prefix }
+
 // WithFleet makes Read also fill each row's Paused from the fleet
 // registry's pauses. It returns r.
 func (r *Reader) WithFleet(reg fleet.Registry) *Reader {

@@ -81,6 +81,8 @@ func Run(t *testing.T, h Harness) {
 		{"RedeliveryAfterVisibilityTimeout", s.redelivery},
 		{"ExtendedVisibility", s.extendedVisibility},
 		{"Release", s.release},
+		{"ReceiveWithVisibility", s.receiveWithVisibility},
+		{"Purge", s.purge},
 		{"Delay", s.delay},
 		{"Redrive", s.redrive},
 		{"Depth", s.depth},
@@ -360,6 +362,99 @@ func (s *suite) release(t *testing.T) {
 	if again.ID != m.ID || again.ReceiveCount != 2 {
 		t.Fatalf("after release: %s receive count %d", again.ID, again.ReceiveCount)
 	}
+}
+
+// receiveWithVisibility: a receive's own visibility replaces the queue's,
+// shorter or longer, for that delivery only; one outside
+// 0..MaxVisibility is refused.
+func (s *suite) receiveWithVisibility(t *testing.T) {
+	f := s.h.NewQueue(t, Options{VisibilityTimeout: 4 * s.vis()})
+	ctx := ctxFor(t)
+	send(t, f.Queue, body("look"))
+	var m *queue.Message
+	deadline := time.Now().Add(5*time.Second + s.caps.Slack)
+	for m == nil {
+		ms, err := f.Queue.ReceiveWith(ctx, queue.ReceiveOptions{Max: 1, Wait: s.pollWait(), Visibility: s.vis()})
+		if err != nil {
+			t.Fatalf("receive with visibility %v: %v", s.vis(), err)
+		}
+		if len(ms) == 1 {
+			m = ms[0]
+		} else if s.caps.FakeTime || time.Now().After(deadline) {
+			t.Fatal("the message was not received")
+		}
+	}
+	if string(m.Body) != "look" || m.ReceiveCount != 1 {
+		t.Fatalf("received %q count %d", m.Body, m.ReceiveCount)
+	}
+	s.expectEmpty(t, f.Queue, "within the receive's visibility")
+	// Back after the receive's visibility, long before the queue's.
+	f.Advance(s.vis())
+	again := s.receiveOne(t, f.Queue, s.vis())
+	if again.ID != m.ID || again.ReceiveCount != 2 {
+		t.Fatalf("after the receive's visibility: %s count %d, want %s count 2", again.ID, again.ReceiveCount, m.ID)
+	}
+	// This delivery has the queue's timeout again: invisible past the
+	// receive's visibility. Released, then received for longer than the
+	// queue's timeout.
+	f.Advance(s.vis() + s.caps.Slack)
+	s.expectEmpty(t, f.Queue, "a plain receive has the queue's visibility timeout")
+	if err := f.Queue.Release(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	var long []*queue.Message
+	deadline = time.Now().Add(5*time.Second + s.caps.Slack)
+	for len(long) == 0 {
+		ms, err := f.Queue.ReceiveWith(ctx, queue.ReceiveOptions{Max: queue.MaxBatch, Wait: s.pollWait(), Visibility: 8 * s.vis()})
+		if err != nil {
+			t.Fatalf("receive with visibility %v: %v", 8*s.vis(), err)
+		}
+		long = ms
+		if len(ms) == 0 && (s.caps.FakeTime || time.Now().After(deadline)) {
+			t.Fatal("the released message was not received")
+		}
+	}
+	f.Advance(4*s.vis() + s.caps.Slack)
+	s.expectEmpty(t, f.Queue, "past the queue's timeout, within the receive's")
+	for _, v := range []time.Duration{-time.Second, queue.MaxVisibility + time.Second} {
+		if _, err := f.Queue.ReceiveWith(ctx, queue.ReceiveOptions{Max: 1, Visibility: v}); !errors.Is(err, queue.ErrInvalid) {
+			t.Errorf("receive with visibility %v: %v, want queue.ErrInvalid", v, err)
+		}
+	}
+}
+
+// purge: Purge deletes visible, in-flight and delayed messages.
+func (s *suite) purge(t *testing.T) {
+	f := s.h.NewQueue(t, Options{VisibilityTimeout: 10 * s.vis()})
+	ctx := ctxFor(t)
+	send(t, f.Queue, body("a"), body("b"), queue.SendEntry{Body: []byte("c"), Delay: time.Minute})
+	m := s.receiveOne(t, f.Queue, 5*time.Second)
+	if err := f.Queue.Purge(ctx); err != nil {
+		t.Fatalf("purge: %v", err)
+	}
+	// SQS takes up to a minute to finish a purge.
+	slack := s.caps.Slack
+	if s.caps.ApproximateDepth {
+		slack = max(slack, time.Minute)
+	}
+	deadline := time.Now().Add(slack)
+	for {
+		d, err := f.Queue.Depth(ctx)
+		if err != nil {
+			t.Fatalf("depth: %v", err)
+		}
+		if d.Total() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("depth %+v after purge, want none", d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := f.Queue.Release(ctx, m); err != nil {
+		t.Errorf("release of a purged message: %v, want success", err)
+	}
+	s.expectEmpty(t, f.Queue, "after the purge")
 }
 
 func (s *suite) delay(t *testing.T) {

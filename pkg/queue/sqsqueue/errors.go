@@ -12,7 +12,8 @@ import (
 
 // EntryError is one failed entry of an SQS batch call. errors.Is matches the
 // portable queue error its code and message mean (queue.ErrTooLarge,
-// queue.ErrReceiptInvalid, queue.ErrInvalid, queue.ErrNotFound).
+// queue.ErrReceiptInvalid, queue.ErrInvalid, queue.ErrNotFound,
+// queue.ErrPurgeInProgress).
 type EntryError struct {
 	Code        string
 	Message     string
@@ -63,6 +64,8 @@ func portable(code, message string) error {
 		return queue.ErrReceiptInvalid
 	case "QueueDoesNotExist", "NonExistentQueue":
 		return queue.ErrNotFound
+	case "PurgeQueueInProgress":
+		return queue.ErrPurgeInProgress
 	case "InvalidParameterValue":
 		if aboutReceiptHandle(message) {
 			return queue.ErrReceiptInvalid

@@ -253,3 +253,13 @@ func TestOtherErrorShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestPurgeInProgress: SQS's answer to a second PurgeQueue within 60 s, in
+// the query and the JSON protocols' spelling, is queue.ErrPurgeInProgress.
+func TestPurgeInProgress(t *testing.T) {
+	for _, code := range []string{"AWS.SimpleQueueService.PurgeQueueInProgress", "com.amazonaws.sqs#PurgeQueueInProgress", "PurgeQueueInProgress"} {
+		if got := portable(code, "Only one PurgeQueue operation on q is allowed every 60 seconds."); got != queue.ErrPurgeInProgress {
+			t.Errorf("%s: %v, want queue.ErrPurgeInProgress", code, got)
+		}
+	}
+}

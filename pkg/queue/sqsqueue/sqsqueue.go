@@ -26,6 +26,7 @@ type API interface {
 	ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessageBatch(context.Context, *sqs.DeleteMessageBatchInput, ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 	ChangeMessageVisibilityBatch(context.Context, *sqs.ChangeMessageVisibilityBatchInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	PurgeQueue(context.Context, *sqs.PurgeQueueInput, ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error)
 }
 
 var _ API = (*sqs.Client)(nil)
@@ -169,23 +170,37 @@ func (q *Queue) Depth(ctx context.Context) (queue.Depth, error) {
 	return d, nil
 }
 
-// Receive long-polls for up to n messages (n is clamped to 1..queue.MaxBatch,
-// wait to 0..queue.MaxWait and rounded up to whole seconds, SQS's unit). It
-// asks for ApproximateReceiveCount, SentTimestamp and all message
-// attributes; string and number attributes are returned in Attributes.
+// Receive long-polls for up to n messages with the queue's visibility
+// timeout (see ReceiveWith).
 func (q *Queue) Receive(ctx context.Context, n int, wait time.Duration) ([]*queue.Message, error) {
-	n = min(max(n, 1), queue.MaxBatch)
-	wait = min(max(wait, 0), queue.MaxWait)
-	out, err := q.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	return q.ReceiveWith(ctx, queue.ReceiveOptions{Max: n, Wait: wait})
+}
+
+// ReceiveWith long-polls for up to o.Max messages (clamped to
+// 1..queue.MaxBatch; o.Wait to 0..queue.MaxWait and rounded up to whole
+// seconds, SQS's unit, as is o.Visibility). It asks for
+// ApproximateReceiveCount, SentTimestamp and all message attributes;
+// string and number attributes are returned in Attributes.
+func (q *Queue) ReceiveWith(ctx context.Context, o queue.ReceiveOptions) ([]*queue.Message, error) {
+	if err := o.CheckVisibility(); err != nil {
+		return nil, q.wrap("receive", err)
+	}
+	n := min(max(o.Max, 1), queue.MaxBatch)
+	wait := min(max(o.Wait, 0), queue.MaxWait)
+	in := &sqs.ReceiveMessageInput{
 		QueueUrl:            aws.String(q.url),
 		MaxNumberOfMessages: int32(n),
-		WaitTimeSeconds:     int32((wait + time.Second - 1) / time.Second),
+		WaitTimeSeconds:     seconds(wait),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{
 			types.MessageSystemAttributeNameApproximateReceiveCount,
 			types.MessageSystemAttributeNameSentTimestamp,
 		},
 		MessageAttributeNames: []string{"All"},
-	})
+	}
+	if o.Visibility > 0 {
+		in.VisibilityTimeout = seconds(o.Visibility)
+	}
+	out, err := q.api.ReceiveMessage(ctx, in)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
@@ -308,7 +323,7 @@ func (q *Queue) sendChunk(entries []queue.SendEntry) chunkFunc {
 			re := types.SendMessageBatchRequestEntry{
 				Id:           aws.String(strconv.Itoa(i)),
 				MessageBody:  aws.String(string(e.Body)),
-				DelaySeconds: int32((e.Delay + time.Second - 1) / time.Second),
+				DelaySeconds: seconds(e.Delay),
 			}
 			if len(e.Attributes) > 0 {
 				re.MessageAttributes = make(map[string]types.MessageAttributeValue, len(e.Attributes))
@@ -415,7 +430,7 @@ func (q *Queue) visibilityChunk(changes []queue.VisibilityChange) chunkFunc {
 			in.Entries[j] = types.ChangeMessageVisibilityBatchRequestEntry{
 				Id:                aws.String(strconv.Itoa(i)),
 				ReceiptHandle:     aws.String(c.Message.ReceiptHandle),
-				VisibilityTimeout: int32((c.Timeout + time.Second - 1) / time.Second),
+				VisibilityTimeout: seconds(c.Timeout),
 			}
 		}
 		out, err := q.api.ChangeMessageVisibilityBatch(ctx, in)
@@ -424,6 +439,21 @@ func (q *Queue) visibilityChunk(changes []queue.VisibilityChange) chunkFunc {
 		}
 		return out.Failed, nil
 	}
+}
+
+// Purge deletes every message of the queue with PurgeQueue. SQS finishes
+// within 60 s; a second purge within 60 s fails with
+// queue.ErrPurgeInProgress.
+func (q *Queue) Purge(ctx context.Context) error {
+	if _, err := q.api.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(q.url)}); err != nil {
+		return q.wrap("purge", mapError(err))
+	}
+	return nil
+}
+
+// seconds rounds d up to whole seconds, SQS's unit.
+func seconds(d time.Duration) int32 {
+	return int32((d + time.Second - 1) / time.Second)
 }
 
 // errCtx returns ctx's error if it is done, else err mapped.
