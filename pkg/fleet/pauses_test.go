@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/task"
 )
 
 func TestParseTargetAndTargets(t *testing.T) {
@@ -19,8 +20,12 @@ func TestParseTargetAndTargets(t *testing.T) {
 		}
 	}
 	ts := fleet.Targets("mill-")
-	if len(ts) != 12 {
-		t.Fatalf("%d targets, want 6 types and 6 work queues: %v", len(ts), ts)
+	// Every task type (7 with STORAGE_STATS) and the six work queues.
+	if len(ts) != 13 {
+		t.Fatalf("%d targets, want 7 types and 6 work queues: %v", len(ts), ts)
+	}
+	if got := ts[len(task.Types)-1]; got != (fleet.Pause{Kind: fleet.PauseType, Name: string(task.TypeStorageStats)}) {
+		t.Errorf("last type target %+v, want STORAGE_STATS", got)
 	}
 	for _, p := range ts {
 		if p.Name == "mill-dead-letter" {
