@@ -178,7 +178,7 @@ up() {
     env FILESYSTEM_ROOT="$fsroot" OVERRIDE_IN_DOCKER=0 \
       GATEWAY_LISTEN="127.0.0.1:$MILL_LOCALSTACK_PORT" \
       LOCALSTACK_HOST="127.0.0.1:$MILL_LOCALSTACK_PORT" \
-      SERVICES=sqs,s3,dynamodb,cloudwatch,sts,cloudformation \
+      SERVICES=sqs,s3,dynamodb,cloudwatch,sts,cloudformation,sns \
       EAGER_SERVICE_LOADING=1 \
       SQS_ENDPOINT_STRATEGY=path \
       DNS_ADDRESS=0 \

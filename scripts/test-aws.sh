@@ -26,9 +26,9 @@ export CI=true
 
 # The contract suites: queues (SQS; the claim-check blobs in S3), storage
 # (S3), the audit log and leases (DynamoDB), setup (all of them), metrics
-# (CloudWatch) and S3 event notifications.
+# (CloudWatch), S3 event notifications and the operators' notifications (SNS).
 pkgs=(./pkg/queue/sqsqueue ./pkg/queue/claimcheck/s3blobs ./pkg/storage/s3store
-  ./pkg/auditlog ./pkg/lease ./pkg/setup ./pkg/metrics ./pkg/s3event)
+  ./pkg/auditlog ./pkg/lease ./pkg/setup ./pkg/metrics ./pkg/s3event ./pkg/notify)
 e2e=(./test/e2e -run 'TestAuditDuplicationEndToEnd')
 
 case "$mode" in
