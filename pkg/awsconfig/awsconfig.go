@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"sync"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
@@ -38,6 +40,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
+
+	"github.com/millfleet/mill/pkg/endpoint"
 )
 
 // DefaultRegion is used when no region is configured anywhere.
@@ -85,6 +89,15 @@ func Load(ctx context.Context, o Options) (*Config, error) {
 		o.ConnectTimeout = DefaultConnectTimeout
 	}
 	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			// The SDK keeps 10 idle connections a host; a Workman has more
+			// requests than that in flight at once on SQS alone (a long
+			// poll per quiet queue, batch receives, deletes, visibility
+			// changes), and every connection past 10 was closed after its
+			// request and dialled again for the next one.
+			t.MaxIdleConnsPerHost = endpoint.MaxIdleConnsPerHost
+			t.MaxIdleConns = 2 * endpoint.MaxIdleConnsPerHost
+		})),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(so *retry.StandardOptions) {
 				so.MaxAttempts = o.MaxAttempts

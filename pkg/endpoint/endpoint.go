@@ -111,7 +111,15 @@ func Control(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// HTTPClient returns an SDK HTTP client (with the SDK's defaults) whose
+// MaxIdleConnsPerHost is how many idle connections Mill's SDK clients keep
+// to one endpoint (the SDK's default is 10): enough for a Workman's
+// concurrent SQS requests and a transfer's parallel streams, whose
+// connections past the pool's size were closed after each request and
+// dialled again for the next.
+const MaxIdleConnsPerHost = 64
+
+// HTTPClient returns an SDK HTTP client (with the SDK's defaults, and a
+// pool of MaxIdleConnsPerHost idle connections a host) whose
 // connections never reach a Forbidden address: its dialer's Control checks
 // each address dialled, and when a proxy is in use the endpoint's host is
 // resolved and checked before the request is handed to the proxy. resolver
@@ -124,6 +132,8 @@ func HTTPClient(resolver *net.Resolver) *awshttp.BuildableClient {
 		}).
 		WithTransportOptions(func(t *http.Transport) {
 			t.Proxy = guardProxy(t.Proxy, resolver)
+			t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+			t.MaxIdleConns = 2 * MaxIdleConnsPerHost
 		})
 }
 
