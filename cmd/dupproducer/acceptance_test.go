@@ -229,10 +229,10 @@ func TestAcceptance(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := processors.NewMux()
-	mux.Handle(task.TypeDup, proc)
-	mux.Handle(task.TypeAudit, noop.New(noop.Config{}))
+	mux.Register(task.TypeDup, proc)
+	mux.Register(task.TypeAudit, noop.New(noop.Config{}))
 	m, err := workman.New(workman.Config{
-		Queues: []queue.Queue{audit, dupLow}, DeadLetter: dlq, Handler: mux.Handler(), ProcessorName: mux.ProcessorName,
+		Queues: []queue.Queue{audit, dupLow}, DeadLetter: dlq, Handler: mux, ProcessorName: mux.ProcessorName,
 		Workers: 8, QueueBackoffMin: 100 * time.Millisecond, QueueBackoffMax: time.Second,
 		IdlePollWait: time.Second,
 		RetryBase:    time.Second, RetryMax: 2 * time.Second, Logger: logger,

@@ -420,7 +420,7 @@ func (e *env) manager() (*workman.Manager, error) {
 	}
 	return workman.New(workman.Config{
 		Queues: qs, DeadLetter: e.deps.Queues[queue.KeyDeadLetter],
-		Handler:       processors.Chain(mux.Handler(), processors.Logging(e.cfg.Logger), processors.Recover()),
+		Handler:       wiring.Chain(mux, wiring.ChainConfig{Logger: e.cfg.Logger}),
 		ProcessorName: mux.ProcessorName,
 		Workers:       e.cfg.Workers,
 		// Short waits: the dev mode's queues are in memory, so asking an

@@ -322,10 +322,10 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := processors.NewMux()
-	mux.Handle(task.TypeBit, bitP)
-	mux.Handle(task.TypeBitError, errP)
-	mux.Handle(task.TypeBitReport, repP)
-	mux.Handle(task.TypeAudit, audP)
+	mux.Register(task.TypeBit, bitP)
+	mux.Register(task.TypeBitError, errP)
+	mux.Register(task.TypeBitReport, repP)
+	mux.Register(task.TypeAudit, audP)
 	// The four queues in the production priority order (audit,
 	// bit-report, bit-error, bit).
 	opened := map[string]queue.Queue{queue.KeyAudit: auditQ, queue.KeyBitReport: reportQ, queue.KeyBitError: errorQ, queue.KeyBit: bitQ}
@@ -369,7 +369,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 		for n := range managers {
 			mgr, err := workman.New(workman.Config{
 				Queues: queues, DeadLetter: deadQ,
-				Handler: processors.Chain(mux.Handler(), processors.Recover()), ProcessorName: mux.ProcessorName,
+				Handler: processors.Chain(mux, processors.Recover()), ProcessorName: mux.ProcessorName,
 				// The production receive wait and first backoff; the backoff
 				// cap shorter than production's 30 s so repairs and re-sent
 				// reports on the higher queues are picked up within seconds,
