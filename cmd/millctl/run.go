@@ -77,7 +77,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 					AWS: cfg, Claims: claims, QueuePrefix: *prefix, QueueNames: map[string]string{key: name},
 					ConfigDir: *cfgSrc.dir, ConfigBucket: *cfgSrc.bucket, ConfigPrefix: *cfgSrc.prefix,
 					AuditTable: *auditTable, DatabaseURL: *dbURL, ReportsBucket: *reportsBucket,
-					Types: types, RecheckDelay: *recheck, MaxAttempts: *maxAttempts,
+					Types: types, RecheckDelay: *recheck,
 					Noop: noop.Config{Sleep: *noopSleep}, Logger: a.logger,
 				})
 				if err != nil {

@@ -317,7 +317,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ReportsBucket: o.reportsBucket, ReportsPrefix: o.reportsPrefix, Types: types,
 		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports,
 		DupRestoreDays: o.dupRestoreDays,
-		Format:         format, RecheckDelay: o.recheckDelay, MaxAttempts: o.maxAttempts, Noop: noopCfg, Logger: logger,
+		Format:         format, RecheckDelay: o.recheckDelay, Noop: noopCfg, Logger: logger,
 	})
 	if err != nil {
 		return err

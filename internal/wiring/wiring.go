@@ -97,10 +97,6 @@ type Deps struct {
 	// (default bit.DefaultRecheckDelay); the report processor waits as
 	// long for missing results.
 	RecheckDelay time.Duration
-	// MaxAttempts must equal Workman's MaxAttempts (default
-	// workman.DefaultMaxAttempts): the bit check's last attempt depends on
-	// it.
-	MaxAttempts int
 	// UnreadableKinds: store kinds whose content the bit check does not
 	// read back (C is N/A).
 	UnreadableKinds []storage.Kind
@@ -135,9 +131,6 @@ func (d Deps) WithDefaults() Deps {
 	d.Clock = clock.Or(d.Clock)
 	if d.RecheckDelay <= 0 {
 		d.RecheckDelay = bit.DefaultRecheckDelay
-	}
-	if d.MaxAttempts <= 0 {
-		d.MaxAttempts = bit.DefaultMaxAttempts
 	}
 	if d.Resolver == nil && d.Stores != nil {
 		d.Resolver = s3event.RegistryResolver{Registry: d.Stores.Registry()}
@@ -267,7 +260,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	bp, err := bit.New(bit.Config{
 		Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, BitLog: d.BitLog,
 		AuditQueue: q[queue.KeyAudit], BitErrorQueue: q[queue.KeyBitError],
-		RecheckDelay: d.RecheckDelay, MaxAttempts: d.MaxAttempts,
+		RecheckDelay:    d.RecheckDelay,
 		UnreadableKinds: d.UnreadableKinds, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeBit, bp, err)

@@ -22,7 +22,7 @@ const (
 	DefaultQueueBackoffMax    = 30 * time.Second
 	DefaultIdlePollWait       = queue.MaxWait // 20 s
 	DefaultTaskTimeout        = 30 * time.Minute
-	DefaultMaxAttempts        = 3
+	DefaultMaxAttempts        = processors.DefaultMaxAttempts
 	DefaultRetryBase          = 10 * time.Second
 	DefaultRetryMax           = queue.MaxDelay // 15 min, SQS's limit
 	DefaultGracePeriod        = 30 * time.Second

@@ -233,12 +233,14 @@ type call struct {
 	queue    string
 	id       string
 	attempts int
+	ctxAtt   processors.Attempts // what the context said
 	at       time.Time
 }
 
 func (r *recorder) Handle(ctx context.Context, t *task.Task) error {
 	r.mu.Lock()
-	r.calls = append(r.calls, call{queue: processors.QueueName(ctx), id: t.Get("id"), attempts: t.Attempts, at: r.clk.Now()})
+	att, _ := processors.AttemptsFrom(ctx)
+	r.calls = append(r.calls, call{queue: processors.QueueName(ctx), id: t.Get("id"), attempts: t.Attempts, ctxAtt: att, at: r.clk.Now()})
 	r.mu.Unlock()
 	if r.fn != nil {
 		return r.fn(ctx, t)

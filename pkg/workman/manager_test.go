@@ -167,6 +167,10 @@ func TestFailuresRetryThenDeadLetter(t *testing.T) {
 			if c.attempts != i {
 				t.Errorf("call %d had attempts=%d", i, c.attempts)
 			}
+			// The handler is told the attempt and the limit on its context.
+			if want := (processors.Attempts{Done: i, Limit: DefaultMaxAttempts}); c.ctxAtt != want {
+				t.Errorf("call %d: context attempts %+v, want %+v", i, c.ctxAtt, want)
+			}
 		}
 		// Exponential delays: 10 s then 20 s.
 		if d := calls[1].at.Sub(calls[0].at); d < 10*time.Second || d > 12*time.Second {
