@@ -14,6 +14,8 @@ import (
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 // harness runs a Manager over memqueues on a fake clock.
@@ -38,7 +40,7 @@ type harnessOpts struct {
 }
 
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return slogtest.New(t, slog.LevelWarn)
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {

@@ -15,6 +15,8 @@ import (
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/looping"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 // fakeMorsel is the Data a fakeProducer keeps in each morsel.
@@ -128,7 +130,7 @@ func newEnv(t *testing.T) *env {
 }
 
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return slogtest.New(t, slog.LevelWarn)
 }
 
 func (e *env) config(t *testing.T, p looping.Producer) looping.Config {
