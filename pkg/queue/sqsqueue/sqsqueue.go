@@ -60,7 +60,9 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// WithDefaults returns c with zero fields set to their defaults.
+// WithDefaults returns c with zero fields set to their defaults (a zero
+// MaxBatchBytes is at least MaxMessageBytes, so one message always fits a
+// batch).
 func (c Config) WithDefaults() Config {
 	if c.Retries == 0 {
 		c.Retries = DefaultRetries
@@ -68,18 +70,39 @@ func (c Config) WithDefaults() Config {
 	if c.Retries < 0 {
 		c.Retries = 0
 	}
-	if c.RetryBackoff <= 0 {
+	if c.RetryBackoff == 0 {
 		c.RetryBackoff = DefaultRetryBackoff
 	}
-	if c.MaxMessageBytes <= 0 {
+	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
-	if c.MaxBatchBytes <= 0 {
-		c.MaxBatchBytes = DefaultMaxBatchBytes
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = max(DefaultMaxBatchBytes, c.MaxMessageBytes)
 	}
-	c.MaxBatchBytes = max(c.MaxBatchBytes, c.MaxMessageBytes)
 	c.Clock = clock.Or(c.Clock)
 	return c
+}
+
+// MaxPayloadBytes is the most SQS takes in one message and in one batch
+// (1 MiB).
+const MaxPayloadBytes = 1 << 20
+
+// validate reports every field of c (defaults applied) out of range.
+func (c Config) validate() error {
+	var errs []error
+	if c.RetryBackoff < 0 {
+		errs = append(errs, fmt.Errorf("sqsqueue: Config.RetryBackoff %s: must not be negative", c.RetryBackoff))
+	}
+	if c.MaxMessageBytes < 0 || c.MaxMessageBytes > MaxPayloadBytes {
+		errs = append(errs, fmt.Errorf("sqsqueue: Config.MaxMessageBytes %d: must be within 1..%d", c.MaxMessageBytes, MaxPayloadBytes))
+	}
+	if c.MaxBatchBytes < c.MaxMessageBytes || c.MaxBatchBytes > MaxPayloadBytes {
+		errs = append(errs, fmt.Errorf("sqsqueue: Config.MaxBatchBytes %d: must be within MaxMessageBytes (%d)..%d", c.MaxBatchBytes, c.MaxMessageBytes, MaxPayloadBytes))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", queue.ErrInvalid, err)
+	}
+	return nil
 }
 
 // Queue is one SQS queue. Create it with Open.
@@ -96,13 +119,18 @@ type Queue struct {
 var _ queue.Queue = (*Queue)(nil)
 
 // Open resolves the queue called name. A queue that does not exist is
-// queue.ErrNotFound.
+// queue.ErrNotFound; a Config out of range is queue.ErrInvalid, naming
+// every problem, before any request.
 func Open(ctx context.Context, api API, name string, cfg Config) (*Queue, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	out, err := api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
 	if err != nil {
 		return nil, fmt.Errorf("sqsqueue: open %q: %w", name, mapError(err))
 	}
-	return &Queue{api: api, name: name, url: aws.ToString(out.QueueUrl), cfg: cfg.WithDefaults()}, nil
+	return &Queue{api: api, name: name, url: aws.ToString(out.QueueUrl), cfg: cfg}, nil
 }
 
 // Name returns the queue's name.
