@@ -124,7 +124,7 @@ func TestAcceptance(t *testing.T) {
 	}
 	opener := stores.NewOpener(reg, stores.OpenerConfig{
 		AWS: cfg.AWS, PathStyle: true,
-		S3: dupproc.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
+		S3: stores.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
 			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
 		}),
 		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
