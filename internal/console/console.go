@@ -168,10 +168,10 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("console: Config.DeadLetterRescan %s must be at least 1s and DeadLetterMax %d positive", c.DeadLetterRescan, c.DeadLetterMax))
 	}
 	if c.Refresh < time.Second {
-		errs = append(errs, fmt.Errorf("console: Config.Refresh %s is under 1s", c.Refresh))
+		errs = append(errs, fmt.Errorf("console: Config.Refresh %s: must be at least 1s", c.Refresh))
 	}
 	if c.SampleEvery < time.Second || c.HistoryWindow < c.SampleEvery {
-		errs = append(errs, fmt.Errorf("console: Config.SampleEvery %s must be at least 1s and at most HistoryWindow %s", c.SampleEvery, c.HistoryWindow))
+		errs = append(errs, fmt.Errorf("console: Config.SampleEvery %s: must be at least 1s and at most HistoryWindow %s", c.SampleEvery, c.HistoryWindow))
 	}
 	return errors.Join(errs...)
 }

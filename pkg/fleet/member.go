@@ -53,24 +53,21 @@ func (c MemberConfig) withDefaults() MemberConfig {
 func (c MemberConfig) validate() error {
 	var errs []error
 	if c.Registry == nil {
-		errs = append(errs, errors.New("no registry"))
+		errs = append(errs, errors.New("fleet: MemberConfig.Registry is required"))
 	}
 	if c.Self.ID == "" {
-		errs = append(errs, errors.New("no worker ID"))
+		errs = append(errs, errors.New("fleet: MemberConfig.Self.ID is required"))
 	}
 	if c.Interval < 100*time.Millisecond {
-		errs = append(errs, fmt.Errorf("interval %v: must be at least 100ms", c.Interval))
+		errs = append(errs, fmt.Errorf("fleet: MemberConfig.Interval %v: must be at least 100ms", c.Interval))
 	}
 	if c.KeepLost <= LostAfter*c.Interval {
-		errs = append(errs, fmt.Errorf("keep-lost %v: must be longer than %d intervals (%v), or a lost worker would vanish instead", c.KeepLost, LostAfter, LostAfter*c.Interval))
+		errs = append(errs, fmt.Errorf("fleet: MemberConfig.KeepLost %v: must be longer than %d intervals (%v), or a lost worker would vanish instead", c.KeepLost, LostAfter, LostAfter*c.Interval))
 	}
 	if c.KeepGone <= 0 {
-		errs = append(errs, fmt.Errorf("keep-gone %v: must be positive", c.KeepGone))
+		errs = append(errs, fmt.Errorf("fleet: MemberConfig.KeepGone %v: must be positive", c.KeepGone))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("fleet: invalid member config: %w", err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // errPaused is the cause a running task is cancelled with when its type is

@@ -98,7 +98,7 @@ func TestMemberConfigValidation(t *testing.T) {
 	if err == nil {
 		t.Fatal("no registry, no ID and a keep-lost shorter than three intervals were accepted")
 	}
-	for _, want := range []string{"no registry", "no worker ID", "keep-lost"} {
+	for _, want := range []string{"MemberConfig.Registry is required", "MemberConfig.Self.ID is required", "MemberConfig.KeepLost"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -80,10 +80,10 @@ func (c CloudWatchConfig) WithDefaults() CloudWatchConfig {
 func (c CloudWatchConfig) validate() error {
 	var errs []error
 	if c.Interval < time.Second {
-		errs = append(errs, fmt.Errorf("interval %s: must be at least 1s", c.Interval))
+		errs = append(errs, fmt.Errorf("metrics: CloudWatchConfig.Interval %s: must be at least 1s", c.Interval))
 	}
 	if c.FlushTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("flush timeout %s: must be positive", c.FlushTimeout))
+		errs = append(errs, fmt.Errorf("metrics: CloudWatchConfig.FlushTimeout %s: must be positive", c.FlushTimeout))
 	}
 	return errors.Join(errs...)
 }

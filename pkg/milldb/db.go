@@ -52,16 +52,21 @@ type Config struct {
 func (c Config) validate() error {
 	var errs []error
 	if c.MaxConns < 0 {
-		errs = append(errs, fmt.Errorf("MaxConns %d < 0", c.MaxConns))
+		errs = append(errs, fmt.Errorf("milldb: Config.MaxConns %d: must not be negative", c.MaxConns))
 	}
 	if c.MinConns < 0 {
-		errs = append(errs, fmt.Errorf("MinConns %d < 0", c.MinConns))
+		errs = append(errs, fmt.Errorf("milldb: Config.MinConns %d: must not be negative", c.MinConns))
 	}
 	if c.MaxConns > 0 && c.MinConns > c.MaxConns {
-		errs = append(errs, fmt.Errorf("MinConns %d > MaxConns %d", c.MinConns, c.MaxConns))
+		errs = append(errs, fmt.Errorf("milldb: Config.MinConns %d: must not exceed MaxConns %d", c.MinConns, c.MaxConns))
 	}
-	if c.ConnectTimeout < 0 || c.MaxConnLifetime < 0 || c.MaxConnIdleTime < 0 {
-		errs = append(errs, errors.New("durations must not be negative"))
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"ConnectTimeout", c.ConnectTimeout}, {"MaxConnLifetime", c.MaxConnLifetime}, {"MaxConnIdleTime", c.MaxConnIdleTime}} {
+		if d.d < 0 {
+			errs = append(errs, fmt.Errorf("milldb: Config.%s %s: must not be negative", d.name, d.d))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -199,90 +199,90 @@ func (c Config) WithDefaults() Config {
 // validate reports every problem of a defaulted config at once.
 func (c Config) validate() error {
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("workman: "+format, args...)) }
 	if len(c.Queues) == 0 {
-		add("no queues to receive from")
+		add("Config.Queues is required (no queues to receive from)")
 	}
 	seen := map[string]bool{}
 	for i, q := range c.Queues {
 		if q == nil {
-			add("queue %d is nil", i)
+			add("Config.Queues[%d]: must not be nil", i)
 			continue
 		}
 		if seen[q.Name()] {
-			add("queue %q listed twice", q.Name())
+			add("Config.Queues %q: listed twice", q.Name())
 		}
 		seen[q.Name()] = true
 	}
 	if c.DeadLetter == nil {
-		add("no dead-letter queue")
+		add("Config.DeadLetter is required")
 	} else if seen[c.DeadLetter.Name()] {
-		add("dead-letter queue %q is also a work queue", c.DeadLetter.Name())
+		add("Config.DeadLetter %q: must not be a work queue too", c.DeadLetter.Name())
 	}
 	if c.Handler == nil {
-		add("no handler")
+		add("Config.Handler is required")
 	}
 	if c.Workers < 1 {
-		add("workers %d: must be at least 1", c.Workers)
+		add("Config.Workers %d: must be at least 1", c.Workers)
 	}
 	if c.ReceiveWait <= 0 || c.ReceiveWait > queue.MaxWait {
-		add("receive wait %s: must be in (0, %s] (a 0-second poll is not authoritative)", c.ReceiveWait, queue.MaxWait)
+		add("Config.ReceiveWait %s: must be within (0, %s] (a 0-second poll is not authoritative)", c.ReceiveWait, queue.MaxWait)
 	}
 	if c.QueueBackoffMin <= 0 || c.QueueBackoffMax < c.QueueBackoffMin {
-		add("queue backoff %s..%s: need 0 < min <= max", c.QueueBackoffMin, c.QueueBackoffMax)
+		add("Config.QueueBackoffMin..Max %s..%s: must be 0 < min <= max", c.QueueBackoffMin, c.QueueBackoffMax)
 	}
 	if c.IdlePollWait <= 0 || c.IdlePollWait > queue.MaxWait {
-		add("idle poll wait %s: must be in (0, %s]", c.IdlePollWait, queue.MaxWait)
+		add("Config.IdlePollWait %s: must be within (0, %s]", c.IdlePollWait, queue.MaxWait)
 	}
 	var total float64
 	for name, f := range c.MinShare {
 		switch {
 		case !seen[name]:
-			add("min share of %q: not one of the queues", name)
+			add("Config.MinShare %q: must be one of the queues", name)
 		case len(c.Queues) > 0 && c.Queues[0] != nil && c.Queues[0].Name() == name:
-			add("min share of %q: it is the top queue, which never waits for a higher one", name)
+			add("Config.MinShare %q: must not be the top queue, which never waits for a higher one", name)
 		}
 		if !(f > 0 && f < 1) {
-			add("min share of %q is %v: must be in (0, 1)", name, f)
+			add("Config.MinShare %q %v: must be within (0, 1)", name, f)
 		}
 		total += f
 	}
 	if total >= 1 {
-		add("min shares add up to %v: must be below 1", total)
+		add("Config.MinShare total %v: must be below 1", total)
 	}
 	if c.MaxAttempts < 1 {
-		add("max attempts %d: must be at least 1", c.MaxAttempts)
+		add("Config.MaxAttempts %d: must be at least 1", c.MaxAttempts)
 	}
 	if c.RetryBase <= 0 || c.RetryMax < c.RetryBase || c.RetryMax > queue.MaxDelay {
-		add("retry delay %s..%s: need 0 < base <= max <= %s", c.RetryBase, c.RetryMax, queue.MaxDelay)
+		add("Config.RetryBase..RetryMax %s..%s: must be 0 < base <= max <= %s", c.RetryBase, c.RetryMax, queue.MaxDelay)
 	}
 	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
-		add("format %v: unknown", c.Format)
+		add("Config.Format %v: must be JSON or properties", c.Format)
 	}
 	if c.GracePeriod < 0 {
-		add("grace period %s: must not be negative", c.GracePeriod)
+		add("Config.GracePeriod %s: must not be negative", c.GracePeriod)
 	}
 	if c.HardStopTimeout <= 0 {
-		add("hard stop timeout %s: must be positive", c.HardStopTimeout)
+		add("Config.HardStopTimeout %s: must be positive", c.HardStopTimeout)
 	}
 	if c.DeleteFlush <= 0 {
-		add("delete flush %s: must be positive", c.DeleteFlush)
+		add("Config.DeleteFlush %s: must be positive", c.DeleteFlush)
 	}
 	if c.OperationAttempts < 1 || c.OperationRetryBase <= 0 {
-		add("operation retries %d × %s: need at least 1 attempt and a positive delay", c.OperationAttempts, c.OperationRetryBase)
+		add("Config.OperationAttempts × OperationRetryBase %d × %s: must be at least 1 attempt and a positive delay", c.OperationAttempts, c.OperationRetryBase)
 	}
 	if c.CallTimeout <= 0 {
-		add("call timeout %s: must be positive", c.CallTimeout)
+		add("Config.CallTimeout %s: must be positive", c.CallTimeout)
 	}
 	for ty, d := range c.TaskTimeouts {
 		if d == 0 {
-			add("timeout of %s is 0 (use a negative value for no deadline)", ty)
+			add("Config.TaskTimeouts[%s] 0: must not be 0 (a negative value means no deadline)", ty)
 		}
 	}
 	if len(errs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("workman: invalid config: %w", errors.Join(errs...))
+	return errors.Join(errs...)
 }
 
 type nopObserver struct{}

@@ -82,25 +82,25 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Log == nil {
-		errs = append(errs, errors.New("config: Log is required"))
+		errs = append(errs, errors.New("audit: Config.Log is required"))
 	}
 	if c.Index == nil {
-		errs = append(errs, errors.New("config: Index is required"))
+		errs = append(errs, errors.New("audit: Config.Index is required"))
 	}
 	if c.DupHigh == nil {
-		errs = append(errs, errors.New("config: DupHigh is required"))
+		errs = append(errs, errors.New("audit: Config.DupHigh is required"))
 	}
 	if c.Policies == nil {
-		errs = append(errs, errors.New("config: Policies is required"))
+		errs = append(errs, errors.New("audit: Config.Policies is required"))
 	}
 	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
-		errs = append(errs, fmt.Errorf("unknown Format %v", c.Format))
+		errs = append(errs, fmt.Errorf("audit: Config.Format %v: must be JSON or properties", c.Format))
 	}
 	if c.EchoWindow < 0 {
-		errs = append(errs, errors.New("EchoWindow must not be negative"))
+		errs = append(errs, fmt.Errorf("audit: Config.EchoWindow %s: must not be negative", c.EchoWindow))
 	}
 	if c.Stores == nil {
-		errs = append(errs, errors.New("config: Stores is required"))
+		errs = append(errs, errors.New("audit: Config.Stores is required"))
 	}
 	return errors.Join(errs...)
 }

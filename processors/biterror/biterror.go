@@ -147,10 +147,10 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("biterror: Config.BitQueue is required"))
 	}
 	if c.RecheckDelay < 0 || c.RecheckDelay > queue.MaxDelay {
-		errs = append(errs, fmt.Errorf("biterror: Config.RecheckDelay %s outside 0..%s", c.RecheckDelay, queue.MaxDelay))
+		errs = append(errs, fmt.Errorf("biterror: Config.RecheckDelay %s: must be within 0..%s", c.RecheckDelay, queue.MaxDelay))
 	}
 	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
-		errs = append(errs, fmt.Errorf("biterror: unknown Config.Format %v", c.Format))
+		errs = append(errs, fmt.Errorf("biterror: Config.Format %v: must be JSON or properties", c.Format))
 	}
 	return errors.Join(errs...)
 }

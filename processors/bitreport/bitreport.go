@@ -118,36 +118,33 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Stores == nil {
-		errs = append(errs, errors.New("no Stores"))
+		errs = append(errs, errors.New("bitreport: Config.Stores is required"))
 	}
 	if c.Index == nil {
-		errs = append(errs, errors.New("no Index"))
+		errs = append(errs, errors.New("bitreport: Config.Index is required"))
 	}
 	if c.BitLog == nil {
-		errs = append(errs, errors.New("no BitLog"))
+		errs = append(errs, errors.New("bitreport: Config.BitLog is required"))
 	}
 	if c.Reports == nil {
-		errs = append(errs, errors.New("no Reports"))
+		errs = append(errs, errors.New("bitreport: Config.Reports is required"))
 	}
 	if c.Observer == nil {
-		errs = append(errs, errors.New("no Observer"))
+		errs = append(errs, errors.New("bitreport: Config.Observer is required"))
 	}
 	if c.BitErrorQueue == nil {
-		errs = append(errs, errors.New("no BitErrorQueue"))
+		errs = append(errs, errors.New("bitreport: Config.BitErrorQueue is required"))
 	}
 	if c.RecheckDelay < 0 || c.RecheckDelay > queue.MaxDelay {
-		errs = append(errs, fmt.Errorf("RecheckDelay %s outside 0..%s", c.RecheckDelay, queue.MaxDelay))
+		errs = append(errs, fmt.Errorf("bitreport: Config.RecheckDelay %s: must be within 0..%s", c.RecheckDelay, queue.MaxDelay))
 	}
 	if c.MaxRechecks < 0 {
-		errs = append(errs, fmt.Errorf("MaxRechecks %d < 0", c.MaxRechecks))
+		errs = append(errs, fmt.Errorf("bitreport: Config.MaxRechecks %d: must not be negative", c.MaxRechecks))
 	}
 	if c.AdminSpace && c.AuditQueue == nil {
-		errs = append(errs, errors.New("AdminSpace needs an AuditQueue (the copy is an audited write)"))
+		errs = append(errs, errors.New("bitreport: Config.AuditQueue is required when AdminSpace is set (the copy is an audited write)"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("bitreport: config: %w", err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Processor handles BIT_REPORT tasks. Safe for concurrent use.

@@ -139,22 +139,22 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Opener == nil {
-		errs = append(errs, errors.New("no Opener"))
+		errs = append(errs, errors.New("dup: Config.Opener is required"))
 	}
 	if c.Audit == nil {
-		errs = append(errs, errors.New("no Audit wrapper"))
+		errs = append(errs, errors.New("dup: Config.Audit is required"))
 	}
 	if c.Live == nil {
-		errs = append(errs, errors.New("no Live checker (content index)"))
+		errs = append(errs, errors.New("dup: Config.Live is required (the content index)"))
 	}
 	if c.Policies == nil {
-		errs = append(errs, errors.New("no Policies (the duplication policy files)"))
+		errs = append(errs, errors.New("dup: Config.Policies is required (the duplication policy files)"))
 	}
 	if c.Retry.Attempts < 1 {
-		errs = append(errs, fmt.Errorf("Retry.Attempts %d: at least 1", c.Retry.Attempts))
+		errs = append(errs, fmt.Errorf("dup: Config.Retry.Attempts %d: must be at least 1", c.Retry.Attempts))
 	}
 	if c.Retry.Base <= 0 || c.Retry.Max < c.Retry.Base {
-		errs = append(errs, fmt.Errorf("Retry delays %s..%s: need 0 < Base <= Max", c.Retry.Base, c.Retry.Max))
+		errs = append(errs, fmt.Errorf("dup: Config.Retry delays %s..%s: must be 0 < Base <= Max", c.Retry.Base, c.Retry.Max))
 	}
 	if c.RestoreArchivedDays < 0 {
 		errs = append(errs, fmt.Errorf("RestoreArchivedDays %d: must not be negative", c.RestoreArchivedDays))

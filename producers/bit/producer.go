@@ -71,10 +71,10 @@ var _ looping.Producer = (*Producer)(nil)
 func New(cfg Config) (*Producer, error) {
 	var errs []error
 	if cfg.Registry == nil {
-		errs = append(errs, errors.New("no Registry"))
+		errs = append(errs, errors.New("bit producer: Config.Registry is required"))
 	}
 	if cfg.Opener == nil {
-		errs = append(errs, errors.New("no Opener"))
+		errs = append(errs, errors.New("bit producer: Config.Opener is required"))
 	}
 	if cfg.SkipRecent < 0 {
 		errs = append(errs, fmt.Errorf("SkipRecent %s is negative", cfg.SkipRecent))
@@ -83,7 +83,7 @@ func New(cfg Config) (*Producer, error) {
 		errs = append(errs, errors.New("SkipRecent needs Reports"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("bit: config: %w", err)
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

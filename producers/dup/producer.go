@@ -86,16 +86,16 @@ var (
 func New(cfg Config) (*Producer, error) {
 	var errs []error
 	if cfg.Registry == nil {
-		errs = append(errs, errors.New("no Registry"))
+		errs = append(errs, errors.New("dup producer: Config.Registry is required"))
 	}
 	if cfg.Policies == nil {
-		errs = append(errs, errors.New("no Policies"))
+		errs = append(errs, errors.New("dup producer: Config.Policies is required"))
 	}
 	if cfg.Opener == nil {
-		errs = append(errs, errors.New("no Opener"))
+		errs = append(errs, errors.New("dup producer: Config.Opener is required"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("dup producer: config: %w", err)
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

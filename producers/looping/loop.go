@@ -119,34 +119,34 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Kind == "" {
-		errs = append(errs, errors.New("no Kind"))
+		errs = append(errs, errors.New("looping: Config.Kind is required"))
 	}
 	if c.Producer == nil {
-		errs = append(errs, errors.New("no Producer"))
+		errs = append(errs, errors.New("looping: Config.Producer is required"))
 	}
 	if c.Queue == nil {
-		errs = append(errs, errors.New("no Queue"))
+		errs = append(errs, errors.New("looping: Config.Queue is required"))
 	}
 	if c.State == nil {
-		errs = append(errs, errors.New("no State store"))
+		errs = append(errs, errors.New("looping: Config.State is required"))
 	}
 	if c.Lease == nil {
-		errs = append(errs, errors.New("no Lease"))
+		errs = append(errs, errors.New("looping: Config.Lease is required"))
 	}
 	if c.LeaseTTL < 3*time.Second {
-		errs = append(errs, fmt.Errorf("LeaseTTL %v is under 3s", c.LeaseTTL))
+		errs = append(errs, fmt.Errorf("looping: Config.LeaseTTL %v: must be at least 3s", c.LeaseTTL))
 	}
 	if c.MaxQueueSize < 0 {
-		errs = append(errs, fmt.Errorf("MaxQueueSize %d is negative", c.MaxQueueSize))
+		errs = append(errs, fmt.Errorf("looping: Config.MaxQueueSize %d: must not be negative", c.MaxQueueSize))
 	}
 	if c.BiteSize < 0 {
-		errs = append(errs, fmt.Errorf("BiteSize %d is negative", c.BiteSize))
+		errs = append(errs, fmt.Errorf("looping: Config.BiteSize %d: must not be negative", c.BiteSize))
 	}
 	if c.ProgressInterval < 0 {
-		errs = append(errs, fmt.Errorf("ProgressInterval %v is negative", c.ProgressInterval))
+		errs = append(errs, fmt.Errorf("looping: Config.ProgressInterval %v: must not be negative", c.ProgressInterval))
 	}
 	if c.Frequency.N < 0 || (c.Frequency.N > 0 && c.Frequency.Unit != Months && unitDuration[c.Frequency.Unit] == 0) {
-		errs = append(errs, fmt.Errorf("bad Frequency %+v", c.Frequency))
+		errs = append(errs, fmt.Errorf("looping: Config.Frequency %+v: must be a positive count of a known unit", c.Frequency))
 	}
 	if !c.StartAt.IsZero() && c.Frequency.N > 0 && c.Frequency.Unit != Days && c.Frequency.Unit != Months {
 		errs = append(errs, fmt.Errorf("a start time (%s) needs a frequency of days or months, not %s", c.StartAt, c.Frequency))
@@ -155,7 +155,7 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("StartWindow %s: must be at least a minute and under a day", c.StartWindow))
 	}
 	if _, err := task.Encode(task.New(task.TypeNoop, nil), c.Format); err != nil {
-		errs = append(errs, fmt.Errorf("config: Format: %w", err))
+		errs = append(errs, fmt.Errorf("looping: Config.Format: %w", err))
 	}
 	return errors.Join(errs...)
 }

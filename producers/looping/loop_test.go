@@ -560,7 +560,7 @@ func TestConfigValidation(t *testing.T) {
 	if err == nil {
 		t.Fatal("empty config accepted")
 	}
-	for _, want := range []string{"no Kind", "no Producer", "no Queue", "no State", "no Lease", "LeaseTTL", "BiteSize", "MaxQueueSize", "Format"} {
+	for _, want := range []string{"Config.Kind is required", "Config.Producer is required", "Config.Queue is required", "Config.State is required", "Config.Lease is required", "Config.LeaseTTL", "Config.BiteSize", "Config.MaxQueueSize", "Config.Format"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

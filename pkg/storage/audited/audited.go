@@ -97,7 +97,7 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("audited: Config.StoreID is required"))
 	}
 	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
-		errs = append(errs, fmt.Errorf("audited: unknown Config.Format %v", c.Format))
+		errs = append(errs, fmt.Errorf("audited: Config.Format %v: must be JSON or properties", c.Format))
 	}
 	return errors.Join(errs...)
 }
