@@ -3,12 +3,12 @@ package fleet
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
@@ -51,23 +51,14 @@ func (c MemberConfig) withDefaults() MemberConfig {
 }
 
 func (c MemberConfig) validate() error {
-	var errs []error
-	if c.Registry == nil {
-		errs = append(errs, errors.New("fleet: MemberConfig.Registry is required"))
-	}
-	if c.Self.ID == "" {
-		errs = append(errs, errors.New("fleet: MemberConfig.Self.ID is required"))
-	}
-	if c.Interval < 100*time.Millisecond {
-		errs = append(errs, fmt.Errorf("fleet: MemberConfig.Interval %v: must be at least 100ms", c.Interval))
-	}
-	if c.KeepLost <= LostAfter*c.Interval {
-		errs = append(errs, fmt.Errorf("fleet: MemberConfig.KeepLost %v: must be longer than %d intervals (%v), or a lost worker would vanish instead", c.KeepLost, LostAfter, LostAfter*c.Interval))
-	}
-	if c.KeepGone <= 0 {
-		errs = append(errs, fmt.Errorf("fleet: MemberConfig.KeepGone %v: must be positive", c.KeepGone))
-	}
-	return errors.Join(errs...)
+	p := validate.New("fleet: MemberConfig")
+	p.Require("Registry", c.Registry != nil)
+	p.Require("Self.ID", c.Self.ID != "")
+	p.Check(c.Interval >= 100*time.Millisecond, "Interval", c.Interval, "be at least 100ms")
+	p.Check(c.KeepLost > LostAfter*c.Interval, "KeepLost", c.KeepLost,
+		"be longer than %d intervals (%v), or a lost worker would vanish instead", LostAfter, LostAfter*c.Interval)
+	p.Check(c.KeepGone > 0, "KeepGone", c.KeepGone, "be positive")
+	return p.Err()
 }
 
 // errPaused is the cause a running task is cancelled with when its type is

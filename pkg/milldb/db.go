@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/millfleet/mill/internal/validate"
 )
 
 // Defaults for Config.
@@ -50,25 +52,14 @@ type Config struct {
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.MaxConns < 0 {
-		errs = append(errs, fmt.Errorf("milldb: Config.MaxConns %d: must not be negative", c.MaxConns))
-	}
-	if c.MinConns < 0 {
-		errs = append(errs, fmt.Errorf("milldb: Config.MinConns %d: must not be negative", c.MinConns))
-	}
-	if c.MaxConns > 0 && c.MinConns > c.MaxConns {
-		errs = append(errs, fmt.Errorf("milldb: Config.MinConns %d: must not exceed MaxConns %d", c.MinConns, c.MaxConns))
-	}
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"ConnectTimeout", c.ConnectTimeout}, {"MaxConnLifetime", c.MaxConnLifetime}, {"MaxConnIdleTime", c.MaxConnIdleTime}} {
-		if d.d < 0 {
-			errs = append(errs, fmt.Errorf("milldb: Config.%s %s: must not be negative", d.name, d.d))
-		}
-	}
-	return errors.Join(errs...)
+	p := validate.New("milldb: Config")
+	p.Check(c.MaxConns >= 0, "MaxConns", c.MaxConns, "not be negative")
+	p.Check(c.MinConns >= 0, "MinConns", c.MinConns, "not be negative")
+	p.Check(c.MaxConns == 0 || c.MinConns <= c.MaxConns, "MinConns", c.MinConns, "not exceed MaxConns %d", c.MaxConns)
+	p.Check(c.ConnectTimeout >= 0, "ConnectTimeout", c.ConnectTimeout, "not be negative")
+	p.Check(c.MaxConnLifetime >= 0, "MaxConnLifetime", c.MaxConnLifetime, "not be negative")
+	p.Check(c.MaxConnIdleTime >= 0, "MaxConnIdleTime", c.MaxConnIdleTime, "not be negative")
+	return p.Err()
 }
 
 // DB is an open connection pool.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
@@ -80,29 +81,15 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Log == nil {
-		errs = append(errs, errors.New("audit: Config.Log is required"))
-	}
-	if c.Index == nil {
-		errs = append(errs, errors.New("audit: Config.Index is required"))
-	}
-	if c.DupHigh == nil {
-		errs = append(errs, errors.New("audit: Config.DupHigh is required"))
-	}
-	if c.Policies == nil {
-		errs = append(errs, errors.New("audit: Config.Policies is required"))
-	}
-	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
-		errs = append(errs, fmt.Errorf("audit: Config.Format %v: must be JSON or properties", c.Format))
-	}
-	if c.EchoWindow < 0 {
-		errs = append(errs, fmt.Errorf("audit: Config.EchoWindow %s: must not be negative", c.EchoWindow))
-	}
-	if c.Stores == nil {
-		errs = append(errs, errors.New("audit: Config.Stores is required"))
-	}
-	return errors.Join(errs...)
+	p := validate.New("audit: Config")
+	p.Require("Log", c.Log != nil)
+	p.Require("Index", c.Index != nil)
+	p.Require("DupHigh", c.DupHigh != nil)
+	p.Require("Policies", c.Policies != nil)
+	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
+	p.Check(c.EchoWindow >= 0, "EchoWindow", c.EchoWindow, "not be negative")
+	p.Require("Stores", c.Stores != nil)
+	return p.Err()
 }
 
 // Processor is the AUDIT processor (a processors.Handler). Safe for

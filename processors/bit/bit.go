@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
@@ -82,23 +83,16 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	var errs []error
-	for _, f := range []struct {
-		name string
-		nil  bool
-	}{{"Stores", c.Stores == nil}, {"Index", c.Index == nil}, {"AuditLog", c.AuditLog == nil},
-		{"BitLog", c.BitLog == nil}, {"AuditQueue", c.AuditQueue == nil}, {"BitErrorQueue", c.BitErrorQueue == nil}} {
-		if f.nil {
-			errs = append(errs, fmt.Errorf("bit: Config.%s is required", f.name))
-		}
-	}
-	if c.RecheckDelay < 0 || c.RecheckDelay > queue.MaxDelay {
-		errs = append(errs, fmt.Errorf("bit: Config.RecheckDelay %s: must be within 0..%s", c.RecheckDelay, queue.MaxDelay))
-	}
-	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
-		errs = append(errs, fmt.Errorf("bit: Config.Format %v: must be JSON or properties", c.Format))
-	}
-	return errors.Join(errs...)
+	p := validate.New("bit: Config")
+	p.Require("Stores", c.Stores != nil)
+	p.Require("Index", c.Index != nil)
+	p.Require("AuditLog", c.AuditLog != nil)
+	p.Require("BitLog", c.BitLog != nil)
+	p.Require("AuditQueue", c.AuditQueue != nil)
+	p.Require("BitErrorQueue", c.BitErrorQueue != nil)
+	p.Check(c.RecheckDelay >= 0 && c.RecheckDelay <= queue.MaxDelay, "RecheckDelay", c.RecheckDelay, "be within 0..%s", queue.MaxDelay)
+	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
+	return p.Err()
 }
 
 // Processor is the BIT task processor. Safe for concurrent use.

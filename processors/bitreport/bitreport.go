@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
@@ -116,35 +117,19 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Stores == nil {
-		errs = append(errs, errors.New("bitreport: Config.Stores is required"))
+	p := validate.New("bitreport: Config")
+	p.Require("Stores", c.Stores != nil)
+	p.Require("Index", c.Index != nil)
+	p.Require("BitLog", c.BitLog != nil)
+	p.Require("Reports", c.Reports != nil)
+	p.Require("Observer", c.Observer != nil)
+	p.Require("BitErrorQueue", c.BitErrorQueue != nil)
+	p.Check(c.RecheckDelay >= 0 && c.RecheckDelay <= queue.MaxDelay, "RecheckDelay", c.RecheckDelay, "be within 0..%s", queue.MaxDelay)
+	p.Check(c.MaxRechecks >= 0, "MaxRechecks", c.MaxRechecks, "not be negative")
+	if c.AdminSpace { // the copy into the admin space is an audited write
+		p.Require("AuditQueue", c.AuditQueue != nil)
 	}
-	if c.Index == nil {
-		errs = append(errs, errors.New("bitreport: Config.Index is required"))
-	}
-	if c.BitLog == nil {
-		errs = append(errs, errors.New("bitreport: Config.BitLog is required"))
-	}
-	if c.Reports == nil {
-		errs = append(errs, errors.New("bitreport: Config.Reports is required"))
-	}
-	if c.Observer == nil {
-		errs = append(errs, errors.New("bitreport: Config.Observer is required"))
-	}
-	if c.BitErrorQueue == nil {
-		errs = append(errs, errors.New("bitreport: Config.BitErrorQueue is required"))
-	}
-	if c.RecheckDelay < 0 || c.RecheckDelay > queue.MaxDelay {
-		errs = append(errs, fmt.Errorf("bitreport: Config.RecheckDelay %s: must be within 0..%s", c.RecheckDelay, queue.MaxDelay))
-	}
-	if c.MaxRechecks < 0 {
-		errs = append(errs, fmt.Errorf("bitreport: Config.MaxRechecks %d: must not be negative", c.MaxRechecks))
-	}
-	if c.AdminSpace && c.AuditQueue == nil {
-		errs = append(errs, errors.New("bitreport: Config.AuditQueue is required when AdminSpace is set (the copy is an audited write)"))
-	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // Processor handles BIT_REPORT tasks. Safe for concurrent use.

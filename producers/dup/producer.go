@@ -40,6 +40,7 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -84,17 +85,11 @@ var (
 
 // New returns a Producer.
 func New(cfg Config) (*Producer, error) {
-	var errs []error
-	if cfg.Registry == nil {
-		errs = append(errs, errors.New("dup producer: Config.Registry is required"))
-	}
-	if cfg.Policies == nil {
-		errs = append(errs, errors.New("dup producer: Config.Policies is required"))
-	}
-	if cfg.Opener == nil {
-		errs = append(errs, errors.New("dup producer: Config.Opener is required"))
-	}
-	if err := errors.Join(errs...); err != nil {
+	p := validate.New("dup producer: Config")
+	p.Require("Registry", cfg.Registry != nil)
+	p.Require("Policies", cfg.Policies != nil)
+	p.Require("Opener", cfg.Opener != nil)
+	if err := p.Err(); err != nil {
 		return nil, err
 	}
 	if cfg.Logger == nil {

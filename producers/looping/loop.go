@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/notify"
@@ -117,47 +118,24 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Kind == "" {
-		errs = append(errs, errors.New("looping: Config.Kind is required"))
-	}
-	if c.Producer == nil {
-		errs = append(errs, errors.New("looping: Config.Producer is required"))
-	}
-	if c.Queue == nil {
-		errs = append(errs, errors.New("looping: Config.Queue is required"))
-	}
-	if c.State == nil {
-		errs = append(errs, errors.New("looping: Config.State is required"))
-	}
-	if c.Lease == nil {
-		errs = append(errs, errors.New("looping: Config.Lease is required"))
-	}
-	if c.LeaseTTL < 3*time.Second {
-		errs = append(errs, fmt.Errorf("looping: Config.LeaseTTL %v: must be at least 3s", c.LeaseTTL))
-	}
-	if c.MaxQueueSize < 0 {
-		errs = append(errs, fmt.Errorf("looping: Config.MaxQueueSize %d: must not be negative", c.MaxQueueSize))
-	}
-	if c.BiteSize < 0 {
-		errs = append(errs, fmt.Errorf("looping: Config.BiteSize %d: must not be negative", c.BiteSize))
-	}
-	if c.ProgressInterval < 0 {
-		errs = append(errs, fmt.Errorf("looping: Config.ProgressInterval %v: must not be negative", c.ProgressInterval))
-	}
-	if c.Frequency.N < 0 || (c.Frequency.N > 0 && c.Frequency.Unit != Months && unitDuration[c.Frequency.Unit] == 0) {
-		errs = append(errs, fmt.Errorf("looping: Config.Frequency %+v: must be a positive count of a known unit", c.Frequency))
-	}
-	if !c.StartAt.IsZero() && c.Frequency.N > 0 && c.Frequency.Unit != Days && c.Frequency.Unit != Months {
-		errs = append(errs, fmt.Errorf("a start time (%s) needs a frequency of days or months, not %s", c.StartAt, c.Frequency))
-	}
-	if c.StartWindow < time.Minute || c.StartWindow >= 24*time.Hour {
-		errs = append(errs, fmt.Errorf("StartWindow %s: must be at least a minute and under a day", c.StartWindow))
-	}
-	if _, err := task.Encode(task.New(task.TypeNoop, nil), c.Format); err != nil {
-		errs = append(errs, fmt.Errorf("looping: Config.Format: %w", err))
-	}
-	return errors.Join(errs...)
+	p := validate.New("looping: Config")
+	p.Require("Kind", c.Kind != "")
+	p.Require("Producer", c.Producer != nil)
+	p.Require("Queue", c.Queue != nil)
+	p.Require("State", c.State != nil)
+	p.Require("Lease", c.Lease != nil)
+	p.Check(c.LeaseTTL >= 3*time.Second, "LeaseTTL", c.LeaseTTL, "be at least 3s")
+	p.Check(c.MaxQueueSize >= 0, "MaxQueueSize", c.MaxQueueSize, "not be negative")
+	p.Check(c.BiteSize >= 0, "BiteSize", c.BiteSize, "not be negative")
+	p.Check(c.ProgressInterval >= 0, "ProgressInterval", c.ProgressInterval, "not be negative")
+	p.Check(c.Frequency.N == 0 || (c.Frequency.N > 0 && (c.Frequency.Unit == Months || unitDuration[c.Frequency.Unit] != 0)),
+		"Frequency", fmt.Sprintf("%+v", c.Frequency), "be a positive count of a known unit")
+	p.Check(c.StartAt.IsZero() || c.Frequency.N <= 0 || c.Frequency.Unit == Days || c.Frequency.Unit == Months,
+		"StartAt", c.StartAt, "go with a frequency of days or months, not %s", c.Frequency)
+	p.Check(c.StartWindow >= time.Minute && c.StartWindow < 24*time.Hour, "StartWindow", c.StartWindow, "be at least a minute and under a day")
+	_, err := task.Encode(task.New(task.TypeNoop, nil), c.Format)
+	p.Add("Format", err)
+	return p.Err()
 }
 
 // Loop runs a looping producer. Create it with New; Run it once per

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 )
@@ -89,17 +90,12 @@ const MaxPayloadBytes = 1 << 20
 
 // validate reports every field of c (defaults applied) out of range.
 func (c Config) validate() error {
-	var errs []error
-	if c.RetryBackoff < 0 {
-		errs = append(errs, fmt.Errorf("sqsqueue: Config.RetryBackoff %s: must not be negative", c.RetryBackoff))
-	}
-	if c.MaxMessageBytes < 0 || c.MaxMessageBytes > MaxPayloadBytes {
-		errs = append(errs, fmt.Errorf("sqsqueue: Config.MaxMessageBytes %d: must be within 1..%d", c.MaxMessageBytes, MaxPayloadBytes))
-	}
-	if c.MaxBatchBytes < c.MaxMessageBytes || c.MaxBatchBytes > MaxPayloadBytes {
-		errs = append(errs, fmt.Errorf("sqsqueue: Config.MaxBatchBytes %d: must be within MaxMessageBytes (%d)..%d", c.MaxBatchBytes, c.MaxMessageBytes, MaxPayloadBytes))
-	}
-	if err := errors.Join(errs...); err != nil {
+	p := validate.New("sqsqueue: Config")
+	p.Check(c.RetryBackoff >= 0, "RetryBackoff", c.RetryBackoff, "not be negative")
+	p.Check(c.MaxMessageBytes >= 0 && c.MaxMessageBytes <= MaxPayloadBytes, "MaxMessageBytes", c.MaxMessageBytes, "be within 1..%d", MaxPayloadBytes)
+	p.Check(c.MaxBatchBytes >= c.MaxMessageBytes && c.MaxBatchBytes <= MaxPayloadBytes, "MaxBatchBytes", c.MaxBatchBytes,
+		"be within MaxMessageBytes (%d)..%d", c.MaxMessageBytes, MaxPayloadBytes)
+	if err := p.Err(); err != nil {
 		return fmt.Errorf("%w: %w", queue.ErrInvalid, err)
 	}
 	return nil
