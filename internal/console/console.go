@@ -145,9 +145,7 @@ func (c Config) withDefaults() Config {
 	c.DeadLetterRescan = cmp.Or(c.DeadLetterRescan, DefaultDeadLetterRescan)
 	c.DeadLetterMax = cmp.Or(c.DeadLetterMax, DefaultDeadLetterMax)
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

@@ -21,6 +21,7 @@
 package wiring
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -125,9 +126,7 @@ type Deps struct {
 
 // WithDefaults returns d with its zero optional fields filled in.
 func (d Deps) WithDefaults() Deps {
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
+	d.Logger = cmp.Or(d.Logger, slog.Default())
 	d.Clock = clock.Or(d.Clock)
 	if d.RecheckDelay <= 0 {
 		d.RecheckDelay = bit.DefaultRecheckDelay

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -44,9 +45,7 @@ func (c MemberConfig) withDefaults() MemberConfig {
 		c.KeepGone = DefaultKeepGone
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,9 +73,7 @@ func (c CloudWatchConfig) WithDefaults() CloudWatchConfig {
 		c.FlushTimeout = DefaultFlushTimeout
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

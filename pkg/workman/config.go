@@ -1,6 +1,7 @@
 package workman
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -184,9 +185,7 @@ func (c Config) WithDefaults() Config {
 		c.WorkerID = DefaultWorkerID()
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}

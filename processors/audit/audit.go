@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,9 +70,7 @@ type Config struct {
 
 // WithDefaults returns c with defaults filled in.
 func (c Config) WithDefaults() Config {
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	c.Notifier = notify.Or(c.Notifier, c.Logger)
 	if c.EchoWindow == 0 {
 		c.EchoWindow = DefaultEchoWindow

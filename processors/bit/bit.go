@@ -1,6 +1,7 @@
 package bit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,9 +77,7 @@ func (c Config) WithDefaults() Config {
 		c.UserID = DefaultUserID
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

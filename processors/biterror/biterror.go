@@ -62,6 +62,7 @@
 package biterror
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,9 +125,7 @@ func (c Config) WithDefaults() Config {
 		c.UserID = DefaultUserID
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

@@ -2,6 +2,7 @@ package bitreport
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,9 +110,7 @@ func (c Config) WithDefaults() Config {
 		c.PageSize = 1000
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	c.Notifier = notify.Or(c.Notifier, c.Logger)
 	return c
 }

@@ -1,6 +1,7 @@
 package dup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,9 +132,7 @@ func (c Config) WithDefaults() Config {
 		c.Retry.Max = DefaultRetryMax
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

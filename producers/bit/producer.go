@@ -1,6 +1,7 @@
 package bit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,9 +81,7 @@ func New(cfg Config) (*Producer, error) {
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Producer{cfg: cfg, log: cfg.Logger}, nil
 }
 

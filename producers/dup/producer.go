@@ -32,6 +32,7 @@
 package dup
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,9 +93,7 @@ func New(cfg Config) (*Producer, error) {
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Producer{cfg: cfg, log: cfg.Logger.With("producer", Kind)}, nil
 }
 

@@ -1,6 +1,7 @@
 package looping
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,9 +93,7 @@ type Config struct {
 // WithDefaults returns c with unset optional fields set to their defaults.
 func (c Config) WithDefaults() Config {
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Holder.ID == "" {
 		c.Holder = lease.Self(c.Clock.Now())
 	}
