@@ -370,21 +370,12 @@ func (q *Queue) sendChunk(entries []queue.SendEntry) chunkFunc {
 func (q *Queue) Delete(ctx context.Context, msgs ...*queue.Message) error {
 	b := newBatcher(q, "delete")
 	b.ignore = receiptGone
-	var chunk []int
-	for i, m := range msgs {
-		if m == nil {
-			b.fail(i, fmt.Errorf("nil message: %w", queue.ErrInvalid))
-			continue
+	b.runAll(ctx, len(msgs), func(i int) error {
+		if msgs[i] == nil {
+			return fmt.Errorf("nil message: %w", queue.ErrInvalid)
 		}
-		chunk = append(chunk, i)
-		if len(chunk) == queue.MaxBatch {
-			b.run(ctx, chunk, q.deleteChunk(msgs))
-			chunk = nil
-		}
-	}
-	if len(chunk) > 0 {
-		b.run(ctx, chunk, q.deleteChunk(msgs))
-	}
+		return nil
+	}, q.deleteChunk(msgs))
 	return b.err()
 }
 
@@ -424,25 +415,15 @@ func (q *Queue) changeVisibility(ctx context.Context, op string, changes []queue
 	if op == "release" {
 		b.ignore = receiptGone
 	}
-	var chunk []int
-	for i, c := range changes {
-		if c.Message == nil {
-			b.fail(i, fmt.Errorf("nil message: %w", queue.ErrInvalid))
-			continue
+	b.runAll(ctx, len(changes), func(i int) error {
+		switch c := changes[i]; {
+		case c.Message == nil:
+			return fmt.Errorf("nil message: %w", queue.ErrInvalid)
+		case c.Timeout < 0 || c.Timeout > queue.MaxVisibility:
+			return fmt.Errorf("visibility %v outside 0..%v: %w", c.Timeout, queue.MaxVisibility, queue.ErrInvalid)
 		}
-		if c.Timeout < 0 || c.Timeout > queue.MaxVisibility {
-			b.fail(i, fmt.Errorf("visibility %v outside 0..%v: %w", c.Timeout, queue.MaxVisibility, queue.ErrInvalid))
-			continue
-		}
-		chunk = append(chunk, i)
-		if len(chunk) == queue.MaxBatch {
-			b.run(ctx, chunk, q.visibilityChunk(changes))
-			chunk = nil
-		}
-	}
-	if len(chunk) > 0 {
-		b.run(ctx, chunk, q.visibilityChunk(changes))
-	}
+		return nil
+	}, q.visibilityChunk(changes))
 	return b.err()
 }
 
