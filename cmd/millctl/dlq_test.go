@@ -325,7 +325,7 @@ func TestDLQRedriveOnlyToMillQueues(t *testing.T) {
 	e := newOpsEnv(t)
 	ctx := context.Background()
 	elsewhere := e.prefix + "elsewhere"
-	if _, _, err := sqsqueue.Ensure(ctx, e.api, elsewhere, sqsqueue.EnsureConfig{}); err != nil {
+	if _, err := (setup.Queue{Client: e.api, QueueName: elsewhere, VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	body, _ := task.Encode(task.New(task.TypeNoop, map[string]string{"id": "forged"}), task.FormatJSON)

@@ -26,8 +26,8 @@ import (
 
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
-	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/bitlog"
