@@ -26,6 +26,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/ctxio"
 )
@@ -94,26 +95,14 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Bucket == "" {
-		errs = append(errs, errors.New("config: Bucket is required"))
-	}
-	if len(c.Prefix) > MaxKeyLen/2 {
-		errs = append(errs, fmt.Errorf("config: Prefix is %d bytes (limit %d)", len(c.Prefix), MaxKeyLen/2))
-	}
-	if c.MultipartThreshold < 0 || c.MultipartThreshold > MaxPartSize {
-		errs = append(errs, fmt.Errorf("MultipartThreshold %d outside 0..%d", c.MultipartThreshold, int64(MaxPartSize)))
-	}
-	if c.PartSize < MinPartSize || c.PartSize > MaxPartSize {
-		errs = append(errs, fmt.Errorf("PartSize %d outside %d..%d", c.PartSize, MinPartSize, int64(MaxPartSize)))
-	}
-	if c.CopyThreshold <= 0 || c.CopyThreshold > DefaultCopyThreshold {
-		errs = append(errs, fmt.Errorf("CopyThreshold %d outside 1..%d", c.CopyThreshold, int64(DefaultCopyThreshold)))
-	}
-	if c.CopyPartSize < MinPartSize || c.CopyPartSize > MaxPartSize {
-		errs = append(errs, fmt.Errorf("CopyPartSize %d outside %d..%d", c.CopyPartSize, MinPartSize, int64(MaxPartSize)))
-	}
-	return errors.Join(errs...)
+	p := validate.New("s3store: Config")
+	p.Require("Bucket", c.Bucket != "")
+	p.Check(len(c.Prefix) <= MaxKeyLen/2, "Prefix", fmt.Sprintf("(%d bytes)", len(c.Prefix)), "be at most %d bytes", MaxKeyLen/2)
+	p.Check(c.MultipartThreshold >= 0 && c.MultipartThreshold <= MaxPartSize, "MultipartThreshold", c.MultipartThreshold, "be within 0..%d", int64(MaxPartSize))
+	p.Check(c.PartSize >= MinPartSize && c.PartSize <= MaxPartSize, "PartSize", c.PartSize, "be within %d..%d", MinPartSize, int64(MaxPartSize))
+	p.Check(c.CopyThreshold > 0 && c.CopyThreshold <= DefaultCopyThreshold, "CopyThreshold", c.CopyThreshold, "be within 1..%d", int64(DefaultCopyThreshold))
+	p.Check(c.CopyPartSize >= MinPartSize && c.CopyPartSize <= MaxPartSize, "CopyPartSize", c.CopyPartSize, "be within %d..%d", MinPartSize, int64(MaxPartSize))
+	return p.Err()
 }
 
 var (
@@ -142,7 +131,7 @@ func New(client *s3.Client, cfg Config) (*Store, error) {
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("s3store: new: %w", err)
+		return nil, err
 	}
 	return &Store{client: client, cfg: cfg}, nil
 }
