@@ -1,5 +1,6 @@
 // Package paging holds the page-size rule every paged listing of Mill's
-// logs and indexes follows (the audit log, the bit log, the content index).
+// logs and indexes follows (the audit log, the bit log, the content index,
+// the change log, the storage statistics history).
 package paging
 
 // Size returns the page size for a requested limit: def when limit ≤ 0,
