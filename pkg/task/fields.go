@@ -3,6 +3,7 @@ package task
 import (
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // The machinery of the typed views (views.go): a reader that takes
@@ -160,6 +161,45 @@ func optInt64[V any](key string, f func(*V) **int64) field[V] {
 	return field[V]{
 		read:  func(r *reader, v *V) { *f(v) = r.optInt64(key) },
 		write: func(w writer, v *V) { w.setInt64(key, *f(v)) },
+	}
+}
+
+// int64Or0 is an optional non-negative integer property read as 0 when
+// absent and not written when 0.
+func int64Or0[V any](key string, f func(*V) *int64) field[V] {
+	return field[V]{
+		read: func(r *reader, v *V) {
+			if n := r.optInt64(key); n != nil {
+				*f(v) = *n
+			}
+		},
+		write: func(w writer, v *V) {
+			if n := *f(v); n != 0 {
+				w.setInt64(key, &n)
+			} else {
+				w.set(key, "")
+			}
+		},
+	}
+}
+
+// epochMillis is an optional time property, on the wire epoch
+// milliseconds: the zero time when absent, not written when zero.
+func epochMillis[V any](key string, f func(*V) *time.Time) field[V] {
+	return field[V]{
+		read: func(r *reader, v *V) {
+			if ms := r.optInt64(key); ms != nil {
+				*f(v) = time.UnixMilli(*ms).UTC()
+			}
+		},
+		write: func(w writer, v *V) {
+			if t := *f(v); !t.IsZero() {
+				ms := t.UnixMilli()
+				w.setInt64(key, &ms)
+			} else {
+				w.set(key, "")
+			}
+		},
 	}
 }
 

@@ -434,58 +434,27 @@ type StorageStats struct {
 	Extra    map[string]string
 }
 
-// StorageStatsFrom reads a STORAGE_STATS task.
-func StorageStatsFrom(t *Task) (StorageStats, error) {
-	r := newReader(t, TypeStorageStats)
-	s := StorageStats{
-		Account: r.req(KeyAccount),
-		StoreID: r.req(KeyStoreID),
-		SpaceID: r.req(KeySpaceID),
-		RunID:   r.opt(KeyRunID),
-		Marker:  r.opt(KeyStatsMarker),
-	}
-	if n := r.optInt64(KeyStatsItems); n != nil {
-		s.Items = *n
-	}
-	if n := r.optInt64(KeyStatsBytes); n != nil {
-		s.Bytes = *n
-	}
-	if ms := r.optInt64(KeyStatsStarted); ms != nil {
-		s.Started = time.UnixMilli(*ms).UTC()
-	}
-	s.Extra = r.extra()
-	if r.err != nil {
-		return StorageStats{}, r.err
-	}
-	s.Attempts = t.Attempts
-	return s, nil
+var storageStatsFields = []field[StorageStats]{
+	str(KeyAccount, true, func(x *StorageStats) *string { return &x.Account }),
+	str(KeyStoreID, true, func(x *StorageStats) *string { return &x.StoreID }),
+	str(KeySpaceID, true, func(x *StorageStats) *string { return &x.SpaceID }),
+	str(KeyRunID, false, func(x *StorageStats) *string { return &x.RunID }),
+	str(KeyStatsMarker, false, func(x *StorageStats) *string { return &x.Marker }),
+	int64Or0(KeyStatsItems, func(x *StorageStats) *int64 { return &x.Items }),
+	int64Or0(KeyStatsBytes, func(x *StorageStats) *int64 { return &x.Bytes }),
+	epochMillis(KeyStatsStarted, func(x *StorageStats) *time.Time { return &x.Started }),
 }
 
-// Task returns s as a task.
-func (s StorageStats) Task() *Task {
-	w := newWriter(TypeStorageStats, s.Attempts, s.Extra)
-	w.set(KeyAccount, s.Account)
-	w.set(KeyStoreID, s.StoreID)
-	w.set(KeySpaceID, s.SpaceID)
-	w.set(KeyRunID, s.RunID)
-	w.set(KeyStatsMarker, s.Marker)
-	for _, kv := range []struct {
-		key string
-		n   int64
-	}{{KeyStatsItems, s.Items}, {KeyStatsBytes, s.Bytes}} {
-		if kv.n != 0 {
-			w.setInt64(kv.key, &kv.n)
-		} else {
-			w.set(kv.key, "")
-		}
-	}
-	if s.Started.IsZero() {
-		w.set(KeyStatsStarted, "")
-	} else {
-		ms := s.Started.UnixMilli()
-		w.setInt64(KeyStatsStarted, &ms)
-	}
-	return w.t
+func (x *StorageStats) common() common { return common{&x.Attempts, &x.Extra} }
+
+// StorageStatsFrom reads a STORAGE_STATS task.
+func StorageStatsFrom(t *Task) (StorageStats, error) {
+	return readView(t, TypeStorageStats, storageStatsFields, (*StorageStats).common)
+}
+
+// Task returns the view as a task.
+func (x StorageStats) Task() *Task {
+	return writeView(x, TypeStorageStats, storageStatsFields, (*StorageStats).common)
 }
 
 // Noop is a NOOP task, used by tests and benchmarks. It accepts any
