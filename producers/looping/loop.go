@@ -147,7 +147,7 @@ type Loop struct {
 func New(cfg Config) (*Loop, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("looping: config: %w", err)
+		return nil, err
 	}
 	return &Loop{cfg: cfg, log: cfg.Logger.With("producer", cfg.Kind)}, nil
 }
