@@ -43,8 +43,14 @@ func (e *env) runDupProducer(ctx context.Context) (looping.Summary, error) {
 	if err != nil {
 		return looping.Summary{}, err
 	}
+	return e.runLoop(ctx, dupproducer.Kind, prod, e.deps.Queues[queue.KeyDupLow])
+}
+
+// runLoop runs a looping producer once, as the dev mode runs them all: its
+// state and lease in memory, progress off, notices to the run's notes.
+func (e *env) runLoop(ctx context.Context, kind string, p looping.Producer, q queue.Queue) (looping.Summary, error) {
 	loop, err := looping.New(looping.Config{
-		Kind: dupproducer.Kind, Producer: prod, Queue: e.deps.Queues[queue.KeyDupLow],
+		Kind: kind, Producer: p, Queue: q,
 		State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil), Notifier: e.notes,
 		Logger: e.cfg.Logger, Progress: looping.ProgressOff,
 	})
@@ -166,16 +172,8 @@ func (e *env) bitCheck(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	loop, err := looping.New(looping.Config{
-		Kind: bitproducer.Kind, Producer: prod,
-		Queue: &bitproducer.Router{Bit: e.deps.Queues[queue.KeyBit], Report: e.deps.Queues[queue.KeyBitReport]},
-		State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil), Notifier: e.notes,
-		Logger: e.cfg.Logger, Progress: looping.ProgressOff,
-	})
-	if err != nil {
-		return err
-	}
-	sum, err := loop.Run(ctx)
+	sum, err := e.runLoop(ctx, bitproducer.Kind, prod,
+		&bitproducer.Router{Bit: e.deps.Queues[queue.KeyBit], Report: e.deps.Queues[queue.KeyBitReport]})
 	if err != nil {
 		return err
 	}
