@@ -4,11 +4,13 @@
 // processors by task type, and the middleware that adds cross-cutting
 // behaviour around any handler: Logging, Metrics, Timeout and Recover.
 //
-// A typical chain, outermost first:
+// Mux is itself a Handler, so middleware wraps it as it wraps any
+// processor. A typical chain, outermost first (internal/wiring.Chain builds
+// the one every way of running the mill uses):
 //
 //	mux := processors.NewMux()
-//	mux.Handle(task.TypeNoop, noop.New(noop.Config{}))
-//	h := processors.Chain(mux.Handler(),
+//	mux.Register(task.TypeNoop, noop.New(noop.Config{}))
+//	h := processors.Chain(mux,
 //		processors.Logging(logger),
 //		processors.Metrics(observer),
 //		processors.Recover(),

@@ -66,6 +66,42 @@ func QueueName(ctx context.Context) string {
 	return s
 }
 
+// DefaultMaxAttempts is Workman's default attempt limit (its
+// --max-attempts): the number of failures after which a task is
+// dead-lettered.
+const DefaultMaxAttempts = 3
+
+// Attempts is what a handler is told of a task's retries.
+type Attempts struct {
+	// Done is the number of failed attempts before this one (the task's
+	// attempts): 0 on the first.
+	Done int
+	// Limit is the number of failures after which Workman dead-letters the
+	// task (its MaxAttempts): the attempt with Done = Limit-1 is the last.
+	Limit int
+}
+
+type attemptsKey struct{}
+
+// WithAttempts returns ctx carrying a; Workman sets it for every task, so
+// a processor whose decisions depend on the attempt (the bit check's
+// "wait, then decide on the last attempt") needs no copy of Workman's
+// configuration.
+func WithAttempts(ctx context.Context, a Attempts) context.Context {
+	return context.WithValue(ctx, attemptsKey{}, a)
+}
+
+// AttemptsFrom returns the Attempts carried by ctx, with a Limit below 1
+// read as DefaultMaxAttempts; ok is false when ctx carries none (a handler
+// called outside Workman), and then Limit is DefaultMaxAttempts.
+func AttemptsFrom(ctx context.Context) (a Attempts, ok bool) {
+	a, ok = ctx.Value(attemptsKey{}).(Attempts)
+	if a.Limit < 1 {
+		a.Limit = DefaultMaxAttempts
+	}
+	return a, ok
+}
+
 // Logging logs one line per handled task with the keys queue, task_type,
 // result, attempts, elapsed_ms and the task's identifying properties
 // (account, store_id, space_id, content_id); failures carry error and are

@@ -17,7 +17,8 @@ type Named interface {
 	Name() string
 }
 
-// Mux routes tasks to handlers by task type. A task whose type has no handler
+// Mux routes tasks to handlers by task type; it is itself a Handler, so
+// middleware wraps it like any processor. A task whose type has no handler
 // fails with a Permanent error (it goes to the dead-letter queue: no retry
 // can make an unregistered type processable). Mux is safe for concurrent use;
 // registration normally happens once, before Workman starts.
@@ -29,27 +30,27 @@ type Mux struct {
 // NewMux returns an empty Mux.
 func NewMux() *Mux { return &Mux{handlers: map[task.Type]Handler{}} }
 
-// Handle registers h for tasks of type t. It panics when t is empty, h is nil
-// or t already has a handler: those are programming errors in the single
-// place that registers processors.
-func (m *Mux) Handle(t task.Type, h Handler) {
+// Register registers h for tasks of type t. It panics when t is empty, h is
+// nil or t already has a handler: those are programming errors in the
+// single place that registers processors.
+func (m *Mux) Register(t task.Type, h Handler) {
 	if t == "" {
-		panic("processors: Mux.Handle with an empty task type")
+		panic("processors: Mux.Register with an empty task type")
 	}
 	if h == nil {
-		panic("processors: Mux.Handle(" + string(t) + ") with a nil handler")
+		panic("processors: Mux.Register(" + string(t) + ") with a nil handler")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, dup := m.handlers[t]; dup {
-		panic("processors: Mux.Handle: task type " + string(t) + " registered twice")
+		panic("processors: Mux.Register: task type " + string(t) + " registered twice")
 	}
 	m.handlers[t] = h
 }
 
-// HandleFunc registers f for tasks of type t (see Handle).
-func (m *Mux) HandleFunc(t task.Type, f func(ctx context.Context, t *task.Task) error) {
-	m.Handle(t, HandlerFunc(f))
+// RegisterFunc registers f for tasks of type t (see Register).
+func (m *Mux) RegisterFunc(t task.Type, f func(ctx context.Context, t *task.Task) error) {
+	m.Register(t, HandlerFunc(f))
 }
 
 // Lookup returns the handler registered for t.
@@ -86,9 +87,9 @@ func (m *Mux) ProcessorName(t task.Type) string {
 	return string(t)
 }
 
-// Serve dispatches tk to the handler registered for its type. An
+// Handle dispatches tk to the handler registered for its type. An
 // unregistered type is a Permanent error.
-func (m *Mux) Serve(ctx context.Context, tk *task.Task) error {
+func (m *Mux) Handle(ctx context.Context, tk *task.Task) error {
 	h, ok := m.Lookup(tk.Type)
 	if !ok {
 		return Permanent(fmt.Errorf("%w: %q", ErrNoHandler, string(tk.Type)))
@@ -96,9 +97,6 @@ func (m *Mux) Serve(ctx context.Context, tk *task.Task) error {
 	return h.Handle(ctx, tk)
 }
 
-// Handler returns m as a Handler (Mux's own Handle method registers).
-func (m *Mux) Handler() Handler { return HandlerFunc(m.Serve) }
-
-// ErrNoHandler is wrapped (as a Permanent error) by Mux.Serve for a task type
+// ErrNoHandler is wrapped (as a Permanent error) by Mux.Handle for a task type
 // without a handler.
 var ErrNoHandler = errors.New("processors: no processor registered for task type")

@@ -13,9 +13,9 @@ import (
 func TestMuxRoutesByType(t *testing.T) {
 	m := processors.NewMux()
 	var got []task.Type
-	m.HandleFunc(task.TypeBit, func(ctx context.Context, tk *task.Task) error { got = append(got, tk.Type); return nil })
-	m.Handle(task.TypeNoop, noop.New(noop.Config{}))
-	h := m.Handler()
+	m.RegisterFunc(task.TypeBit, func(ctx context.Context, tk *task.Task) error { got = append(got, tk.Type); return nil })
+	m.Register(task.TypeNoop, noop.New(noop.Config{}))
+	h := m
 	if err := h.Handle(context.Background(), task.New(task.TypeBit, nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestMuxRoutesByType(t *testing.T) {
 
 func TestMuxUnknownTypeIsPermanent(t *testing.T) {
 	m := processors.NewMux()
-	err := m.Serve(context.Background(), task.New(task.TypeDup, nil))
+	err := m.Handle(context.Background(), task.New(task.TypeDup, nil))
 	if !processors.IsPermanent(err) || !errors.Is(err, processors.ErrNoHandler) {
 		t.Fatalf("err = %v, want permanent ErrNoHandler", err)
 	}
@@ -49,11 +49,11 @@ func TestMuxUnknownTypeIsPermanent(t *testing.T) {
 
 func TestMuxDuplicateRegistrationPanics(t *testing.T) {
 	m := processors.NewMux()
-	m.Handle(task.TypeNoop, noop.New(noop.Config{}))
+	m.Register(task.TypeNoop, noop.New(noop.Config{}))
 	defer func() {
 		if recover() == nil {
 			t.Fatal("second registration did not panic")
 		}
 	}()
-	m.Handle(task.TypeNoop, noop.New(noop.Config{}))
+	m.Register(task.TypeNoop, noop.New(noop.Config{}))
 }

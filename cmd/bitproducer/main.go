@@ -30,7 +30,6 @@ import (
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -59,8 +58,6 @@ const (
 	defaultConfigBucket = "mill-config"
 	stateKey            = "bitproducer/state.json"
 	defaultFrequency    = "1m"
-	// noLease disables the DynamoDB lease (local use, one process).
-	noLease = "none"
 )
 
 func main() {
@@ -179,23 +176,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	opener := wiring.NewOpener(reg, &aws.AWS, aws.EndpointOverride)
 
 	sqsc := aws.SQS()
-	bitQ, err := sqsqueue.Open(ctx, sqsc, o.bitQueue, sqsqueue.Config{})
+	bitQ, err := producercmd.OpenQueue(ctx, sqsc, o.bitQueue)
 	if err != nil {
-		return fmt.Errorf("open queue %s: %w", o.bitQueue, err)
+		return err
 	}
-	reportQ, err := sqsqueue.Open(ctx, sqsc, o.reportQueue, sqsqueue.Config{})
+	reportQ, err := producercmd.OpenQueue(ctx, sqsc, o.reportQueue)
 	if err != nil {
-		return fmt.Errorf("open queue %s: %w", o.reportQueue, err)
+		return err
 	}
-	state, err := looping.OpenStateStore(o.state, s3c)
+	state, err := producercmd.OpenState(o.state, s3c)
 	if err != nil {
-		return producercmd.Usage(err)
-	}
-	var l lease.Lease
-	if o.leaseTable == noLease {
-		l = lease.NewMemory(nil)
-	} else {
-		l = lease.NewDynamo(aws.DynamoDB(), o.leaseTable, nil)
+		return err
 	}
 
 	pc := bit.Config{Registry: reg, Opener: opener, Filter: c.filter, SkipRecent: c.skipRecent, Logger: logger}
@@ -211,30 +202,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	lc := looping.Config{
-		Kind:           bit.Kind,
-		Producer:       p,
-		Queue:          &bit.Router{Bit: bitQ, Report: reportQ},
-		State:          state,
-		Lease:          l,
-		Frequency:      o.frequency,
-		MaxQueueSize:   o.maxQueueSize,
-		BiteSize:       o.biteSize,
-		Format:         c.o.output.Format,
-		Logger:         logger,
-		Progress:       c.o.output.Progress,
-		ProgressOutput: stderr,
-	}
-	if err := o.schedule.Apply(&lc, aws, logger); err != nil {
-		return err
-	}
-	loop, err := looping.New(lc)
-	if err != nil {
-		return err
-	}
-	sum, err := loop.Run(ctx)
-	if werr := sum.Write(stdout); werr != nil && err == nil {
-		err = werr
-	}
-	return err
+	return producercmd.Run(ctx, looping.Config{
+		Kind:         bit.Kind,
+		Producer:     p,
+		Queue:        &bit.Router{Bit: bitQ, Report: reportQ},
+		State:        state,
+		Lease:        producercmd.Lease(aws, o.leaseTable),
+		Frequency:    o.frequency,
+		MaxQueueSize: o.maxQueueSize,
+		BiteSize:     o.biteSize,
+		Logger:       logger,
+	}, c.o.output, o.schedule, aws, stdout, stderr)
 }

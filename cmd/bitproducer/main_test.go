@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/millfleet/mill/internal/producercmd"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 )
@@ -66,7 +68,7 @@ func TestRunOnEmulator(t *testing.T) {
 	sqsc := cfg.SQS()
 	testenv.CleanupQueues(t, sqsc, prefix)
 	for _, k := range []string{"bit", "bit-report"} {
-		if _, _, err := sqsqueue.Ensure(ctx, sqsc, prefix+k, sqsqueue.EnsureConfig{}); err != nil {
+		if _, err := (setup.Queue{Client: sqsc, QueueName: prefix + k, VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

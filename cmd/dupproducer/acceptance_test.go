@@ -25,6 +25,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/storage/s3store"
@@ -35,6 +36,8 @@ import (
 	dupproc "github.com/millfleet/mill/processors/dup"
 	"github.com/millfleet/mill/processors/noop"
 	"github.com/millfleet/mill/producers/looping"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 // pair is one (account, space, source → destination) the test checks.
@@ -68,7 +71,7 @@ func TestAcceptance(t *testing.T) {
 	sqsc := cfg.SQS()
 	testenv.CleanupQueues(t, sqsc, prefix)
 	dupLowName := queue.Name(prefix, queue.KeyDupLow)
-	if _, _, err := sqsqueue.Ensure(ctx, sqsc, dupLowName, sqsqueue.EnsureConfig{VisibilityTimeout: time.Minute}); err != nil {
+	if _, err := (setup.Queue{Client: sqsc, QueueName: dupLowName, VisibilityTimeout: time.Minute}).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	dupLow, err := sqsqueue.Open(ctx, sqsc, dupLowName, sqsqueue.Config{})
@@ -121,7 +124,7 @@ func TestAcceptance(t *testing.T) {
 	}
 	opener := stores.NewOpener(reg, stores.OpenerConfig{
 		AWS: cfg.AWS, PathStyle: true,
-		S3: dupproc.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
+		S3: stores.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
 			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
 		}),
 		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
@@ -220,7 +223,7 @@ func TestAcceptance(t *testing.T) {
 	// audited writes fill) while the producer is invoked again and again.
 	audit := memqueue.New(prefix+"audit", memqueue.Config{})
 	dlq := memqueue.New(prefix+"dead-letter", memqueue.Config{})
-	logger := slog.New(slog.NewTextHandler(tLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slogtest.New(t, slog.LevelWarn)
 	proc, err := dupproc.New(dupproc.Config{
 		Opener: opener, Audit: dupproc.AuditTo(audit, task.FormatJSON, nil),
 		Live: dupproc.FromIndex(contentindex.NewMemory()), Policies: policy.NewDir(confDir), Logger: logger,
@@ -229,10 +232,10 @@ func TestAcceptance(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := processors.NewMux()
-	mux.Handle(task.TypeDup, proc)
-	mux.Handle(task.TypeAudit, noop.New(noop.Config{}))
+	mux.Register(task.TypeDup, proc)
+	mux.Register(task.TypeAudit, noop.New(noop.Config{}))
 	m, err := workman.New(workman.Config{
-		Queues: []queue.Queue{audit, dupLow}, DeadLetter: dlq, Handler: mux.Handler(), ProcessorName: mux.ProcessorName,
+		Queues: []queue.Queue{audit, dupLow}, DeadLetter: dlq, Handler: mux, ProcessorName: mux.ProcessorName,
 		Workers: 8, QueueBackoffMin: 100 * time.Millisecond, QueueBackoffMax: time.Second,
 		IdlePollWait: time.Second,
 		RetryBase:    time.Second, RetryMax: 2 * time.Second, Logger: logger,
@@ -322,10 +325,6 @@ func TestAcceptance(t *testing.T) {
 		t.Errorf("after the run: %v\n%s", err, out)
 	}
 }
-
-type tLog struct{ t *testing.T }
-
-func (w tLog) Write(b []byte) (int, error) { w.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
 
 func writeFile(t *testing.T, path, data string) {
 	t.Helper()

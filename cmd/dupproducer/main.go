@@ -28,7 +28,6 @@ import (
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/producers/dup"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -158,32 +157,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	qname := queue.Resolve(o.queuePrefix, o.queueName)
-	q, err := sqsqueue.Open(ctx, awsCfg.SQS(), qname, sqsqueue.Config{})
+	q, err := producercmd.OpenQueue(ctx, awsCfg.SQS(), queue.Resolve(o.queuePrefix, o.queueName))
 	if err != nil {
-		return fmt.Errorf("open queue %s: %w", qname, err)
+		return err
 	}
-	state, err := looping.OpenStateStore(o.state, s3c)
+	state, err := producercmd.OpenState(o.state, s3c)
 	if err != nil {
-		return producercmd.Usage(err)
+		return err
 	}
-	lc := looping.Config{
+	return producercmd.Run(ctx, looping.Config{
 		Kind: dup.Kind, Producer: prod, Queue: q, State: state,
 		Lease:     lease.NewDynamo(awsCfg.DynamoDB(), o.leaseTable, nil),
 		LeaseTTL:  o.leaseTTL,
-		Frequency: freq, MaxQueueSize: o.maxQueueSize, BiteSize: o.biteSize,
-		Format: o.output.Format, Logger: logger, Progress: o.output.Progress, ProgressOutput: stderr,
-	}
-	if err := o.schedule.Apply(&lc, awsCfg, logger); err != nil {
-		return err
-	}
-	loop, err := looping.New(lc)
-	if err != nil {
-		return err
-	}
-	sum, err := loop.Run(ctx)
-	if werr := sum.Write(stdout); werr != nil && err == nil {
-		err = werr
-	}
-	return err
+		Frequency: freq, MaxQueueSize: o.maxQueueSize, BiteSize: o.biteSize, Logger: logger,
+	}, o.output, o.schedule, awsCfg, stdout, stderr)
 }

@@ -19,9 +19,12 @@ import (
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
 	"github.com/millfleet/mill/processors"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 // opsEnv is one test's seven queues under a unique prefix.
@@ -42,11 +45,11 @@ func newOpsEnv(t *testing.T) *opsEnv {
 	testenv.CleanupQueues(t, e.api, e.prefix)
 	ctx := context.Background()
 	dlq := queue.Name(e.prefix, queue.KeyDeadLetter)
-	if _, _, err := sqsqueue.Ensure(ctx, e.api, dlq, sqsqueue.EnsureConfig{VisibilityTimeout: 10 * time.Second}); err != nil {
+	if _, err := (setup.Queue{Client: e.api, QueueName: dlq, VisibilityTimeout: 10 * time.Second}).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range queue.DefaultPriority {
-		if _, _, err := sqsqueue.Ensure(ctx, e.api, queue.Name(e.prefix, key), sqsqueue.EnsureConfig{VisibilityTimeout: 10 * time.Second, RedriveTo: dlq}); err != nil {
+		if _, err := (setup.Queue{Client: e.api, QueueName: queue.Name(e.prefix, key), VisibilityTimeout: 10 * time.Second, DeadLetter: dlq}).Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -81,7 +84,7 @@ func (e *opsEnv) depth(key string) queue.Depth {
 func (e *opsEnv) millctl(stdin string, args ...string) (int, string, string) {
 	e.t.Helper()
 	var out, errb bytes.Buffer
-	a := &app{stdout: &out, stderr: &errb, stdin: strings.NewReader(stdin), logger: slog.New(slog.NewTextHandler(tWriter{e.t}, nil)),
+	a := &app{stdout: &out, stderr: &errb, stdin: strings.NewReader(stdin), logger: slogtest.New(e.t, slog.LevelInfo),
 		getenv: func(k string) string {
 			if k == "MILL_QUEUE_PREFIX" {
 				return e.prefix
@@ -119,7 +122,7 @@ func (e *opsEnv) startManager(h processors.HandlerFunc) (stop func()) {
 		QueueBackoffMin: 100 * time.Millisecond, QueueBackoffMax: 200 * time.Millisecond,
 		IdlePollWait: time.Second,
 		DeleteFlush:  100 * time.Millisecond, GracePeriod: 5 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(tWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelError})),
+		Logger: slogtest.New(e.t, slog.LevelError),
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -322,7 +325,7 @@ func TestDLQRedriveOnlyToMillQueues(t *testing.T) {
 	e := newOpsEnv(t)
 	ctx := context.Background()
 	elsewhere := e.prefix + "elsewhere"
-	if _, _, err := sqsqueue.Ensure(ctx, e.api, elsewhere, sqsqueue.EnsureConfig{}); err != nil {
+	if _, err := (setup.Queue{Client: e.api, QueueName: elsewhere, VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	body, _ := task.Encode(task.New(task.TypeNoop, map[string]string{"id": "forged"}), task.FormatJSON)

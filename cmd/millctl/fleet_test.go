@@ -11,7 +11,7 @@ import (
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
-	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 )
 
 // TestFleetPauseResume: millctl fleet shows the records in the table with
@@ -27,7 +27,7 @@ func TestFleetPauseResume(t *testing.T) {
 	testenv.CleanupQueues(t, cfg.SQS(), prefix)
 	testenv.CreateTable(t, ddb, fleet.CreateTableInput(table), fleet.TimeToLiveInput(table))
 	for _, k := range queue.AllKeys {
-		if _, _, err := sqsqueue.Ensure(ctx, cfg.SQS(), queue.Name(prefix, k), sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second}); err != nil {
+		if _, err := (setup.Queue{Client: cfg.SQS(), QueueName: queue.Name(prefix, k), VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

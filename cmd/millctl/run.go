@@ -77,7 +77,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 					AWS: cfg, Claims: claims, QueuePrefix: *prefix, QueueNames: map[string]string{key: name},
 					ConfigDir: *cfgSrc.dir, ConfigBucket: *cfgSrc.bucket, ConfigPrefix: *cfgSrc.prefix,
 					AuditTable: *auditTable, DatabaseURL: *dbURL, ReportsBucket: *reportsBucket,
-					Types: types, RecheckDelay: *recheck, MaxAttempts: *maxAttempts,
+					Types: types, RecheckDelay: *recheck,
 					Noop: noop.Config{Sleep: *noopSleep}, Logger: a.logger,
 				})
 				if err != nil {
@@ -92,23 +92,13 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 				if err != nil {
 					return err
 				}
-				mux := processors.NewMux()
-				if err := wiring.RegisterTypes(mux, d, types); err != nil {
+				mux, err := wiring.NewMux(d, types...)
+				if err != nil {
 					return err
 				}
-				var done, failed atomic.Int64
-				counted := processors.HandlerFunc(func(ctx context.Context, t *task.Task) error {
-					err := mux.Serve(ctx, t)
-					if err != nil {
-						failed.Add(1)
-					} else {
-						done.Add(1)
-					}
-					return err
-				})
 				obs := &runObserver{}
 				m, err := workman.New(workman.Config{
-					Queues: []queue.Queue{q}, DeadLetter: dlq, Handler: counted, ProcessorName: mux.ProcessorName,
+					Queues: []queue.Queue{q}, DeadLetter: dlq, Handler: wiring.Chain(mux, wiring.ChainConfig{Logger: a.logger, Observer: obs}), ProcessorName: mux.ProcessorName,
 					Workers: *workers, MaxAttempts: *maxAttempts, RetryBase: *retryBase,
 					// One queue, run until empty: never back off for long.
 					QueueBackoffMax: time.Second,
@@ -151,18 +141,27 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 				stop()
 				err = <-runErr
 				fmt.Fprintf(a.stdout, "run: %s: %d done, %d failed attempts, %d dead-lettered, in %v\n",
-					name, done.Load(), failed.Load(), obs.deadLettered.Load(), time.Since(start).Round(time.Millisecond))
+					name, obs.done.Load(), obs.failed.Load(), obs.deadLettered.Load(), time.Since(start).Round(time.Millisecond))
 				return err
 			}
 		},
 	})
 }
 
-// runObserver counts what `millctl run` reports.
+// runObserver counts what `millctl run` reports: it is both the manager's
+// observer and the handler chain's (processors.Observer).
 type runObserver struct {
-	inFlight, deadLettered atomic.Int64
+	inFlight, deadLettered, done, failed atomic.Int64
 }
 
 func (o *runObserver) Received(string, int)           {}
 func (o *runObserver) InFlight(delta int)             { o.inFlight.Add(int64(delta)) }
 func (o *runObserver) DeadLettered(task.Type, string) { o.deadLettered.Add(1) }
+
+func (o *runObserver) TaskDone(_ task.Type, result string, _ time.Duration) {
+	if result == processors.ResultSuccess {
+		o.done.Add(1)
+	} else {
+		o.failed.Add(1)
+	}
+}

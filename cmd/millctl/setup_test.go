@@ -27,6 +27,8 @@ import (
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/setup"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 // setupRun runs millctl in-process. MILL_* variables come only from env,
@@ -35,7 +37,7 @@ import (
 func setupRun(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	a := &app{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), logger: slog.New(slog.NewTextHandler(tWriter{t}, nil)),
+	a := &app{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), logger: slogtest.New(t, slog.LevelInfo),
 		getenv: func(k string) string {
 			if strings.HasPrefix(k, "MILL_") {
 				return env[k]
@@ -47,14 +49,6 @@ func setupRun(t *testing.T, env map[string]string, args ...string) (int, string,
 	code := run(ctx, a, args)
 	t.Logf("millctl %s → %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
 	return code, out.String(), errb.String()
-}
-
-// tWriter sends log lines to t.Log.
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // names of one test's resources, all under a unique prefix.

@@ -30,7 +30,6 @@ import (
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/producers/looping"
 	"github.com/millfleet/mill/producers/stats"
 )
@@ -55,7 +54,6 @@ const (
 	defaultConfigBucket = "mill-config"
 	stateKey            = "statsproducer/state.json"
 	defaultFrequency    = "1d"
-	noLease             = "none"
 )
 
 func main() {
@@ -138,36 +136,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer db.Close()
-	qname := queue.Resolve(o.queuePrefix, o.queueName)
-	q, err := sqsqueue.Open(ctx, aws.SQS(), qname, sqsqueue.Config{})
+	q, err := producercmd.OpenQueue(ctx, aws.SQS(), queue.Resolve(o.queuePrefix, o.queueName))
 	if err != nil {
-		return fmt.Errorf("open queue %s: %w", qname, err)
+		return err
 	}
-	state, err := looping.OpenStateStore(o.state, s3c)
+	state, err := producercmd.OpenState(o.state, s3c)
 	if err != nil {
-		return producercmd.Usage(err)
-	}
-	var l lease.Lease = lease.NewMemory(nil)
-	if o.leaseTable != noLease {
-		l = lease.NewDynamo(aws.DynamoDB(), o.leaseTable, nil)
+		return err
 	}
 	p, err := stats.New(stats.Config{Registry: reg, Opener: wiring.NewOpener(reg, &aws.AWS, aws.EndpointOverride),
 		Known: milldb.NewSpaceStats(db.Pool), Filter: filter, Logger: logger})
 	if err != nil {
 		return err
 	}
-	lc := looping.Config{Kind: stats.Kind, Producer: p, Queue: q, State: state, Lease: l, Frequency: o.frequency,
-		MaxQueueSize: o.maxQueueSize, Format: o.output.Format, Logger: logger, Progress: o.output.Progress, ProgressOutput: stderr}
-	if err := o.schedule.Apply(&lc, aws, logger); err != nil {
-		return err
-	}
-	loop, err := looping.New(lc)
-	if err != nil {
-		return err
-	}
-	sum, err := loop.Run(ctx)
-	if werr := sum.Write(stdout); werr != nil && err == nil {
-		err = werr
-	}
-	return err
+	return producercmd.Run(ctx, looping.Config{Kind: stats.Kind, Producer: p, Queue: q, State: state,
+		Lease: producercmd.Lease(aws, o.leaseTable), Frequency: o.frequency, MaxQueueSize: o.maxQueueSize, Logger: logger},
+		o.output, o.schedule, aws, stdout, stderr)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
@@ -64,7 +65,7 @@ func TestRunOnEmulator(t *testing.T) {
 	prefix := testenv.Prefix(t)
 	sqsc := cfg.SQS()
 	testenv.CleanupQueues(t, sqsc, prefix)
-	if _, _, err := sqsqueue.Ensure(ctx, sqsc, prefix+"bit", sqsqueue.EnsureConfig{}); err != nil {
+	if _, err := (setup.Queue{Client: sqsc, QueueName: prefix + "bit", VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

@@ -310,20 +310,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer rec.Close()
 		noopCfg.Recorder = rec
 	}
-	mux := processors.NewMux()
-	closeDeps, err := registerProcessors(ctx, mux, wiring.AWSConfig{
+	deps, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
 		AWS: awsCfg, SQSOptions: []func(*sqs.Options){meter.Option()}, Claims: o.claims, QueuePrefix: o.prefix,
 		ConfigDir: o.configDir, ConfigBucket: o.configBucket, ConfigPrefix: o.configPrefix,
 		PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: o.databaseURL,
 		ReportsBucket: o.reportsBucket, ReportsPrefix: o.reportsPrefix, Types: types,
 		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports,
 		DupRestoreDays: o.dupRestoreDays,
-		Format:         format, RecheckDelay: o.recheckDelay, MaxAttempts: o.maxAttempts, Noop: noopCfg, Logger: logger,
+		Format:         format, RecheckDelay: o.recheckDelay, Noop: noopCfg, Logger: logger,
 	})
 	if err != nil {
 		return err
 	}
 	defer closeDeps()
+	mux, err := wiring.NewMux(deps, types...)
+	if err != nil {
+		return err
+	}
 
 	// Metric labels: the registered task types, "other" for the rest (a
 	// queue flooded with made-up types must not make a series per type).
@@ -352,13 +355,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		rec = metrics.Multi(rec, member) // counts by type for the heartbeat
 		pauser = member
 	}
-	mws := []processors.Middleware{processors.Logging(logger), processors.Metrics(rec), processors.Recover()}
+	chain := wiring.ChainConfig{Logger: logger, Observer: rec}
 	if member != nil {
 		// Outermost: a task stopped by a pause is logged and counted as
 		// cancelled, then handed back.
-		mws = append([]processors.Middleware{member.Middleware()}, mws...)
+		chain.Outer = []processors.Middleware{member.Middleware()}
 	}
-	handler := processors.Chain(mux.Handler(), mws...)
+	handler := wiring.Chain(mux, chain)
 	m, err := workman.New(workman.Config{
 		Queues: queues, DeadLetter: dlq, Handler: handler, ProcessorName: mux.ProcessorName,
 		Workers: o.workers, ReceiveWait: o.receiveWait,

@@ -22,6 +22,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors/noop"
 )
@@ -97,7 +98,7 @@ func newProcEnv(t *testing.T, vt time.Duration) *procEnv {
 	testenv.CleanupQueues(t, client, prefix)
 	ctx := context.Background()
 	open := func(name string, vt time.Duration) *sqsqueue.Queue {
-		if _, _, err := sqsqueue.Ensure(ctx, client, prefix+name, sqsqueue.EnsureConfig{VisibilityTimeout: vt}); err != nil {
+		if _, err := (setup.Queue{Client: client, QueueName: prefix + name, VisibilityTimeout: vt}).Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
 		q, err := sqsqueue.Open(ctx, client, prefix+name, sqsqueue.Config{})

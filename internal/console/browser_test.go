@@ -26,6 +26,7 @@ import (
 
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
+	"github.com/millfleet/mill/internal/slogtest"
 	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/internal/wiring"
@@ -165,7 +166,7 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 		BitLog: bits, Reports: console.S3Reports{Client: b.s3, Bucket: reportsBucket},
 		SampleEvery: 3 * time.Second, HistoryWindow: 2 * time.Minute, Refresh: 5 * time.Second,
 		Where:  "config s3://" + b.configBucket + "/ · queues " + b.prefix + "* · bit log in PostgreSQL",
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		Logger: slogtest.New(t, slog.LevelInfo),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/console/auth"
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/clock"
@@ -144,36 +145,21 @@ func (c Config) withDefaults() Config {
 	c.DeadLetterRescan = cmp.Or(c.DeadLetterRescan, DefaultDeadLetterRescan)
 	c.DeadLetterMax = cmp.Or(c.DeadLetterMax, DefaultDeadLetterMax)
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Auth == nil {
-		errs = append(errs, errors.New("console: Config.Auth is required"))
-	}
-	if c.Files == nil {
-		errs = append(errs, errors.New("console: Config.Files is required"))
-	}
-	if c.Changes == nil {
-		errs = append(errs, errors.New("console: Config.Changes is required"))
-	}
-	if c.Queues == nil {
-		errs = append(errs, errors.New("console: Config.Queues is required"))
-	}
-	if c.DeadLetterRescan < time.Second || c.DeadLetterMax < 1 {
-		errs = append(errs, fmt.Errorf("console: Config.DeadLetterRescan %s must be at least 1s and DeadLetterMax %d positive", c.DeadLetterRescan, c.DeadLetterMax))
-	}
-	if c.Refresh < time.Second {
-		errs = append(errs, fmt.Errorf("console: Config.Refresh %s is under 1s", c.Refresh))
-	}
-	if c.SampleEvery < time.Second || c.HistoryWindow < c.SampleEvery {
-		errs = append(errs, fmt.Errorf("console: Config.SampleEvery %s must be at least 1s and at most HistoryWindow %s", c.SampleEvery, c.HistoryWindow))
-	}
-	return errors.Join(errs...)
+	p := validate.New("console: Config")
+	p.Require("Auth", c.Auth != nil)
+	p.Require("Files", c.Files != nil)
+	p.Require("Changes", c.Changes != nil)
+	p.Require("Queues", c.Queues != nil)
+	p.Check(c.DeadLetterRescan >= time.Second, "DeadLetterRescan", c.DeadLetterRescan, "be at least 1s")
+	p.Check(c.DeadLetterMax >= 1, "DeadLetterMax", c.DeadLetterMax, "be positive")
+	p.Check(c.Refresh >= time.Second, "Refresh", c.Refresh, "be at least 1s")
+	p.Check(c.SampleEvery >= time.Second && c.SampleEvery <= c.HistoryWindow, "SampleEvery", c.SampleEvery, "be at least 1s and at most HistoryWindow %s", c.HistoryWindow)
+	return p.Err()
 }
 
 // Server is a console. Its handler serves the pages; Run samples the

@@ -30,6 +30,8 @@ import (
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
 	"github.com/millfleet/mill/pkg/stores"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 const registryJSON = `{"accounts": [
@@ -100,7 +102,7 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 	cfg := console.Config{
 		Auth: tokens, Files: files, Changes: e.changes, Queues: reader, BitLog: e.bits, DeadLetters: dead, Fleet: e.fleet,
 		Reports: console.DirReports{Dir: filepath.Join(e.dir, "reports")}, Clock: e.clock,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		Logger: slogtest.New(t, slog.LevelInfo),
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -549,15 +551,6 @@ func clone(v url.Values) url.Values {
 
 func htmlUnescape(s string) string {
 	return strings.NewReplacer("&#34;", `"`, "&quot;", `"`, "&#39;", "'", "&lt;", "<", "&gt;", ">", "&#43;", "+", "&amp;", "&").Replace(s)
-}
-
-// testWriter sends the console's log to the test's log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // Behind the load balancer: the user and role come from the signed header;

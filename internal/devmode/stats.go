@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/producers/looping"
 	statsproducer "github.com/millfleet/mill/producers/stats"
 )
 
@@ -21,15 +19,7 @@ func (e *env) storageStats(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	loop, err := looping.New(looping.Config{
-		Kind: statsproducer.Kind, Producer: prod, Queue: e.deps.Queues[queue.KeyBit],
-		State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil), Notifier: e.notes,
-		Logger: e.cfg.Logger, Progress: looping.ProgressOff,
-	})
-	if err != nil {
-		return err
-	}
-	sum, err := loop.Run(ctx)
+	sum, err := e.runLoop(ctx, statsproducer.Kind, prod, e.deps.Queues[queue.KeyBit])
 	if err != nil {
 		return err
 	}

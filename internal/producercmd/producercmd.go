@@ -2,8 +2,9 @@
 // (dupproducer, bitproducer, statsproducer) share beyond the looping
 // framework: the schedule and notification flags (--start-at,
 // --notify-topic-arn), the output flags (--progress, --message-format,
-// --log-level), the filter files (--include, --exclude), and the usage
-// error and exit status.
+// --log-level), the filter files (--include, --exclude), the usage
+// error and exit status, and the end of every run: the queue, the state,
+// the lease and the loop itself (loop.go).
 package producercmd
 
 import (

@@ -79,7 +79,6 @@ type AWSConfig struct {
 
 	Format       task.Format
 	RecheckDelay time.Duration
-	MaxAttempts  int
 	Noop         noop.Config
 	Clock        clock.Clock
 	Logger       *slog.Logger
@@ -140,7 +139,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		return nil, nil, err
 	}
 	if !storageNeeded {
-		d = &Deps{Logger: cfg.Logger, Clock: cfg.Clock, Queues: qs, Format: cfg.Format, MaxAttempts: cfg.MaxAttempts, Noop: cfg.Noop}
+		d = &Deps{Logger: cfg.Logger, Clock: cfg.Clock, Queues: qs, Format: cfg.Format, Noop: cfg.Noop}
 		return d, func() error { return nil }, nil
 	}
 
@@ -173,7 +172,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		Reports:  &bitreport.S3Reports{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
 		Notifier: notifier, ReportAdminSpace: cfg.ReportAdminSpace,
 		DupRestoreDays: cfg.DupRestoreDays,
-		Format:         cfg.Format, RecheckDelay: cfg.RecheckDelay, MaxAttempts: cfg.MaxAttempts, Noop: cfg.Noop,
+		Format:         cfg.Format, RecheckDelay: cfg.RecheckDelay, Noop: cfg.Noop,
 	}
 	return d, func() error { db.Close(); return nil }, nil
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/stores"
-	"github.com/millfleet/mill/processors/dup"
 )
 
 // ConfigSource says where accounts.json and the duplication policies live:
@@ -69,7 +68,7 @@ func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.O
 	oc := stores.OpenerConfig{
 		PathStyle: pathStyle,
 		Profile:   awsconfig.ProfileCredentials,
-		S3: dup.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
+		S3: stores.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
 			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
 		}),
 		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },

@@ -43,7 +43,6 @@ type MemoryConfig struct {
 	MaxReceiveCount int
 	Format          task.Format
 	RecheckDelay    time.Duration
-	MaxAttempts     int
 	Clock           clock.Clock
 	Logger          *slog.Logger
 }
@@ -102,7 +101,7 @@ func Memory(cfg MemoryConfig) (*Deps, error) {
 		AuditLog: auditlog.NewMemory(), Index: contentindex.NewMemory(), BitLog: bitlog.NewMemory(clk),
 		Stats:   spacestats.NewMemory(clk),
 		Reports: &bitreport.DirReports{Dir: cfg.ReportsDir},
-		Format:  cfg.Format, RecheckDelay: cfg.RecheckDelay, MaxAttempts: cfg.MaxAttempts,
+		Format:  cfg.Format, RecheckDelay: cfg.RecheckDelay,
 	}, nil
 }
 

@@ -1,8 +1,8 @@
 // Package wiring is the one place where Mill's task processors are built and
 // registered: cmd/workman, `millctl run` and `millctl dev` all go through
-// Register (or RegisterTypes), so every way of running the mill serves
-// exactly the same processors with the same configuration rules
-// (docs/ARCHITECTURE.md, Processors).
+// NewMux and Chain, so every way of running the mill serves exactly the
+// same processors, behind the same middleware, with the same configuration
+// rules (docs/ARCHITECTURE.md, Processors).
 //
 // A Deps holds what the processors need (queues by key, the store opener,
 // policies, audit log, content index, bit log, report sink, message format,
@@ -15,11 +15,13 @@
 //     stores, in-memory logs and index, reports in a local directory — the
 //     embedded dev mode and tests.
 //
-// Register then builds NOOP, AUDIT, DUP, BIT, BIT_ERROR, BIT_REPORT and
-// STORAGE_STATS from a Deps and adds them to a processors.Mux.
+// NewMux then builds NOOP, AUDIT, DUP, BIT, BIT_ERROR, BIT_REPORT and
+// STORAGE_STATS from a Deps and registers them in a processors.Mux; Chain
+// wraps it in the middleware Workman runs it with.
 package wiring
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -61,7 +63,7 @@ func (q Queues) Get(key string) (queue.Queue, error) {
 	return nil, fmt.Errorf("wiring: no %s queue", key)
 }
 
-// Deps is everything a processor may need. Register checks that the
+// Deps is everything a processor may need. NewMux checks that the
 // dependencies of every processor it builds are present.
 type Deps struct {
 	// Logger (default slog.Default()).
@@ -96,10 +98,6 @@ type Deps struct {
 	// (default bit.DefaultRecheckDelay); the report processor waits as
 	// long for missing results.
 	RecheckDelay time.Duration
-	// MaxAttempts must equal Workman's MaxAttempts (default
-	// workman.DefaultMaxAttempts): the bit check's last attempt depends on
-	// it.
-	MaxAttempts int
 	// UnreadableKinds: store kinds whose content the bit check does not
 	// read back (C is N/A).
 	UnreadableKinds []storage.Kind
@@ -128,15 +126,10 @@ type Deps struct {
 
 // WithDefaults returns d with its zero optional fields filled in.
 func (d Deps) WithDefaults() Deps {
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
+	d.Logger = cmp.Or(d.Logger, slog.Default())
 	d.Clock = clock.Or(d.Clock)
 	if d.RecheckDelay <= 0 {
 		d.RecheckDelay = bit.DefaultRecheckDelay
-	}
-	if d.MaxAttempts <= 0 {
-		d.MaxAttempts = bit.DefaultMaxAttempts
 	}
 	if d.Resolver == nil && d.Stores != nil {
 		d.Resolver = s3event.RegistryResolver{Registry: d.Stores.Registry()}
@@ -145,41 +138,30 @@ func (d Deps) WithDefaults() Deps {
 	return d
 }
 
-// Types are the task types Register serves, in registration order.
+// Types are the task types NewMux serves, in registration order.
 var Types = []task.Type{task.TypeNoop, task.TypeAudit, task.TypeDup, task.TypeBit, task.TypeBitError, task.TypeBitReport, task.TypeStorageStats}
 
-// NewMux builds every processor from d and returns a mux serving them.
-func NewMux(d *Deps) (*processors.Mux, error) {
-	mux := processors.NewMux()
-	if err := Register(mux, d); err != nil {
-		return nil, err
-	}
-	return mux, nil
-}
-
-// Register builds every processor of Types from d and registers it in mux.
-// Every missing dependency is reported at once; nothing is registered then.
-func Register(mux *processors.Mux, d *Deps) error { return RegisterTypes(mux, d, Types) }
-
-// RegisterTypes builds and registers the processors of types only (a
-// subset of Types), so a worker restricted to NOOP needs no storage or
-// database. Only the dependencies of those processors are required.
-func RegisterTypes(mux *processors.Mux, d *Deps, types []task.Type) error {
+// NewMux builds the processors of types (every type of Types when none is
+// given) from d and returns a mux serving them. Only the dependencies of
+// those processors are required, so a worker restricted to NOOP needs no
+// storage or database; every missing dependency is reported at once.
+func NewMux(d *Deps, types ...task.Type) (*processors.Mux, error) {
 	if d == nil {
-		return errors.New("wiring: no dependencies")
+		return nil, errors.New("wiring: no dependencies")
+	}
+	if len(types) == 0 {
+		types = Types
 	}
 	for _, t := range types {
 		if !slices.Contains(Types, t) {
-			return fmt.Errorf("wiring: no processor for task type %q", t)
+			return nil, fmt.Errorf("wiring: no processor for task type %q", t)
 		}
-	}
-	if len(types) == 0 {
-		return errors.New("wiring: no task types to register")
 	}
 	hs, err := build(d.WithDefaults(), types)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	mux := processors.NewMux()
 	for _, t := range Types {
 		h, ok := hs[t]
 		if !ok {
@@ -188,9 +170,32 @@ func RegisterTypes(mux *processors.Mux, d *Deps, types []task.Type) error {
 		if d.Wrap != nil {
 			h = d.Wrap(t, h)
 		}
-		mux.Handle(t, h)
+		mux.Register(t, h)
 	}
-	return nil
+	return mux, nil
+}
+
+// ChainConfig is what Chain wraps around the processors.
+type ChainConfig struct {
+	// Logger receives one line per task (processors.Logging; default
+	// slog.Default()).
+	Logger *slog.Logger
+	// Observer, when set, is told the outcome of every task
+	// (processors.Metrics).
+	Observer processors.Observer
+	// Outer middleware goes outside all the others, first outermost (the
+	// fleet-wide pause: a task it stops is still logged and counted).
+	Outer []processors.Middleware
+}
+
+// Chain is the handler every way of running the mill (cmd/workman,
+// `millctl run`, `millctl dev`) gives Workman: h (the mux) wrapped,
+// outermost first, in cfg.Outer, Logging, Metrics and Recover. Workman adds
+// its own Recover and the per-type Timeout inside it (pkg/workman).
+func Chain(h processors.Handler, cfg ChainConfig) processors.Handler {
+	mws := append([]processors.Middleware(nil), cfg.Outer...)
+	mws = append(mws, processors.Logging(cfg.Logger), processors.Metrics(cfg.Observer), processors.Recover())
+	return processors.Chain(h, mws...)
 }
 
 // NeedsStorage reports whether any of types needs more than queues (every
@@ -254,7 +259,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	bp, err := bit.New(bit.Config{
 		Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, BitLog: d.BitLog,
 		AuditQueue: q[queue.KeyAudit], BitErrorQueue: q[queue.KeyBitError],
-		RecheckDelay: d.RecheckDelay, MaxAttempts: d.MaxAttempts,
+		RecheckDelay:    d.RecheckDelay,
 		UnreadableKinds: d.UnreadableKinds, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeBit, bp, err)

@@ -1,11 +1,15 @@
 package wiring
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
@@ -58,13 +62,13 @@ func TestRegisterServesEveryType(t *testing.T) {
 		}
 	}
 	// A NOOP task runs.
-	if err := mux.Serve(context.Background(), task.New(task.TypeNoop, nil)); err != nil {
+	if err := mux.Handle(context.Background(), task.New(task.TypeNoop, nil)); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestRegisterReportsEveryMissingDependency(t *testing.T) {
-	err := Register(processors.NewMux(), &Deps{Queues: Queues{queue.KeyAudit: nil}})
+func TestNewMuxReportsEveryMissingDependency(t *testing.T) {
+	_, err := NewMux(&Deps{Queues: Queues{queue.KeyAudit: nil}})
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -103,26 +107,59 @@ func TestAWSRequiresDatabase(t *testing.T) {
 	}
 }
 
-func TestRegisterTypesNoopOnlyNeedsNothing(t *testing.T) {
-	mux := processors.NewMux()
-	if err := RegisterTypes(mux, &Deps{}, []task.Type{task.TypeNoop}); err != nil {
+func TestNewMuxNoopOnlyNeedsNothing(t *testing.T) {
+	mux, err := NewMux(&Deps{}, task.TypeNoop)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got := mux.Types(); !slices.Equal(got, []task.Type{task.TypeNoop}) {
 		t.Fatalf("types %v", got)
 	}
-	if err := RegisterTypes(processors.NewMux(), &Deps{}, []task.Type{"NOPE"}); err == nil {
+	if _, err := NewMux(&Deps{}, "NOPE"); err == nil {
 		t.Fatal("unknown type accepted")
 	}
-	d := memDeps(t)
-	mux = processors.NewMux()
-	if err := RegisterTypes(mux, d, []task.Type{task.TypeBit, task.TypeBitReport}); err != nil {
+	mux, err = NewMux(memDeps(t), task.TypeBit, task.TypeBitReport)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got := mux.Types(); !slices.Equal(got, []task.Type{task.TypeBit, task.TypeBitReport}) {
 		t.Fatalf("types %v", got)
 	}
 }
+
+// TestChainOrder: the middleware Chain puts around the mux — the outer
+// ones first, then Logging, Metrics and Recover — all see the task, and a
+// panic becomes a counted, logged failure.
+func TestChainOrder(t *testing.T) {
+	var order []string
+	outer := func(next processors.Handler) processors.Handler {
+		return processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+			order = append(order, "outer")
+			return next.Handle(ctx, tk)
+		})
+	}
+	obs := observerFunc(func(ty task.Type, result string) { order = append(order, "metrics:"+result) })
+	var logs bytes.Buffer
+	h := Chain(processors.HandlerFunc(func(context.Context, *task.Task) error {
+		order = append(order, "handler")
+		panic("boom")
+	}), ChainConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Observer: obs, Outer: []processors.Middleware{outer}})
+	err := h.Handle(context.Background(), task.New(task.TypeNoop, nil))
+	var pe *processors.PanicError
+	if !errors.As(err, &pe) {
+		t.Fatalf("err = %v, want a PanicError", err)
+	}
+	if want := []string{"outer", "handler", "metrics:panic"}; !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+	if !strings.Contains(logs.String(), "result=panic") {
+		t.Fatalf("log %q: no task line", logs.String())
+	}
+}
+
+type observerFunc func(task.Type, string)
+
+func (f observerFunc) TaskDone(ty task.Type, result string, _ time.Duration) { f(ty, result) }
 
 func TestAWSNoopOnlyNeedsNoDatabase(t *testing.T) {
 	_, _, err := AWS(context.Background(), AWSConfig{Types: []task.Type{task.TypeNoop}})

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/millfleet/mill/internal/paging"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -180,12 +181,4 @@ func SpeaksOfBytes(e Entry) bool {
 	return e.Checksum != "" || e.Action == task.ActionDeleteContent
 }
 
-func pageSize(limit int) int {
-	switch {
-	case limit <= 0:
-		return DefaultPageSize
-	case limit > MaxPageSize:
-		return MaxPageSize
-	}
-	return limit
-}
+func pageSize(limit int) int { return paging.Size(limit, DefaultPageSize, MaxPageSize) }

@@ -17,6 +17,7 @@
 package awsconfig
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,9 +77,7 @@ type Config struct {
 // Load reads the default chain. A missing region is defaulted to
 // DefaultRegion with a logged notice rather than failing the first call.
 func Load(ctx context.Context, o Options) (*Config, error) {
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}

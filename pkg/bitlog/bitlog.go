@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/millfleet/mill/internal/paging"
 )
 
 // Result is the outcome of one bit check, or of a space's report.
@@ -58,15 +60,7 @@ const (
 )
 
 // PageSize clamps a limit to 1..MaxPageSize (DefaultPageSize for ≤ 0).
-func PageSize(limit int) int {
-	switch {
-	case limit <= 0:
-		return DefaultPageSize
-	case limit > MaxPageSize:
-		return MaxPageSize
-	}
-	return limit
-}
+func PageSize(limit int) int { return paging.Size(limit, DefaultPageSize, MaxPageSize) }
 
 // Row is the result of checking one item in one run. The key of a row is
 // (RunID, Account, StoreID, SpaceID, ContentID): recording a row with the

@@ -16,6 +16,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/millfleet/mill/internal/paging"
 )
 
 // Change is one entry.
@@ -98,15 +100,7 @@ func validID(id string) bool {
 	return err == nil
 }
 
-func pageSize(limit int) int {
-	switch {
-	case limit <= 0:
-		return 50
-	case limit > MaxPage:
-		return MaxPage
-	}
-	return limit
-}
+func pageSize(limit int) int { return paging.Size(limit, 50, MaxPage) }
 
 // prepare validates c, gives it an ID and a time, and encodes it.
 func prepare(c Change) (Change, []byte, error) {

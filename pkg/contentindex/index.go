@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/millfleet/mill/internal/paging"
 )
 
 // Errors of every implementation (test with errors.Is).
@@ -117,15 +119,7 @@ type Pruner interface {
 const DefaultPurgeBatch = 10000
 
 // PageSize clamps a List limit to 1..MaxPageSize (DefaultPageSize for ≤ 0).
-func PageSize(limit int) int {
-	switch {
-	case limit <= 0:
-		return DefaultPageSize
-	case limit > MaxPageSize:
-		return MaxPageSize
-	}
-	return limit
-}
+func PageSize(limit int) int { return paging.Size(limit, DefaultPageSize, MaxPageSize) }
 
 // Check validates an Upsert entry (the item and its time); implementations
 // call it first.

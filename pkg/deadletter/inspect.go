@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
@@ -65,21 +66,15 @@ func (c Config) withDefaults() Config {
 	}
 	c.Wait = max(c.Wait, 0)
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Queue == nil {
-		errs = append(errs, errors.New("deadletter: Config.Queue is required"))
-	}
-	if c.Hold < time.Second || c.Hold > queue.MaxVisibility {
-		errs = append(errs, fmt.Errorf("deadletter: Config.Hold %v: want 1s to %v", c.Hold, queue.MaxVisibility))
-	}
-	return errors.Join(errs...)
+	p := validate.New("deadletter: Config")
+	p.Require("Queue", c.Queue != nil)
+	p.Check(c.Hold >= time.Second && c.Hold <= queue.MaxVisibility, "Hold", c.Hold, "be within 1s..%v", queue.MaxVisibility)
+	return p.Err()
 }
 
 // Inspector reads and acts on the dead-letter queue: the library behind

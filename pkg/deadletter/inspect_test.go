@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/millfleet/mill/internal/slogtest"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/deadletter"
@@ -55,14 +56,7 @@ func runAll(t *testing.T, fn func(t *testing.T, e *env)) {
 }
 
 func logger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
+	return slogtest.New(t, slog.LevelWarn)
 }
 
 // finish builds the claim check and the inspector over raw queues opened

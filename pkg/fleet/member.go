@@ -1,14 +1,15 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
@@ -44,33 +45,19 @@ func (c MemberConfig) withDefaults() MemberConfig {
 		c.KeepGone = DefaultKeepGone
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
 func (c MemberConfig) validate() error {
-	var errs []error
-	if c.Registry == nil {
-		errs = append(errs, errors.New("no registry"))
-	}
-	if c.Self.ID == "" {
-		errs = append(errs, errors.New("no worker ID"))
-	}
-	if c.Interval < 100*time.Millisecond {
-		errs = append(errs, fmt.Errorf("interval %v: must be at least 100ms", c.Interval))
-	}
-	if c.KeepLost <= LostAfter*c.Interval {
-		errs = append(errs, fmt.Errorf("keep-lost %v: must be longer than %d intervals (%v), or a lost worker would vanish instead", c.KeepLost, LostAfter, LostAfter*c.Interval))
-	}
-	if c.KeepGone <= 0 {
-		errs = append(errs, fmt.Errorf("keep-gone %v: must be positive", c.KeepGone))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("fleet: invalid member config: %w", err)
-	}
-	return nil
+	p := validate.New("fleet: MemberConfig")
+	p.Require("Registry", c.Registry != nil)
+	p.Require("Self.ID", c.Self.ID != "")
+	p.Check(c.Interval >= 100*time.Millisecond, "Interval", c.Interval, "be at least 100ms")
+	p.Check(c.KeepLost > LostAfter*c.Interval, "KeepLost", c.KeepLost,
+		"be longer than %d intervals (%v), or a lost worker would vanish instead", LostAfter, LostAfter*c.Interval)
+	p.Check(c.KeepGone > 0, "KeepGone", c.KeepGone, "be positive")
+	return p.Err()
 }
 
 // errPaused is the cause a running task is cancelled with when its type is

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
@@ -97,7 +98,7 @@ func TestMemberConfigValidation(t *testing.T) {
 	if err == nil {
 		t.Fatal("no registry, no ID and a keep-lost shorter than three intervals were accepted")
 	}
-	for _, want := range []string{"no registry", "no worker ID", "keep-lost"} {
+	for _, want := range []string{"MemberConfig.Registry is required", "MemberConfig.Self.ID is required", "MemberConfig.KeepLost"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -141,31 +142,30 @@ func TestMemberBeatAndLeave(t *testing.T) {
 }
 
 func TestMemberRunBeatsEveryIntervalAndAtDrain(t *testing.T) {
-	h := newMember(t, "mill-bit")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { h.m.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	if err := h.clk.BlockUntil(ctx, 1); err != nil { // the first beat is written, the timer set
-		t.Fatal(err)
-	}
-	first := h.record(t).Heartbeat
-	h.clk.Advance(10 * time.Second)
-	waitFor(t, func() bool { return h.record(t).Heartbeat.After(first) })
-	h.m.Drain("SIGTERM")
-	waitFor(t, func() bool { w := h.record(t); return w.State == fleet.StateDraining && w.Note == "SIGTERM" })
+	synctest.Test(t, func(t *testing.T) {
+		h := newMember(t, "mill-bit")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { h.m.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		if err := h.clk.BlockUntil(ctx, 1); err != nil { // the first beat is written, the timer set
+			t.Fatal(err)
+		}
+		first := h.record(t).Heartbeat
+		h.clk.Advance(10 * time.Second)
+		settled(t, "a beat after the interval", func() bool { return h.record(t).Heartbeat.After(first) })
+		h.m.Drain("SIGTERM")
+		settled(t, "a draining beat", func() bool { w := h.record(t); return w.State == fleet.StateDraining && w.Note == "SIGTERM" })
+	})
 }
 
-// waitFor waits (real time, bounded) for a goroutine of the code under
-// test to reach a state the fake clock does not control.
-func waitFor(t *testing.T, cond func() bool) {
+// settled waits, inside a synctest bubble, until every goroutine of the
+// code under test is blocked, then checks cond.
+func settled(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 5 s")
-		}
-		time.Sleep(time.Millisecond)
+	synctest.Wait()
+	if !cond() {
+		t.Fatalf("%s: not so once the member settled", what)
 	}
 }
 
@@ -204,7 +204,9 @@ func TestMemberTypePause(t *testing.T) {
 	}
 }
 
-func TestMemberMiddleware(t *testing.T) {
+func TestMemberMiddleware(t *testing.T) { synctest.Test(t, testMemberMiddleware) }
+
+func testMemberMiddleware(t *testing.T) {
 	h := newMember(t, "custom")
 	ctx := context.Background()
 	mw := h.m.Middleware()
@@ -229,7 +231,7 @@ func TestMemberMiddleware(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- handler.Handle(qctx, dup) }()
 	<-started
-	waitFor(t, func() bool { return h.m.Beat(ctx) == nil && h.record(t).Running["DUP"] == 1 })
+	settled(t, "the running DUP in a beat", func() bool { return h.m.Beat(ctx) == nil && h.record(t).Running["DUP"] == 1 })
 	h.pause(t, fleet.PauseType, "DUP")
 	if err := h.m.Beat(ctx); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -71,21 +73,15 @@ func (c CloudWatchConfig) WithDefaults() CloudWatchConfig {
 		c.FlushTimeout = DefaultFlushTimeout
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
 func (c CloudWatchConfig) validate() error {
-	var errs []error
-	if c.Interval < time.Second {
-		errs = append(errs, fmt.Errorf("interval %s: must be at least 1s", c.Interval))
-	}
-	if c.FlushTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("flush timeout %s: must be positive", c.FlushTimeout))
-	}
-	return errors.Join(errs...)
+	p := validate.New("metrics: CloudWatchConfig")
+	p.Check(c.Interval >= time.Second, "Interval", c.Interval, "be at least 1s")
+	p.Check(c.FlushTimeout > 0, "FlushTimeout", c.FlushTimeout, "be positive")
+	return p.Err()
 }
 
 // CloudWatch is a Recorder that aggregates task results in memory and

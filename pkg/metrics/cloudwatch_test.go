@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,60 +38,63 @@ func (c *counting) PutMetricData(ctx context.Context, in *cloudwatch.PutMetricDa
 	return c.next.PutMetricData(ctx, in, o...)
 }
 
+// TestCloudWatchOneCallPerInterval runs in a synctest bubble: after each
+// advance of the fake clock, synctest.Wait returns once the publisher has
+// done all it will do, so the counts are read without polling or sleeping.
 func TestCloudWatchOneCallPerInterval(t *testing.T) {
-	clk := clock.NewFake(time.Time{})
-	cc := &counting{}
-	cw, err := metrics.NewCloudWatch(cc, metrics.CloudWatchConfig{Clock: clk, Interval: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- cw.Run(ctx) }()
-	for i := range 500 {
-		cw.TaskDone(task.TypeNoop, "success", time.Duration(i)*time.Millisecond)
-	}
-	cw.TaskDone(task.TypeBit, "failure", time.Second)
-	cw.DeadLettered(task.TypeBit, "failed")
-	if err := clk.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(time.Minute)
-	waitFor(t, func() bool { return cc.calls.Load() == 1 })
-	// 2 series × (count + duration) + 1 dead-lettered.
-	if n := cc.datums.Load(); n != 5 {
-		t.Errorf("datums %d, want 5", n)
-	}
-	// An empty interval sends nothing.
-	_ = clk.BlockUntil(ctx, 1)
-	clk.Advance(time.Minute)
-	time.Sleep(20 * time.Millisecond)
-	// A failed publication keeps its data for the next one.
-	cc.fail.Store(true)
-	cw.TaskDone(task.TypeNoop, "success", time.Millisecond)
-	_ = clk.BlockUntil(ctx, 1)
-	clk.Advance(time.Minute)
-	waitFor(t, func() bool { return cc.calls.Load() == 2 })
-	cc.fail.Store(false)
-	cw.TaskDone(task.TypeNoop, "success", time.Millisecond)
-	cancel() // final flush
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if c := cc.calls.Load(); c != 3 {
-		t.Errorf("calls %d, want 3 (one per non-empty interval, one retry-carrying final)", c)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5s")
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewFake(time.Time{})
+		cc := &counting{}
+		cw, err := metrics.NewCloudWatch(cc, metrics.CloudWatchConfig{Clock: clk, Interval: time.Minute})
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- cw.Run(ctx) }()
+		for i := range 500 {
+			cw.TaskDone(task.TypeNoop, "success", time.Duration(i)*time.Millisecond)
+		}
+		cw.TaskDone(task.TypeBit, "failure", time.Second)
+		cw.DeadLettered(task.TypeBit, "failed")
+		advance := func() {
+			t.Helper()
+			if err := clk.BlockUntil(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(time.Minute)
+			synctest.Wait()
+		}
+		advance()
+		if c := cc.calls.Load(); c != 1 {
+			t.Fatalf("calls %d after the first interval, want 1", c)
+		}
+		// 2 series × (count + duration) + 1 dead-lettered.
+		if n := cc.datums.Load(); n != 5 {
+			t.Errorf("datums %d, want 5", n)
+		}
+		// An empty interval sends nothing.
+		advance()
+		if c := cc.calls.Load(); c != 1 {
+			t.Fatalf("calls %d after an empty interval, want 1", c)
+		}
+		// A failed publication keeps its data for the next one.
+		cc.fail.Store(true)
+		cw.TaskDone(task.TypeNoop, "success", time.Millisecond)
+		advance()
+		if c := cc.calls.Load(); c != 2 {
+			t.Fatalf("calls %d after a failed interval, want 2", c)
+		}
+		cc.fail.Store(false)
+		cw.TaskDone(task.TypeNoop, "success", time.Millisecond)
+		cancel() // final flush
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if c := cc.calls.Load(); c != 3 {
+			t.Errorf("calls %d, want 3 (one per non-empty interval, one retry-carrying final)", c)
+		}
+	})
 }
 
 // TestCloudWatchEmulator publishes through awsconfig's CloudWatch client to

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/millfleet/mill/internal/validate"
 )
 
 // Defaults for Config.
@@ -50,20 +52,14 @@ type Config struct {
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.MaxConns < 0 {
-		errs = append(errs, fmt.Errorf("MaxConns %d < 0", c.MaxConns))
-	}
-	if c.MinConns < 0 {
-		errs = append(errs, fmt.Errorf("MinConns %d < 0", c.MinConns))
-	}
-	if c.MaxConns > 0 && c.MinConns > c.MaxConns {
-		errs = append(errs, fmt.Errorf("MinConns %d > MaxConns %d", c.MinConns, c.MaxConns))
-	}
-	if c.ConnectTimeout < 0 || c.MaxConnLifetime < 0 || c.MaxConnIdleTime < 0 {
-		errs = append(errs, errors.New("durations must not be negative"))
-	}
-	return errors.Join(errs...)
+	p := validate.New("milldb: Config")
+	p.Check(c.MaxConns >= 0, "MaxConns", c.MaxConns, "not be negative")
+	p.Check(c.MinConns >= 0, "MinConns", c.MinConns, "not be negative")
+	p.Check(c.MaxConns == 0 || c.MinConns <= c.MaxConns, "MinConns", c.MinConns, "not exceed MaxConns %d", c.MaxConns)
+	p.Check(c.ConnectTimeout >= 0, "ConnectTimeout", c.ConnectTimeout, "not be negative")
+	p.Check(c.MaxConnLifetime >= 0, "MaxConnLifetime", c.MaxConnLifetime, "not be negative")
+	p.Check(c.MaxConnIdleTime >= 0, "MaxConnIdleTime", c.MaxConnIdleTime, "not be negative")
+	return p.Err()
 }
 
 // DB is an open connection pool.

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -55,9 +56,7 @@ func (c CacheConfig) WithDefaults() CacheConfig {
 		c.LoadTimeout = DefaultLoadTimeout
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

@@ -266,3 +266,27 @@ func (q *Queue) create(ctx context.Context, dlqArn string) (Result, error) {
 	}
 	return Result{Status: StatusCreated, Details: q.describe(), Notes: notes}, nil
 }
+
+// Ensure sets q up now — creates it, or converges an existing queue to q's
+// attributes — and returns its URL: Apply without a Plan, for a caller that
+// needs one queue (tests, tools). Zero VisibilityTimeout, Retention and
+// (with DeadLetter set) MaxReceiveCount take Config's defaults.
+func (q Queue) Ensure(ctx context.Context) (url string, err error) {
+	if q.VisibilityTimeout == 0 {
+		q.VisibilityTimeout = DefaultVisibilityTimeout
+	}
+	if q.Retention == 0 {
+		q.Retention = DefaultWorkRetention
+	}
+	if q.DeadLetter != "" && q.MaxReceiveCount == 0 {
+		q.MaxReceiveCount = DefaultMaxReceiveCount
+	}
+	if _, err := q.Apply(ctx, Change{}); err != nil {
+		return "", err
+	}
+	url, err = lookup(ctx, q.Client, q.QueueName)
+	if err == nil && url == "" {
+		err = fmt.Errorf("queue %s: not found after it was set up", q.QueueName)
+	}
+	return url, err
+}

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/millfleet/mill/internal/paging"
 )
 
 // ErrInvalid is wrapped by the errors of rows that lack a required field or
@@ -78,15 +80,7 @@ const (
 )
 
 // HistoryLimit clamps a limit to 1..MaxHistory (DefaultHistory for ≤ 0).
-func HistoryLimit(n int) int {
-	switch {
-	case n <= 0:
-		return DefaultHistory
-	case n > MaxHistory:
-		return MaxHistory
-	}
-	return n
-}
+func HistoryLimit(n int) int { return paging.Size(n, DefaultHistory, MaxHistory) }
 
 // Store keeps the measurements.
 //

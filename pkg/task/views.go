@@ -123,130 +123,6 @@ func (e *ValidationError) Error() string {
 // Unwrap returns ErrInvalid.
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
-// reader takes properties off a task one by one, collecting the first
-// error; what it never took is the view's Extra.
-type reader struct {
-	typ   Type
-	props map[string]string
-	taken map[string]bool
-	err   error
-}
-
-func newReader(t *Task, want Type) *reader {
-	r := &reader{typ: want, taken: map[string]bool{}}
-	switch {
-	case t == nil:
-		r.err = &ValidationError{Type: want, Msg: "nil task"}
-	case t.Type != want:
-		r.err = &ValidationError{Type: want, Msg: fmt.Sprintf("wrong task type %q", string(t.Type))}
-	default:
-		r.props = t.Props
-	}
-	return r
-}
-
-func (r *reader) fail(key, msg string) {
-	if r.err == nil {
-		r.err = &ValidationError{Type: r.typ, Key: key, Msg: msg}
-	}
-}
-
-func (r *reader) opt(key string) string {
-	r.taken[key] = true
-	return r.props[key]
-}
-
-func (r *reader) req(key string) string {
-	v := r.opt(key)
-	if v == "" {
-		r.fail(key, "")
-	}
-	return v
-}
-
-func (r *reader) optInt64(key string) *int64 {
-	v := r.opt(key)
-	if v == "" {
-		return nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		r.fail(key, fmt.Sprintf("not an integer: %q", v))
-		return nil
-	}
-	if n < 0 {
-		r.fail(key, fmt.Sprintf("negative: %q", v))
-		return nil
-	}
-	return &n
-}
-
-func (r *reader) reqInt(key string) int {
-	v := r.req(key)
-	if v == "" {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		r.fail(key, fmt.Sprintf("not an integer: %q", v))
-	}
-	return n
-}
-
-func (r *reader) optBool(key string) bool {
-	v := r.opt(key)
-	if v == "" {
-		return false
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		r.fail(key, fmt.Sprintf("not a boolean: %q", v))
-	}
-	return b
-}
-
-// extra returns the properties never taken, or nil when there are none.
-func (r *reader) extra() map[string]string {
-	var out map[string]string
-	for k, v := range r.props {
-		if !r.taken[k] {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// writer builds a task: Extra first, then the view's fields over it.
-type writer struct{ t *Task }
-
-func newWriter(typ Type, attempts int, extra map[string]string) writer {
-	t := New(typ, extra)
-	t.Attempts = attempts
-	delete(t.Props, KeyType)
-	delete(t.Props, KeyAttempts)
-	return writer{t}
-}
-
-// set writes v under key, or removes key when v is empty.
-func (w writer) set(key, v string) {
-	if v == "" {
-		delete(w.t.Props, key)
-		return
-	}
-	w.t.Props[key] = v
-}
-
-func (w writer) setInt64(key string, n *int64) {
-	if n == nil {
-		delete(w.t.Props, key)
-		return
-	}
-	w.t.Props[key] = strconv.FormatInt(*n, 10)
-}
-
 // Dup is a DUP task: make the copy of an item (or of a space, when ContentID
 // is empty) on the destination store match the source store.
 type Dup struct {
@@ -259,34 +135,23 @@ type Dup struct {
 	Extra       map[string]string
 }
 
-// DupFrom reads a DUP task.
-func DupFrom(t *Task) (Dup, error) {
-	r := newReader(t, TypeDup)
-	d := Dup{
-		Account:     r.req(KeyAccount),
-		StoreID:     r.req(KeyStoreID),
-		DestStoreID: r.req(KeyDestStoreID),
-		SpaceID:     r.req(KeySpaceID),
-		ContentID:   r.opt(KeyContentID),
-		Extra:       r.extra(),
-	}
-	if r.err != nil {
-		return Dup{}, r.err
-	}
-	d.Attempts = t.Attempts
-	return d, nil
+var dupFields = []field[Dup]{
+	str(KeyAccount, true, func(x *Dup) *string { return &x.Account }),
+	str(KeyStoreID, true, func(x *Dup) *string { return &x.StoreID }),
+	str(KeyDestStoreID, true, func(x *Dup) *string { return &x.DestStoreID }),
+	str(KeySpaceID, true, func(x *Dup) *string { return &x.SpaceID }),
+	str(KeyContentID, false, func(x *Dup) *string { return &x.ContentID }),
 }
 
-// Task returns d as a task.
-func (d Dup) Task() *Task {
-	w := newWriter(TypeDup, d.Attempts, d.Extra)
-	w.set(KeyAccount, d.Account)
-	w.set(KeyStoreID, d.StoreID)
-	w.set(KeyDestStoreID, d.DestStoreID)
-	w.set(KeySpaceID, d.SpaceID)
-	w.set(KeyContentID, d.ContentID)
-	return w.t
+func (x *Dup) common() common { return common{&x.Attempts, &x.Extra} }
+
+// DupFrom reads a DUP task.
+func DupFrom(t *Task) (Dup, error) {
+	return readView(t, TypeDup, dupFields, (*Dup).common)
 }
+
+// Task returns the view as a task.
+func (x Dup) Task() *Task { return writeView(x, TypeDup, dupFields, (*Dup).common) }
 
 // Bit is a BIT task: check the integrity of one item.
 type Bit struct {
@@ -299,34 +164,23 @@ type Bit struct {
 	Extra     map[string]string
 }
 
-// BitFrom reads a BIT task.
-func BitFrom(t *Task) (Bit, error) {
-	r := newReader(t, TypeBit)
-	b := Bit{
-		Account:   r.req(KeyAccount),
-		StoreID:   r.req(KeyStoreID),
-		SpaceID:   r.req(KeySpaceID),
-		ContentID: r.req(KeyContentID),
-		RunID:     r.opt(KeyRunID),
-		Extra:     r.extra(),
-	}
-	if r.err != nil {
-		return Bit{}, r.err
-	}
-	b.Attempts = t.Attempts
-	return b, nil
+var bitFields = []field[Bit]{
+	str(KeyAccount, true, func(x *Bit) *string { return &x.Account }),
+	str(KeyStoreID, true, func(x *Bit) *string { return &x.StoreID }),
+	str(KeySpaceID, true, func(x *Bit) *string { return &x.SpaceID }),
+	str(KeyContentID, true, func(x *Bit) *string { return &x.ContentID }),
+	str(KeyRunID, false, func(x *Bit) *string { return &x.RunID }),
 }
 
-// Task returns b as a task.
-func (b Bit) Task() *Task {
-	w := newWriter(TypeBit, b.Attempts, b.Extra)
-	w.set(KeyAccount, b.Account)
-	w.set(KeyStoreID, b.StoreID)
-	w.set(KeySpaceID, b.SpaceID)
-	w.set(KeyContentID, b.ContentID)
-	w.set(KeyRunID, b.RunID)
-	return w.t
+func (x *Bit) common() common { return common{&x.Attempts, &x.Extra} }
+
+// BitFrom reads a BIT task.
+func BitFrom(t *Task) (Bit, error) {
+	return readView(t, TypeBit, bitFields, (*Bit).common)
 }
+
+// Task returns the view as a task.
+func (x Bit) Task() *Task { return writeView(x, TypeBit, bitFields, (*Bit).common) }
 
 // BitReport is a BIT_REPORT task: report on the bit checks of one space.
 type BitReport struct {
@@ -341,33 +195,24 @@ type BitReport struct {
 	Extra    map[string]string
 }
 
-// BitReportFrom reads a BIT_REPORT task.
-func BitReportFrom(t *Task) (BitReport, error) {
-	r := newReader(t, TypeBitReport)
-	b := BitReport{
-		Account:  r.req(KeyAccount),
-		StoreID:  r.req(KeyStoreID),
-		SpaceID:  r.req(KeySpaceID),
-		RunID:    r.opt(KeyRunID),
-		Expected: r.optInt64(KeyExpected),
-		Extra:    r.extra(),
-	}
-	if r.err != nil {
-		return BitReport{}, r.err
-	}
-	b.Attempts = t.Attempts
-	return b, nil
+var bitReportFields = []field[BitReport]{
+	str(KeyAccount, true, func(x *BitReport) *string { return &x.Account }),
+	str(KeyStoreID, true, func(x *BitReport) *string { return &x.StoreID }),
+	str(KeySpaceID, true, func(x *BitReport) *string { return &x.SpaceID }),
+	str(KeyRunID, false, func(x *BitReport) *string { return &x.RunID }),
+	optInt64(KeyExpected, func(x *BitReport) **int64 { return &x.Expected }),
 }
 
-// Task returns b as a task.
-func (b BitReport) Task() *Task {
-	w := newWriter(TypeBitReport, b.Attempts, b.Extra)
-	w.set(KeyAccount, b.Account)
-	w.set(KeyStoreID, b.StoreID)
-	w.set(KeySpaceID, b.SpaceID)
-	w.set(KeyRunID, b.RunID)
-	w.setInt64(KeyExpected, b.Expected)
-	return w.t
+func (x *BitReport) common() common { return common{&x.Attempts, &x.Extra} }
+
+// BitReportFrom reads a BIT_REPORT task.
+func BitReportFrom(t *Task) (BitReport, error) {
+	return readView(t, TypeBitReport, bitReportFields, (*BitReport).common)
+}
+
+// Task returns the view as a task.
+func (x BitReport) Task() *Task {
+	return writeView(x, TypeBitReport, bitReportFields, (*BitReport).common)
 }
 
 // BitError is a BIT_ERROR task: a bit check found a problem that needs
@@ -394,50 +239,31 @@ type BitError struct {
 	Extra                map[string]string
 }
 
-// BitErrorFrom reads a BIT_ERROR task.
-func BitErrorFrom(t *Task) (BitError, error) {
-	r := newReader(t, TypeBitError)
-	b := BitError{
-		Account:              r.req(KeyAccount),
-		StoreID:              r.req(KeyStoreID),
-		SpaceID:              r.req(KeySpaceID),
-		ContentID:            r.req(KeyContentID),
-		RunID:                r.opt(KeyRunID),
-		Description:          r.opt(KeyDescription),
-		StoreType:            r.opt(KeyBitStoreType),
-		Case:                 r.reqInt(KeyCase),
-		InternallyResolvable: r.optBool(KeyInternallyResolvable),
-		ContentChecksum:      r.opt(KeyChecksumContent),
-		StorageChecksum:      r.opt(KeyChecksumStore),
-		IndexChecksum:        r.opt(KeyChecksumManifest),
-		AuditChecksum:        r.opt(KeyChecksumAudit),
-		Extra:                r.extra(),
-	}
-	if r.err != nil {
-		return BitError{}, r.err
-	}
-	b.Attempts = t.Attempts
-	return b, nil
+var bitErrorFields = []field[BitError]{
+	str(KeyAccount, true, func(x *BitError) *string { return &x.Account }),
+	str(KeyStoreID, true, func(x *BitError) *string { return &x.StoreID }),
+	str(KeySpaceID, true, func(x *BitError) *string { return &x.SpaceID }),
+	str(KeyContentID, true, func(x *BitError) *string { return &x.ContentID }),
+	str(KeyRunID, false, func(x *BitError) *string { return &x.RunID }),
+	str(KeyDescription, false, func(x *BitError) *string { return &x.Description }),
+	str(KeyBitStoreType, false, func(x *BitError) *string { return &x.StoreType }),
+	reqInt(KeyCase, func(x *BitError) *int { return &x.Case }),
+	optBool(KeyInternallyResolvable, func(x *BitError) *bool { return &x.InternallyResolvable }),
+	str(KeyChecksumContent, false, func(x *BitError) *string { return &x.ContentChecksum }),
+	str(KeyChecksumStore, false, func(x *BitError) *string { return &x.StorageChecksum }),
+	str(KeyChecksumManifest, false, func(x *BitError) *string { return &x.IndexChecksum }),
+	str(KeyChecksumAudit, false, func(x *BitError) *string { return &x.AuditChecksum }),
 }
 
-// Task returns b as a task.
-func (b BitError) Task() *Task {
-	w := newWriter(TypeBitError, b.Attempts, b.Extra)
-	w.set(KeyAccount, b.Account)
-	w.set(KeyStoreID, b.StoreID)
-	w.set(KeySpaceID, b.SpaceID)
-	w.set(KeyContentID, b.ContentID)
-	w.set(KeyRunID, b.RunID)
-	w.set(KeyDescription, b.Description)
-	w.set(KeyBitStoreType, b.StoreType)
-	w.set(KeyCase, strconv.Itoa(b.Case))
-	w.set(KeyInternallyResolvable, strconv.FormatBool(b.InternallyResolvable))
-	w.set(KeyChecksumContent, b.ContentChecksum)
-	w.set(KeyChecksumStore, b.StorageChecksum)
-	w.set(KeyChecksumManifest, b.IndexChecksum)
-	w.set(KeyChecksumAudit, b.AuditChecksum)
-	return w.t
+func (x *BitError) common() common { return common{&x.Attempts, &x.Extra} }
+
+// BitErrorFrom reads a BIT_ERROR task.
+func BitErrorFrom(t *Task) (BitError, error) {
+	return readView(t, TypeBitError, bitErrorFields, (*BitError).common)
 }
+
+// Task returns the view as a task.
+func (x BitError) Task() *Task { return writeView(x, TypeBitError, bitErrorFields, (*BitError).common) }
 
 // Audit is an AUDIT task: a write to a store, to be recorded in the audit
 // log and the content index and duplicated.
@@ -471,80 +297,81 @@ type Audit struct {
 	Extra           map[string]string
 }
 
-// AuditFrom reads an AUDIT task.
-func AuditFrom(t *Task) (Audit, error) {
-	r := newReader(t, TypeAudit)
-	a := Audit{
-		Account:         r.req(KeyAccount),
-		StoreID:         r.req(KeyStoreID),
-		SpaceID:         r.req(KeySpaceID),
-		ContentID:       r.opt(KeyContentID),
-		Action:          Action(r.req(KeyAction)),
-		UserID:          r.opt(KeyUserID),
-		ContentChecksum: r.opt(KeyContentChecksum),
-		ContentMimetype: r.opt(KeyContentMimetype),
-		ContentSize:     r.optInt64(KeyContentSize),
-		StoreType:       r.opt(KeyStoreType),
-		SourceSpaceID:   r.opt(KeySourceSpaceID),
-		SourceContentID: r.opt(KeySourceContentID),
-	}
-	if a.Action != "" && !a.Action.Known() {
-		r.fail(KeyAction, fmt.Sprintf("unknown action %q", string(a.Action)))
-	}
-	if a.Action.ContentAction() && a.ContentID == "" {
-		r.fail(KeyContentID, "")
-	}
-	if v := r.req(KeyDateTime); v != "" {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			r.fail(KeyDateTime, fmt.Sprintf("not an integer (epoch milliseconds): %q", v))
+var auditFields = []field[Audit]{
+	str(KeyAccount, true, func(x *Audit) *string { return &x.Account }),
+	str(KeyStoreID, true, func(x *Audit) *string { return &x.StoreID }),
+	str(KeySpaceID, true, func(x *Audit) *string { return &x.SpaceID }),
+	str(KeyContentID, false, func(x *Audit) *string { return &x.ContentID }),
+	{
+		read:  func(r *reader, a *Audit) { a.Action = Action(r.req(KeyAction)) },
+		write: func(w writer, a *Audit) { w.set(KeyAction, string(a.Action)) },
+	},
+	str(KeyUserID, false, func(x *Audit) *string { return &x.UserID }),
+	str(KeyContentChecksum, false, func(x *Audit) *string { return &x.ContentChecksum }),
+	str(KeyContentMimetype, false, func(x *Audit) *string { return &x.ContentMimetype }),
+	optInt64(KeyContentSize, func(x *Audit) **int64 { return &x.ContentSize }),
+	str(KeyStoreType, false, func(x *Audit) *string { return &x.StoreType }),
+	str(KeySourceSpaceID, false, func(x *Audit) *string { return &x.SourceSpaceID }),
+	str(KeySourceContentID, false, func(x *Audit) *string { return &x.SourceContentID }),
+	check(func(r *reader, a *Audit) {
+		if a.Action != "" && !a.Action.Known() {
+			r.fail(KeyAction, fmt.Sprintf("unknown action %q", string(a.Action)))
 		}
-		a.DateTime = time.UnixMilli(ms).UTC()
-	}
-	if v := r.opt(KeyContentProperties); v != "" {
-		if err := json.Unmarshal([]byte(v), &a.ContentProperties); err != nil || a.ContentProperties == nil {
-			r.fail(KeyContentProperties, fmt.Sprintf("not a JSON object of strings: %q", v))
+		if a.Action.ContentAction() && a.ContentID == "" {
+			r.fail(KeyContentID, "")
 		}
-	}
-	if v := r.opt(KeySpaceACLs); v != "" {
-		acls, err := parseACLs(v)
-		if err != nil {
-			r.fail(KeySpaceACLs, err.Error())
-		}
-		a.SpaceACLs = acls
-	}
-	a.Extra = r.extra()
-	if r.err != nil {
-		return Audit{}, r.err
-	}
-	a.Attempts = t.Attempts
-	return a, nil
+	}),
+	{
+		read: func(r *reader, a *Audit) {
+			if v := r.req(KeyDateTime); v != "" {
+				ms, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					r.fail(KeyDateTime, fmt.Sprintf("not an integer (epoch milliseconds): %q", v))
+				}
+				a.DateTime = time.UnixMilli(ms).UTC()
+			}
+		},
+		write: func(w writer, a *Audit) {
+			if !a.DateTime.IsZero() {
+				w.set(KeyDateTime, strconv.FormatInt(a.DateTime.UnixMilli(), 10))
+			} else {
+				w.set(KeyDateTime, "")
+			}
+		},
+	},
+	{
+		read: func(r *reader, a *Audit) {
+			if v := r.opt(KeyContentProperties); v != "" {
+				if err := json.Unmarshal([]byte(v), &a.ContentProperties); err != nil || a.ContentProperties == nil {
+					r.fail(KeyContentProperties, fmt.Sprintf("not a JSON object of strings: %q", v))
+				}
+			}
+		},
+		write: func(w writer, a *Audit) { w.set(KeyContentProperties, jsonObject(a.ContentProperties)) },
+	},
+	{
+		read: func(r *reader, a *Audit) {
+			if v := r.opt(KeySpaceACLs); v != "" {
+				acls, err := parseACLs(v)
+				if err != nil {
+					r.fail(KeySpaceACLs, err.Error())
+				}
+				a.SpaceACLs = acls
+			}
+		},
+		write: func(w writer, a *Audit) { w.set(KeySpaceACLs, jsonObject(a.SpaceACLs)) },
+	},
 }
 
-// Task returns a as a task.
-func (a Audit) Task() *Task {
-	w := newWriter(TypeAudit, a.Attempts, a.Extra)
-	w.set(KeyAccount, a.Account)
-	w.set(KeyStoreID, a.StoreID)
-	w.set(KeySpaceID, a.SpaceID)
-	w.set(KeyContentID, a.ContentID)
-	w.set(KeyAction, string(a.Action))
-	w.set(KeyUserID, a.UserID)
-	if a.DateTime.IsZero() {
-		w.set(KeyDateTime, "")
-	} else {
-		w.set(KeyDateTime, strconv.FormatInt(a.DateTime.UnixMilli(), 10))
-	}
-	w.set(KeyContentChecksum, a.ContentChecksum)
-	w.set(KeyContentMimetype, a.ContentMimetype)
-	w.setInt64(KeyContentSize, a.ContentSize)
-	w.set(KeyContentProperties, jsonObject(a.ContentProperties))
-	w.set(KeySpaceACLs, jsonObject(a.SpaceACLs))
-	w.set(KeyStoreType, a.StoreType)
-	w.set(KeySourceSpaceID, a.SourceSpaceID)
-	w.set(KeySourceContentID, a.SourceContentID)
-	return w.t
+func (x *Audit) common() common { return common{&x.Attempts, &x.Extra} }
+
+// AuditFrom reads a AUDIT task.
+func AuditFrom(t *Task) (Audit, error) {
+	return readView(t, TypeAudit, auditFields, (*Audit).common)
 }
+
+// Task returns the view as a task.
+func (x Audit) Task() *Task { return writeView(x, TypeAudit, auditFields, (*Audit).common) }
 
 // jsonObject returns m as compact JSON with sorted keys, or "" for nil.
 func jsonObject(m map[string]string) string {
@@ -607,58 +434,27 @@ type StorageStats struct {
 	Extra    map[string]string
 }
 
-// StorageStatsFrom reads a STORAGE_STATS task.
-func StorageStatsFrom(t *Task) (StorageStats, error) {
-	r := newReader(t, TypeStorageStats)
-	s := StorageStats{
-		Account: r.req(KeyAccount),
-		StoreID: r.req(KeyStoreID),
-		SpaceID: r.req(KeySpaceID),
-		RunID:   r.opt(KeyRunID),
-		Marker:  r.opt(KeyStatsMarker),
-	}
-	if n := r.optInt64(KeyStatsItems); n != nil {
-		s.Items = *n
-	}
-	if n := r.optInt64(KeyStatsBytes); n != nil {
-		s.Bytes = *n
-	}
-	if ms := r.optInt64(KeyStatsStarted); ms != nil {
-		s.Started = time.UnixMilli(*ms).UTC()
-	}
-	s.Extra = r.extra()
-	if r.err != nil {
-		return StorageStats{}, r.err
-	}
-	s.Attempts = t.Attempts
-	return s, nil
+var storageStatsFields = []field[StorageStats]{
+	str(KeyAccount, true, func(x *StorageStats) *string { return &x.Account }),
+	str(KeyStoreID, true, func(x *StorageStats) *string { return &x.StoreID }),
+	str(KeySpaceID, true, func(x *StorageStats) *string { return &x.SpaceID }),
+	str(KeyRunID, false, func(x *StorageStats) *string { return &x.RunID }),
+	str(KeyStatsMarker, false, func(x *StorageStats) *string { return &x.Marker }),
+	int64Or0(KeyStatsItems, func(x *StorageStats) *int64 { return &x.Items }),
+	int64Or0(KeyStatsBytes, func(x *StorageStats) *int64 { return &x.Bytes }),
+	epochMillis(KeyStatsStarted, func(x *StorageStats) *time.Time { return &x.Started }),
 }
 
-// Task returns s as a task.
-func (s StorageStats) Task() *Task {
-	w := newWriter(TypeStorageStats, s.Attempts, s.Extra)
-	w.set(KeyAccount, s.Account)
-	w.set(KeyStoreID, s.StoreID)
-	w.set(KeySpaceID, s.SpaceID)
-	w.set(KeyRunID, s.RunID)
-	w.set(KeyStatsMarker, s.Marker)
-	for _, kv := range []struct {
-		key string
-		n   int64
-	}{{KeyStatsItems, s.Items}, {KeyStatsBytes, s.Bytes}} {
-		if kv.n != 0 {
-			w.setInt64(kv.key, &kv.n)
-		} else {
-			w.set(kv.key, "")
-		}
-	}
-	if s.Started.IsZero() {
-		w.set(KeyStatsStarted, "")
-	} else {
-		ms := s.Started.UnixMilli()
-		w.setInt64(KeyStatsStarted, &ms)
-	}
-	return w.t
+func (x *StorageStats) common() common { return common{&x.Attempts, &x.Extra} }
+
+// StorageStatsFrom reads a STORAGE_STATS task.
+func StorageStatsFrom(t *Task) (StorageStats, error) {
+	return readView(t, TypeStorageStats, storageStatsFields, (*StorageStats).common)
+}
+
+// Task returns the view as a task.
+func (x StorageStats) Task() *Task {
+	return writeView(x, TypeStorageStats, storageStatsFields, (*StorageStats).common)
 }
 
 // Noop is a NOOP task, used by tests and benchmarks. It accepts any

@@ -1,13 +1,14 @@
 package workman
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
@@ -22,7 +23,7 @@ const (
 	DefaultQueueBackoffMax    = 30 * time.Second
 	DefaultIdlePollWait       = queue.MaxWait // 20 s
 	DefaultTaskTimeout        = 30 * time.Minute
-	DefaultMaxAttempts        = 3
+	DefaultMaxAttempts        = processors.DefaultMaxAttempts
 	DefaultRetryBase          = 10 * time.Second
 	DefaultRetryMax           = queue.MaxDelay // 15 min, SQS's limit
 	DefaultGracePeriod        = 30 * time.Second
@@ -184,9 +185,7 @@ func (c Config) WithDefaults() Config {
 		c.WorkerID = DefaultWorkerID()
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}
@@ -198,91 +197,51 @@ func (c Config) WithDefaults() Config {
 
 // validate reports every problem of a defaulted config at once.
 func (c Config) validate() error {
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if len(c.Queues) == 0 {
-		add("no queues to receive from")
-	}
+	p := validate.New("workman: Config")
+	p.Require("Queues", len(c.Queues) > 0)
 	seen := map[string]bool{}
 	for i, q := range c.Queues {
 		if q == nil {
-			add("queue %d is nil", i)
+			p.Check(false, fmt.Sprintf("Queues[%d]", i), nil, "not be nil")
 			continue
 		}
-		if seen[q.Name()] {
-			add("queue %q listed twice", q.Name())
-		}
+		p.Check(!seen[q.Name()], "Queues", q.Name(), "be listed once")
 		seen[q.Name()] = true
 	}
-	if c.DeadLetter == nil {
-		add("no dead-letter queue")
-	} else if seen[c.DeadLetter.Name()] {
-		add("dead-letter queue %q is also a work queue", c.DeadLetter.Name())
+	p.Require("DeadLetter", c.DeadLetter != nil)
+	if c.DeadLetter != nil {
+		p.Check(!seen[c.DeadLetter.Name()], "DeadLetter", c.DeadLetter.Name(), "not be a work queue too")
 	}
-	if c.Handler == nil {
-		add("no handler")
-	}
-	if c.Workers < 1 {
-		add("workers %d: must be at least 1", c.Workers)
-	}
-	if c.ReceiveWait <= 0 || c.ReceiveWait > queue.MaxWait {
-		add("receive wait %s: must be in (0, %s] (a 0-second poll is not authoritative)", c.ReceiveWait, queue.MaxWait)
-	}
-	if c.QueueBackoffMin <= 0 || c.QueueBackoffMax < c.QueueBackoffMin {
-		add("queue backoff %s..%s: need 0 < min <= max", c.QueueBackoffMin, c.QueueBackoffMax)
-	}
-	if c.IdlePollWait <= 0 || c.IdlePollWait > queue.MaxWait {
-		add("idle poll wait %s: must be in (0, %s]", c.IdlePollWait, queue.MaxWait)
-	}
+	p.Require("Handler", c.Handler != nil)
+	p.Check(c.Workers >= 1, "Workers", c.Workers, "be at least 1")
+	p.Check(c.ReceiveWait > 0 && c.ReceiveWait <= queue.MaxWait, "ReceiveWait", c.ReceiveWait,
+		"be within (0, %s] (a 0-second poll is not authoritative)", queue.MaxWait)
+	p.Check(c.QueueBackoffMin > 0 && c.QueueBackoffMax >= c.QueueBackoffMin, "QueueBackoffMin..Max",
+		fmt.Sprintf("%s..%s", c.QueueBackoffMin, c.QueueBackoffMax), "be 0 < min <= max")
+	p.Check(c.IdlePollWait > 0 && c.IdlePollWait <= queue.MaxWait, "IdlePollWait", c.IdlePollWait, "be within (0, %s]", queue.MaxWait)
 	var total float64
 	for name, f := range c.MinShare {
-		switch {
-		case !seen[name]:
-			add("min share of %q: not one of the queues", name)
-		case len(c.Queues) > 0 && c.Queues[0] != nil && c.Queues[0].Name() == name:
-			add("min share of %q: it is the top queue, which never waits for a higher one", name)
-		}
-		if !(f > 0 && f < 1) {
-			add("min share of %q is %v: must be in (0, 1)", name, f)
-		}
+		top := len(c.Queues) > 0 && c.Queues[0] != nil && c.Queues[0].Name() == name
+		p.Check(seen[name], "MinShare", fmt.Sprintf("%q", name), "be one of the queues")
+		p.Check(!seen[name] || !top, "MinShare", fmt.Sprintf("%q", name), "not be the top queue, which never waits for a higher one")
+		p.Check(f > 0 && f < 1, "MinShare", fmt.Sprintf("%q %v", name, f), "be within (0, 1)")
 		total += f
 	}
-	if total >= 1 {
-		add("min shares add up to %v: must be below 1", total)
-	}
-	if c.MaxAttempts < 1 {
-		add("max attempts %d: must be at least 1", c.MaxAttempts)
-	}
-	if c.RetryBase <= 0 || c.RetryMax < c.RetryBase || c.RetryMax > queue.MaxDelay {
-		add("retry delay %s..%s: need 0 < base <= max <= %s", c.RetryBase, c.RetryMax, queue.MaxDelay)
-	}
-	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
-		add("format %v: unknown", c.Format)
-	}
-	if c.GracePeriod < 0 {
-		add("grace period %s: must not be negative", c.GracePeriod)
-	}
-	if c.HardStopTimeout <= 0 {
-		add("hard stop timeout %s: must be positive", c.HardStopTimeout)
-	}
-	if c.DeleteFlush <= 0 {
-		add("delete flush %s: must be positive", c.DeleteFlush)
-	}
-	if c.OperationAttempts < 1 || c.OperationRetryBase <= 0 {
-		add("operation retries %d × %s: need at least 1 attempt and a positive delay", c.OperationAttempts, c.OperationRetryBase)
-	}
-	if c.CallTimeout <= 0 {
-		add("call timeout %s: must be positive", c.CallTimeout)
-	}
+	p.Check(total < 1, "MinShare", fmt.Sprintf("total %v", total), "be below 1")
+	p.Check(c.MaxAttempts >= 1, "MaxAttempts", c.MaxAttempts, "be at least 1")
+	p.Check(c.RetryBase > 0 && c.RetryMax >= c.RetryBase && c.RetryMax <= queue.MaxDelay, "RetryBase..RetryMax",
+		fmt.Sprintf("%s..%s", c.RetryBase, c.RetryMax), "be 0 < base <= max <= %s", queue.MaxDelay)
+	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
+	p.Check(c.GracePeriod >= 0, "GracePeriod", c.GracePeriod, "not be negative")
+	p.Check(c.HardStopTimeout > 0, "HardStopTimeout", c.HardStopTimeout, "be positive")
+	p.Check(c.DeleteFlush > 0, "DeleteFlush", c.DeleteFlush, "be positive")
+	p.Check(c.OperationAttempts >= 1 && c.OperationRetryBase > 0, "OperationAttempts × OperationRetryBase",
+		fmt.Sprintf("%d × %s", c.OperationAttempts, c.OperationRetryBase), "be at least 1 attempt and a positive delay")
+	p.Check(c.CallTimeout > 0, "CallTimeout", c.CallTimeout, "be positive")
 	for ty, d := range c.TaskTimeouts {
-		if d == 0 {
-			add("timeout of %s is 0 (use a negative value for no deadline)", ty)
-		}
+		p.Check(d != 0, fmt.Sprintf("TaskTimeouts[%s]", ty), d, "not be 0 (a negative value means no deadline)")
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("workman: invalid config: %w", errors.Join(errs...))
+	return p.Err()
 }
 
 type nopObserver struct{}

@@ -12,6 +12,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 )
@@ -31,7 +32,7 @@ func emuQueueSet(t testing.TB, client *sqs.Client, vt time.Duration, names ...st
 	prefix := testenv.Prefix(t)
 	testenv.CleanupQueues(t, client, prefix)
 	open := func(name string, vt time.Duration) *sqsqueue.Queue {
-		if _, _, err := sqsqueue.Ensure(ctx, client, prefix+name, sqsqueue.EnsureConfig{VisibilityTimeout: vt}); err != nil {
+		if _, err := (setup.Queue{Client: client, QueueName: prefix + name, VisibilityTimeout: vt}).Ensure(ctx); err != nil {
 			t.Fatalf("ensure %s: %v", name, err)
 		}
 		q, err := sqsqueue.Open(ctx, client, prefix+name, sqsqueue.Config{})

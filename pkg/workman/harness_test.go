@@ -14,6 +14,8 @@ import (
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 // harness runs a Manager over memqueues on a fake clock.
@@ -38,7 +40,7 @@ type harnessOpts struct {
 }
 
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return slogtest.New(t, slog.LevelWarn)
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
@@ -233,12 +235,14 @@ type call struct {
 	queue    string
 	id       string
 	attempts int
+	ctxAtt   processors.Attempts // what the context said
 	at       time.Time
 }
 
 func (r *recorder) Handle(ctx context.Context, t *task.Task) error {
 	r.mu.Lock()
-	r.calls = append(r.calls, call{queue: processors.QueueName(ctx), id: t.Get("id"), attempts: t.Attempts, at: r.clk.Now()})
+	att, _ := processors.AttemptsFrom(ctx)
+	r.calls = append(r.calls, call{queue: processors.QueueName(ctx), id: t.Get("id"), attempts: t.Attempts, ctxAtt: att, at: r.clk.Now()})
 	r.mu.Unlock()
 	if r.fn != nil {
 		return r.fn(ctx, t)

@@ -314,6 +314,7 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 		return
 	}
 	ctx := processors.WithQueue(hard, j.qs.q.Name())
+	ctx = processors.WithAttempts(ctx, processors.Attempts{Done: t.Attempts, Limit: m.cfg.MaxAttempts})
 	herr := m.handler.Handle(ctx, t)
 	log := j.qs.log.With(t.LogAttrs()...)
 	if herr != nil && hard.Err() != nil {

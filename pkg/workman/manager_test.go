@@ -23,7 +23,7 @@ func TestConfigValidateReportsEverything(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"no queues", "no dead-letter", "no handler", "workers -1", "receive wait", "max attempts"} {
+	for _, want := range []string{"Config.Queues is required", "Config.DeadLetter is required", "Config.Handler is required", "Config.Workers -1", "Config.ReceiveWait", "Config.MaxAttempts"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -45,7 +45,7 @@ func TestConfigMinShare(t *testing.T) {
 	bad := base
 	bad.MinShare = map[string]float64{"top": 0.1, "nope": 0.2, "mid": 1.5, "low": -0.1}
 	_, err := New(bad)
-	for _, want := range []string{`"top": it is the top queue`, `"nope": not one of the queues`, `"mid" is 1.5`, `"low" is -0.1`, "add up to"} {
+	for _, want := range []string{`"top": must not be the top queue`, `"nope": must be one of the queues`, `"mid" 1.5`, `"low" -0.1`, "total 1.7"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -166,6 +166,10 @@ func TestFailuresRetryThenDeadLetter(t *testing.T) {
 		for i, c := range calls {
 			if c.attempts != i {
 				t.Errorf("call %d had attempts=%d", i, c.attempts)
+			}
+			// The handler is told the attempt and the limit on its context.
+			if want := (processors.Attempts{Done: i, Limit: DefaultMaxAttempts}); c.ctxAtt != want {
+				t.Errorf("call %d: context attempts %+v, want %+v", i, c.ctxAtt, want)
 			}
 		}
 		// Exponential delays: 10 s then 20 s.

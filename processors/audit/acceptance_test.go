@@ -24,6 +24,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/s3event"
+	millsetup "github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/stores"
@@ -56,7 +57,7 @@ func TestAcceptance(t *testing.T) {
 	testenv.CleanupQueues(t, sqsc, prefix)
 	openQueue := func(key string) *sqsqueue.Queue {
 		name := queue.Name(prefix, key)
-		if _, _, err := sqsqueue.Ensure(ctx, sqsc, name, sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second}); err != nil {
+		if _, err := (millsetup.Queue{Client: sqsc, QueueName: name, VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
 		q, err := sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
@@ -68,9 +70,7 @@ type Config struct {
 
 // WithDefaults returns c with defaults filled in.
 func (c Config) WithDefaults() Config {
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	c.Notifier = notify.Or(c.Notifier, c.Logger)
 	if c.EchoWindow == 0 {
 		c.EchoWindow = DefaultEchoWindow
@@ -80,29 +80,15 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Log == nil {
-		errs = append(errs, errors.New("config: Log is required"))
-	}
-	if c.Index == nil {
-		errs = append(errs, errors.New("config: Index is required"))
-	}
-	if c.DupHigh == nil {
-		errs = append(errs, errors.New("config: DupHigh is required"))
-	}
-	if c.Policies == nil {
-		errs = append(errs, errors.New("config: Policies is required"))
-	}
-	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
-		errs = append(errs, fmt.Errorf("unknown Format %v", c.Format))
-	}
-	if c.EchoWindow < 0 {
-		errs = append(errs, errors.New("EchoWindow must not be negative"))
-	}
-	if c.Stores == nil {
-		errs = append(errs, errors.New("config: Stores is required"))
-	}
-	return errors.Join(errs...)
+	p := validate.New("audit: Config")
+	p.Require("Log", c.Log != nil)
+	p.Require("Index", c.Index != nil)
+	p.Require("DupHigh", c.DupHigh != nil)
+	p.Require("Policies", c.Policies != nil)
+	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
+	p.Check(c.EchoWindow >= 0, "EchoWindow", c.EchoWindow, "not be negative")
+	p.Require("Stores", c.Stores != nil)
+	return p.Err()
 }
 
 // Processor is the AUDIT processor (a processors.Handler). Safe for

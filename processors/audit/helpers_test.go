@@ -13,6 +13,8 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 // policies is a policy.Reader over parsed policies; every account of the
@@ -120,9 +122,5 @@ func drain(t testing.TB, q queue.Queue) [][]byte {
 }
 
 func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return slogtest.New(t, slog.LevelDebug)
 }
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }

@@ -1,6 +1,7 @@
 package bit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
@@ -16,7 +18,6 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
-	"github.com/millfleet/mill/pkg/workman"
 	"github.com/millfleet/mill/processors"
 )
 
@@ -25,9 +26,6 @@ const (
 	// DefaultRecheckDelay is the bit-integrity table's "wait 5 minutes
 	// before trying again".
 	DefaultRecheckDelay = 5 * time.Minute
-	// DefaultMaxAttempts is Workman's default; Config.MaxAttempts must
-	// equal the MaxAttempts Workman runs with.
-	DefaultMaxAttempts = workman.DefaultMaxAttempts
 	// DefaultUserID is the user-id of the AUDIT tasks the check emits.
 	DefaultUserID = "mill-bit"
 )
@@ -56,9 +54,6 @@ type Config struct {
 	// RecheckDelay is the wait of cases 4, 8, 9 and 10 before the next
 	// attempt (default DefaultRecheckDelay; at most queue.MaxDelay).
 	RecheckDelay time.Duration
-	// MaxAttempts is Workman's MaxAttempts (default DefaultMaxAttempts): the
-	// attempt numbered MaxAttempts-1 is the last and takes the final outcome.
-	MaxAttempts int
 	// UnreadableKinds are store kinds whose content cannot be read back
 	// cheaply: C is N/A for them (only Head is called).
 	UnreadableKinds []storage.Kind
@@ -78,40 +73,25 @@ func (c Config) WithDefaults() Config {
 	if c.RecheckDelay == 0 {
 		c.RecheckDelay = DefaultRecheckDelay
 	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
 	if c.UserID == "" {
 		c.UserID = DefaultUserID
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
 func (c Config) validate() error {
-	var errs []error
-	for _, f := range []struct {
-		name string
-		nil  bool
-	}{{"Stores", c.Stores == nil}, {"Index", c.Index == nil}, {"AuditLog", c.AuditLog == nil},
-		{"BitLog", c.BitLog == nil}, {"AuditQueue", c.AuditQueue == nil}, {"BitErrorQueue", c.BitErrorQueue == nil}} {
-		if f.nil {
-			errs = append(errs, fmt.Errorf("bit: Config.%s is required", f.name))
-		}
-	}
-	if c.RecheckDelay < 0 || c.RecheckDelay > queue.MaxDelay {
-		errs = append(errs, fmt.Errorf("bit: Config.RecheckDelay %s outside 0..%s", c.RecheckDelay, queue.MaxDelay))
-	}
-	if c.MaxAttempts < 1 {
-		errs = append(errs, fmt.Errorf("bit: Config.MaxAttempts %d < 1", c.MaxAttempts))
-	}
-	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
-		errs = append(errs, fmt.Errorf("bit: unknown Config.Format %v", c.Format))
-	}
-	return errors.Join(errs...)
+	p := validate.New("bit: Config")
+	p.Require("Stores", c.Stores != nil)
+	p.Require("Index", c.Index != nil)
+	p.Require("AuditLog", c.AuditLog != nil)
+	p.Require("BitLog", c.BitLog != nil)
+	p.Require("AuditQueue", c.AuditQueue != nil)
+	p.Require("BitErrorQueue", c.BitErrorQueue != nil)
+	p.Check(c.RecheckDelay >= 0 && c.RecheckDelay <= queue.MaxDelay, "RecheckDelay", c.RecheckDelay, "be within 0..%s", queue.MaxDelay)
+	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
+	return p.Err()
 }
 
 // Processor is the BIT task processor. Safe for concurrent use.
@@ -156,15 +136,21 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	log := p.cfg.Logger.With(t.LogAttrs()...).With("case", o.caseNumber)
 
 	if Waits(o.caseNumber) {
-		switch b.Attempts {
-		case p.cfg.MaxAttempts - 1: // the last attempt: the final outcome below
-		case p.cfg.MaxAttempts - 2: // the penultimate: wait once
+		// Workman puts the attempt and its limit on ctx; called outside it,
+		// the task's own count and the default limit.
+		at, ok := processors.AttemptsFrom(ctx)
+		if !ok {
+			at.Done = b.Attempts
+		}
+		switch at.Done {
+		case at.Limit - 1: // the last attempt: the final outcome below
+		case at.Limit - 2: // the penultimate: wait once
 			return processors.RetryAfter(p.cfg.RecheckDelay, fmt.Errorf("bit: case %d (%s) at attempt %d of %d: re-check after %s",
-				o.caseNumber, CaseText(o.caseNumber), b.Attempts+1, p.cfg.MaxAttempts, p.cfg.RecheckDelay))
+				o.caseNumber, CaseText(o.caseNumber), at.Done+1, at.Limit, p.cfg.RecheckDelay))
 		default:
-			if b.Attempts < p.cfg.MaxAttempts-2 { // earlier: an ordinary retry
+			if at.Done < at.Limit-2 { // earlier: an ordinary retry
 				return fmt.Errorf("bit: case %d (%s) at attempt %d of %d: re-check",
-					o.caseNumber, CaseText(o.caseNumber), b.Attempts+1, p.cfg.MaxAttempts)
+					o.caseNumber, CaseText(o.caseNumber), at.Done+1, at.Limit)
 			}
 		}
 	}

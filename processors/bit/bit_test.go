@@ -208,13 +208,13 @@ func TestRecheckTiming(t *testing.T) {
 				e := bt.New(t)
 				setup(e)
 				p := e.Processor(func(c *bit.Config) {
-					c.MaxAttempts, c.RecheckDelay = tc.max, tc.delay
+					c.RecheckDelay = tc.delay
 					if cs == 4 {
 						c.UnreadableStores = []string{bt.Account + "/1"}
 					}
 				})
 				for _, n := range tc.retryAt {
-					err := p.Handle(context.Background(), bt.BitTask(n))
+					err := p.Handle(attempt(n, tc.max), bt.BitTask(n))
 					if _, ok := processors.RetryDelay(err); ok || err == nil || processors.IsPermanent(err) {
 						t.Fatalf("case %d attempts %d: err %v, want a plain retry (no wait)", cs, n, err)
 					}
@@ -223,7 +223,7 @@ func TestRecheckTiming(t *testing.T) {
 					}
 				}
 				for _, n := range tc.waitAt {
-					err := p.Handle(context.Background(), bt.BitTask(n))
+					err := p.Handle(attempt(n, tc.max), bt.BitTask(n))
 					d, ok := processors.RetryDelay(err)
 					if !ok || d != tc.wantCfgD || processors.IsPermanent(err) {
 						t.Fatalf("case %d attempts %d: err %v, want RetryAfter(%s)", cs, n, err, tc.wantCfgD)
@@ -232,7 +232,7 @@ func TestRecheckTiming(t *testing.T) {
 						t.Fatalf("case %d attempts %d: acted before the last attempt", cs, n)
 					}
 				}
-				if err := p.Handle(context.Background(), bt.BitTask(tc.finalAt)); err != nil {
+				if err := p.Handle(attempt(tc.finalAt, tc.max), bt.BitTask(tc.finalAt)); err != nil {
 					t.Fatalf("case %d attempts %d (last): %v", cs, tc.finalAt, err)
 				}
 				if r := e.Row(); r == nil || r.Case != cs || r.Result != bitlog.ResultError {
@@ -241,6 +241,15 @@ func TestRecheckTiming(t *testing.T) {
 			})
 		}
 	}
+}
+
+// attempt is the context Workman gives attempt n of a task under limit max
+// (0: no limit on the context, as outside Workman: the default applies).
+func attempt(n, max int) context.Context {
+	if max == 0 {
+		return context.Background()
+	}
+	return processors.WithAttempts(context.Background(), processors.Attempts{Done: n, Limit: max})
 }
 
 func TestCase5RepairsIndexAndPatchesAudit(t *testing.T) {

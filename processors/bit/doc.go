@@ -80,9 +80,11 @@
 //
 // # Outcomes (Processor.Handle)
 //
-// "Last attempt" means task attempts ≥ Config.MaxAttempts−1 (Workman's
-// MaxAttempts). "Wait" is what the decision table says: the penultimate attempt
-// (attempts = MaxAttempts−2) returns processors.RetryAfter(
+// "Last attempt" means task attempts ≥ limit−1, where the limit is
+// Workman's MaxAttempts, read from the task's context
+// (processors.AttemptsFrom; processors.DefaultMaxAttempts outside Workman).
+// "Wait" is what the decision table says: the penultimate attempt
+// (attempts = limit−2) returns processors.RetryAfter(
 // Config.RecheckDelay) (default 5 minutes) — Workman re-sends the task with
 // attempts+1 after the delay; no worker sleeps — and earlier attempts
 // return a plain error (Workman's ordinary retry backoff). With the

@@ -62,6 +62,7 @@
 package biterror
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,6 +70,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
@@ -123,36 +125,20 @@ func (c Config) WithDefaults() Config {
 		c.UserID = DefaultUserID
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Stores == nil {
-		errs = append(errs, errors.New("biterror: Config.Stores is required"))
-	}
-	if c.Observer == nil {
-		errs = append(errs, errors.New("biterror: Config.Observer is required"))
-	}
-	if c.BitLog == nil {
-		errs = append(errs, errors.New("biterror: Config.BitLog is required"))
-	}
-	if c.AuditQueue == nil {
-		errs = append(errs, errors.New("biterror: Config.AuditQueue is required"))
-	}
-	if c.BitQueue == nil {
-		errs = append(errs, errors.New("biterror: Config.BitQueue is required"))
-	}
-	if c.RecheckDelay < 0 || c.RecheckDelay > queue.MaxDelay {
-		errs = append(errs, fmt.Errorf("biterror: Config.RecheckDelay %s outside 0..%s", c.RecheckDelay, queue.MaxDelay))
-	}
-	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
-		errs = append(errs, fmt.Errorf("biterror: unknown Config.Format %v", c.Format))
-	}
-	return errors.Join(errs...)
+	p := validate.New("biterror: Config")
+	p.Require("Stores", c.Stores != nil)
+	p.Require("Observer", c.Observer != nil)
+	p.Require("BitLog", c.BitLog != nil)
+	p.Require("AuditQueue", c.AuditQueue != nil)
+	p.Require("BitQueue", c.BitQueue != nil)
+	p.Check(c.RecheckDelay >= 0 && c.RecheckDelay <= queue.MaxDelay, "RecheckDelay", c.RecheckDelay, "be within 0..%s", queue.MaxDelay)
+	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
+	return p.Err()
 }
 
 // Processor is the BIT_ERROR task processor. Safe for concurrent use.

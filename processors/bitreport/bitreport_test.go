@@ -22,6 +22,8 @@ import (
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/bit"
 	"github.com/millfleet/mill/processors/bitreport"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 const run = "20260501T030000Z"
@@ -79,7 +81,7 @@ func (e *env) processor(t *testing.T, mod func(*bitreport.Config)) *bitreport.Pr
 		Stores: e.opener, Index: e.index, BitLog: e.log, Reports: &bitreport.DirReports{Dir: e.dir},
 		Observer: &bit.Observer{Stores: e.opener, Index: e.index, AuditLog: e.audit}, BitErrorQueue: e.errQ,
 		Requeue: e.requeue, RecheckDelay: 2 * time.Minute, PageSize: 2, TempDir: t.TempDir(), Clock: e.clk,
-		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)),
+		Logger: slogtest.New(t, slog.LevelInfo),
 	}
 	if mod != nil {
 		mod(&cfg)

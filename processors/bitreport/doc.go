@@ -38,5 +38,5 @@
 //	p, err := bitreport.New(bitreport.Config{Stores: opener, Index: index,
 //		BitLog: bitLog, Reports: &bitreport.S3Reports{Client: s3c, Bucket: "mill-reports"},
 //		Observer: observer, BitErrorQueue: bitErrorQueue, Requeue: bitReportQueue})
-//	mux.Handle(task.TypeBitReport, p)
+//	mux.Register(task.TypeBitReport, p)
 package bitreport

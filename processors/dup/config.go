@@ -1,12 +1,14 @@
 package dup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/policy"
@@ -130,34 +132,18 @@ func (c Config) WithDefaults() Config {
 		c.Retry.Max = DefaultRetryMax
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Opener == nil {
-		errs = append(errs, errors.New("no Opener"))
-	}
-	if c.Audit == nil {
-		errs = append(errs, errors.New("no Audit wrapper"))
-	}
-	if c.Live == nil {
-		errs = append(errs, errors.New("no Live checker (content index)"))
-	}
-	if c.Policies == nil {
-		errs = append(errs, errors.New("no Policies (the duplication policy files)"))
-	}
-	if c.Retry.Attempts < 1 {
-		errs = append(errs, fmt.Errorf("Retry.Attempts %d: at least 1", c.Retry.Attempts))
-	}
-	if c.Retry.Base <= 0 || c.Retry.Max < c.Retry.Base {
-		errs = append(errs, fmt.Errorf("Retry delays %s..%s: need 0 < Base <= Max", c.Retry.Base, c.Retry.Max))
-	}
-	if c.RestoreArchivedDays < 0 {
-		errs = append(errs, fmt.Errorf("RestoreArchivedDays %d: must not be negative", c.RestoreArchivedDays))
-	}
-	return errors.Join(errs...)
+	p := validate.New("dup: Config")
+	p.Require("Opener", c.Opener != nil)
+	p.Require("Audit", c.Audit != nil)
+	p.Require("Live", c.Live != nil)
+	p.Require("Policies", c.Policies != nil)
+	p.Check(c.Retry.Attempts >= 1, "Retry.Attempts", c.Retry.Attempts, "be at least 1")
+	p.Check(c.Retry.Base > 0 && c.Retry.Max >= c.Retry.Base, "Retry", fmt.Sprintf("%s..%s", c.Retry.Base, c.Retry.Max), "be 0 < Base <= Max")
+	p.Check(c.RestoreArchivedDays >= 0, "RestoreArchivedDays", c.RestoreArchivedDays, "not be negative")
+	return p.Err()
 }

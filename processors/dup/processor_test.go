@@ -20,6 +20,8 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/dup"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 const (
@@ -54,14 +56,7 @@ func newFS(t *testing.T) *fsstore.Store {
 }
 
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
-	return len(b), nil
+	return slogtest.New(t, slog.LevelDebug)
 }
 
 // setup returns fs source "1" and destination "2" (either may be replaced

@@ -1,11 +1,13 @@
 package storagestats
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/spacestats"
@@ -56,27 +58,16 @@ func (c Config) withDefaults() Config {
 		c.PageSize = storage.DefaultPageSize
 	}
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Stores == nil {
-		errs = append(errs, errors.New("no Stores"))
-	}
-	if c.Stats == nil {
-		errs = append(errs, errors.New("no Stats"))
-	}
-	if c.Continue == nil {
-		errs = append(errs, errors.New("no Continue queue"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("storagestats: config: %w", err)
-	}
-	return nil
+	p := validate.New("storagestats: Config")
+	p.Require("Stores", c.Stores != nil)
+	p.Require("Stats", c.Stats != nil)
+	p.Require("Continue", c.Continue != nil)
+	return p.Err()
 }
 
 // Processor handles STORAGE_STATS tasks. Safe for concurrent use.

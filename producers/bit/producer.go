@@ -1,6 +1,7 @@
 package bit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -69,25 +71,17 @@ var _ looping.Producer = (*Producer)(nil)
 
 // New returns a producer.
 func New(cfg Config) (*Producer, error) {
-	var errs []error
-	if cfg.Registry == nil {
-		errs = append(errs, errors.New("no Registry"))
+	p := validate.New("bit producer: Config")
+	p.Require("Registry", cfg.Registry != nil)
+	p.Require("Opener", cfg.Opener != nil)
+	p.Check(cfg.SkipRecent >= 0, "SkipRecent", cfg.SkipRecent, "not be negative")
+	if cfg.SkipRecent > 0 { // recent checks are found in the reports
+		p.Require("Reports", cfg.Reports != nil)
 	}
-	if cfg.Opener == nil {
-		errs = append(errs, errors.New("no Opener"))
+	if err := p.Err(); err != nil {
+		return nil, err
 	}
-	if cfg.SkipRecent < 0 {
-		errs = append(errs, fmt.Errorf("SkipRecent %s is negative", cfg.SkipRecent))
-	}
-	if cfg.SkipRecent > 0 && cfg.Reports == nil {
-		errs = append(errs, errors.New("SkipRecent needs Reports"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("bit: config: %w", err)
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Producer{cfg: cfg, log: cfg.Logger}, nil
 }
 

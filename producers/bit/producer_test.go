@@ -17,6 +17,8 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 // listing is a storage.Provider that only lists: spaces of numbered items.
@@ -104,7 +106,7 @@ func newEnv() *env {
 
 func (e *env) loop(t *testing.T, f bit.Filter, maxQueue int64) *looping.Loop {
 	t.Helper()
-	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, Filter: f, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, Filter: f, Logger: slogtest.New(t, slog.LevelInfo)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +119,7 @@ func (e *env) loop(t *testing.T, f bit.Filter, maxQueue int64) *looping.Loop {
 		MaxQueueSize: maxQueue,
 		Frequency:    looping.Frequency{N: 1, Unit: looping.Days},
 		Clock:        e.clk,
-		Logger:       slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:       slogtest.New(t, slog.LevelWarn),
 		Progress:     looping.ProgressOff,
 	})
 	if err != nil {

@@ -32,6 +32,7 @@
 package dup
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,7 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -84,22 +86,14 @@ var (
 
 // New returns a Producer.
 func New(cfg Config) (*Producer, error) {
-	var errs []error
-	if cfg.Registry == nil {
-		errs = append(errs, errors.New("no Registry"))
+	p := validate.New("dup producer: Config")
+	p.Require("Registry", cfg.Registry != nil)
+	p.Require("Policies", cfg.Policies != nil)
+	p.Require("Opener", cfg.Opener != nil)
+	if err := p.Err(); err != nil {
+		return nil, err
 	}
-	if cfg.Policies == nil {
-		errs = append(errs, errors.New("no Policies"))
-	}
-	if cfg.Opener == nil {
-		errs = append(errs, errors.New("no Opener"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("dup producer: config: %w", err)
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Producer{cfg: cfg, log: cfg.Logger.With("producer", Kind)}, nil
 }
 

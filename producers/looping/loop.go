@@ -1,13 +1,14 @@
 package looping
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/notify"
@@ -91,9 +92,7 @@ type Config struct {
 // WithDefaults returns c with unset optional fields set to their defaults.
 func (c Config) WithDefaults() Config {
 	c.Clock = clock.Or(c.Clock)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Holder.ID == "" {
 		c.Holder = lease.Self(c.Clock.Now())
 	}
@@ -117,47 +116,24 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Kind == "" {
-		errs = append(errs, errors.New("no Kind"))
-	}
-	if c.Producer == nil {
-		errs = append(errs, errors.New("no Producer"))
-	}
-	if c.Queue == nil {
-		errs = append(errs, errors.New("no Queue"))
-	}
-	if c.State == nil {
-		errs = append(errs, errors.New("no State store"))
-	}
-	if c.Lease == nil {
-		errs = append(errs, errors.New("no Lease"))
-	}
-	if c.LeaseTTL < 3*time.Second {
-		errs = append(errs, fmt.Errorf("LeaseTTL %v is under 3s", c.LeaseTTL))
-	}
-	if c.MaxQueueSize < 0 {
-		errs = append(errs, fmt.Errorf("MaxQueueSize %d is negative", c.MaxQueueSize))
-	}
-	if c.BiteSize < 0 {
-		errs = append(errs, fmt.Errorf("BiteSize %d is negative", c.BiteSize))
-	}
-	if c.ProgressInterval < 0 {
-		errs = append(errs, fmt.Errorf("ProgressInterval %v is negative", c.ProgressInterval))
-	}
-	if c.Frequency.N < 0 || (c.Frequency.N > 0 && c.Frequency.Unit != Months && unitDuration[c.Frequency.Unit] == 0) {
-		errs = append(errs, fmt.Errorf("bad Frequency %+v", c.Frequency))
-	}
-	if !c.StartAt.IsZero() && c.Frequency.N > 0 && c.Frequency.Unit != Days && c.Frequency.Unit != Months {
-		errs = append(errs, fmt.Errorf("a start time (%s) needs a frequency of days or months, not %s", c.StartAt, c.Frequency))
-	}
-	if c.StartWindow < time.Minute || c.StartWindow >= 24*time.Hour {
-		errs = append(errs, fmt.Errorf("StartWindow %s: must be at least a minute and under a day", c.StartWindow))
-	}
-	if _, err := task.Encode(task.New(task.TypeNoop, nil), c.Format); err != nil {
-		errs = append(errs, fmt.Errorf("config: Format: %w", err))
-	}
-	return errors.Join(errs...)
+	p := validate.New("looping: Config")
+	p.Require("Kind", c.Kind != "")
+	p.Require("Producer", c.Producer != nil)
+	p.Require("Queue", c.Queue != nil)
+	p.Require("State", c.State != nil)
+	p.Require("Lease", c.Lease != nil)
+	p.Check(c.LeaseTTL >= 3*time.Second, "LeaseTTL", c.LeaseTTL, "be at least 3s")
+	p.Check(c.MaxQueueSize >= 0, "MaxQueueSize", c.MaxQueueSize, "not be negative")
+	p.Check(c.BiteSize >= 0, "BiteSize", c.BiteSize, "not be negative")
+	p.Check(c.ProgressInterval >= 0, "ProgressInterval", c.ProgressInterval, "not be negative")
+	p.Check(c.Frequency.N == 0 || (c.Frequency.N > 0 && (c.Frequency.Unit == Months || unitDuration[c.Frequency.Unit] != 0)),
+		"Frequency", fmt.Sprintf("%+v", c.Frequency), "be a positive count of a known unit")
+	p.Check(c.StartAt.IsZero() || c.Frequency.N <= 0 || c.Frequency.Unit == Days || c.Frequency.Unit == Months,
+		"StartAt", c.StartAt, "go with a frequency of days or months, not %s", c.Frequency)
+	p.Check(c.StartWindow >= time.Minute && c.StartWindow < 24*time.Hour, "StartWindow", c.StartWindow, "be at least a minute and under a day")
+	_, err := task.Encode(task.New(task.TypeNoop, nil), c.Format)
+	p.Add("Format", err)
+	return p.Err()
 }
 
 // Loop runs a looping producer. Create it with New; Run it once per
@@ -171,7 +147,7 @@ type Loop struct {
 func New(cfg Config) (*Loop, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("looping: config: %w", err)
+		return nil, err
 	}
 	return &Loop{cfg: cfg, log: cfg.Logger.With("producer", cfg.Kind)}, nil
 }
@@ -241,289 +217,4 @@ func (l *Loop) announce(ctx context.Context, sum Summary) {
 	if err := l.cfg.Notifier.Notify(nctx, sum.Event()); err != nil {
 		l.log.Warn("notification not sent", "error", err)
 	}
-}
-
-// runner is the state of one invocation.
-type runner struct {
-	*Loop
-	ctx      context.Context
-	sum      *Summary
-	st       *State
-	info     RunInfo
-	progress progress
-	emitted  int // tasks emitted by the current step
-	pending  []queue.SendEntry
-	pendMeta []countKey
-	morsel   *Morsel
-}
-
-type countKey struct{ typ, account string }
-
-func (r *runner) err() error {
-	if cause := context.Cause(r.ctx); cause != nil {
-		return fmt.Errorf("looping: %s: %w", r.cfg.Kind, cause)
-	}
-	return nil
-}
-
-func (r *runner) run() error {
-	c := r.cfg
-	st, err := c.State.Load(r.ctx)
-	switch {
-	case errors.Is(err, ErrNoState):
-		st = &State{Version: StateVersion, Kind: c.Kind}
-	case err != nil:
-		return err
-	case st.Kind != c.Kind:
-		return fmt.Errorf("looping: %s: state %s belongs to %q", c.Kind, c.State, st.Kind)
-	}
-	if st.Queued == nil { // omitted from the JSON while empty
-		st.Queued = Counts{}
-	}
-	r.st = st
-	now := c.Clock.Now()
-	if !st.InRun() {
-		if due := c.due(st, now); due.IsZero() || now.Before(due) {
-			r.sum.Stopped = StopNotDue
-			r.sum.NextRun = due
-			r.sum.RunID = st.RunID
-			r.sum.MorselsDone, r.sum.MorselsTotal = st.MorselsDone(), len(st.Morsels)
-			r.sum.Skipped = skipped(st.Morsels)
-			return nil
-		}
-		if err := r.startRun(now); err != nil {
-			return err
-		}
-	}
-	st.Invocations++
-	r.info = RunInfo{Kind: c.Kind, ID: st.RunID, Start: st.CurrentRunStart}
-	r.sum.RunID, r.sum.RunStart, r.sum.NextRun = st.RunID, st.CurrentRunStart, st.NextRunStart
-	r.progress = newProgress(c, r.sum, len(st.Morsels), st.MorselsDone())
-	defer r.progress.finish()
-	r.log.Info("producer run in progress", "run_id", st.RunID, "invocation", st.Invocations,
-		"morsels", len(st.Morsels), "morsels_done", st.MorselsDone())
-
-	full, err := r.nibble()
-	r.sum.MorselsDone, r.sum.MorselsTotal = st.MorselsDone(), len(st.Morsels)
-	r.sum.Skipped = skipped(st.Morsels)
-	r.sum.RunQueued = st.Queued.Clone()
-	if err != nil {
-		return err
-	}
-	if full {
-		r.sum.Stopped = StopQueueFull
-		return r.save()
-	}
-	st.LastRunStart, st.LastRunEnd = st.CurrentRunStart, c.Clock.Now()
-	st.CurrentRunStart = time.Time{}
-	st.NextRunStart = c.next(st.LastRunStart)
-	r.sum.Stopped = StopDone
-	r.sum.NextRun = st.NextRunStart
-	return r.save()
-}
-
-// next is when the run after one that started at start is due, as the
-// state records it: the frequency's time, on the start time of its day
-// when StartAt is set; zero when looping is disabled.
-func (c Config) next(start time.Time) time.Time {
-	n := c.Frequency.Next(start)
-	if n.IsZero() || c.StartAt.IsZero() {
-		return n
-	}
-	return c.StartAt.On(n)
-}
-
-// due is when a new run may start, seen at now: after the last run, the
-// frequency's time (zero: never); the first run at once. With StartAt,
-// that time moved to the start time (StartAt.Due).
-func (c Config) due(st *State, now time.Time) time.Time {
-	base := now
-	if !st.LastRunStart.IsZero() {
-		if base = c.Frequency.Next(st.LastRunStart); base.IsZero() {
-			return base
-		}
-	}
-	if c.StartAt.IsZero() {
-		return base
-	}
-	return c.StartAt.Due(base, now, c.StartWindow)
-}
-
-func (r *runner) startRun(now time.Time) error {
-	c := r.cfg
-	st := r.st
-	runID := now.UTC().Format("20060102T150405Z")
-	ms, err := c.Producer.Morsels(r.ctx, RunInfo{Kind: c.Kind, ID: runID, Start: now})
-	if err != nil {
-		return fmt.Errorf("looping: %s: list morsels: %w", c.Kind, err)
-	}
-	_, deleter := c.Producer.(Deleter)
-	seen := map[string]bool{}
-	var errs []error
-	for i := range ms {
-		m := &ms[i]
-		if m.ID == "" || seen[m.ID] {
-			errs = append(errs, fmt.Errorf("morsel %d: id %q empty or repeated", i, m.ID))
-		}
-		seen[m.ID] = true
-		*m = Morsel{ID: m.ID, Data: m.Data, DeletesDone: !deleter || m.Skipped != "", Skipped: m.Skipped, Done: m.Skipped != ""}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("looping: %s: list morsels: %w", c.Kind, err)
-	}
-	st.RunID = runID
-	st.CurrentRunStart = now
-	st.NextRunStart = c.next(now)
-	st.Morsels = ms
-	st.Queued = Counts{}
-	st.Bites, st.Invocations, st.Cursor = 0, 0, 0
-	attrs := []any{"run_id", runID, "morsels", len(ms)}
-	if n := len(skipped(ms)); n > 0 {
-		attrs = append(attrs, "skipped", n)
-	}
-	if !st.NextRunStart.IsZero() {
-		attrs = append(attrs, "next_run", st.NextRunStart)
-	}
-	r.log.Info("producer run started", attrs...)
-	// Save at once, so a crash before the first bite resumes this run
-	// rather than listing the morsels again.
-	return r.save()
-}
-
-// nibble takes bites round-robin, starting with the morsel whose turn it
-// is (State.Cursor), until every morsel is done (false) or the queue is
-// full (true).
-func (r *runner) nibble() (full bool, err error) {
-	deleter, _ := r.cfg.Producer.(Deleter)
-	ms := r.st.Morsels
-	for r.st.MorselsDone() < len(ms) {
-		i := r.st.Cursor % len(ms)
-		m := &ms[i]
-		if !m.Done && !m.DeletesDone {
-			if full, err := r.step(m, true, deleter); full || err != nil {
-				return full, err
-			}
-		}
-		if !m.Done {
-			if full, err := r.step(m, false, deleter); full || err != nil {
-				return full, err
-			}
-		}
-		r.st.Cursor = (i + 1) % len(ms)
-	}
-	return false, nil
-}
-
-// step checks the queue, runs one delete step or bite of m, sends its
-// tasks, applies the result and saves the state.
-func (r *runner) step(m *Morsel, deletes bool, d Deleter) (full bool, err error) {
-	c := r.cfg
-	if err := r.err(); err != nil {
-		return false, err
-	}
-	depth, err := c.Queue.Depth(r.ctx)
-	if err != nil {
-		return false, fmt.Errorf("looping: %s: queue depth: %w", c.Kind, err)
-	}
-	if depth.Visible >= c.MaxQueueSize {
-		r.sum.Depth = depth.Visible
-		r.log.Info("queue full; stopping until the next invocation", "queue", c.Queue.Name(),
-			"visible", depth.Visible, "max", c.MaxQueueSize)
-		return true, nil
-	}
-	r.morsel, r.emitted = m, 0
-	before := m.Marker
-	var res BiteResult
-	if deletes {
-		res, err = d.Deletes(r.ctx, r.info, *m, r.emit)
-	} else {
-		res, err = c.Producer.Bite(r.ctx, r.info, *m, c.BiteSize, r.emit)
-	}
-	if err == nil {
-		err = r.flush()
-	}
-	r.morsel = nil
-	what := "bite"
-	if deletes {
-		what = "deletes"
-	}
-	if err != nil {
-		r.pending, r.pendMeta = nil, nil
-		return false, fmt.Errorf("looping: %s: morsel %q: %s: %w", c.Kind, m.ID, what, err)
-	}
-	if !deletes && !res.Done && r.emitted == 0 && res.Marker == before {
-		return false, fmt.Errorf("looping: %s: morsel %q: bite at marker %q made no progress (no tasks, same marker, not done)", c.Kind, m.ID, before)
-	}
-	m.Marker = res.Marker
-	m.Done = res.Done
-	if deletes {
-		m.DeletesDone = true
-	} else {
-		// The turn passes to the next morsel with this save, so a later
-		// invocation resumes the interleaving where this one stopped.
-		r.st.Cursor = (r.st.Cursor%len(r.st.Morsels) + 1) % len(r.st.Morsels)
-	}
-	if res.Data != nil {
-		m.Data = res.Data
-	}
-	r.st.Bites++
-	r.sum.Bites++
-	if err := r.save(); err != nil {
-		return false, err
-	}
-	r.progress.update(r.sum, r.st.MorselsDone())
-	return false, nil
-}
-
-// emit is the Emit handed to the producer.
-func (r *runner) emit(ctx context.Context, tasks ...*task.Task) error {
-	if r.morsel == nil {
-		return errors.New("looping: emit called outside a bite")
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for _, t := range tasks {
-		b, err := task.Encode(t, r.cfg.Format)
-		if err != nil {
-			return fmt.Errorf("encode %v: %w", t, err)
-		}
-		r.pending = append(r.pending, queue.SendEntry{Body: b})
-		r.pendMeta = append(r.pendMeta, countKey{string(t.Type), t.Get(task.KeyAccount)})
-		r.emitted++
-		if len(r.pending) == queue.MaxBatch {
-			if err := r.flush(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// flush sends the pending tasks (at most one batch) and counts them.
-func (r *runner) flush() error {
-	if len(r.pending) == 0 {
-		return nil
-	}
-	if err := r.cfg.Queue.Send(r.ctx, r.pending...); err != nil {
-		return fmt.Errorf("send to %s: %w", r.cfg.Queue.Name(), err)
-	}
-	for _, k := range r.pendMeta {
-		r.sum.Queued.Add(k.typ, k.account, 1)
-		r.st.Queued.Add(k.typ, k.account, 1)
-	}
-	r.morsel.Queued += int64(len(r.pending))
-	r.pending, r.pendMeta = r.pending[:0], r.pendMeta[:0]
-	return nil
-}
-
-func (r *runner) save() error {
-	r.st.SavedAt = r.cfg.Clock.Now()
-	if r.st.Queued == nil {
-		r.st.Queued = Counts{}
-	}
-	// A cancelled invocation still records the bites it completed.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), releaseTimeout)
-	defer cancel()
-	return r.cfg.State.Save(ctx, r.st)
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/looping"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 // fakeMorsel is the Data a fakeProducer keeps in each morsel.
@@ -128,7 +130,7 @@ func newEnv(t *testing.T) *env {
 }
 
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return slogtest.New(t, slog.LevelWarn)
 }
 
 func (e *env) config(t *testing.T, p looping.Producer) looping.Config {
@@ -558,7 +560,7 @@ func TestConfigValidation(t *testing.T) {
 	if err == nil {
 		t.Fatal("empty config accepted")
 	}
-	for _, want := range []string{"no Kind", "no Producer", "no Queue", "no State", "no Lease", "LeaseTTL", "BiteSize", "MaxQueueSize", "Format"} {
+	for _, want := range []string{"Config.Kind is required", "Config.Producer is required", "Config.Queue is required", "Config.State is required", "Config.Lease is required", "Config.LeaseTTL", "Config.BiteSize", "Config.MaxQueueSize", "Config.Format"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

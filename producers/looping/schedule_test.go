@@ -51,7 +51,7 @@ func TestStartAt(t *testing.T) {
 	// A start time needs days or months.
 	bad := e.config(t, p)
 	bad.Frequency, bad.StartAt = looping.Frequency{N: 12, Unit: looping.Hours}, looping.StartAt{Hour: 2, Loc: time.UTC}
-	if _, err := looping.New(bad); err == nil || !strings.Contains(err.Error(), "needs a frequency of days or months") {
+	if _, err := looping.New(bad); err == nil || !strings.Contains(err.Error(), "must go with a frequency of days or months") {
 		t.Errorf("start time with 12h: %v", err)
 	}
 }

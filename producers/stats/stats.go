@@ -14,11 +14,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
@@ -51,22 +51,14 @@ var _ looping.Producer = (*Producer)(nil)
 
 // New returns a producer.
 func New(cfg Config) (*Producer, error) {
-	var errs []error
-	if cfg.Registry == nil {
-		errs = append(errs, errors.New("no Registry"))
+	p := validate.New("stats producer: Config")
+	p.Require("Registry", cfg.Registry != nil)
+	p.Require("Opener", cfg.Opener != nil)
+	p.Require("Known", cfg.Known != nil)
+	if err := p.Err(); err != nil {
+		return nil, err
 	}
-	if cfg.Opener == nil {
-		errs = append(errs, errors.New("no Opener"))
-	}
-	if cfg.Known == nil {
-		errs = append(errs, errors.New("no Known statistics store"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("stats: config: %w", err)
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Producer{cfg: cfg}, nil
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/storage/s3store"
@@ -118,7 +119,7 @@ func newMill(t *testing.T, ctx context.Context) *mill {
 	m.s3c, m.sqsc = m.cfg.S3(), m.cfg.SQS()
 	testenv.CleanupQueues(t, m.sqsc, m.prefix)
 	for _, k := range queue.AllKeys {
-		u, _, err := sqsqueue.Ensure(ctx, m.sqsc, queue.Name(m.prefix, k), sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second})
+		u, err := (setup.Queue{Client: m.sqsc, QueueName: queue.Name(m.prefix, k), VisibilityTimeout: 30 * time.Second}).Ensure(ctx)
 		must(t, err)
 		m.urls[k] = u
 	}

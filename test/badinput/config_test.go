@@ -21,7 +21,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 )
 
 // snapshot lists a bucket's keys with their ETags and a directory's files
@@ -111,7 +111,7 @@ func TestInvalidConfigThroughTheCommands(t *testing.T) {
 	// workman opens its queues first: they exist (empty), so the registry
 	// is what it refuses.
 	for _, k := range queue.AllKeys {
-		if _, _, err := sqsqueue.Ensure(ctx, sqsc, queue.Name(prefix, k), sqsqueue.EnsureConfig{}); err != nil {
+		if _, err := (setup.Queue{Client: sqsc, QueueName: queue.Name(prefix, k), VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -99,7 +100,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	testenv.CleanupQueues(t, sqsc, prefix)
 	urls := map[string]string{}
 	for _, k := range queue.AllKeys { // a wired workman opens every queue its processors send to
-		u, _, err := sqsqueue.Ensure(ctx, sqsc, queue.Name(prefix, k), sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second})
+		u, err := (setup.Queue{Client: sqsc, QueueName: queue.Name(prefix, k), VisibilityTimeout: 30 * time.Second}).Ensure(ctx)
 		if err != nil {
 			t.Fatalf("ensure %s: %v", k, err)
 		}

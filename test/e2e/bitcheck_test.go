@@ -34,6 +34,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/storage/s3store"
@@ -47,6 +48,8 @@ import (
 	"github.com/millfleet/mill/processors/bitreport"
 	bitproducer "github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 const (
@@ -139,7 +142,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), max(8*time.Minute, time.Duration(itemsPerSpace)*4*time.Second))
 	defer cancel()
 	start := time.Now()
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slogtest.New(t, slog.LevelWarn)
 	if _, err := milldb.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +153,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	testenv.CleanupQueues(t, sqsc, prefix)
 	openQueue := func(key string) *sqsqueue.Queue {
 		name := queue.Name(prefix, key)
-		if _, _, err := sqsqueue.Ensure(ctx, sqsc, name, sqsqueue.EnsureConfig{VisibilityTimeout: 60 * time.Second}); err != nil {
+		if _, err := (setup.Queue{Client: sqsc, QueueName: name, VisibilityTimeout: 60 * time.Second}).Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
 		q, err := sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})
@@ -322,10 +325,10 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := processors.NewMux()
-	mux.Handle(task.TypeBit, bitP)
-	mux.Handle(task.TypeBitError, errP)
-	mux.Handle(task.TypeBitReport, repP)
-	mux.Handle(task.TypeAudit, audP)
+	mux.Register(task.TypeBit, bitP)
+	mux.Register(task.TypeBitError, errP)
+	mux.Register(task.TypeBitReport, repP)
+	mux.Register(task.TypeAudit, audP)
 	// The four queues in the production priority order (audit,
 	// bit-report, bit-error, bit).
 	opened := map[string]queue.Queue{queue.KeyAudit: auditQ, queue.KeyBitReport: reportQ, queue.KeyBitError: errorQ, queue.KeyBit: bitQ}
@@ -369,7 +372,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 		for n := range managers {
 			mgr, err := workman.New(workman.Config{
 				Queues: queues, DeadLetter: deadQ,
-				Handler: processors.Chain(mux.Handler(), processors.Recover()), ProcessorName: mux.ProcessorName,
+				Handler: processors.Chain(mux, processors.Recover()), ProcessorName: mux.ProcessorName,
 				// The production receive wait and first backoff; the backoff
 				// cap shorter than production's 30 s so repairs and re-sent
 				// reports on the higher queues are picked up within seconds,

@@ -23,6 +23,7 @@ import (
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors/noop"
 )
@@ -72,10 +73,10 @@ func binary(t *testing.T, name string) string {
 // ensureQueue creates (or reuses) a queue on the emulator and opens it.
 func ensureQueue(t *testing.T, ctx context.Context, api interface {
 	sqsqueue.API
-	sqsqueue.EnsureAPI
+	setup.SQSAPI
 }, name string, vt time.Duration) *sqsqueue.Queue {
 	t.Helper()
-	if _, _, err := sqsqueue.Ensure(ctx, api, name, sqsqueue.EnsureConfig{VisibilityTimeout: vt}); err != nil {
+	if _, err := (setup.Queue{Client: api, QueueName: name, VisibilityTimeout: vt}).Ensure(ctx); err != nil {
 		t.Fatalf("ensure queue %s: %v", name, err)
 	}
 	q, err := sqsqueue.Open(ctx, api, name, sqsqueue.Config{})
@@ -113,11 +114,11 @@ func writeFile(t *testing.T, path, data string) {
 // every queue its processors may send to, whatever it receives from).
 func ensureAllQueues(t *testing.T, ctx context.Context, api interface {
 	sqsqueue.API
-	sqsqueue.EnsureAPI
+	setup.SQSAPI
 }, prefix string) {
 	t.Helper()
 	for _, k := range queue.AllKeys {
-		if _, _, err := sqsqueue.Ensure(ctx, api, queue.Name(prefix, k), sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second}); err != nil {
+		if _, err := (setup.Queue{Client: api, QueueName: queue.Name(prefix, k), VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 			t.Fatalf("ensure queue %s: %v", queue.Name(prefix, k), err)
 		}
 	}

@@ -130,7 +130,7 @@ func TestPostgresRestartDuringBitRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := processors.NewMux()
-	mux.Handle(task.TypeBit, proc)
+	mux.Register(task.TypeBit, proc)
 	var handled, failed atomic.Int64
 	count := func(next processors.Handler) processors.Handler {
 		return processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
@@ -143,7 +143,7 @@ func TestPostgresRestartDuringBitRun(t *testing.T) {
 		})
 	}
 	m, err := workman.New(workman.Config{
-		Queues: []queue.Queue{bitQ}, DeadLetter: dead, Handler: processors.Chain(mux.Handler(), count, processors.Logging(logger)),
+		Queues: []queue.Queue{bitQ}, DeadLetter: dead, Handler: processors.Chain(mux, count, processors.Logging(logger)),
 		ProcessorName: mux.ProcessorName, Workers: workers,
 		// A failed check is re-sent after 2 s, 4 s (production: 10 s,
 		// 20 s); the third failure would dead-letter it.

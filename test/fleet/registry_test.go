@@ -13,6 +13,7 @@ import (
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -27,7 +28,7 @@ func noopFleet(t *testing.T) (prefix, table string, work *sqsqueue.Queue) {
 	sq, ddb := cfg.SQS(), cfg.DynamoDB()
 	testenv.CleanupQueues(t, sq, prefix)
 	for _, k := range append(slices.Clone(queue.AllKeys), "noop") {
-		if _, _, err := sqsqueue.Ensure(ctx, sq, queue.Name(prefix, k), sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second}); err != nil {
+		if _, err := (setup.Queue{Client: sq, QueueName: queue.Name(prefix, k), VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -40,6 +40,26 @@ func (b *batcher) err() error {
 	return &queue.BatchError{Op: b.op, Failed: b.failed}
 }
 
+// runAll runs call over the entries 0..n-1 in chunks of queue.MaxBatch,
+// leaving out (as failed) each one check refuses.
+func (b *batcher) runAll(ctx context.Context, n int, check func(i int) error, call chunkFunc) {
+	var chunk []int
+	for i := range n {
+		if err := check(i); err != nil {
+			b.fail(i, err)
+			continue
+		}
+		chunk = append(chunk, i)
+		if len(chunk) == queue.MaxBatch {
+			b.run(ctx, chunk, call)
+			chunk = nil
+		}
+	}
+	if len(chunk) > 0 {
+		b.run(ctx, chunk, call)
+	}
+}
+
 // run sends the chunk, then sends again the entries that failed through no
 // fault of the sender, with doubling backoff, up to Config.Retries times.
 // An entry error with a portable meaning (a stale receipt handle, an invalid

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -150,4 +151,40 @@ func TestDeleteAndReleaseTreatGoneAsSuccess(t *testing.T) {
 	if !errors.Is(err, queue.ErrReceiptInvalid) || len(queue.FailedIndexes(err, 2)) != 2 {
 		t.Errorf("change visibility: %v", err)
 	}
+}
+
+// TestOpenValidatesConfig: a Config out of range is refused by Open, every
+// problem named, before any request (it used to be clamped silently).
+func TestOpenValidatesConfig(t *testing.T) {
+	f := &urlCounter{}
+	_, err := sqsqueue.Open(context.Background(), f, "fake", sqsqueue.Config{
+		RetryBackoff: -1, MaxMessageBytes: 2 << 20, MaxBatchBytes: 1,
+	})
+	if !errors.Is(err, queue.ErrInvalid) {
+		t.Fatalf("err = %v, want queue.ErrInvalid", err)
+	}
+	for _, want := range []string{"Config.RetryBackoff", "Config.MaxMessageBytes", "Config.MaxBatchBytes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s: %v", want, err)
+		}
+	}
+	if f.n != 0 {
+		t.Errorf("%d requests made for an invalid config", f.n)
+	}
+	// Zero fields take the defaults; a batch limit below a raised message
+	// limit follows it.
+	if _, err := sqsqueue.Open(context.Background(), f, "fake", sqsqueue.Config{MaxMessageBytes: 1 << 20}); err != nil {
+		t.Fatalf("raised message limit with a default batch limit: %v", err)
+	}
+}
+
+// urlCounter counts GetQueueUrl calls.
+type urlCounter struct {
+	fakeAPI
+	n int
+}
+
+func (u *urlCounter) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, o ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+	u.n++
+	return u.fakeAPI.GetQueueUrl(ctx, in, o...)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 )
 
 // BenchmarkSendReceiveDelete moves benchMessages messages through a queue in
@@ -23,7 +24,7 @@ func BenchmarkSendReceiveDelete(b *testing.B) {
 	prefix := testenv.Prefix(b)
 	testenv.CleanupQueues(b, c, prefix)
 	ctx := context.Background()
-	if _, _, err := sqsqueue.Ensure(ctx, c, prefix+"bench", sqsqueue.EnsureConfig{VisibilityTimeout: time.Minute}); err != nil {
+	if _, err := (setup.Queue{Client: c, QueueName: prefix + "bench", VisibilityTimeout: time.Minute}).Ensure(ctx); err != nil {
 		b.Fatal(err)
 	}
 	q, err := sqsqueue.Open(ctx, c, prefix+"bench", sqsqueue.Config{})

@@ -18,7 +18,7 @@
 // of them; see portable in errors.go.
 //
 // Meter counts SQS requests per operation as an SDK middleware, so retried
-// HTTP attempts count too; benchmarks and metrics use it. Ensure creates a
-// queue (with redrive policy, encryption, retention) idempotently; tests use
-// it, while `millctl setup` provisions queues through pkg/setup.
+// HTTP attempts count too; benchmarks and metrics use it. Queues are
+// provisioned by pkg/setup (`millctl setup`, and setup.Queue.Ensure in
+// tests), not here.
 package sqsqueue

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 )
@@ -60,7 +61,9 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// WithDefaults returns c with zero fields set to their defaults.
+// WithDefaults returns c with zero fields set to their defaults (a zero
+// MaxBatchBytes is at least MaxMessageBytes, so one message always fits a
+// batch).
 func (c Config) WithDefaults() Config {
 	if c.Retries == 0 {
 		c.Retries = DefaultRetries
@@ -68,18 +71,34 @@ func (c Config) WithDefaults() Config {
 	if c.Retries < 0 {
 		c.Retries = 0
 	}
-	if c.RetryBackoff <= 0 {
+	if c.RetryBackoff == 0 {
 		c.RetryBackoff = DefaultRetryBackoff
 	}
-	if c.MaxMessageBytes <= 0 {
+	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
-	if c.MaxBatchBytes <= 0 {
-		c.MaxBatchBytes = DefaultMaxBatchBytes
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = max(DefaultMaxBatchBytes, c.MaxMessageBytes)
 	}
-	c.MaxBatchBytes = max(c.MaxBatchBytes, c.MaxMessageBytes)
 	c.Clock = clock.Or(c.Clock)
 	return c
+}
+
+// MaxPayloadBytes is the most SQS takes in one message and in one batch
+// (1 MiB).
+const MaxPayloadBytes = 1 << 20
+
+// validate reports every field of c (defaults applied) out of range.
+func (c Config) validate() error {
+	p := validate.New("sqsqueue: Config")
+	p.Check(c.RetryBackoff >= 0, "RetryBackoff", c.RetryBackoff, "not be negative")
+	p.Check(c.MaxMessageBytes >= 0 && c.MaxMessageBytes <= MaxPayloadBytes, "MaxMessageBytes", c.MaxMessageBytes, "be within 1..%d", MaxPayloadBytes)
+	p.Check(c.MaxBatchBytes >= c.MaxMessageBytes && c.MaxBatchBytes <= MaxPayloadBytes, "MaxBatchBytes", c.MaxBatchBytes,
+		"be within MaxMessageBytes (%d)..%d", c.MaxMessageBytes, MaxPayloadBytes)
+	if err := p.Err(); err != nil {
+		return fmt.Errorf("%w: %w", queue.ErrInvalid, err)
+	}
+	return nil
 }
 
 // Queue is one SQS queue. Create it with Open.
@@ -96,13 +115,18 @@ type Queue struct {
 var _ queue.Queue = (*Queue)(nil)
 
 // Open resolves the queue called name. A queue that does not exist is
-// queue.ErrNotFound.
+// queue.ErrNotFound; a Config out of range is queue.ErrInvalid, naming
+// every problem, before any request.
 func Open(ctx context.Context, api API, name string, cfg Config) (*Queue, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	out, err := api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
 	if err != nil {
 		return nil, fmt.Errorf("sqsqueue: open %q: %w", name, mapError(err))
 	}
-	return &Queue{api: api, name: name, url: aws.ToString(out.QueueUrl), cfg: cfg.WithDefaults()}, nil
+	return &Queue{api: api, name: name, url: aws.ToString(out.QueueUrl), cfg: cfg}, nil
 }
 
 // Name returns the queue's name.
@@ -346,21 +370,12 @@ func (q *Queue) sendChunk(entries []queue.SendEntry) chunkFunc {
 func (q *Queue) Delete(ctx context.Context, msgs ...*queue.Message) error {
 	b := newBatcher(q, "delete")
 	b.ignore = receiptGone
-	var chunk []int
-	for i, m := range msgs {
-		if m == nil {
-			b.fail(i, fmt.Errorf("nil message: %w", queue.ErrInvalid))
-			continue
+	b.runAll(ctx, len(msgs), func(i int) error {
+		if msgs[i] == nil {
+			return fmt.Errorf("nil message: %w", queue.ErrInvalid)
 		}
-		chunk = append(chunk, i)
-		if len(chunk) == queue.MaxBatch {
-			b.run(ctx, chunk, q.deleteChunk(msgs))
-			chunk = nil
-		}
-	}
-	if len(chunk) > 0 {
-		b.run(ctx, chunk, q.deleteChunk(msgs))
-	}
+		return nil
+	}, q.deleteChunk(msgs))
 	return b.err()
 }
 
@@ -400,25 +415,15 @@ func (q *Queue) changeVisibility(ctx context.Context, op string, changes []queue
 	if op == "release" {
 		b.ignore = receiptGone
 	}
-	var chunk []int
-	for i, c := range changes {
-		if c.Message == nil {
-			b.fail(i, fmt.Errorf("nil message: %w", queue.ErrInvalid))
-			continue
+	b.runAll(ctx, len(changes), func(i int) error {
+		switch c := changes[i]; {
+		case c.Message == nil:
+			return fmt.Errorf("nil message: %w", queue.ErrInvalid)
+		case c.Timeout < 0 || c.Timeout > queue.MaxVisibility:
+			return fmt.Errorf("visibility %v outside 0..%v: %w", c.Timeout, queue.MaxVisibility, queue.ErrInvalid)
 		}
-		if c.Timeout < 0 || c.Timeout > queue.MaxVisibility {
-			b.fail(i, fmt.Errorf("visibility %v outside 0..%v: %w", c.Timeout, queue.MaxVisibility, queue.ErrInvalid))
-			continue
-		}
-		chunk = append(chunk, i)
-		if len(chunk) == queue.MaxBatch {
-			b.run(ctx, chunk, q.visibilityChunk(changes))
-			chunk = nil
-		}
-	}
-	if len(chunk) > 0 {
-		b.run(ctx, chunk, q.visibilityChunk(changes))
-	}
+		return nil
+	}, q.visibilityChunk(changes))
 	return b.err()
 }
 

@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuetest"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 )
 
 // client returns an SQS client on the local emulator with a meter, and a
@@ -49,9 +48,9 @@ func (harness) NewQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
 		o.VisibilityTimeout = visibility
 	}
 	var f queuetest.Fixture
-	ec := sqsqueue.EnsureConfig{VisibilityTimeout: o.VisibilityTimeout}
+	sq := setup.Queue{Client: c, QueueName: prefix + "q", VisibilityTimeout: o.VisibilityTimeout}
 	if o.MaxReceiveCount > 0 {
-		if _, _, err := sqsqueue.Ensure(ctx, c, prefix+"dlq", sqsqueue.EnsureConfig{}); err != nil {
+		if _, err := (setup.Queue{Client: c, QueueName: prefix + "dlq", VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
 		dlq, err := sqsqueue.Open(ctx, c, prefix+"dlq", sqsqueue.Config{})
@@ -59,9 +58,9 @@ func (harness) NewQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
 			t.Fatal(err)
 		}
 		f.DeadLetter = dlq
-		ec.RedriveTo, ec.MaxReceiveCount = prefix+"dlq", o.MaxReceiveCount
+		sq.DeadLetter, sq.MaxReceiveCount = prefix+"dlq", o.MaxReceiveCount
 	}
-	if _, _, err := sqsqueue.Ensure(ctx, c, prefix+"q", ec); err != nil {
+	if _, err := sq.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	q, err := sqsqueue.Open(ctx, c, prefix+"q", sqsqueue.Config{})
@@ -83,41 +82,6 @@ func TestOpenMissing(t *testing.T) {
 	}
 }
 
-func TestEnsure(t *testing.T) {
-	c, _, prefix := client(t)
-	ctx := context.Background()
-	dlqURL, created, err := sqsqueue.Ensure(ctx, c, prefix+"dead", sqsqueue.EnsureConfig{MessageRetention: 14 * 24 * time.Hour})
-	if err != nil || !created {
-		t.Fatalf("first ensure: created=%v err=%v", created, err)
-	}
-	arn, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(dlqURL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := sqsqueue.EnsureConfig{VisibilityTimeout: 45 * time.Second, RedriveTo: arn.Attributes["QueueArn"], MaxReceiveCount: 3, SSE: true}
-	url, created, err := sqsqueue.Ensure(ctx, c, prefix+"work", cfg)
-	if err != nil || !created {
-		t.Fatalf("ensure work: created=%v err=%v", created, err)
-	}
-	cfg.VisibilityTimeout = time.Minute
-	cfg.RedriveTo = prefix + "dead" // by name this time
-	url2, created, err := sqsqueue.Ensure(ctx, c, prefix+"work", cfg)
-	if err != nil || created || url2 != url {
-		t.Fatalf("second ensure: url %q (first %q) created=%v err=%v", url2, url, created, err)
-	}
-	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := out.Attributes
-	if a["VisibilityTimeout"] != "60" || !strings.Contains(a["RedrivePolicy"], arn.Attributes["QueueArn"]) || !strings.Contains(a["RedrivePolicy"], "3") {
-		t.Fatalf("attributes after converging: %v", a)
-	}
-	if _, _, err := sqsqueue.Ensure(ctx, c, prefix+"x", sqsqueue.EnsureConfig{MaxReceiveCount: 2}); !errors.Is(err, queue.ErrInvalid) {
-		t.Fatalf("max receive count without a target: %v", err)
-	}
-}
-
 func TestMeterCountsBatches(t *testing.T) {
 	_, _, prefix := client(t)
 	meter := sqsqueue.NewMeter()
@@ -125,7 +89,7 @@ func TestMeterCountsBatches(t *testing.T) {
 	// counts requests of calls that succeed at once.
 	c := testenv.AWS(t).SQS(meter.Option(), func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
 	ctx := context.Background()
-	if _, _, err := sqsqueue.Ensure(ctx, c, prefix+"m", sqsqueue.EnsureConfig{}); err != nil {
+	if _, err := (setup.Queue{Client: c, QueueName: prefix + "m", VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	q, err := sqsqueue.Open(ctx, c, prefix+"m", sqsqueue.Config{})

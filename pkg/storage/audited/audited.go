@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -89,17 +90,11 @@ func (c Config) WithDefaults(p storage.Provider) Config {
 }
 
 func (c Config) validate() error {
-	var errs []error
-	if c.Account == "" {
-		errs = append(errs, errors.New("audited: Config.Account is required"))
-	}
-	if c.StoreID == "" {
-		errs = append(errs, errors.New("audited: Config.StoreID is required"))
-	}
-	if c.Format != task.FormatJSON && c.Format != task.FormatProperties {
-		errs = append(errs, fmt.Errorf("audited: unknown Config.Format %v", c.Format))
-	}
-	return errors.Join(errs...)
+	p := validate.New("audited: Config")
+	p.Require("Account", c.Account != "")
+	p.Require("StoreID", c.StoreID != "")
+	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
+	return p.Err()
 }
 
 // Provider wraps a storage.Provider and audits its writes. It is a

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +28,8 @@ import (
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors/bit"
+
+	"github.com/millfleet/mill/internal/slogtest"
 )
 
 // T0 is the time of the fixture's index rows and audit entries; the fake
@@ -150,14 +151,7 @@ func (s *switchable) ListContent(ctx context.Context, sp, after string, limit in
 
 // Logger returns a logger writing to the test's log.
 func (e *Env) Logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{e.T}, nil))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
+	return slogtest.New(e.T, slog.LevelInfo)
 }
 
 // Wrap replaces store id's provider by w(provider) from now on.

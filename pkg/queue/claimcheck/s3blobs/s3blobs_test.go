@@ -18,6 +18,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/queue/claimcheck/s3blobs"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 )
 
 // emulator creates a bucket and an SQS queue on the local emulator, both
@@ -33,7 +34,7 @@ func emulator(ctx context.Context, t *testing.T) (*s3.Client, string, *sqsqueue.
 		t.Fatal(err)
 	}
 	testenv.CleanupBucket(t, s3c, bucket)
-	if _, _, err := sqsqueue.Ensure(ctx, sc, prefix+"q", sqsqueue.EnsureConfig{VisibilityTimeout: 30 * time.Second}); err != nil {
+	if _, err := (setup.Queue{Client: sc, QueueName: prefix + "q", VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	inner, err := sqsqueue.Open(ctx, sc, prefix+"q", sqsqueue.Config{})

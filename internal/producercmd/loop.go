@@ -1,0 +1,68 @@
+package producercmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/producers/looping"
+)
+
+// NoLease is the --lease-table value that disables the DynamoDB lease (an
+// in-memory one instead: local use, a single process).
+const NoLease = "none"
+
+// Lease is the producer lease in the DynamoDB table, or an in-memory lease
+// when table is NoLease.
+func Lease(aws *awsconfig.Config, table string) lease.Lease {
+	if table == NoLease {
+		return lease.NewMemory(nil)
+	}
+	return lease.NewDynamo(aws.DynamoDB(), table, nil)
+}
+
+// OpenQueue opens the SQS queue of that name.
+func OpenQueue(ctx context.Context, c *sqs.Client, name string) (queue.Queue, error) {
+	q, err := sqsqueue.Open(ctx, c, name, sqsqueue.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("open queue %s: %w", name, err)
+	}
+	return q, nil
+}
+
+// OpenState opens the state store at (a path or s3://bucket/key); a bad
+// location is a usage error.
+func OpenState(at string, s3c looping.S3API) (looping.StateStore, error) {
+	st, err := looping.OpenStateStore(at, s3c)
+	if err != nil {
+		return nil, Usage(err)
+	}
+	return st, nil
+}
+
+// Run is how every producer command ends: lc (its producer, queue, state,
+// lease, frequency, sizes and logger set) takes the output flags (message
+// format, progress on stderr) and the schedule (Schedule.Apply), runs once,
+// and its summary goes to stdout; a failed write is the error of a run
+// that succeeded.
+func Run(ctx context.Context, lc looping.Config, out *Output, sched *Schedule, aws *awsconfig.Config, stdout, stderr io.Writer) error {
+	lc.Format, lc.Progress, lc.ProgressOutput = out.Format, out.Progress, stderr
+	if err := sched.Apply(&lc, aws, lc.Logger); err != nil {
+		return err
+	}
+	loop, err := looping.New(lc)
+	if err != nil {
+		return err
+	}
+	sum, err := loop.Run(ctx)
+	if werr := sum.Write(stdout); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}

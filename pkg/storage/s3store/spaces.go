@@ -1,0 +1,199 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/millfleet/mill/pkg/storage"
+)
+
+// spaceRecord is the body of a space marker.
+type spaceRecord struct {
+	ACLs map[string]string `json:"acls"`
+}
+
+// ListSpaces returns the spaces (marker objects) in byte-wise order.
+func (s *Store) ListSpaces(ctx context.Context) ([]string, error) {
+	out := []string{}
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket:    aws.String(s.cfg.Bucket),
+		Prefix:    aws.String(s.cfg.Prefix),
+		Delimiter: aws.String("/"),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, wrap("list spaces", s.cfg.Prefix, err)
+		}
+		for _, o := range page.Contents {
+			name := strings.TrimPrefix(aws.ToString(o.Key), s.cfg.Prefix)
+			if storage.ValidateSpaceID(name) == nil {
+				out = append(out, name)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) readSpace(ctx context.Context, space string) (*spaceRecord, error) {
+	key, err := s.spaceKey(space)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
+	if err != nil {
+		if errors.Is(mapErr(err), storage.ErrNotFound) {
+			return nil, fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
+		}
+		return nil, err
+	}
+	defer out.Body.Close()
+	var rec spaceRecord
+	if err := json.NewDecoder(io.LimitReader(out.Body, 10<<20)).Decode(&rec); err != nil {
+		return nil, fmt.Errorf("space marker %s: %w", key, err)
+	}
+	if rec.ACLs == nil {
+		rec.ACLs = map[string]string{}
+	}
+	return &rec, nil
+}
+
+func (s *Store) writeSpace(ctx context.Context, space string, rec *spaceRecord) error {
+	key, err := s.spaceKey(space)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:      aws.String(s.cfg.Bucket),
+		Key:         aws.String(key),
+		Body:        bytes.NewReader(b),
+		ContentType: aws.String("application/json"),
+	})
+	return err
+}
+
+// needSpace returns ErrNotFound unless the space marker exists.
+func (s *Store) needSpace(ctx context.Context, space string) error {
+	key, err := s.spaceKey(space)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
+	if err != nil && errors.Is(mapErr(err), storage.ErrNotFound) {
+		return fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
+	}
+	return err
+}
+
+// CreateSpace writes the space marker unless it exists (keeping its ACLs).
+func (s *Store) CreateSpace(ctx context.Context, space string) error {
+	_, err := s.CreateSpaceIfAbsent(ctx, space)
+	return err
+}
+
+var _ storage.SpaceCreator = (*Store)(nil)
+
+// CreateSpaceIfAbsent implements storage.SpaceCreator: after a HEAD finds
+// no marker, the marker is written with If-None-Match: *, which S3 refuses
+// (412, or 409 when a concurrent conditional write is in progress) once
+// another writer created it — so the ACLs another writer set are kept and
+// only one writer is told it created the space. An S3-compatible store
+// that ignores the condition is back to last writer wins.
+func (s *Store) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, error) {
+	err := s.needSpace(ctx, space)
+	if err == nil || !errors.Is(err, storage.ErrNotFound) {
+		return false, wrap("create space", space, err)
+	}
+	key, err := s.spaceKey(space)
+	if err != nil {
+		return false, wrap("create space", space, err)
+	}
+	b, _ := json.Marshal(&spaceRecord{ACLs: map[string]string{}})
+	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:      aws.String(s.cfg.Bucket),
+		Key:         aws.String(key),
+		Body:        bytes.NewReader(b),
+		ContentType: aws.String("application/json"),
+		IfNoneMatch: aws.String("*"),
+	})
+	if conditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, wrap("create space", space, err)
+}
+
+// conditionFailed reports whether err is S3 refusing a conditional write
+// because of its condition: 412 Precondition Failed, or 409
+// ConditionalRequestConflict (a concurrent conditional write won).
+func conditionFailed(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "PreconditionFailed", "ConditionalRequestConflict":
+			return true
+		}
+	}
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusPreconditionFailed || re.HTTPStatusCode() == http.StatusConflict)
+}
+
+// DeleteSpace deletes the marker of an empty space; a missing space is
+// success.
+func (s *Store) DeleteSpace(ctx context.Context, space string) error {
+	err := s.needSpace(ctx, space)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return wrap("delete space", space, err)
+	}
+	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+		Bucket:  aws.String(s.cfg.Bucket),
+		Prefix:  aws.String(s.cfg.Prefix + space + "/"),
+		MaxKeys: aws.Int32(1),
+	})
+	if err != nil {
+		return wrap("delete space", space, err)
+	}
+	if len(out.Contents) > 0 {
+		return wrap("delete space", space, storage.ErrSpaceNotEmpty)
+	}
+	key, _ := s.spaceKey(space)
+	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
+	return wrap("delete space", space, err)
+}
+
+// SpaceACLs returns the space's ACLs from its marker.
+func (s *Store) SpaceACLs(ctx context.Context, space string) (map[string]string, error) {
+	rec, err := s.readSpace(ctx, space)
+	if err != nil {
+		return nil, wrap("space acls", space, err)
+	}
+	return rec.ACLs, nil
+}
+
+// SetSpaceACLs replaces the space's ACLs in its marker.
+func (s *Store) SetSpaceACLs(ctx context.Context, space string, acls map[string]string) error {
+	if err := s.needSpace(ctx, space); err != nil {
+		return wrap("set space acls", space, err)
+	}
+	if acls == nil {
+		acls = map[string]string{}
+	}
+	return wrap("set space acls", space, s.writeSpace(ctx, space, &spaceRecord{ACLs: acls}))
+}
