@@ -229,3 +229,65 @@ func (r *rangedItem) Close() error {
 	r.first, r.cur = nil, nil
 	return nil
 }
+
+// ReadAll writes the content of r — size bytes, or -1 when unknown — to w
+// in order, with t.Streams parts of t.PartSize read ahead while w works
+// on the parts before them: by ranged reads when r came from Open on a
+// RangeReader, by ReadAt when r is an io.ReaderAt of known size (a file),
+// else one part at a time from r. Memory is t.Streams·t.PartSize. It
+// returns the bytes written; content longer or shorter than size is an
+// error.
+func ReadAll(ctx context.Context, r io.Reader, size int64, t Transfer, w io.Writer) (int64, error) {
+	t = t.WithDefaults()
+	var written int64
+	ps := Parts{Start: 0, End: size, Size: t.PartSize, Streams: t.Streams,
+		InOrder: func(_ int, _ int64, p []byte) error {
+			n, err := w.Write(p)
+			written += int64(n)
+			return err
+		}}
+	ra, isRA := r.(io.ReaderAt)
+	switch ri, ok := r.(*rangedItem); {
+	case ok:
+		if size >= 0 && ri.info.Size != size {
+			return 0, fmt.Errorf("storage: read %s/%s: %d bytes, expected %d", ri.space, QuoteID(ri.id), ri.info.Size, size)
+		}
+		return ri.WriteTo(w)
+	case isRA && size >= 0:
+		ps.Fill = func(_ context.Context, _ int, off int64, buf []byte) (int, error) {
+			n, err := ra.ReadAt(buf, off)
+			if n == len(buf) {
+				return n, nil
+			}
+			if err == io.EOF || err == nil {
+				err = fmt.Errorf("content ended at %d bytes, expected %d: %w", off+int64(n), size, io.ErrUnexpectedEOF)
+			}
+			return n, err
+		}
+	default:
+		ps.SerialFill = true
+		if size >= 0 {
+			ps.End = -1 // read to the end, to see a longer stream
+		}
+		ps.Fill = func(_ context.Context, _ int, _ int64, buf []byte) (int, error) {
+			n, err := io.ReadFull(r, buf)
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				err = nil
+			}
+			return n, err
+		}
+	}
+	if err := ps.Run(ctx); err != nil {
+		return written, err
+	}
+	if isRA && size >= 0 && !ps.SerialFill {
+		var one [1]byte
+		if n, _ := ra.ReadAt(one[:], size); n > 0 {
+			return written, fmt.Errorf("content is longer than the %d bytes expected", size)
+		}
+	}
+	if size >= 0 && written != size {
+		return written, fmt.Errorf("content is %d bytes, expected %d", written, size)
+	}
+	return written, nil
+}

@@ -23,6 +23,9 @@ const (
 	DefaultRetryAttempts = 4
 	DefaultRetryBase     = 250 * time.Millisecond
 	DefaultRetryMax      = 5 * time.Second
+	// DefaultResumeMinSize: smaller streamed copies keep no checkpoint
+	// (a restart re-sends at most 256 MiB).
+	DefaultResumeMinSize = 256 << 20
 )
 
 // UserID is written as the user-id of the AUDIT tasks of the processor's
@@ -111,6 +114,17 @@ type Config struct {
 	// the task is dead-lettered; 0 dead-letters it without asking. Either
 	// way nothing is copied until the bytes can be read.
 	RestoreArchivedDays int
+	// Transfer: parts in flight and their size for streamed copies (the
+	// source's ranged reads and the destination's multipart upload; zero:
+	// the defaults, 4 of 16 MiB — 64 MiB of buffers per copy).
+	Transfer storage.Transfer
+	// Checkpoints, when set, makes streamed copies of items of at least
+	// ResumeMinSize (default DefaultResumeMinSize) resumable: their
+	// progress is kept there (the state bucket), so a retry, a redelivery
+	// or another worker after a crash continues the upload (see
+	// docs/ARCHITECTURE.md, Transfers).
+	Checkpoints   storage.Checkpoints
+	ResumeMinSize int64
 	// DisableServerSideCopy makes every copy stream through this process,
 	// even between two stores that could copy server-side (benchmarks).
 	DisableServerSideCopy bool
@@ -130,6 +144,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Retry.Max == 0 {
 		c.Retry.Max = DefaultRetryMax
+	}
+	if c.ResumeMinSize == 0 {
+		c.ResumeMinSize = DefaultResumeMinSize
 	}
 	c.Clock = clock.Or(c.Clock)
 	c.Logger = cmp.Or(c.Logger, slog.Default())

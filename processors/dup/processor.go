@@ -267,9 +267,14 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 	if p.cfg.DisableServerSideCopy {
 		dst = noServerSideCopy{j.dst}
 	}
+	opts := storage.CopyOptions{Transfer: p.cfg.Transfer}
+	if p.cfg.Checkpoints != nil {
+		opts.Resume = &storage.Resume{Checkpoints: p.cfg.Checkpoints, MinSize: p.cfg.ResumeMinSize,
+			Key: storage.CheckpointKey("dup", d.Account, d.StoreID, d.DestStoreID, d.SpaceID, d.ContentID)}
+	}
 	ensured := false
 	err := p.retry(ctx, "copy", func() error {
-		_, err := storage.Copy(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID)
+		_, err := storage.CopyWith(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID, opts)
 		if errors.Is(err, storage.ErrNotFound) && !ensured {
 			// The destination space may not exist yet (its space-level
 			// task may not have run): make it, then copy again.
@@ -279,7 +284,7 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 			}
 			if st != sourceSpaceGone {
 				ensured = true
-				_, err = storage.Copy(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID)
+				_, err = storage.CopyWith(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID, opts)
 			}
 		}
 		return err
