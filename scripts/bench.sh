@@ -7,6 +7,9 @@
 # Environment:
 #   MILL_BENCH_BIG_BYTES  size of the "1 GiB" objects (default 1073741824);
 #                         e.g. MILL_BENCH_BIG_BYTES=$((64<<20)) for a quick run
+#   MILL_BENCH_SHAPE_RATE  per-connection cap of the S3-like proxy of
+#                         test/transfer, bytes/s each way (default 16 MiB/s)
+#   MILL_BENCH_SHAPE_LATENCY_MS its per-request latency (default 20)
 #   MILL_BENCH_BITLOG_ROWS rows of the bit log retention benchmark (default
 #                         200000; the acceptance size is 10000000, which
 #                         takes a few minutes to write and about 4 GB)
@@ -26,6 +29,17 @@ fi
 export MILL_BENCH_BIG_BYTES=${MILL_BENCH_BIG_BYTES:-$((1 << 30))}
 # processors/dup reads its own variable; one knob sizes every big object.
 export MILL_BENCH_DUP_BYTES=${MILL_BENCH_DUP_BYTES:-$MILL_BENCH_BIG_BYTES}
+# rclone is the shaped transfer benchmark's reference (Debian's package).
+if ! command -v rclone >/dev/null 2>&1; then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "bench: installing rclone (Debian package) for the shaped transfer benchmark" >&2
+    apt-get install -y -qq rclone >/dev/null 2>&1 ||
+      { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq rclone >/dev/null 2>&1; } ||
+      echo "bench: could not install rclone; its row will be n/a" >&2
+  else
+    echo "bench: rclone is not installed (apt-get install rclone); its row will be n/a" >&2
+  fi
+fi
 log=${BENCH_LOG:-.local/bench.log}
 mkdir -p "$(dirname "$log")"
 
