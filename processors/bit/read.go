@@ -132,4 +132,3 @@ func (c *checkpointing) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
-

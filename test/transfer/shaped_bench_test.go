@@ -161,9 +161,9 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	}
 	newDup := func(tr storage.Transfer) *dup.Processor {
 		p, err := dup.New(dup.Config{
-			Opener: opener{"1": src, "2": dst},
-			Audit:  func(p storage.Provider, _, _ string) (storage.Provider, error) { return p, nil },
-			Live:   dup.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
+			Opener:   opener{"1": src, "2": dst},
+			Audit:    func(p storage.Provider, _, _ string) (storage.Provider, error) { return p, nil },
+			Live:     dup.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
 			Policies: policies{pol}, DisableServerSideCopy: true, Transfer: tr, Logger: slog.New(slog.DiscardHandler),
 		})
 		if err != nil {
@@ -240,7 +240,9 @@ func BenchmarkShapedTransfers(b *testing.B) {
 		})
 		if bin, err := exec.LookPath("rclone"); err == nil {
 			haveRclone = true
-			rcl = measure(b, "rclone copy", func() error { return rclone(ctx, bin, proxy.URL(), srcBucket+"/"+space+"/"+id, dstBucket+"/rclone/"+id) })
+			rcl = measure(b, "rclone copy", func() error {
+				return rclone(ctx, bin, proxy.URL(), srcBucket+"/"+space+"/"+id, dstBucket+"/rclone/"+id)
+			})
 		} else {
 			b.Log("rclone not installed: no rclone figures (apt-get install rclone)")
 		}
