@@ -249,8 +249,8 @@ func ReadAll(ctx context.Context, r io.Reader, size int64, t Transfer, w io.Writ
 	ra, isRA := r.(io.ReaderAt)
 	switch ri, ok := r.(*rangedItem); {
 	case ok:
-		if size >= 0 && ri.info.Size != size {
-			return 0, fmt.Errorf("storage: read %s/%s: %d bytes, expected %d", ri.space, QuoteID(ri.id), ri.info.Size, size)
+		if left := ri.info.Size - ri.start; size >= 0 && left != size {
+			return 0, fmt.Errorf("storage: read %s/%s: %d bytes from %d, expected %d", ri.space, QuoteID(ri.id), left, ri.start, size)
 		}
 		return ri.WriteTo(w)
 	case isRA && size >= 0:

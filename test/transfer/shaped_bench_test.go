@@ -290,7 +290,7 @@ func BenchmarkShapedTransfers(b *testing.B) {
 func rclone(ctx context.Context, bin, endpoint, src, dst string) error {
 	cmd := exec.CommandContext(ctx, bin, "copyto", "mill:"+src, "mill:"+dst,
 		"--disable", "copy", "--s3-chunk-size", "16M", "--s3-upload-concurrency", "4", "--transfers", "1",
-		"--retries", "1", "--low-level-retries", "1", "--config", os.DevNull)
+		"--retries", "3", "--config", os.DevNull)
 	// The endpoint is plain HTTP on loopback: no CA bundle (rclone's SDK
 	// fails on one it cannot load into its transport).
 	var env []string
