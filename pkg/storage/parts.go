@@ -78,6 +78,21 @@ func (ps Parts) Run(ctx context.Context) error {
 		err    error
 		filled chan struct{}
 	}
+	var mu sync.Mutex
+	var first error
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == nil {
+			first = err
+			cancel(err)
+		}
+	}
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return first != nil
+	}
 	pool := make(chan []byte, ps.Streams)
 	for range ps.Streams {
 		pool <- nil // allocated on first use
@@ -116,6 +131,11 @@ func (ps Parts) Run(ctx context.Context) error {
 			} else {
 				go func() {
 					s.n, s.err = ps.Fill(ctx, s.i, s.off, s.buf)
+					if s.err != nil {
+						// At once, not in order: the parts before
+						// this one stop too.
+						fail(s.err)
+					}
 					close(s.filled)
 				}()
 				order <- s
@@ -125,21 +145,6 @@ func (ps Parts) Run(ctx context.Context) error {
 		whole = true
 	}()
 
-	var mu sync.Mutex
-	var first error
-	fail := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if first == nil {
-			first = err
-			cancel(err)
-		}
-	}
-	failed := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return first != nil
-	}
 	var after sync.WaitGroup
 	for s := range order {
 		<-s.filled
