@@ -230,3 +230,57 @@ func CRC64NVMEBase64(sum uint64) string {
 // ProviderCRC64NVME formats a CRC64NVME as a provider checksum
 // ("crc64nvme:<base64>").
 func ProviderCRC64NVME(sum uint64) string { return AlgCRC64NVME + ":" + CRC64NVMEBase64(sum) }
+
+// CombineCRC64NVME returns the CRC64NVME of a‖b from crcA (of a), crcB
+// (of b) and b's length, without the bytes — what S3 does to check a
+// multipart upload's full-object checksum against its parts'. It is
+// zlib's crc32_combine (multiplication by x^(8·lenB) modulo the
+// polynomial) for the 64-bit polynomial.
+func CombineCRC64NVME(crcA, crcB uint64, lenB int64) uint64 {
+	if lenB <= 0 {
+		return crcA
+	}
+	return multModP(x2nModP(lenB, 3), crcA) ^ crcB
+}
+
+// multModP multiplies a and b modulo the polynomial, in the reflected
+// bit order the CRC uses (the top bit is x⁰).
+func multModP(a, b uint64) uint64 {
+	var p uint64
+	for m := uint64(1) << 63; m != 0; m >>= 1 {
+		if a&m != 0 {
+			p ^= b
+			if a&(m-1) == 0 {
+				break
+			}
+		}
+		if b&1 != 0 {
+			b = b>>1 ^ crc64NVMEPoly
+		} else {
+			b >>= 1
+		}
+	}
+	return p
+}
+
+// x2nTable holds x^(2^k) modulo the polynomial.
+var x2nTable = func() (t [64]uint64) {
+	p := uint64(1) << 62 // x¹
+	for k := range t {
+		t[k] = p
+		p = multModP(p, p)
+	}
+	return t
+}()
+
+// x2nModP is x^(n·2^k) modulo the polynomial.
+func x2nModP(n int64, k uint) uint64 {
+	p := uint64(1) << 63 // x⁰
+	for ; n != 0; n >>= 1 {
+		if n&1 != 0 {
+			p = multModP(x2nTable[k&63], p)
+		}
+		k++
+	}
+	return p
+}

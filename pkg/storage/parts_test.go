@@ -352,3 +352,16 @@ func TestReadAllSize(t *testing.T) {
 		}
 	}
 }
+
+// TestCombineCRC64NVME: the CRC of two pieces combined is the CRC of the
+// whole, for pieces of every length around the word and part sizes.
+func TestCombineCRC64NVME(t *testing.T) {
+	data := content(70000)
+	for _, cut := range []int{0, 1, 7, 8, 9, 63, 64, 65, 4096, 65536, 69999, 70000} {
+		a, b := data[:cut], data[cut:]
+		got := storage.CombineCRC64NVME(crc64.Checksum(a, storage.CRC64NVMETable), crc64.Checksum(b, storage.CRC64NVMETable), int64(len(b)))
+		if want := crc64.Checksum(data, storage.CRC64NVMETable); got != want {
+			t.Errorf("cut at %d: combined %#x, want %#x", cut, got, want)
+		}
+	}
+}

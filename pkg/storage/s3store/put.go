@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -370,6 +371,9 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 		}
 	}
 	fullCRC := storage.CRC64NVMEBase64(u.sums.CRC64NVME())
+	if err := u.partsMatch(u.sums.CRC64NVME()); err != nil {
+		return nil, err
+	}
 	done, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket:            aws.String(s.cfg.Bucket),
 		Key:               aws.String(target),
@@ -420,6 +424,34 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 		return nil, fmt.Errorf("%w: committed copy has MD5 %s and %d bytes, the stream had %s and %d", storage.ErrChecksumMismatch, info.Checksum, info.Size, got, total)
 	}
 	return info, nil
+}
+
+// partsMatch checks that the parts' CRC64NVMEs combine to the content's
+// (crc, of the bytes hashed in order), as S3 does at completion: a part
+// resumed from a checkpoint that holds other bytes than the content's is
+// refused here even where the service does not check (some emulators).
+func (u *upload) partsMatch(crc uint64) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var combined uint64
+	var size int64
+	for num := int32(1); num <= int32(len(u.parts)); num++ {
+		p, ok := u.parts[num]
+		if !ok {
+			return fmt.Errorf("part %d of %d is missing", num, len(u.parts))
+		}
+		b, err := base64.StdEncoding.DecodeString(p.CRC)
+		if err != nil || len(b) != 8 {
+			return fmt.Errorf("%w: part %d has CRC64NVME %q", storage.ErrChecksumMismatch, num, p.CRC)
+		}
+		combined = storage.CombineCRC64NVME(combined, binary.BigEndian.Uint64(b), p.Size)
+		size += p.Size
+	}
+	if combined != crc || size != u.hashed {
+		return fmt.Errorf("%w: the parts' CRC64NVMEs combine to %s over %d bytes, the content's is %s over %d",
+			storage.ErrChecksumMismatch, storage.CRC64NVMEBase64(combined), size, storage.CRC64NVMEBase64(crc), u.hashed)
+	}
+	return nil
 }
 
 // num is the part number of the part at off.
