@@ -8,7 +8,7 @@
 #   MILL_BENCH_BIG_BYTES  size of the "1 GiB" objects (default 1073741824);
 #                         e.g. MILL_BENCH_BIG_BYTES=$((64<<20)) for a quick run
 #   MILL_BENCH_SHAPE_RATE  per-connection cap of the S3-like proxy of
-#                         test/transfer, bytes/s each way (default 16 MiB/s)
+#                         test/transfer, bytes/s each way (default 4 MiB/s)
 #   MILL_BENCH_SHAPE_LATENCY_MS its per-request latency (default 20)
 #   MILL_BENCH_BITLOG_ROWS rows of the bit log retention benchmark (default
 #                         200000; the acceptance size is 10000000, which

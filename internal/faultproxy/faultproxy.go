@@ -146,22 +146,29 @@ func (p *Proxy) Stats() Stats {
 func (p *Proxy) SetShape(s Shape) { p.shape.Store(&s) }
 
 // pacer holds a byte stream to a rate: after n bytes it waits until the
-// stream is no further ahead than the rate allows, with a burst of 64 KiB.
+// stream is no further ahead than the rate allows. A stream that fell
+// behind (its sleeps overslept on a busy machine, or it waited for the
+// target) may catch up by a burst of slack(rate) bytes, no more: a stream
+// idle for longer starts afresh, so over any stretch of time a connection
+// moves at most the rate's worth plus one burst.
 type pacer struct {
 	start time.Time
 	sent  int64
 }
 
-const burst = 64 << 10
+// slack is a burst: 20 ms at the rate, at least 64 KiB. Scheduler delays
+// on a loaded machine run to several milliseconds; a smaller burst loses
+// each oversleep for good and caps a connection well below its rate.
+func slack(rate int64) int64 { return max(64<<10, rate/50) }
 
 func (pc *pacer) wait(n int, rate int64) {
 	if rate <= 0 {
 		return
 	}
+	burst := slack(rate)
 	now := time.Now()
 	if pc.start.IsZero() || now.Sub(pc.start) > time.Duration(float64(pc.sent+burst)/float64(rate)*float64(time.Second)) {
-		// Idle for longer than the stream is ahead: start afresh, so an
-		// idle connection earns no more than a burst.
+		// Behind by more than a burst (idle): start afresh with one.
 		pc.start, pc.sent = now.Add(-time.Duration(float64(burst)/float64(rate)*float64(time.Second))), 0
 	}
 	pc.sent += int64(n)

@@ -194,7 +194,7 @@ func TestShape(t *testing.T) {
 	if err := roundTrip(c, r, big, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	min := time.Duration(float64((512<<10)-burst) / rate * float64(time.Second))
+	min := time.Duration(float64((512<<10)-slack(rate)) / rate * float64(time.Second))
 	if el := time.Since(start); el < min {
 		t.Errorf("512 KiB took %v at %d B/s, want at least %v", el, rate, min)
 	}

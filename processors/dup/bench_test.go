@@ -40,19 +40,6 @@ func benchSize(b *testing.B) int64 {
 	return 1 << 30
 }
 
-// pattern is a deterministic, incompressible-enough byte stream.
-type pattern struct{ x uint64 }
-
-func (p *pattern) Read(b []byte) (int, error) {
-	for i := range b {
-		p.x ^= p.x << 13
-		p.x ^= p.x >> 7
-		p.x ^= p.x << 17
-		b[i] = byte(p.x)
-	}
-	return len(b), nil
-}
-
 // peak samples the Go heap (HeapInuse + StackInuse) while it runs.
 type peak struct {
 	max  atomic.Uint64
@@ -127,7 +114,7 @@ func BenchmarkStreamingCopy1GiB(b *testing.B) {
 		}
 	}
 	start := time.Now()
-	info, err := src.Put(ctx, space, id, io.LimitReader(&pattern{x: 88172645463325252}, size), storage.PutOptions{Size: size, MimeType: "application/octet-stream"})
+	info, err := src.Put(ctx, space, id, testenv.Pattern(88172645463325252, size), storage.PutOptions{Size: size, MimeType: "application/octet-stream"})
 	if err != nil {
 		b.Fatal(err)
 	}

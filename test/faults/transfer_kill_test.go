@@ -19,6 +19,7 @@ import (
 	"github.com/millfleet/mill/internal/faultproxy"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/policy"
@@ -43,20 +44,7 @@ const (
 	childEnv     = "MILL_TRANSFER_CHILD"
 )
 
-// xorshift is a deterministic byte stream.
-type xorshift struct{ x uint64 }
-
-func (p *xorshift) Read(b []byte) (int, error) {
-	for i := range b {
-		p.x ^= p.x << 13
-		p.x ^= p.x >> 7
-		p.x ^= p.x << 17
-		b[i] = byte(p.x)
-	}
-	return len(b), nil
-}
-
-func content() io.Reader { return io.LimitReader(&xorshift{x: 0x9e3779b97f4a7c15}, killSize) }
+func content() io.Reader { return testenv.Pattern(0x9e3779b97f4a7c15, killSize) }
 
 // TestKillTransfer kills a worker process with SIGKILL at about 60 % of a
 // streamed multipart copy (the dup processor) and then of a bit check
@@ -69,34 +57,9 @@ func TestKillTransfer(t *testing.T) {
 	cfg := testenv.AWS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	u, err := url.Parse(testenv.Endpoint())
-	if err != nil || u.Host == "" {
-		t.Skipf("no emulator endpoint (%q)", testenv.Endpoint())
-	}
-	proxy, err := faultproxy.New(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	direct := cfg.S3(func(o *s3.Options) { o.UsePathStyle = true })
 	prefix := testenv.Prefix(t)
-	for _, b := range []string{prefix + "src", prefix + "dst", prefix + "state"} {
-		if _, err := direct.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
-			t.Fatal(err)
-		}
-		testenv.CleanupBucket(t, direct, b)
-	}
-	src, _ := s3store.New(direct, s3store.Config{Bucket: prefix + "src"})
-	dst, _ := s3store.New(direct, s3store.Config{Bucket: prefix + "dst"})
-	for _, s := range []*s3store.Store{src, dst} {
-		if err := s.CreateSpace(ctx, "s"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	info, err := src.Put(ctx, "s", "big", content(), storage.PutOptions{Size: killSize})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newKillFixture(t, ctx, cfg, prefix, "")
+	proxy, direct, dst, info := f.proxy, f.direct, f.dst, f.info
 	proxy.SetShape(faultproxy.Shape{Rate: killRate, Latency: 20 * time.Millisecond})
 	env := []string{"MILL_KILL_ENDPOINT=" + proxy.URL(), "MILL_KILL_PREFIX=" + prefix, "MILL_KILL_MD5=" + info.Checksum}
 	dir := t.TempDir()
@@ -162,6 +125,46 @@ func TestKillTransfer(t *testing.T) {
 	if out, err := direct.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(prefix + "dst")}); err != nil || len(out.Uploads) != 0 {
 		t.Errorf("incomplete uploads left: %v %v", out, err)
 	}
+}
+
+// killFixture is the kill tests' setup: a proxy in front of the emulator
+// (not shaped yet), buckets <prefix>src, dst and state, stores on src and
+// dst (under storePrefix) with space "s", and the big item in src.
+type killFixture struct {
+	proxy    *faultproxy.Proxy
+	direct   *s3.Client
+	src, dst *s3store.Store
+	info     *storage.Info
+}
+
+func newKillFixture(t *testing.T, ctx context.Context, cfg *awsconfig.Config, prefix, storePrefix string) *killFixture {
+	t.Helper()
+	u, err := url.Parse(testenv.Endpoint())
+	if err != nil || u.Host == "" {
+		t.Skipf("no emulator endpoint (%q)", testenv.Endpoint())
+	}
+	f := &killFixture{direct: cfg.S3(func(o *s3.Options) { o.UsePathStyle = true })}
+	if f.proxy, err = faultproxy.New(u.Host); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.proxy.Close() })
+	for _, b := range []string{prefix + "src", prefix + "dst", prefix + "state"} {
+		if _, err := f.direct.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.CleanupBucket(t, f.direct, b)
+	}
+	f.src, _ = s3store.New(f.direct, s3store.Config{Bucket: prefix + "src", Prefix: storePrefix})
+	f.dst, _ = s3store.New(f.direct, s3store.Config{Bucket: prefix + "dst", Prefix: storePrefix})
+	for _, s := range []*s3store.Store{f.src, f.dst} {
+		if err := s.CreateSpace(ctx, "s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.info, err = f.src.Put(ctx, "s", "big", content(), storage.PutOptions{Size: killSize}); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // firstDiff reads a and b to their ends and returns how many bytes a had
