@@ -112,6 +112,15 @@ func (ps Parts) Run(ctx context.Context) error {
 				return
 			case buf = <-pool:
 			}
+			select {
+			case <-ps.Stop:
+				// Closed while waiting for a buffer: a stop
+				// wins over the next part.
+				pool <- buf
+				suspended = true
+				return
+			default:
+			}
 			if buf == nil {
 				buf = make([]byte, ps.Size)
 			}

@@ -26,6 +26,10 @@ const (
 	// DefaultResumeMinSize: smaller streamed copies keep no checkpoint
 	// (a restart re-sends at most 256 MiB).
 	DefaultResumeMinSize = 256 << 20
+	// DefaultContinueAfter: a resumable copy still running after this
+	// long hands its task back to continue (see Config.ContinueAfter),
+	// within SQS's 12-hour limit on how long a message stays invisible.
+	DefaultContinueAfter = 11 * time.Hour
 )
 
 // UserID is written as the user-id of the AUDIT tasks of the processor's
@@ -125,6 +129,12 @@ type Config struct {
 	// docs/ARCHITECTURE.md, Transfers).
 	Checkpoints   storage.Checkpoints
 	ResumeMinSize int64
+	// ContinueAfter: a resumable copy still running after this long stops
+	// at its next checkpoint and hands its task back (processors.Release:
+	// visible again at once, no attempt counted), so the next receipt —
+	// with a new visibility window — resumes it; the time is counted on
+	// Clock (default DefaultContinueAfter; negative: never).
+	ContinueAfter time.Duration
 	// DisableServerSideCopy makes every copy stream through this process,
 	// even between two stores that could copy server-side (benchmarks).
 	DisableServerSideCopy bool
@@ -147,6 +157,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ResumeMinSize == 0 {
 		c.ResumeMinSize = DefaultResumeMinSize
+	}
+	if c.ContinueAfter == 0 {
+		c.ContinueAfter = DefaultContinueAfter
 	}
 	c.Clock = clock.Or(c.Clock)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
