@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/millfleet/mill/internal/faultproxy"
 	"github.com/millfleet/mill/internal/memstat"
@@ -90,9 +93,10 @@ func measure(b *testing.B, what string, fn func() error) phase {
 // aggregate limit of its streams: a bit check reads every byte once, so
 // its limit is streams × rate; a streamed copy moves every byte twice
 // (down, then up, on the same buffers), so its limit is streams × rate / 2.
-// In the same run: a minimal SDK loop of the same number of ranged GETs
-// through the same proxy, discarding the bytes (what this proxy and
-// emulator deliver at best), and rclone (Debian's, if installed) copying
+// In the same run, through the same proxy: minimal SDK loops with the same
+// streams, parts and memory — ranged GETs discarding the bytes (the read
+// a bit check does) and a copy (ranged GET into a buffer, UploadPart from
+// it) — which show what this proxy and emulator deliver at best; and rclone (Debian's, if installed) copying
 // the same object between the same buckets through the same proxy
 // (server-side copy disabled). Mill with one stream runs on an eighth of
 // the object (same rate, less waiting).
@@ -205,11 +209,14 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	}
 
 	b.ResetTimer()
-	var copyP, copy1, checkP, check1, putP, getP, sdkGet, rcl phase
+	var copyP, copy1, checkP, check1, putP, getP, sdkGet, sdkCp, rcl phase
 	haveRclone := false
 	for range b.N {
 		srcKey := space + "/" + id
 		sdkGet = measure(b, "sdk ranged GETs", func() error { return rangedGets(ctx, shaped, srcBucket, srcKey, size, t) })
+		sdkCp = measure(b, "sdk copy", func() error {
+			return sdkCopy(ctx, shaped, srcBucket, srcKey, dstBucket, "sdk/"+id, size, t)
+		})
 		copyP = measure(b, "mill copy", copyWith(newDup(t), id))
 		copy1 = measure(b, "mill copy, 1 stream (eighth size)", copyWith(newDup(storage.Transfer{Streams: 1}), small))
 		checkP = measure(b, "mill bit check", check(newBit(t), id))
@@ -267,6 +274,8 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	b.ReportMetric(streams*rmb, "check-limit-MB/s")
 	b.ReportMetric(mb(size, checkP)/(streams*rmb), "check/limit")
 	b.ReportMetric(mb(size/8, check1), "check-1stream-MB/s")
+	b.ReportMetric(mb(size, sdkCp), "sdk-copy-MB/s")
+	b.ReportMetric(mb(size, copyP)/mb(size, sdkCp), "copy/sdk-copy")
 	b.ReportMetric(mb(size, sdkGet), "sdk-get-MB/s")
 	b.ReportMetric(mb(size, checkP)/mb(size, sdkGet), "check/sdk-get")
 	b.ReportMetric(mb(size, putP), "put-MB/s")
@@ -281,9 +290,10 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	b.Logf("proxy: %d requests, %d MB up, %d MB down; rate %d B/s per connection each way, latency %v", st.Requests, st.BytesUp/1e6, st.BytesDown/1e6, rate, latency)
 }
 
-// rangedGets reads the object with t.Streams ranged GETs of t.PartSize
-// in flight, discarding the bytes: the SDK's best through the proxy.
-func rangedGets(ctx context.Context, c *s3.Client, bucket, key string, size int64, t storage.Transfer) error {
+// inParts runs part(off, n, buf) for every part of t.PartSize of size
+// bytes on t.Streams workers, each with its own buffer of t.PartSize (the
+// memory of Mill's transfers); the first error stops it.
+func inParts(size int64, t storage.Transfer, part func(off, n int64, buf []byte) error) error {
 	offs := make(chan int64)
 	go func() {
 		defer close(offs)
@@ -295,14 +305,9 @@ func rangedGets(ctx context.Context, c *s3.Client, bucket, key string, size int6
 	errs := make(chan error, t.Streams)
 	for range t.Streams {
 		wg.Go(func() {
+			buf := make([]byte, t.PartSize)
 			for off := range offs {
-				out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
-					Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, min(off+t.PartSize, size)-1))})
-				if err == nil {
-					_, err = io.Copy(io.Discard, out.Body)
-					out.Body.Close()
-				}
-				if err != nil {
+				if err := part(off, min(t.PartSize, size-off), buf); err != nil {
 					errs <- err
 					for range offs {
 					}
@@ -314,6 +319,61 @@ func rangedGets(ctx context.Context, c *s3.Client, bucket, key string, size int6
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// getRange reads n bytes of the object from off into buf.
+func getRange(ctx context.Context, c *s3.Client, bucket, key string, off, n int64, buf []byte) error {
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))})
+	if err != nil {
+		return err
+	}
+	defer out.Body.Close()
+	_, err = io.ReadFull(out.Body, buf[:n])
+	return err
+}
+
+// rangedGets reads the object by t.Streams ranged GETs of t.PartSize in
+// flight, discarding the bytes: the SDK's best read through the proxy.
+func rangedGets(ctx context.Context, c *s3.Client, bucket, key string, size int64, t storage.Transfer) error {
+	return inParts(size, t, func(off, n int64, buf []byte) error { return getRange(ctx, c, bucket, key, off, n, buf) })
+}
+
+// sdkCopy copies the object to dstBucket/dstKey with no more than the SDK:
+// a multipart upload whose parts t.Streams workers fetch by ranged GETs
+// into their buffer and upload from it (no MD5, no CRC of Mill's) — the
+// same protocol work and memory as Mill's streamed copy.
+func sdkCopy(ctx context.Context, c *s3.Client, bucket, key, dstBucket, dstKey string, size int64, t storage.Transfer) error {
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(dstBucket), Key: aws.String(dstKey)})
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var parts []types.CompletedPart
+	err = inParts(size, t, func(off, n int64, buf []byte) error {
+		if err := getRange(ctx, c, bucket, key, off, n, buf); err != nil {
+			return err
+		}
+		num := aws.Int32(int32(off/t.PartSize) + 1)
+		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(dstBucket), Key: aws.String(dstKey), UploadId: up.UploadId,
+			PartNumber: num, Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(n)})
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		parts = append(parts, types.CompletedPart{PartNumber: num, ETag: out.ETag})
+		mu.Unlock()
+		return nil
+	})
+	if err == nil {
+		slices.SortFunc(parts, func(a, b types.CompletedPart) int { return int(*a.PartNumber - *b.PartNumber) })
+		_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(dstBucket), Key: aws.String(dstKey),
+			UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
+	}
+	if err != nil {
+		_, _ = c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: aws.String(dstBucket), Key: aws.String(dstKey), UploadId: up.UploadId})
+	}
+	return err
 }
 
 // rclone copies one object from src to dst ("bucket/key") through the
