@@ -17,20 +17,24 @@ import (
 
 	"github.com/millfleet/mill/internal/faultproxy"
 	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
 )
 
-// TestKillWorkmanTransfer is TestKillTransfer's copy with Workman itself:
-// the workman binary receives a DUP task of the big item from SQS, all its
-// AWS traffic through the S3-shaped proxy, checkpoints in the state bucket
-// (--checkpoint-bucket); it is killed with SIGKILL at about 60 % of the
-// upload, and a second workman receives the same message when its
-// visibility timeout runs out. The copy must complete equal to the source,
-// having sent again at most two parts' worth of bytes up (counted at the
-// proxy), leaving no checkpoint and no incomplete upload.
+// TestKillWorkmanTransfer is TestKillTransfer with Workman itself: the
+// workman binary receives a DUP task of the big item from SQS, then a BIT
+// task of it, all its AWS traffic through the S3-shaped proxy, checkpoints
+// in the state bucket (--checkpoint-bucket, one per part); each time it is
+// killed with SIGKILL at about 60 % of the transfer, and a second workman
+// receives the same message when its visibility timeout runs out. The copy
+// must complete equal to the source and the check must record a success,
+// each having moved again at most two parts' worth of bytes (counted at
+// the proxy), leaving no checkpoint and no incomplete upload.
 func TestKillWorkmanTransfer(t *testing.T) {
 	cfg := testenv.AWS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -46,9 +50,25 @@ func TestKillWorkmanTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = milldb.Up(ctx, pool)
-	pool.Close()
-	if err != nil {
+	defer pool.Close()
+	if _, err := milldb.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	// What the bit check compares the content with: the index row and
+	// the audit log's ADD_CONTENT.
+	table := prefix + "audit"
+	ddb := cfg.DynamoDB()
+	testenv.CleanupTable(t, ddb, table)
+	if _, err := ddb.CreateTable(ctx, auditlog.CreateTableInput(table)); err != nil {
+		t.Fatal(err)
+	}
+	size := info.Size
+	item := contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "big"}
+	if _, err := milldb.NewContentIndex(pool).Upsert(ctx, contentindex.Entry{Item: item, Checksum: info.Checksum, Size: &size, Modified: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auditlog.NewDynamo(ddb, table).Put(ctx, auditlog.Entry{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "big",
+		Action: task.ActionAddContent, Time: time.Now(), Checksum: info.Checksum, Size: &size}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -63,56 +83,69 @@ func TestKillWorkmanTransfer(t *testing.T) {
   {"id": "2", "kind": "s3", "bucket": %q, "prefix": "mill/", "region": "us-east-2"}]}]}`, src, dst))
 	writeFile(t, filepath.Join(conf, "duplication-accounts.json"), `["acme"]`)
 	writeFile(t, filepath.Join(conf, "acme-duplication-policy.json"), `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`)
-	body, err := task.Encode(task.Dup{Account: "acme", StoreID: "1", DestStoreID: "2", SpaceID: "s", ContentID: "big"}.Task(), task.FormatJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := work.Send(ctx, queue.SendEntry{Body: body}); err != nil {
-		t.Fatal(err)
-	}
 	proxy.SetShape(faultproxy.Shape{Rate: killRate, Latency: 20 * time.Millisecond})
 	env := []string{"AWS_ENDPOINT_URL=" + proxy.URL()}
 	args := workmanArgs(prefix, work.Name(), dead.Name(), filepath.Join(dir, "record"), 1,
-		"--task-types", "DUP", "--config-dir", conf, "--database-url", dbURL,
+		"--task-types", "DUP,BIT", "--config-dir", conf, "--database-url", dbURL, "--audit-table", table,
 		"--checkpoint-bucket", state, "--transfer-streams", fmt.Sprint(killStreams), "--transfer-part-size", fmt.Sprint(killPartSize),
-		"--resume-min-size", "1", "--receive-wait", "1s")
+		"--resume-min-size", "1", "--bit-checkpoint-every", fmt.Sprint(killPartSize), "--receive-wait", "1s")
 	logPath := filepath.Join(dir, "workman.log")
-
-	before := proxy.Stats()
-	p := start(t, bin, logPath, env, args...)
-	at := before
-	if !waitFor(3*time.Minute, 20*time.Millisecond, func() bool {
-		at = proxy.Stats()
-		return at.BytesUp-before.BytesUp >= killSize*6/10 || p.exited()
-	}) || p.exited() {
-		t.Fatalf("the first workman did not reach 60 %% of the upload (exited %v); log:\n%s", p.exited(), tail(logPath, 4000))
+	run := func(tk *task.Task, moved func(faultproxy.Stats) int64, done func() bool) (up, down int64) {
+		t.Helper()
+		body, err := task.Encode(tk, task.FormatJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := work.Send(ctx, queue.SendEntry{Body: body}); err != nil {
+			t.Fatal(err)
+		}
+		before := proxy.Stats()
+		p := start(t, bin, logPath, env, args...)
+		at := before
+		if !waitFor(3*time.Minute, 20*time.Millisecond, func() bool {
+			at = proxy.Stats()
+			return moved(at)-moved(before) >= killSize*6/10 || p.exited()
+		}) || p.exited() {
+			t.Fatalf("%s: the first workman did not reach 60 %% (exited %v); log:\n%s", tk.Type, p.exited(), tail(logPath, 4000))
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.done
+		killed := proxy.Stats()
+		p = start(t, bin, logPath, env, args...)
+		if !waitFor(4*time.Minute, 200*time.Millisecond, func() bool { return done() || p.exited() }) || !done() {
+			t.Fatalf("%s: the second workman did not finish the task (exited %v); log:\n%s", tk.Type, p.exited(), tail(logPath, 4000))
+		}
+		after := proxy.Stats()
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		if err := p.wait(t, time.Minute); err != nil {
+			t.Errorf("%s: the second workman: %v; log:\n%s", tk.Type, err, tail(logPath, 4000))
+		}
+		up, down = after.BytesUp-before.BytesUp, after.BytesDown-before.BytesDown
+		t.Logf("RESULT kill-workman-%s: killed at %.0f %% (%d MB up, %d MB down); whole run %d MB up, %d MB down for a %d MB object (part %d MiB, %d streams; SQS, checkpoints and listings included)",
+			tk.Type, 100*float64(moved(at)-moved(before))/killSize, (killed.BytesUp-before.BytesUp)/1e6, (killed.BytesDown-before.BytesDown)/1e6,
+			up/1e6, down/1e6, int64(killSize)/1e6, killPartSize>>20, killStreams)
+		return up, down
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-p.done
-	killed := proxy.Stats()
-	p = start(t, bin, logPath, env, args...)
-	var got *storage.Info
-	if !waitFor(4*time.Minute, 200*time.Millisecond, func() bool {
-		got, err = dstStore.Head(ctx, "s", "big")
-		return err == nil || p.exited()
-	}) || err != nil {
-		t.Fatalf("the second workman did not copy the item (exited %v): %v; log:\n%s", p.exited(), err, tail(logPath, 4000))
-	}
-	after := proxy.Stats()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.wait(t, time.Minute); err != nil {
-		t.Errorf("the second workman: %v; log:\n%s", err, tail(logPath, 4000))
-	}
-	up, down := after.BytesUp-before.BytesUp, after.BytesDown-before.BytesDown
-	t.Logf("RESULT kill-workman-copy: killed at %.0f %% (%d MB up, %d MB down); whole run %d MB up, %d MB down for a %d MB object: re-sent %.2f parts up, %.2f parts down (part %d MiB, %d streams; SQS, checkpoints and listings included)",
-		100*float64(at.BytesUp-before.BytesUp)/killSize, (killed.BytesUp-before.BytesUp)/1e6, (killed.BytesDown-before.BytesDown)/1e6,
-		up/1e6, down/1e6, int64(killSize)/1e6, float64(up-killSize)/killPartSize, float64(down-killSize)/killPartSize, killPartSize>>20, killStreams)
 	const slack = 1 << 20
-	if up-killSize > 2*killPartSize+slack {
-		t.Errorf("re-sent %d bytes up, more than two parts (%d)", up-killSize, 2*killPartSize)
+	resent := func(what string, n int64) {
+		t.Helper()
+		t.Logf("RESULT kill-workman: %s re-sent %.2f parts", what, float64(n)/killPartSize)
+		if n > 2*killPartSize+slack {
+			t.Errorf("%s: re-sent %d bytes, more than two parts (%d)", what, n, 2*killPartSize)
+		}
 	}
+
+	// The copy.
+	var got *storage.Info
+	up, down := run(task.Dup{Account: "acme", StoreID: "1", DestStoreID: "2", SpaceID: "s", ContentID: "big"}.Task(),
+		func(s faultproxy.Stats) int64 { return s.BytesUp }, func() bool {
+			got, err = dstStore.Head(ctx, "s", "big")
+			return err == nil
+		})
+	resent("copy up", up-killSize)
+	resent("copy down", down-killSize)
 	rc, _, err := dstStore.Get(ctx, "s", "big")
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +154,21 @@ func TestKillWorkmanTransfer(t *testing.T) {
 	if n, diff := firstDiff(rc, content()); n != killSize || diff >= 0 || got.Checksum != info.Checksum {
 		t.Errorf("destination: %d bytes, first difference at %d, MD5 %s (source %s)", n, diff, got.Checksum, info.Checksum)
 	}
-	// The checkpoint goes when the copy completes; allow the second
+
+	// The bit check of the source item.
+	blog := milldb.NewBitLog(pool)
+	var rows []bitlog.Row
+	_, down = run(task.Bit{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "big", RunID: "kill"}.Task(),
+		func(s faultproxy.Stats) int64 { return s.BytesDown }, func() bool {
+			rows, _, err = blog.Results(ctx, bitlog.Filter{RunID: "kill"})
+			return err == nil && len(rows) > 0
+		})
+	resent("check down", down-killSize)
+	if len(rows) != 1 || rows[0].Result != bitlog.ResultSuccess || rows[0].ContentChecksum != info.Checksum {
+		t.Errorf("bit log after the check: %+v", rows)
+	}
+
+	// The checkpoints go when a transfer completes; allow the second
 	// workman's last requests to land.
 	if !waitFor(30*time.Second, 200*time.Millisecond, func() bool {
 		out, err := direct.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(state)})
