@@ -10,6 +10,11 @@
 #   MILL_BENCH_SHAPE_RATE  per-connection cap of the S3-like proxy of
 #                         test/transfer, bytes/s each way (default 4 MiB/s)
 #   MILL_BENCH_SHAPE_LATENCY_MS its per-request latency (default 20)
+#   MILL_BENCH_S3_ENDPOINT the S3 behind that proxy (default: LocalStack at
+#                         127.0.0.1:$MILL_LOCALSTACK_PORT when it answers —
+#                         localstack/host.sh up — else AWS_ENDPOINT_URL; moto
+#                         reads a whole object for every ranged GET, which
+#                         caps parallel reads below the shaping)
 #   MILL_BENCH_BITLOG_ROWS rows of the bit log retention benchmark (default
 #                         200000; the acceptance size is 10000000, which
 #                         takes a few minutes to write and about 4 GB)
@@ -38,6 +43,14 @@ if ! command -v rclone >/dev/null 2>&1; then
       echo "bench: could not install rclone; its row will be n/a" >&2
   else
     echo "bench: rclone is not installed (apt-get install rclone); its row will be n/a" >&2
+  fi
+fi
+if [[ -z ${MILL_BENCH_S3_ENDPOINT:-} ]]; then
+  ls_endpoint=http://127.0.0.1:${MILL_LOCALSTACK_PORT:-4567}
+  if curl -sf -o /dev/null --max-time 2 "$ls_endpoint/_localstack/health" 2>/dev/null; then
+    export MILL_BENCH_S3_ENDPOINT=$ls_endpoint
+  else
+    echo "bench: LocalStack does not answer at $ls_endpoint: the shaped transfers run on moto, whose ranged GETs cap them (localstack/host.sh up)" >&2
   fi
 fi
 log=${BENCH_LOG:-.local/bench.log}

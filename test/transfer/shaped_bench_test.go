@@ -89,7 +89,8 @@ func measure(b *testing.B, what string, fn func() error) phase {
 // streams of a copy then move 34 MB/s through the emulator, a third of
 // what it serves here unshaped; at 16 MiB/s the emulator, not the
 // shaping, set the pace) with MILL_BENCH_SHAPE_LATENCY_MS per request
-// (default 20), and reports each transfer's throughput against the
+// (default 20), in front of the S3 at MILL_BENCH_S3_ENDPOINT (default
+// AWS_ENDPOINT_URL), and reports each transfer's throughput against the
 // aggregate limit of its streams: a bit check reads every byte once, so
 // its limit is streams × rate; a streamed copy moves every byte twice
 // (down, then up, on the same buffers), so its limit is streams × rate / 2.
@@ -98,7 +99,14 @@ func measure(b *testing.B, what string, fn func() error) phase {
 // a bit check does) and a copy (ranged GET into a buffer, UploadPart from
 // it) — which show what this proxy and emulator deliver at best; and rclone (Debian's, if installed) copying
 // the same object between the same buckets through the same proxy
-// (server-side copy disabled). Mill with one stream runs on an eighth of
+// (server-side copy disabled), and downloading it for its MD5 (rclone
+// md5sum --download, a bit check's work). The emulator must serve a ranged
+// GET in time proportional to the range: moto reads the whole object for
+// each one (about 0.5 s per GET of a 1 GiB object here, one at a time),
+// which caps every parallel read below the shaping, Mill's and the SDK's
+// alike; LocalStack's S3 serves a 16 MiB range of it in 25 ms
+// (scripts/bench.sh points this benchmark at LocalStack when it answers).
+// Mill with one stream runs on an eighth of
 // the object (same rate, less waiting).
 func BenchmarkShapedTransfers(b *testing.B) {
 	cfg := testenv.AWS(b)
@@ -107,16 +115,22 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	latency := time.Duration(envInt(b, "MILL_BENCH_SHAPE_LATENCY_MS", 20)) * time.Millisecond
 	t := storage.Transfer{}.WithDefaults()
 	ctx := context.Background()
-	u, err := url.Parse(testenv.Endpoint())
-	if err != nil || u.Host == "" {
-		b.Skipf("no emulator endpoint to put the proxy in front of (%q)", testenv.Endpoint())
+	endpoint := testenv.Endpoint()
+	if ep := os.Getenv("MILL_BENCH_S3_ENDPOINT"); ep != "" {
+		testenv.RequireLoopback(b, "MILL_BENCH_S3_ENDPOINT", ep)
+		endpoint = ep
 	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		b.Skipf("no emulator endpoint to put the proxy in front of (%q)", endpoint)
+	}
+	b.Logf("S3 endpoint behind the proxy: %s", endpoint)
 	proxy, err := faultproxy.New(u.Host)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer proxy.Close()
-	direct := cfg.S3(func(o *s3.Options) { o.UsePathStyle = true })
+	direct := cfg.S3(func(o *s3.Options) { o.UsePathStyle = true; o.BaseEndpoint = aws.String(endpoint) })
 	shaped := cfg.S3(func(o *s3.Options) { o.UsePathStyle = true; o.BaseEndpoint = aws.String(proxy.URL()) })
 	prefix := testenv.Prefix(b)
 	srcBucket, dstBucket := prefix+"src", prefix+"dst"
@@ -209,7 +223,7 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	}
 
 	b.ResetTimer()
-	var copyP, copy1, checkP, check1, putP, getP, sdkGet, sdkCp, rcl phase
+	var copyP, copy1, checkP, check1, putP, getP, sdkGet, sdkCp, rcl, rclSum phase
 	haveRclone := false
 	for range b.N {
 		srcKey := space + "/" + id
@@ -243,7 +257,11 @@ func BenchmarkShapedTransfers(b *testing.B) {
 		if bin, err := exec.LookPath("rclone"); err == nil {
 			haveRclone = true
 			rcl = measure(b, "rclone copy", func() error {
-				return rclone(ctx, bin, proxy.URL(), srcBucket+"/"+space+"/"+id, dstBucket+"/rclone/"+id)
+				return rclone(ctx, bin, proxy.URL(), "copyto", "mill:"+srcBucket+"/"+space+"/"+id, "mill:"+dstBucket+"/rclone/"+id,
+					"--disable", "copy", "--s3-chunk-size", "16M", "--s3-upload-concurrency", "4", "--transfers", "1")
+			})
+			rclSum = measure(b, "rclone md5sum --download", func() error {
+				return rclone(ctx, bin, proxy.URL(), "md5sum", "--download", "mill:"+srcBucket+"/"+space+"/"+id)
 			})
 		} else {
 			b.Log("rclone not installed: no rclone figures (apt-get install rclone)")
@@ -283,6 +301,8 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	if haveRclone {
 		b.ReportMetric(mb(size, rcl), "rclone-MB/s")
 		b.ReportMetric(mb(size, copyP)/mb(size, rcl), "copy/rclone")
+		b.ReportMetric(mb(size, rclSum), "rclone-md5sum-MB/s")
+		b.ReportMetric(mb(size, checkP)/mb(size, rclSum), "check/rclone-md5sum")
 	}
 	b.ReportMetric(copyP.peakMiB, "copy-peak-rss-MiB")
 	b.ReportMetric(checkP.peakMiB, "check-peak-rss-MiB")
@@ -376,13 +396,12 @@ func sdkCopy(ctx context.Context, c *s3.Client, bucket, key, dstBucket, dstKey s
 	return err
 }
 
-// rclone copies one object from src to dst ("bucket/key") through the
-// proxy with its defaults for S3 but Mill's part size, server-side copy
-// disabled so the bytes pass through it.
-func rclone(ctx context.Context, bin, endpoint, src, dst string) error {
-	cmd := exec.CommandContext(ctx, bin, "copyto", "mill:"+src, "mill:"+dst,
-		"--disable", "copy", "--s3-chunk-size", "16M", "--s3-upload-concurrency", "4", "--transfers", "1",
-		"--retries", "3", "--config", os.DevNull)
+// rclone runs an rclone command on the remote "mill:" (S3 through the
+// proxy at endpoint) with its defaults but args: a copy with Mill's part
+// size and streams, server-side copy disabled so the bytes pass through
+// it, or a download and MD5 of an object (what a bit check does).
+func rclone(ctx context.Context, bin, endpoint string, args ...string) error {
+	cmd := exec.CommandContext(ctx, bin, append(args, "--retries", "3", "--config", os.DevNull)...)
 	// The endpoint is plain HTTP on loopback: no CA bundle (rclone's SDK
 	// fails on one it cannot load into its transport).
 	var env []string
