@@ -10,7 +10,8 @@
 #   MILL_BENCH_SHAPE_RATE  per-connection cap of the S3-like proxy of
 #                         test/transfer, bytes/s each way (default 4 MiB/s)
 #   MILL_BENCH_SHAPE_LATENCY_MS its per-request latency (default 20)
-#   MILL_BENCH_S3_ENDPOINT the S3 behind that proxy (default: LocalStack at
+#   MILL_BENCH_S3_ENDPOINT the S3 behind that proxy and of processors/dup's
+#                         streamed copy, both ranged reads (default: LocalStack at
 #                         127.0.0.1:$MILL_LOCALSTACK_PORT when it answers —
 #                         localstack/host.sh up — else AWS_ENDPOINT_URL; moto
 #                         reads a whole object for every ranged GET, which
@@ -50,7 +51,7 @@ if [[ -z ${MILL_BENCH_S3_ENDPOINT:-} ]]; then
   if curl -sf -o /dev/null --max-time 2 "$ls_endpoint/_localstack/health" 2>/dev/null; then
     export MILL_BENCH_S3_ENDPOINT=$ls_endpoint
   else
-    echo "bench: LocalStack does not answer at $ls_endpoint: the shaped transfers run on moto, whose ranged GETs cap them (localstack/host.sh up)" >&2
+    echo "bench: LocalStack does not answer at $ls_endpoint: the big transfers run on moto, whose ranged GETs cap them (localstack/host.sh up)" >&2
   fi
 fi
 log=${BENCH_LOG:-.local/bench.log}
