@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,11 +71,10 @@ type phase struct {
 	peakMiB float64
 }
 
-// measure runs fn as one phase. The heap the phases before it left is
-// returned to the system first, so that the peak is this phase's own.
+// measure runs fn as one phase (memstat.ResetPeak first: the peak is this
+// phase's own).
 func measure(b *testing.B, what string, fn func() error) phase {
 	b.Helper()
-	debug.FreeOSMemory()
 	memstat.ResetPeak()
 	t0 := time.Now()
 	if err := fn(); err != nil {
