@@ -41,7 +41,11 @@ const (
 	killStreams  = 2
 	killRate     = 8 << 20
 	killSize     = killParts * killPartSize
-	childEnv     = "MILL_TRANSFER_CHILD"
+	// killAt is where the first process is killed: at about 60 %, half a
+	// part past 12 parts, so that parts are in flight (60 % itself is
+	// where the sixth pair of parts ends and a checkpoint is written).
+	killAt   = killSize*6/10 + killPartSize/2
+	childEnv = "MILL_TRANSFER_CHILD"
 )
 
 func content() io.Reader { return testenv.Pattern(0x9e3779b97f4a7c15, killSize) }
@@ -59,7 +63,7 @@ func TestKillTransfer(t *testing.T) {
 	defer cancel()
 	prefix := testenv.Prefix(t)
 	f := newKillFixture(t, ctx, cfg, prefix, "")
-	proxy, direct, dst, info := f.proxy, f.direct, f.dst, f.info
+	proxy, direct, info := f.proxy, f.direct, f.info
 	proxy.SetShape(faultproxy.Shape{Rate: killRate, Latency: 20 * time.Millisecond})
 	env := []string{"MILL_KILL_ENDPOINT=" + proxy.URL(), "MILL_KILL_PREFIX=" + prefix, "MILL_KILL_MD5=" + info.Checksum}
 	dir := t.TempDir()
@@ -80,7 +84,7 @@ func TestKillTransfer(t *testing.T) {
 		at := before
 		if !waitFor(3*time.Minute, 20*time.Millisecond, func() bool {
 			at = proxy.Stats()
-			return job.moved(at)-job.moved(before) >= killSize*6/10 || p.exited()
+			return job.moved(at)-job.moved(before) >= killAt || p.exited()
 		}) || p.exited() {
 			t.Fatalf("%s: the first process did not reach 60 %% (exited %v); log:\n%s", job.name, p.exited(), tail(logPath, 4000))
 		}
@@ -109,20 +113,26 @@ func TestKillTransfer(t *testing.T) {
 			t.Errorf("%s: re-sent %d bytes up and %d down, more than two parts (%d) each way", job.name, up-wantUp, down-wantDown, 2*killPartSize)
 		}
 	}
-	// The copy, byte for byte.
-	rc, got, err := dst.Get(ctx, "s", "big")
+	f.verifyCopy(t, ctx, prefix+"dst")
+	// No checkpoint left behind.
+	if out, err := direct.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(prefix + "state")}); err != nil || len(out.Contents) != 0 {
+		t.Errorf("state bucket after the transfers: %v %v", out, err)
+	}
+}
+
+// verifyCopy checks the copy of the big item byte for byte against the
+// source, and that no incomplete upload is left in its bucket.
+func (f *killFixture) verifyCopy(t *testing.T, ctx context.Context, bucket string) {
+	t.Helper()
+	rc, got, err := f.dst.Get(ctx, "s", "big")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	if n, diff := firstDiff(rc, content()); n != killSize || diff >= 0 || got.Checksum != info.Checksum {
-		t.Errorf("destination: %d bytes, first difference at %d, MD5 %s (source %s)", n, diff, got.Checksum, info.Checksum)
+	if n, diff := firstDiff(rc, content()); n != killSize || diff >= 0 || got.Checksum != f.info.Checksum {
+		t.Errorf("destination: %d bytes, first difference at %d, MD5 %s (source %s)", n, diff, got.Checksum, f.info.Checksum)
 	}
-	// Nothing left behind: no checkpoint, no incomplete upload.
-	if out, err := direct.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(prefix + "state")}); err != nil || len(out.Contents) != 0 {
-		t.Errorf("state bucket after the transfers: %v %v", out, err)
-	}
-	if out, err := direct.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(prefix + "dst")}); err != nil || len(out.Uploads) != 0 {
+	if out, err := f.direct.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)}); err != nil || len(out.Uploads) != 0 {
 		t.Errorf("incomplete uploads left: %v %v", out, err)
 	}
 }
