@@ -7,6 +7,15 @@
 # Environment:
 #   MILL_BENCH_BIG_BYTES  size of the "1 GiB" objects (default 1073741824);
 #                         e.g. MILL_BENCH_BIG_BYTES=$((64<<20)) for a quick run
+#   MILL_BENCH_SHAPE_RATE  per-connection cap of the S3-like proxy of
+#                         test/transfer, bytes/s each way (default 4 MiB/s)
+#   MILL_BENCH_SHAPE_LATENCY_MS its per-request latency (default 20)
+#   MILL_BENCH_S3_ENDPOINT the S3 behind that proxy and of processors/dup's
+#                         streamed copy, both ranged reads (default: LocalStack at
+#                         127.0.0.1:$MILL_LOCALSTACK_PORT when it answers —
+#                         localstack/host.sh up — else AWS_ENDPOINT_URL; moto
+#                         reads a whole object for every ranged GET, which
+#                         caps parallel reads below the shaping)
 #   MILL_BENCH_BITLOG_ROWS rows of the bit log retention benchmark (default
 #                         200000; the acceptance size is 10000000, which
 #                         takes a few minutes to write and about 4 GB)
@@ -26,6 +35,25 @@ fi
 export MILL_BENCH_BIG_BYTES=${MILL_BENCH_BIG_BYTES:-$((1 << 30))}
 # processors/dup reads its own variable; one knob sizes every big object.
 export MILL_BENCH_DUP_BYTES=${MILL_BENCH_DUP_BYTES:-$MILL_BENCH_BIG_BYTES}
+# rclone is the shaped transfer benchmark's reference (Debian's package).
+if ! command -v rclone >/dev/null 2>&1; then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "bench: installing rclone (Debian package) for the shaped transfer benchmark" >&2
+    apt-get install -y -qq rclone >/dev/null 2>&1 ||
+      { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq rclone >/dev/null 2>&1; } ||
+      echo "bench: could not install rclone; its row will be n/a" >&2
+  else
+    echo "bench: rclone is not installed (apt-get install rclone); its row will be n/a" >&2
+  fi
+fi
+if [[ -z ${MILL_BENCH_S3_ENDPOINT:-} ]]; then
+  ls_endpoint=http://127.0.0.1:${MILL_LOCALSTACK_PORT:-4567}
+  if curl -sf -o /dev/null --max-time 2 "$ls_endpoint/_localstack/health" 2>/dev/null; then
+    export MILL_BENCH_S3_ENDPOINT=$ls_endpoint
+  else
+    echo "bench: LocalStack does not answer at $ls_endpoint: the big transfers run on moto, whose ranged GETs cap them (localstack/host.sh up)" >&2
+  fi
+fi
 log=${BENCH_LOG:-.local/bench.log}
 mkdir -p "$(dirname "$log")"
 

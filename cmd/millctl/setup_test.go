@@ -159,9 +159,14 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 	}
 	// The claim check's blobs in the state bucket expire a day after the
 	// dead-letter retention (14 d), their noncurrent versions after a day.
+	// The transfers' checkpoints expire a day after S3 aborts their
+	// uploads.
 	lc, err := s3c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(n.state)})
-	if err != nil || len(lc.Rules) != 1 {
-		t.Errorf("state bucket lifecycle: %+v %v, want the claim-check rule", lc, err)
+	if err != nil || len(lc.Rules) != 2 {
+		t.Errorf("state bucket lifecycle: %+v %v, want the claim-check and checkpoint rules", lc, err)
+	} else if r := lc.Rules[1]; aws.ToString(r.ID) != "mill-transfer-checkpoints" || aws.ToString(r.Filter.Prefix) != setup.CheckpointPrefix ||
+		r.Expiration == nil || aws.ToInt32(r.Expiration.Days) != setup.DefaultAbortUploadsDays+1 {
+		t.Errorf("checkpoint lifecycle rule: %+v", r)
 	} else if r := lc.Rules[0]; aws.ToString(r.ID) != "mill-claim-check" || r.Filter == nil || aws.ToString(r.Filter.Prefix) != "claims/" ||
 		r.Expiration == nil || aws.ToInt32(r.Expiration.Days) != 15 || r.NoncurrentVersionExpiration == nil ||
 		aws.ToInt32(r.NoncurrentVersionExpiration.NoncurrentDays) != 1 || r.Status != s3types.ExpirationStatusEnabled {
@@ -241,7 +246,7 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 			t.Errorf("drift run output lacks %q", want)
 		}
 	}
-	if lc, err := s3c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(n.state)}); err != nil || len(lc.Rules) != 1 {
+	if lc, err := s3c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(n.state)}); err != nil || len(lc.Rules) != 2 {
 		t.Errorf("claim-check lifecycle rule not repaired: %+v %v", lc, err)
 	}
 	if rp, _ := setup.ParseRedrivePolicy(attrs(queue.KeyBit)["RedrivePolicy"]); rp.MaxReceiveCount != 10 {
@@ -351,11 +356,11 @@ func TestSetupStoreBuckets(t *testing.T) {
 		t.Fatalf("stores validate --buckets: exit %d\n%s", code, out)
 	}
 	code, out, _ = setupRun(t, env, n.args("--skip-db", "--trash-retention", "240h")...)
-	if code != 0 || !strings.Contains(out, "store     s3://"+store) || !strings.Contains(out, " updated: expiry of a/.mill-trash/ after 10 days; expiry of b/.mill-trash/ after 10 days") {
+	if code != 0 || !strings.Contains(out, "store     s3://"+store) || !strings.Contains(out, ` updated: expiry of a/.mill-trash/ after 10 days; abort of incomplete multipart uploads under "a/" after 7 days; expiry of b/.mill-trash/ after 10 days; abort of incomplete multipart uploads under "b/" after 7 days`) {
 		t.Fatalf("setup: exit %d\n%s", code, out)
 	}
 	lc, err := s3c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(store)})
-	if err != nil || len(lc.Rules) != 2 {
+	if err != nil || len(lc.Rules) != 4 {
 		t.Fatalf("store bucket lifecycle: %+v, %v", lc, err)
 	}
 	code, out, _ = setupRun(t, env, "stores", "validate", "--buckets", "--trash-retention", "240h")

@@ -41,6 +41,7 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
 	"github.com/millfleet/mill/processors"
@@ -82,43 +83,47 @@ func main() {
 
 // options are the parsed flags.
 type options struct {
-	queues          string
-	prefix          string
-	deadLetter      string
-	workers         int
-	receiveWait     time.Duration
-	timeouts        string
-	defaultTimeout  time.Duration
-	queueBackoffMin time.Duration
-	queueBackoffMax time.Duration
-	minShare        string
-	longPollWait    time.Duration
-	grace           time.Duration
-	httpAddr        string
-	metricsInterval time.Duration
-	cloudwatch      bool
-	namespace       string
-	maxAttempts     int
-	workerID        string
-	logLevel        string
-	format          string
-	noopSleep       time.Duration
-	noopRecord      string
-	taskTypes       string
-	configBucket    string
-	configPrefix    string
-	configDir       string
-	policyRefresh   time.Duration
-	auditTable      string
-	databaseURL     string
-	reportsBucket   string
-	reportsPrefix   string
-	recheckDelay    time.Duration
-	notifyTopic     *string
-	adminReports    bool
-	dupRestoreDays  int
-	claims          *wiring.Claims
-	fleet           *fleetOptions
+	queues                             string
+	prefix                             string
+	deadLetter                         string
+	workers                            int
+	receiveWait                        time.Duration
+	timeouts                           string
+	defaultTimeout                     time.Duration
+	queueBackoffMin                    time.Duration
+	queueBackoffMax                    time.Duration
+	minShare                           string
+	longPollWait                       time.Duration
+	grace                              time.Duration
+	httpAddr                           string
+	metricsInterval                    time.Duration
+	cloudwatch                         bool
+	namespace                          string
+	maxAttempts                        int
+	workerID                           string
+	logLevel                           string
+	format                             string
+	noopSleep                          time.Duration
+	noopRecord                         string
+	taskTypes                          string
+	configBucket                       string
+	configPrefix                       string
+	configDir                          string
+	policyRefresh                      time.Duration
+	auditTable                         string
+	databaseURL                        string
+	reportsBucket                      string
+	reportsPrefix                      string
+	checkpointBucket, checkpointPrefix string
+	transferStreams                    int
+	transferPartSize, resumeMinSize    int64
+	bitCheckpointEvery                 int64
+	recheckDelay                       time.Duration
+	notifyTopic                        *string
+	adminReports                       bool
+	dupRestoreDays                     int
+	claims                             *wiring.Claims
+	fleet                              *fleetOptions
 }
 
 func defineFlags(fs *flag.FlagSet) *options {
@@ -156,6 +161,12 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.adminReports, "report-admin-space", false, "also store each bit-integrity report in the account's primary store, space\nx-duracloud-admin, named as the Java Mill names them (audited writes)")
 	fs.IntVar(&o.dupRestoreDays, "dup-restore-days", 0, "when a DUP must copy an archived source item (S3 Glacier, Deep Archive), ask S3 to\nrestore it for this many `days` before dead-lettering the task (redrive it once restored);\n0: dead-letter it without asking")
 	o.notifyTopic = wiring.NotifyFlag(fs)
+	fs.IntVar(&o.transferStreams, "transfer-streams", storage.DefaultStreams, "parts in flight of one streamed copy or bit check read (ranged GETs, parts uploaded);\nmemory per transfer is streams x part size")
+	fs.Int64Var(&o.transferPartSize, "transfer-part-size", storage.DefaultPartSize, "`bytes` of one part of a streamed copy or bit check read (at least 5 MiB)")
+	fs.StringVar(&o.checkpointBucket, "checkpoint-bucket", wiring.DefaultStateBucket, "S3 `bucket` where long copies and bit checks keep their checkpoints (the state bucket;\nempty: none, a restarted transfer starts over)")
+	fs.StringVar(&o.checkpointPrefix, "checkpoint-prefix", wiring.DefaultCheckpointPrefix, "key `prefix` of the checkpoints in the checkpoint bucket")
+	fs.Int64Var(&o.resumeMinSize, "resume-min-size", bit.DefaultResumeMinSize, "`bytes`: copies and bit checks of items at least this big are resumable")
+	fs.Int64Var(&o.bitCheckpointEvery, "bit-checkpoint-every", bit.DefaultCheckpointEvery, "`bytes` a resumable bit check reads between two checkpoints (a copy saves one per part)")
 	o.claims = wiring.ClaimsFlags(fs)
 	o.fleet = fleetFlags(fs)
 	fs.DurationVar(&o.recheckDelay, "recheck-delay", bit.DefaultRecheckDelay, "the bit check's \"wait before trying again\" (cases 4, 8, 9, 10), also the report's\nwait for missing results (at most 15m)")
@@ -316,8 +327,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: o.databaseURL,
 		ReportsBucket: o.reportsBucket, ReportsPrefix: o.reportsPrefix, Types: types,
 		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports,
-		DupRestoreDays: o.dupRestoreDays,
-		Format:         format, RecheckDelay: o.recheckDelay, Noop: noopCfg, Logger: logger,
+		DupRestoreDays:   o.dupRestoreDays,
+		CheckpointBucket: o.checkpointBucket, CheckpointPrefix: o.checkpointPrefix,
+		Transfer:      storage.Transfer{Streams: o.transferStreams, PartSize: o.transferPartSize},
+		ResumeMinSize: o.resumeMinSize, CheckpointEvery: o.bitCheckpointEvery,
+		Format: format, RecheckDelay: o.recheckDelay, Noop: noopCfg, Logger: logger,
 	})
 	if err != nil {
 		return err

@@ -14,6 +14,14 @@
 //
 // Restore returns to Up: paused connections resume, new ones are forwarded.
 // The listening port never changes, so clients need not be reconfigured.
+//
+// A Shape makes the proxy behave like a distant service such as S3 (the
+// transfer benchmarks and the kill tests use it): every connection is
+// capped at Rate bytes per second in each direction, and every request
+// waits Latency before it is forwarded (a request is recognised as the
+// first bytes a client sends after the target has answered, or on a new
+// connection — HTTP/1.1 request/response turns). Stats counts the bytes
+// each way, so a test can tell how much was sent again after a failure.
 // All methods are safe for concurrent use.
 package faultproxy
 
@@ -24,6 +32,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // State is the proxy's mode.
@@ -53,6 +62,17 @@ type Stats struct {
 	Accepted  int64 // connections accepted
 	Forwarded int64 // connections forwarded to the target
 	Reset     int64 // connections reset by Cut (open ones and new ones)
+	Requests  int64 // request turns seen (see Shape)
+	BytesUp   int64 // bytes forwarded from clients to the target
+	BytesDown int64 // bytes forwarded from the target to clients
+}
+
+// Shape is how each connection is held back (zero: not at all).
+type Shape struct {
+	// Rate caps each connection in each direction, bytes per second.
+	Rate int64
+	// Latency delays each request.
+	Latency time.Duration
 }
 
 // Proxy forwards TCP connections from a loopback port to a target address.
@@ -66,13 +86,18 @@ type Proxy struct {
 	conns  map[*pair]struct{}
 	closed bool
 
-	accepted, forwarded, reset atomic.Int64
-	wg                         sync.WaitGroup
+	shape atomic.Pointer[Shape]
+
+	accepted, forwarded, reset, requests, up, down atomic.Int64
+	wg                                             sync.WaitGroup
 }
 
 // pair is one client connection and its upstream connection.
 type pair struct {
 	client, upstream net.Conn
+	// answered is set when the target sent bytes since the client last
+	// did: the client's next bytes start a request.
+	answered atomic.Bool
 }
 
 // New listens on 127.0.0.1 (a free port) and forwards to target
@@ -91,6 +116,7 @@ func New(target string) (*Proxy, error) {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
 	p := &Proxy{ln: ln, target: target, conns: map[*pair]struct{}{}, resume: make(chan struct{})}
+	p.shape.Store(&Shape{})
 	close(p.resume) // not paused
 	p.wg.Go(p.acceptLoop)
 	return p, nil
@@ -112,7 +138,44 @@ func (p *Proxy) State() State {
 
 // Stats returns the counters so far.
 func (p *Proxy) Stats() Stats {
-	return Stats{Accepted: p.accepted.Load(), Forwarded: p.forwarded.Load(), Reset: p.reset.Load()}
+	return Stats{Accepted: p.accepted.Load(), Forwarded: p.forwarded.Load(), Reset: p.reset.Load(),
+		Requests: p.requests.Load(), BytesUp: p.up.Load(), BytesDown: p.down.Load()}
+}
+
+// SetShape shapes every connection from now on (open ones included).
+func (p *Proxy) SetShape(s Shape) { p.shape.Store(&s) }
+
+// pacer holds a byte stream to a rate: after n bytes it waits until the
+// stream is no further ahead than the rate allows. A stream that fell
+// behind (its sleeps overslept on a busy machine, or it waited for the
+// target) may catch up by a burst of slack(rate) bytes, no more: a stream
+// idle for longer starts afresh, so over any stretch of time a connection
+// moves at most the rate's worth plus one burst.
+type pacer struct {
+	start time.Time
+	sent  int64
+}
+
+// slack is a burst: 20 ms at the rate, at least 64 KiB. Scheduler delays
+// on a loaded machine run to several milliseconds; a smaller burst loses
+// each oversleep for good and caps a connection well below its rate.
+func slack(rate int64) int64 { return max(64<<10, rate/50) }
+
+func (pc *pacer) wait(n int, rate int64) {
+	if rate <= 0 {
+		return
+	}
+	burst := slack(rate)
+	now := time.Now()
+	if pc.start.IsZero() || now.Sub(pc.start) > time.Duration(float64(pc.sent+burst)/float64(rate)*float64(time.Second)) {
+		// Behind by more than a burst (idle): start afresh with one.
+		pc.start, pc.sent = now.Add(-time.Duration(float64(burst)/float64(rate)*float64(time.Second))), 0
+	}
+	pc.sent += int64(n)
+	due := pc.start.Add(time.Duration(float64(pc.sent) / float64(rate) * float64(time.Second)))
+	if d := due.Sub(now); d > 0 {
+		time.Sleep(d)
+	}
 }
 
 // Cut resets every open connection and every new one until Restore.
@@ -248,9 +311,10 @@ func (p *Proxy) serve(client net.Conn) {
 	p.mu.Unlock()
 	p.forwarded.Add(1)
 
+	c.answered.Store(true) // the first bytes are a request
 	var done sync.WaitGroup
-	done.Go(func() { p.copy(upstream, client) })
-	done.Go(func() { p.copy(client, upstream) })
+	done.Go(func() { p.copy(c, upstream, client, true) })
+	done.Go(func() { p.copy(c, client, upstream, false) })
 	done.Wait()
 	p.mu.Lock()
 	delete(p.conns, c)
@@ -259,11 +323,13 @@ func (p *Proxy) serve(client net.Conn) {
 	upstream.Close()
 }
 
-// copy moves bytes from src to dst, holding each chunk while the proxy is
-// paused. An orderly EOF is passed on as a half-close; any other end (an
-// error, a cut) closes both connections, which ends the opposite copier too.
-func (p *Proxy) copy(dst, src net.Conn) {
+// copy moves bytes from src to dst (toTarget: the client's side),
+// holding each chunk while the proxy is paused and as the Shape says. An
+// orderly EOF is passed on as a half-close; any other end (an error, a
+// cut) closes both connections, which ends the opposite copier too.
+func (p *Proxy) copy(c *pair, dst, src net.Conn, toTarget bool) {
 	buf := make([]byte, 32*1024)
+	var pc pacer
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
@@ -272,6 +338,23 @@ func (p *Proxy) copy(dst, src net.Conn) {
 				src.Close()
 				dst.Close()
 				return
+			}
+			shape := p.shape.Load()
+			if toTarget {
+				if c.answered.Swap(false) {
+					p.requests.Add(1)
+					if shape.Latency > 0 {
+						time.Sleep(shape.Latency)
+					}
+				}
+			} else {
+				c.answered.Store(true)
+			}
+			pc.wait(n, shape.Rate)
+			if toTarget {
+				p.up.Add(int64(n))
+			} else {
+				p.down.Add(int64(n))
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				src.Close()

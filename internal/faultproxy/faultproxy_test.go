@@ -161,3 +161,46 @@ func TestCloseTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestShape: request turns are counted and each waits the latency (the
+// echo answers while a long line is still being sent, so only the short
+// round trips are whole turns), bytes are counted each way, and a connection moves no faster than the rate
+// (lower bounds only: a loaded machine can only be slower).
+func TestShape(t *testing.T) {
+	p := newProxy(t)
+	const rate, latency = 1 << 20, 30 * time.Millisecond
+	p.SetShape(Shape{Rate: rate, Latency: latency})
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	start := time.Now()
+	for i := range 3 {
+		if err := roundTrip(c, r, "turn"+strings.Repeat("x", i), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if el := time.Since(start); el < 3*latency {
+		t.Errorf("3 requests took %v, want at least %v", el, 3*latency)
+	}
+	if n := p.Stats().Requests; n != 3 {
+		t.Errorf("%d request turns, want 3", n)
+	}
+	// 512 KiB each way at 1 MiB/s: at least (512 KiB - burst)/rate.
+	big := strings.Repeat("y", 512<<10)
+	start = time.Now()
+	if err := roundTrip(c, r, big, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	min := time.Duration(float64((512<<10)-slack(rate)) / rate * float64(time.Second))
+	if el := time.Since(start); el < min {
+		t.Errorf("512 KiB took %v at %d B/s, want at least %v", el, rate, min)
+	}
+	st := p.Stats()
+	wantBytes := int64(len("turn\nturnx\nturnxx\n") + len(big) + 1)
+	if st.BytesUp != wantBytes || st.BytesDown != wantBytes {
+		t.Errorf("stats %+v, want %d bytes each way", st, wantBytes)
+	}
+}

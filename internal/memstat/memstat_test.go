@@ -29,3 +29,24 @@ func TestPeakRSSGrowsWithAnAllocation(t *testing.T) {
 	}
 	_ = buf[len(buf)-1]
 }
+
+// TestResetPeak: after a big allocation is freed, the reset brings the
+// peak back under it.
+func TestResetPeak(t *testing.T) {
+	big := make([]byte, 256<<20)
+	for i := range big {
+		big[i] = 1
+	}
+	before := PeakRSSMiB()
+	if before < 256 {
+		t.Skipf("peak %.0f MiB: /proc not available", before)
+	}
+	big = nil
+	if !ResetPeak() {
+		t.Skip("the kernel refused to reset the peak")
+	}
+	if after := PeakRSSMiB(); after >= before-128 {
+		t.Errorf("peak %.0f MiB after the reset, %.0f before", after, before)
+	}
+	_ = big
+}

@@ -105,6 +105,27 @@ func probe(ep string) error {
 // Endpoint returns AWS_ENDPOINT_URL.
 func Endpoint() string { return os.Getenv("AWS_ENDPOINT_URL") }
 
+// BenchS3EndpointVar names the S3 endpoint of the benchmarks that move big
+// objects by ranged reads. moto reads a whole object for every ranged GET,
+// so on moto those benchmarks measure moto; LocalStack's S3 serves a range
+// in time proportional to the range.
+const BenchS3EndpointVar = "MILL_BENCH_S3_ENDPOINT"
+
+// BenchS3Endpoint returns MILL_BENCH_S3_ENDPOINT (which must be on
+// loopback and answer), else AWS_ENDPOINT_URL.
+func BenchS3Endpoint(t testing.TB) string {
+	t.Helper()
+	ep := os.Getenv(BenchS3EndpointVar)
+	if ep == "" {
+		return Endpoint()
+	}
+	RequireLoopback(t, BenchS3EndpointVar, ep)
+	if err := probe(ep); err != nil {
+		Unavailable(t, "the S3 emulator at "+ep, err)
+	}
+	return ep
+}
+
 // RealAWSVar is the switch that points the integration tests at a real AWS
 // account instead of the local emulator: set it to the 12-digit ID of the
 // account the tests may create (and delete) their resources in.

@@ -19,6 +19,8 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors/bitreport"
 	"github.com/millfleet/mill/processors/noop"
@@ -28,6 +30,9 @@ import (
 const (
 	DefaultConfigBucket  = "mill-config"
 	DefaultReportsBucket = "mill-reports"
+	// DefaultCheckpointPrefix is where the transfers' checkpoints live in
+	// DefaultStateBucket (millctl setup's state bucket).
+	DefaultCheckpointPrefix = "transfers/"
 )
 
 // AWSConfig says where the AWS dependencies live. Every name has the default
@@ -63,6 +68,14 @@ type AWSConfig struct {
 	// where bit-integrity reports go.
 	ReportsBucket string
 	ReportsPrefix string
+	// CheckpointBucket (the state bucket; "" keeps no checkpoints) and
+	// CheckpointPrefix say where long transfers keep their progress;
+	// Transfer, ResumeMinSize and CheckpointEvery are Deps'.
+	CheckpointBucket string
+	CheckpointPrefix string
+	Transfer         storage.Transfer
+	ResumeMinSize    int64
+	CheckpointEvery  int64
 
 	// NotifyTopicARN, when set, is the SNS topic operators' notifications
 	// are published to (notify.SNS); otherwise they are logged.
@@ -173,6 +186,10 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		Notifier: notifier, ReportAdminSpace: cfg.ReportAdminSpace,
 		DupRestoreDays: cfg.DupRestoreDays,
 		Format:         cfg.Format, RecheckDelay: cfg.RecheckDelay, Noop: cfg.Noop,
+		Transfer: cfg.Transfer, ResumeMinSize: cfg.ResumeMinSize, CheckpointEvery: cfg.CheckpointEvery,
+	}
+	if cfg.CheckpointBucket != "" {
+		d.Checkpoints = s3store.NewCheckpoints(s3c, cfg.CheckpointBucket, cfg.CheckpointPrefix)
 	}
 	return d, func() error { db.Close(); return nil }, nil
 }

@@ -80,7 +80,8 @@ func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.O
 }
 
 // DefaultStateBucket is the bucket of the producers' state when neither
-// --state nor --state-bucket says otherwise (millctl setup creates it).
+// --state nor --state-bucket says otherwise, and of the transfers'
+// checkpoints (millctl setup creates it).
 const DefaultStateBucket = "mill-state"
 
 // StateLocation is where a producer keeps its state: state when it is set

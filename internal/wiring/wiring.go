@@ -118,6 +118,16 @@ type Deps struct {
 	// DupRestoreDays is dup.Config.RestoreArchivedDays: ask for a restore
 	// of an archived source item, kept that many days (0: do not).
 	DupRestoreDays int
+	// Transfer: parts in flight and their size for streamed copies and
+	// the bit check's reads (zero: storage's defaults, 4 of 16 MiB).
+	Transfer storage.Transfer
+	// Checkpoints, when set, makes copies and bit checks of items of at
+	// least ResumeMinSize resumable (docs/ARCHITECTURE.md, Transfers); the
+	// bit check saves its progress every CheckpointEvery bytes (zero: the
+	// processors' defaults).
+	Checkpoints     storage.Checkpoints
+	ResumeMinSize   int64
+	CheckpointEvery int64
 	// Wrap, when set, wraps each processor before it is registered (tests
 	// and the dev mode's fault hooks use it to observe or disable a
 	// processor).
@@ -253,6 +263,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 		Opener: d.Stores, Audit: dup.AuditTo(q[queue.KeyAudit], d.Format, d.Clock),
 		Live: dup.FromIndex(d.Index), Policies: d.Policies, Retry: d.DupRetry,
 		RestoreArchivedDays: d.DupRestoreDays, Clock: d.Clock, Logger: d.Logger,
+		Transfer: d.Transfer, Checkpoints: d.Checkpoints, ResumeMinSize: d.ResumeMinSize,
 	})
 	add(task.TypeDup, dp, err)
 
@@ -261,10 +272,11 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 		AuditQueue: q[queue.KeyAudit], BitErrorQueue: q[queue.KeyBitError],
 		RecheckDelay:    d.RecheckDelay,
 		UnreadableKinds: d.UnreadableKinds, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
+		Transfer: d.Transfer, Checkpoints: d.Checkpoints, ResumeMinSize: d.ResumeMinSize, CheckpointEvery: d.CheckpointEvery,
 	})
 	add(task.TypeBit, bp, err)
 
-	observer := &bit.Observer{Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, UnreadableKinds: d.UnreadableKinds}
+	observer := &bit.Observer{Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, UnreadableKinds: d.UnreadableKinds, Transfer: d.Transfer}
 	ep, err := biterror.New(biterror.Config{
 		Stores: d.Stores, Observer: observer, BitLog: d.BitLog, AuditQueue: q[queue.KeyAudit], BitQueue: q[queue.KeyBit],
 		RecheckDelay: d.RecheckDelay, Format: d.Format, Clock: d.Clock, Logger: d.Logger,

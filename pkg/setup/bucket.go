@@ -28,22 +28,31 @@ type Bucket struct {
 	Expire []Expiry
 }
 
-// Expiry is a lifecycle rule: objects under Prefix expire Days after
-// they were written, and their noncurrent versions (the bucket is
-// versioned) a day after they became noncurrent.
+// Expiry is a lifecycle rule under Prefix: when Days > 0, objects expire
+// Days after they were written, and their noncurrent versions (the bucket
+// is versioned) a day after they became noncurrent; when AbortDays > 0,
+// multipart uploads still incomplete AbortDays after they started are
+// aborted (their parts are billed until then).
 type Expiry struct {
 	ID, Prefix string
 	Days       int32
+	AbortDays  int32
 }
 
 func (e Expiry) rule() s3types.LifecycleRule {
-	return s3types.LifecycleRule{
-		ID:                          aws.String(e.ID),
-		Status:                      s3types.ExpirationStatusEnabled,
-		Filter:                      &s3types.LifecycleRuleFilter{Prefix: aws.String(e.Prefix)},
-		Expiration:                  &s3types.LifecycleExpiration{Days: aws.Int32(e.Days)},
-		NoncurrentVersionExpiration: &s3types.NoncurrentVersionExpiration{NoncurrentDays: aws.Int32(1)},
+	r := s3types.LifecycleRule{
+		ID:     aws.String(e.ID),
+		Status: s3types.ExpirationStatusEnabled,
+		Filter: &s3types.LifecycleRuleFilter{Prefix: aws.String(e.Prefix)},
 	}
+	if e.Days > 0 {
+		r.Expiration = &s3types.LifecycleExpiration{Days: aws.Int32(e.Days)}
+		r.NoncurrentVersionExpiration = &s3types.NoncurrentVersionExpiration{NoncurrentDays: aws.Int32(1)}
+	}
+	if e.AbortDays > 0 {
+		r.AbortIncompleteMultipartUpload = &s3types.AbortIncompleteMultipartUpload{DaysAfterInitiation: aws.Int32(e.AbortDays)}
+	}
+	return r
 }
 
 // matches reports whether r is e's rule as set.
@@ -52,9 +61,27 @@ func (e Expiry) matches(r s3types.LifecycleRule) bool {
 	if r.Filter != nil {
 		prefix = aws.ToString(r.Filter.Prefix)
 	}
-	return aws.ToString(r.ID) == e.ID && r.Status == s3types.ExpirationStatusEnabled && prefix == e.Prefix &&
-		r.Expiration != nil && aws.ToInt32(r.Expiration.Days) == e.Days &&
+	expires := r.Expiration != nil && aws.ToInt32(r.Expiration.Days) == e.Days &&
 		r.NoncurrentVersionExpiration != nil && aws.ToInt32(r.NoncurrentVersionExpiration.NoncurrentDays) == 1
+	if e.Days == 0 {
+		expires = r.Expiration == nil || aws.ToInt32(r.Expiration.Days) == 0
+	}
+	aborts := r.AbortIncompleteMultipartUpload != nil && aws.ToInt32(r.AbortIncompleteMultipartUpload.DaysAfterInitiation) == e.AbortDays
+	if e.AbortDays == 0 {
+		aborts = r.AbortIncompleteMultipartUpload == nil
+	}
+	return aws.ToString(r.ID) == e.ID && r.Status == s3types.ExpirationStatusEnabled && prefix == e.Prefix && expires && aborts
+}
+
+func (e Expiry) String() string {
+	var parts []string
+	if e.Days > 0 {
+		parts = append(parts, fmt.Sprintf("expiry of %s after %d days", e.Prefix, e.Days))
+	}
+	if e.AbortDays > 0 {
+		parts = append(parts, fmt.Sprintf("abort of incomplete multipart uploads under %q after %d days", e.Prefix, e.AbortDays))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // lifecycleRules returns the bucket's rules (none when it has no
@@ -72,7 +99,7 @@ func (b *Bucket) lifecycleRules(ctx context.Context) ([]s3types.LifecycleRule, e
 
 func (b *Bucket) expirySetting(e Expiry) bucketSetting {
 	return bucketSetting{
-		what: fmt.Sprintf("expiry of %s after %d days", e.Prefix, e.Days),
+		what: e.String(),
 		check: func(ctx context.Context) (bool, error) {
 			rules, err := b.lifecycleRules(ctx)
 			if err != nil {

@@ -25,13 +25,16 @@ const (
 	DefaultMaxReceiveCount     = 10
 	DefaultConfigBucket        = "mill-config"
 	DefaultStateBucket         = "mill-state"
-	DefaultReportsBucket       = "mill-reports"
-	DefaultClaimsBucket        = DefaultStateBucket
-	DefaultClaimsPrefix        = "claims/"
-	DefaultAuditTable          = auditlog.DefaultTable
-	DefaultLeaseTable          = lease.DefaultTable
-	DefaultFleetTable          = fleet.DefaultTable
-	DefaultTableTimeout        = 5 * time.Minute
+	// CheckpointPrefix is where Workman keeps the checkpoints of long
+	// transfers in the state bucket (workman --checkpoint-prefix).
+	CheckpointPrefix     = "transfers/"
+	DefaultReportsBucket = "mill-reports"
+	DefaultClaimsBucket  = DefaultStateBucket
+	DefaultClaimsPrefix  = "claims/"
+	DefaultAuditTable    = auditlog.DefaultTable
+	DefaultLeaseTable    = lease.DefaultTable
+	DefaultFleetTable    = fleet.DefaultTable
+	DefaultTableTimeout  = 5 * time.Minute
 )
 
 // Config says what to set up. Zero fields take the defaults above
@@ -194,7 +197,12 @@ func Resources(cfg Config, cl Clients) ([]Resource, error) {
 		r := &Bucket{Client: cl.S3, BucketName: b, Region: region}
 		if b == cfg.ClaimsBucket {
 			days := int32((cfg.DeadLetterRetention+24*time.Hour-1)/(24*time.Hour)) + 1
-			r.Expire = []Expiry{{ID: "mill-claim-check", Prefix: cfg.ClaimsPrefix, Days: days}}
+			r.Expire = append(r.Expire, Expiry{ID: "mill-claim-check", Prefix: cfg.ClaimsPrefix, Days: days})
+		}
+		if b == cfg.StateBucket {
+			// Checkpoints of transfers no task came back for: useless once
+			// S3 has aborted their uploads.
+			r.Expire = append(r.Expire, Expiry{ID: "mill-transfer-checkpoints", Prefix: CheckpointPrefix, Days: DefaultAbortUploadsDays + 1})
 		}
 		rs = append(rs, r)
 	}

@@ -63,11 +63,25 @@ func TrashRuleID(prefix string) string {
 	return "mill-trash-" + hex.EncodeToString(sum[:6])
 }
 
-// expiries returns the trash rules the bucket needs.
+// DefaultAbortUploadsDays is how long a store's incomplete multipart
+// uploads may wait for a resume (a retried, redelivered or continued copy;
+// see docs/ARCHITECTURE.md, Transfers) before S3 aborts them: longer than
+// any task's retries, short enough that abandoned parts are not billed
+// for long.
+const DefaultAbortUploadsDays = 7
+
+// AbortRuleID is the ID of the rule aborting the incomplete multipart
+// uploads of the store at prefix.
+func AbortRuleID(prefix string) string {
+	return strings.Replace(TrashRuleID(prefix), "mill-trash", "mill-abort-uploads", 1)
+}
+
+// expiries returns the trash and abandoned-upload rules the bucket needs.
 func (b *StoreBucket) expiries() []Expiry {
-	out := make([]Expiry, 0, len(b.Prefixes))
+	out := make([]Expiry, 0, 2*len(b.Prefixes))
 	for _, p := range b.Prefixes {
-		out = append(out, Expiry{ID: TrashRuleID(p), Prefix: p + s3store.TrashPrefix, Days: RetentionDays(b.Retention)})
+		out = append(out, Expiry{ID: TrashRuleID(p), Prefix: p + s3store.TrashPrefix, Days: RetentionDays(b.Retention)},
+			Expiry{ID: AbortRuleID(p), Prefix: p, AbortDays: DefaultAbortUploadsDays})
 	}
 	return out
 }
@@ -100,7 +114,7 @@ func (b *StoreBucket) Plan(ctx context.Context) (Change, error) {
 			return Change{}, fmt.Errorf("store bucket %s: check the expiry of %s: %w", b.BucketName, e.Prefix, err)
 		case !ok:
 			c.Action = ActionUpdate
-			c.Reasons = append(c.Reasons, fmt.Sprintf("expiry of %s after %d days: off → on", e.Prefix, e.Days))
+			c.Reasons = append(c.Reasons, e.String()+": off → on")
 		}
 	}
 	return c, nil

@@ -56,7 +56,8 @@ func TestStoreBucket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ch.Action != ActionUpdate || len(ch.Reasons) != 2 || !strings.Contains(ch.Reasons[0], "mill/.mill-trash/ after 30 days") {
+		if ch.Action != ActionUpdate || len(ch.Reasons) != 4 || !strings.Contains(ch.Reasons[0], "mill/.mill-trash/ after 30 days") ||
+			!strings.Contains(ch.Reasons[1], `abort of incomplete multipart uploads under "mill/" after 7 days`) {
 			t.Fatalf("plan: %+v", ch)
 		}
 		if !hasNote(ch.Notes, "not versioned") || !hasNote(ch.Notes, "copy") {
@@ -70,14 +71,20 @@ func TestStoreBucket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prefixes := map[string]int32{}
+		prefixes, aborts := map[string]int32{}, map[string]int32{}
 		for _, r := range out.Rules {
 			if r.Filter != nil && r.Expiration != nil {
 				prefixes[aws.ToString(r.Filter.Prefix)] = aws.ToInt32(r.Expiration.Days)
 			}
+			if r.Filter != nil && r.AbortIncompleteMultipartUpload != nil {
+				aborts[aws.ToString(r.Filter.Prefix)] = aws.ToInt32(r.AbortIncompleteMultipartUpload.DaysAfterInitiation)
+			}
 		}
 		if prefixes["mill/.mill-trash/"] != 30 || prefixes[".mill-trash/"] != 30 || prefixes["logs/"] != 3 {
 			t.Errorf("lifecycle rules after apply: %v", prefixes)
+		}
+		if aborts["mill/"] != DefaultAbortUploadsDays || aborts[""] != DefaultAbortUploadsDays {
+			t.Errorf("abandoned-upload rules after apply: %v", aborts)
 		}
 		if ch, err := b.Plan(ctx); err != nil || ch.Action != ActionNone {
 			t.Errorf("second plan: %+v, %v; want nothing to do", ch, err)

@@ -2,16 +2,21 @@ package storage
 
 import (
 	"crypto/md5"
+	"encoding"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash"
 	"hash/crc64"
 	"io"
 	"maps"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/minio/crc64nvme"
 )
 
 // Provider checksum algorithm prefixes (see Info.ProviderChecksum).
@@ -134,7 +139,85 @@ const crc64NVMEPoly = 0x9a6c9329ac4bc9b5
 
 // CRC64NVMETable is the table for hash/crc64 computing S3's CRC64NVME:
 // crc64.New(storage.CRC64NVMETable) or crc64.Update(crc, CRC64NVMETable, p).
+// It is the reference the tests check UpdateCRC64NVME against; the
+// transfer paths use UpdateCRC64NVME, which is 17 times faster.
 var CRC64NVMETable = crc64.MakeTable(crc64NVMEPoly)
+
+// UpdateCRC64NVME returns crc updated with p (S3's CRC64NVME; start from
+// 0). It is github.com/minio/crc64nvme: carry-less multiplication
+// (PCLMULQDQ, AVX-512 where present) at about 36 GB/s on the reference
+// machine against 2.2 GB/s for hash/crc64's table, so the CRC costs 2 % of
+// what the MD5 beside it costs (go test -bench Checksum ./pkg/storage).
+func UpdateCRC64NVME(crc uint64, p []byte) uint64 { return crc64nvme.Update(crc, p) }
+
+// Sums computes an item's MD5 and CRC64NVME over the bytes written to it,
+// in one pass, and counts them. Its state can be marshalled, so a long
+// transfer can checkpoint it and resume (see docs/ARCHITECTURE.md,
+// Transfers). The zero value is not usable: call NewSums.
+//
+// The two sums run in series on the writer's goroutine: hashing them on
+// two goroutines at once measured no faster on the reference machine (the
+// CRC is 2 % of the MD5's cost; the hand-off costs as much).
+type Sums struct {
+	md5 hash.Hash
+	crc uint64
+	n   int64
+}
+
+// NewSums returns Sums of no bytes.
+func NewSums() *Sums { return &Sums{md5: md5.New()} }
+
+// Write implements io.Writer; it never fails.
+func (s *Sums) Write(p []byte) (int, error) {
+	s.md5.Write(p)
+	s.crc = crc64nvme.Update(s.crc, p)
+	s.n += int64(len(p))
+	return len(p), nil
+}
+
+// MD5 returns the MD5 so far in lower-case hex.
+func (s *Sums) MD5() string { return hex.EncodeToString(s.md5.Sum(nil)) }
+
+// CRC64NVME returns the CRC64NVME so far.
+func (s *Sums) CRC64NVME() uint64 { return s.crc }
+
+// Len returns the number of bytes written.
+func (s *Sums) Len() int64 { return s.n }
+
+const sumsMagic = "mill-sums-1"
+
+// MarshalBinary implements encoding.BinaryMarshaler: the MD5 state, the
+// CRC and the byte count.
+func (s *Sums) MarshalBinary() ([]byte, error) {
+	m, err := s.md5.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	b := append([]byte(sumsMagic), binary.BigEndian.AppendUint64(nil, s.crc)...)
+	b = binary.BigEndian.AppendUint64(b, uint64(s.n))
+	return append(b, m...), nil
+}
+
+// UnmarshalBinary implements encoding.BinaryUnmarshaler; it refuses a
+// state that MarshalBinary did not make (or whose byte count disagrees
+// with the MD5 state's).
+func (s *Sums) UnmarshalBinary(b []byte) error {
+	if len(b) < len(sumsMagic)+16 || string(b[:len(sumsMagic)]) != sumsMagic {
+		return errors.New("storage: not a checksum state")
+	}
+	b = b[len(sumsMagic):]
+	crc, n := binary.BigEndian.Uint64(b), int64(binary.BigEndian.Uint64(b[8:]))
+	h := md5.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(b[16:]); err != nil {
+		return fmt.Errorf("storage: checksum state: %w", err)
+	}
+	// The MD5 state ends with its own byte count (crypto/md5's format).
+	if len(b) < 8 || int64(binary.BigEndian.Uint64(b[len(b)-8:])) != n || n < 0 {
+		return errors.New("storage: checksum state: inconsistent byte count")
+	}
+	s.md5, s.crc, s.n = h, crc, n
+	return nil
+}
 
 // CRC64NVMEBase64 formats a CRC64NVME as S3 transmits it: the 8 bytes
 // big-endian, in standard base64.
@@ -147,3 +230,57 @@ func CRC64NVMEBase64(sum uint64) string {
 // ProviderCRC64NVME formats a CRC64NVME as a provider checksum
 // ("crc64nvme:<base64>").
 func ProviderCRC64NVME(sum uint64) string { return AlgCRC64NVME + ":" + CRC64NVMEBase64(sum) }
+
+// CombineCRC64NVME returns the CRC64NVME of a‖b from crcA (of a), crcB
+// (of b) and b's length, without the bytes — what S3 does to check a
+// multipart upload's full-object checksum against its parts'. It is
+// zlib's crc32_combine (multiplication by x^(8·lenB) modulo the
+// polynomial) for the 64-bit polynomial.
+func CombineCRC64NVME(crcA, crcB uint64, lenB int64) uint64 {
+	if lenB <= 0 {
+		return crcA
+	}
+	return multModP(x2nModP(lenB, 3), crcA) ^ crcB
+}
+
+// multModP multiplies a and b modulo the polynomial, in the reflected
+// bit order the CRC uses (the top bit is x⁰).
+func multModP(a, b uint64) uint64 {
+	var p uint64
+	for m := uint64(1) << 63; m != 0; m >>= 1 {
+		if a&m != 0 {
+			p ^= b
+			if a&(m-1) == 0 {
+				break
+			}
+		}
+		if b&1 != 0 {
+			b = b>>1 ^ crc64NVMEPoly
+		} else {
+			b >>= 1
+		}
+	}
+	return p
+}
+
+// x2nTable holds x^(2^k) modulo the polynomial.
+var x2nTable = func() (t [64]uint64) {
+	p := uint64(1) << 62 // x¹
+	for k := range t {
+		t[k] = p
+		p = multModP(p, p)
+	}
+	return t
+}()
+
+// x2nModP is x^(n·2^k) modulo the polynomial.
+func x2nModP(n int64, k uint) uint64 {
+	p := uint64(1) << 63 // x⁰
+	for ; n != 0; n >>= 1 {
+		if n&1 != 0 {
+			p = multModP(x2nTable[k&63], p)
+		}
+		k++
+	}
+	return p
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 )
 
@@ -43,17 +44,33 @@ func Unwrap(p Provider) Provider {
 	}
 }
 
+// CopyOptions tune a streamed Copy (a server-side copy ignores them).
+type CopyOptions struct {
+	// Transfer: parts in flight and their size, for the source's ranged
+	// reads and the destination's multipart upload.
+	Transfer Transfer
+	// Resume makes the copy resumable (see PutOptions.Resume); Copy sets
+	// its Source from the source item.
+	Resume *Resume
+}
+
 // Copy copies content item id from srcSpace of src to dstSpace of dst under
 // the same ID, with its mimetype and user properties, and returns the new
 // item's Info.
 //
 // When dst implements ServerSideCopier and accepts the source, the copy is
-// server-side. Otherwise the bytes stream from src.Get to dst.Put with
-// bounded memory; the put verifies the source's recorded MD5, so content
-// that went sour at the source is refused (ErrChecksumMismatch, nothing
-// committed) instead of being duplicated. When the source records no MD5,
-// Copy hashes the stream itself and checks the destination agrees.
+// server-side. Otherwise the bytes stream from the source (Open: parallel
+// ranged reads when the source can) to dst.Put with bounded memory; the
+// put verifies the source's recorded MD5, so content that went sour at the
+// source is refused (ErrChecksumMismatch, nothing committed) instead of
+// being duplicated. When the source records no MD5, Copy hashes the stream
+// itself and checks the destination agrees.
 func Copy(ctx context.Context, src Provider, srcSpace, id string, dst Provider, dstSpace string) (*Info, error) {
+	return CopyWith(ctx, src, srcSpace, id, dst, dstSpace, CopyOptions{})
+}
+
+// CopyWith is Copy with options.
+func CopyWith(ctx context.Context, src Provider, srcSpace, id string, dst Provider, dstSpace string, o CopyOptions) (*Info, error) {
 	if c, ok := dst.(ServerSideCopier); ok {
 		info, done, err := c.ServerSideCopy(ctx, Unwrap(src), srcSpace, id, dstSpace, id)
 		if err != nil {
@@ -63,23 +80,41 @@ func Copy(ctx context.Context, src Provider, srcSpace, id string, dst Provider, 
 			return info, nil
 		}
 	}
-	rc, info, err := src.Get(ctx, srcSpace, id)
+	rc, info, err := Open(ctx, src, srcSpace, id, o.Transfer)
 	if err != nil {
 		return nil, fmt.Errorf("storage: copy %s from %s: %w", QuoteID(id), srcSpace, err)
 	}
 	defer rc.Close()
-	h := md5.New()
-	out, err := dst.Put(ctx, dstSpace, id, io.TeeReader(rc, h), PutOptions{
+	opts := PutOptions{
 		Size:       info.Size,
 		Checksum:   info.Checksum,
 		MimeType:   info.MimeType,
 		Properties: UserProperties(info.Properties),
-	})
+		Transfer:   o.Transfer,
+	}
+	if o.Resume != nil && info.Checksum != "" {
+		r := *o.Resume
+		r.Source = fmt.Sprintf("%s %d %s", info.Revision, info.Size, info.Checksum)
+		opts.Resume = &r
+	}
+	var r io.Reader = rc
+	var h hash.Hash
+	if info.Checksum == "" {
+		// Nothing for the put to verify: hash the stream to check what
+		// the destination records.
+		h = md5.New()
+		r = io.TeeReader(rc, h)
+	}
+	out, err := dst.Put(ctx, dstSpace, id, r, opts)
 	if err != nil {
 		return nil, fmt.Errorf("storage: copy %s to %s: %w", QuoteID(id), dstSpace, err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); out.Checksum != got {
-		return nil, fmt.Errorf("storage: copy %s to %s: streamed MD5 %s, destination recorded %s: %w", QuoteID(id), dstSpace, got, out.Checksum, ErrChecksumMismatch)
+	want := info.Checksum
+	if h != nil {
+		want = hex.EncodeToString(h.Sum(nil))
+	}
+	if out.Checksum != want {
+		return nil, fmt.Errorf("storage: copy %s to %s: streamed MD5 %s, destination recorded %s: %w", QuoteID(id), dstSpace, want, out.Checksum, ErrChecksumMismatch)
 	}
 	return out, nil
 }

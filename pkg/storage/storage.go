@@ -59,6 +59,10 @@ type Info struct {
 	Size             int64
 	MimeType         string
 	Modified         time.Time
+	// Revision is an opaque token that changes whenever the item's bytes
+	// are rewritten (an S3 ETag); "" when the provider has none. Ranged
+	// reads of one revision refuse another (RangeReader, ErrChanged).
+	Revision string
 	// Properties are the user properties of the item (system values —
 	// checksum, size, mimetype, modified — are the fields above).
 	Properties map[string]string
@@ -99,6 +103,13 @@ type PutOptions struct {
 	Checksum   string
 	MimeType   string
 	Properties map[string]string
+	// Transfer tunes a provider that writes in parts (zero: defaults).
+	Transfer Transfer
+	// Resume, when set, makes a long write resumable: a provider that
+	// can (s3store, for a multipart upload of a reader that is an
+	// io.ReaderAt) keeps its progress there and a later Put with the same
+	// Resume continues it (see Resume). Others ignore it.
+	Resume *Resume
 }
 
 // Provider is one store: a set of spaces holding content items.

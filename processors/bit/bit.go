@@ -60,6 +60,14 @@ type Config struct {
 	// UnreadableStores are stores ("account/storeID") whose content is not
 	// read, as UnreadableKinds.
 	UnreadableStores []string
+	// Transfer: ranged reads in flight and their size (zero: defaults).
+	Transfer storage.Transfer
+	// Checkpoints, when set, makes checks of items of at least
+	// ResumeMinSize resumable, saving progress every CheckpointEvery
+	// bytes (see Observer).
+	Checkpoints     storage.Checkpoints
+	ResumeMinSize   int64
+	CheckpointEvery int64
 	// UserID is the user-id of emitted AUDIT tasks (default DefaultUserID).
 	UserID string
 	// Format of emitted task bodies (default task.FormatJSON).
@@ -107,7 +115,8 @@ func New(cfg Config) (*Processor, error) {
 		return nil, err
 	}
 	return &Processor{cfg: cfg, obs: &Observer{Stores: cfg.Stores, Index: cfg.Index, AuditLog: cfg.AuditLog,
-		UnreadableKinds: cfg.UnreadableKinds, UnreadableStores: cfg.UnreadableStores}}, nil
+		UnreadableKinds: cfg.UnreadableKinds, UnreadableStores: cfg.UnreadableStores,
+		Transfer: cfg.Transfer, Checkpoints: cfg.Checkpoints, ResumeMinSize: cfg.ResumeMinSize, CheckpointEvery: cfg.CheckpointEvery}}, nil
 }
 
 // Name is the processor's name.
@@ -126,7 +135,8 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if err != nil {
 		return processors.Permanent(err)
 	}
-	ob, err := p.obs.Observe(ctx, b.Account, b.StoreID, b.SpaceID, b.ContentID)
+	ob, err := p.obs.observeItem(ctx, b.Account, b.StoreID, b.SpaceID, b.ContentID,
+		storage.CheckpointKey("bit", b.Account, b.StoreID, b.SpaceID, b.ContentID, b.RunID))
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,8 @@ package bit
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc64"
-	"io"
 	"slices"
 	"strings"
 
@@ -31,6 +27,15 @@ type Observer struct {
 	// whose content is not read: C is N/A, only Head is called.
 	UnreadableKinds  []storage.Kind
 	UnreadableStores []string
+	// Transfer: the ranged reads in flight and their size (zero: the
+	// defaults, 4 of 16 MiB).
+	Transfer storage.Transfer
+	// Checkpoints, when set, makes the bit check's reads of items of at
+	// least ResumeMinSize (default 256 MiB) resumable, saving progress
+	// every CheckpointEvery bytes (default 1 GiB); see read.go.
+	Checkpoints     storage.Checkpoints
+	ResumeMinSize   int64
+	CheckpointEvery int64
 }
 
 // Observation is what one look at an item saw.
@@ -69,6 +74,11 @@ func (o *Observation) CopyDiffers(want string) bool {
 // (processors.Permanent); provider, index and audit log errors are
 // returned as they are.
 func (ob *Observer) Observe(ctx context.Context, account, storeID, spaceID, contentID string) (*Observation, error) {
+	return ob.observeItem(ctx, account, storeID, spaceID, contentID, "")
+}
+
+// observeItem is Observe; resumeKey names the read's checkpoint ("" none).
+func (ob *Observer) observeItem(ctx context.Context, account, storeID, spaceID, contentID, resumeKey string) (*Observation, error) {
 	st, err := ob.Stores.Registry().Store(account, storeID)
 	if err != nil {
 		return nil, processors.Permanent(fmt.Errorf("bit: %w", err))
@@ -79,7 +89,7 @@ func (ob *Observer) Observe(ctx context.Context, account, storeID, spaceID, cont
 	}
 	b := task.Bit{Account: account, StoreID: storeID, SpaceID: spaceID, ContentID: contentID}
 	o := &Observation{StoreKind: st.Kind}
-	err = observeStorage(ctx, b, prov, ob.readable(account, st), o)
+	err = ob.observeStorage(ctx, b, prov, ob.readable(account, st), resumeKey, o)
 	if err == nil {
 		err = ob.observe(ctx, b, o)
 	}
@@ -131,13 +141,13 @@ func (ob *Observer) observe(ctx context.Context, b task.Bit, o *Observation) err
 }
 
 // observeStorage fills C and S (see the package doc).
-func observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, readable bool, o *Observation) error {
+func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, readable bool, resumeKey string, o *Observation) error {
 	var info *storage.Info
 	var md5sum string
 	var crc uint64
 	archived := false // Get said the bytes are archived
 	if readable {
-		rc, in, err := prov.Get(ctx, b.SpaceID, b.ContentID)
+		in, sums, err := ob.read(ctx, prov, b.SpaceID, b.ContentID, resumeKey)
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			o.Details = append(o.Details, "not found in storage (item or space)")
@@ -148,15 +158,9 @@ func observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, read
 			// unreadable (see docs/ARCHITECTURE.md, Cold storage).
 			readable, archived = false, true
 		case err != nil:
-			return fmt.Errorf("bit: get %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
+			return fmt.Errorf("bit: read %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
 		default:
-			h, c := md5.New(), crc64.New(storage.CRC64NVMETable)
-			_, err = io.Copy(io.MultiWriter(h, c), rc)
-			rc.Close()
-			if err != nil {
-				return fmt.Errorf("bit: read %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
-			}
-			info, md5sum, crc = in, hex.EncodeToString(h.Sum(nil)), c.Sum64()
+			info, md5sum, crc = in, sums.MD5(), sums.CRC64NVME()
 			o.Sums.ContentRead, o.Sums.Content = true, md5sum
 		}
 	}

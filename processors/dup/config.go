@@ -23,6 +23,13 @@ const (
 	DefaultRetryAttempts = 4
 	DefaultRetryBase     = 250 * time.Millisecond
 	DefaultRetryMax      = 5 * time.Second
+	// DefaultResumeMinSize: smaller streamed copies keep no checkpoint
+	// (a restart re-sends at most 256 MiB).
+	DefaultResumeMinSize = 256 << 20
+	// DefaultContinueAfter: a resumable copy still running after this
+	// long hands its task back to continue (see Config.ContinueAfter),
+	// within SQS's 12-hour limit on how long a message stays invisible.
+	DefaultContinueAfter = 11 * time.Hour
 )
 
 // UserID is written as the user-id of the AUDIT tasks of the processor's
@@ -111,6 +118,23 @@ type Config struct {
 	// the task is dead-lettered; 0 dead-letters it without asking. Either
 	// way nothing is copied until the bytes can be read.
 	RestoreArchivedDays int
+	// Transfer: parts in flight and their size for streamed copies (the
+	// source's ranged reads and the destination's multipart upload; zero:
+	// the defaults, 4 of 16 MiB — 64 MiB of buffers per copy).
+	Transfer storage.Transfer
+	// Checkpoints, when set, makes streamed copies of items of at least
+	// ResumeMinSize (default DefaultResumeMinSize) resumable: their
+	// progress is kept there (the state bucket), so a retry, a redelivery
+	// or another worker after a crash continues the upload (see
+	// docs/ARCHITECTURE.md, Transfers).
+	Checkpoints   storage.Checkpoints
+	ResumeMinSize int64
+	// ContinueAfter: a resumable copy still running after this long stops
+	// at its next checkpoint and hands its task back (processors.Release:
+	// visible again at once, no attempt counted), so the next receipt —
+	// with a new visibility window — resumes it; the time is counted on
+	// Clock (default DefaultContinueAfter; negative: never).
+	ContinueAfter time.Duration
 	// DisableServerSideCopy makes every copy stream through this process,
 	// even between two stores that could copy server-side (benchmarks).
 	DisableServerSideCopy bool
@@ -130,6 +154,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Retry.Max == 0 {
 		c.Retry.Max = DefaultRetryMax
+	}
+	if c.ResumeMinSize == 0 {
+		c.ResumeMinSize = DefaultResumeMinSize
+	}
+	if c.ContinueAfter == 0 {
+		c.ContinueAfter = DefaultContinueAfter
 	}
 	c.Clock = clock.Or(c.Clock)
 	c.Logger = cmp.Or(c.Logger, slog.Default())

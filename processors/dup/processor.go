@@ -267,9 +267,28 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 	if p.cfg.DisableServerSideCopy {
 		dst = noServerSideCopy{j.dst}
 	}
+	opts := storage.CopyOptions{Transfer: p.cfg.Transfer}
+	if p.cfg.Checkpoints != nil {
+		opts.Resume = &storage.Resume{Checkpoints: p.cfg.Checkpoints, MinSize: p.cfg.ResumeMinSize,
+			Key: storage.CheckpointKey("dup", d.Account, d.StoreID, d.DestStoreID, d.SpaceID, d.ContentID)}
+		if p.cfg.ContinueAfter > 0 {
+			stop, done := make(chan struct{}), make(chan struct{})
+			defer close(done)
+			tm := p.cfg.Clock.NewTimer(p.cfg.ContinueAfter)
+			go func() {
+				defer tm.Stop()
+				select {
+				case <-tm.C():
+					close(stop)
+				case <-done:
+				}
+			}()
+			opts.Resume.Stop = stop
+		}
+	}
 	ensured := false
 	err := p.retry(ctx, "copy", func() error {
-		_, err := storage.Copy(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID)
+		_, err := storage.CopyWith(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID, opts)
 		if errors.Is(err, storage.ErrNotFound) && !ensured {
 			// The destination space may not exist yet (its space-level
 			// task may not have run): make it, then copy again.
@@ -279,12 +298,16 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 			}
 			if st != sourceSpaceGone {
 				ensured = true
-				_, err = storage.Copy(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID)
+				_, err = storage.CopyWith(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID, opts)
 			}
 		}
 		return err
 	})
 	switch {
+	case errors.Is(err, storage.ErrSuspended):
+		// A continuation: the next receipt resumes from the checkpoint.
+		return processors.Release(fmt.Sprintf("the copy of %s/%s/%s/%s to store %s ran %v: continued from its checkpoint by the next receipt",
+			d.Account, d.StoreID, d.SpaceID, d.ContentID, d.DestStoreID, p.cfg.ContinueAfter))
 	case errors.Is(err, storage.ErrChecksumMismatch):
 		return processors.Permanent(fmt.Errorf("%w: %s/%s/%s/%s (recorded MD5 %s); nothing was written to store %s: %w",
 			ErrSourceCorrupt, d.Account, d.StoreID, d.SpaceID, d.ContentID, si.Checksum, d.DestStoreID, err))
@@ -354,7 +377,7 @@ func (p *Processor) archived(ctx context.Context, j *job, si *storage.Info) erro
 func final(err error) bool {
 	for _, e := range []error{
 		storage.ErrNotFound, storage.ErrChecksumMismatch, storage.ErrInvalidID,
-		storage.ErrPropertiesTooLarge, storage.ErrSpaceNotEmpty, ErrReadOnly,
+		storage.ErrPropertiesTooLarge, storage.ErrSpaceNotEmpty, ErrReadOnly, storage.ErrSuspended,
 		context.Canceled, context.DeadlineExceeded,
 	} {
 		if errors.Is(err, e) {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -28,7 +29,8 @@ import (
 // read path — a whole BIT task on a filesystem store: Get, the streamed
 // MD5 + CRC64NVME of the content, the index, audit and bit log look-ups
 // (memory) — and reports its throughput next to md5sum over the same
-// bytes, timed in the same run. Run: go test -run '^$' -bench
+// bytes, timed in the same run (the best of three alternating passes of
+// each). Run: go test -run '^$' -bench
 // BitCheckReadPath -benchtime 1x ./test/e2e
 func BenchmarkBitCheckReadPath(b *testing.B) {
 	const size = 1 << 30
@@ -78,32 +80,47 @@ func BenchmarkBitCheckReadPath(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tk := task.Bit{Account: "acme", StoreID: "1", SpaceID: "big", ContentID: "one-gib", RunID: "bench"}.Task()
+	checks := 0 // one bit check run per pass (the bit log keeps one row per run)
 
+	// Each iteration times both sides readPathRounds times, alternating,
+	// and keeps each side's fastest: the machine is shared, and another
+	// tenant's burst during one side's only pass would otherwise decide
+	// the ratio.
+	const readPathRounds = 3
 	var millTime, toolTime time.Duration
+	// The peak is the checks' own, not the fixture's write.
+	memstat.ResetPeak()
 	b.ResetTimer()
 	for range b.N {
-		t0 := time.Now()
-		if err := p.Handle(ctx, tk); err != nil {
-			b.Fatal(err)
+		millBest, toolBest := time.Duration(1<<62), time.Duration(1<<62)
+		for range readPathRounds {
+			b.StartTimer()
+			t0 := time.Now()
+			checks++
+			tk := task.Bit{Account: "acme", StoreID: "1", SpaceID: "big", ContentID: "one-gib", RunID: fmt.Sprint("bench-", checks)}.Task()
+			if err := p.Handle(ctx, tk); err != nil {
+				b.Fatal(err)
+			}
+			millBest = min(millBest, time.Since(t0))
+			b.StopTimer()
+			t0 = time.Now()
+			if out, err := exec.Command(md5sum, blob).CombinedOutput(); err != nil {
+				b.Fatalf("md5sum: %v %s", err, out)
+			}
+			toolBest = min(toolBest, time.Since(t0))
 		}
-		millTime += time.Since(t0)
-		b.StopTimer()
-		t0 = time.Now()
-		if out, err := exec.Command(md5sum, blob).CombinedOutput(); err != nil {
-			b.Fatalf("md5sum: %v %s", err, out)
-		}
-		toolTime += time.Since(t0)
-		b.StartTimer()
+		millTime += millBest
+		toolTime += toolBest
 	}
-	b.StopTimer()
-	rows, _, err := blog.Results(ctx, bitlog.Filter{RunID: "bench"})
-	if err != nil || len(rows) != 1 || rows[0].Result != bitlog.ResultSuccess || rows[0].ContentChecksum != info.Checksum {
-		b.Fatalf("bit log: %+v %v", rows, err)
+	for run := 1; run <= checks; run++ {
+		rows, _, err := blog.Results(ctx, bitlog.Filter{RunID: fmt.Sprint("bench-", run)})
+		if err != nil || len(rows) != 1 || rows[0].Result != bitlog.ResultSuccess || rows[0].ContentChecksum != info.Checksum {
+			b.Fatalf("bit log of pass %d: %+v %v", run, rows, err)
+		}
 	}
 	mb := float64(size) / 1e6 * float64(b.N)
 	millMBs, toolMBs := mb/millTime.Seconds(), mb/toolTime.Seconds()
-	b.SetBytes(size)
+	b.SetBytes(size * readPathRounds) // the timer ran for every pass of Mill's
 	b.ReportMetric(millMBs, "bitcheck_MB/s")
 	b.ReportMetric(toolMBs, "md5sum_MB/s")
 	b.ReportMetric(millMBs/toolMBs, "ratio")

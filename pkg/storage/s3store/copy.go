@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/millfleet/mill/pkg/storage"
 )
@@ -46,7 +47,8 @@ func (o object) copySource() string {
 
 // copyObject copies the object from (size bytes) to dstKey of this store's
 // bucket server-side, replacing the metadata and content type:
-// CopyObject up to CopyThreshold, UploadPartCopy above. It returns the
+// CopyObject up to CopyThreshold, UploadPartCopy above (Streams parts at
+// once: the bytes never pass through this process, so no buffers). It returns the
 // version ID S3 gave the copy ("" in an unversioned bucket).
 func (s *Store) copyObject(ctx context.Context, from object, dstKey string, size int64, meta map[string]string, mime string) (string, error) {
 	src := from.copySource()
@@ -86,26 +88,35 @@ func (s *Store) copyObject(ctx context.Context, from object, dstKey string, size
 		}
 	}()
 	partSize := max(s.cfg.CopyPartSize, (size+MaxParts-1)/MaxParts)
-	var parts []types.CompletedPart
-	for off, num := int64(0), int32(1); off < size; off, num = off+partSize, num+1 {
+	parts := make([]types.CompletedPart, (size+partSize-1)/partSize)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.cfg.Streams)
+	for i := range parts {
+		off := int64(i) * partSize
 		end := min(off+partSize, size) - 1
-		out, err := s.client.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
-			Bucket:          aws.String(s.cfg.Bucket),
-			Key:             aws.String(dstKey),
-			UploadId:        created.UploadId,
-			PartNumber:      aws.Int32(num),
-			CopySource:      aws.String(src),
-			CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, end)),
+		g.Go(func() error {
+			out, err := s.client.UploadPartCopy(gctx, &s3.UploadPartCopyInput{
+				Bucket:          aws.String(s.cfg.Bucket),
+				Key:             aws.String(dstKey),
+				UploadId:        created.UploadId,
+				PartNumber:      aws.Int32(int32(i + 1)),
+				CopySource:      aws.String(src),
+				CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, end)),
+			})
+			if err != nil {
+				return err
+			}
+			part := types.CompletedPart{PartNumber: aws.Int32(int32(i + 1))}
+			if r := out.CopyPartResult; r != nil {
+				part.ETag = r.ETag
+				part.ChecksumCRC64NVME = r.ChecksumCRC64NVME
+			}
+			parts[i] = part
+			return nil
 		})
-		if err != nil {
-			return "", err
-		}
-		part := types.CompletedPart{PartNumber: aws.Int32(num)}
-		if r := out.CopyPartResult; r != nil {
-			part.ETag = r.ETag
-			part.ChecksumCRC64NVME = r.ChecksumCRC64NVME
-		}
-		parts = append(parts, part)
+	}
+	if err := g.Wait(); err != nil {
+		return "", err
 	}
 	done, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket:          aws.String(s.cfg.Bucket),

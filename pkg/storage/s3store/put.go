@@ -5,10 +5,13 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"hash/crc64"
 	"io"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,7 +23,8 @@ import (
 )
 
 // Put uploads r to the item: one request up to MultipartThreshold, a
-// multipart upload above it (see the package doc).
+// multipart upload above it with Streams parts in flight, resumable when
+// opts.Resume asks (see the package doc).
 func (s *Store) Put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
 	info, err := s.put(ctx, space, id, r, opts)
 	return info, wrap("put", space+"/"+id, err)
@@ -41,13 +45,26 @@ func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts sto
 	if err := s.needSpace(ctx, space); err != nil {
 		return nil, err
 	}
-	r = ctxio.NewReader(ctx, r)
 	p := &putter{s: s, key: key, id: id, want: want, opts: opts, mime: mimeOr(opts.MimeType),
 		keep: func(ctx context.Context) (func(), error) {
 			return s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
 		}}
+	p.streams, p.partSize = s.cfg.Streams, s.cfg.PartSize
+	if opts.Transfer.Streams > 0 {
+		p.streams = opts.Transfer.Streams
+	}
+	if opts.Transfer.PartSize >= MinPartSize && opts.Transfer.PartSize <= MaxPartSize {
+		p.partSize = opts.Transfer.PartSize
+	}
+	if ra, ok := r.(io.ReaderAt); ok && opts.Size > s.cfg.MultipartThreshold {
+		// Parts are fetched in parallel; the reader honours its own
+		// context (storage.Open's, an *os.File's reads are short).
+		p.ra = ra
+	} else {
+		r = ctxio.NewReader(ctx, r)
+	}
 	info, err := p.run(ctx, r)
-	if err != nil && ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		return nil, fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
 	return info, err
@@ -64,6 +81,11 @@ type putter struct {
 	// keeps what is there recoverable, and returns how to drop that copy
 	// when the commit fails.
 	keep func(ctx context.Context) (undo func(), err error)
+	// ra is the content as an io.ReaderAt when it is one (parallel
+	// reads, resumable); streams parts of partSize in flight.
+	ra       io.ReaderAt
+	streams  int
+	partSize int64
 }
 
 func (p *putter) run(ctx context.Context, r io.Reader) (*storage.Info, error) {
@@ -80,7 +102,7 @@ func (p *putter) run(ctx context.Context, r io.Reader) (*storage.Info, error) {
 		}
 		return p.single(ctx, buf[:n])
 	case size < 0:
-		buf := make([]byte, p.s.cfg.PartSize)
+		buf := make([]byte, p.partSize)
 		n, err := io.ReadFull(r, buf)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return p.single(ctx, buf[:n])
@@ -88,13 +110,14 @@ func (p *putter) run(ctx context.Context, r io.Reader) (*storage.Info, error) {
 		if err != nil {
 			return nil, err
 		}
-		return p.multipart(ctx, r, buf)
+		// The first part is read: the rest follows it.
+		return p.multipart(ctx, io.MultiReader(bytes.NewReader(buf), r))
 	default:
-		partSize := max(p.s.cfg.PartSize, (size+MaxParts-1)/MaxParts)
-		if partSize > MaxPartSize {
+		p.partSize = max(p.partSize, (size+MaxParts-1)/MaxParts)
+		if p.partSize > MaxPartSize {
 			return nil, fmt.Errorf("%d bytes is more than S3 stores in one object", size)
 		}
-		return p.multipart(ctx, io.LimitReader(r, size+1), make([]byte, partSize)[:0])
+		return p.multipart(ctx, r)
 	}
 }
 
@@ -149,11 +172,46 @@ func (p *putter) info(md5hex string, size int64, etag, crc string) (*storage.Inf
 	}, nil
 }
 
-// multipart uploads r in parts of len(buf[:cap]) bytes, the first part
-// already in buf when len(buf) > 0. The upload goes to the item's key when
-// the MD5 is known up front, else to a temporary key committed by a
-// server-side copy. Every failure aborts the upload.
-func (p *putter) multipart(ctx context.Context, r io.Reader, buf []byte) (_ *storage.Info, err error) {
+// upload is one multipart upload under way: its parts so far and the sums
+// of the bytes read in order. Safe for concurrent use.
+type upload struct {
+	bucket, target string
+	id             string
+	partSize, size int64
+
+	mu     sync.Mutex
+	parts  map[int32]cpPart // uploaded
+	hashed int64            // sums covers [0, hashed)
+	state  []byte           // marshalled sums at hashed
+	sums   *storage.Sums
+}
+
+func (u *upload) done(num int32) (cpPart, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	c, ok := u.parts[num]
+	return c, ok
+}
+
+func (u *upload) completed() []types.CompletedPart {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([]types.CompletedPart, 0, len(u.parts))
+	for _, c := range u.parts {
+		out = append(out, types.CompletedPart{PartNumber: aws.Int32(c.Num), ETag: aws.String(c.ETag), ChecksumCRC64NVME: aws.String(c.CRC)})
+	}
+	slices.SortFunc(out, func(a, b types.CompletedPart) int { return int(*a.PartNumber - *b.PartNumber) })
+	return out
+}
+
+// multipart uploads the content in parts of p.partSize, p.streams at once:
+// read in parallel from p.ra when it is set (resumable when p.opts.Resume
+// asks), else one part at a time from r; hashed in order (MD5 and
+// CRC64NVME, once per byte) while earlier parts upload. The upload goes to
+// the item's key when the MD5 is known up front, else to a temporary key
+// committed by a server-side copy. A failure aborts the upload, unless a
+// checkpoint keeps it for a resume.
+func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, err error) {
 	s := p.s
 	target := p.key
 	if p.want == "" {
@@ -163,78 +221,143 @@ func (p *putter) multipart(ctx context.Context, r io.Reader, buf []byte) (_ *sto
 	if err != nil {
 		return nil, err
 	}
-	created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
-		Bucket:            aws.String(s.cfg.Bucket),
-		Key:               aws.String(target),
-		ContentType:       aws.String(p.mime),
-		Metadata:          meta,
-		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
-		ChecksumType:      types.ChecksumTypeFullObject,
-	})
-	if err != nil {
-		return nil, err
+	u := &upload{bucket: s.cfg.Bucket, target: target, partSize: p.partSize, size: p.opts.Size, parts: map[int32]cpPart{}, sums: storage.NewSums()}
+	var cp *checkpointer
+	if rs := p.opts.Resume; rs != nil && p.ra != nil && target == p.key && p.opts.Size >= rs.MinSize {
+		cp = &checkpointer{s: s, rs: rs, u: u, meta: metaDigest(meta, p.mime), want: p.want}
+		if err := cp.resume(ctx); err != nil {
+			return nil, err
+		}
 	}
-	uploadID := created.UploadId
+	if u.id == "" {
+		created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+			Bucket:            aws.String(s.cfg.Bucket),
+			Key:               aws.String(target),
+			ContentType:       aws.String(p.mime),
+			Metadata:          meta,
+			ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
+			ChecksumType:      types.ChecksumTypeFullObject,
+		})
+		if err != nil {
+			return nil, err
+		}
+		u.id = aws.ToString(created.UploadId)
+	}
 	completed := false
 	defer func() {
-		if completed {
-			return
+		switch {
+		case completed:
+		case cp != nil && keepForResume(err):
+			// A retry, a continuation or another worker resumes it.
+			cp.flush(ctx)
+		default:
+			s.abort(ctx, target, u.id)
+			if cp != nil {
+				cp.drop(ctx)
+			}
 		}
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
-			Bucket: aws.String(s.cfg.Bucket), Key: aws.String(target), UploadId: uploadID,
-		})
 	}()
+	if cp != nil {
+		cp.start(ctx)
+		defer cp.stop()
+	}
 
-	h := md5.New()
-	var crc uint64
-	var total int64
-	var parts []types.CompletedPart
-	prefilled := len(buf) > 0
-	buf = buf[:cap(buf)]
-	for num := int32(1); ; num++ {
-		var n int
-		var rerr error
-		if prefilled {
-			n, prefilled = len(buf), false
-		} else {
-			n, rerr = io.ReadFull(r, buf)
-		}
-		if rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
-			return nil, rerr
-		}
-		if n > 0 {
-			if num > MaxParts {
-				return nil, fmt.Errorf("content needs more than %d parts of %d bytes", MaxParts, len(buf))
+	var stop <-chan struct{}
+	if cp != nil {
+		stop = cp.rs.Stop
+	}
+	parts := storage.Parts{Start: min(u.hashed, u.firstMissing()), End: u.size, Size: u.partSize, Streams: p.streams, Stop: stop}
+	if p.ra != nil {
+		parts.Fill = func(_ context.Context, i int, off int64, buf []byte) (int, error) {
+			if _, ok := u.done(u.num(off)); ok && off+int64(len(buf)) <= u.hashedAt() {
+				return len(buf), nil // uploaded and hashed: not needed
 			}
-			part := buf[:n]
-			h.Write(part)
-			crc = crc64.Update(crc, storage.CRC64NVMETable, part)
-			partCRC := storage.CRC64NVMEBase64(crc64.Checksum(part, storage.CRC64NVMETable))
-			out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
-				Bucket:            aws.String(s.cfg.Bucket),
-				Key:               aws.String(target),
-				UploadId:          uploadID,
-				PartNumber:        aws.Int32(num),
-				Body:              bytes.NewReader(part),
-				ContentLength:     aws.Int64(int64(n)),
-				ChecksumCRC64NVME: aws.String(partCRC),
-			}, unsignedPayload)
+			n, err := p.ra.ReadAt(buf, off)
+			if err == io.EOF && n == len(buf) {
+				err = nil
+			}
+			if err == nil && n < len(buf) {
+				err = fmt.Errorf("content ended at %d bytes, PutOptions.Size says %d", off+int64(n), u.size)
+			}
+			return n, err
+		}
+	} else {
+		parts.SerialFill = true
+		lr := r
+		if u.size >= 0 {
+			lr = io.LimitReader(r, u.size)
+		}
+		parts.Fill = func(_ context.Context, _ int, _ int64, buf []byte) (int, error) {
+			n, err := io.ReadFull(lr, buf)
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				err = nil
+			}
+			return n, err
+		}
+	}
+	parts.InOrder = func(i int, off int64, b []byte) error {
+		if u.num(off) > MaxParts {
+			return fmt.Errorf("content needs more than %d parts of %d bytes", MaxParts, u.partSize)
+		}
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if off < u.hashed {
+			return nil // in the resumed state already
+		}
+		u.sums.Write(b)
+		u.hashed = off + int64(len(b))
+		if cp != nil {
+			st, err := u.sums.MarshalBinary()
 			if err != nil {
-				return nil, err
+				return err
 			}
-			parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num), ChecksumCRC64NVME: aws.String(partCRC)})
-			total += int64(n)
+			u.state = st
+			cp.changed()
 		}
-		if rerr != nil {
-			break
+		return nil
+	}
+	parts.After = func(ctx context.Context, _ int, off int64, b []byte) error {
+		num := u.num(off)
+		if _, ok := u.done(num); ok {
+			return nil
+		}
+		crc := storage.CRC64NVMEBase64(storage.UpdateCRC64NVME(0, b))
+		out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
+			Bucket:            aws.String(s.cfg.Bucket),
+			Key:               aws.String(target),
+			UploadId:          aws.String(u.id),
+			PartNumber:        aws.Int32(num),
+			Body:              bytes.NewReader(b),
+			ContentLength:     aws.Int64(int64(len(b))),
+			ChecksumCRC64NVME: aws.String(crc),
+		}, unsignedPayload)
+		if err != nil {
+			return err
+		}
+		u.mu.Lock()
+		u.parts[num] = cpPart{Num: num, ETag: aws.ToString(out.ETag), CRC: crc, Size: int64(len(b))}
+		u.mu.Unlock()
+		if cp != nil {
+			cp.changed()
+		}
+		return nil
+	}
+	if err := parts.Run(ctx); err != nil {
+		return nil, err
+	}
+	total := u.hashedAt()
+	if u.size >= 0 {
+		if total != u.size {
+			return nil, fmt.Errorf("read %d bytes, PutOptions.Size says %d", total, u.size)
+		}
+		var one [1]byte
+		if p.ra == nil {
+			if n, _ := io.ReadFull(r, one[:]); n > 0 {
+				return nil, fmt.Errorf("read more than %d bytes, PutOptions.Size says %d", u.size, u.size)
+			}
 		}
 	}
-	if p.opts.Size >= 0 && total != p.opts.Size {
-		return nil, fmt.Errorf("read %d bytes or more, PutOptions.Size says %d", total, p.opts.Size)
-	}
-	got := hex.EncodeToString(h.Sum(nil))
+	got := u.sums.MD5()
 	if p.want != "" && got != p.want {
 		return nil, fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, got, p.want)
 	}
@@ -247,12 +370,15 @@ func (p *putter) multipart(ctx context.Context, r io.Reader, buf []byte) (_ *sto
 			return nil, err
 		}
 	}
-	fullCRC := storage.CRC64NVMEBase64(crc)
+	fullCRC := storage.CRC64NVMEBase64(u.sums.CRC64NVME())
+	if err := u.partsMatch(u.sums.CRC64NVME()); err != nil {
+		return nil, err
+	}
 	done, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket:            aws.String(s.cfg.Bucket),
 		Key:               aws.String(target),
-		UploadId:          uploadID,
-		MultipartUpload:   &types.CompletedMultipartUpload{Parts: parts},
+		UploadId:          aws.String(u.id),
+		MultipartUpload:   &types.CompletedMultipartUpload{Parts: u.completed()},
 		ChecksumCRC64NVME: aws.String(fullCRC),
 		ChecksumType:      types.ChecksumTypeFullObject,
 	})
@@ -261,6 +387,10 @@ func (p *putter) multipart(ctx context.Context, r io.Reader, buf []byte) (_ *sto
 		return nil, err
 	}
 	completed = true
+	if cp != nil {
+		cp.stop()
+		cp.drop(ctx)
+	}
 	if c := aws.ToString(done.ChecksumCRC64NVME); c != "" && c != fullCRC {
 		// Remove exactly the version just written: in a versioned bucket
 		// the previous one becomes current again.
@@ -294,4 +424,72 @@ func (p *putter) multipart(ctx context.Context, r io.Reader, buf []byte) (_ *sto
 		return nil, fmt.Errorf("%w: committed copy has MD5 %s and %d bytes, the stream had %s and %d", storage.ErrChecksumMismatch, info.Checksum, info.Size, got, total)
 	}
 	return info, nil
+}
+
+// partsMatch checks that the parts' CRC64NVMEs combine to the content's
+// (crc, of the bytes hashed in order), as S3 does at completion: a part
+// resumed from a checkpoint that holds other bytes than the content's is
+// refused here even where the service does not check (some emulators).
+func (u *upload) partsMatch(crc uint64) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var combined uint64
+	var size int64
+	for num := int32(1); num <= int32(len(u.parts)); num++ {
+		p, ok := u.parts[num]
+		if !ok {
+			return fmt.Errorf("part %d of %d is missing", num, len(u.parts))
+		}
+		b, err := base64.StdEncoding.DecodeString(p.CRC)
+		if err != nil || len(b) != 8 {
+			return fmt.Errorf("%w: part %d has CRC64NVME %q", storage.ErrChecksumMismatch, num, p.CRC)
+		}
+		combined = storage.CombineCRC64NVME(combined, binary.BigEndian.Uint64(b), p.Size)
+		size += p.Size
+	}
+	if combined != crc || size != u.hashed {
+		return fmt.Errorf("%w: the parts' CRC64NVMEs combine to %s over %d bytes, the content's is %s over %d",
+			storage.ErrChecksumMismatch, storage.CRC64NVMEBase64(combined), size, storage.CRC64NVMEBase64(crc), u.hashed)
+	}
+	return nil
+}
+
+// num is the part number of the part at off.
+func (u *upload) num(off int64) int32 { return int32(off/u.partSize) + 1 }
+
+func (u *upload) hashedAt() int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.hashed
+}
+
+// firstMissing is the offset of the first part not uploaded.
+func (u *upload) firstMissing() int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for num := int32(1); ; num++ {
+		if _, ok := u.parts[num]; !ok {
+			return int64(num-1) * u.partSize
+		}
+	}
+}
+
+// abort aborts a multipart upload, best effort, even after ctx ended.
+func (s *Store) abort(ctx context.Context, key, uploadID string) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
+		Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key), UploadId: aws.String(uploadID),
+	})
+}
+
+// keepForResume reports whether a multipart upload that failed with err
+// is worth resuming: not when its content or source proved wrong.
+func keepForResume(err error) bool {
+	for _, e := range []error{storage.ErrChecksumMismatch, storage.ErrChanged, storage.ErrNotFound, storage.ErrInvalidID, storage.ErrPropertiesTooLarge} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
 }

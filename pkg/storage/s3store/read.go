@@ -138,6 +138,7 @@ func (a attrs) info(id string) (*storage.Info, error) {
 		}
 	}
 	info.ProviderChecksum = providerChecksum(a.etag, a.crc64nvme, a.checksumType)
+	info.Revision = a.etag
 	info.StorageClass = storageClass(a.class)
 	info.Archived = archived(info.StorageClass, a.archive)
 	info.Restore = restoreState(aws.ToString(a.restore))

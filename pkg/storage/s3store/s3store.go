@@ -37,6 +37,7 @@ const (
 	MinPartSize     = 5 << 20 // S3's smallest part (all but the last)
 	MaxPartSize     = 5 << 30
 	MaxParts        = 10000
+	MaxStreams      = 64
 	MaxKeyLen       = 1024
 	MaxMetadataSize = 2048 // user metadata, keys plus values
 
@@ -61,9 +62,14 @@ type Config struct {
 	// bounds a put's memory together with PartSize. Default 16 MiB; at
 	// most 5 GiB.
 	MultipartThreshold int64
-	// PartSize of multipart uploads. Default 16 MiB, at least 5 MiB. It is
-	// raised for a known size that would need more than 10 000 parts.
+	// PartSize of multipart uploads and of ranged reads (GetRange through
+	// storage.Open). Default 16 MiB, at least 5 MiB. It is raised for a
+	// known size that would need more than 10 000 parts.
 	PartSize int64
+	// Streams is how many parts a multipart upload or a multipart
+	// server-side copy has in flight (default storage.DefaultStreams, 4;
+	// at most 64). An upload holds Streams·PartSize bytes of buffers.
+	Streams int
 	// CopyThreshold: server-side copies larger than this use
 	// UploadPartCopy. Default (and maximum) 5 GiB.
 	CopyThreshold int64
@@ -78,6 +84,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.PartSize == 0 {
 		c.PartSize = DefaultPartSize
+	}
+	if c.Streams == 0 {
+		c.Streams = storage.DefaultStreams
 	}
 	if c.CopyThreshold == 0 {
 		c.CopyThreshold = DefaultCopyThreshold
@@ -94,6 +103,7 @@ func (c Config) validate() error {
 	p.Check(len(c.Prefix) <= MaxKeyLen/2, "Prefix", fmt.Sprintf("(%d bytes)", len(c.Prefix)), "be at most %d bytes", MaxKeyLen/2)
 	p.Check(c.MultipartThreshold >= 0 && c.MultipartThreshold <= MaxPartSize, "MultipartThreshold", c.MultipartThreshold, "be within 0..%d", int64(MaxPartSize))
 	p.Check(c.PartSize >= MinPartSize && c.PartSize <= MaxPartSize, "PartSize", c.PartSize, "be within %d..%d", MinPartSize, int64(MaxPartSize))
+	p.Check(c.Streams >= 1 && c.Streams <= MaxStreams, "Streams", c.Streams, "be within 1..%d", MaxStreams)
 	p.Check(c.CopyThreshold > 0 && c.CopyThreshold <= DefaultCopyThreshold, "CopyThreshold", c.CopyThreshold, "be within 1..%d", int64(DefaultCopyThreshold))
 	p.Check(c.CopyPartSize >= MinPartSize && c.CopyPartSize <= MaxPartSize, "CopyPartSize", c.CopyPartSize, "be within %d..%d", MinPartSize, int64(MaxPartSize))
 	return p.Err()
@@ -103,6 +113,7 @@ var (
 	_ storage.Provider         = (*Store)(nil)
 	_ storage.ServerSideCopier = (*Store)(nil)
 	_ storage.Recoverer        = (*Store)(nil)
+	_ storage.RangeReader      = (*Store)(nil)
 )
 
 // Store is an S3 store. It is safe for concurrent use.
@@ -161,6 +172,8 @@ func mapErr(err error) error {
 			return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
 		case "BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch":
 			return fmt.Errorf("%w: %w", storage.ErrChecksumMismatch, err)
+		case "PreconditionFailed":
+			return fmt.Errorf("%w: %w", storage.ErrChanged, err)
 		case "MetadataTooLarge":
 			return fmt.Errorf("%w: %w", storage.ErrPropertiesTooLarge, err)
 		case "KeyTooLongError":

@@ -1,0 +1,134 @@
+package bit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/millfleet/mill/pkg/storage"
+)
+
+// Reading an item's bytes (C). storage.Open reads a big item with
+// Transfer.Streams ranged reads in flight, hashed in order (MD5 and
+// CRC64NVME, once per byte) while the next parts arrive. With Checkpoints
+// set, a check of an item of at least ResumeMinSize saves its progress —
+// the item's revision, the offset and the hash state — every
+// CheckpointEvery bytes, so a redelivered task or another worker after a
+// crash reads on from there instead of from byte 0 (see
+// docs/ARCHITECTURE.md, Transfers). A checkpoint is used only for the
+// same revision and size of the item, with a well-formed hash state of
+// exactly the bytes before its offset; the resumed reads are conditional
+// on the revision (a rewritten item starts over).
+
+// Defaults of the resumable read.
+const (
+	DefaultResumeMinSize   = 256 << 20
+	DefaultCheckpointEvery = 1 << 30
+)
+
+type readCheckpoint struct {
+	V        int    `json:"v"`
+	Revision string `json:"revision"`
+	Size     int64  `json:"size"`
+	Offset   int64  `json:"offset"`
+	Sums     []byte `json:"sums"`
+}
+
+// read reads the item whole into sums and returns its Info; resumeKey ""
+// keeps no checkpoint.
+func (ob *Observer) read(ctx context.Context, prov storage.Provider, space, id, resumeKey string) (*storage.Info, *storage.Sums, error) {
+	t := ob.Transfer.WithDefaults()
+	cps := ob.Checkpoints
+	if cps == nil {
+		resumeKey = ""
+	}
+	sums := storage.NewSums()
+	var rc io.ReadCloser
+	var info *storage.Info
+	if resumeKey != "" {
+		rc, info, sums = ob.resume(ctx, prov, space, id, resumeKey, t)
+	}
+	if rc == nil {
+		var err error
+		rc, info, err = storage.Open(ctx, prov, space, id, t)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	defer rc.Close()
+	var w io.Writer = sums
+	minSize, every := ob.ResumeMinSize, ob.CheckpointEvery
+	if minSize <= 0 {
+		minSize = DefaultResumeMinSize
+	}
+	if every <= 0 {
+		every = DefaultCheckpointEvery
+	}
+	if resumeKey != "" && info.Size >= minSize && info.Revision != "" {
+		w = &checkpointing{ctx: ctx, cps: cps, key: resumeKey, sums: sums, every: every, last: sums.Len(),
+			cp: readCheckpoint{V: 1, Revision: info.Revision, Size: info.Size}}
+	}
+	if _, err := storage.ReadAll(ctx, rc, info.Size-sums.Len(), t, w); err != nil {
+		return nil, nil, err
+	}
+	if resumeKey != "" {
+		_ = cps.Delete(context.WithoutCancel(ctx), resumeKey)
+	}
+	return info, sums, nil
+}
+
+// resume opens the item where its checkpoint left off, or returns a nil
+// reader (start from 0) when there is none that holds.
+func (ob *Observer) resume(ctx context.Context, prov storage.Provider, space, id, key string, t storage.Transfer) (io.ReadCloser, *storage.Info, *storage.Sums) {
+	b, err := ob.Checkpoints.Load(ctx, key)
+	if err != nil {
+		return nil, nil, storage.NewSums()
+	}
+	var cp readCheckpoint
+	sums := storage.NewSums()
+	if json.Unmarshal(b, &cp) != nil || cp.V != 1 || cp.Revision == "" || cp.Offset <= 0 || cp.Offset > cp.Size ||
+		sums.UnmarshalBinary(cp.Sums) != nil || sums.Len() != cp.Offset {
+		return nil, nil, storage.NewSums()
+	}
+	rc, info, err := storage.OpenAt(ctx, prov, space, id, cp.Offset, cp.Revision, t)
+	if err != nil || info.Size != cp.Size || info.Revision != cp.Revision {
+		if rc != nil {
+			rc.Close()
+		}
+		return nil, nil, storage.NewSums()
+	}
+	return rc, info, sums
+}
+
+// checkpointing hashes what is written and saves a checkpoint every
+// `every` bytes.
+type checkpointing struct {
+	ctx   context.Context
+	cps   storage.Checkpoints
+	key   string
+	sums  *storage.Sums
+	every int64
+	last  int64
+	cp    readCheckpoint
+}
+
+func (c *checkpointing) Write(p []byte) (int, error) {
+	n, _ := c.sums.Write(p)
+	if c.sums.Len()-c.last >= c.every && c.sums.Len() < c.cp.Size {
+		st, err := c.sums.MarshalBinary()
+		if err != nil {
+			return n, err
+		}
+		c.cp.Offset, c.cp.Sums = c.sums.Len(), st
+		b, err := json.Marshal(c.cp)
+		if err != nil {
+			return n, err
+		}
+		// A failed save costs only a longer re-read after a crash.
+		if err := c.cps.Save(c.ctx, c.key, b); err == nil || errors.Is(err, context.Canceled) {
+			c.last = c.sums.Len()
+		}
+	}
+	return n, nil
+}
