@@ -127,7 +127,11 @@ func TestKillWorkmanTransfer(t *testing.T) {
 			up/1e6, down/1e6, int64(killSize)/1e6, killPartSize>>20, killStreams)
 		return up, down
 	}
-	const slack = 1 << 20
+	// The slack covers the requests, checkpoints and listings counted at
+	// the proxy and a kill noticed late on a loaded machine (the poll is
+	// every 20 ms at 16 MiB/s): measured 2.10-2.11 parts down for the copy.
+	// Starting over would re-send twelve.
+	const slack = 2 << 20
 	resent := func(what string, n int64) {
 		t.Helper()
 		t.Logf("RESULT kill-workman: %s re-sent %.2f parts", what, float64(n)/killPartSize)
