@@ -16,6 +16,11 @@
 #                         localstack/host.sh up — else AWS_ENDPOINT_URL; moto
 #                         reads a whole object for every ranged GET, which
 #                         caps parallel reads below the shaping)
+#   MILL_BENCH_SQS_ENDPOINT the SQS of the console's dead-letter benchmark
+#                         (5,000 dead letters; default: LocalStack when it
+#                         answers, as above, else AWS_ENDPOINT_URL; moto
+#                         answers a receive in time proportional to the
+#                         queue's depth)
 #   MILL_BENCH_BITLOG_ROWS rows of the bit log retention benchmark (default
 #                         200000; the acceptance size is 10000000, which
 #                         takes a few minutes to write and about 4 GB)
@@ -46,13 +51,15 @@ if ! command -v rclone >/dev/null 2>&1; then
     echo "bench: rclone is not installed (apt-get install rclone); its row will be n/a" >&2
   fi
 fi
-if [[ -z ${MILL_BENCH_S3_ENDPOINT:-} ]]; then
-  ls_endpoint=http://127.0.0.1:${MILL_LOCALSTACK_PORT:-4567}
-  if curl -sf -o /dev/null --max-time 2 "$ls_endpoint/_localstack/health" 2>/dev/null; then
-    export MILL_BENCH_S3_ENDPOINT=$ls_endpoint
-  else
+ls_endpoint=http://127.0.0.1:${MILL_LOCALSTACK_PORT:-4567}
+if curl -sf -o /dev/null --max-time 2 "$ls_endpoint/_localstack/health" 2>/dev/null; then
+  export MILL_BENCH_S3_ENDPOINT=${MILL_BENCH_S3_ENDPOINT:-$ls_endpoint}
+  export MILL_BENCH_SQS_ENDPOINT=${MILL_BENCH_SQS_ENDPOINT:-$ls_endpoint}
+else
+  [[ -n ${MILL_BENCH_S3_ENDPOINT:-} ]] ||
     echo "bench: LocalStack does not answer at $ls_endpoint: the big transfers run on moto, whose ranged GETs cap them (localstack/host.sh up)" >&2
-  fi
+  [[ -n ${MILL_BENCH_SQS_ENDPOINT:-} ]] ||
+    echo "bench: LocalStack does not answer at $ls_endpoint: the console's dead-letter benchmark runs on moto, whose receives slow with the queue's depth" >&2
 fi
 log=${BENCH_LOG:-.local/bench.log}
 mkdir -p "$(dirname "$log")"

@@ -111,17 +111,29 @@ func Endpoint() string { return os.Getenv("AWS_ENDPOINT_URL") }
 // in time proportional to the range.
 const BenchS3EndpointVar = "MILL_BENCH_S3_ENDPOINT"
 
+// BenchSQSEndpointVar names the SQS endpoint of the benchmarks that read a
+// deep queue. moto answers a receive in time proportional to the queue's
+// depth (about 2 s at 5,000 messages), so on moto those benchmarks measure
+// moto; LocalStack's SQS, like SQS, answers in milliseconds.
+const BenchSQSEndpointVar = "MILL_BENCH_SQS_ENDPOINT"
+
 // BenchS3Endpoint returns MILL_BENCH_S3_ENDPOINT (which must be on
 // loopback and answer), else AWS_ENDPOINT_URL.
-func BenchS3Endpoint(t testing.TB) string {
+func BenchS3Endpoint(t testing.TB) string { return benchEndpoint(t, BenchS3EndpointVar, "S3") }
+
+// BenchSQSEndpoint returns MILL_BENCH_SQS_ENDPOINT (which must be on
+// loopback and answer), else AWS_ENDPOINT_URL.
+func BenchSQSEndpoint(t testing.TB) string { return benchEndpoint(t, BenchSQSEndpointVar, "SQS") }
+
+func benchEndpoint(t testing.TB, name, service string) string {
 	t.Helper()
-	ep := os.Getenv(BenchS3EndpointVar)
+	ep := os.Getenv(name)
 	if ep == "" {
 		return Endpoint()
 	}
-	RequireLoopback(t, BenchS3EndpointVar, ep)
+	RequireLoopback(t, name, ep)
 	if err := probe(ep); err != nil {
-		Unavailable(t, "the S3 emulator at "+ep, err)
+		Unavailable(t, "the "+service+" emulator at "+ep, err)
 	}
 	return ep
 }
