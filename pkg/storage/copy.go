@@ -52,6 +52,14 @@ type CopyOptions struct {
 	// Resume makes the copy resumable (see PutOptions.Resume); Copy sets
 	// its Source from the source item.
 	Resume *Resume
+	// Source is the source item's Info as the caller just read it (Head),
+	// or nil. A resumable copy (Resume set, Source.Size at least
+	// Resume.MinSize) of a RangeReader source then reads that revision
+	// only (ErrChanged when it was rewritten since) and sends no request
+	// before the destination asks for bytes: a copy resumed from a
+	// checkpoint fetches nothing before it. Otherwise Open's first ranged
+	// read, which gives the Info, starts the copy.
+	Source *Info
 }
 
 // Copy copies content item id from srcSpace of src to dstSpace of dst under
@@ -80,7 +88,7 @@ func CopyWith(ctx context.Context, src Provider, srcSpace, id string, dst Provid
 			return info, nil
 		}
 	}
-	rc, info, err := Open(ctx, src, srcSpace, id, o.Transfer)
+	rc, info, err := openSource(ctx, src, srcSpace, id, o)
 	if err != nil {
 		return nil, fmt.Errorf("storage: copy %s from %s: %w", QuoteID(id), srcSpace, err)
 	}
@@ -117,4 +125,15 @@ func CopyWith(ctx context.Context, src Provider, srcSpace, id string, dst Provid
 		return nil, fmt.Errorf("storage: copy %s to %s: streamed MD5 %s, destination recorded %s: %w", QuoteID(id), dstSpace, want, out.Checksum, ErrChecksumMismatch)
 	}
 	return out, nil
+}
+
+// openSource opens a copy's source: without a request when the caller's
+// Info is usable (see CopyOptions.Source), else with Open.
+func openSource(ctx context.Context, src Provider, space, id string, o CopyOptions) (io.ReadCloser, *Info, error) {
+	if si := o.Source; si != nil && si.Revision != "" && o.Resume != nil && si.Size >= o.Resume.MinSize {
+		if rr, ok := Unwrap(src).(RangeReader); ok {
+			return &rangedItem{ctx: ctx, rr: rr, space: space, id: id, info: si, t: o.Transfer.WithDefaults()}, si, nil
+		}
+	}
+	return Open(ctx, src, space, id, o.Transfer)
 }

@@ -271,6 +271,9 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 	if p.cfg.Checkpoints != nil {
 		opts.Resume = &storage.Resume{Checkpoints: p.cfg.Checkpoints, MinSize: p.cfg.ResumeMinSize,
 			Key: storage.CheckpointKey("dup", d.Account, d.StoreID, d.DestStoreID, d.SpaceID, d.ContentID)}
+		// The source as just read: a resumed copy then reads nothing
+		// before its checkpoint.
+		opts.Source = si
 		if p.cfg.ContinueAfter > 0 {
 			stop, done := make(chan struct{}), make(chan struct{})
 			defer close(done)
