@@ -105,11 +105,12 @@ func TestKillTransfer(t *testing.T) {
 		if job.name == "check" {
 			wantUp = 0
 		}
-		// The slack covers the requests, checkpoints and listings counted at
-		// the proxy and a kill noticed late on a loaded machine (the poll is
-		// every 20 ms at 16 MiB/s): measured 2.01 parts down for the copy.
-		// Starting over would re-send twelve.
-		const slack = 2 << 20
+		// The slack is the requests' own bytes counted at the proxy (headers,
+		// checkpoints, listings; about 0.01 part measured: 2.01 parts down for
+		// the copy). A part is fetched again whole however late the kill is
+		// noticed, and the slack is small enough that a stray ranged GET (the
+		// resume's first-part read, 0.11 part, once) fails the test.
+		const slack = 512 << 10
 		t.Logf("RESULT kill-%s: killed at %.0f %% (%d MB up, %d MB down); whole run %d MB up, %d MB down for a %d MB object: re-sent %.2f parts up, %.2f parts down (part %d MiB, %d streams)",
 			job.name, 100*float64(job.moved(at)-job.moved(before))/killSize, (killed.BytesUp-before.BytesUp)/1e6, (killed.BytesDown-before.BytesDown)/1e6,
 			up/1e6, down/1e6, int64(killSize)/1e6, float64(up-wantUp)/killPartSize, float64(down-wantDown)/killPartSize, killPartSize>>20, killStreams)
