@@ -64,9 +64,12 @@ type Config struct {
 	// Workers is the number of tasks run at once (DefaultWorkers).
 	Workers int
 	// ReceiveWait is the wait of a batch receive from a queue with a
-	// backlog (DefaultReceiveWait, 1 s), and how long a long poll on a
+	// backlog (DefaultReceiveWait, 1 s), and the longest a long poll on a
 	// queue of unknown state must wait unanswered before the queue counts
-	// as empty. It must be positive: a 0-second poll is not authoritative.
+	// as empty: once receives have answered with messages, it counts as
+	// empty after four of the slowest recent answer times, at least 50 ms
+	// (settle.go). It must be positive: a 0-second poll is not
+	// authoritative.
 	ReceiveWait time.Duration
 	// QueueBackoffMin/Max bound how long a queue whose receive failed is
 	// left alone (DefaultQueueBackoffMin 1 s doubling to

@@ -21,6 +21,7 @@ type dispatcher struct {
 	p      *planner
 	grants []chan grant
 	jobs   chan *job
+	lat    *answerLatency
 }
 
 func newDispatcher(m *Manager, svc context.Context) *dispatcher {
@@ -28,7 +29,7 @@ func newDispatcher(m *Manager, svc context.Context) *dispatcher {
 	for i, qs := range m.queues {
 		shares[i] = m.cfg.MinShare[qs.q.Name()]
 	}
-	d := &dispatcher{m: m, svc: svc, p: newPlanner(m.cfg, shares), jobs: make(chan *job, m.cfg.Workers)}
+	d := &dispatcher{m: m, svc: svc, p: newPlanner(m.cfg, shares), jobs: make(chan *job, m.cfg.Workers), lat: newAnswerLatency()}
 	for range m.queues {
 		d.grants = append(d.grants, make(chan grant, 1))
 	}
@@ -123,7 +124,11 @@ func (d *dispatcher) receive(ctx context.Context, i int) {
 		}
 		rctx, cancel := context.WithTimeout(rctx, g.wait+m.cfg.CallTimeout)
 		stopSettle := d.settleAfter(g)
+		asked := m.clk.Now()
 		msgs, err := qs.q.Receive(rctx, g.n, g.wait)
+		if err == nil && len(msgs) > 0 && (g.kind == batchRecv || g.settle) {
+			d.lat.observe(m.clk.Now().Sub(asked))
+		}
 		stopSettle()
 		cancel()
 		if err != nil {
@@ -159,25 +164,37 @@ func (d *dispatcher) receive(ctx context.Context, i int) {
 }
 
 // settleAfter reports grant g's long poll as waited once it has been in
-// flight for ReceiveWait (when g asks for it); the returned func stops
-// the timer.
+// flight for the settle wait (when g asks for it): a multiple of the recent
+// answer times, at most ReceiveWait (settle.go). A new answer time moves the
+// deadline, so the polls sent at start, before any answer, settle as soon
+// as the first answer shows what a round trip takes. The returned func
+// stops it.
 func (d *dispatcher) settleAfter(g grant) (stop func()) {
 	if !g.settle {
 		return func() {}
 	}
-	t := d.m.clk.NewTimer(d.m.cfg.ReceiveWait)
+	clk := d.m.clk
+	asked := clk.Now()
 	done := make(chan struct{})
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
-		select {
-		case <-t.C():
-			d.update(func(p *planner) { p.waited(g) })
-		case <-done:
+		for {
+			wait, changed := d.lat.settleWait(d.m.cfg.ReceiveWait)
+			t := clk.NewTimer(asked.Add(wait).Sub(clk.Now()))
+			select {
+			case <-t.C():
+				d.update(func(p *planner) { p.waited(g) })
+				return
+			case <-changed:
+				t.Stop()
+			case <-done:
+				t.Stop()
+				return
+			}
 		}
 	}()
 	return func() {
-		t.Stop()
 		close(done)
 		<-exited
 	}

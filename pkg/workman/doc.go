@@ -22,7 +22,14 @@
 //     of the highest queue (strict priority). A message received while a
 //     higher queue's state was unknown (at startup, or when the idle
 //     rotation finds work) waits until that queue has answered, and is
-//     released if it turns out to have a backlog. MinShare gives a lower
+//     released if it turns out to have a backlog. An unanswered long poll
+//     answers "empty" after four of the slowest recent round trips of
+//     receives that brought messages (at least 50 ms; ReceiveWait, 1 s,
+//     before the first), since SQS answers within a round trip when a
+//     message is there: strict priority costs a start of about 100 ms, not
+//     a second. A higher queue answering over four times slower than the
+//     recent round trips loses its priority until it answers (at most the
+//     tasks started meanwhile). MinShare gives a lower
 //     queue a floor: a deficit counter over task starts earns it its
 //     fraction of every start while a higher queue has a backlog, and the
 //     next free worker goes to it when one start is due; starts it got on

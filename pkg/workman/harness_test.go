@@ -37,6 +37,9 @@ type harnessOpts struct {
 	cfg     func(*Config)
 	fault   func(q int) func(op string, i int) error
 	handler processors.Handler
+	// latency is how long queue q's receives take to answer (fake time,
+	// before the queue is asked), like a network round trip.
+	latency func(q int) time.Duration
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -62,6 +65,9 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		mq := memqueue.New(fmt.Sprintf("q%d", i), mc)
 		h.queues = append(h.queues, mq)
 		rq := &recQueue{Queue: mq, clk: h.clk, h: h}
+		if o.latency != nil {
+			rq.delay = o.latency(i)
+		}
 		h.recs = append(h.recs, rq)
 		qs = append(qs, rq)
 	}
@@ -162,20 +168,38 @@ func noopTask(id string) *task.Task {
 	return task.New(task.TypeNoop, map[string]string{"id": id})
 }
 
-// recQueue records the time of every Receive call.
+// recQueue records the time of every Receive call and of every answer
+// that brought messages; it delays each receive by delay.
 type recQueue struct {
 	queue.Queue
-	clk   clock.Clock
-	h     *harness
-	mu    sync.Mutex
-	times []time.Time
+	clk     clock.Clock
+	h       *harness
+	delay   time.Duration
+	mu      sync.Mutex
+	times   []time.Time
+	answers []time.Time
 }
 
 func (r *recQueue) Receive(ctx context.Context, n int, wait time.Duration) ([]*queue.Message, error) {
 	r.mu.Lock()
 	r.times = append(r.times, r.clk.Now())
 	r.mu.Unlock()
-	return r.Queue.Receive(ctx, n, wait)
+	if err := clock.Sleep(ctx, r.clk, r.delay); err != nil {
+		return nil, err
+	}
+	msgs, err := r.Queue.Receive(ctx, n, wait)
+	if len(msgs) > 0 {
+		r.mu.Lock()
+		r.answers = append(r.answers, r.clk.Now())
+		r.mu.Unlock()
+	}
+	return msgs, err
+}
+
+func (r *recQueue) answered() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Time(nil), r.answers...)
 }
 
 func (r *recQueue) receives() []time.Time {

@@ -15,8 +15,9 @@ import (
 //
 //   - A queue's answer is what its latest receive said: backlog (it
 //     returned as many messages as asked for: more are probably waiting),
-//     quiet (fewer; or a long poll on it has waited ReceiveWait without an
-//     answer, which SQS gives at once when a message is there), or unknown
+//     quiet (fewer; or a long poll on it has gone the settle wait without
+//     an answer, which SQS gives within a round trip when a message is
+//     there: a few recent round trips, at most ReceiveWait), or unknown
 //     (not asked since the manager last lost sight of it).
 //   - A queue is blocked while a higher queue has a backlog, unless it has a
 //     minimum share. A blocked queue is not received from; what it already
