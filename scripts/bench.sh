@@ -17,10 +17,12 @@
 #                         reads a whole object for every ranged GET, which
 #                         caps parallel reads below the shaping)
 #   MILL_BENCH_SQS_ENDPOINT the SQS of the console's dead-letter benchmark
-#                         (5,000 dead letters; default: LocalStack when it
-#                         answers, as above, else AWS_ENDPOINT_URL; moto
-#                         answers a receive in time proportional to the
-#                         queue's depth)
+#                         (5,000 dead letters) and of Workman's six-vs-one
+#                         drain (default: LocalStack when it answers, as
+#                         above, else AWS_ENDPOINT_URL; moto answers a
+#                         receive in time proportional to the queue's depth,
+#                         so its drains take minutes and the start, where
+#                         the six queues differ, is lost in them)
 #   MILL_BENCH_BITLOG_ROWS rows of the bit log retention benchmark (default
 #                         200000; the acceptance size is 10000000, which
 #                         takes a few minutes to write and about 4 GB)
@@ -59,7 +61,7 @@ else
   [[ -n ${MILL_BENCH_S3_ENDPOINT:-} ]] ||
     echo "bench: LocalStack does not answer at $ls_endpoint: the big transfers run on moto, whose ranged GETs cap them (localstack/host.sh up)" >&2
   [[ -n ${MILL_BENCH_SQS_ENDPOINT:-} ]] ||
-    echo "bench: LocalStack does not answer at $ls_endpoint: the console's dead-letter benchmark runs on moto, whose receives slow with the queue's depth" >&2
+    echo "bench: LocalStack does not answer at $ls_endpoint: the console's dead-letter benchmark and Workman's six-vs-one drain run on moto, whose receives slow with the queue's depth" >&2
 fi
 log=${BENCH_LOG:-.local/bench.log}
 mkdir -p "$(dirname "$log")"

@@ -112,9 +112,10 @@ func Endpoint() string { return os.Getenv("AWS_ENDPOINT_URL") }
 const BenchS3EndpointVar = "MILL_BENCH_S3_ENDPOINT"
 
 // BenchSQSEndpointVar names the SQS endpoint of the benchmarks that read a
-// deep queue. moto answers a receive in time proportional to the queue's
-// depth (about 2 s at 5,000 messages), so on moto those benchmarks measure
-// moto; LocalStack's SQS, like SQS, answers in milliseconds.
+// deep queue or race two drains. moto answers a receive in time
+// proportional to the queue's depth (about 2 s at 5,000 messages), so on
+// moto those benchmarks measure moto; LocalStack's SQS, like SQS, answers
+// in milliseconds.
 const BenchSQSEndpointVar = "MILL_BENCH_SQS_ENDPOINT"
 
 // BenchS3Endpoint returns MILL_BENCH_S3_ENDPOINT (which must be on
