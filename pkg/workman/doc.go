@@ -28,8 +28,9 @@
 //     before the first), since SQS answers within a round trip when a
 //     message is there: strict priority costs a start of about 100 ms, not
 //     a second. A higher queue answering over four times slower than the
-//     recent round trips loses its priority until it answers (at most the
-//     tasks started meanwhile). MinShare gives a lower
+//     recent round trips loses its priority until it answers: the tasks
+//     started meanwhile, and the messages then held (at most one batch),
+//     run first. MinShare gives a lower
 //     queue a floor: a deficit counter over task starts earns it its
 //     fraction of every start while a higher queue has a backlog, and the
 //     next free worker goes to it when one start is due; starts it got on
