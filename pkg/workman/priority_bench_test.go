@@ -2,8 +2,10 @@ package workman
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -146,6 +148,7 @@ func BenchmarkEmulatorSixQueues(b *testing.B) {
 		var oneSnap map[string]int64
 		var oneFirst, sixFirst time.Duration
 		races := 0
+		var perRace []string
 		for races < minRaces || secs < minRacing.Seconds() || races%2 == 1 {
 			one := prepare([]string{queue.KeyDupLow}, 0, 2000)
 			six := prepare(queue.DefaultPriority, 4, 2000)
@@ -167,14 +170,15 @@ func BenchmarkEmulatorSixQueues(b *testing.B) {
 			wg.Wait()
 			of, xf := time.Unix(0, one.first.Load()).Sub(start), time.Unix(0, six.first.Load()).Sub(start)
 			races++
-			b.Logf("race %d, after %.1f s: one queue %.0f tasks (first after %v), six queues %.0f (first after %v): %.3f",
-				races, elapsed, o, of.Round(time.Millisecond), x, xf.Round(time.Millisecond), x/o)
+			perRace = append(perRace, fmt.Sprintf("%.3f (%.1f s, first %d/%d ms)", x/o, elapsed, of.Milliseconds(), xf.Milliseconds()))
 			oneN, sixN, secs = oneN+o, sixN+x, secs+elapsed
 			oneFirst, sixFirst = max(oneFirst, of), max(sixFirst, xf)
 			oneReq, oneSnap = reqPerTask(one)
 		}
+		// One line each: go test keeps only a benchmark's first 10 lines.
 		b.Logf("%d races on %s, %.1f s: six/one %.3f; the first task at most %v after the start with one queue, %v with six",
 			races, ep, secs, sixN/oneN, oneFirst.Round(time.Millisecond), sixFirst.Round(time.Millisecond))
+		b.Logf("six/one by race (race time, first task one/six): %s", strings.Join(perRace, ", "))
 
 		solo := prepare(queue.DefaultPriority, 4, 2000)
 		var wg sync.WaitGroup
