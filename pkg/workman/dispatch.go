@@ -184,6 +184,7 @@ func (d *dispatcher) settleAfter(g grant) (stop func()) {
 			t := clk.NewTimer(asked.Add(wait).Sub(clk.Now()))
 			select {
 			case <-t.C():
+				d.m.queues[g.queue].log.Debug("no answer within the settle wait: counted as empty", "settle_wait", wait)
 				d.update(func(p *planner) { p.waited(g) })
 				return
 			case <-changed:
