@@ -123,8 +123,8 @@ func (d *dispatcher) receive(ctx context.Context, i int) {
 			rctx = ctx
 		}
 		rctx, cancel := context.WithTimeout(rctx, g.wait+m.cfg.CallTimeout)
-		stopSettle := d.settleAfter(g)
 		asked := m.clk.Now()
+		stopSettle := d.settleAfter(g, asked)
 		msgs, err := qs.q.Receive(rctx, g.n, g.wait)
 		if err == nil && len(msgs) > 0 && (g.kind == batchRecv || g.settle) {
 			d.lat.observe(m.clk.Now().Sub(asked))
@@ -163,18 +163,17 @@ func (d *dispatcher) receive(ctx context.Context, i int) {
 	}
 }
 
-// settleAfter reports grant g's long poll as waited once it has been in
-// flight for the settle wait (when g asks for it): a multiple of the recent
+// settleAfter reports grant g's long poll, sent at asked, as waited once it
+// has been in flight for the settle wait (when g asks for it): a multiple of the recent
 // answer times, at most ReceiveWait (settle.go). A new answer time moves the
 // deadline, so the polls sent at start, before any answer, settle as soon
 // as the first answer shows what a round trip takes. The returned func
 // stops it.
-func (d *dispatcher) settleAfter(g grant) (stop func()) {
+func (d *dispatcher) settleAfter(g grant, asked time.Time) (stop func()) {
 	if !g.settle {
 		return func() {}
 	}
 	clk := d.m.clk
-	asked := clk.Now()
 	done := make(chan struct{})
 	exited := make(chan struct{})
 	go func() {
