@@ -133,7 +133,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.prefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of queue names made from keys")
 	fs.StringVar(&o.deadLetter, "dead-letter-queue", queue.KeyDeadLetter, "dead-letter queue `key or name`")
 	fs.IntVar(&o.workers, "workers", workman.DefaultWorkers, "`number` of tasks run at once")
-	fs.DurationVar(&o.receiveWait, "receive-wait", workman.DefaultReceiveWait, "wait of a batch receive from a queue with a backlog, and the longest a long poll must go\nunanswered before its queue counts as empty; after the first answers, four of the slowest\nrecent round trips, at least 50ms (must be > 0: a 0 s poll is not authoritative)")
+	fs.DurationVar(&o.receiveWait, "receive-wait", workman.DefaultReceiveWait, "wait of a batch receive from a queue with a backlog, and the longest a long poll must go\nunanswered before its queue counts as empty; after the first answers, four times the slowest\nrecent round trip, at least 50ms (must be > 0: a 0 s poll is not authoritative)")
 	fs.StringVar(&o.timeouts, "timeouts", "", "per-task-type deadlines, comma-separated TYPE=`duration` (e.g. DUP=2h,BIT=30m);\na negative duration means no deadline")
 	fs.DurationVar(&o.defaultTimeout, "default-timeout", workman.DefaultTaskTimeout, "deadline of task types not listed in --timeouts")
 	fs.DurationVar(&o.queueBackoffMin, "queue-backoff-min", workman.DefaultQueueBackoffMin, "first backoff of a queue whose receive failed (doubles)")

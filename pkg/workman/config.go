@@ -67,8 +67,8 @@ type Config struct {
 	// backlog (DefaultReceiveWait, 1 s), and the longest a long poll on a
 	// queue of unknown state must wait unanswered before the queue counts
 	// as empty: once receives have answered with messages, it counts as
-	// empty after four of the slowest recent answer times, at least 50 ms
-	// (settle.go). It must be positive: a 0-second poll is not
+	// empty after four times the slowest recent answer time, at least
+	// 50 ms (settle.go). It must be positive: a 0-second poll is not
 	// authoritative.
 	ReceiveWait time.Duration
 	// QueueBackoffMin/Max bound how long a queue whose receive failed is

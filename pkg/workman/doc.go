@@ -23,11 +23,11 @@
 //     higher queue's state was unknown (at startup, or when the idle
 //     rotation finds work) waits until that queue has answered, and is
 //     released if it turns out to have a backlog. An unanswered long poll
-//     answers "empty" after four of the slowest recent round trips of
-//     receives that brought messages (at least 50 ms; ReceiveWait, 1 s,
-//     before the first), since SQS answers within a round trip when a
-//     message is there: strict priority costs a start of about 100 ms, not
-//     a second. A higher queue answering over four times slower than the
+//     answers "empty" after four times the slowest of the last 16 round
+//     trips of receives that expected messages and brought some (at least
+//     50 ms; ReceiveWait, 1 s, before the first), since SQS answers within
+//     a round trip when a message is there: strict priority costs a start
+//     of a few round trips, not a second. A higher queue answering over four times slower than the
 //     recent round trips loses its priority until it answers: the tasks
 //     started meanwhile, and the messages then held (at most one batch),
 //     run first. MinShare gives a lower
