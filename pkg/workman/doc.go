@@ -18,27 +18,26 @@
 //     instance costs 3 requests a minute: a message on the top queue is
 //     picked up within one long-poll wait (20 s), on any other within one
 //     round (2·(queues−1) waits: 200 s for six queues).
-//   - Dispatching. One dispatcher hands each free worker the held message
-//     of the highest queue (strict priority). A message received while a
-//     higher queue's state was unknown (at startup, or when the idle
-//     rotation finds work) waits until that queue has answered, and is
-//     released if it turns out to have a backlog. An unanswered long poll
-//     answers "empty" after four times the slowest of the last 16 round
-//     trips of receives that expected messages and brought some (at least
-//     50 ms; ReceiveWait, 1 s, before the first), since SQS answers within
-//     a round trip when a message is there: strict priority costs a start
-//     of a few round trips, not a second. A higher queue answering over four times slower than the
-//     recent round trips loses its priority until it answers: the tasks
-//     started meanwhile, and the messages then held (at most one batch),
-//     run first. MinShare gives a lower
-//     queue a floor: a deficit counter over task starts earns it its
-//     fraction of every start while a higher queue has a backlog, and the
-//     next free worker goes to it when one start is due; starts it got on
-//     slots no higher message was waiting for are paid back (up to one
+//   - Dispatching. One dispatcher hands each free worker the held message of
+//     the highest queue (strict priority). A message received while a higher
+//     queue's state was unknown (at startup, or when the idle rotation finds
+//     work) waits until that queue has answered, and is released if it turns
+//     out to have a backlog. An unanswered long poll answers "empty" after
+//     four times the slowest of the last 16 round trips of receives that
+//     expected messages and brought some (at least 50 ms; ReceiveWait, 1 s,
+//     before the first), since SQS answers within a round trip when a message
+//     is there: strict priority costs a start of a few round trips, not a
+//     second. A higher queue answering over four times slower than the recent
+//     round trips loses its priority until it answers: the tasks started
+//     meanwhile, and the messages then held (at most one batch), run first.
+//     MinShare gives a lower queue a floor: a deficit counter over task starts
+//     earns it its fraction of every start while a higher queue has a backlog,
+//     and the next free worker goes to it when one start is due; starts it got
+//     on slots no higher message was waiting for are paid back (up to one
 //     batch). The floor counts starts, not worker time: a share of 0.2 for
-//     tasks five times as long as the higher queue's gives it about half
-//     the workers' time; and the higher queue's batches shrink by the
-//     share's quota (2 of 10 for 0.2), so it costs a few more receives.
+//     tasks five times as long as the higher queue's gives it about half the
+//     workers' time; and the higher queue's batches shrink by the share's
+//     quota (2 of 10 for 0.2), so it costs a few more receives.
 //   - Holding. At most one batch (10 messages) is held beyond the busy
 //     workers: a batch is received only when no message of its queue is
 //     still held and Workers+10 minus the messages held, running or being
