@@ -18,6 +18,10 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 )
 
+// maxDLPage bounds a dead-letter page number (the index holds far fewer
+// pages).
+const maxDLPage = 1 << 20
+
 // MaxRedriveRate is the highest rate a redrive from the console may ask
 // for (messages per second).
 const MaxRedriveRate = 1000
@@ -110,7 +114,15 @@ func (s *Server) deadLettersPage(w http.ResponseWriter, r *http.Request, u *auth
 	if !ok {
 		return
 	}
-	pg, _ := strconv.Atoi(r.FormValue("page"))
+	pg := 1
+	if p := r.FormValue("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > maxDLPage {
+			s.errorPage(w, r, u, http.StatusBadRequest, "Bad page", fmt.Sprintf("page %s: want a page number from 1 to %d.", quoteSafe(p), maxDLPage))
+			return
+		}
+		pg = n
+	}
 	s.dl.refresh(false)
 	v := s.dl.view(r.Context(), f, pg, dlFirstPageWait)
 	d := deadLettersData{dlView: v, Filter: f, Describe: describe(f), Query: dlQuery(f), Now: s.cfg.Clock.Now(),
@@ -187,6 +199,10 @@ type deadLetterData struct {
 
 func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request, u *auth.User) {
 	id := r.PathValue("id")
+	if wh := r.FormValue("whole"); wh != "" && wh != "1" {
+		s.errorPage(w, r, u, http.StatusBadRequest, "Bad request", "whole: want 1 or nothing.")
+		return
+	}
 	d := deadLetterData{Row: s.dl.row(id), Query: dlQuery(deadletter.Filter{ID: id})}
 	if d.Row == nil || (d.Row.BodyCut && r.FormValue("whole") == "1") {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
@@ -255,6 +271,9 @@ type redriveSample struct {
 // redriveForm reads the redrive settings of a request.
 func redriveForm(r *http.Request) (rate float64, to string, keep bool, err error) {
 	to, keep = r.FormValue("to"), r.FormValue("keep") == "on"
+	if k := r.FormValue("keep"); k != "" && k != "on" {
+		return 0, "", false, fmt.Errorf("keep %q: want on or nothing", k)
+	}
 	if to != "" && !slices.Contains(workQueueKeys(), to) {
 		return 0, "", false, fmt.Errorf("%q is not one of Mill's work queues", to)
 	}
@@ -277,7 +296,7 @@ func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request, u *auth.Use
 	status := http.StatusOK
 	rate, to, keep, err := redriveForm(r)
 	if err != nil {
-		d.Error, status = err.Error(), http.StatusUnprocessableEntity
+		d.Error, status = err.Error(), http.StatusBadRequest
 	}
 	d.To, d.Keep = to, keep
 	if r.FormValue("rate") != "" && err == nil {
@@ -317,7 +336,19 @@ func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request, u *auth.Use
 
 // redrive starts a redrive after the dry run.
 func (s *Server) redrive(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	fm, ok := s.readForm(w, r, u, 8<<10)
+	if !ok {
+		return
+	}
+	// Every field is sent by the dry run's form: an empty filter selects
+	// every letter, and an empty rate is no limit, so none may be missing.
+	for _, k := range []string{"type", "source", "error", "id", "rate", "to"} {
+		fm.req(k)
+	}
+	fm.flag("keep", "on")
+	if !s.checkForm(w, r, u, fm) {
+		return
+	}
 	f, ok := s.dlFilterOr(w, r, u)
 	if !ok {
 		return
@@ -428,16 +459,28 @@ func (s *Server) purgeConfirm(w http.ResponseWriter, r *http.Request, u *auth.Us
 // the number the user confirmed: if more match by the time the queue is
 // scanned, nothing is deleted.
 func (s *Server) purge(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	fm, ok := s.readForm(w, r, u, 8<<10)
+	if !ok {
+		return
+	}
+	// An empty filter purges the whole queue: a form that lost its filter
+	// fields must not.
+	for _, k := range []string{"type", "source", "error", "id"} {
+		fm.req(k)
+	}
+	confirm, exp := fm.req("confirm"), fm.nonEmpty("expected")
+	if !s.checkForm(w, r, u, fm) {
+		return
+	}
 	f, ok := s.dlFilterOr(w, r, u)
 	if !ok {
 		return
 	}
-	if r.PostFormValue("confirm") != "purge" {
+	if confirm != "purge" {
 		s.purgeConfirm(w, r, u, http.StatusUnprocessableEntity, "Type purge to confirm.")
 		return
 	}
-	expected, err := strconv.Atoi(r.PostFormValue("expected"))
+	expected, err := strconv.Atoi(exp)
 	if err != nil || expected < 0 {
 		s.errorPage(w, r, u, http.StatusBadRequest, "Bad request", "The confirmation form is incomplete.")
 		return

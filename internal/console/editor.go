@@ -191,9 +191,13 @@ func (s *Server) editPost(w http.ResponseWriter, r *http.Request, u *auth.User) 
 	if !ok {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxEditorForm)
-	if err := r.ParseForm(); err != nil {
-		s.errorPage(w, r, u, http.StatusBadRequest, "Bad form", "The form could not be read: "+err.Error())
+	f, ok := s.readForm(w, r, u, maxEditorForm)
+	if !ok {
+		return
+	}
+	// base is empty when the edit creates the policy.
+	j, base, list, op, checked := f.opt("policy"), f.req("base"), f.flag("list", "on"), f.opt("op"), f.flag("checked", "1")
+	if !s.checkForm(w, r, u, f) {
 		return
 	}
 	a, doc, ok := s.editorContext(w, r, u, acct)
@@ -201,7 +205,7 @@ func (s *Server) editPost(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		return
 	}
 	var d policyedit.Draft
-	if j := r.PostForm.Get("policy"); j != "" { // back from a preview or a conflict
+	if j != "" { // back from a preview or a conflict
 		p, err := policy.Parse("policy", []byte(j))
 		if err != nil {
 			s.errorPage(w, r, u, http.StatusBadRequest, "Bad policy", strings.Join(policyedit.Messages(err), "; "))
@@ -215,8 +219,6 @@ func (s *Server) editPost(w http.ResponseWriter, r *http.Request, u *auth.User) 
 			return
 		}
 	}
-	base, list := r.PostForm.Get("base"), r.PostForm.Get("list") == "on"
-	op := r.PostForm.Get("op")
 	if op == "preview" {
 		s.preview(w, r, u, a, doc, d, base, list)
 		return
@@ -226,7 +228,7 @@ func (s *Server) editPost(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		return
 	}
 	// Structural actions keep the problems shown so far up to date too.
-	s.renderEditor(w, r, u, http.StatusOK, a, doc, d, base, list, op == "" || op == "check" || r.PostForm.Get("checked") == "1")
+	s.renderEditor(w, r, u, http.StatusOK, a, doc, d, base, list, op == "" || op == "check" || checked)
 }
 
 // preview shows what a save would change, or the editor with the problems.
@@ -259,9 +261,16 @@ func (s *Server) savePolicy(w http.ResponseWriter, r *http.Request, u *auth.User
 	if !ok {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxEditorForm)
+	f, ok := s.readForm(w, r, u, maxEditorForm)
+	if !ok {
+		return
+	}
+	// base is empty when the save creates the policy.
+	j, base, list := f.nonEmpty("policy"), f.req("base"), f.flag("list", "on")
+	if !s.checkForm(w, r, u, f) {
+		return
+	}
 	ctx := r.Context()
-	j, base, list := r.PostFormValue("policy"), r.PostFormValue("base"), r.PostFormValue("list") == "on"
 	a, doc, ok := s.editorContext(w, r, u, acct)
 	if !ok {
 		return

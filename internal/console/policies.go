@@ -219,8 +219,17 @@ func (s *Server) setListed(w http.ResponseWriter, r *http.Request, u *auth.User)
 	if !ok {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	listed := r.PostFormValue("listed") == "true"
+	f, ok := s.readForm(w, r, u, 4<<10)
+	if !ok {
+		return
+	}
+	listed, back := f.oneOf("listed", "true", "false") == "true", f.opt("back")
+	if back != "" && back != "account" {
+		f.problem("the field \"back\" is %s; want account or nothing", quoteSafe(back))
+	}
+	if !s.checkForm(w, r, u, f) {
+		return
+	}
 	changed, err := s.editor.SetListed(r.Context(), acct, listed, configstore.Meta{Author: u.Name})
 	switch {
 	case errors.Is(err, policyedit.ErrNoPolicy):
@@ -241,11 +250,11 @@ func (s *Server) setListed(w http.ResponseWriter, r *http.Request, u *auth.User)
 			msg += "&msg=unrecorded"
 		}
 	}
-	back := "/policies"
-	if r.PostFormValue("back") == "account" {
-		back = "/policies/" + url.PathEscape(acct)
+	to := "/policies"
+	if back == "account" {
+		to = "/policies/" + url.PathEscape(acct)
 	}
-	http.Redirect(w, r, back+"?msg="+msg, http.StatusSeeOther)
+	http.Redirect(w, r, to+"?msg="+msg, http.StatusSeeOther)
 }
 
 // historyData is the history page.
@@ -379,8 +388,15 @@ func (s *Server) restorePolicy(w http.ResponseWriter, r *http.Request, u *auth.U
 	if !ok {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-	id, base := r.PostFormValue("version"), r.PostFormValue("base")
+	f, ok := s.readForm(w, r, u, 8<<10)
+	if !ok {
+		return
+	}
+	// base is empty when the policy is deleted now.
+	id, base := f.nonEmpty("version"), f.req("base")
+	if !s.checkForm(w, r, u, f) {
+		return
+	}
 	ctx := r.Context()
 	before, _ := s.editor.Load(ctx, acct)
 	v, err := s.editor.Restore(ctx, acct, id, base, configstore.Meta{Author: u.Name})
@@ -445,10 +461,16 @@ func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request, u *auth.Us
 	if !ok {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-	base := r.PostFormValue("base")
+	f, ok := s.readForm(w, r, u, 8<<10)
+	if !ok {
+		return
+	}
+	base, confirm := f.nonEmpty("base"), f.req("confirm")
+	if !s.checkForm(w, r, u, f) {
+		return
+	}
 	ctx := r.Context()
-	if r.PostFormValue("confirm") != acct {
+	if confirm != acct {
 		doc, err := s.editor.Load(ctx, acct)
 		if err != nil {
 			s.fail(w, r, "reading the policy", err)
