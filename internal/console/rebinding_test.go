@@ -101,4 +101,3 @@ func TestDNSRebindingRefused(t *testing.T) {
 		}
 	}
 }
-
