@@ -25,10 +25,10 @@
 // UTF-8 text, holds control characters, is malformed or over-long is a 400
 // before any page reads it; a form lacking a field, or with a value other
 // than those expected, is a 400 and changes nothing. Links are built as
-// URLs (net/url), escaped once by the templates. Every response carries a strict Content
-// Security Policy (scripts and styles from the console itself only, no
-// inline script or style, no framing). Every change is logged with its
-// user and recorded in the change log (pkg/changelog).
+// URLs (net/url), escaped once by the templates. Every response carries a
+// strict Content Security Policy (scripts and styles from the console
+// itself only, no inline script or style, no framing). Every change is
+// logged with its user and recorded in the change log (pkg/changelog).
 package console
 
 import (

@@ -102,10 +102,10 @@ func CheckAllowedHosts(hosts []string, a auth.Authenticator) error {
 
 // hostPolicy decides which Host (and Origin) names a console answers to.
 type hostPolicy struct {
-	// explicit is Config.AllowedHosts; when empty, loopback is the
-	// default: under the "none" mode, the loopback names on the port the
-	// request arrived on; otherwise any Host (the Origin then must match
-	// the request's Host).
+	// explicit is Config.AllowedHosts. loopback: none given, under the
+	// "none" mode — the loopback names with the port the request arrived
+	// on. Neither: any Host is answered, and an Origin must name the
+	// request's Host.
 	explicit []string
 	loopback bool
 }
@@ -153,7 +153,8 @@ func (p hostPolicy) hostAllowed(r *http.Request, host string) bool {
 	return host != "" && slices.Contains(p.allowed(r), host)
 }
 
-// Hosts describes the hosts answered, for the startup line.
+// Hosts describes the hosts answered when serving on port, for the
+// startup line.
 func (s *Server) Hosts(port string) string {
 	switch {
 	case len(s.hosts.explicit) > 0:
