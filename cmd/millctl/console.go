@@ -61,10 +61,11 @@ Authentication (--auth):
 Host names (--allowed-host): a request naming another host in its Host
 header gets 421 Misdirected Request, and a change must come from a page of
 an allowed host (its Origin or Referer). Default: under --auth none,
-localhost, 127.0.0.1 and [::1] with the --listen port, so a web page whose
-name is rebound to 127.0.0.1 reads and changes nothing; under alb and
-tokens, any host (the credentials, not the address, authenticate) —
-name the console's host names there too, as users' browsers show them.
+localhost, 127.0.0.1, [::1] and the --listen address, with its port, so a
+web page whose name is rebound to 127.0.0.1 reads and changes nothing;
+under alb and tokens, any host (the credentials, not the address,
+authenticate) — name the console's host names there too, as users'
+browsers show them.
 
 Roles: viewer (reads), operator (also redrives and purges dead letters,
 pauses and resumes), admin (also edits policies).`,
@@ -185,8 +186,7 @@ pauses and resumes), admin (also edits policies).`,
 				if err != nil {
 					return err
 				}
-				_, port, _ := net.SplitHostPort(ln.Addr().String())
-				fmt.Fprintf(a.stdout, "Mill Console on http://%s (auth %s; answers %s)\n", ln.Addr(), authn.Mode(), srv.Hosts(port))
+				fmt.Fprintf(a.stdout, "Mill Console on http://%s (auth %s; answers %s)\n", ln.Addr(), authn.Mode(), srv.Hosts(ln.Addr()))
 				return srv.Serve(ctx, ln)
 			}
 		},

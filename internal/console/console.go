@@ -98,7 +98,8 @@ type Config struct {
 	// ParseAllowedHosts). A request naming another host gets 421, and a
 	// state-changing request's Origin (or Referer) must name one of them.
 	// Empty: under the "none" mode, the loopback names localhost,
-	// 127.0.0.1 and [::1] with the port the request arrived on; in the
+	// 127.0.0.1 and [::1] (and the loopback address served on) with the
+	// port the request arrived on; in the
 	// other modes any Host, with the Origin checked against the request's
 	// Host (credentials, not the network, authenticate there). Under the
 	// "none" mode only loopback names are accepted.

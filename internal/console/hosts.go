@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -128,10 +129,15 @@ func (p hostPolicy) allowed(r *http.Request) []string {
 		return nil
 	}
 	port := ""
+	out := make([]string, 0, 2*len(loopbackNames)+1)
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-		_, port, _ = net.SplitHostPort(a.String())
+		var ip string
+		ip, port, _ = net.SplitHostPort(a.String())
+		// The loopback address served on, when it is another (127.0.0.2).
+		if addr := net.ParseIP(ip); addr != nil && addr.IsLoopback() && !addr.Equal(net.IPv4(127, 0, 0, 1)) && !addr.Equal(net.IPv6loopback) {
+			out = append(out, strings.ToLower(net.JoinHostPort(ip, port)))
+		}
 	}
-	out := make([]string, 0, 2*len(loopbackNames))
 	for _, n := range loopbackNames {
 		if port != "" {
 			out = append(out, n+":"+port)
@@ -153,18 +159,15 @@ func (p hostPolicy) hostAllowed(r *http.Request, host string) bool {
 	return host != "" && slices.Contains(p.allowed(r), host)
 }
 
-// Hosts describes the hosts answered when serving on port, for the
-// startup line.
-func (s *Server) Hosts(port string) string {
+// Hosts describes the hosts answered when serving on addr (the
+// listener's address), for the startup line.
+func (s *Server) Hosts(addr net.Addr) string {
 	switch {
 	case len(s.hosts.explicit) > 0:
 		return strings.Join(s.hosts.explicit, ", ")
 	case s.hosts.loopback:
-		var out []string
-		for _, n := range loopbackNames {
-			out = append(out, n+":"+port)
-		}
-		return strings.Join(out, ", ")
+		r := (&http.Request{}).WithContext(context.WithValue(context.Background(), http.LocalAddrContextKey, addr))
+		return strings.Join(s.hosts.allowed(r), ", ")
 	}
 	return "any"
 }

@@ -1,7 +1,9 @@
 package console_test
 
 import (
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -81,5 +83,33 @@ func TestAllowedHostsChecked(t *testing.T) {
 	if _, err := console.New(console.Config{Auth: none, Files: e.files, Changes: e.changes, Queues: e.console.QueuesForTest(),
 		AllowedHosts: []string{"console.example.org"}}); err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Errorf("New with --auth none and a public name: %v", err)
+	}
+}
+
+// TestLoopbackAddressServed: under --auth none on another loopback address
+// (127.0.0.2), that address is answered too, and the loopback names.
+func TestLoopbackAddressServed(t *testing.T) {
+	e := newEnv(t, func(c *console.Config) { c.Auth = auth.Anonymous{Role: auth.RoleAdmin} })
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(e.console.Handler())
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	for host, want := range map[string]int{"127.0.0.2:" + port: 200, "localhost:" + port: 200, "127.0.0.3:" + port: http.StatusMisdirectedRequest} {
+		req, _ := http.NewRequest("GET", srv.URL+"/policies", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s on 127.0.0.2: %d, want %d", host, resp.StatusCode, want)
+		}
 	}
 }
