@@ -55,13 +55,26 @@ Authentication (--auth):
   tokens  a file of hashed tokens (--tokens-file); mint one with
           millctl console token
   none    no authentication, every user an admin: only on a loopback
-          --listen address (refused otherwise)
+          --listen address, answering loopback host names only (refused
+          otherwise)
+
+Host names (--allowed-host): a request naming another host in its Host
+header gets 421 Misdirected Request, and a change must come from a page of
+an allowed host (its Origin or Referer). Default: under --auth none,
+localhost, 127.0.0.1, [::1] and the --listen address, with its port, so a
+web page whose name is rebound to 127.0.0.1 reads and changes nothing;
+under alb and tokens, any host (the credentials, not the address,
+authenticate) — name the console's host names there too, as users'
+browsers show them.
+
 Roles: viewer (reads), operator (also redrives and purges dead letters,
 pauses and resumes), admin (also edits policies).`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 			src := configFlags(fs, a)
 			listen := fs.String("listen", "127.0.0.1:8080", "`address` to serve on")
 			mode := fs.String("auth", "none", "authentication `mode`: alb, tokens or none (loopback only)")
+			var allowedHosts stringList
+			fs.Var(&allowedHosts, "allowed-host", "`host` or host:port the console answers to, as browsers send it (repeatable, or comma-separated; default: under --auth none the loopback names with the --listen port, otherwise any)")
 			tokensFile := fs.String("tokens-file", "", "tokens `file` (--auth tokens)")
 			albARN := fs.String("alb-arn", "", "`ARN` of the load balancer that signs x-amzn-oidc-data (--auth alb)")
 			albKeyURL := fs.String("alb-key-url", auth.DefaultALBKeyURL, "`URL` of the load balancer's public keys; {region} is the ARN's region, the key id is appended")
@@ -106,6 +119,13 @@ pauses and resumes), admin (also edits policies).`,
 				if err := console.CheckListen(*listen, authn); err != nil {
 					return err
 				}
+				hosts, err := console.ParseAllowedHosts(allowedHosts...)
+				if err != nil {
+					return usagef("--allowed-host: %v", err)
+				}
+				if err := console.CheckAllowedHosts(hosts, authn); err != nil {
+					return usagef("--allowed-host: %v", err)
+				}
 				awsCfg, err := a.awsConfig(ctx)
 				if err != nil {
 					return err
@@ -132,7 +152,7 @@ pauses and resumes), admin (also edits policies).`,
 					a.logger.Error("console: the dead-letter queue cannot be read", "err", err)
 				}
 				cfg := console.Config{
-					Auth: authn, Files: files, Changes: changes, Queues: queues, DeadLetters: dlq,
+					Auth: authn, AllowedHosts: hosts, Files: files, Changes: changes, Queues: queues, DeadLetters: dlq,
 					DeadLetterRescan: *dlqRescan, DeadLetterMax: *dlqMax,
 					Refresh: *refresh, SampleEvery: *sampleEvery, PolicyRefresh: *policyRefresh,
 					SecureCookies: *secure, LogoutURL: *logoutURL, Logger: a.logger,
@@ -166,7 +186,7 @@ pauses and resumes), admin (also edits policies).`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stdout, "Mill Console on http://%s (auth %s)\n", ln.Addr(), authn.Mode())
+				fmt.Fprintf(a.stdout, "Mill Console on http://%s (auth %s; answers %s)\n", ln.Addr(), authn.Mode(), srv.Hosts(ln.Addr()))
 				return srv.Serve(ctx, ln)
 			}
 		},

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -192,64 +191,6 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request, u *auth.User) 
 	slices.SortFunc(d.Runs, func(a, b runRow) int { return cmp.Compare(b.RunID, a.RunID) })
 	s.render(w, r, http.StatusOK, "runs", page{Title: "Bit integrity", Nav: "bit", User: u, Data: d})
 }
-
-// bitQuery is the selection of a bit page, from the query string.
-type bitQuery struct {
-	Run, Account, Store, Space string
-	Result                     bitlog.Result
-	Case                       int // -1: any
-	Repaired                   bool
-	After                      string
-}
-
-func parseBitQuery(q url.Values) (bitQuery, error) {
-	b := bitQuery{Run: q.Get("run"), Account: q.Get("account"), Store: q.Get("store"), Space: q.Get("space"),
-		Result: bitlog.Result(strings.ToUpper(q.Get("result"))), Case: -1, Repaired: q.Get("repaired") == "1", After: q.Get("after")}
-	if b.Result != "" && !b.Result.Valid() {
-		return b, fmt.Errorf("result %q: want SUCCESS, FAILURE or ERROR", q.Get("result"))
-	}
-	if c := q.Get("case"); c != "" {
-		n, err := strconv.Atoi(c)
-		if err != nil || n < 0 || n > 11 {
-			return b, fmt.Errorf("case %q: want 0 (none) to 11", c)
-		}
-		b.Case = n
-	}
-	return b, nil
-}
-
-// values writes the selection back as a query string, with changes.
-func (b bitQuery) values(set ...string) string {
-	v := url.Values{}
-	add := func(k, x string) {
-		if x != "" {
-			v.Set(k, x)
-		}
-	}
-	add("run", b.Run)
-	add("account", b.Account)
-	add("store", b.Store)
-	add("space", b.Space)
-	add("result", string(b.Result))
-	if b.Case >= 0 {
-		v.Set("case", strconv.Itoa(b.Case))
-	}
-	if b.Repaired {
-		v.Set("repaired", "1")
-	}
-	for i := 0; i+1 < len(set); i += 2 {
-		if set[i+1] == "" {
-			v.Del(set[i])
-		} else {
-			v.Set(set[i], set[i+1])
-		}
-	}
-	return v.Encode()
-}
-
-// Link returns the query string of the selection with key=value pairs
-// changed ("" removes).
-func (b bitQuery) Link(set ...string) string { return b.values(set...) }
 
 type runData struct {
 	Q       bitQuery

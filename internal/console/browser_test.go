@@ -249,7 +249,11 @@ func seedRun(t *testing.T, l bitlog.Log, c *s3.Client, bucket string) string {
 // ("no browser is open").
 func (b *browserEnv) tab() context.Context {
 	b.t.Helper()
-	opts := append([]chromedp.ExecAllocatorOption{chromedp.ExecPath(b.exe), chromedp.UserDataDir(b.t.TempDir())}, chromiumFlags...)
+	// No UserDataDir: chromedp makes a profile directory of its own per
+	// browser and removes it when the browser has exited; Chromium may
+	// still write into it for a moment after, which made a t.TempDir()
+	// profile fail the test's cleanup ("directory not empty").
+	opts := append([]chromedp.ExecAllocatorOption{chromedp.ExecPath(b.exe)}, chromiumFlags...)
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	b.t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(alloc)

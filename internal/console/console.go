@@ -16,11 +16,19 @@
 //
 // Security: a user is authenticated by the configured auth.Authenticator
 // and has a role; pages show only the controls the role allows and every
-// handler checks the role again. Every state-changing request passes Go's
-// http.CrossOriginProtection; every response carries a strict Content
-// Security Policy (scripts and styles from the console itself only, no
-// inline script or style, no framing). Every change is logged with its
-// user and recorded in the change log (pkg/changelog).
+// handler checks the role again. A request naming a host not allowed
+// (Config.AllowedHosts; under the "none" mode the loopback names only) is
+// refused before anything reads it, so a name rebound to 127.0.0.1 reads
+// and changes nothing. Every state-changing request must come from an
+// allowed host's page (Sec-Fetch-Site, Origin or Referer) and passes Go's
+// http.CrossOriginProtection. A path, query string or form that is not
+// UTF-8 text, holds control characters, is malformed or over-long is a 400
+// before any page reads it; a form lacking a field, or with a value other
+// than those expected, is a 400 and changes nothing. Links are built as
+// URLs (net/url), escaped once by the templates. Every response carries a
+// strict Content Security Policy (scripts and styles from the console
+// itself only, no inline script or style, no framing). Every change is
+// logged with its user and recorded in the change log (pkg/changelog).
 package console
 
 import (
@@ -85,6 +93,17 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 type Config struct {
 	// Auth identifies users (required).
 	Auth auth.Authenticator
+	// AllowedHosts are the host names the console answers to: "host" or
+	// "host:port" as browsers send them in Host and Origin (see
+	// ParseAllowedHosts). A request naming another host gets 421, and a
+	// state-changing request's Origin (or Referer) must name one of them.
+	// Empty: under the "none" mode, the loopback names localhost,
+	// 127.0.0.1 and [::1] (and the loopback address served on) with the
+	// port the request arrived on; in the
+	// other modes any Host, with the Origin checked against the request's
+	// Host (credentials, not the network, authenticate there). Under the
+	// "none" mode only loopback names are accepted.
+	AllowedHosts []string
 	// Files are the configuration files: accounts.json,
 	// duplication-accounts.json, the policies (required).
 	Files configstore.Store
@@ -152,6 +171,9 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	p := validate.New("console: Config")
 	p.Require("Auth", c.Auth != nil)
+	if c.Auth != nil {
+		p.Add("AllowedHosts", CheckAllowedHosts(c.AllowedHosts, c.Auth))
+	}
 	p.Require("Files", c.Files != nil)
 	p.Require("Changes", c.Changes != nil)
 	p.Require("Queues", c.Queues != nil)
@@ -166,6 +188,7 @@ func (c Config) validate() error {
 // queues for the depth charts.
 type Server struct {
 	cfg     Config
+	hosts   hostPolicy
 	editor  *policyedit.Editor
 	tmpl    map[string]*template.Template
 	handler http.Handler
@@ -183,7 +206,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, editor: policyedit.New(cfg.Files)}
+	s := &Server{cfg: cfg, editor: policyedit.New(cfg.Files), hosts: newHostPolicy(cfg.AllowedHosts, cfg.Auth)}
 	s.bg, s.stop = context.WithCancel(context.Background())
 	if cfg.DeadLetters != nil {
 		s.dl = newDLIndex(s.bg, cfg.DeadLetters, cfg.Clock, cfg.Logger, cfg.DeadLetterRescan, cfg.DeadLetterMax)
@@ -278,7 +301,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // routes builds the handler: security headers around everything, then
-// cross-origin protection, then authentication, then the pages.
+// the Host check, the check of the path and query string, cross-origin
+// protection, then authentication, then the pages.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	assets, _ := fs.Sub(assetFS, "assets")
@@ -301,14 +325,7 @@ func (s *Server) routes() http.Handler {
 	s.fleetRoutes(route)
 	s.otherRoutes(route)
 
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.cfg.Logger.Warn("console: cross-origin request refused", "method", r.Method, "path", r.URL.Path,
-			"origin", r.Header.Get("Origin"), "sec_fetch_site", r.Header.Get("Sec-Fetch-Site"))
-		s.errorPage(w, r, nil, http.StatusForbidden, "Cross-origin request refused",
-			"This request came from another site. Changes can only be made from the console's own pages.")
-	}))
-	return securityHeaders(cop.Handler(mux))
+	return securityHeaders(s.checkHost(s.checkInput(s.checkOrigin(mux))))
 }
 
 // securityHeaders sets the headers every response carries.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,10 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
 )
+
+// maxDLPage bounds a dead-letter page number (the index holds far fewer
+// pages).
+const maxDLPage = 1 << 20
 
 // MaxRedriveRate is the highest rate a redrive from the console may ask
 // for (messages per second).
@@ -34,61 +37,6 @@ func (s *Server) deadLetterRoutes(route func(string, auth.Role, func(http.Respon
 	route("GET /dead-letters/purge", auth.RoleOperator, s.purgePage)
 	route("POST /dead-letters/purge", auth.RoleOperator, s.purge)
 	route("GET /dead-letters/{id}", auth.RoleViewer, s.deadLetterPage)
-}
-
-// dlFilter reads a filter from a request's query or form; bad values are
-// a problem for the user.
-func dlFilter(r *http.Request) (deadletter.Filter, error) {
-	f := deadletter.Filter{Type: r.FormValue("type"), Source: r.FormValue("source"), Error: r.FormValue("error"), ID: r.FormValue("id")}
-	for _, v := range []string{f.Type, f.Source, f.Error, f.ID} {
-		if len(v) > 256 {
-			return f, errors.New("a filter is longer than 256 characters")
-		}
-	}
-	return f, nil
-}
-
-// dlFilterOr reads the filter of r, or answers 400 and returns false.
-func (s *Server) dlFilterOr(w http.ResponseWriter, r *http.Request, u *auth.User) (deadletter.Filter, bool) {
-	f, err := dlFilter(r)
-	if err != nil {
-		s.errorPage(w, r, u, http.StatusBadRequest, "Bad filter", err.Error())
-		return f, false
-	}
-	return f, true
-}
-
-// query encodes f (and extra key, value pairs) for a link.
-func dlQuery(f deadletter.Filter, kv ...string) string {
-	v := url.Values{}
-	for k, x := range map[string]string{"type": f.Type, "source": f.Source, "error": f.Error, "id": f.ID} {
-		if x != "" {
-			v.Set(k, x)
-		}
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] != "" {
-			v.Set(kv[i], kv[i+1])
-		}
-	}
-	if len(v) == 0 {
-		return ""
-	}
-	return "?" + v.Encode()
-}
-
-// describe says what f selects, for people.
-func describe(f deadletter.Filter) string {
-	var parts []string
-	for _, p := range [][2]string{{"type", f.Type}, {"source", f.Source}, {"error contains", f.Error}, {"message", f.ID}} {
-		if p[1] != "" {
-			parts = append(parts, fmt.Sprintf("%s %q", p[0], p[1]))
-		}
-	}
-	if len(parts) == 0 {
-		return "every dead letter"
-	}
-	return strings.Join(parts, ", ")
 }
 
 type deadLettersData struct {
@@ -110,7 +58,15 @@ func (s *Server) deadLettersPage(w http.ResponseWriter, r *http.Request, u *auth
 	if !ok {
 		return
 	}
-	pg, _ := strconv.Atoi(r.FormValue("page"))
+	pg := 1
+	if p := r.FormValue("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > maxDLPage {
+			s.errorPage(w, r, u, http.StatusBadRequest, "Bad page", fmt.Sprintf("page %s: want a page number from 1 to %d.", quoteSafe(p), maxDLPage))
+			return
+		}
+		pg = n
+	}
 	s.dl.refresh(false)
 	v := s.dl.view(r.Context(), f, pg, dlFirstPageWait)
 	d := deadLettersData{dlView: v, Filter: f, Describe: describe(f), Query: dlQuery(f), Now: s.cfg.Clock.Now(),
@@ -187,6 +143,10 @@ type deadLetterData struct {
 
 func (s *Server) deadLetterPage(w http.ResponseWriter, r *http.Request, u *auth.User) {
 	id := r.PathValue("id")
+	if wh := r.FormValue("whole"); wh != "" && wh != "1" {
+		s.errorPage(w, r, u, http.StatusBadRequest, "Bad request", "whole: want 1 or nothing.")
+		return
+	}
 	d := deadLetterData{Row: s.dl.row(id), Query: dlQuery(deadletter.Filter{ID: id})}
 	if d.Row == nil || (d.Row.BodyCut && r.FormValue("whole") == "1") {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
@@ -252,20 +212,6 @@ type redriveSample struct {
 	Target string
 }
 
-// redriveForm reads the redrive settings of a request.
-func redriveForm(r *http.Request) (rate float64, to string, keep bool, err error) {
-	to, keep = r.FormValue("to"), r.FormValue("keep") == "on"
-	if to != "" && !slices.Contains(workQueueKeys(), to) {
-		return 0, "", false, fmt.Errorf("%q is not one of Mill's work queues", to)
-	}
-	if v := strings.TrimSpace(r.FormValue("rate")); v != "" {
-		if rate, err = strconv.ParseFloat(v, 64); err != nil || rate < 0 || rate > MaxRedriveRate {
-			return 0, "", false, fmt.Errorf("the rate must be a number from 0 (no limit) to %d messages a second", MaxRedriveRate)
-		}
-	}
-	return rate, to, keep, nil
-}
-
 // redrivePage is the dry run: what the console's last scan says a redrive
 // with these settings would do.
 func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request, u *auth.User) {
@@ -277,7 +223,7 @@ func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request, u *auth.Use
 	status := http.StatusOK
 	rate, to, keep, err := redriveForm(r)
 	if err != nil {
-		d.Error, status = err.Error(), http.StatusUnprocessableEntity
+		d.Error, status = err.Error(), http.StatusBadRequest
 	}
 	d.To, d.Keep = to, keep
 	if r.FormValue("rate") != "" && err == nil {
@@ -317,7 +263,19 @@ func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request, u *auth.Use
 
 // redrive starts a redrive after the dry run.
 func (s *Server) redrive(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	fm, ok := s.readForm(w, r, u, 8<<10)
+	if !ok {
+		return
+	}
+	// Every field is sent by the dry run's form: an empty filter selects
+	// every letter, and an empty rate is no limit, so none may be missing.
+	for _, k := range []string{"type", "source", "error", "id", "rate", "to"} {
+		fm.req(k)
+	}
+	fm.flag("keep", "on")
+	if !s.checkForm(w, r, u, fm) {
+		return
+	}
 	f, ok := s.dlFilterOr(w, r, u)
 	if !ok {
 		return
@@ -428,16 +386,28 @@ func (s *Server) purgeConfirm(w http.ResponseWriter, r *http.Request, u *auth.Us
 // the number the user confirmed: if more match by the time the queue is
 // scanned, nothing is deleted.
 func (s *Server) purge(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	fm, ok := s.readForm(w, r, u, 8<<10)
+	if !ok {
+		return
+	}
+	// An empty filter purges the whole queue: a form that lost its filter
+	// fields must not.
+	for _, k := range []string{"type", "source", "error", "id"} {
+		fm.req(k)
+	}
+	confirm, exp := fm.req("confirm"), fm.nonEmpty("expected")
+	if !s.checkForm(w, r, u, fm) {
+		return
+	}
 	f, ok := s.dlFilterOr(w, r, u)
 	if !ok {
 		return
 	}
-	if r.PostFormValue("confirm") != "purge" {
+	if confirm != "purge" {
 		s.purgeConfirm(w, r, u, http.StatusUnprocessableEntity, "Type purge to confirm.")
 		return
 	}
-	expected, err := strconv.Atoi(r.PostFormValue("expected"))
+	expected, err := strconv.Atoi(exp)
 	if err != nil || expected < 0 {
 		s.errorPage(w, r, u, http.StatusBadRequest, "Bad request", "The confirmation form is incomplete.")
 		return

@@ -179,6 +179,16 @@ func TestDeadLetterPages(t *testing.T) {
 // redrive sends the matches back with attempts reset and logs the change
 // with the user; a filtered purge that finds more than was confirmed
 // deletes nothing; purges of a filter and of the whole queue.
+// dlPost is the form a redrive or purge page posts: the four filter
+// fields (empty unless set), and the others set.
+func dlPost(kv ...string) url.Values {
+	v := url.Values{"type": {""}, "source": {""}, "error": {""}, "id": {""}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
+	return v
+}
+
 func TestRedriveAndPurgeFromTheConsole(t *testing.T) {
 	e := newEnv(t)
 	seedDeadLetters(t, e)
@@ -189,13 +199,13 @@ func TestRedriveAndPurgeFromTheConsole(t *testing.T) {
 	if !strings.Contains(dry, `<strong id="would">70</strong>`) || !strings.Contains(dry, "70 to <code>mill-dup-high</code>") {
 		t.Fatalf("dry run:\n%s", dry)
 	}
-	if resp, body := e.do(e.operator, "GET", "/dead-letters/redrive?type=DUP&rate=-1", nil); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "rate") {
+	if resp, body := e.do(e.operator, "GET", "/dead-letters/redrive?type=DUP&rate=-1", nil); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "rate") {
 		t.Errorf("a negative rate: %d", resp.StatusCode)
 	}
-	if resp, _ := e.do(e.operator, "POST", "/dead-letters/redrive", url.Values{"type": {"DUP"}, "to": {"elsewhere"}}); resp.StatusCode != http.StatusUnprocessableEntity {
+	if resp, _ := e.do(e.operator, "POST", "/dead-letters/redrive", dlPost("type", "DUP", "to", "elsewhere", "rate", "0")); resp.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("a target that is not a work queue: %d", resp.StatusCode)
 	}
-	resp, _ := e.do(e.operator, "POST", "/dead-letters/redrive", url.Values{"type": {"DUP"}, "rate": {"0"}})
+	resp, _ := e.do(e.operator, "POST", "/dead-letters/redrive", dlPost("type", "DUP", "rate", "0", "to", ""))
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("redrive: %d", resp.StatusCode)
 	}
@@ -219,19 +229,19 @@ func TestRedriveAndPurgeFromTheConsole(t *testing.T) {
 
 	// Purge: confirmation required; more matching than confirmed deletes
 	// nothing.
-	if resp, body := e.do(e.operator, "POST", "/dead-letters/purge", url.Values{"type": {"BIT"}, "expected": {"50"}}); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "Type purge") {
+	if resp, body := e.do(e.operator, "POST", "/dead-letters/purge", dlPost("type", "BIT", "expected", "50", "confirm", "")); resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "Type purge") {
 		t.Errorf("purge without confirmation: %d", resp.StatusCode)
 	}
 	_, conf := e.do(e.operator, "GET", "/dead-letters/purge?type=BIT", nil)
 	if !strings.Contains(conf, `<strong id="purge-n">50</strong>`) {
 		t.Fatalf("purge confirmation:\n%s", conf)
 	}
-	e.do(e.operator, "POST", "/dead-letters/purge", url.Values{"type": {"BIT"}, "expected": {"10"}, "confirm": {"purge"}})
+	e.do(e.operator, "POST", "/dead-letters/purge", dlPost("type", "BIT", "expected", "10", "confirm", "purge"))
 	e.idle()
 	if d, _ := e.queues[queue.KeyDeadLetter].Depth(ctx); d.Total() != 52 {
 		t.Fatalf("a purge of more than confirmed deleted: %+v", d)
 	}
-	e.do(e.operator, "POST", "/dead-letters/purge", url.Values{"type": {"BIT"}, "expected": {"50"}, "confirm": {"purge"}})
+	e.do(e.operator, "POST", "/dead-letters/purge", dlPost("type", "BIT", "expected", "50", "confirm", "purge"))
 	e.idle()
 	if d, _ := e.queues[queue.KeyDeadLetter].Depth(ctx); d.Total() != 2 {
 		t.Fatalf("after purging BIT: %+v", d)
@@ -240,7 +250,7 @@ func TestRedriveAndPurgeFromTheConsole(t *testing.T) {
 	if !strings.Contains(all, "Purge the whole dead-letter queue?") || !strings.Contains(all, `<strong id="purge-n">2</strong>`) {
 		t.Fatalf("purge all confirmation:\n%s", all)
 	}
-	e.do(e.operator, "POST", "/dead-letters/purge", url.Values{"expected": {"2"}, "confirm": {"purge"}})
+	e.do(e.operator, "POST", "/dead-letters/purge", dlPost("expected", "2", "confirm", "purge"))
 	e.idle()
 	if n := e.queues[queue.KeyDeadLetter].Len(); n != 0 {
 		t.Fatalf("%d left after purging all", n)
@@ -284,7 +294,7 @@ func TestFleetPage(t *testing.T) {
 	if resp, _ := e.do(e.viewer, "POST", "/fleet/pause", url.Values{"target": {"type:DUP"}}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("viewer pause: %d", resp.StatusCode)
 	}
-	if resp, _ := e.do(e.operator, "POST", "/fleet/pause", url.Values{"target": {"queue:mill-dead-letter"}}); resp.StatusCode != http.StatusUnprocessableEntity {
+	if resp, _ := e.do(e.operator, "POST", "/fleet/pause", url.Values{"target": {"queue:mill-dead-letter"}, "reason": {""}}); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("pausing the dead-letter queue: %d", resp.StatusCode)
 	}
 	if resp, _ := e.do(e.operator, "POST", "/fleet/pause", url.Values{"target": {"type:DUP"}, "reason": {"storage maintenance"}}); resp.StatusCode != http.StatusSeeOther {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/millfleet/mill/internal/console/auth"
@@ -124,22 +122,6 @@ func (s *Server) editPage(w http.ResponseWriter, r *http.Request, u *auth.User) 
 	s.renderEditor(w, r, u, http.StatusOK, a, doc, d, doc.Version.ETag, !doc.Exists, false)
 }
 
-// defaultRule is the store policy a new row starts with: the primary store
-// to the first other one.
-func defaultRule(a *stores.Account) policy.StorePolicy {
-	var sp policy.StorePolicy
-	if p := a.Primary(); p != nil {
-		sp.SrcStoreID = p.ID
-	}
-	for _, st := range a.Stores {
-		if st.ID != sp.SrcStoreID {
-			sp.DestStoreID = st.ID
-			break
-		}
-	}
-	return sp
-}
-
 func (s *Server) renderEditor(w http.ResponseWriter, r *http.Request, u *auth.User, status int, a *stores.Account, doc *policyedit.Doc,
 	d policyedit.Draft, base string, list, check bool) {
 	ed := editorData{Account: a.ID, Base: base, Creating: base == "", List: list, Ignore: strings.Join(d.Ignore, "\n")}
@@ -191,9 +173,13 @@ func (s *Server) editPost(w http.ResponseWriter, r *http.Request, u *auth.User) 
 	if !ok {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxEditorForm)
-	if err := r.ParseForm(); err != nil {
-		s.errorPage(w, r, u, http.StatusBadRequest, "Bad form", "The form could not be read: "+err.Error())
+	f, ok := s.readForm(w, r, u, maxEditorForm)
+	if !ok {
+		return
+	}
+	// base is empty when the edit creates the policy.
+	j, base, list, op, checked := f.opt("policy"), f.req("base"), f.flag("list", "on"), f.opt("op"), f.flag("checked", "1")
+	if !s.checkForm(w, r, u, f) {
 		return
 	}
 	a, doc, ok := s.editorContext(w, r, u, acct)
@@ -201,7 +187,7 @@ func (s *Server) editPost(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		return
 	}
 	var d policyedit.Draft
-	if j := r.PostForm.Get("policy"); j != "" { // back from a preview or a conflict
+	if j != "" { // back from a preview or a conflict
 		p, err := policy.Parse("policy", []byte(j))
 		if err != nil {
 			s.errorPage(w, r, u, http.StatusBadRequest, "Bad policy", strings.Join(policyedit.Messages(err), "; "))
@@ -215,8 +201,6 @@ func (s *Server) editPost(w http.ResponseWriter, r *http.Request, u *auth.User) 
 			return
 		}
 	}
-	base, list := r.PostForm.Get("base"), r.PostForm.Get("list") == "on"
-	op := r.PostForm.Get("op")
 	if op == "preview" {
 		s.preview(w, r, u, a, doc, d, base, list)
 		return
@@ -226,7 +210,7 @@ func (s *Server) editPost(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		return
 	}
 	// Structural actions keep the problems shown so far up to date too.
-	s.renderEditor(w, r, u, http.StatusOK, a, doc, d, base, list, op == "" || op == "check" || r.PostForm.Get("checked") == "1")
+	s.renderEditor(w, r, u, http.StatusOK, a, doc, d, base, list, op == "" || op == "check" || checked)
 }
 
 // preview shows what a save would change, or the editor with the problems.
@@ -259,9 +243,16 @@ func (s *Server) savePolicy(w http.ResponseWriter, r *http.Request, u *auth.User
 	if !ok {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxEditorForm)
+	f, ok := s.readForm(w, r, u, maxEditorForm)
+	if !ok {
+		return
+	}
+	// base is empty when the save creates the policy.
+	j, base, list := f.nonEmpty("policy"), f.req("base"), f.flag("list", "on")
+	if !s.checkForm(w, r, u, f) {
+		return
+	}
 	ctx := r.Context()
-	j, base, list := r.PostFormValue("policy"), r.PostFormValue("base"), r.PostFormValue("list") == "on"
 	a, doc, ok := s.editorContext(w, r, u, acct)
 	if !ok {
 		return
@@ -332,165 +323,4 @@ func (s *Server) conflict(w http.ResponseWriter, r *http.Request, u *auth.User, 
 		}
 	}
 	s.render(w, r, http.StatusConflict, "conflict", page{Title: "Not saved: changed meanwhile", Nav: "policies", User: u, Data: d})
-}
-
-// parseDraft reads the editor's fields: sN (space id of row N), sN.M.src
-// and sN.M.dst (its store policies), d.M.src and d.M.dst (the defaults),
-// ignore (one space per line). Rows and policies keep their numeric order.
-func parseDraft(form url.Values) (policyedit.Draft, error) {
-	var d policyedit.Draft
-	rows := map[int]*policyedit.SpaceRow{}
-	rules := map[int]map[int]*policy.StorePolicy{} // row (-1: default) → index → rule
-	rule := func(row, idx int) *policy.StorePolicy {
-		if rules[row] == nil {
-			rules[row] = map[int]*policy.StorePolicy{}
-		}
-		if rules[row][idx] == nil {
-			rules[row][idx] = &policy.StorePolicy{}
-		}
-		return rules[row][idx]
-	}
-	for k, vs := range form {
-		v := ""
-		if len(vs) > 0 {
-			v = strings.TrimSpace(vs[0])
-		}
-		switch {
-		case strings.HasPrefix(k, "s"):
-			parts := strings.Split(k[1:], ".")
-			n, err := strconv.Atoi(parts[0])
-			if err != nil || n < 0 || n >= maxEditorRows {
-				continue // not an editor field
-			}
-			if rows[n] == nil {
-				rows[n] = &policyedit.SpaceRow{}
-			}
-			switch {
-			case len(parts) == 1:
-				rows[n].ID = v
-			case len(parts) == 3:
-				m, err := strconv.Atoi(parts[1])
-				if err != nil || m < 0 || m >= maxRowPolicies {
-					return d, fmt.Errorf("bad field %q", k)
-				}
-				setRule(rule(n, m), parts[2], v)
-			}
-		case strings.HasPrefix(k, "d."):
-			parts := strings.Split(k, ".")
-			if len(parts) != 3 {
-				continue
-			}
-			m, err := strconv.Atoi(parts[1])
-			if err != nil || m < 0 || m >= maxRowPolicies {
-				return d, fmt.Errorf("bad field %q", k)
-			}
-			setRule(rule(-1, m), parts[2], v)
-		case k == "ignore":
-			for _, l := range strings.Split(strings.Join(vs, "\n"), "\n") {
-				if l = strings.TrimSpace(l); l != "" {
-					d.Ignore = append(d.Ignore, l)
-				}
-			}
-		}
-	}
-	ordered := func(m map[int]*policy.StorePolicy) []policy.StorePolicy {
-		var idx []int
-		for i := range m {
-			idx = append(idx, i)
-		}
-		slices.Sort(idx)
-		out := make([]policy.StorePolicy, 0, len(idx))
-		for _, i := range idx {
-			out = append(out, *m[i])
-		}
-		return out
-	}
-	var idx []int
-	for n := range rows {
-		idx = append(idx, n)
-	}
-	slices.Sort(idx)
-	for _, n := range idx {
-		row := *rows[n]
-		row.Policies = ordered(rules[n])
-		d.Spaces = append(d.Spaces, row)
-	}
-	d.Default = ordered(rules[-1])
-	return d, nil
-}
-
-func setRule(sp *policy.StorePolicy, field, v string) {
-	switch field {
-	case "src":
-		sp.SrcStoreID = v
-	case "dst":
-		sp.DestStoreID = v
-	}
-}
-
-// freshRule is the store policy a new entry starts with: the first pair of
-// the account's stores, primary first, that the list does not hold yet.
-func freshRule(a *stores.Account, list []policy.StorePolicy) policy.StorePolicy {
-	first := defaultRule(a)
-	srcs := []string{first.SrcStoreID}
-	for _, st := range a.Stores {
-		if st.ID != first.SrcStoreID {
-			srcs = append(srcs, st.ID)
-		}
-	}
-	for _, src := range srcs {
-		for _, dst := range a.Stores {
-			sp := policy.StorePolicy{SrcStoreID: src, DestStoreID: dst.ID}
-			if src != dst.ID && !slices.Contains(list, sp) {
-				return sp
-			}
-		}
-	}
-	return first
-}
-
-// applyOp applies an editor action to the draft: add-space, remove-space:N,
-// add-rule:N, remove-rule:N:M, add-default, remove-default:M; "" and check
-// change nothing.
-func applyOp(d *policyedit.Draft, op string, a *stores.Account) error {
-	name, arg, _ := strings.Cut(op, ":")
-	nums := []int{}
-	if arg != "" {
-		for _, p := range strings.Split(arg, ":") {
-			n, err := strconv.Atoi(p)
-			if err != nil || n < 0 {
-				return fmt.Errorf("bad action %q", op)
-			}
-			nums = append(nums, n)
-		}
-	}
-	inRange := func(i, n int) bool { return i >= 0 && i < n }
-	switch {
-	case name == "" || name == "check":
-	case name == "add-space" && len(nums) == 0:
-		if len(d.Spaces) >= maxEditorRows {
-			return fmt.Errorf("at most %d spaces", maxEditorRows)
-		}
-		d.Spaces = append(d.Spaces, policyedit.SpaceRow{Policies: []policy.StorePolicy{freshRule(a, nil)}})
-	case name == "remove-space" && len(nums) == 1 && inRange(nums[0], len(d.Spaces)):
-		d.Spaces = slices.Delete(d.Spaces, nums[0], nums[0]+1)
-	case name == "add-rule" && len(nums) == 1 && inRange(nums[0], len(d.Spaces)):
-		if len(d.Spaces[nums[0]].Policies) >= maxRowPolicies {
-			return fmt.Errorf("at most %d store policies per space", maxRowPolicies)
-		}
-		d.Spaces[nums[0]].Policies = append(d.Spaces[nums[0]].Policies, freshRule(a, d.Spaces[nums[0]].Policies))
-	case name == "remove-rule" && len(nums) == 2 && inRange(nums[0], len(d.Spaces)) && inRange(nums[1], len(d.Spaces[nums[0]].Policies)):
-		row := &d.Spaces[nums[0]]
-		row.Policies = slices.Delete(row.Policies, nums[1], nums[1]+1)
-	case name == "add-default" && len(nums) == 0:
-		if len(d.Default) >= maxRowPolicies {
-			return fmt.Errorf("at most %d default store policies", maxRowPolicies)
-		}
-		d.Default = append(d.Default, freshRule(a, d.Default))
-	case name == "remove-default" && len(nums) == 1 && inRange(nums[0], len(d.Default)):
-		d.Default = slices.Delete(d.Default, nums[0], nums[0]+1)
-	default:
-		return fmt.Errorf("unknown action %q", op)
-	}
-	return nil
 }

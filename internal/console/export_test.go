@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/queue/queuestats"
 )
 
 // ScanForTest exposes scan: the rows kept, the next token and the rows read.
@@ -26,3 +27,6 @@ func (s *Server) DeadLettersSeenForTest() int {
 	}
 	return 0
 }
+
+// QueuesForTest is the console's queue reader.
+func (s *Server) QueuesForTest() *queuestats.Reader { return s.cfg.Queues }

@@ -54,6 +54,10 @@ var fleetNotices = map[string]string{
 }
 
 func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request, u *auth.User) {
+	if a := r.FormValue("all"); a != "" && a != "1" {
+		s.errorPage(w, r, u, http.StatusBadRequest, "Bad request", "all: want 1 or nothing.")
+		return
+	}
 	now := s.cfg.Clock.Now()
 	d := fleetData{At: now, All: r.FormValue("all") == "1"}
 	snap, err := fleet.Read(r.Context(), s.cfg.Fleet, now)
@@ -98,11 +102,17 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request, u *auth.User)
 
 // pause pauses one of fleet.Targets fleet-wide, as millctl pause does.
 func (s *Server) pause(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	key, reason := r.PostFormValue("target"), strings.TrimSpace(r.PostFormValue("reason"))
+	f, ok := s.readForm(w, r, u, 4<<10)
+	if !ok {
+		return
+	}
+	key, reason := f.nonEmpty("target"), strings.TrimSpace(f.req("reason"))
+	if !s.checkForm(w, r, u, f) {
+		return
+	}
 	i := slices.IndexFunc(fleet.Targets(s.cfg.Queues.Prefix()), func(p fleet.Pause) bool { return p.Key() == key })
 	if i < 0 || len(reason) > 200 {
-		s.errorPage(w, r, u, http.StatusUnprocessableEntity, "Not paused", "Choose a task type or a work queue from the list; a reason has at most 200 characters.")
+		s.errorPage(w, r, u, http.StatusBadRequest, "Not paused", "Choose a task type or a work queue from the list; a reason has at most 200 characters.")
 		return
 	}
 	p := fleet.Targets(s.cfg.Queues.Prefix())[i]
@@ -120,10 +130,17 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, u *auth.User) {
 
 // resume lifts a pause in force, as millctl resume does.
 func (s *Server) resume(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	kind, name, _ := strings.Cut(r.PostFormValue("target"), ":")
+	f, ok := s.readForm(w, r, u, 4<<10)
+	if !ok {
+		return
+	}
+	target := f.nonEmpty("target")
+	if !s.checkForm(w, r, u, f) {
+		return
+	}
+	kind, name, _ := strings.Cut(target, ":")
 	if (kind != string(fleet.PauseType) && kind != string(fleet.PauseQueue)) || name == "" || len(name) > 256 {
-		s.errorPage(w, r, u, http.StatusUnprocessableEntity, "Not resumed", "That is not a pause.")
+		s.errorPage(w, r, u, http.StatusBadRequest, "Not resumed", "That is not a pause.")
 		return
 	}
 	ok, err := s.cfg.Fleet.Resume(r.Context(), fleet.PauseKind(kind), name)

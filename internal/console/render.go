@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -52,9 +53,13 @@ var funcs = template.FuncMap{
 		return int(d / time.Second)
 	},
 	"hasPrefix": strings.HasPrefix,
-	"dur":       human,
-	"list":      func(s ...string) []string { return s },
-	"cases":     func() []int { return []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11} },
+	// path and link build the URLs of links and forms (see urlPath and
+	// urlQuery): never interpolate a value into a URL in a template.
+	"path":  urlPath,
+	"link":  urlQuery,
+	"dur":   human,
+	"list":  func(s ...string) []string { return s },
+	"cases": func() []int { return []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11} },
 	// dict builds the argument of a sub-template: key, value, key, value…
 	"dict": func(kv ...any) (map[string]any, error) {
 		if len(kv)%2 != 0 {
@@ -70,6 +75,40 @@ var funcs = template.FuncMap{
 		}
 		return m, nil
 	},
+}
+
+// urlPath returns the path of the segments, each escaped: path "policies"
+// acct "edit" is /policies/ACCT/edit whatever ACCT holds ("/", "?", "#"…).
+// html/template leaves an escaped URL as it is (it normalises, and does not
+// escape again, what starts a URL attribute), so the value is escaped once.
+func urlPath(segments ...string) string {
+	var b strings.Builder
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	if b.Len() == 0 {
+		return "/"
+	}
+	return b.String()
+}
+
+// urlQuery returns path with the query of the key, value pairs (pairs with
+// an empty value left out), encoded with url.Values.
+func urlQuery(path string, kv ...string) (string, error) {
+	if len(kv)%2 != 0 {
+		return "", fmt.Errorf("link %s: odd number of arguments", path)
+	}
+	v := url.Values{}
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			v.Add(kv[i], kv[i+1])
+		}
+	}
+	if len(v) == 0 {
+		return path, nil
+	}
+	return path + "?" + v.Encode(), nil
 }
 
 // human writes a duration for people: "5 s", "30 min", "1 h".
@@ -194,8 +233,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	tok := strings.TrimSpace(r.PostFormValue("token"))
+	f, ok := s.readForm(w, r, &auth.User{}, 4<<10)
+	if !ok {
+		return
+	}
+	tok := strings.TrimSpace(f.req("token"))
+	if !s.checkForm(w, r, &auth.User{}, f) {
+		return
+	}
 	u, err := tk.Check(tok)
 	if err != nil {
 		s.cfg.Logger.Warn("console: sign-in refused", "remote", r.RemoteAddr, "err", err)

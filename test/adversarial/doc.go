@@ -16,4 +16,9 @@
 //     replays one; MILL_SAFETY_TASKS sizes the run); afterwards no source
 //     item is missing or changed, and every destination item matches its
 //     source or is restorable.
+//   - console_test.go: the real `millctl console` (--auth none, the bit log
+//     in PostgreSQL) attacked as a page whose name was rebound to
+//     127.0.0.1, with empty, mistyped and foreign forms and with NUL and
+//     invalid UTF-8 in filters: 421, 403 or 400, never a 500, and nothing
+//     changes.
 package adversarial

@@ -11,7 +11,8 @@
 //     token), for small deployments. The browser sends the token in a
 //     cookie set by the login form; scripts send it as a bearer token.
 //   - None: everyone is one local user; the console refuses this mode
-//     unless it listens on a loopback address.
+//     unless it listens on a loopback address, and answers loopback host
+//     names only (console.Config.AllowedHosts).
 //
 // Roles are ordered: a viewer reads; an operator also redrives and purges
 // dead letters; an admin also edits policies.
@@ -97,7 +98,8 @@ type Authenticator interface {
 }
 
 // Anonymous is the "none" mode: every request is the user "local" with
-// Role. Safe only on a loopback address (the console checks).
+// Role. Safe only on a loopback address answering loopback host names
+// (the console checks both).
 type Anonymous struct{ Role Role }
 
 // Authenticate implements Authenticator.
