@@ -16,4 +16,9 @@
 //     replays one; MILL_SAFETY_TASKS sizes the run); afterwards no source
 //     item is missing or changed, and every destination item matches its
 //     source or is restorable.
+//   - aliasing_test.go: registries whose stores alias acme's (one bucket
+//     and prefix under two names, nested prefixes, nested, relative or "/"
+//     fs roots, ".."): millctl stores validate and put, workman at start
+//     and dupproducer each refuse them naming file, line, column and both
+//     stores; a DUP task of the alias stays unprocessed and nothing changes.
 package adversarial
