@@ -33,11 +33,13 @@ import (
 //     "bx" is "ab" + space "x") — write prefixes ending in '/'.
 //   - fs: the namespace is the local filesystem, the path the cleaned root
 //     plus '/', so roots compare on whole path segments ("/srv/a" and
-//     "/srv/ab" are apart). Roots are compared as written: resolving
-//     symbolic links would need the machine the stores are on, and a
-//     registry is often validated elsewhere; a root with a ".." segment is
-//     refused instead of cleaned, since through a link ".." is not the
-//     parent it seems.
+//     "/srv/ab" are apart). Parse compares roots as written: resolving
+//     symbolic links needs the machine the stores are on, and a registry
+//     is often validated elsewhere; a root with a ".." segment is refused
+//     instead of cleaned, since through a link ".." is not the parent it
+//     seems. The Opener, on the machine that uses the stores, resolves
+//     the links and refuses to open an fs store whose resolved root
+//     aliases another's (fsAliasProblem).
 //
 // Host names are not resolved either: two names of one S3 service are two
 // services to this check.
@@ -180,4 +182,55 @@ func collisions(w *jsonpos.Walker, all []storeAt) []error {
 
 func storeLabel(st storeAt) string {
 	return fmt.Sprintf("account %q store %q", st.account, st.s.ID)
+}
+
+// fsAliasProblem checks, on the machine that opens an fs store, what Parse
+// cannot: the store's root resolved through symbolic links must not be,
+// lie inside or contain another fs store's resolved root. A root that does
+// not exist yet is resolved as far as it exists. It returns nil when the
+// store is alone.
+func fsAliasProblem(reg *Registry, account string, s Store) error {
+	mine := resolvedRoot(s.Root)
+	for _, a := range reg.Accounts {
+		for _, o := range a.Stores {
+			if o.Kind != storage.KindFS || (a.ID == account && o.ID == s.ID) || rootProblem(o.Root) != "" {
+				continue
+			}
+			theirs := resolvedRoot(o.Root)
+			rel := ""
+			switch {
+			case mine == theirs:
+				rel = "is"
+			case strings.HasPrefix(mine, theirs):
+				rel = "lies inside"
+			case strings.HasPrefix(theirs, mine):
+				rel = "contains"
+			default:
+				continue
+			}
+			return fmt.Errorf("root %q resolves to %s, which %s the root of account %q store %q (%q, resolving to %s) through symbolic links: no two stores may share or nest a location",
+				s.Root, strings.TrimSuffix(mine, "/"), rel, a.ID, o.ID, o.Root, strings.TrimSuffix(theirs, "/"))
+		}
+	}
+	return nil
+}
+
+// resolvedRoot is root with its symbolic links resolved, as far as it
+// exists, cleaned and ending in '/'.
+func resolvedRoot(root string) string {
+	p, rest := filepath.Clean(root), ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = filepath.Join(r, rest)
+			break
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			p = filepath.Join(p, rest)
+			break
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+	return strings.TrimSuffix(p, "/") + "/"
 }

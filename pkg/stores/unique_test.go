@@ -1,10 +1,14 @@
 package stores_test
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
 )
 
@@ -166,6 +170,62 @@ func TestValidateRefusesAliases(t *testing.T) {
 	err := reg.Validate()
 	if err == nil || !strings.Contains(err.Error(), `account "b" store "1" (root "/srv/a/b") lies inside account "a" store "1" (root "/srv/a")`) {
 		t.Fatalf("Validate = %v, want the nested roots refused", err)
+	}
+}
+
+// TestOpenerRefusesSymlinkedFSRoots: roots that differ as written but
+// are one directory, or nest, through a symbolic link pass Parse; the
+// Opener, resolving the links, opens neither store. Roots apart open,
+// existing or not.
+func TestOpenerRefusesSymlinkedFSRoots(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	if err := os.MkdirAll(filepath.Join(a, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"same": a, "inner": filepath.Join(a, "sub"), "outer": dir} {
+		if err := os.Symlink(target, filepath.Join(dir, "links-"+link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func(roots ...string) []error {
+		var ss []stores.Store
+		for i, r := range roots {
+			ss = append(ss, stores.Store{ID: fmt.Sprint(i + 1), Primary: i == 0, Kind: storage.KindFS, Root: r})
+		}
+		reg := &stores.Registry{Accounts: []stores.Account{{ID: "acct", Status: stores.StatusActive, Stores: ss}}}
+		if err := reg.Validate(); err != nil {
+			t.Fatalf("Validate(%q) = %v: the links are for the Opener to find", roots, err)
+		}
+		o := stores.NewOpener(reg, stores.OpenerConfig{FS: func(context.Context, stores.Store) (storage.Provider, error) { return nil, nil }})
+		var errs []error
+		for i := range roots {
+			_, err := o.Open(t.Context(), "acct", fmt.Sprint(i+1))
+			errs = append(errs, err)
+		}
+		return errs
+	}
+	for _, tc := range []struct {
+		name, other, rel string
+	}{
+		{"a link to the root", filepath.Join(dir, "links-same"), "is"},
+		{"a link inside the root", filepath.Join(dir, "links-inner"), "lies inside"},
+		{"a root under a link to a parent", filepath.Join(dir, "links-outer", "a", "sub", "new"), "lies inside"},
+	} {
+		errs := open(a, tc.other)
+		if errs[1] == nil || !strings.Contains(errs[1].Error(), tc.rel+` the root of account "acct" store "1"`) {
+			t.Errorf("%s: open store 2 = %v, want refused (%s)", tc.name, errs[1], tc.rel)
+		}
+		if errs[0] == nil {
+			t.Errorf("%s: store 1 opened", tc.name)
+		}
+	}
+	for _, errs := range [][]error{open(a, filepath.Join(dir, "b")), open(filepath.Join(dir, "x", "y"), filepath.Join(dir, "links-same-not"))} {
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("store %d: %v, want opened", i+1, err)
+			}
+		}
 	}
 }
 

@@ -182,3 +182,48 @@ func run(ctx context.Context, bin string, env []string, args ...string) (int, st
 	_ = cmd.Run()
 	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
 }
+
+// TestAliasedBySymlink: mallory's store 2 is a symbolic link to acme's
+// store 3 — roots that differ as written, so the registry passes, but one
+// directory. Workman runs; the alias's DUP task (mirror mallory's empty
+// store 1 onto "its" store 2, deleting what it holds) is dead-lettered,
+// because the Opener resolves the link and does not open the store, and
+// acme's store 3 is untouched.
+func TestAliasedBySymlink(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	binaries(t)
+	m := newMill(t, ctx)
+	for _, s := range []string{"1", "2", "3"} {
+		m.put(s, space, "a", "alpha content")
+	}
+	tmp := t.TempDir()
+	own, link := filepath.Join(tmp, "mallory-1"), filepath.Join(tmp, "mallory-2")
+	must(t, os.MkdirAll(filepath.Join(own, space), 0o755))
+	must(t, os.Symlink(m.root3, link))
+	m.dirs = append(m.dirs, own)
+	m.extraAccounts = fmt.Sprintf(`, {"id": "mallory", "status": "active", "stores": [
+  {"id": "1", "primary": true, "kind": "fs", "root": %q}, {"id": "2", "kind": "fs", "root": %q}]}`, own, link)
+	m.writeConfig([]string{"mallory"}, map[string]string{
+		"mallory-duplication-policy.json": `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`,
+	})
+	before := m.snapshot()
+	w := m.startWorkman()
+	m.send(queue.KeyDupHigh, dup(t, "mallory", "1", "2", space, "a"), nil)
+	letters := m.deadLetters(1, time.Minute, w)
+	if len(letters) != 1 || !strings.Contains(letters[0].Error, "through symbolic links") || !strings.Contains(letters[0].Error, `account "acme" store "3"`) {
+		var got []string
+		for _, d := range letters {
+			got = append(got, string(d.Reason)+": "+d.Error)
+		}
+		t.Errorf("dead letters %q, want the DUP refused naming acme's store 3 and the link", got)
+	}
+	w.alive(t)
+	// Opening mallory's own store 1 makes its working directories there.
+	if d := before.diff(m.snapshot(), func(p string) bool { return strings.HasPrefix(p, own+string(filepath.Separator)) }); len(d) > 0 {
+		t.Errorf("the stores changed:\n%s", strings.Join(d, "\n"))
+	}
+	if b, err := m.read("3", space, "a"); err != nil || string(b) != "alpha content" {
+		t.Errorf("acme store 3 item a: %q, %v", b, err)
+	}
+}
