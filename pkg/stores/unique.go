@@ -188,7 +188,8 @@ func storeLabel(st storeAt) string {
 // cannot: the store's root resolved through symbolic links must not be,
 // lie inside or contain another fs store's resolved root. A root that does
 // not exist yet is resolved as far as it exists. It returns nil when the
-// store is alone.
+// store is alone, else an error wrapping storage.ErrUnsafe (retrying
+// cannot help: processors dead-letter it at once as permanent).
 func fsAliasProblem(reg *Registry, account string, s Store) error {
 	mine := resolvedRoot(s.Root)
 	for _, a := range reg.Accounts {
@@ -208,8 +209,8 @@ func fsAliasProblem(reg *Registry, account string, s Store) error {
 			default:
 				continue
 			}
-			return fmt.Errorf("root %q resolves to %s, which %s the root of account %q store %q (%q, resolving to %s) through symbolic links: no two stores may share or nest a location",
-				s.Root, strings.TrimSuffix(mine, "/"), rel, a.ID, o.ID, o.Root, strings.TrimSuffix(theirs, "/"))
+			return fmt.Errorf("%w: root %q resolves to %s, which %s the root of account %q store %q (%q, resolving to %s) through symbolic links: no two stores may share or nest a location",
+				storage.ErrUnsafe, s.Root, strings.TrimSuffix(mine, "/"), rel, a.ID, o.ID, o.Root, strings.TrimSuffix(theirs, "/"))
 		}
 	}
 	return nil

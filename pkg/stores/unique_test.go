@@ -2,6 +2,7 @@ package stores_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -175,8 +176,8 @@ func TestValidateRefusesAliases(t *testing.T) {
 
 // TestOpenerRefusesSymlinkedFSRoots: roots that differ as written but
 // are one directory, or nest, through a symbolic link pass Parse; the
-// Opener, resolving the links, opens neither store. Roots apart open,
-// existing or not.
+// Opener, resolving the links, opens neither store (storage.ErrUnsafe:
+// permanent). Roots apart open, existing or not.
 func TestOpenerRefusesSymlinkedFSRoots(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a")
@@ -213,7 +214,7 @@ func TestOpenerRefusesSymlinkedFSRoots(t *testing.T) {
 		{"a root under a link to a parent", filepath.Join(dir, "links-outer", "a", "sub", "new"), "lies inside"},
 	} {
 		errs := open(a, tc.other)
-		if errs[1] == nil || !strings.Contains(errs[1].Error(), tc.rel+` the root of account "acct" store "1"`) {
+		if !errors.Is(errs[1], storage.ErrUnsafe) || !strings.Contains(errs[1].Error(), tc.rel+` the root of account "acct" store "1"`) {
 			t.Errorf("%s: open store 2 = %v, want refused (%s)", tc.name, errs[1], tc.rel)
 		}
 		if errs[0] == nil {

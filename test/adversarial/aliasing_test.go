@@ -13,6 +13,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/workman"
 )
 
 // TestAliasedRegistries: a registry in which another account's store (or
@@ -186,9 +187,9 @@ func run(ctx context.Context, bin string, env []string, args ...string) (int, st
 // TestAliasedBySymlink: mallory's store 2 is a symbolic link to acme's
 // store 3 — roots that differ as written, so the registry passes, but one
 // directory. Workman runs; the alias's DUP task (mirror mallory's empty
-// store 1 onto "its" store 2, deleting what it holds) is dead-lettered,
-// because the Opener resolves the link and does not open the store, and
-// acme's store 3 is untouched.
+// store 1 onto "its" store 2, deleting what it holds) is dead-lettered at
+// once as permanent, because the Opener resolves the link and does not
+// open the store, and acme's store 3 is untouched.
 func TestAliasedBySymlink(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -211,7 +212,7 @@ func TestAliasedBySymlink(t *testing.T) {
 	w := m.startWorkman()
 	m.send(queue.KeyDupHigh, dup(t, "mallory", "1", "2", space, "a"), nil)
 	letters := m.deadLetters(1, time.Minute, w)
-	if len(letters) != 1 || !strings.Contains(letters[0].Error, "through symbolic links") || !strings.Contains(letters[0].Error, `account "acme" store "3"`) {
+	if len(letters) != 1 || letters[0].Reason != workman.ReasonPermanent || !strings.Contains(letters[0].Error, "through symbolic links") || !strings.Contains(letters[0].Error, `account "acme" store "3"`) {
 		var got []string
 		for _, d := range letters {
 			got = append(got, string(d.Reason)+": "+d.Error)
