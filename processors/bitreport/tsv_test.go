@@ -101,3 +101,18 @@ func TestReportFileNeutralised(t *testing.T) {
 		}
 	}
 }
+
+// TestNotificationDetailsEncoded: the problem rows of a report's
+// notification show their details through the same encoder: one line, no
+// raw bidi or separator character, no formula start.
+func TestNotificationDetailsEncoded(t *testing.T) {
+	ev := bitreport.ReportEvent(bitlog.Report{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: run, Result: bitlog.ResultFailure,
+		Counts: bitlog.Counts{Total: 1, Failure: 1}}, []bitlog.Row{{ContentID: "x", Result: bitlog.ResultFailure, Case: 3,
+		Details: "=evil\r\nForged: line\u2028\u202erevo"}}, "")
+	if !strings.Contains(ev.Body, `'=evil\r\nForged: line\u2028\u202erevo`) {
+		t.Errorf("body lacks the encoded details:\n%s", ev.Body)
+	}
+	if strings.ContainsAny(ev.Body, "\r\u2028\u202e") || strings.Contains(ev.Body, "\nForged") {
+		t.Errorf("body holds raw separators or bidi characters:\n%q", ev.Body)
+	}
+}
