@@ -1,7 +1,8 @@
 // Package tsv is Mill's one encoder of tab-separated cells: every TSV Mill
-// writes (the bit-integrity reports of processors/bitreport, and the
-// identifiers and details millctl prints in its tables) encodes its cells
-// with Cell, and Split reads such a line back. A cell holds any string,
+// writes (the bit-integrity reports of processors/bitreport; also the
+// identifiers and details millctl prints in its bit-log tables and the
+// details a report's notification lists) encodes its cells with Cell, and
+// Split reads such a line back. A cell holds any string,
 // hostile ones included, and stays one cell on one line that neither a
 // spreadsheet nor a terminal or text viewer takes for more than text:
 //
