@@ -26,8 +26,11 @@ import (
 //     buckets apart), else the endpoint's host and port, case-folded, with
 //     every loopback name one host ("localhost" and 127.0.0.1 are one
 //     emulator); the endpoint's scheme and path are ignored. Bucket names
-//     compare case-insensitively (S3 folds them; legacy names may carry
-//     capitals). The path is the key prefix exactly as s3store uses it:
+//     compare case-insensitively: S3's names are lower case, a legacy
+//     name with capitals is reached through case-blind DNS in
+//     virtual-hosted style, and refusing two names that differ only in
+//     case costs nothing real. The path is the key prefix exactly as
+//     s3store uses it:
 //     keys are prefix + space + "/" + ID with nothing in between, so
 //     "a/" and "ab/" are apart, while "a" and "ab" collide ("a" + space
 //     "bx" is "ab" + space "x") — write prefixes ending in '/'.
