@@ -21,4 +21,6 @@
 //     fs roots, ".."): millctl stores validate and put, workman at start
 //     and dupproducer each refuse them naming file, line, column and both
 //     stores; a DUP task of the alias stays unprocessed and nothing changes.
+//     A store whose root is a symbolic link to acme's passes the registry
+//     but not the Opener: its DUP task is dead-lettered as permanent.
 package adversarial
