@@ -12,6 +12,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/tsv"
 )
 
 // bitlogFilter is the flags shared by bitlog results and bitlog reports.
@@ -130,8 +131,8 @@ func printResults(ctx context.Context, a *app, l bitlog.Log, f *bitlogFilter, fl
 					return err
 				}
 			} else {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.CheckedAt.UTC().Format(time.RFC3339), bitlogDash(r.RunID),
-					r.Account, r.StoreID, r.SpaceID, strconv.Quote(r.ContentID), r.Result, bitlogCase(r.Case), bitlogOneLine(r.Details))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.CheckedAt.UTC().Format(time.RFC3339), bitlogCell(r.RunID),
+					bitlogCell(r.Account), bitlogCell(r.StoreID), bitlogCell(r.SpaceID), strconv.Quote(r.ContentID), r.Result, bitlogCase(r.Case), bitlogCell(r.Details))
 			}
 			printed++
 		}
@@ -178,8 +179,8 @@ func printReports(a *app, reps []bitlog.Report, asJSON bool) error {
 	fmt.Fprintln(tw, "CREATED\tRUN\tACCOUNT\tSTORE\tSPACE\tRESULT\tTOTAL\tSUCCESS\tFAILURE\tERROR\tLOCATION")
 	for _, r := range reps {
 		c := r.Counts
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.CreatedAt.UTC().Format(time.RFC3339), bitlogDash(r.RunID),
-			r.Account, r.StoreID, r.SpaceID, r.Result, c.Total, c.Success, c.Failure, c.Error, bitlogDash(r.Location))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.CreatedAt.UTC().Format(time.RFC3339), bitlogCell(r.RunID),
+			bitlogCell(r.Account), bitlogCell(r.StoreID), bitlogCell(r.SpaceID), r.Result, c.Total, c.Success, c.Failure, c.Error, bitlogCell(r.Location))
 	}
 	return tw.Flush()
 }
@@ -198,7 +199,10 @@ func bitlogCase(c int) string {
 	return strconv.Itoa(c)
 }
 
-// bitlogOneLine keeps details on one table line.
-func bitlogOneLine(s string) string {
-	return bitlogDash(strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s))
+// bitlogCell is a table cell of a value read from the bit log: encoded
+// by pkg/tsv (one line, one column, no formula start, bidi and control
+// characters escaped visibly), "-" when empty. Content IDs are quoted
+// (strconv.Quote) instead.
+func bitlogCell(s string) string {
+	return bitlogDash(tsv.Cell(s))
 }

@@ -57,7 +57,7 @@ func TestBitlogCommands(t *testing.T) {
 	code, out, _ := setupRun(t, env, "bitlog", "results", "--run", "r1")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 0 || len(lines) != 4 || !strings.HasPrefix(lines[0], "CHECKED") ||
-		!strings.Contains(lines[2], "FAILURE") || !strings.Contains(lines[3], `"c\tx"`) || !strings.Contains(lines[1], "line1 line2") {
+		!strings.Contains(lines[2], "FAILURE") || !strings.Contains(lines[3], `"c\tx"`) || !strings.Contains(lines[1], `line1\nline2`) {
 		t.Fatalf("results table (exit %d):\n%s", code, out)
 	}
 	code, out, _ = setupRun(t, env, "bitlog", "results", "--result", "failure", "--json")

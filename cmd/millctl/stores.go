@@ -105,7 +105,9 @@ func init() {
 		usage: `millctl stores validate [FILE]
 
 Checks the account and store registry: JSON syntax, fields, one primary store
-per active account, unique store ids, no credentials. Errors are printed as
+per active account, unique store ids, no credentials, and unique stores: no
+two stores of any accounts share or nest a location (one bucket with equal or
+nested prefixes, one fs root at or in another; roots absolute, not /). Errors are printed as
 file:line:col: message; the exit code is 1 when there are any.
 
 --buckets also checks each s3 store's bucket (with the store's own region,

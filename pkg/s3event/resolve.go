@@ -30,8 +30,9 @@ type Resolver interface {
 	Resolve(bucket, key string) (Location, error)
 }
 
-// RegistryResolver resolves over the s3 stores of a registry. When stores
-// of one bucket have nested prefixes, the longest matching prefix wins.
+// RegistryResolver resolves over the s3 stores of a registry. Stores of
+// one bucket never share or nest prefixes (stores.Parse refuses it), so at
+// most one prefix matches; were there more, the longest would win.
 type RegistryResolver struct {
 	Registry *stores.Registry
 }

@@ -44,7 +44,7 @@ func TestParse(t *testing.T) {
 func TestRegistryResolver(t *testing.T) {
 	reg, err := stores.Parse("accounts.json", []byte(`{"accounts":[
 	 {"id":"acct1","status":"active","stores":[
-	   {"id":"1","primary":true,"kind":"s3","bucket":"shared","region":"us-east-1"},
+	   {"id":"1","primary":true,"kind":"s3","bucket":"shared","prefix":"data/","region":"us-east-1"},
 	   {"id":"2","kind":"s3","bucket":"shared","prefix":"mill/","region":"us-east-1"}]},
 	 {"id":"acct2","status":"active","stores":[
 	   {"id":"9","primary":true,"kind":"s3","bucket":"other","prefix":"p/","region":"us-east-1"}]}]}`))
@@ -57,11 +57,11 @@ func TestRegistryResolver(t *testing.T) {
 		want        s3event.Location
 		err         error
 	}{
-		{"shared", "photos/a/b.txt", s3event.Location{"acct1", "1", "photos", "a/b.txt"}, nil},
-		{"shared", "mill/docs/x", s3event.Location{"acct1", "2", "docs", "x"}, nil}, // longest prefix
+		{"shared", "data/photos/a/b.txt", s3event.Location{"acct1", "1", "photos", "a/b.txt"}, nil},
+		{"shared", "mill/docs/x", s3event.Location{"acct1", "2", "docs", "x"}, nil}, // the store of the prefix
 		{"other", "p/s/c", s3event.Location{"acct2", "9", "s", "c"}, nil},
 		{"other", "p/s", s3event.Location{}, s3event.ErrIgnored},                 // space marker
-		{"shared", ".mill-tmp/abc", s3event.Location{}, s3event.ErrIgnored},      // reserved
+		{"shared", "data/.mill-tmp/abc", s3event.Location{}, s3event.ErrIgnored}, // reserved
 		{"shared", "mill/.mill-tmp/abc", s3event.Location{}, s3event.ErrIgnored}, // reserved under a prefix
 		{"other", "q/s/c", s3event.Location{}, s3event.ErrIgnored},               // outside the prefix
 		{"other", "p/s/", s3event.Location{}, s3event.ErrIgnored},                // empty content ID

@@ -115,8 +115,8 @@ func TestAmbientCredentialsStayOnAWS(t *testing.T) {
 func TestStoreCredentialsOwnOnly(t *testing.T) {
 	srv := newS3Recorder(t)
 	reg := &stores.Registry{Accounts: []stores.Account{{ID: "acct", Status: stores.StatusActive, Stores: []stores.Store{
-		{ID: "profile", Primary: true, Kind: storage.KindS3, Bucket: "b", Endpoint: srv.URL, Profile: "replica"},
-		{ID: "ambient", Kind: storage.KindS3, Bucket: "b", Endpoint: srv.URL, AmbientCredentials: true},
+		{ID: "profile", Primary: true, Kind: storage.KindS3, Bucket: "b", Prefix: "profile/", Endpoint: srv.URL, Profile: "replica"},
+		{ID: "ambient", Kind: storage.KindS3, Bucket: "b", Prefix: "ambient/", Endpoint: srv.URL, AmbientCredentials: true},
 	}}}}
 	if err := reg.Validate(); err != nil {
 		t.Fatal(err)

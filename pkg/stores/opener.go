@@ -59,8 +59,10 @@ type OpenerConfig struct {
 // those only when the store's endpoint is AWS's (none set, or an AWS one)
 // or the store sets AmbientCredentials. Its endpoint is checked by
 // pkg/endpoint's rules, and its client's connections never reach a
-// link-local or metadata address (endpoint.HTTPClient). A store that
-// breaks a rule does not open.
+// link-local or metadata address (endpoint.HTTPClient). An fs store whose
+// root, resolved through symbolic links on this machine, is, lies inside
+// or contains another fs store's does not open either (Parse compares the
+// roots as written). A store that breaks a rule does not open.
 type Opener struct {
 	reg  *Registry
 	cfg  OpenerConfig
@@ -108,7 +110,9 @@ func (o *Opener) Open(ctx context.Context, account, storeID string) (storage.Pro
 		if o.cfg.FS == nil {
 			return nil, errors.New("stores: no fs provider constructor configured (OpenerConfig.FS)")
 		}
-		p, err = o.cfg.FS(ctx, *s)
+		if err = fsAliasProblem(o.reg, account, *s); err == nil {
+			p, err = o.cfg.FS(ctx, *s)
+		}
 	default:
 		err = fmt.Errorf("unknown kind %q", s.Kind)
 	}

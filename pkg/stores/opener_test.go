@@ -73,9 +73,9 @@ func TestOpenerS3RegionAndAssumedRole(t *testing.T) {
 	}
 	testenv.CleanupBucket(t, base, bucket)
 	reg := &stores.Registry{Accounts: []stores.Account{{ID: "acct", Status: stores.StatusActive, Stores: []stores.Store{
-		{ID: "1", Primary: true, Kind: storage.KindS3, Bucket: bucket, Region: "us-east-1"},
-		{ID: "2", Kind: storage.KindS3, Bucket: bucket, Region: "us-east-1", RoleARN: "arn:aws:iam::123456789012:role/mill-replica"},
-		{ID: "3", Kind: storage.KindS3, Bucket: bucket, Region: "eu-west-1", Endpoint: testenv.Endpoint(), AmbientCredentials: true},
+		{ID: "1", Primary: true, Kind: storage.KindS3, Bucket: bucket, Prefix: "one/", Region: "us-east-1"},
+		{ID: "2", Kind: storage.KindS3, Bucket: bucket, Prefix: "two/", Region: "us-east-1", RoleARN: "arn:aws:iam::123456789012:role/mill-replica"},
+		{ID: "3", Kind: storage.KindS3, Bucket: bucket, Prefix: "three/", Region: "eu-west-1", Endpoint: testenv.Endpoint(), AmbientCredentials: true},
 	}}}}
 	if err := reg.Validate(); err != nil {
 		t.Fatal(err)

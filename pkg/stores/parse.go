@@ -28,8 +28,10 @@ func looksLikeCredential(key string) bool {
 // naming the account and store: invalid JSON, unknown keys, credential-like
 // fields, empty or repeated account and store ids, an unknown status or
 // kind, missing bucket (s3) or root (fs), fields that do not belong to the
-// store's kind, a malformed endpoint or role ARN, and an active account
-// without exactly one primary store (an inactive one may have none, never
+// store's kind, a malformed endpoint or role ARN, an fs root that is not
+// absolute, is "/" or has a ".." segment, two stores (of any accounts)
+// sharing or nesting a location (unique.go), and an active account without
+// exactly one primary store (an inactive one may have none, never
 // several).
 func Parse(name string, data []byte) (*Registry, error) {
 	if err := jsonpos.Check(name, data); err != nil {
@@ -54,6 +56,7 @@ func Parse(name string, data []byte) (*Registry, error) {
 				return nil, err
 			}
 			seen := map[string]bool{}
+			var all []storeAt
 			for w.More() {
 				a, aerrs, err := parseAccount(w)
 				if err != nil {
@@ -65,7 +68,9 @@ func Parse(name string, data []byte) (*Registry, error) {
 				}
 				seen[a.ID] = true
 				r.Accounts = append(r.Accounts, a.Account)
+				all = append(all, a.stores...)
 			}
+			errs = append(errs, collisions(w, all)...)
 			if err := w.End(); err != nil {
 				return nil, err
 			}
@@ -104,7 +109,8 @@ func Parse(name string, data []byte) (*Registry, error) {
 
 type posAccount struct {
 	Account
-	off int64
+	off    int64
+	stores []storeAt
 }
 
 func parseAccount(w *jsonpos.Walker) (posAccount, []error, error) {
@@ -118,10 +124,6 @@ func parseAccount(w *jsonpos.Walker) (posAccount, []error, error) {
 	var errs []error
 	have := map[string]bool{}
 	statusOff := off
-	type storeAt struct {
-		s   Store
-		off int64
-	}
 	var stores []storeAt
 	for w.More() {
 		key, koff, err := w.String("key")
@@ -155,7 +157,7 @@ func parseAccount(w *jsonpos.Walker) (posAccount, []error, error) {
 					return a, nil, err
 				}
 				errs = append(errs, serrs...)
-				stores = append(stores, storeAt{s, soff})
+				stores = append(stores, storeAt{s: s, off: soff})
 			}
 			if err := w.End(); err != nil {
 				return a, nil, err
@@ -204,6 +206,7 @@ func parseAccount(w *jsonpos.Walker) (posAccount, []error, error) {
 			primaries = append(primaries, st.off)
 		}
 		a.Stores = append(a.Stores, s)
+		a.stores = append(a.stores, storeAt{account: a.ID, s: s, off: st.off})
 	}
 	switch {
 	case len(primaries) > 1:
@@ -285,6 +288,8 @@ func storeProblems(s Store) []string {
 	case storage.KindS3:
 		if s.Bucket == "" {
 			out = append(out, "an s3 store needs a bucket")
+		} else if !validBucket(s.Bucket) {
+			out = append(out, fmt.Sprintf("bucket %q is not an S3 bucket name (letters, digits, '.', '-' and '_')", s.Bucket))
 		}
 		if s.Root != "" {
 			out = append(out, "root is for fs stores, not s3")
@@ -297,8 +302,8 @@ func storeProblems(s Store) []string {
 		}
 		out = append(out, s.accessProblems()...)
 	case storage.KindFS:
-		if s.Root == "" {
-			out = append(out, "an fs store needs a root directory")
+		if p := rootProblem(s.Root); p != "" {
+			out = append(out, p)
 		}
 		for k, v := range map[string]string{"bucket": s.Bucket, "prefix": s.Prefix, "region": s.Region, "endpoint": s.Endpoint, "roleArn": s.RoleARN, "profile": s.Profile} {
 			if v != "" {

@@ -7,6 +7,12 @@
 // accounts.json must be UTF-8 without a byte order mark and at most
 // MaxFileSize bytes; every error names the file, line and column.
 //
+// Stores are unique: no two stores of the registry, of any accounts, may
+// share or nest a location — the same bucket (on the same service) with
+// equal or nested key prefixes, or one fs root at or inside another — and
+// an fs root is absolute, not "/", without a ".." segment. unique.go says
+// how locations compare.
+//
 // The file holds no secrets: S3 stores are reached with the credentials of
 // the AWS SDK's default chain, with a role assumed through STS (roleArn),
 // or with a named profile of the shared AWS config files (profile). Fields

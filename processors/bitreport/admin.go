@@ -15,6 +15,7 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/audited"
 	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/tsv"
 )
 
 // The account's copy of a report (Config.AdminSpace): DuraCloud's admin
@@ -106,7 +107,7 @@ func ReportEvent(rep bitlog.Report, problems []bitlog.Row, adminCopy string) not
 	if len(problems) > 0 {
 		fmt.Fprintf(&b, "\nProblems (the first %d of %d):\n", len(problems), c.Failure+c.Error)
 		for _, r := range problems {
-			fmt.Fprintf(&b, "  %s  %s  case %d  %s\n", storage.QuoteID(r.ContentID), r.Result, r.Case, storage.ShortID(strings.ReplaceAll(r.Details, "\n", " ")))
+			fmt.Fprintf(&b, "  %s  %s  case %d  %s\n", storage.QuoteID(r.ContentID), r.Result, r.Case, storage.ShortID(tsv.Cell(r.Details)))
 		}
 	}
 	fmt.Fprintf(&b, "\nAll results: millctl bitlog results --run %s --account %s --store %s --space %s\n", rep.RunID, rep.Account, rep.StoreID, rep.SpaceID)

@@ -2,10 +2,10 @@ package bitreport
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/tsv"
 )
 
 // Header is the first line of a report (tab-separated column names).
@@ -14,30 +14,18 @@ var Header = []string{
 	"result", "case", "content_checksum", "storage_checksum", "index_checksum", "audit_checksum", "details",
 }
 
-// tsvEscaper keeps every field on one line and in one column: backslash,
-// tab, newline and carriage return become \\, \t, \n and \r.
-var tsvEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
-
-// Line returns the report line of a row (with its newline).
+// Line returns the report line of a row (with its newline). Every cell is
+// encoded by pkg/tsv: one line, one column, no formula (a cell that would
+// start one gets a leading '), bidi and line-separator characters escaped.
 func Line(r bitlog.Row) string {
-	f := []string{
+	return tsv.Line(
 		r.CheckedAt.UTC().Format(time.RFC3339), r.Account, r.StoreID, r.StoreKind, r.SpaceID, r.ContentID,
 		string(r.Result), strconv.Itoa(r.Case), r.ContentChecksum, r.StorageChecksum, r.IndexChecksum, r.AuditChecksum, r.Details,
-	}
-	for i := range f {
-		f[i] = tsvEscaper.Replace(f[i])
-	}
-	return strings.Join(f, "\t") + "\n"
+	)
 }
 
-var tsvUnescaper = strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n", `\r`, "\r")
-
-// ParseLine splits a report line (without its newline) into its unescaped
-// fields.
+// ParseLine splits a report line (without its newline) into its decoded
+// fields (tsv.Split).
 func ParseLine(line string) []string {
-	f := strings.Split(line, "\t")
-	for i := range f {
-		f[i] = tsvUnescaper.Replace(f[i])
-	}
-	return f
+	return tsv.Split(line)
 }

@@ -21,4 +21,11 @@
 //     127.0.0.1, with empty, mistyped and foreign forms and with NUL and
 //     invalid UTF-8 in filters: 421, 403 or 400, never a 500, and nothing
 //     changes.
+//   - aliasing_test.go: registries whose stores alias acme's (one bucket
+//     and prefix under two names, nested prefixes, nested, relative or "/"
+//     fs roots, ".."): millctl stores validate and put, workman at start
+//     and dupproducer each refuse them naming file, line, column and both
+//     stores; a DUP task of the alias stays unprocessed and nothing changes.
+//     A store whose root is a symbolic link to acme's passes the registry
+//     but not the Opener: its DUP task is dead-lettered as permanent.
 package adversarial
