@@ -33,6 +33,16 @@ type Morsel struct {
 	// out of this run (e.g. "last report SUCCESS 12 days ago"): it is done
 	// at once, and the run's summary lists it with the reason.
 	Skipped string `json:"skipped,omitempty"`
+	// Failed says why the morsel was given up for this run: set by the
+	// framework when its steps failed Config.MorselAttempts times in a
+	// row, or by the producer's Morsels for a part of the sweep it could
+	// not even list (a store that cannot be opened). A failed morsel is
+	// done; the summary, the notification and the exit status report it,
+	// and the next run lists it again (it is retried then).
+	Failed string `json:"failed,omitempty"`
+	// Failures counts the morsel's consecutive failed steps (reset by a
+	// step that succeeds).
+	Failures int `json:"failures,omitempty"`
 	// Queued counts the tasks sent for this morsel in this run (a bite
 	// re-sent after a crash counts twice).
 	Queued int64 `json:"queued"`
@@ -169,8 +179,8 @@ func (s *State) validate() error {
 			errs = append(errs, fmt.Errorf("morsel id %q appears twice", m.ID))
 		}
 		seen[m.ID] = true
-		if m.Queued < 0 {
-			errs = append(errs, fmt.Errorf("morsel %q: negative queued count", m.ID))
+		if m.Queued < 0 || m.Failures < 0 {
+			errs = append(errs, fmt.Errorf("morsel %q: negative queued or failure count", m.ID))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
