@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// StateVersion is the version of the State JSON this package writes and the
-// only one DecodeState accepts.
-const StateVersion = 1
+// StateVersion is the version of the State JSON this package writes (a
+// journal's base and entries, journal.go). DecodeState also accepts
+// version 1, the whole state in one object before the journal.
+const StateVersion = 2
 
 // ErrState is wrapped by every DecodeState error.
 var ErrState = errors.New("looping: bad state")
@@ -142,7 +143,8 @@ func (s *State) Encode() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// DecodeState parses and checks state JSON: the version must be
+// DecodeState parses and checks state JSON (one object: a store's base
+// without its journal, or a version 1 state): the version must be 1 or
 // StateVersion, morsel IDs non-empty and unique, and a run in progress must
 // have a run ID.
 func DecodeState(b []byte) (*State, error) {
@@ -158,8 +160,8 @@ func DecodeState(b []byte) (*State, error) {
 
 func (s *State) validate() error {
 	var errs []error
-	if s.Version != StateVersion {
-		errs = append(errs, fmt.Errorf("version %d (this build reads version %d)", s.Version, StateVersion))
+	if s.Version != 1 && s.Version != StateVersion {
+		errs = append(errs, fmt.Errorf("version %d (this build reads versions 1 and %d)", s.Version, StateVersion))
 	}
 	if s.Kind == "" {
 		errs = append(errs, errors.New("no kind"))
