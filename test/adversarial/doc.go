@@ -16,4 +16,10 @@
 //     replays one; MILL_SAFETY_TASKS sizes the run); afterwards no source
 //     item is missing or changed, and every destination item matches its
 //     source or is restorable.
+//   - stalled_test.go: stalled sweeps — stores whose credentials profile
+//     is missing, whose bucket is gone or whose fs space record is a
+//     symbolic link, beside good ones: dupproducer and bitproducer (real
+//     binaries) sweep every good space in each of two runs, name the broken
+//     stores (summary, notification, exit status 3), and sweep them once
+//     fixed.
 package adversarial
