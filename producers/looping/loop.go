@@ -61,9 +61,10 @@ type Config struct {
 	StartAt StartAt
 	// StartWindow (default DefaultStartWindow): see StartAt.
 	StartWindow time.Duration
-	// Notifier is told when a run completes and when an invocation fails
-	// (notify.EventRunCompleted, notify.EventRunFailed; default
-	// notify.Log). An invocation stopped by its context being cancelled
+	// Notifier is told when a run completes, when an invocation fails and
+	// when one gives up morsels without completing the run
+	// (notify.EventRunCompleted, notify.EventRunFailed,
+	// notify.EventMorselsFailed; default notify.Log). An invocation stopped by its context being cancelled
 	// (a shutdown) is not a failure to announce; a failed notification is
 	// logged and changes nothing else.
 	Notifier notify.Notifier
