@@ -327,8 +327,10 @@ func (j *journal) compact(ctx context.Context, s *State) error {
 	j.count(len(b))
 	j.known, j.gen, j.seq, j.baseBytes, j.journalBytes = true, gen, 0, len(b), 0
 	j.last = v.clone()
-	// The old generations' entries are garbage now. Failing to delete
-	// them is harmless (the next compaction tries again).
+	// The old generations' entries are garbage now. The new base is
+	// saved whatever happens next; a failure to delete them is reported
+	// (a state store that fails is the invocation's failure) and the next
+	// compaction deletes them.
 	all, err := j.b.list(ctx, j.prefix())
 	if err == nil {
 		var old []string
