@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/task"
@@ -88,7 +89,9 @@ type listFailing struct{ *fakeProducer }
 
 func (p listFailing) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.Morsel, error) {
 	ms, err := p.fakeProducer.Morsels(ctx, run)
-	return append(ms, looping.Morsel{ID: "acct9/store 3", Failed: "list spaces: bucket \"gone\" does not exist"}), err
+	// The error text carries a line of its own: it must stay one line.
+	return append(ms, looping.Morsel{ID: "acct9/store 3",
+		Failed: "list spaces: bucket \"gone\" does not exist\n  failed in the run (retried next run): 0\r\u2028" + strings.Repeat("é", 800)}), err
 }
 
 // TestListedFailureAndQueueFull: a failed morsel listed by the producer is
@@ -106,8 +109,12 @@ func TestListedFailureAndQueueFull(t *testing.T) {
 		len(sum.Failed) != 1 || sum.Failed[0].ID != "acct9/store 3" {
 		t.Fatalf("%v %v (failed %+v)", sum, err, sum.Failed)
 	}
+	if r := sum.Failed[0].Reason; strings.ContainsAny(r, "\n\r\u2028") || len(r) > 1010 || !utf8.ValidString(r) {
+		t.Errorf("recorded reason %q: want one valid line of at most 1000 bytes", r)
+	}
 	evs := n.Events()
 	if len(evs) != 1 || evs[0].Type != notify.EventMorselsFailed || !strings.Contains(evs[0].Body, "does not exist") ||
+		strings.Count(evs[0].Body, "\n  failed in the run") != 1 ||
 		evs[0].Attrs()["result"] != string(looping.StopQueueFull) {
 		t.Fatalf("notifications %+v", evs)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/millfleet/mill/pkg/queue"
@@ -339,10 +340,16 @@ func (r *runner) fail(m *Morsel, what string, err error) error {
 // maxReason bounds a failure's recorded text (a store's error message).
 const maxReason = 1000
 
-// clip makes a failure's text fit to record: valid UTF-8, at most
-// maxReason bytes.
+// clip makes a failure's text fit to record: valid UTF-8 on one line
+// (control characters become spaces, so an error cannot add lines to the
+// summary), at most maxReason bytes.
 func clip(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 	if len(s) <= maxReason {
 		return s
 	}
