@@ -199,3 +199,48 @@ func (d deniedSpace) ListContent(ctx context.Context, space, after string, limit
 	}
 	return d.Provider.ListContent(ctx, space, after, limit)
 }
+
+// TestBadPolicyFailsOnlyItsAccount: an account whose policy file cannot be
+// read (malformed) is a failed morsel; the other account is swept.
+func TestBadPolicyFailsOnlyItsAccount(t *testing.T) {
+	cfgDir, root := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(cfgDir, stores.FileName), fmt.Sprintf(`{"accounts": [
+  {"id": "fine", "status": "active", "stores": [{"id": "1", "primary": true, "kind": "fs", "root": %q}, {"id": "2", "kind": "fs", "root": %q}]},
+  {"id": "garbled", "status": "active", "stores": [{"id": "1", "primary": true, "kind": "fs", "root": %q}, {"id": "2", "kind": "fs", "root": %q}]}]}`,
+		filepath.Join(root, "f1"), filepath.Join(root, "f2"), filepath.Join(root, "g1"), filepath.Join(root, "g2")))
+	write(t, filepath.Join(cfgDir, policy.AccountsFile), `["garbled", "fine"]`)
+	write(t, filepath.Join(cfgDir, policy.FileName("fine")), `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`)
+	write(t, filepath.Join(cfgDir, policy.FileName("garbled")), `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": `)
+	reg, err := stores.LoadFile(filepath.Join(cfgDir, stores.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opener := stores.NewOpener(reg, stores.OpenerConfig{FS: func(_ context.Context, s stores.Store) (storage.Provider, error) {
+		return fsstore.New(s.Root)
+	}})
+	for _, a := range []string{"f", "g"} {
+		p, err := fsstore.New(filepath.Join(root, a+"1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill(t, p, "s", "i1")
+	}
+	prod, err := dup.New(dup.Config{Registry: reg, Policies: policy.NewDir(cfgDir), Opener: opener, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := prod.Morsels(context.Background(), looping.RunInfo{Kind: dup.Kind, ID: "20260501T000000Z"})
+	if err != nil {
+		t.Fatalf("Morsels: %v", err)
+	}
+	var ids []string
+	for _, m := range ms {
+		ids = append(ids, m.ID)
+		if m.ID == "garbled/(policy)" && !strings.Contains(m.Failed, "garbled") {
+			t.Errorf("failed morsel %+v does not say why", m)
+		}
+	}
+	if !slices.Equal(ids, []string{"garbled/(policy)", "fine/s/1→2"}) {
+		t.Errorf("morsels %v, want garbled's policy failed and fine's space", ids)
+	}
+}
