@@ -8,7 +8,8 @@
 // s3://bucket/key), so the next invocation resumes where this one stopped.
 //
 // Exit status: 0 when the run finished, the queue was full, the next run is
-// not due yet or another invocation holds the lease; 1 on errors; 2 on bad
+// not due yet or another invocation holds the lease; 3 when stores or spaces
+// that kept failing were given up for the run; 1 on errors; 2 on bad
 // usage. Every flag can also be set with its MILL_* environment variable;
 // run `bitproducer --help` for the list.
 package main
@@ -40,7 +41,8 @@ Queues one BIT task per content item of every selected space (1000 per bite,
 interleaved across spaces) while the bit queue is under its maximum size, and
 one BIT_REPORT per space once its listing is complete. One invocation at a
 time (a DynamoDB lease); state saved after every bite. Exits 0 when done, not
-due, the queue is full or the lease is held.
+due, the queue is full or the lease is held; 3 when stores or spaces that kept
+failing were given up (the rest was checked; the next run retries them).
 
 Filter files (--include, --exclude): one /account/store/space pattern per
 line, "*" or "prefix*" per segment, blank lines and # comments allowed;

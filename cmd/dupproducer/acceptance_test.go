@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -369,14 +370,10 @@ func fill(t *testing.T, p storage.Provider, space string, n int, name string, ac
 
 func readState(t *testing.T, path string) *looping.State {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
+	st, err := looping.NewFileStore(path).Load(context.Background())
+	if errors.Is(err, looping.ErrNoState) {
 		return nil
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := looping.DecodeState(b)
 	if err != nil {
 		t.Fatalf("state: %v", err)
 	}

@@ -58,8 +58,10 @@ invocation resumes there. When the run is complete the next one is due
 given). --notify-topic-arn announces completed runs and failed invocations.
 
 Exit status: 0 when the run is done, not due, stopped by a full queue, or when
-another invocation holds the lease (its holder is printed); 1 on errors; 2 on
-bad flags.
+another invocation holds the lease (its holder is printed); 3 when the
+invocation gave up stores or spaces that kept failing (or completed a run that
+did): the rest was swept, the summary lists them, and the next run retries
+them; 1 on errors; 2 on bad flags.
 
 The configuration source (--config-dir, or --config-bucket under
 --config-prefix) holds accounts.json, duplication-accounts.json and the

@@ -160,10 +160,15 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 	// The claim check's blobs in the state bucket expire a day after the
 	// dead-letter retention (14 d), their noncurrent versions after a day.
 	// The transfers' checkpoints expire a day after S3 aborts their
-	// uploads.
+	// uploads. Noncurrent versions of every object (the producers' state)
+	// expire after setup.StateNoncurrentDays, and lone delete markers go.
 	lc, err := s3c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(n.state)})
-	if err != nil || len(lc.Rules) != 2 {
-		t.Errorf("state bucket lifecycle: %+v %v, want the claim-check and checkpoint rules", lc, err)
+	if err != nil || len(lc.Rules) != 3 {
+		t.Errorf("state bucket lifecycle: %+v %v, want the claim-check, checkpoint and state-version rules", lc, err)
+	} else if r := lc.Rules[2]; aws.ToString(r.ID) != "mill-state-versions" || r.Filter == nil || aws.ToString(r.Filter.Prefix) != "" ||
+		r.NoncurrentVersionExpiration == nil || aws.ToInt32(r.NoncurrentVersionExpiration.NoncurrentDays) != setup.StateNoncurrentDays ||
+		r.Expiration == nil || !aws.ToBool(r.Expiration.ExpiredObjectDeleteMarker) || aws.ToInt32(r.Expiration.Days) != 0 {
+		t.Errorf("state-version lifecycle rule: %+v", r)
 	} else if r := lc.Rules[1]; aws.ToString(r.ID) != "mill-transfer-checkpoints" || aws.ToString(r.Filter.Prefix) != setup.CheckpointPrefix ||
 		r.Expiration == nil || aws.ToInt32(r.Expiration.Days) != setup.DefaultAbortUploadsDays+1 {
 		t.Errorf("checkpoint lifecycle rule: %+v", r)
@@ -241,13 +246,13 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 	if !strings.Contains(out, "setup: 0 created, 2 updated, 12 already existed\n") {
 		t.Errorf("drift run summary wrong")
 	}
-	for _, want := range []string{n.prefix + "bit ", "redrive policy", n.state, "versioning", "expiry of claims/ after 15 days"} {
+	for _, want := range []string{n.prefix + "bit ", "redrive policy", n.state, "versioning", "expiry of claims/ after 15 days", `expiry of noncurrent versions under "" after 7 days`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("drift run output lacks %q", want)
 		}
 	}
-	if lc, err := s3c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(n.state)}); err != nil || len(lc.Rules) != 2 {
-		t.Errorf("claim-check lifecycle rule not repaired: %+v %v", lc, err)
+	if lc, err := s3c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(n.state)}); err != nil || len(lc.Rules) != 3 {
+		t.Errorf("lifecycle rules not repaired: %+v %v", lc, err)
 	}
 	if rp, _ := setup.ParseRedrivePolicy(attrs(queue.KeyBit)["RedrivePolicy"]); rp.MaxReceiveCount != 10 {
 		t.Errorf("redrive policy not repaired: %+v", rp)

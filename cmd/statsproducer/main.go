@@ -9,7 +9,8 @@
 // invocation resumes where this one stopped.
 //
 // Exit status: 0 when the run finished, the queue was full, the next run is
-// not due yet or another invocation holds the lease; 1 on errors; 2 on bad
+// not due yet or another invocation holds the lease; 3 when spaces that kept
+// failing were given up for the run; 1 on errors; 2 on bad
 // usage. Every flag can also be set with its MILL_* environment variable;
 // run `statsproducer --help` for the list.
 package main
@@ -42,7 +43,8 @@ its maximum size; Workman's STORAGE_STATS processor counts the space's items
 and bytes from a listing and records them in PostgreSQL (space_stats), one row
 per space per run, read by millctl stats and the console. One invocation at a
 time (a DynamoDB lease); state saved after every space. Exits 0 when done, not
-due, the queue is full or the lease is held.
+due, the queue is full or the lease is held; 3 when spaces that kept failing
+were given up (the rest was measured; the next run retries them).
 
 Filter files (--include, --exclude): as bitproducer's, one /account/store/space
 pattern per line.

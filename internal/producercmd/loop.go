@@ -50,7 +50,7 @@ func OpenState(at string, s3c looping.S3API) (looping.StateStore, error) {
 // lease, frequency, sizes and logger set) takes the output flags (message
 // format, progress on stderr) and the schedule (Schedule.Apply), runs once,
 // and its summary goes to stdout; a failed write is the error of a run
-// that succeeded.
+// that succeeded, and a summary with failures is a FailuresError.
 func Run(ctx context.Context, lc looping.Config, out *Output, sched *Schedule, aws *awsconfig.Config, stdout, stderr io.Writer) error {
 	lc.Format, lc.Progress, lc.ProgressOutput = out.Format, out.Progress, stderr
 	if err := sched.Apply(&lc, aws, lc.Logger); err != nil {
@@ -63,6 +63,9 @@ func Run(ctx context.Context, lc looping.Config, out *Output, sched *Schedule, a
 	sum, err := loop.Run(ctx)
 	if werr := sum.Write(stdout); werr != nil && err == nil {
 		err = werr
+	}
+	if err == nil && sum.HasFailures() {
+		err = FailuresError{Failed: len(sum.Failed), NewlyFailed: sum.NewlyFailed}
 	}
 	return err
 }

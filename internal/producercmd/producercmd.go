@@ -81,17 +81,33 @@ func (e UsageError) Unwrap() error { return e.Err }
 // Usage wraps err as a UsageError.
 func Usage(err error) error { return UsageError{err} }
 
+// FailuresError is what Run returns for an invocation whose summary has
+// failures (looping.Summary.HasFailures): the state is saved and the next
+// invocation goes on as usual, but the exit status (3) tells the scheduler
+// and the operator that part of the sweep was given up.
+type FailuresError struct{ Failed, NewlyFailed int }
+
+func (e FailuresError) Error() string {
+	return fmt.Sprintf("%d morsels of the run failed (%d given up by this invocation); the rest was swept, the summary lists them, and the next run retries them",
+		e.Failed, e.NewlyFailed)
+}
+
 // ExitCode is the producers' exit status for what run returned: 0 for
-// success and --help, 2 for a UsageError, 1 for anything else; an error is
-// written to stderr after the command's name (explained, wiring.Explain).
+// success and --help, 2 for a UsageError, 3 for a FailuresError, 1 for
+// anything else; an error is written to stderr after the command's name
+// (explained, wiring.Explain).
 func ExitCode(name string, err error, stderr io.Writer) int {
 	var ue UsageError
+	var fe FailuresError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, name+":", err)
 		return 2
+	case errors.As(err, &fe):
+		fmt.Fprintln(stderr, name+":", err)
+		return 3
 	default:
 		fmt.Fprintln(stderr, name+":", wiring.Explain(err))
 		return 1

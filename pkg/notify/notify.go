@@ -42,6 +42,10 @@ const (
 	// EventRunFailed: a producer invocation stopped on an error; the next
 	// invocation resumes the run.
 	EventRunFailed = "producer-run-failed"
+	// EventMorselsFailed: a producer invocation gave up morsels (a store
+	// or space that failed) without completing the run; the run goes on
+	// without them and the next run retries them.
+	EventMorselsFailed = "producer-morsels-failed"
 )
 
 // Attribute names. Every event has AttrEvent; the others when they apply.

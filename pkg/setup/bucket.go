@@ -30,13 +30,17 @@ type Bucket struct {
 
 // Expiry is a lifecycle rule under Prefix: when Days > 0, objects expire
 // Days after they were written, and their noncurrent versions (the bucket
-// is versioned) a day after they became noncurrent; when AbortDays > 0,
-// multipart uploads still incomplete AbortDays after they started are
-// aborted (their parts are billed until then).
+// is versioned) a day after they became noncurrent; otherwise, when
+// NoncurrentDays > 0, current objects stay and their noncurrent versions
+// expire NoncurrentDays after they became noncurrent, and delete markers
+// left without versions are removed; when AbortDays > 0, multipart uploads
+// still incomplete AbortDays after they started are aborted (their parts
+// are billed until then).
 type Expiry struct {
-	ID, Prefix string
-	Days       int32
-	AbortDays  int32
+	ID, Prefix     string
+	Days           int32
+	NoncurrentDays int32
+	AbortDays      int32
 }
 
 func (e Expiry) rule() s3types.LifecycleRule {
@@ -48,6 +52,9 @@ func (e Expiry) rule() s3types.LifecycleRule {
 	if e.Days > 0 {
 		r.Expiration = &s3types.LifecycleExpiration{Days: aws.Int32(e.Days)}
 		r.NoncurrentVersionExpiration = &s3types.NoncurrentVersionExpiration{NoncurrentDays: aws.Int32(1)}
+	} else if e.NoncurrentDays > 0 {
+		r.Expiration = &s3types.LifecycleExpiration{ExpiredObjectDeleteMarker: aws.Bool(true)}
+		r.NoncurrentVersionExpiration = &s3types.NoncurrentVersionExpiration{NoncurrentDays: aws.Int32(e.NoncurrentDays)}
 	}
 	if e.AbortDays > 0 {
 		r.AbortIncompleteMultipartUpload = &s3types.AbortIncompleteMultipartUpload{DaysAfterInitiation: aws.Int32(e.AbortDays)}
@@ -65,6 +72,10 @@ func (e Expiry) matches(r s3types.LifecycleRule) bool {
 		r.NoncurrentVersionExpiration != nil && aws.ToInt32(r.NoncurrentVersionExpiration.NoncurrentDays) == 1
 	if e.Days == 0 {
 		expires = r.Expiration == nil || aws.ToInt32(r.Expiration.Days) == 0
+		if e.NoncurrentDays > 0 {
+			expires = expires && r.Expiration != nil && aws.ToBool(r.Expiration.ExpiredObjectDeleteMarker) &&
+				r.NoncurrentVersionExpiration != nil && aws.ToInt32(r.NoncurrentVersionExpiration.NoncurrentDays) == e.NoncurrentDays
+		}
 	}
 	aborts := r.AbortIncompleteMultipartUpload != nil && aws.ToInt32(r.AbortIncompleteMultipartUpload.DaysAfterInitiation) == e.AbortDays
 	if e.AbortDays == 0 {
@@ -77,6 +88,8 @@ func (e Expiry) String() string {
 	var parts []string
 	if e.Days > 0 {
 		parts = append(parts, fmt.Sprintf("expiry of %s after %d days", e.Prefix, e.Days))
+	} else if e.NoncurrentDays > 0 {
+		parts = append(parts, fmt.Sprintf("expiry of noncurrent versions under %q after %d days", e.Prefix, e.NoncurrentDays))
 	}
 	if e.AbortDays > 0 {
 		parts = append(parts, fmt.Sprintf("abort of incomplete multipart uploads under %q after %d days", e.Prefix, e.AbortDays))

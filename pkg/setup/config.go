@@ -27,7 +27,12 @@ const (
 	DefaultStateBucket         = "mill-state"
 	// CheckpointPrefix is where Workman keeps the checkpoints of long
 	// transfers in the state bucket (workman --checkpoint-prefix).
-	CheckpointPrefix     = "transfers/"
+	CheckpointPrefix = "transfers/"
+	// StateNoncurrentDays is how long the state bucket keeps a replaced
+	// or deleted object version (the producers' state journal replaces
+	// and deletes objects as it goes; infra/core.yaml's
+	// StateNoncurrentVersionExpirationDays).
+	StateNoncurrentDays  = 7
 	DefaultReportsBucket = "mill-reports"
 	DefaultClaimsBucket  = DefaultStateBucket
 	DefaultClaimsPrefix  = "claims/"
@@ -203,6 +208,9 @@ func Resources(cfg Config, cl Clients) ([]Resource, error) {
 			// Checkpoints of transfers no task came back for: useless once
 			// S3 has aborted their uploads.
 			r.Expire = append(r.Expire, Expiry{ID: "mill-transfer-checkpoints", Prefix: CheckpointPrefix, Days: DefaultAbortUploadsDays + 1})
+			// Old versions of the producers' state (and of everything
+			// else in the bucket) expire; the live objects stay.
+			r.Expire = append(r.Expire, Expiry{ID: "mill-state-versions", NoncurrentDays: StateNoncurrentDays})
 		}
 		rs = append(rs, r)
 	}

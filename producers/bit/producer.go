@@ -107,8 +107,26 @@ type Space struct{ Account, StoreID, SpaceID string }
 // each store's (byte-wise) order. A store that cannot be opened or listed is
 // an error (all of them are reported), so a run never silently covers less.
 func ListSpaces(ctx context.Context, reg *stores.Registry, o Opener, filter Filter) ([]Space, error) {
-	var out []Space
+	spaces, failed := ListSpacesEach(ctx, reg, o, filter)
 	var errs []error
+	for _, f := range failed {
+		errs = append(errs, f.Err)
+	}
+	return spaces, errors.Join(errs...)
+}
+
+// StoreFailure is a store ListSpacesEach could not open or list.
+type StoreFailure struct {
+	Account, StoreID string
+	Err              error
+}
+
+// ListSpacesEach is ListSpaces that lists every store it can: the stores
+// that cannot be opened or listed are returned apart, and their spaces are
+// missing from the list.
+func ListSpacesEach(ctx context.Context, reg *stores.Registry, o Opener, filter Filter) ([]Space, []StoreFailure) {
+	var out []Space
+	var failed []StoreFailure
 	for _, a := range reg.ActiveAccounts() {
 		for _, s := range a.Stores {
 			if !filter.Store(a.ID, s.ID) {
@@ -116,12 +134,12 @@ func ListSpaces(ctx context.Context, reg *stores.Registry, o Opener, filter Filt
 			}
 			prov, err := o.Open(ctx, a.ID, s.ID)
 			if err != nil {
-				errs = append(errs, err)
+				failed = append(failed, StoreFailure{a.ID, s.ID, err})
 				continue
 			}
 			spaces, err := prov.ListSpaces(ctx)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("list spaces of store %q of account %q: %w", s.ID, a.ID, err))
+				failed = append(failed, StoreFailure{a.ID, s.ID, fmt.Errorf("list spaces of store %q of account %q: %w", s.ID, a.ID, err)})
 				continue
 			}
 			for _, sp := range spaces {
@@ -131,19 +149,30 @@ func ListSpaces(ctx context.Context, reg *stores.Registry, o Opener, filter Filt
 			}
 		}
 	}
-	return out, errors.Join(errs...)
+	return out, failed
 }
 
-// Morsels lists the spaces to check (ListSpaces). A store that cannot be
-// opened or listed fails the run's start: the next invocation tries again
-// rather than silently checking less. With SkipRecent, a space whose latest
-// report is a recent SUCCESS is a skipped morsel.
+// Morsels lists the spaces to check (ListSpacesEach). A store that cannot
+// be opened or listed is a failed morsel of the run ("account/store/(store)",
+// looping.Morsel.Failed): the summary, the notification and the exit status
+// report it, every other store is checked, and the next run tries it again.
+// When no store at all can be listed the run's start fails instead (the
+// next invocation tries again): a sweep that lists nothing is not a sweep.
+// With SkipRecent, a space whose latest report is a recent SUCCESS is a
+// skipped morsel.
 func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.Morsel, error) {
-	spaces, err := ListSpaces(ctx, p.cfg.Registry, p.cfg.Opener, p.cfg.Filter)
-	if err != nil {
-		return nil, err
+	spaces, failed := ListSpacesEach(ctx, p.cfg.Registry, p.cfg.Opener, p.cfg.Filter)
+	if len(failed) > 0 && len(spaces) == 0 {
+		var errs []error
+		for _, f := range failed {
+			errs = append(errs, f.Err)
+		}
+		return nil, fmt.Errorf("bit: no store could be listed: %w", errors.Join(errs...))
 	}
-	out := make([]looping.Morsel, 0, len(spaces))
+	out := make([]looping.Morsel, 0, len(spaces)+len(failed))
+	for _, f := range failed {
+		out = append(out, looping.Morsel{ID: f.Account + "/" + f.StoreID + "/(store)", Failed: f.Err.Error()})
+	}
 	for _, sp := range spaces {
 		data, err := json.Marshal(morselData{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID})
 		if err != nil {

@@ -29,6 +29,13 @@
 // dup processor decides what each needs. The looping framework interleaves
 // the morsels, checks the queue size before each step and sends the tasks
 // in batches of 10.
+//
+// A broken part of the sweep stops only itself: an account whose policy
+// cannot be read and a store that cannot be opened or listed (a missing
+// credentials profile, a missing bucket, an unsafe fs space) are failed
+// morsels of the run, and a space whose steps keep failing is given up by
+// the framework (looping.Morsel.Failed); the rest is swept and the next run
+// retries them.
 package dup
 
 import (
@@ -39,6 +46,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"slices"
 
 	"github.com/millfleet/mill/internal/validate"
@@ -118,13 +126,26 @@ func (t Target) task(contentID string) *task.Task {
 	return task.Dup{Account: t.Account, StoreID: t.StoreID, DestStoreID: t.DestStoreID, SpaceID: t.SpaceID, ContentID: contentID}.Task()
 }
 
-// Morsels implements looping.Producer.
+// Morsels implements looping.Producer. A part of the sweep that cannot be
+// listed is a failed morsel (looping.Morsel.Failed), so the rest is swept
+// and the next run retries it: an account whose policy cannot be read
+// ("account/(policy)"), a store that cannot be opened or listed
+// ("account/(store ID)"; the store policies from or to it are left out).
+// Failing to read the account list, or every account and store failing,
+// fails the run's start instead (the next invocation tries again): a sweep
+// that lists nothing is not a sweep.
 func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.Morsel, error) {
 	accounts, err := p.cfg.Policies.Accounts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", policy.AccountsFile, err)
 	}
 	var out []looping.Morsel
+	var errs []error
+	fail := func(id string, err error) {
+		errs = append(errs, err)
+		out = append(out, looping.Morsel{ID: id, Failed: err.Error()})
+	}
+	listed := false
 	for _, account := range accounts {
 		a := p.cfg.Registry.Account(account)
 		switch {
@@ -141,11 +162,15 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("account %s: %w", account, err)
+			fail(account+"/(policy)", fmt.Errorf("account %s: %w", account, err))
+			continue
 		}
-		targets, err := p.targets(ctx, account, pol)
-		if err != nil {
-			return nil, err
+		targets, broken := p.targets(ctx, account, pol)
+		for _, id := range slices.Sorted(maps.Keys(broken)) {
+			fail(account+"/(store "+id+")", broken[id])
+		}
+		if len(broken) < len(pol.StoreIDs()) {
+			listed = true
 		}
 		for _, t := range targets {
 			data, err := json.Marshal(t)
@@ -154,6 +179,9 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 			}
 			out = append(out, looping.Morsel{ID: t.MorselID(), Data: data})
 		}
+	}
+	if !listed && len(errs) > 0 {
+		return nil, fmt.Errorf("no account's stores could be listed: %w", errors.Join(errs...))
 	}
 	return out, nil
 }
@@ -164,17 +192,23 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 // the space. A space only at the destination is a target too: its source
 // space is gone (perhaps with its DELETE_SPACE event lost) and the policy
 // still covers it, so its items and then the space are deleted there.
-func (p *Producer) targets(ctx context.Context, account string, pol *policy.Policy) ([]Target, error) {
+// A store that cannot be opened or listed is returned in broken (with the
+// error), and the store policies from or to it are left out: without its
+// listing a space cannot be told apart from one gone from the source.
+func (p *Producer) targets(ctx context.Context, account string, pol *policy.Policy) (out []Target, broken map[string]error) {
 	spacesOf := map[string]map[string]bool{}
+	broken = map[string]error{}
 	var all []string
 	for _, id := range pol.StoreIDs() {
 		prov, err := p.cfg.Opener.Open(ctx, account, id)
 		if err != nil {
-			return nil, fmt.Errorf("account %s: open store %s: %w", account, id, err)
+			broken[id] = fmt.Errorf("account %s: open store %s: %w", account, id, err)
+			continue
 		}
 		spaces, err := prov.ListSpaces(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("account %s: list spaces of store %s: %w", account, id, err)
+			broken[id] = fmt.Errorf("account %s: list spaces of store %s: %w", account, id, err)
+			continue
 		}
 		spacesOf[id] = map[string]bool{}
 		for _, s := range spaces {
@@ -184,16 +218,18 @@ func (p *Producer) targets(ctx context.Context, account string, pol *policy.Poli
 	}
 	slices.Sort(all)
 	all = slices.Compact(all)
-	var out []Target
 	for _, space := range all {
 		for _, sp := range pol.StorePolicies(space) {
+			if broken[sp.SrcStoreID] != nil || broken[sp.DestStoreID] != nil {
+				continue
+			}
 			if spacesOf[sp.SrcStoreID][space] || spacesOf[sp.DestStoreID][space] {
 				out = append(out, Target{Account: account, SpaceID: space, StoreID: sp.SrcStoreID, DestStoreID: sp.DestStoreID,
 					NoDeletes: pol.MayDestroy(account, space, sp.DestStoreID, "delete") != nil})
 			}
 		}
 	}
-	return out, nil
+	return out, broken
 }
 
 func target(m looping.Morsel) (Target, error) {

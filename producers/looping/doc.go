@@ -18,13 +18,30 @@
 // the summary lists them. A completed run and a failed invocation are
 // announced to the Notifier (pkg/notify).
 //
+// Failures are isolated. A step of a morsel whose producer call fails (a
+// store that cannot be opened, a space that cannot be listed) is retried at
+// the morsel's next turn; after Config.MorselAttempts failures in a row the
+// morsel is given up for the run (Morsel.Failed) and the others go on. A
+// producer may list a morsel already failed (a part of the sweep it could
+// not list). Failed morsels are in the summary, the log line
+// (morsels_failed, morsels_failed_now) and the notification
+// (producer-morsels-failed, or the completion's), Summary.HasFailures is
+// set (the commands exit 3), and the next run lists them again. What every
+// morsel shares fails the invocation instead, and the next one resumes: the
+// queue, the state store, the lease, a cancelled context.
+//
 // A concrete producer implements Producer (and optionally Deleter for a
 // delete step that comes first in each morsel). It emits tasks; the
 // framework sends them in batches of queue.MaxBatch, and saves the state
 // only after a bite's tasks are all sent, so a crash (kill -9) at any point
 // re-sends at most one bite and never skips one.
 //
-// State lives in a StateStore: a local file written atomically (temporary
-// file, fsync, rename), an S3 object (s3://bucket/key) so containers can be
-// replaced between invocations, or memory for tests.
+// State lives in a StateStore: local files written atomically (temporary
+// file, fsync, rename), S3 objects (s3://bucket/key) so containers can be
+// replaced between invocations, or memory for tests. Each keeps a base (the
+// whole state) and a journal of the changes since (journal.go), so a save
+// writes what the bite changed, not the whole state: one atomic write per
+// save, a new base when the run's morsels change, when the journal would
+// outgrow the base (amortised O(change)) or reach 1000 entries, and the old
+// entries deleted then.
 package looping

@@ -22,6 +22,9 @@ const (
 	killDirEnv   = "MILL_LOOPING_KILL_DIR"
 	killBiteEnv  = "MILL_LOOPING_KILL_BITE"
 	killAfterEnv = "MILL_LOOPING_KILL_AFTER"
+	// killEntriesEnv, when set, is the child's journal entry limit (small:
+	// the kill lands among compactions).
+	killEntriesEnv = "MILL_LOOPING_KILL_ENTRIES"
 )
 
 var killSizes = map[string]int{"A": 730, "B": 1200, "C": 95}
@@ -66,16 +69,19 @@ func TestKillMidRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	for _, tc := range []struct{ bite, after int }{
-		{1, 0},   // before the first bite sent anything
-		{5, 37},  // mid-bite
-		{9, 100}, // after a whole bite was sent, before its state was saved
+	for _, tc := range []struct{ bite, after, entries int }{
+		{1, 0, 0},   // before the first bite sent anything
+		{5, 37, 0},  // mid-bite
+		{9, 100, 0}, // after a whole bite was sent, before its state was saved
+		{8, 50, 2},  // mid-bite, the journal compacted every third save
+		{11, 0, 3},  // at a bite's start, among compactions
 	} {
-		t.Run(fmt.Sprintf("bite%d_after%d", tc.bite, tc.after), func(t *testing.T) {
+		t.Run(fmt.Sprintf("bite%d_after%d_entries%d", tc.bite, tc.after, tc.entries), func(t *testing.T) {
 			dir := t.TempDir()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestKillMidRun$", "-test.count=1")
 			cmd.Env = append(os.Environ(), killDirEnv+"="+dir,
-				killBiteEnv+"="+strconv.Itoa(tc.bite), killAfterEnv+"="+strconv.Itoa(tc.after))
+				killBiteEnv+"="+strconv.Itoa(tc.bite), killAfterEnv+"="+strconv.Itoa(tc.after),
+				killEntriesEnv+"="+strconv.Itoa(tc.entries))
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("child was not killed:\n%s", out)
@@ -135,6 +141,9 @@ func TestKillMidRun(t *testing.T) {
 func killChild(t *testing.T, dir string) {
 	bite, _ := strconv.Atoi(os.Getenv(killBiteEnv))
 	after, _ := strconv.Atoi(os.Getenv(killAfterEnv))
+	if n, _ := strconv.Atoi(os.Getenv(killEntriesEnv)); n > 0 {
+		defer looping.SetMaxEntries(n)()
+	}
 	f, err := os.OpenFile(filepath.Join(dir, "sent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ const (
 	DefaultBiteSize         = 1000
 	DefaultLeaseTTL         = 2 * time.Minute
 	DefaultProgressInterval = 30 * time.Second
+	DefaultMorselAttempts   = 3
 )
 
 // releaseTimeout bounds the lease release at the end of a run, which runs
@@ -60,9 +61,10 @@ type Config struct {
 	StartAt StartAt
 	// StartWindow (default DefaultStartWindow): see StartAt.
 	StartWindow time.Duration
-	// Notifier is told when a run completes and when an invocation fails
-	// (notify.EventRunCompleted, notify.EventRunFailed; default
-	// notify.Log). An invocation stopped by its context being cancelled
+	// Notifier is told when a run completes, when an invocation fails and
+	// when one gives up morsels without completing the run
+	// (notify.EventRunCompleted, notify.EventRunFailed,
+	// notify.EventMorselsFailed; default notify.Log). An invocation stopped by its context being cancelled
 	// (a shutdown) is not a failure to announce; a failed notification is
 	// logged and changes nothing else.
 	Notifier notify.Notifier
@@ -72,6 +74,11 @@ type Config struct {
 	// BiteSize is the most items one bite covers (default
 	// DefaultBiteSize).
 	BiteSize int
+	// MorselAttempts is how many steps of one morsel may fail in a row
+	// before the morsel is given up for the run (Morsel.Failed; default
+	// DefaultMorselAttempts). A failed step is retried at the morsel's
+	// next turn, after the other morsels' steps.
+	MorselAttempts int
 	// Format is the wire format of the tasks (default task.FormatJSON,
 	// the zero value).
 	Format task.Format
@@ -105,6 +112,9 @@ func (c Config) WithDefaults() Config {
 	if c.BiteSize == 0 {
 		c.BiteSize = DefaultBiteSize
 	}
+	if c.MorselAttempts == 0 {
+		c.MorselAttempts = DefaultMorselAttempts
+	}
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = DefaultProgressInterval
 	}
@@ -125,6 +135,7 @@ func (c Config) validate() error {
 	p.Check(c.LeaseTTL >= 3*time.Second, "LeaseTTL", c.LeaseTTL, "be at least 3s")
 	p.Check(c.MaxQueueSize >= 0, "MaxQueueSize", c.MaxQueueSize, "not be negative")
 	p.Check(c.BiteSize >= 0, "BiteSize", c.BiteSize, "not be negative")
+	p.Check(c.MorselAttempts >= 0, "MorselAttempts", c.MorselAttempts, "not be negative")
 	p.Check(c.ProgressInterval >= 0, "ProgressInterval", c.ProgressInterval, "not be negative")
 	p.Check(c.Frequency.N == 0 || (c.Frequency.N > 0 && (c.Frequency.Unit == Months || unitDuration[c.Frequency.Unit] != 0)),
 		"Frequency", fmt.Sprintf("%+v", c.Frequency), "be a positive count of a known unit")
@@ -206,10 +217,14 @@ func (l *Loop) Run(ctx context.Context) (sum Summary, err error) {
 	return sum, r.run()
 }
 
-// announce tells the Notifier about a completed run or a failed
-// invocation (not about one stopped by a cancelled context).
+// announce tells the Notifier about a completed run, a failed invocation
+// (not about one stopped by a cancelled context), and an invocation that
+// gave up morsels.
 func (l *Loop) announce(ctx context.Context, sum Summary) {
-	if sum.Stopped != StopDone && (sum.Stopped != StopError || ctx.Err() != nil) {
+	switch {
+	case sum.Stopped == StopError && ctx.Err() != nil: // a shutdown
+		return
+	case sum.Stopped != StopDone && sum.Stopped != StopError && sum.NewlyFailed == 0:
 		return
 	}
 	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)

@@ -328,8 +328,12 @@ func TestCrashLosesNothing(t *testing.T) {
 	cases := []struct {
 		name  string
 		setup func(e *env, p *fakeProducer, cfg *looping.Config)
+		// morselFault: the fault is the morsel's (its producer failed), so
+		// the invocation retries the bite at the morsel's next turn and
+		// completes the run without an error.
+		morselFault bool
 	}{
-		{"producer fails mid-bite", func(e *env, p *fakeProducer, cfg *looping.Config) { p.failAt = 7 }},
+		{"producer fails mid-bite", func(e *env, p *fakeProducer, cfg *looping.Config) { p.failAt = 7 }, true},
 		{"queue send fails", func(e *env, p *fakeProducer, cfg *looping.Config) {
 			n := 0
 			cfg.Queue = memqueue.New("dup-low", memqueue.Config{Clock: e.clk, Fault: func(op string, i int) error {
@@ -341,7 +345,7 @@ func TestCrashLosesNothing(t *testing.T) {
 				}
 				return nil
 			}})
-		}},
+		}, false},
 		{"state save fails", func(e *env, p *fakeProducer, cfg *looping.Config) {
 			calls := 0
 			e.state.FailSave = func(int) error {
@@ -351,7 +355,7 @@ func TestCrashLosesNothing(t *testing.T) {
 				}
 				return nil
 			}
-		}},
+		}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -362,21 +366,27 @@ func TestCrashLosesNothing(t *testing.T) {
 			tc.setup(e, p, &cfg)
 			q := cfg.Queue
 			sum, err := mustNew(t, cfg).Run(context.Background())
-			if err == nil || sum.Stopped != looping.StopError || sum.Err == nil {
-				t.Fatalf("first invocation: %v, %v; want an error", sum, err)
-			}
-			t.Logf("first invocation: %v", err)
+			if tc.morselFault {
+				if err != nil || sum.Stopped != looping.StopDone || len(sum.Failed) != 0 || sum.HasFailures() {
+					t.Fatalf("invocation: %v, %v; want the failed bite retried and the run done", sum, err)
+				}
+			} else {
+				if err == nil || sum.Stopped != looping.StopError || sum.Err == nil {
+					t.Fatalf("first invocation: %v, %v; want an error", sum, err)
+				}
+				t.Logf("first invocation: %v", err)
 
-			// A fresh producer and Loop, faults gone, same state and queue.
-			// (The injected faults fire once.)
-			p2 := newFake(order, sizes, map[string]int{"A": 5, "B": 0, "C": 2})
-			cfg.Producer = fakeDeleter{p2}
-			sum, err = mustNew(t, cfg).Run(context.Background())
-			if err != nil || sum.Stopped != looping.StopDone {
-				t.Fatalf("second invocation: %v, %v", sum, err)
-			}
-			if p2.morsels != 0 {
-				t.Errorf("resumed invocation listed morsels again")
+				// A fresh producer and Loop, faults gone, same state and queue.
+				// (The injected faults fire once.)
+				p2 := newFake(order, sizes, map[string]int{"A": 5, "B": 0, "C": 2})
+				cfg.Producer = fakeDeleter{p2}
+				sum, err = mustNew(t, cfg).Run(context.Background())
+				if err != nil || sum.Stopped != looping.StopDone {
+					t.Fatalf("second invocation: %v, %v", sum, err)
+				}
+				if p2.morsels != 0 {
+					t.Errorf("resumed invocation listed morsels again")
+				}
 			}
 			seen := map[string]int{}
 			for _, m := range q.(*memqueue.Queue).Messages() {
@@ -524,19 +534,22 @@ func TestLeaseLostStopsRun(t *testing.T) {
 	}
 }
 
-func TestNoProgressIsAnError(t *testing.T) {
+// TestNoProgressIsAFailure: a bite that makes no progress fails its
+// morsel (it would never end otherwise); the other morsels are swept.
+func TestNoProgressIsAFailure(t *testing.T) {
 	e := newEnv(t)
 	prod := looping.ProducerFuncs{
 		MorselsFunc: func(context.Context, looping.RunInfo) ([]looping.Morsel, error) {
-			return []looping.Morsel{{ID: "stuck"}}, nil
+			return []looping.Morsel{{ID: "stuck"}, {ID: "fine"}}, nil
 		},
 		BiteFunc: func(_ context.Context, _ looping.RunInfo, m looping.Morsel, _ int, _ looping.Emit) (looping.BiteResult, error) {
-			return looping.BiteResult{Marker: m.Marker}, nil
+			return looping.BiteResult{Marker: m.Marker, Done: m.ID == "fine"}, nil
 		},
 	}.AsProducer()
-	_, err := mustNew(t, e.config(t, prod)).Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "no progress") {
-		t.Fatalf("err = %v, want a no-progress error", err)
+	sum, err := mustNew(t, e.config(t, prod)).Run(context.Background())
+	if err != nil || sum.Stopped != looping.StopDone || len(sum.Failed) != 1 || sum.Failed[0].ID != "stuck" ||
+		!strings.Contains(sum.Failed[0].Reason, "no progress") || !sum.HasFailures() {
+		t.Fatalf("%v %v, want the stuck morsel failed with a no-progress error", sum, err)
 	}
 }
 

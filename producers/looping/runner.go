@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
@@ -22,6 +25,9 @@ type runner struct {
 	pending  []queue.SendEntry
 	pendMeta []countKey
 	morsel   *Morsel
+	// sendFailed is set when a send to the queue failed: the queue is
+	// every morsel's, so that is the run's failure, not the morsel's.
+	sendFailed bool
 }
 
 type countKey struct{ typ, account string }
@@ -56,6 +62,7 @@ func (r *runner) run() error {
 			r.sum.RunID = st.RunID
 			r.sum.MorselsDone, r.sum.MorselsTotal = st.MorselsDone(), len(st.Morsels)
 			r.sum.Skipped = skipped(st.Morsels)
+			r.sum.Failed = failed(st.Morsels)
 			return nil
 		}
 		if err := r.startRun(now); err != nil {
@@ -73,6 +80,7 @@ func (r *runner) run() error {
 	full, err := r.nibble()
 	r.sum.MorselsDone, r.sum.MorselsTotal = st.MorselsDone(), len(st.Morsels)
 	r.sum.Skipped = skipped(st.Morsels)
+	r.sum.Failed = failed(st.Morsels)
 	r.sum.RunQueued = st.Queued.Clone()
 	if err != nil {
 		return err
@@ -133,7 +141,14 @@ func (r *runner) startRun(now time.Time) error {
 			errs = append(errs, fmt.Errorf("morsel %d: id %q empty or repeated", i, m.ID))
 		}
 		seen[m.ID] = true
-		*m = Morsel{ID: m.ID, Data: m.Data, DeletesDone: !deleter || m.Skipped != "", Skipped: m.Skipped, Done: m.Skipped != ""}
+		out := m.Skipped != "" || m.Failed != ""
+		*m = Morsel{ID: m.ID, Data: m.Data, DeletesDone: !deleter || out, Skipped: m.Skipped, Failed: m.Failed, Done: out}
+		if m.Failed != "" {
+			m.Failed = clip(m.Failed)
+			r.sum.NewlyFailed++
+			r.log.Error("part of the sweep could not be listed; the run goes on without it and the next run retries it",
+				"morsel", m.ID, "error", m.Failed)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("looping: %s: list morsels: %w", c.Kind, err)
@@ -147,6 +162,9 @@ func (r *runner) startRun(now time.Time) error {
 	attrs := []any{"run_id", runID, "morsels", len(ms)}
 	if n := len(skipped(ms)); n > 0 {
 		attrs = append(attrs, "skipped", n)
+	}
+	if n := len(failed(ms)); n > 0 {
+		attrs = append(attrs, "failed", n)
 	}
 	if !st.NextRunStart.IsZero() {
 		attrs = append(attrs, "next_run", st.NextRunStart)
@@ -171,7 +189,9 @@ func (r *runner) nibble() (full bool, err error) {
 				return full, err
 			}
 		}
-		if !m.Done {
+		// A delete step that failed leaves DeletesDone unset: the bite
+		// waits for the delete step's retry at the morsel's next turn.
+		if !m.Done && m.DeletesDone {
 			if full, err := r.step(m, false, deleter); full || err != nil {
 				return full, err
 			}
@@ -216,11 +236,19 @@ func (r *runner) step(m *Morsel, deletes bool, d Deleter) (full bool, err error)
 	}
 	if err != nil {
 		r.pending, r.pendMeta = nil, nil
-		return false, fmt.Errorf("looping: %s: morsel %q: %s: %w", c.Kind, m.ID, what, err)
+		err = fmt.Errorf("looping: %s: morsel %q: %s: %w", c.Kind, m.ID, what, err)
+	} else if !deletes && !res.Done && r.emitted == 0 && res.Marker == before {
+		err = fmt.Errorf("looping: %s: morsel %q: bite at marker %q made no progress (no tasks, same marker, not done)", c.Kind, m.ID, before)
 	}
-	if !deletes && !res.Done && r.emitted == 0 && res.Marker == before {
-		return false, fmt.Errorf("looping: %s: morsel %q: bite at marker %q made no progress (no tasks, same marker, not done)", c.Kind, m.ID, before)
+	if err != nil {
+		if r.sendFailed || r.err() != nil {
+			// The queue, the lease or the invocation failed: every
+			// morsel would fail the same way.
+			return false, err
+		}
+		return false, r.fail(m, what, err)
 	}
+	m.Failures = 0
 	m.Marker = res.Marker
 	m.Done = res.Done
 	if deletes {
@@ -273,6 +301,7 @@ func (r *runner) flush() error {
 		return nil
 	}
 	if err := r.cfg.Queue.Send(r.ctx, r.pending...); err != nil {
+		r.sendFailed = true
 		return fmt.Errorf("send to %s: %w", r.cfg.Queue.Name(), err)
 	}
 	for _, k := range r.pendMeta {
@@ -282,6 +311,53 @@ func (r *runner) flush() error {
 	r.morsel.Queued += int64(len(r.pending))
 	r.pending, r.pendMeta = r.pending[:0], r.pendMeta[:0]
 	return nil
+}
+
+// fail records a failed step of m (err is the step's error) and passes
+// the turn to the next morsel: the step is retried at m's next turn, and
+// after Config.MorselAttempts failures in a row m is given up for this run
+// (done, with Failed set). The tasks a failed bite sent before failing may
+// be sent again by the retry, never skipped. The state is saved.
+func (r *runner) fail(m *Morsel, what string, err error) error {
+	c := r.cfg
+	m.Failures++
+	r.log.Warn("morsel step failed", "morsel", m.ID, "step", what, "failures", m.Failures,
+		"attempts", c.MorselAttempts, "error", err)
+	if m.Failures >= c.MorselAttempts {
+		m.Failed, m.Done, m.DeletesDone = clip(err.Error()), true, true
+		r.sum.NewlyFailed++
+		r.log.Error("morsel given up for this run; the next run retries it", "morsel", m.ID,
+			"failures", m.Failures, "error", err)
+	}
+	r.st.Cursor = (r.st.Cursor%len(r.st.Morsels) + 1) % len(r.st.Morsels)
+	if err := r.save(); err != nil {
+		return err
+	}
+	r.progress.update(r.sum, r.st.MorselsDone())
+	return nil
+}
+
+// maxReason bounds a failure's recorded text (a store's error message).
+const maxReason = 1000
+
+// clip makes a failure's text fit to record: valid UTF-8 on one line
+// (control characters become spaces, so an error cannot add lines to the
+// summary), at most maxReason bytes.
+func clip(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	if len(s) <= maxReason {
+		return s
+	}
+	cut := maxReason
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func (r *runner) save() error {

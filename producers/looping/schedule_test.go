@@ -137,10 +137,11 @@ func TestRunNotifications(t *testing.T) {
 	}
 
 	e.clk.Advance(48 * time.Hour)
-	p.failAt = p.bites + 1
+	e.state.FailSave = func(int) error { return errors.New("injected crash") }
 	if _, err := mustNew(t, cfg).Run(context.Background()); err == nil {
 		t.Fatal("the injected failure did not fail the invocation")
 	}
+	e.state.FailSave = nil
 	evs = n.Events()
 	if len(evs) != 2 || evs[1].Type != notify.EventRunFailed || !strings.Contains(evs[1].Body, "injected crash") ||
 		!strings.Contains(evs[1].Subject, "failed") {
@@ -148,7 +149,6 @@ func TestRunNotifications(t *testing.T) {
 	}
 
 	// Cancelled (a shutdown): not a failure to announce.
-	p.failAt = 0
 	ctx, cancel := context.WithCancel(context.Background())
 	p.onBite = func(context.Context, looping.Morsel) error { cancel(); return ctx.Err() }
 	if _, err := mustNew(t, cfg).Run(ctx); err == nil {

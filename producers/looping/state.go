@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// StateVersion is the version of the State JSON this package writes and the
-// only one DecodeState accepts.
-const StateVersion = 1
+// StateVersion is the version of the State JSON this package writes (a
+// journal's base and entries, journal.go). DecodeState also accepts
+// version 1, the whole state in one object before the journal.
+const StateVersion = 2
 
 // ErrState is wrapped by every DecodeState error.
 var ErrState = errors.New("looping: bad state")
@@ -33,6 +34,16 @@ type Morsel struct {
 	// out of this run (e.g. "last report SUCCESS 12 days ago"): it is done
 	// at once, and the run's summary lists it with the reason.
 	Skipped string `json:"skipped,omitempty"`
+	// Failed says why the morsel was given up for this run: set by the
+	// framework when its steps failed Config.MorselAttempts times in a
+	// row, or by the producer's Morsels for a part of the sweep it could
+	// not even list (a store that cannot be opened). A failed morsel is
+	// done; the summary, the notification and the exit status report it,
+	// and the next run lists it again (it is retried then).
+	Failed string `json:"failed,omitempty"`
+	// Failures counts the morsel's consecutive failed steps (reset by a
+	// step that succeeds).
+	Failures int `json:"failures,omitempty"`
 	// Queued counts the tasks sent for this morsel in this run (a bite
 	// re-sent after a crash counts twice).
 	Queued int64 `json:"queued"`
@@ -132,7 +143,8 @@ func (s *State) Encode() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// DecodeState parses and checks state JSON: the version must be
+// DecodeState parses and checks state JSON (one object: a store's base
+// without its journal, or a version 1 state): the version must be 1 or
 // StateVersion, morsel IDs non-empty and unique, and a run in progress must
 // have a run ID.
 func DecodeState(b []byte) (*State, error) {
@@ -148,8 +160,8 @@ func DecodeState(b []byte) (*State, error) {
 
 func (s *State) validate() error {
 	var errs []error
-	if s.Version != StateVersion {
-		errs = append(errs, fmt.Errorf("version %d (this build reads version %d)", s.Version, StateVersion))
+	if s.Version != 1 && s.Version != StateVersion {
+		errs = append(errs, fmt.Errorf("version %d (this build reads versions 1 and %d)", s.Version, StateVersion))
 	}
 	if s.Kind == "" {
 		errs = append(errs, errors.New("no kind"))
@@ -169,8 +181,8 @@ func (s *State) validate() error {
 			errs = append(errs, fmt.Errorf("morsel id %q appears twice", m.ID))
 		}
 		seen[m.ID] = true
-		if m.Queued < 0 {
-			errs = append(errs, fmt.Errorf("morsel %q: negative queued count", m.ID))
+		if m.Queued < 0 || m.Failures < 0 {
+			errs = append(errs, fmt.Errorf("morsel %q: negative queued or failure count", m.ID))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,15 +70,193 @@ func storeContract(t *testing.T, s looping.StateStore) {
 	}
 }
 
+// bigState is a run of n morsels, each with producer data.
+func bigState(n int) *looping.State {
+	st := sampleState()
+	st.Morsels = nil
+	for i := range n {
+		st.Morsels = append(st.Morsels, looping.Morsel{ID: fmt.Sprintf("acme/space%05d/1>2", i),
+			Data: json.RawMessage(fmt.Sprintf(`{"account":"acme","space":"space%05d","src":"1","dest":"2"}`, i))})
+	}
+	st.Cursor = 0
+	return st
+}
+
+func sameState(t *testing.T, what string, got, want *looping.State) {
+	t.Helper()
+	gb, err := got.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, _ := want.Encode()
+	if !bytes.Equal(gb, wb) {
+		t.Fatalf("%s: state differs\n got %.2000s\nwant %.2000s", what, gb, wb)
+	}
+}
+
+// journalContract checks the layout every StateStore keeps: a save writes
+// what changed (a journal entry far smaller than the state), another
+// process loads exactly what was saved, the journal is compacted (old
+// entries deleted) at its limit, at a new run and after a failed write, and
+// a bad entry is an ErrState.
+func journalContract(t *testing.T, s looping.StateStore) {
+	t.Helper()
+	ctx := context.Background()
+	defer looping.SetMaxEntries(8)()
+	st := bigState(200)
+	if err := s.Save(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	baseBytes, _ := looping.Written(s)
+	bite := func(i int) {
+		t.Helper()
+		m := &st.Morsels[i%len(st.Morsels)]
+		m.Marker = fmt.Sprintf("item-%05d", i)
+		m.Queued += 10
+		st.Queued.Add("DUP", "acme", 10)
+		st.Bites++
+		st.Cursor = (i + 1) % len(st.Morsels)
+		st.SavedAt = st.SavedAt.Add(time.Second)
+		if err := s.Save(ctx, st); err != nil {
+			t.Fatalf("save after bite %d: %v", i, err)
+		}
+	}
+	for i := range 5 {
+		bite(i)
+	}
+	b, n := looping.Written(s)
+	if n != 6 || (b-baseBytes)*20 > 5*baseBytes {
+		t.Errorf("5 one-morsel saves wrote %d bytes in %d blobs (the whole state is %d bytes): want 5 blobs far smaller than the state", b-baseBytes, n-1, baseBytes)
+	}
+	if ents, err := looping.JournalEntries(ctx, s); err != nil || len(ents) != 5 {
+		t.Errorf("journal %v %v, want 5 entries", ents, err)
+	}
+	got, err := looping.Reopen(s).Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "another process's load", got, st)
+
+	// Past the limit, the journal is compacted and the old entries go.
+	for i := 5; i < 20; i++ {
+		bite(i)
+	}
+	ents, err := looping.JournalEntries(ctx, s)
+	if err != nil || len(ents) > 8 {
+		t.Errorf("journal after 20 saves with a limit of 8: %v %v", ents, err)
+	}
+	got, err = looping.Reopen(s).Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "after compaction", got, st)
+
+	// A write whose outcome is unknown: the next save compacts, and the
+	// load sees the latest save.
+	looping.FailPuts(s, 1)
+	st.Morsels[3].Done = true
+	if err := s.Save(ctx, st); err == nil {
+		t.Fatal("injected write failure not reported")
+	}
+	bite(21)
+	got, err = looping.Reopen(s).Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "after a failed write", got, st)
+
+	// A new run (other morsels) is a new base, without the old entries.
+	bite(22)
+	st = bigState(3)
+	if err := s.Save(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if ents, err := looping.JournalEntries(ctx, s); err != nil || len(ents) != 0 {
+		t.Errorf("journal after a new run's save: %v %v, want none", ents, err)
+	}
+	got, err = looping.Reopen(s).Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "new run", got, st)
+}
+
+// migrationContract: a version 1 state (the whole state in one object,
+// before the journal) loads, and the first save moves it to the journal.
+func migrationContract(t *testing.T, s looping.StateStore) {
+	t.Helper()
+	ctx := context.Background()
+	old := sampleState()
+	old.Version = 1
+	b, err := old.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := looping.WriteBase(ctx, s, b); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Load(ctx)
+	if err != nil {
+		t.Fatalf("load a version 1 state: %v", err)
+	}
+	sameState(t, "version 1", st, old)
+	st.Morsels[1].Marker = "resumed"
+	st.Bites++
+	if err := s.Save(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	st.Morsels[0].Done = true
+	if err := s.Save(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := looping.Reopen(s).Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != looping.StateVersion || got.Morsels[1].Marker != "resumed" || !got.Morsels[0].Done || got.Bites != old.Bites+1 {
+		t.Fatalf("after migrating: %+v", got)
+	}
+}
+
+// badEntryContract: entries that do not fit the base are an ErrState,
+// never applied.
+func badEntryContract(t *testing.T, s looping.StateStore) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Save(ctx, sampleState()); err != nil { // generation 1
+		t.Fatal(err)
+	}
+	for name, e := range map[string]string{
+		"not json":       `{"version":2,`,
+		"foreign morsel": `{"version":2,"generation":1,"seq":1,"header":{"run_id":"x","cursor":0,"bites":1,"invocations":1},"morsels":[{"i":0,"id":"other/space/1>2"}]}`,
+		"index outside":  `{"version":2,"generation":1,"seq":1,"header":{"run_id":"x","cursor":0,"bites":1,"invocations":1},"morsels":[{"i":7,"id":"acme/spaceA/1>2"}]}`,
+		"wrong seq":      `{"version":2,"generation":1,"seq":4,"header":{"cursor":0,"bites":1,"invocations":1}}`,
+		"negative count": `{"version":2,"generation":1,"seq":1,"header":{"run_id":"x","cursor":0,"bites":1,"invocations":1},"queued":{"DUP":{"acme":-5}}}`,
+		"cursor outside": `{"version":2,"generation":1,"seq":1,"header":{"run_id":"x","cursor":9,"bites":1,"invocations":1}}`,
+	} {
+		if err := looping.WriteEntry(ctx, s, 1, 1, []byte(e)); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := looping.Reopen(s).Load(ctx); !errors.Is(err, looping.ErrState) {
+			t.Errorf("%s: %+v %v, want ErrState", name, st, err)
+		}
+	}
+}
+
 func TestFileStore(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", "dup.json")
 	storeContract(t, looping.NewFileStore(path))
 	// No temporary files are left behind.
-	ents, _ := os.ReadDir(filepath.Dir(path))
-	if len(ents) != 1 || ents[0].Name() != "dup.json" {
-		t.Fatalf("directory holds %v", ents)
-	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".tmp-") {
+			t.Errorf("temporary file %s left", p)
+		}
+		return err
+	})
+	journalContract(t, looping.NewFileStore(filepath.Join(dir, "j", "dup.json")))
+	migrationContract(t, looping.NewFileStore(filepath.Join(dir, "m", "dup.json")))
+	badEntryContract(t, looping.NewFileStore(filepath.Join(dir, "b", "dup.json")))
 	// A corrupt file is an ErrState, not "no state" (which would restart
 	// the run from scratch).
 	if err := os.WriteFile(path, []byte(`{"version":1,`), 0o644); err != nil {
@@ -88,6 +269,9 @@ func TestFileStore(t *testing.T) {
 
 func TestMemoryStore(t *testing.T) {
 	storeContract(t, looping.NewMemoryStore())
+	journalContract(t, looping.NewMemoryStore())
+	migrationContract(t, looping.NewMemoryStore())
+	badEntryContract(t, looping.NewMemoryStore())
 }
 
 func TestS3Store(t *testing.T) {
@@ -106,6 +290,9 @@ func TestS3Store(t *testing.T) {
 		t.Fatalf("String() = %q", s)
 	}
 	storeContract(t, s)
+	journalContract(t, looping.NewS3Store(c, bucket, "j/dupproducer.json"))
+	migrationContract(t, looping.NewS3Store(c, bucket, "m/dupproducer.json"))
+	badEntryContract(t, looping.NewS3Store(c, bucket, "b/dupproducer.json"))
 }
 
 func TestOpenStateStore(t *testing.T) {
@@ -126,7 +313,7 @@ func TestOpenStateStore(t *testing.T) {
 func TestDecodeStateErrors(t *testing.T) {
 	for name, in := range map[string]string{
 		"not json":        `nope`,
-		"wrong version":   `{"version":2,"kind":"k","morsels":[]}`,
+		"wrong version":   `{"version":3,"kind":"k","morsels":[]}`,
 		"no kind":         `{"version":1,"morsels":[]}`,
 		"run without id":  `{"version":1,"kind":"k","current_run_start":"2026-01-01T00:00:00Z","morsels":[]}`,
 		"empty morsel id": `{"version":1,"kind":"k","morsels":[{"id":""}]}`,

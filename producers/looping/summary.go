@@ -50,7 +50,12 @@ type Summary struct {
 	MorselsDone, MorselsTotal int
 	// Skipped are the run's morsels the producer left out, with why
 	// (counted in MorselsDone).
-	Skipped        []Skip
+	Skipped []Skip
+	// Failed are the run's morsels given up so far (Morsel.Failed), with
+	// why (counted in MorselsDone); NewlyFailed counts those this
+	// invocation gave up. The next run retries them.
+	Failed         []Skip
+	NewlyFailed    int
 	Err            error
 	Started, Ended time.Time
 }
@@ -69,6 +74,23 @@ func skipped(ms []Morsel) []Skip {
 		}
 	}
 	return out
+}
+
+func failed(ms []Morsel) []Skip {
+	var out []Skip
+	for _, m := range ms {
+		if m.Failed != "" {
+			out = append(out, Skip{ID: m.ID, Reason: m.Failed})
+		}
+	}
+	return out
+}
+
+// HasFailures reports whether the invocation gave up morsels, or completed
+// a run in which some were given up: what the operator must hear about
+// (the producers' commands exit with status 3).
+func (s Summary) HasFailures() bool {
+	return s.NewlyFailed > 0 || (s.Stopped == StopDone && len(s.Failed) > 0)
 }
 
 // String is a one-line description, e.g. "dupproducer: queue full after
@@ -96,6 +118,9 @@ func (s Summary) String() string {
 	if len(s.Skipped) > 0 {
 		fmt.Fprintf(&b, " (%d skipped)", len(s.Skipped))
 	}
+	if len(s.Failed) > 0 {
+		fmt.Fprintf(&b, " (%d failed, retried next run)", len(s.Failed))
+	}
 	if s.Stopped == StopDone && !s.NextRun.IsZero() {
 		fmt.Fprintf(&b, "; next run due %s", s.NextRun.UTC().Format(time.RFC3339))
 	}
@@ -112,17 +137,18 @@ func (s Summary) Write(w io.Writer) error {
 		fmt.Fprintf(&b, "  run %s started %s, elapsed %s\n", s.RunID, s.RunStart.UTC().Format(time.RFC3339), s.Ended.Sub(s.Started).Round(time.Millisecond))
 		writeCounts(&b, "queued by this invocation", s.Queued)
 		writeCounts(&b, "queued by the run so far", s.RunQueued)
-		writeSkips(&b, s.Skipped)
+		writeSkips(&b, "skipped by the run", s.Skipped)
+		writeSkips(&b, "failed in the run (retried next run)", s.Failed)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func writeSkips(b *strings.Builder, skips []Skip) {
+func writeSkips(b *strings.Builder, title string, skips []Skip) {
 	if len(skips) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "  skipped by the run: %d\n", len(skips))
+	fmt.Fprintf(b, "  %s: %d\n", title, len(skips))
 	for i, sk := range skips {
 		if i == MaxSkipsShown {
 			fmt.Fprintf(b, "    … and %d more (the state lists them all)\n", len(skips)-i)
@@ -132,13 +158,17 @@ func writeSkips(b *strings.Builder, skips []Skip) {
 	}
 }
 
-// Event is the notification of a completed run or a failed invocation:
-// the summary as its body; attributes producer, run_id and result ("done"
-// or "error").
+// Event is the notification of a completed run, a failed invocation, or
+// an invocation that gave up morsels: the summary as its body; attributes
+// producer, run_id and result ("done", "error", or why the invocation
+// stopped).
 func (s Summary) Event() notify.Event {
 	typ, what := notify.EventRunCompleted, "completed"
-	if s.Stopped == StopError {
+	switch {
+	case s.Stopped == StopError:
 		typ, what = notify.EventRunFailed, "failed"
+	case s.Stopped != StopDone && s.NewlyFailed > 0:
+		typ, what = notify.EventMorselsFailed, fmt.Sprintf("gave up %d morsels", s.NewlyFailed)
 	}
 	subject := fmt.Sprintf("Mill: %s run %s %s", s.Kind, s.RunID, what)
 	if s.Stopped == StopDone {
@@ -146,10 +176,16 @@ func (s Summary) Event() notify.Event {
 		if len(s.Skipped) > 0 {
 			subject += fmt.Sprintf(" (%d skipped)", len(s.Skipped))
 		}
+		if len(s.Failed) > 0 {
+			subject += fmt.Sprintf(", %d FAILED", len(s.Failed))
+		}
 	}
 	var b strings.Builder
-	if s.Stopped == StopError {
+	switch {
+	case s.Stopped == StopError:
 		b.WriteString("A producer invocation stopped on an error; the next invocation resumes the run from its last saved bite.\n\n")
+	case len(s.Failed) > 0:
+		b.WriteString("Some morsels failed and were left out of this run (listed below with their errors); every other morsel is swept, and the next run retries them.\n\n")
 	}
 	_ = s.Write(&b)
 	return notify.Event{
@@ -178,6 +214,9 @@ func (s Summary) logLevel() slog.Level {
 	if s.Stopped == StopError {
 		return slog.LevelError
 	}
+	if s.HasFailures() {
+		return slog.LevelWarn
+	}
 	return slog.LevelInfo
 }
 
@@ -202,6 +241,8 @@ func (s Summary) logAttrs() []slog.Attr {
 		slog.Int("morsels_done", s.MorselsDone),
 		slog.Int("morsels_total", s.MorselsTotal),
 		slog.Int("morsels_skipped", len(s.Skipped)),
+		slog.Int("morsels_failed", len(s.Failed)),
+		slog.Int("morsels_failed_now", s.NewlyFailed),
 		slog.Duration("elapsed", s.Ended.Sub(s.Started)))
 	var by []any
 	for _, typ := range slices.Sorted(maps.Keys(s.Queued)) {

@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -63,14 +64,28 @@ func New(cfg Config) (*Producer, error) {
 }
 
 // Morsels lists the spaces to measure: those the stores list
-// (bit.ListSpaces; a store that cannot be listed fails the run's start),
-// and those of the same stores whose latest row in the history holds items
-// but that the store no longer lists (deleted since: measured as empty).
-// Accounts and stores in registry order, spaces byte-wise within a store.
+// (bit.ListSpacesEach), and those of the same stores whose latest row in
+// the history holds items but that the store no longer lists (deleted
+// since: measured as empty). Accounts and stores in registry order, spaces
+// byte-wise within a store. A store that cannot be opened or listed is a
+// failed morsel ("account/store/(store)"; the next run tries it again), and
+// none of its spaces is measured as deleted; when no store can be listed
+// the run's start fails.
 func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.Morsel, error) {
-	listed, err := bit.ListSpaces(ctx, p.cfg.Registry, p.cfg.Opener, p.cfg.Filter)
-	if err != nil {
-		return nil, err
+	listed, failed := bit.ListSpacesEach(ctx, p.cfg.Registry, p.cfg.Opener, p.cfg.Filter)
+	if len(failed) > 0 && len(listed) == 0 {
+		var errs []error
+		for _, f := range failed {
+			errs = append(errs, f.Err)
+		}
+		return nil, fmt.Errorf("stats: no store could be listed: %w", errors.Join(errs...))
+	}
+	type store struct{ account, id string }
+	broken := map[store]bool{}
+	var out []looping.Morsel
+	for _, f := range failed {
+		broken[store{f.Account, f.StoreID}] = true
+		out = append(out, looping.Morsel{ID: f.Account + "/" + f.StoreID + "/(store)", Failed: f.Err.Error()})
 	}
 	known, err := p.cfg.Known.Latest(ctx, spacestats.Filter{})
 	if err != nil {
@@ -87,7 +102,7 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 	gone := 0
 	for _, r := range known {
 		sp := bit.Space{Account: r.Account, StoreID: r.StoreID, SpaceID: r.SpaceID}
-		if seen[sp] || (r.Items == 0 && r.Bytes == 0) || !p.selected(sp) {
+		if seen[sp] || (r.Items == 0 && r.Bytes == 0) || !p.selected(sp) || broken[store{r.Account, r.StoreID}] {
 			continue
 		}
 		k := storeKey{r.Account, r.StoreID}
@@ -95,7 +110,6 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 		seen[sp] = true
 		gone++
 	}
-	var out []looping.Morsel
 	for _, a := range p.cfg.Registry.ActiveAccounts() {
 		for _, s := range a.Stores {
 			spaces := byStore[storeKey{a.ID, s.ID}]

@@ -28,4 +28,10 @@
 //     stores; a DUP task of the alias stays unprocessed and nothing changes.
 //     A store whose root is a symbolic link to acme's passes the registry
 //     but not the Opener: its DUP task is dead-lettered as permanent.
+//   - stalled_test.go: stalled sweeps — stores whose credentials profile
+//     is missing, whose bucket is gone or whose fs space record is a
+//     symbolic link, beside good ones: dupproducer and bitproducer (real
+//     binaries) sweep every good space in each of two runs, name the broken
+//     stores (summary, notification, exit status 3), and sweep them once
+//     fixed.
 package adversarial

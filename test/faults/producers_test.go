@@ -45,13 +45,9 @@ func fillStore(t *testing.T, root, space string, n int) {
 
 func readState(t *testing.T, path string) *looping.State {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	st, err := looping.NewFileStore(path).Load(context.Background())
 	if err != nil {
 		return nil // not yet written, or being replaced
-	}
-	st, err := looping.DecodeState(b)
-	if err != nil {
-		return nil
 	}
 	return st
 }
