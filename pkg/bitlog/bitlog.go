@@ -2,7 +2,11 @@
 // row per content item per bit-integrity run, holding the outcome of the bit
 // check (SUCCESS, FAILURE or ERROR), the row of the decision table that
 // applied and the four checksums the check compared, plus one report per
-// space per run.
+// space per run, and the bit producer's record of each space of its runs
+// (RunSpace: when it listed the space and how many items it listed). The
+// record is written only by the producer, never from a queue message; a
+// report is made only for a recorded run, and counts what the rows of the
+// run hold.
 //
 // The Log interface is implemented in memory here (NewMemory, for tests and
 // the dev mode) and on PostgreSQL by milldb.NewBitLog; both pass the
@@ -225,6 +229,7 @@ type ReportFilter struct {
 //   - PutReport upserts a report: one per (RunID, Account, StoreID,
 //     SpaceID). Reports returns the reports matching f, newest CreatedAt
 //     first (ties in key order), at most f.Limit.
+//   - Runs: the bit producer's record of its runs (see Runs).
 //   - Safe for concurrent use; cancelling ctx abandons the call.
 type Log interface {
 	Record(ctx context.Context, r Row) error
@@ -232,6 +237,7 @@ type Log interface {
 	Count(ctx context.Context, runID, account, storeID, spaceID string) (Counts, error)
 	PutReport(ctx context.Context, r Report) error
 	Reports(ctx context.Context, f ReportFilter) ([]Report, error)
+	Runs
 }
 
 // Truncate is the precision the log keeps (PostgreSQL's microseconds),

@@ -34,6 +34,7 @@ func Run(t *testing.T, newLog Factory) {
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, newLog(t)) })
 	t.Run("OneRowAcrossMonths", func(t *testing.T) { testAcrossMonths(t, newLog(t)) })
 	t.Run("DropMonths", func(t *testing.T) { testDropMonths(t, newLog(t)) })
+	t.Run("RunSpaces", func(t *testing.T) { testRunSpaces(t, newLog(t)) })
 }
 
 // testAcrossMonths: a check outside any producer run, and a producer run's
