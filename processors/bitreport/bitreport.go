@@ -85,8 +85,8 @@ type Config struct {
 	PageSize int
 	// TempDir holds the report while it is written (default os.TempDir()).
 	TempDir string
-	// Notifier is told about every report whose result is not SUCCESS
-	// (notify.EventBitReport; default notify.Log). An error fails the
+	// Notifier is told about every report whose result is FAILURE or
+	// ERROR (notify.EventBitReport; default notify.Log). An error fails the
 	// task, which is then repeated (idempotent) and notifies again.
 	Notifier notify.Notifier
 	// AdminSpace, when set, also stores each report in the account's
@@ -231,12 +231,6 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("bitreport: %w", err)
 	}
-	if rep.Counts.Total == 0 {
-		// Nothing was checked (an empty space, or every listed item
-		// deleted since): not a SUCCESS, and nothing to report.
-		log.Info("no item of the space was checked in the run: no report", "expected", expected)
-		return nil
-	}
 	now := p.cfg.Clock.Now()
 	rep.Location, err = p.cfg.Reports.Put(ctx, Key(r, now), f, size)
 	if err != nil {
@@ -252,13 +246,14 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if err := p.cfg.BitLog.PutReport(ctx, rep); err != nil {
 		return fmt.Errorf("bitreport: %w", err)
 	}
-	if rep.Result != bitlog.ResultSuccess {
+	alarm := rep.Result == bitlog.ResultFailure || rep.Result == bitlog.ResultError
+	if alarm {
 		if err := p.cfg.Notifier.Notify(ctx, ReportEvent(rep, problems, adminLocation)); err != nil {
 			return fmt.Errorf("bitreport: notify: %w", err)
 		}
 	}
 	lvl := slog.LevelInfo
-	if rep.Result != bitlog.ResultSuccess {
+	if alarm {
 		lvl = slog.LevelWarn
 	}
 	log.Log(ctx, lvl, "bit integrity report", "result", string(rep.Result), "location", rep.Location,

@@ -46,8 +46,10 @@
 //  4. Record the bit_report row: result FAILURE when any item failed,
 //     else ERROR when any item is in error (or the space never completed),
 //     else SUCCESS; the counts; the report's location. A run that checked
-//     nothing (no row to report, e.g. an empty space) is not a SUCCESS:
-//     steps 3 and 4 are skipped, and nobody is notified.
+//     nothing (no row to report: an empty space, or its items missing
+//     for the first time or deleted since) is not a SUCCESS but EMPTY
+//     (bitlog.ResultEmpty): the file has no line, and nobody is notified.
+//     Only FAILURE and ERROR reports are notified.
 //
 // Register it in Workman's mux for task.TypeBitReport:
 //

@@ -114,16 +114,34 @@ func TestForgedExpectedIsIgnored(t *testing.T) {
 	}
 }
 
-// TestNothingCheckedIsNoReport: a run that checked nothing (the producer
-// listed an empty space) is not a SUCCESS: no report is written and no
-// one is notified.
-func TestNothingCheckedIsNoReport(t *testing.T) {
-	e := setup(t)
-	e.listed(t, run, 0)
-	var n notify.Memory
-	zero := int64(0)
-	if err := e.processor(t, func(c *bitreport.Config) { c.Notifier = &n }).Handle(t.Context(), reportTask(run, &zero, nil)); err != nil {
-		t.Fatal(err)
+// TestNothingCheckedIsEmpty: a run that checked nothing is not a SUCCESS.
+// The producer listed an empty space, or its one item is missing for the
+// first time (marked, not reported): the report is EMPTY — written, with
+// no line, counting nothing — and no one is notified.
+func TestNothingCheckedIsEmpty(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		indexed []string
+		listed  int64
+	}{{"an empty space", nil, 0}, {"an item missing for the first time", []string{"gone"}, 0}} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := setup(t)
+			e.index_(t, tt.indexed...)
+			e.listed(t, run, tt.listed)
+			var n notify.Memory
+			if err := e.processor(t, func(c *bitreport.Config) { c.Notifier = &n }).Handle(t.Context(), reportTask(run, nil, nil)); err != nil {
+				t.Fatal(err)
+			}
+			reps, _ := e.log.Reports(t.Context(), bitlog.ReportFilter{})
+			if len(reps) != 1 || reps[0].Result != bitlog.ResultEmpty || reps[0].Counts != (bitlog.Counts{}) {
+				t.Fatalf("reports %+v, want one EMPTY of no item", reps)
+			}
+			if lines := e.reportLines(t); len(lines) != 0 {
+				t.Errorf("report lines %q, want none", lines)
+			}
+			if evs := n.Events(); len(evs) != 0 {
+				t.Errorf("notified %+v", evs)
+			}
+		})
 	}
-	e.nothingWritten(t, &n, 0)
 }

@@ -37,8 +37,8 @@ func TestParseAge(t *testing.T) {
 // FAILURE, no report, and SUCCESS reports that are not trusted: of a run
 // the producer never recorded (a forged run, or a report made before the
 // record existed), of a run recorded for another space only, of a listing
-// that never finished, covering fewer items than were listed, or of an
-// empty space (0 items).
+// that never finished, covering fewer items than were listed; and an
+// empty space, whose report is EMPTY.
 func skipScenario(t *testing.T, log bitlog.Log) {
 	e := newEnv()
 	e.open["acme/1"].spaces = map[string]int{"recent": 3, "old": 2, "failed": 2, "never": 1, "forged": 2,
@@ -73,7 +73,7 @@ func skipScenario(t *testing.T, log bitlog.Log) {
 	put("r-old", "old", bitlog.ResultSuccess, 2, 70*day)
 	listed("r-failed", "failed", 2, true)
 	put("r-failed", "failed", bitlog.ResultFailure, 2, 5*day)
-	put("r-forged", "forged", bitlog.ResultSuccess, 0, 1*day)
+	put("r-forged", "forged", bitlog.ResultSuccess, 2, 1*day)
 	listed("r-elsewhere", "recent", 2, true)
 	put("r-elsewhere", "elsewhere", bitlog.ResultSuccess, 2, 1*day)
 	listed("r-unfinished", "unfinished", 0, false)
@@ -81,7 +81,7 @@ func skipScenario(t *testing.T, log bitlog.Log) {
 	listed("r-partial", "partial", 3, true)
 	put("r-partial", "partial", bitlog.ResultSuccess, 1, 1*day)
 	listed("r-empty", "empty", 0, true)
-	put("r-empty", "empty", bitlog.ResultSuccess, 0, 1*day)
+	put("r-empty", "empty", bitlog.ResultEmpty, 0, 1*day)
 	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, SkipRecent: 60 * day, BitLog: log,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -19,3 +19,13 @@ CREATE TABLE bit_run_space (
     CONSTRAINT bit_run_space_expected_check CHECK (expected IS NULL OR expected >= 0),
     CONSTRAINT bit_run_space_per_run PRIMARY KEY (run_id, account, store_id, space_id)
 );
+
+-- A report of a run that checked no item of its space is EMPTY, not
+-- SUCCESS: a SUCCESS counts at least one item. Earlier SUCCESS reports of
+-- no item (an empty space, or a forged BIT_REPORT claiming 0 items) become
+-- EMPTY.
+ALTER TABLE bit_report DROP CONSTRAINT bit_report_result_check;
+UPDATE bit_report SET result = 'EMPTY' WHERE result = 'SUCCESS' AND total_count = 0;
+ALTER TABLE bit_report ADD CONSTRAINT bit_report_result_check CHECK (result IN ('SUCCESS', 'FAILURE', 'ERROR', 'EMPTY'));
+ALTER TABLE bit_report ADD CONSTRAINT bit_report_success_check CHECK (result <> 'SUCCESS' OR total_count > 0);
+ALTER TABLE bit_report ADD CONSTRAINT bit_report_empty_check CHECK (result <> 'EMPTY' OR total_count = 0);
