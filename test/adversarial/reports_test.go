@@ -28,8 +28,9 @@ import (
 // list the space — are each dead-lettered naming the rule, and leave no
 // report (row or file) and no notification. A later bitproducer run with
 // the README's --skip-recent 60d then checks the spaces, and finds their
-// corrupted content; a space whose latest report is the producer's own
-// complete SUCCESS is still skipped.
+// corrupted content; a new empty space gets an EMPTY report, not a
+// SUCCESS; a space whose latest report is the producer's own complete
+// SUCCESS is still skipped.
 func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -38,7 +39,7 @@ func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 	m := newMill(t, ctx)
 	// Only store 1 holds the spaces: the policy ignores them, so the run
 	// checks single copies and no duplication muddies the counts.
-	m.writeConfig(nil, map[string]string{"acme-duplication-policy.json": `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}], "spacesToIgnore": ["photos", "maps", "docs"]}`})
+	m.writeConfig(nil, map[string]string{"acme-duplication-policy.json": `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}], "spacesToIgnore": ["photos", "maps", "docs", "vacant"]}`})
 	pool, err := pgxpool.New(ctx, m.dbURL)
 	must(t, err)
 	defer pool.Close()
@@ -126,6 +127,8 @@ func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 		m.put("1", "photos", id, "photos/"+id+" corrupted")
 	}
 	m.put("1", "maps", "m2", "maps/m2 corrupted")
+	// And a new, empty space: checked, nothing found, not a SUCCESS.
+	must(t, m.stores["1"].CreateSpace(ctx, "vacant"))
 
 	// The README's cron line: --skip-recent 60d. photos and maps have no
 	// trusted report: checked, corruption found. docs has the producer's
@@ -135,7 +138,7 @@ func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 		t.Fatalf("the second run has the first one's ID %s", run2)
 	}
 	waitFor(t, 2*time.Minute, "the second run's reports", func() bool {
-		return len(m.reports(t, blog, run2)) == 2
+		return len(m.reports(t, blog, run2)) == 3
 	})
 	byspace := map[string]bitlog.Report{}
 	for _, r := range m.reports(t, blog, run2) {
@@ -146,6 +149,12 @@ func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 		if !ok || r.Result == bitlog.ResultSuccess || r.Counts.Total != n || r.Counts.Success != n-int64(map[string]int{"photos": 2, "maps": 1}[sp]) {
 			t.Errorf("%s: report %+v, want the corruption found (not SUCCESS, %d items)", sp, r, n)
 		}
+	}
+	if r := byspace["vacant"]; r.Result != bitlog.ResultEmpty || r.Counts.Total != 0 {
+		t.Errorf("vacant: report %+v, want EMPTY", r)
+	}
+	if strings.Contains(w.out.String(), "Mill: bit report EMPTY") {
+		t.Error("an EMPTY report was notified")
 	}
 	if _, ok := byspace["docs"]; ok {
 		t.Error("docs was checked again despite its recent, complete SUCCESS")
