@@ -200,7 +200,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 			return processors.RetryAfter(p.cfg.RecheckDelay, fmt.Errorf("bitreport: %d of %d items have a result", counts.Total, expected))
 		}
 		if waited < p.maxWait() {
-			return p.requeue(ctx, r, max(rechecks, 0)+1, counts.Total, expected, log)
+			return p.requeue(ctx, r, min(max(rechecks, 0), 1<<30)+1, counts.Total, expected, log)
 		}
 		log.Warn("giving up waiting for bit check results; reporting what the log holds",
 			"results", counts.Total, "expected", expected, "waited", waited.Round(time.Second), "rechecks", rechecks)
