@@ -48,9 +48,12 @@ Filter files (--include, --exclude): one /account/store/space pattern per
 line, "*" or "prefix*" per segment, blank lines and # comments allowed;
 exclusion wins; no inclusion file means every space.
 
---skip-recent leaves out spaces whose latest report (the bit log) is a
-SUCCESS younger than the age, as the Java Mill does with 60 days; the summary
-names each with its report. --start-at makes runs begin at a time of day.
+The bit log (--database-url, PostgreSQL) is required: the producer records
+there each space of its runs and how many items it listed, and the report
+processor makes reports only for runs recorded there. --skip-recent leaves
+out spaces whose latest report is a SUCCESS younger than the age that covered
+every item of a run the producer recorded (the Java Mill skips 60 days); the
+summary names each with its report. --start-at makes runs begin at a time of day.
 --notify-topic-arn announces completed runs and failed invocations.
 
 Usage: bitproducer [flags]`
@@ -103,8 +106,8 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB lease `table` (\"none\": no lease, for a single local process)")
 	o.filter = producercmd.FilterFlags(fs)
 	o.output = producercmd.OutputFlags(fs)
-	fs.StringVar(&o.skipRecent, "skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`: Nd (days)\nor a duration (the Java Mill: 60d); 0: check every space. Needs --database-url")
-	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the bit log, read for --skip-recent")
+	fs.StringVar(&o.skipRecent, "skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`, covering every\nitem of a run this producer recorded: Nd (days) or a duration (the Java Mill: 60d); 0: check every space")
+	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the bit log (required): each space's run is recorded there")
 	o.schedule = producercmd.ScheduleFlags(fs)
 	return o
 }
@@ -134,8 +137,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (*config
 	if c.skipRecent, err = bit.ParseAge(o.skipRecent); err != nil {
 		errs = append(errs, fmt.Errorf("--skip-recent: %w", err))
 	}
-	if c.skipRecent > 0 && o.databaseURL == "" {
-		errs = append(errs, errors.New("--skip-recent needs --database-url (MILL_DATABASE_URL): the reports are in the bit log"))
+	if o.databaseURL == "" {
+		errs = append(errs, errors.New("--database-url (MILL_DATABASE_URL) is required: the runs are recorded in the bit log, and reports are made only for recorded runs"))
 	}
 	if o.maxQueueSize <= 0 {
 		errs = append(errs, fmt.Errorf("--max-queue-size %d: must be positive", o.maxQueueSize))
@@ -191,16 +194,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 
-	pc := bit.Config{Registry: reg, Opener: opener, Filter: c.filter, SkipRecent: c.skipRecent, Logger: logger}
-	if c.skipRecent > 0 {
-		db, err := milldb.Open(ctx, o.databaseURL, milldb.Config{})
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		pc.Reports = milldb.NewBitLog(db.Pool)
+	db, err := milldb.Open(ctx, o.databaseURL, milldb.Config{})
+	if err != nil {
+		return err
 	}
-	p, err := bit.New(pc)
+	defer db.Close()
+	p, err := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: c.filter, SkipRecent: c.skipRecent,
+		BitLog: milldb.NewBitLog(db.Pool), Logger: logger})
 	if err != nil {
 		return err
 	}

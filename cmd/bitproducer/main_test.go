@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/millfleet/mill/internal/producercmd"
 	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
@@ -34,7 +37,7 @@ func TestUsageErrors(t *testing.T) {
 		want []string
 	}{
 		{"every problem at once", []string{"--progress", "fancy", "--message-format", "xml", "--bite-size", "0", "--exclude", bad},
-			nil, []string{"--progress \"fancy\"", "--message-format", "--bite-size 0", "bad.txt:2"}},
+			nil, []string{"--progress \"fancy\"", "--message-format", "--bite-size 0", "bad.txt:2", "--database-url (MILL_DATABASE_URL) is required"}},
 		{"bad frequency from the environment", nil, map[string]string{"MILL_FREQUENCY": "5x"}, []string{"MILL_FREQUENCY"}},
 		{"stray argument", []string{"now"}, nil, []string{"unexpected arguments"}},
 	} {
@@ -96,7 +99,17 @@ func TestRunOnEmulator(t *testing.T) {
 	if err := os.WriteFile(exclude, []byte("/*/*/x-*\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	dbURL := testenv.Schema(t)
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := milldb.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{
+		"MILL_DATABASE_URL": dbURL,
 		"MILL_QUEUE_PREFIX": prefix,
 		"MILL_STATE":        filepath.Join(dir, "state.json"),
 		"MILL_LEASE_TABLE":  "none",
@@ -127,6 +140,13 @@ func TestRunOnEmulator(t *testing.T) {
 		if d.Visible != want {
 			t.Errorf("%s: %d visible, want %d", k, d.Visible, want)
 		}
+	}
+	// The run is recorded in the bit log: the space and the items listed.
+	var runID, account, space string
+	var expected int64
+	if err := pool.QueryRow(ctx, "SELECT run_id, account, space_id, expected FROM bit_run_space").Scan(&runID, &account, &space, &expected); err != nil ||
+		account != "acme" || space != "docs" || expected != 3 || !strings.HasPrefix(runID, "20") {
+		t.Errorf("bit_run_space: %q %q %q %d %v, want the run's record of acme/1/docs with 3 items", runID, account, space, expected, err)
 	}
 	out.Reset()
 	if err := run(ctx, args, getenv, &out, &errOut); err != nil || !strings.Contains(out.String(), "not due until") {

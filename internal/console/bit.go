@@ -139,9 +139,9 @@ type runRow struct {
 }
 
 // worse returns the worse of two results (FAILURE, then ERROR, then
-// SUCCESS).
+// SUCCESS, then EMPTY: a run is EMPTY only when it checked nothing).
 func worse(a, b bitlog.Result) bitlog.Result {
-	rank := map[bitlog.Result]int{bitlog.ResultFailure: 3, bitlog.ResultError: 2, bitlog.ResultSuccess: 1}
+	rank := map[bitlog.Result]int{bitlog.ResultFailure: 4, bitlog.ResultError: 3, bitlog.ResultSuccess: 2, bitlog.ResultEmpty: 1}
 	if rank[b] > rank[a] {
 		return b
 	}

@@ -296,7 +296,11 @@ func (e *env) printSummary() {
 	runs := max(len(r.BitRunIDs), 1)
 	fmt.Fprintf(w, "  reports         %d space reports: each run reports every space on every store that holds it\n", len(r.Reports))
 	fmt.Fprintf(w, "                  (the %d spaces on their primary and destination stores: %d per run) × %d runs\n", r.Spaces, len(r.Reports)/runs, runs)
-	fmt.Fprintf(w, "                  SUCCESS %d, FAILURE %d, ERROR %d: what each run found", byResult[bitlog.ResultSuccess], byResult[bitlog.ResultFailure], byResult[bitlog.ResultError])
+	fmt.Fprintf(w, "                  SUCCESS %d, FAILURE %d, ERROR %d", byResult[bitlog.ResultSuccess], byResult[bitlog.ResultFailure], byResult[bitlog.ResultError])
+	if n := byResult[bitlog.ResultEmpty]; n > 0 {
+		fmt.Fprintf(w, ", EMPTY %d (nothing checked)", n)
+	}
+	fmt.Fprint(w, ": what each run found")
 	if byResult[bitlog.ResultFailure]+byResult[bitlog.ResultError] > 0 {
 		if fixed == len(r.Faults) {
 			fmt.Fprint(w, "; the faults behind FAILURE and ERROR have been repaired or corrected since (injected faults, above)")

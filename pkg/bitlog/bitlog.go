@@ -2,7 +2,11 @@
 // row per content item per bit-integrity run, holding the outcome of the bit
 // check (SUCCESS, FAILURE or ERROR), the row of the decision table that
 // applied and the four checksums the check compared, plus one report per
-// space per run.
+// space per run, and the bit producer's record of each space of its runs
+// (RunSpace: when it listed the space and how many items it listed). The
+// record is written only by the producer, never from a queue message; a
+// report is made only for a recorded run, and counts what the rows of the
+// run hold.
 //
 // The Log interface is implemented in memory here (NewMemory, for tests and
 // the dev mode) and on PostgreSQL by milldb.NewBitLog; both pass the
@@ -34,12 +38,20 @@ const (
 	// ResultError: the item could not be checked to a conclusion (for
 	// example it stayed missing from storage after the last retry).
 	ResultError Result = "ERROR"
+	// ResultEmpty, of a report only: the run checked no item of the space
+	// (an empty space, or items deleted since the producer listed them or
+	// missing for the first time). Nothing was found wrong, and nothing
+	// was found right: it is not a SUCCESS.
+	ResultEmpty Result = "EMPTY"
 )
 
-// Results lists every result.
+// Results lists every result of a row.
 var Results = []Result{ResultSuccess, ResultFailure, ResultError}
 
-// Valid reports whether r is one of Results.
+// ReportResults lists every result of a report.
+var ReportResults = []Result{ResultSuccess, ResultFailure, ResultError, ResultEmpty}
+
+// Valid reports whether r is one of Results (a row's result).
 func (r Result) Valid() bool {
 	return r == ResultSuccess || r == ResultFailure || r == ResultError
 }
@@ -141,8 +153,10 @@ type Report struct {
 	Account string // required
 	StoreID string // required
 	SpaceID string // required
-	Result  Result // required; one of Results
-	Counts  Counts // never negative
+	// Result is required: one of ReportResults. A SUCCESS counts at least
+	// one item; an EMPTY none.
+	Result Result
+	Counts Counts // never negative
 	// Location of the TSV report, e.g. s3://bucket/bit-integrity/…; may be
 	// empty.
 	Location string
@@ -151,8 +165,9 @@ type Report struct {
 	CreatedAt time.Time
 }
 
-// Validate reports a missing required field, an unknown result or a
-// negative count (wrapping ErrInvalid).
+// Validate reports a missing required field, an unknown result (one of
+// ReportResults), a negative count, a SUCCESS that counted no item or an
+// EMPTY that counted some (wrapping ErrInvalid).
 func (r Report) Validate() error {
 	var errs []error
 	for _, f := range [][2]string{{"account", r.Account}, {"store", r.StoreID}, {"space", r.SpaceID}} {
@@ -160,12 +175,18 @@ func (r Report) Validate() error {
 			errs = append(errs, fmt.Errorf("%w: report: missing %s", ErrInvalid, f[0]))
 		}
 	}
-	if !r.Result.Valid() {
+	if !r.Result.Valid() && r.Result != ResultEmpty {
 		errs = append(errs, fmt.Errorf("%w: report: unknown result %q", ErrInvalid, string(r.Result)))
 	}
 	c := r.Counts
 	if c.Total < 0 || c.Success < 0 || c.Failure < 0 || c.Error < 0 {
 		errs = append(errs, fmt.Errorf("%w: report: negative count %+v", ErrInvalid, c))
+	}
+	if r.Result == ResultSuccess && c.Total <= 0 {
+		errs = append(errs, fmt.Errorf("%w: report: a SUCCESS must count the items it checked (a report of no item is EMPTY)", ErrInvalid))
+	}
+	if r.Result == ResultEmpty && c.Total != 0 {
+		errs = append(errs, fmt.Errorf("%w: report: an EMPTY report counts no item, not %d", ErrInvalid, c.Total))
 	}
 	return errors.Join(errs...)
 }
@@ -225,6 +246,7 @@ type ReportFilter struct {
 //   - PutReport upserts a report: one per (RunID, Account, StoreID,
 //     SpaceID). Reports returns the reports matching f, newest CreatedAt
 //     first (ties in key order), at most f.Limit.
+//   - Runs: the bit producer's record of its runs (see Runs).
 //   - Safe for concurrent use; cancelling ctx abandons the call.
 type Log interface {
 	Record(ctx context.Context, r Row) error
@@ -232,6 +254,7 @@ type Log interface {
 	Count(ctx context.Context, runID, account, storeID, spaceID string) (Counts, error)
 	PutReport(ctx context.Context, r Report) error
 	Reports(ctx context.Context, f ReportFilter) ([]Report, error)
+	Runs
 }
 
 // Truncate is the precision the log keeps (PostgreSQL's microseconds),

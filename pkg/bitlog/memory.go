@@ -18,6 +18,7 @@ type Memory struct {
 	mu      sync.Mutex
 	rows    map[PageKey]Row
 	reports map[[4]string]Report
+	runs    map[[4]string]RunSpace
 }
 
 var (
@@ -28,7 +29,7 @@ var (
 // NewMemory returns an empty log using clk for zero times (nil: the system
 // clock).
 func NewMemory(clk clock.Clock) *Memory {
-	return &Memory{clock: clock.Or(clk), rows: map[PageKey]Row{}, reports: map[[4]string]Report{}}
+	return &Memory{clock: clock.Or(clk), rows: map[PageKey]Row{}, reports: map[[4]string]Report{}, runs: map[[4]string]RunSpace{}}
 }
 
 // Record implements Log.
@@ -195,4 +196,54 @@ func (m *Memory) DropMonths(ctx context.Context, before time.Time) ([]MonthInfo,
 		}
 	}
 	return out, nil
+}
+
+// StartSpace implements Runs.
+func (m *Memory) StartSpace(ctx context.Context, s RunSpace) error {
+	return m.putRun(ctx, s, false)
+}
+
+// FinishSpace implements Runs.
+func (m *Memory) FinishSpace(ctx context.Context, s RunSpace) error {
+	return m.putRun(ctx, s, true)
+}
+
+func (m *Memory) putRun(ctx context.Context, s RunSpace, finish bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("bitlog: run space: %w", err)
+	}
+	now := m.clock.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [4]string{s.RunID, s.Account, s.StoreID, s.SpaceID}
+	rec, ok := m.runs[k]
+	if ok && !finish {
+		return nil
+	}
+	if !ok {
+		rec = RunSpace{RunID: s.RunID, Account: s.Account, StoreID: s.StoreID, SpaceID: s.SpaceID,
+			Started: Truncate(cmp.Or(s.Started, now))}
+	}
+	if finish {
+		rec.Listed, rec.Expected = Truncate(cmp.Or(s.Listed, now)), s.Expected
+	}
+	m.runs[k] = rec
+	return nil
+}
+
+// RunSpace implements Runs.
+func (m *Memory) RunSpace(ctx context.Context, runID, account, storeID, spaceID string) (RunSpace, error) {
+	if err := ctx.Err(); err != nil {
+		return RunSpace{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.runs[[4]string{runID, account, storeID, spaceID}]
+	if !ok {
+		return RunSpace{}, fmt.Errorf("%w: %s:%s/%s/%s", ErrNoRun, runID, account, storeID, spaceID)
+	}
+	return s, nil
 }

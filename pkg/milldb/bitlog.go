@@ -15,8 +15,8 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 )
 
-// BitLog is bitlog.Log and bitlog.Pruner on the bit_log and bit_report
-// tables (migrations 002, 003 and 005). bit_log is partitioned by month
+// BitLog is bitlog.Log and bitlog.Pruner on the bit_log, bit_report and
+// bit_run_space tables (migrations 002, 003, 005 and 007). bit_log is partitioned by month
 // (run_month, bitlog.Month of the row): a partition per month, named
 // bit_log_yYYYYmMM, created by Record when a row first needs it (with the
 // next month's, so the month's first rows do not wait for it), dropped by

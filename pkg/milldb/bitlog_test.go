@@ -19,7 +19,7 @@ func TestBitLog(t *testing.T) {
 	}
 	// One schema for the suite; each subtest starts from empty tables.
 	bitlogtest.Run(t, func(t *testing.T) bitlog.Log {
-		if _, err := pool.Exec(ctx, "TRUNCATE bit_log, bit_report"); err != nil {
+		if _, err := pool.Exec(ctx, "TRUNCATE bit_log, bit_report, bit_run_space"); err != nil {
 			t.Fatal(err)
 		}
 		return milldb.NewBitLog(pool)

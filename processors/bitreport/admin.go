@@ -91,7 +91,7 @@ func (p *Processor) adminCopy(ctx context.Context, r task.BitReport, f *os.File,
 	return where, nil
 }
 
-// ReportEvent is the notification of a report whose result is not SUCCESS:
+// ReportEvent is the notification of a report whose result is FAILURE or ERROR:
 // its counts, where it is (and its copy in the account, when made) and its
 // first problem rows (problems, at most MaxProblems).
 func ReportEvent(rep bitlog.Report, problems []bitlog.Row, adminCopy string) notify.Event {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,14 +32,16 @@ const (
 	// DefaultRecheckDelay is the wait before looking again at a space
 	// whose items do not all have a result yet.
 	DefaultRecheckDelay = 5 * time.Minute
-	// DefaultMaxRechecks bounds the re-checks made through Config.Requeue:
-	// 2016 × 5 min = one week. After that the report is written with
+	// DefaultMaxRechecks bounds the wait for bit check results made
+	// through Config.Requeue: 2016 × 5 min = one week after the producer
+	// finished listing the space. After that the report is written with
 	// what the log holds (result ERROR, unchecked items as ERROR rows).
 	DefaultMaxRechecks = 2016
 	// KeyPrefix is the key prefix of the report files.
 	KeyPrefix = "bit-integrity/"
 	// KeyRechecks is the task property counting the re-checks made
-	// through Config.Requeue.
+	// through Config.Requeue (for the logs: the wait is measured from the
+	// producer's record, not from this count).
 	KeyRechecks = "rechecks"
 )
 
@@ -72,8 +75,9 @@ type Config struct {
 	Requeue queue.Queue
 	// RecheckDelay (default DefaultRecheckDelay; at most queue.MaxDelay).
 	RecheckDelay time.Duration
-	// MaxRechecks (default DefaultMaxRechecks) bounds the re-checks made
-	// through Requeue.
+	// MaxRechecks (default DefaultMaxRechecks) bounds the wait through
+	// Requeue: a space not complete MaxRechecks × RecheckDelay after the
+	// producer finished listing it is reported with what the log holds.
 	MaxRechecks int
 	// Format of re-sent tasks (default task.FormatJSON).
 	Format task.Format
@@ -81,8 +85,8 @@ type Config struct {
 	PageSize int
 	// TempDir holds the report while it is written (default os.TempDir()).
 	TempDir string
-	// Notifier is told about every report whose result is not SUCCESS
-	// (notify.EventBitReport; default notify.Log). An error fails the
+	// Notifier is told about every report whose result is FAILURE or
+	// ERROR (notify.EventBitReport; default notify.Log). An error fails the
 	// task, which is then repeated (idempotent) and notifies again.
 	Notifier notify.Notifier
 	// AdminSpace, when set, also stores each report in the account's
@@ -150,8 +154,8 @@ func (p *Processor) Name() string { return "bitreport" }
 
 // Key returns the report file's key: bit-integrity/{account}/{store}/
 // {space}/{time}.tsv, where time is the run ID (the run's start, so a
-// redelivered report replaces its file) or, for a report outside any run,
-// the current time in the same form.
+// redelivered report replaces its file) or, for a run ID that is not a
+// plain name, the current time in the same form.
 func Key(r task.BitReport, now time.Time) string {
 	stamp := r.RunID
 	if stamp == "" || strings.ContainsAny(stamp, "/\\") || strings.Contains(stamp, "..") {
@@ -173,9 +177,16 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	}
 	log := p.cfg.Logger.With(t.LogAttrs()...).With("run_id", r.RunID)
 
-	var expected int64
-	if r.Expected != nil {
-		expected = *r.Expected
+	// The run and the expected count are the producer's record, never the
+	// message's claim (docs/ARCHITECTURE.md, Safety).
+	rec, err := p.run(ctx, r)
+	if err != nil {
+		return err
+	}
+	expected := rec.Expected
+	if r.Expected != nil && *r.Expected != expected {
+		log.Warn("the task's expected count differs from the producer's record of the run; the record is used",
+			"task_expected", *r.Expected, "expected", expected)
 	}
 	counts, err := p.cfg.BitLog.Count(ctx, r.RunID, r.Account, r.StoreID, r.SpaceID)
 	if err != nil {
@@ -183,15 +194,16 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	}
 	complete := counts.Total >= expected
 	if !complete {
-		rechecks, _ := strconv.Atoi(r.Extra[KeyRechecks])
+		rechecks, _ := strconv.Atoi(r.Extra[KeyRechecks]) // for the logs only: the message may lie
+		waited := p.cfg.Clock.Now().Sub(rec.Listed)
 		if p.cfg.Requeue == nil {
 			return processors.RetryAfter(p.cfg.RecheckDelay, fmt.Errorf("bitreport: %d of %d items have a result", counts.Total, expected))
 		}
-		if rechecks < p.cfg.MaxRechecks {
-			return p.requeue(ctx, r, rechecks+1, counts.Total, expected, log)
+		if waited < p.maxWait() {
+			return p.requeue(ctx, r, min(max(rechecks, 0), 1<<30)+1, counts.Total, expected, log)
 		}
 		log.Warn("giving up waiting for bit check results; reporting what the log holds",
-			"results", counts.Total, "expected", expected, "rechecks", rechecks)
+			"results", counts.Total, "expected", expected, "waited", waited.Round(time.Second), "rechecks", rechecks)
 	}
 
 	prov, err := p.cfg.Stores.Open(ctx, r.Account, r.StoreID)
@@ -234,18 +246,59 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if err := p.cfg.BitLog.PutReport(ctx, rep); err != nil {
 		return fmt.Errorf("bitreport: %w", err)
 	}
-	if rep.Result != bitlog.ResultSuccess {
+	alarm := rep.Result == bitlog.ResultFailure || rep.Result == bitlog.ResultError
+	if alarm {
 		if err := p.cfg.Notifier.Notify(ctx, ReportEvent(rep, problems, adminLocation)); err != nil {
 			return fmt.Errorf("bitreport: notify: %w", err)
 		}
 	}
 	lvl := slog.LevelInfo
-	if rep.Result != bitlog.ResultSuccess {
+	if alarm {
 		lvl = slog.LevelWarn
 	}
 	log.Log(ctx, lvl, "bit integrity report", "result", string(rep.Result), "location", rep.Location,
 		"total", rep.Counts.Total, "success", rep.Counts.Success, "failure", rep.Counts.Failure, "error", rep.Counts.Error)
 	return nil
+}
+
+// Rules a BIT_REPORT task must follow; a task breaking one is refused
+// with a permanent error (Workman dead-letters it, naming the rule) and
+// nothing is written.
+var (
+	// ErrNoRun: the task names no run (the Java Mill's BIT_REPORT has no
+	// runId).
+	ErrNoRun = errors.New("a report is made only for a bit producer run: the task has no run ID")
+	// ErrUnrecordedRun: the bit producer did not record the space in the
+	// named run (bitlog.Runs).
+	ErrUnrecordedRun = errors.New("a report is made only for a space the bit producer recorded in the run")
+	// ErrListing: the producer has not finished listing the space in the
+	// run; its own report is queued only after it has.
+	ErrListing = errors.New("a report is made only once the bit producer finished listing the space in the run")
+)
+
+// run returns the producer's record of the report's space in its run, or
+// a permanent error naming the rule the task breaks.
+func (p *Processor) run(ctx context.Context, r task.BitReport) (bitlog.RunSpace, error) {
+	where := r.Account + "/" + r.StoreID + "/" + r.SpaceID
+	if r.RunID == "" {
+		return bitlog.RunSpace{}, processors.Permanent(fmt.Errorf("bitreport: %s: %w", where, ErrNoRun))
+	}
+	rec, err := p.cfg.BitLog.RunSpace(ctx, r.RunID, r.Account, r.StoreID, r.SpaceID)
+	switch {
+	case errors.Is(err, bitlog.ErrNoRun):
+		return bitlog.RunSpace{}, processors.Permanent(fmt.Errorf("bitreport: %s, run %q: %w", where, r.RunID, ErrUnrecordedRun))
+	case err != nil:
+		return bitlog.RunSpace{}, fmt.Errorf("bitreport: %w", err)
+	case !rec.Done():
+		return bitlog.RunSpace{}, processors.Permanent(fmt.Errorf("bitreport: %s, run %q: %w", where, r.RunID, ErrListing))
+	}
+	return rec, nil
+}
+
+// maxWait is how long after the producer finished listing a space its
+// report waits for bit check results: MaxRechecks × RecheckDelay.
+func (p *Processor) maxWait() time.Duration {
+	return time.Duration(p.cfg.MaxRechecks) * p.cfg.RecheckDelay
 }
 
 // requeue sends the report again after RecheckDelay.

@@ -116,8 +116,28 @@ func (e *env) record(t *testing.T, id string, res bitlog.Result, c int) {
 	}
 }
 
-func reportTask(expected int64, extra map[string]string) *task.Task {
-	return task.BitReport{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: run, Expected: &expected, Extra: extra}.Task()
+// listed records, as the bit producer does, that it listed n items of
+// acme/1/photos in runID (now).
+func (e *env) listed(t *testing.T, runID string, n int64) {
+	t.Helper()
+	err := e.log.FinishSpace(t.Context(), bitlog.RunSpace{RunID: runID, Account: "acme", StoreID: "1", SpaceID: "photos",
+		Started: e.clk.Now(), Listed: e.clk.Now(), Expected: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// report records, as the bit producer does, that it listed expected items
+// of acme/1/photos in the run, and returns the BIT_REPORT it queues then.
+func (e *env) report(t *testing.T, expected int64, extra map[string]string) *task.Task {
+	t.Helper()
+	e.listed(t, run, expected)
+	return reportTask(run, &expected, extra)
+}
+
+// reportTask is a BIT_REPORT of acme/1/photos as anyone may send it.
+func reportTask(runID string, expected *int64, extra map[string]string) *task.Task {
+	return task.BitReport{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: runID, Expected: expected, Extra: extra}.Task()
 }
 
 func (e *env) reportLines(t *testing.T) [][]string {
@@ -149,7 +169,7 @@ func TestWaitsThenRequeues(t *testing.T) {
 	e.index_(t, "a", "b")
 	e.record(t, "a", bitlog.ResultSuccess, 1)
 	p := e.processor(t, nil)
-	if err := p.Handle(t.Context(), reportTask(2, nil)); err != nil {
+	if err := p.Handle(t.Context(), e.report(t, 2, nil)); err != nil {
 		t.Fatal(err)
 	}
 	msgs := e.requeue.Messages()
@@ -172,7 +192,7 @@ func TestWaitsThenRequeues(t *testing.T) {
 
 	// Without a Requeue queue: a RetryAfter error.
 	p = e.processor(t, func(c *bitreport.Config) { c.Requeue = nil })
-	err = p.Handle(t.Context(), reportTask(2, nil))
+	err = p.Handle(t.Context(), e.report(t, 2, nil))
 	if d, ok := processors.RetryDelay(err); !ok || d != 2*time.Minute {
 		t.Errorf("err = %v", err)
 	}
@@ -200,7 +220,7 @@ func TestCompareAndReport(t *testing.T) {
 	}
 	p := e.processor(t, nil)
 	for range 2 { // the second pass is a redelivery
-		if err := p.Handle(t.Context(), reportTask(5, nil)); err != nil {
+		if err := p.Handle(t.Context(), e.report(t, 5, nil)); err != nil {
 			t.Fatal(err)
 		}
 		lines := e.reportLines(t)
@@ -243,7 +263,7 @@ func TestAllGoodIsSuccess(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		e.record(t, id, bitlog.ResultSuccess, 1)
 	}
-	if err := e.processor(t, nil).Handle(t.Context(), reportTask(3, nil)); err != nil {
+	if err := e.processor(t, nil).Handle(t.Context(), e.report(t, 3, nil)); err != nil {
 		t.Fatal(err)
 	}
 	reps, _ := e.log.Reports(t.Context(), bitlog.ReportFilter{})
@@ -252,18 +272,39 @@ func TestAllGoodIsSuccess(t *testing.T) {
 	}
 }
 
-// TestGivesUpAfterMaxRechecks: the report is written with what the log
-// holds; unchecked items are ERROR rows and the result is ERROR.
+// TestGivesUpAfterMaxRechecks: MaxRechecks × RecheckDelay after the
+// producer finished listing the space, the report is written with what
+// the log holds; unchecked items are ERROR rows and the result is ERROR.
+// Before that, a task claiming it was re-checked MaxRechecks times is
+// re-queued all the same: the wait is measured from the producer's record.
 func TestGivesUpAfterMaxRechecks(t *testing.T) {
 	e := setup(t, "a", "b")
 	e.index_(t, "a", "b")
 	e.record(t, "a", bitlog.ResultSuccess, 1)
 	p := e.processor(t, func(c *bitreport.Config) { c.MaxRechecks = 3 })
-	if err := p.Handle(t.Context(), reportTask(2, map[string]string{bitreport.KeyRechecks: "3"})); err != nil {
+	forged := e.report(t, 2, map[string]string{bitreport.KeyRechecks: "3000"})
+	if err := p.Handle(t.Context(), forged); err != nil {
 		t.Fatal(err)
 	}
-	if e.requeue.Len() != 0 {
-		t.Error("re-queued past MaxRechecks")
+	if e.requeue.Len() != 1 {
+		t.Fatal("a task's claimed re-check count ended the wait")
+	}
+	if reps, _ := e.log.Reports(t.Context(), bitlog.ReportFilter{}); len(reps) != 0 {
+		t.Fatalf("report written %+v", reps)
+	}
+	e.clk.Advance(3*2*time.Minute - time.Second)
+	if err := p.Handle(t.Context(), reportTask(run, nil, map[string]string{bitreport.KeyRechecks: "2"})); err != nil {
+		t.Fatal(err)
+	}
+	if e.requeue.Len() != 2 {
+		t.Fatal("gave up before MaxRechecks × RecheckDelay")
+	}
+	e.clk.Advance(time.Second)
+	if err := p.Handle(t.Context(), reportTask(run, nil, map[string]string{bitreport.KeyRechecks: "3"})); err != nil {
+		t.Fatal(err)
+	}
+	if e.requeue.Len() != 2 {
+		t.Error("re-queued past MaxRechecks × RecheckDelay")
 	}
 	reps, _ := e.log.Reports(t.Context(), bitlog.ReportFilter{})
 	if len(reps) != 1 || reps[0].Result != bitlog.ResultError || reps[0].Counts != (bitlog.Counts{Total: 2, Success: 1, Error: 1}) {
@@ -316,7 +357,7 @@ func TestCase11RowsCountForCompletenessOnly(t *testing.T) {
 	e.record(t, "a", bitlog.ResultSuccess, 1)
 	e.record(t, "b", bitlog.ResultSuccess, 1)
 	e.record(t, "gone", bitlog.ResultSuccess, 11)
-	if err := e.processor(t, nil).Handle(t.Context(), reportTask(3, nil)); err != nil {
+	if err := e.processor(t, nil).Handle(t.Context(), e.report(t, 3, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if e.requeue.Len() != 0 {
@@ -356,7 +397,7 @@ func TestMissingReportedInTheSecondRun(t *testing.T) {
 	p := e.processor(t, nil)
 
 	// Run 1: first sighting.
-	if err := p.Handle(ctx, reportTask(2, nil)); err != nil {
+	if err := p.Handle(ctx, e.report(t, 2, nil)); err != nil {
 		t.Fatal(err)
 	}
 	lines := e.reportLines(t)
@@ -385,8 +426,8 @@ func TestMissingReportedInTheSecondRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	two := int64(2)
-	if err := p.Handle(ctx, task.BitReport{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: run2, Expected: &two}.Task()); err != nil {
+	e.listed(t, run2, 2)
+	if err := p.Handle(ctx, reportTask(run2, nil, nil)); err != nil {
 		t.Fatal(err)
 	}
 	rows, _, err := e.log.Results(ctx, bitlog.Filter{RunID: run2, Result: bitlog.ResultError})

@@ -161,6 +161,8 @@ func (p *Processor) compareRows(ctx context.Context, r task.BitReport, kind stor
 		rep.Result = bitlog.ResultFailure
 	case rep.Counts.Error > 0 || !complete:
 		rep.Result = bitlog.ResultError
+	case rep.Counts.Total == 0: // nothing was checked: not a SUCCESS
+		rep.Result = bitlog.ResultEmpty
 	default:
 		rep.Result = bitlog.ResultSuccess
 	}

@@ -2,15 +2,29 @@
 // integrity): it writes the bit-integrity report of one space for one
 // bitproducer run.
 //
+// The processor observes, never believes: the run and the number of items
+// to wait for are the bit producer's record of the run (bitlog.Runs, which
+// only the producer writes), and the verdict is what the bit log rows of
+// the run say. The task's "expected" is a hint (logged when it differs);
+// its "rechecks" count is for the logs.
+//
 // Procedure, all steps idempotent (a redelivered report repeats them and
 // replaces its file and its bit_report row):
 //
+//  0. Refuse, with a permanent error naming the rule (Workman dead-letters
+//     the task) and without writing or telling anything, a report with no
+//     run ID (ErrNoRun: the Java Mill's BIT_REPORT has none, so it is not
+//     accepted), of a run the producer did not record for the space
+//     (ErrUnrecordedRun), or of a listing the producer has not finished
+//     (ErrListing; its own report is queued only after it has).
 //  1. Wait for the space: until the bit log holds a result for as many
-//     items of the space in the run as the producer listed (the task's
-//     "expected"), the report is looked at again after RecheckDelay —
-//     re-sent on Config.Requeue without using up an attempt, or, without
-//     a Requeue queue, through processors.RetryAfter. Spaces are reported
-//     as soon as they are complete, not when the whole bit queue drains.
+//     items of the space in the run as the producer recorded listing, the
+//     report is looked at again after RecheckDelay — re-sent on
+//     Config.Requeue without using up an attempt, or, without a Requeue
+//     queue, through processors.RetryAfter. Spaces are reported as soon as
+//     they are complete, not when the whole bit queue drains. Through
+//     Requeue, MaxRechecks × RecheckDelay after the producer's recorded end
+//     of the listing, the space is reported with what the log holds.
 //  2. Compare: the space's storage listing, its live content index rows and
 //     the run's bit log rows are merged in content ID order (constant
 //     memory). An item in storage but missing from the index becomes an
@@ -31,7 +45,11 @@
 //     S3Reports for the reports bucket, DirReports for the dev mode.
 //  4. Record the bit_report row: result FAILURE when any item failed,
 //     else ERROR when any item is in error (or the space never completed),
-//     else SUCCESS; the counts; the report's location.
+//     else SUCCESS; the counts; the report's location. A run that checked
+//     nothing (no row to report: an empty space, or its items missing
+//     for the first time or deleted since) is not a SUCCESS but EMPTY
+//     (bitlog.ResultEmpty): the file has no line, and nobody is notified.
+//     Only FAILURE and ERROR reports are notified.
 //
 // Register it in Workman's mux for task.TypeBitReport:
 //

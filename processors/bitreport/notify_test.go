@@ -30,7 +30,7 @@ func TestNotifiesProblems(t *testing.T) {
 	e.record(t, "c", bitlog.ResultError, 4)
 	var n notify.Memory
 	p := e.processor(t, func(c *bitreport.Config) { c.Notifier = &n })
-	if err := p.Handle(t.Context(), reportTask(3, nil)); err != nil {
+	if err := p.Handle(t.Context(), e.report(t, 3, nil)); err != nil {
 		t.Fatal(err)
 	}
 	evs := n.Events()
@@ -65,7 +65,7 @@ func TestNotifiesProblems(t *testing.T) {
 	ok.index_(t, "a")
 	ok.record(t, "a", bitlog.ResultSuccess, 1)
 	var quiet notify.Memory
-	if err := ok.processor(t, func(c *bitreport.Config) { c.Notifier = &quiet }).Handle(t.Context(), reportTask(1, nil)); err != nil {
+	if err := ok.processor(t, func(c *bitreport.Config) { c.Notifier = &quiet }).Handle(t.Context(), ok.report(t, 1, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if got := quiet.Events(); len(got) != 0 {
@@ -85,7 +85,7 @@ func TestAdminCopy(t *testing.T) {
 	auditQ := memqueue.New("mill-audit", memqueue.Config{Clock: e.clk})
 	p := e.processor(t, func(c *bitreport.Config) { c.AdminSpace, c.AuditQueue = true, auditQ })
 	for range 2 {
-		if err := p.Handle(t.Context(), reportTask(2, nil)); err != nil {
+		if err := p.Handle(t.Context(), e.report(t, 2, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -151,7 +151,7 @@ func TestNotifiesThroughSNS(t *testing.T) {
 	e.index_(t, "a", "b")
 	e.record(t, "a", bitlog.ResultSuccess, 1)
 	e.record(t, "b", bitlog.ResultFailure, 3)
-	if err := e.processor(t, func(c *bitreport.Config) { c.Notifier = n }).Handle(t.Context(), reportTask(2, nil)); err != nil {
+	if err := e.processor(t, func(c *bitreport.Config) { c.Notifier = n }).Handle(t.Context(), e.report(t, 2, nil)); err != nil {
 		t.Fatal(err)
 	}
 	got := topic.Receive(t, 1, 20*time.Second)

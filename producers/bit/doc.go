@@ -4,11 +4,21 @@
 // task per content item — 1000 per bite, interleaved across spaces by the
 // looping framework, while the bit queue is under its maximum size — and,
 // once a space's listing is complete, one BIT_REPORT on the bit-report queue
-// carrying the run ID and the number of items listed.
+// carrying the run ID (and the number of items listed, as a hint).
+//
+// The producer records each space of its run in the bit log (bitlog.Runs):
+// on the space's first bite, and with the number of items listed on the
+// bite that finishes the listing, before that bite queues the BIT_REPORT.
+// Only the producer writes this record; the report processor makes a report
+// only for a run recorded there, and waits for the recorded count. With
+// Config.SkipRecent, a space is skipped only when its latest report is a
+// recent SUCCESS of a run the producer recorded for it that covered every
+// item listed (and more than none); a report of any other run (one made
+// before the record existed included) is not trusted.
 //
 // Wiring (what cmd/bitproducer does):
 //
-//	p, _ := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: f})
+//	p, _ := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: f, BitLog: milldb.NewBitLog(pool)})
 //	loop, _ := looping.New(looping.Config{
 //		Kind:     bit.Kind,
 //		Producer: p,

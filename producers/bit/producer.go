@@ -28,7 +28,7 @@ type Opener interface {
 	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
 }
 
-// Config configures a Producer. Registry and Opener are required.
+// Config configures a Producer. Registry, Opener and BitLog are required.
 type Config struct {
 	// Registry lists the accounts and their stores; inactive accounts are
 	// skipped.
@@ -37,20 +37,27 @@ type Config struct {
 	Opener Opener
 	// Filter selects the spaces (default: every space).
 	Filter Filter
+	// BitLog is where the producer records each space of its runs
+	// (bitlog.Runs: when it began listing it, how many items it listed),
+	// before it queues the space's BIT_REPORT: the report processor makes
+	// a report only for a run recorded there, and waits for that many
+	// results. SkipRecent reads the reports from it too.
+	BitLog BitLog
 	// SkipRecent, when positive, leaves out of a run every space whose
-	// latest bit-integrity report is SUCCESS and was made less than
-	// SkipRecent before the run started (the Java Mill skips those of the
-	// last 60 days); the run's summary names each with the reason.
-	// Reports is then required.
+	// latest bit-integrity report is a SUCCESS made less than SkipRecent
+	// before the run started (the Java Mill skips those of the last 60
+	// days) and is trusted: it belongs to a run this producer recorded for
+	// the space, and it covered every item the producer listed (more than
+	// none). The run's summary names each skipped space with the reason.
 	SkipRecent time.Duration
-	// Reports are the bit reports SkipRecent looks at (a bitlog.Log).
-	Reports ReportReader
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
 
-// ReportReader reads bit-integrity reports (bitlog.Log implements it).
-type ReportReader interface {
+// BitLog is the part of the bit log the producer uses (bitlog.Log
+// implements it): its record of runs, and the reports.
+type BitLog interface {
+	bitlog.Runs
 	Reports(ctx context.Context, f bitlog.ReportFilter) ([]bitlog.Report, error)
 }
 
@@ -58,9 +65,9 @@ type ReportReader interface {
 // per (account, store, space) of the active accounts that the filter
 // selects; each bite queues a BIT task (carrying the run ID) for each of
 // the next items of the space's listing, and the bite that finishes the
-// listing also queues one BIT_REPORT carrying the run ID and the number of
-// items listed (the report processor waits until that many items have a
-// result). Run it with looping.Loop, whose queue must route BIT_REPORT
+// listing records the number of items listed in the bit log
+// (bitlog.Runs.FinishSpace), then queues one BIT_REPORT carrying the run
+// ID (the report processor waits until that many items have a result). Run it with looping.Loop, whose queue must route BIT_REPORT
 // tasks to the bit-report queue: see Router.
 type Producer struct {
 	cfg Config
@@ -74,10 +81,8 @@ func New(cfg Config) (*Producer, error) {
 	p := validate.New("bit producer: Config")
 	p.Require("Registry", cfg.Registry != nil)
 	p.Require("Opener", cfg.Opener != nil)
+	p.Require("BitLog", cfg.BitLog != nil)
 	p.Check(cfg.SkipRecent >= 0, "SkipRecent", cfg.SkipRecent, "not be negative")
-	if cfg.SkipRecent > 0 { // recent checks are found in the reports
-		p.Require("Reports", cfg.Reports != nil)
-	}
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
@@ -187,25 +192,46 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 	return out, nil
 }
 
-// recent returns why sp is skipped (its latest report is a SUCCESS made
-// less than SkipRecent before start), or "".
+// recent returns why sp is skipped, or "": its latest report is a SUCCESS
+// made less than SkipRecent before start, of a run this producer recorded
+// for the space (bitlog.Runs), covering every item the producer listed in
+// it, and more than none. Any other report — of a run the producer did
+// not record (a report made before the record existed), of a listing
+// that never finished, counting fewer items than were listed, or of an
+// empty space — leaves the space to be checked.
 func (p *Producer) recent(ctx context.Context, sp Space, start time.Time) (string, error) {
 	if p.cfg.SkipRecent <= 0 {
 		return "", nil
 	}
-	reps, err := p.cfg.Reports.Reports(ctx, bitlog.ReportFilter{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID, Limit: 1})
+	reps, err := p.cfg.BitLog.Reports(ctx, bitlog.ReportFilter{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID, Limit: 1})
 	if err != nil {
 		return "", fmt.Errorf("bit: latest report of %s/%s/%s: %w", sp.Account, sp.StoreID, sp.SpaceID, err)
 	}
 	if len(reps) == 0 || reps[0].Result != bitlog.ResultSuccess {
 		return "", nil
 	}
-	age := start.Sub(reps[0].CreatedAt)
+	rep := reps[0]
+	age := start.Sub(rep.CreatedAt)
 	if age >= p.cfg.SkipRecent {
 		return "", nil
 	}
-	return fmt.Sprintf("the latest report (run %s, SUCCESS, %s) is %s old, under the skip age of %s",
-		reps[0].RunID, reps[0].CreatedAt.UTC().Format(time.RFC3339), FormatAge(max(age, 0)), FormatAge(p.cfg.SkipRecent)), nil
+	rec, err := p.cfg.BitLog.RunSpace(ctx, rep.RunID, sp.Account, sp.StoreID, sp.SpaceID)
+	if errors.Is(err, bitlog.ErrNoRun) {
+		p.log.Debug("latest SUCCESS report not trusted: its run was not recorded by the producer; checking the space",
+			"account", sp.Account, "store_id", sp.StoreID, "space_id", sp.SpaceID, "run_id", rep.RunID)
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("bit: run of the latest report of %s/%s/%s: %w", sp.Account, sp.StoreID, sp.SpaceID, err)
+	}
+	if !rec.Done() || rec.Expected <= 0 || rep.Counts.Total != rec.Expected {
+		p.log.Debug("latest SUCCESS report not trusted: it did not cover every item the producer listed; checking the space",
+			"account", sp.Account, "store_id", sp.StoreID, "space_id", sp.SpaceID, "run_id", rep.RunID,
+			"reported", rep.Counts.Total, "listed", rec.Expected, "listing_done", rec.Done())
+		return "", nil
+	}
+	return fmt.Sprintf("the latest report (run %s, SUCCESS, %d of %d listed items, %s) is %s old, under the skip age of %s",
+		rep.RunID, rep.Counts.Total, rec.Expected, rep.CreatedAt.UTC().Format(time.RFC3339), FormatAge(max(age, 0)), FormatAge(p.cfg.SkipRecent)), nil
 }
 
 // ParseAge reads an age: "Nd" (days) or a Go duration ("36h", "90m").
@@ -238,7 +264,9 @@ func FormatAge(d time.Duration) string {
 }
 
 // Bite queues BIT tasks for up to max items after m.Marker, and the
-// space's BIT_REPORT when the listing ends.
+// space's BIT_REPORT when the listing ends. It records the space in the
+// run (bitlog.Runs) on its first bite, and the number of items listed on
+// its last, before the BIT_REPORT is queued.
 func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Morsel, max int, emit looping.Emit) (looping.BiteResult, error) {
 	var d morselData
 	if err := json.Unmarshal(m.Data, &d); err != nil || d.Account == "" || d.StoreID == "" || d.SpaceID == "" {
@@ -247,6 +275,12 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 	prov, err := p.cfg.Opener.Open(ctx, d.Account, d.StoreID)
 	if err != nil {
 		return looping.BiteResult{}, err
+	}
+	rs := bitlog.RunSpace{RunID: run.ID, Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID}
+	if m.Marker == "" && d.Listed == 0 { // the space's first bite
+		if err := p.cfg.BitLog.StartSpace(ctx, rs); err != nil {
+			return looping.BiteResult{}, fmt.Errorf("bit: record the run: %w", err)
+		}
 	}
 	ids, more, err := prov.ListContent(ctx, d.SpaceID, m.Marker, max)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -269,7 +303,13 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 	}
 	d.Listed += int64(len(ids))
 	if !more {
-		expected := d.Listed
+		// The record first: the report processor refuses a report of a
+		// space whose listing the producer did not record as finished.
+		rs.Expected = d.Listed
+		if err := p.cfg.BitLog.FinishSpace(ctx, rs); err != nil {
+			return looping.BiteResult{}, fmt.Errorf("bit: record the run: %w", err)
+		}
+		expected := d.Listed // a hint only: the processor reads the record
 		tasks = append(tasks, task.BitReport{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, RunID: run.ID, Expected: &expected}.Task())
 	}
 	// BITs first, the report last: the framework sends in emit order.

@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
@@ -79,6 +81,7 @@ type env struct {
 	lease         *lease.Memory
 	open          opener
 	reg           *stores.Registry
+	log           *bitlog.Memory
 }
 
 func newEnv() *env {
@@ -89,6 +92,7 @@ func newEnv() *env {
 		reports: memqueue.New("mill-bit-report", memqueue.Config{Clock: clk}),
 		state:   looping.NewMemoryStore(),
 		lease:   lease.NewMemory(clk),
+		log:     bitlog.NewMemory(clk),
 		open: opener{
 			"acme/1":    {spaces: map[string]int{"photos": 2100, "empty": 0, "x-tmp": 5}},
 			"acme/2":    {spaces: map[string]int{"photos": 900}},
@@ -106,7 +110,12 @@ func newEnv() *env {
 
 func (e *env) loop(t *testing.T, f bit.Filter, maxQueue int64) *looping.Loop {
 	t.Helper()
-	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, Filter: f, Logger: slogtest.New(t, slog.LevelInfo)})
+	return e.loopWith(t, f, maxQueue, e.log)
+}
+
+func (e *env) loopWith(t *testing.T, f bit.Filter, maxQueue int64, log bit.BitLog) *looping.Loop {
+	t.Helper()
+	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, Filter: f, BitLog: log, Logger: slogtest.New(t, slog.LevelInfo)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,5 +298,84 @@ func TestSpaceVanishing(t *testing.T) {
 	}
 	if e.reports.Len() != 0 {
 		t.Error("report queued for a vanished space")
+	}
+}
+
+// orderLog is a bit log that notes, when a space's listing is recorded as
+// finished, whether its BIT_REPORT was already queued, and fails the
+// finish of the spaces in failFinish.
+type orderLog struct {
+	*bitlog.Memory
+	reports    *memqueue.Queue
+	early      []string // spaces whose report was queued before the record
+	failFinish map[string]bool
+}
+
+func (o *orderLog) FinishSpace(ctx context.Context, s bitlog.RunSpace) error {
+	if o.failFinish[s.SpaceID] {
+		return fmt.Errorf("the database is down")
+	}
+	for _, m := range o.reports.Messages() {
+		if tk, err := task.Decode(m.Body); err == nil && tk.Get("spaceId") == s.SpaceID && tk.Get("storeId") == s.StoreID {
+			o.early = append(o.early, s.Key())
+		}
+	}
+	return o.Memory.FinishSpace(ctx, s)
+}
+
+// TestRunIsRecordedBeforeItsReports: every space of the run is recorded in
+// the bit log (bitlog.Runs) with the number of items listed — across
+// invocations, for an empty space too — before its BIT_REPORT is queued;
+// a space whose record cannot be written gets no BIT_REPORT.
+func TestRunIsRecordedBeforeItsReports(t *testing.T) {
+	e := newEnv()
+	o := &orderLog{Memory: e.log, reports: e.reports}
+	inc, err := bit.ParseFilter("inc", bytesReader("/acme/*/photos\n/acme/1/empty\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := e.loopWith(t, bit.Filter{Include: inc}, 1500, o)
+	var runID string
+	for i := 0; ; i++ {
+		sum, err := l.Run(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		runID = sum.RunID
+		decodeAll(t, e.bits)
+		e.clk.Advance(time.Minute)
+		if sum.Stopped == looping.StopDone {
+			break
+		}
+		if i > 5 {
+			t.Fatalf("invocation %d: %v", i, sum)
+		}
+	}
+	if len(o.early) != 0 {
+		t.Errorf("BIT_REPORT queued before the run's record: %v", o.early)
+	}
+	for space, want := range map[string]int64{"acme/1/photos": 2100, "acme/1/empty": 0, "acme/2/photos": 900} {
+		var acc, st, sp string
+		fmt.Sscanf(strings.ReplaceAll(space, "/", " "), "%s %s %s", &acc, &st, &sp)
+		rec, err := e.log.RunSpace(t.Context(), runID, acc, st, sp)
+		if err != nil || !rec.Done() || rec.Expected != want {
+			t.Errorf("%s: record %+v %v, want %d items listed", space, rec, err, want)
+		}
+		if !rec.Started.Before(rec.Listed) && space == "acme/1/photos" {
+			t.Errorf("%s: started %s, listed %s: the start of the first invocation is kept", space, rec.Started, rec.Listed)
+		}
+	}
+	if len(decodeAll(t, e.reports)) != 3 {
+		t.Error("not one report per space")
+	}
+
+	// The record cannot be written: no report for that space (the bite
+	// fails; a later one retries it).
+	e2 := newEnv()
+	o2 := &orderLog{Memory: e2.log, reports: e2.reports, failFinish: map[string]bool{"empty": true}}
+	only, _ := bit.ParseFilter("inc", bytesReader("/acme/1/empty\n"))
+	_, _ = e2.loopWith(t, bit.Filter{Include: only}, 1500, o2).Run(t.Context())
+	if e2.reports.Len() != 0 {
+		t.Error("BIT_REPORT queued without the run's record")
 	}
 }

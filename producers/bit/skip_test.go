@@ -2,6 +2,7 @@ package bit_test
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,29 +31,58 @@ func TestParseAge(t *testing.T) {
 }
 
 // skipScenario: with a skip age of 60 days, a space whose latest report is
-// a SUCCESS of 12 days ago is left out with the reason in the summary; one
-// whose latest report is 70 days old, or FAILURE, or that has none, is
-// checked.
-func skipScenario(t *testing.T, reports bitlog.Log) {
+// a trusted SUCCESS of 12 days ago — of a run the producer recorded for
+// the space, covering every item it listed — is left out with the reason
+// in the summary. Every other space is checked: a report 70 days old, a
+// FAILURE, no report, and SUCCESS reports that are not trusted: of a run
+// the producer never recorded (a forged run, or a report made before the
+// record existed), of a run recorded for another space only, of a listing
+// that never finished, covering fewer items than were listed; and an
+// empty space, whose report is EMPTY.
+func skipScenario(t *testing.T, log bitlog.Log) {
 	e := newEnv()
-	e.open["acme/1"].spaces = map[string]int{"recent": 3, "old": 2, "failed": 2, "never": 1}
+	e.open["acme/1"].spaces = map[string]int{"recent": 3, "old": 2, "failed": 2, "never": 1, "forged": 2,
+		"elsewhere": 2, "unfinished": 2, "partial": 3, "empty": 0}
 	delete(e.open, "acme/2")
 	e.reg.Accounts[0].Stores = e.reg.Accounts[0].Stores[:1]
 	now := e.clk.Now()
-	put := func(run, space string, res bitlog.Result, age time.Duration) {
+	day := 24 * time.Hour
+	put := func(run, space string, res bitlog.Result, total int64, age time.Duration) {
 		t.Helper()
-		err := reports.PutReport(t.Context(), bitlog.Report{RunID: run, Account: "acme", StoreID: "1", SpaceID: space,
-			Result: res, Counts: bitlog.Counts{Total: 1, Success: 1}, CreatedAt: now.Add(-age)})
+		err := log.PutReport(t.Context(), bitlog.Report{RunID: run, Account: "acme", StoreID: "1", SpaceID: space,
+			Result: res, Counts: bitlog.Counts{Total: total, Success: total}, CreatedAt: now.Add(-age)})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	day := 24 * time.Hour
-	put("r-old", "recent", bitlog.ResultFailure, 40*day)
-	put("r-recent", "recent", bitlog.ResultSuccess, 12*day)
-	put("r-old", "old", bitlog.ResultSuccess, 70*day)
-	put("r-failed", "failed", bitlog.ResultFailure, 5*day)
-	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, SkipRecent: 60 * day, Reports: reports,
+	listed := func(run, space string, n int64, done bool) {
+		t.Helper()
+		s := bitlog.RunSpace{RunID: run, Account: "acme", StoreID: "1", SpaceID: space, Expected: n}
+		err := log.StartSpace(t.Context(), s)
+		if done && err == nil {
+			err = log.FinishSpace(t.Context(), s)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("r-old", "recent", bitlog.ResultFailure, 3, 40*day)
+	listed("r-recent", "recent", 3, true)
+	put("r-recent", "recent", bitlog.ResultSuccess, 3, 12*day)
+	listed("r-old", "old", 2, true)
+	put("r-old", "old", bitlog.ResultSuccess, 2, 70*day)
+	listed("r-failed", "failed", 2, true)
+	put("r-failed", "failed", bitlog.ResultFailure, 2, 5*day)
+	put("r-forged", "forged", bitlog.ResultSuccess, 2, 1*day)
+	listed("r-elsewhere", "recent", 2, true)
+	put("r-elsewhere", "elsewhere", bitlog.ResultSuccess, 2, 1*day)
+	listed("r-unfinished", "unfinished", 0, false)
+	put("r-unfinished", "unfinished", bitlog.ResultSuccess, 2, 1*day)
+	listed("r-partial", "partial", 3, true)
+	put("r-partial", "partial", bitlog.ResultSuccess, 1, 1*day)
+	listed("r-empty", "empty", 0, true)
+	put("r-empty", "empty", bitlog.ResultEmpty, 0, 1*day)
+	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, SkipRecent: 60 * day, BitLog: log,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -66,30 +96,34 @@ func skipScenario(t *testing.T, reports bitlog.Log) {
 	if err != nil || sum.Stopped != looping.StopDone {
 		t.Fatal(sum, err)
 	}
-	checked := map[string]bool{}
+	var checked []string
 	for _, tk := range decodeAll(t, e.reports) {
-		checked[tk.Get("spaceId")] = true
+		checked = append(checked, tk.Get("spaceId"))
 	}
-	if len(checked) != 3 || checked["recent"] || !checked["old"] || !checked["failed"] || !checked["never"] {
-		t.Errorf("reports queued for %v, want old, failed and never", checked)
+	slices.Sort(checked)
+	want := []string{"elsewhere", "empty", "failed", "forged", "never", "old", "partial", "unfinished"}
+	if !slices.Equal(checked, want) {
+		t.Errorf("reports queued for %v, want %v (every space but recent)", checked, want)
 	}
-	if e.bits.Len() != 5 {
-		t.Errorf("%d BIT tasks, want 5 (old 2, failed 2, never 1)", e.bits.Len())
+	if e.bits.Len() != 14 {
+		t.Errorf("%d BIT tasks, want 14 (every item but recent's 3)", e.bits.Len())
 	}
 	var b strings.Builder
 	_ = sum.Write(&b)
-	for _, want := range []string{"4/4 morsels done (1 skipped)",
-		"acme/1/recent: the latest report (run r-recent, SUCCESS, 2026-04-19T03:00:00Z) is 12d old, under the skip age of 60d"} {
+	for _, want := range []string{"9/9 morsels done (1 skipped)",
+		"acme/1/recent: the latest report (run r-recent, SUCCESS, 3 of 3 listed items, 2026-04-19T03:00:00Z) is 12d old, under the skip age of 60d"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}
 	}
 	if _, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, SkipRecent: day}); err == nil {
-		t.Error("SkipRecent without Reports accepted")
+		t.Error("a producer without a bit log accepted")
 	}
 }
 
-func TestSkipRecent(t *testing.T) { skipScenario(t, bitlog.NewMemory(nil)) }
+func TestSkipRecent(t *testing.T) {
+	skipScenario(t, bitlog.NewMemory(nil))
+}
 
 // TestSkipRecentPostgreSQL reads the reports from the bit_report table.
 func TestSkipRecentPostgreSQL(t *testing.T) {

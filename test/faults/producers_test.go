@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
@@ -319,6 +322,16 @@ func TestTwoProducersStartedTogether(t *testing.T) {
 	if _, err := ddb.CreateTable(ctx, lease.CreateTableInput(leaseTable)); err != nil {
 		t.Fatal(err)
 	}
+	// The bit log, where the producer records its run.
+	dbURL := testenv.Schema(t)
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := milldb.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
 	root := filepath.Join(dir, "store")
 	items := scaled(1000, 300)
 	fillStore(t, root, "photos", items)
@@ -338,7 +351,7 @@ func TestTwoProducersStartedTogether(t *testing.T) {
 	begin := time.Now()
 	for i := range ps {
 		// Each its own state file: the lease alone must keep them apart.
-		env := []string{"MILL_CONFIG_DIR=" + conf, "MILL_QUEUE_PREFIX=" + prefix,
+		env := []string{"MILL_CONFIG_DIR=" + conf, "MILL_QUEUE_PREFIX=" + prefix, "MILL_DATABASE_URL=" + dbURL,
 			"MILL_STATE=" + filepath.Join(dir, fmt.Sprintf("state-%d.json", i)),
 			"MILL_LEASE_TABLE=" + leaseTable, "MILL_PROGRESS=log", "MILL_BITE_SIZE=20"}
 		ps[i] = start(t, bin, filepath.Join(dir, fmt.Sprintf("bitproducer-%d.log", i)), env)

@@ -34,6 +34,7 @@ func Run(t *testing.T, newLog Factory) {
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, newLog(t)) })
 	t.Run("OneRowAcrossMonths", func(t *testing.T) { testAcrossMonths(t, newLog(t)) })
 	t.Run("DropMonths", func(t *testing.T) { testDropMonths(t, newLog(t)) })
+	t.Run("RunSpaces", func(t *testing.T) { testRunSpaces(t, newLog(t)) })
 }
 
 // testAcrossMonths: a check outside any producer run, and a producer run's
@@ -265,7 +266,8 @@ func testReports(t *testing.T, l bitlog.Log) {
 	r1b := r1
 	r1b.Result, r1b.Counts, r1b.Location = bitlog.ResultSuccess, bitlog.Counts{Total: 3, Success: 3}, "s3://r/2.tsv"
 	put(r1b) // redelivery replaces
-	r2 := bitlog.Report{RunID: "run2", Account: "acme", StoreID: "1", SpaceID: "a", Result: bitlog.ResultSuccess, CreatedAt: t0.Add(time.Hour)}
+	r2 := bitlog.Report{RunID: "run2", Account: "acme", StoreID: "1", SpaceID: "a", Result: bitlog.ResultSuccess,
+		Counts: bitlog.Counts{Total: 1, Success: 1}, CreatedAt: t0.Add(time.Hour)}
 	put(r2)
 	r3 := bitlog.Report{RunID: "run2", Account: "acme", StoreID: "1", SpaceID: "b", Result: bitlog.ResultError, CreatedAt: t0.Add(time.Hour)}
 	put(r3)
@@ -309,5 +311,29 @@ func testInvalid(t *testing.T, l bitlog.Log) {
 	}
 	if _, _, err := l.Results(ctx, bitlog.Filter{Result: "MAYBE"}); !errors.Is(err, bitlog.ErrInvalid) {
 		t.Errorf("Results bad result filter = %v, want ErrInvalid", err)
+	}
+	// A report that counted nothing is not a SUCCESS; EMPTY is a report's
+	// result only, and counts nothing.
+	for _, r := range []bitlog.Report{
+		{RunID: "r", Account: "acme", StoreID: "1", SpaceID: "s", Result: bitlog.ResultSuccess},
+		{RunID: "r", Account: "acme", StoreID: "1", SpaceID: "s", Result: bitlog.ResultEmpty, Counts: bitlog.Counts{Total: 1, Success: 1}},
+		{RunID: "r", Account: "acme", StoreID: "1", SpaceID: "s", Result: "MAYBE", Counts: bitlog.Counts{Total: 1, Success: 1}},
+	} {
+		if err := l.PutReport(ctx, r); !errors.Is(err, bitlog.ErrInvalid) {
+			t.Errorf("PutReport(%s, %d items) = %v, want ErrInvalid", r.Result, r.Counts.Total, err)
+		}
+	}
+	if reps, err := l.Reports(ctx, bitlog.ReportFilter{}); err != nil || len(reps) != 0 {
+		t.Errorf("invalid reports were stored: %+v %v", reps, err)
+	}
+	if err := l.Record(ctx, bitlog.Row{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "c", Result: bitlog.ResultEmpty}); !errors.Is(err, bitlog.ErrInvalid) {
+		t.Errorf("Record(EMPTY) = %v, want ErrInvalid: EMPTY is a report's result", err)
+	}
+	empty := bitlog.Report{RunID: "r", Account: "acme", StoreID: "1", SpaceID: "s", Result: bitlog.ResultEmpty, CreatedAt: t0}
+	if err := l.PutReport(ctx, empty); err != nil {
+		t.Fatalf("PutReport(EMPTY): %v", err)
+	}
+	if reps, err := l.Reports(ctx, bitlog.ReportFilter{}); err != nil || len(reps) != 1 || reps[0] != empty {
+		t.Errorf("reports %+v %v, want the EMPTY one", reps, err)
 	}
 }
