@@ -65,7 +65,7 @@ func TestReportFileNeutralised(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.processor(t, nil).Handle(t.Context(), reportTask(int64(len(ids)), nil)); err != nil {
+	if err := e.processor(t, nil).Handle(t.Context(), e.report(t, int64(len(ids)), nil)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(e.dir, "bit-integrity/acme/1/photos/"+run+".tsv"))
