@@ -13,8 +13,8 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/processors"
-	"github.com/millfleet/mill/processors/dup"
 	bt "github.com/millfleet/mill/processors/bit/bittest"
+	"github.com/millfleet/mill/processors/dup"
 )
 
 // s3Pair returns S3 stores "1/" and "2/" of one new bucket on the emulator.
