@@ -64,3 +64,27 @@ func TestReplacedReplicaOnEmulatorRepaired(t *testing.T) {
 		t.Fatalf("re-check after the repair: %s case %d (%s)", r.Result, r.Case, r.Details)
 	}
 }
+
+// TestReplacedFSBlobRepaired: the same on filesystem stores — store 1's
+// blob swapped for another file under its sidecar — is found as case 2
+// and repaired from store 2; the re-check succeeds.
+func TestReplacedFSBlobRepaired(t *testing.T) {
+	f := setup(t)
+	f.healthy(true)
+	replacement := []byte("a longer file put in place of the blob")
+	f.Replace("1", replacement)
+	if r := f.check(bt.BitTask(0)); r.Case != 2 || r.ContentChecksum != bt.MD5Hex(replacement) || r.StorageChecksum != bt.GoodMD5 {
+		t.Fatalf("bit check of the replaced blob: %s case %d C=%s S=%s (%s)", r.Result, r.Case, r.ContentChecksum, r.StorageChecksum, r.Details)
+	}
+	f.handleBitError()
+	if got := f.content("1"); !bytes.Equal(got, bt.Good) {
+		t.Fatalf("store 1 holds %q after the repair, want %q", got, bt.Good)
+	}
+	tks, _ := f.requeued()
+	if len(tks) != 1 {
+		t.Fatalf("%d re-checks queued, want 1", len(tks))
+	}
+	if r := f.check(tks[0]); r.Case != 1 || r.Result != bitlog.ResultSuccess {
+		t.Fatalf("re-check after the repair: %s case %d (%s)", r.Result, r.Case, r.Details)
+	}
+}

@@ -3,6 +3,7 @@ package dup_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/processors"
 	bt "github.com/millfleet/mill/processors/bit/bittest"
@@ -75,5 +77,46 @@ func TestReplacedCopyIsNotInSyncOnEmulator(t *testing.T) {
 				t.Fatalf("destination after a refused DUP: %q", body)
 			}
 		})
+	}
+}
+
+// TestReplacedFSCopyIsNotInSync: the same on filesystem stores — a blob
+// swapped for another file under its sidecar (the recorded MD5 kept) is
+// not the file the store wrote, so Head reports the MD5 of its bytes as
+// the provider's checksum and the copy is not in sync; a source like it
+// is never copied from.
+func TestReplacedFSCopyIsNotInSync(t *testing.T) {
+	e := setup(t, nil, nil, nil)
+	put(t, e.src, "item", "the original bytes", nil)
+	put(t, e.dst, "item", "the original bytes", nil)
+	swapBlob(t, e.dst, "item", "THE ORIGINAL BYTES")
+	if a, err := run(t, e, dupTask("item")); err != nil || a != dup.CopyContent {
+		t.Fatalf("DUP of a replaced destination blob: %v, %v; want a copy", a, err)
+	}
+	if body, _ := read(t, e.dst, "item"); body != "the original bytes" {
+		t.Fatalf("destination after the DUP: %q", body)
+	}
+	swapBlob(t, e.src, "item", "a forged source, longer")
+	if a, err := run(t, e, dupTask("item")); !errors.Is(err, dup.ErrSourceCorrupt) || !processors.IsPermanent(err) {
+		t.Fatalf("DUP from a replaced source blob: %v, %v; want a permanent ErrSourceCorrupt", a, err)
+	}
+	if body, _ := read(t, e.dst, "item"); body != "the original bytes" {
+		t.Fatalf("destination after a refused DUP: %q", body)
+	}
+}
+
+// swapBlob replaces an fs item's blob by a new file holding body, leaving
+// its sidecar.
+func swapBlob(t *testing.T, s *fsstore.Store, id, body string) {
+	t.Helper()
+	path, err := s.BlobPath(space, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".new", []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
 	}
 }
