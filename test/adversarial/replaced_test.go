@@ -16,6 +16,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -28,10 +29,12 @@ import (
 // back with the MD5 Mill recorded kept — an S3 object overwritten by a raw
 // PutObject that copies its "mill-md5" metadata, an fs blob swapped under
 // its sidecar — are found and repaired from the good copy by the real
-// workman, with no dead letter:
+// workman, with no dead letter but the forged task's:
 //
 //   - a DUP task (as the audit processor or the dup producer sends it)
 //     does not take the replaced S3 replica for in sync: it copies over it;
+//   - a forged AUDIT task repeating the kept recorded MD5 is refused (the
+//     copy's checksum is its ETag), recording nothing;
 //   - a bit run started by the real bitproducer finds both replaced
 //     replicas as copies that differ (case 2, not case 10), the bit-error
 //     processor repairs them from store 1 through the audited provider (the
@@ -75,9 +78,33 @@ func TestReplacedReplicas(t *testing.T) {
 		t.Fatalf("store 2's dup-me after the DUP: %q, %v; want %q (a replaced replica is not in sync)", got, err, items["dup-me"])
 	}
 
-	// Replace bit-me's replicas in stores 2 (S3) and 3 (fs), then a bit run.
+	// Replace bit-me's replicas in stores 2 (S3) and 3 (fs).
 	replaceObject(t, m, m.bucket2, "mill/"+space+"/bit-me", "REPLACED bit-checked bytes!")
 	replaceBlob(t, m.stores["3"].(*fsstore.Store), space, "bit-me", strings.ToUpper(items["bit-me"]))
+
+	// A forged AUDIT task repeating the kept recorded MD5 of store 2's
+	// replaced bit-me, dated after the replacement (a second later: S3
+	// keeps whole seconds), cannot make it look captured: the copy's
+	// checksum is its ETag, and the task is refused, recording nothing.
+	replacedAt, err := m.stores["2"].Head(ctx, space, "bit-me")
+	must(t, err)
+	waitFor(t, 5*time.Second, "a second after the replacement", func() bool {
+		return time.Now().Truncate(time.Second).After(replacedAt.Modified)
+	})
+	size := replacedAt.Size
+	forged := m.send(queue.KeyAudit, encode(t, task.Audit{Account: "acme", StoreID: "2", SpaceID: space, ContentID: "bit-me",
+		Action: task.ActionAddContent, UserID: "mallory", DateTime: time.Now(), ContentChecksum: md5hex(items["bit-me"]),
+		ContentMimetype: "text/plain", ContentSize: &size}.Task()), nil)
+	dl := m.deadLetters(1, 30*time.Second, w)
+	if len(dl) != 1 || dl[0].MessageID != forged || dl[0].Reason != deadletter.ReasonPermanent ||
+		!strings.Contains(dl[0].Error, "not confirmed by the store") || !strings.Contains(dl[0].Error, md5hex("REPLACED bit-checked bytes!")) {
+		for _, d := range dl {
+			t.Errorf("dead letter %s: %s %s: %.300s", d.MessageID, d.Processor, d.Reason, d.Error)
+		}
+		t.Fatalf("the forged AUDIT task repeating a contradicted recorded MD5: %d dead letters, want its own, refused as not confirmed", len(dl))
+	}
+
+	// A bit run, as the real bitproducer starts it.
 	run := exec.CommandContext(ctx, producer, "--config-dir", m.conf, "--queue-prefix", m.prefix,
 		"--state", filepath.Join(t.TempDir(), "bit-state.json"), "--lease-table", "none")
 	run.Env = m.env()
@@ -97,7 +124,7 @@ func TestReplacedReplicas(t *testing.T) {
 	}
 	if dl := m.deadLetters(1, 5*time.Second, w); len(dl) != 0 {
 		for _, d := range dl {
-			t.Errorf("dead letter: %s %s", d.Processor, d.Reason)
+			t.Errorf("dead letter: %s %s: %.300s", d.Processor, d.Reason, d.Error)
 		}
 	}
 
