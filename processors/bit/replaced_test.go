@@ -4,8 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors/bit"
 	bt "github.com/millfleet/mill/processors/bit/bittest"
 )
@@ -53,5 +55,32 @@ func TestReplacedCopyOnEmulator(t *testing.T) {
 				t.Errorf("AUDIT tasks %+v: a replaced copy is repaired, not captured as an update", a)
 			}
 		})
+	}
+}
+
+// TestReplacedCopyCapturedOnEmulator: when the index and the audit log
+// follow the replaced bytes (an S3 event of the overwrite was recorded
+// with the ETag's MD5), only the kept recorded MD5 is wrong: case 3, for a
+// person — never case 1, and nothing is copied over the new bytes.
+func TestReplacedCopyCapturedOnEmulator(t *testing.T) {
+	e := bt.New(t)
+	client, bucket := e.S3(t)
+	ctx := context.Background()
+	healthy(e, true)
+	replacement := []byte("an overwrite the audit log recorded")
+	bt.ReplaceS3Object(ctx, t, client, bucket, "1/"+bt.Space+"/"+bt.Item, replacement)
+	if err := e.Index.SetChecksum(ctx, bt.CIItem(), bt.MD5Hex(replacement)); err != nil {
+		t.Fatal(err)
+	}
+	e.AddAudit(time.Minute, task.ActionAddContent, bt.MD5Hex(replacement), props)
+	if err := e.Processor(nil).Handle(ctx, bt.BitTask(0)); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Row()
+	if r.Case != 3 || r.Result != bitlog.ResultFailure || r.ContentChecksum != bt.MD5Hex(replacement) || r.StorageChecksum != bt.GoodMD5 {
+		t.Fatalf("row: %s case %d C=%q S=%q (%s); want FAILURE case 3, S the kept recorded MD5", r.Result, r.Case, r.ContentChecksum, r.StorageChecksum, r.Details)
+	}
+	if bes := e.BitErrors(); len(bes) != 1 || bes[0].InternallyResolvable {
+		t.Fatalf("BIT_ERROR tasks %+v, want one, external", bes)
 	}
 }
