@@ -15,6 +15,7 @@ import (
 	"github.com/millfleet/mill/pkg/storage/audited"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/processors/dup"
 )
 
 // The demo is what `millctl dev` runs in memory and `millctl dev load`
@@ -230,7 +231,7 @@ func CheckReplicas(ctx context.Context, reg *stores.Registry, pols policy.Reader
 					if err := errors.Join(err1, err2); err != nil {
 						return nil, err
 					}
-					if si.Checksum != di.Checksum || !storage.PropertiesEqual(si.Properties, di.Properties) {
+					if !dup.InSync(si, di) || !storage.PropertiesEqual(si.Properties, di.Properties) {
 						r.Problems = append(r.Problems, "replica differs: "+where)
 						continue
 					}

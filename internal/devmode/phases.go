@@ -131,8 +131,9 @@ func (e *env) inject(ctx context.Context) error {
 	return nil
 }
 
-// flipByte inverts one byte of the item's blob in an fs store, leaving its
-// sidecar (and so its recorded checksum) alone.
+// flipByte inverts one byte of the item's blob in an fs store in place,
+// leaving its sidecar (and so its recorded checksum) and its modification
+// time alone, as bit rot does.
 func (e *env) flipByte(ctx context.Context, i Item) error {
 	p, err := e.deps.Stores.Open(ctx, i.Account, i.Store)
 	if err != nil {
@@ -146,12 +147,21 @@ func (e *env) flipByte(ctx context.Context, i Item) error {
 	if err != nil {
 		return err
 	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	b[len(b)/2] ^= 0xff
-	return os.WriteFile(path, b, 0o644)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return err
+	}
+	// Bit rot leaves the file's modification time: only reading the
+	// bytes finds it (a blob the store sees rewritten is a replaced one).
+	return os.Chtimes(path, fi.ModTime(), fi.ModTime())
 }
 
 func (e *env) bitCheck(ctx context.Context) error {

@@ -48,11 +48,13 @@ var (
 type Info struct {
 	ContentID string
 	// Checksum is the MD5 (lower-case hex) of the content as recorded when
-	// it was written — DuraCloud's content checksum.
+	// it was written — DuraCloud's content checksum. It is a claim stored
+	// with the copy: which checksum the copy has is ChecksumOf's answer.
 	Checksum string
 	// ProviderChecksum is the storage provider's own whole-object checksum
 	// as the provider reports it, prefixed with its algorithm:
-	// "md5:<hex>" (an S3 single-part ETag, a filesystem sidecar) or
+	// "md5:<hex>" (an S3 single-part ETag; a filesystem store's sidecar
+	// MD5 while the blob is the file it wrote, else the blob's MD5 now) or
 	// "crc64nvme:<base64>" (an S3 full-object checksum of a multipart
 	// upload). Never a multipart ETag.
 	ProviderChecksum string

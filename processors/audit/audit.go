@@ -220,18 +220,14 @@ func writtenBefore(modified, at time.Time) bool {
 	return !modified.IsZero() && modified.Before(at.Truncate(time.Second))
 }
 
-// checksumOf returns an item's MD5 as Mill records it, or the provider's
-// own MD5 when none was recorded (an object written by another tool);
-// "" when neither is known.
-func checksumOf(info *storage.Info) string {
-	if info.Checksum != "" {
-		return info.Checksum
-	}
-	if alg, v, ok := storage.SplitProviderChecksum(info.ProviderChecksum); ok && alg == storage.AlgMD5 {
-		return strings.ToLower(v)
-	}
-	return ""
-}
+// checksumOf returns the MD5 the item's copy has by the one rule
+// (storage.ChecksumOf, without reading the bytes): the provider's own
+// digest (an S3 single-part ETag) over the MD5 Mill recorded with it, which
+// counts only when the provider has no MD5 of its own; "" when neither is
+// known. A recorded MD5 the provider contradicts — a copy replaced with
+// its metadata kept — is never the item's checksum, so a re-sync from what
+// storage holds is confirmed and an event repeating the stale claim is not.
+func checksumOf(info *storage.Info) string { return storage.ChecksumOf(info, nil).MD5 }
 
 // Process runs the four steps for one audit event.
 func (p *Processor) Process(ctx context.Context, e auditlog.Entry) error {

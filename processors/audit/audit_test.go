@@ -571,3 +571,30 @@ func TestForgedAuditTasksAreRefused(t *testing.T) {
 		t.Errorf("a forged future time pinned the row against the real delete: %+v", r)
 	}
 }
+
+// TestReplacedCopyChecksum: a copy whose bytes were replaced with its
+// recorded MD5 ("mill-md5") kept has the provider's digest (the ETag) as
+// its checksum, by the rule the bit check and duplication use too
+// (storage.ChecksumOf). A re-sync from what storage holds is confirmed; a
+// task repeating the stale recorded MD5 is refused; an S3 event records
+// the digest, never the stale claim.
+func TestReplacedCopyChecksum(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	const kept, replaced = "0cc175b9c0f1b6a831c399e269772661", "92eb5ffee6ae2fec3ad71c777531578f"
+	f.prov.items["photos/r"] = &storage.Info{ContentID: "r", Checksum: kept, ProviderChecksum: "md5:" + replaced,
+		Size: 1, MimeType: "text/plain", Modified: t0}
+	err := f.p.Handle(ctx, add("r", t0.Add(time.Minute), kept))
+	if !processors.IsPermanent(err) || !errors.Is(err, audit.ErrNotConfirmed) || !strings.Contains(err.Error(), replaced) {
+		t.Errorf("ADD_CONTENT with the stale recorded MD5: %v, want ErrNotConfirmed naming the copy's MD5 %s", err, replaced)
+	}
+	f.handle(t, add("r", t0.Add(2*time.Minute), replaced))
+	if r := f.row(t, "r"); r.Checksum != replaced {
+		t.Errorf("index row after the re-sync: %+v", r)
+	}
+	f.handle(t, decode(t, s3Body("acme-1", "m/photos/r", "ObjectCreated:Put", t0.Add(time.Hour))))
+	got, err := f.log.Latest(ctx, "acme", "1", "photos", "r")
+	if err != nil || got.Checksum != replaced {
+		t.Errorf("S3 event entry: %+v, %v; want checksum %s (the ETag), not the kept %s", got, err, replaced, kept)
+	}
+}

@@ -33,6 +33,13 @@
 // audit log only (step 1), neither indexed nor duplicated. A time later
 // than now is taken as now.
 //
+// The item's checksum a write is checked against (and the one an S3
+// event records) is its copy's by the rule the bit check and duplication
+// use (storage.ChecksumOf, without reading): the provider's own digest
+// (an S3 single-part ETag) over the MD5 Mill recorded with the copy. So a
+// re-sync carrying the digest of a copy replaced with its "mill-md5"
+// kept is confirmed, and a task repeating that stale claim is refused.
+//
 // # S3 event notifications
 //
 // An AUDIT task carrying task.KeyS3Event (an S3 event notification received

@@ -308,8 +308,10 @@ func NewBitError(ctx context.Context, s Stores, b task.Bit, o *Observation, case
 
 // FindCopy returns the ID of the first store of account (in registry order)
 // other than storeID that holds space/contentID with the MD5 want, judged by
-// the checksum the store reports (Head); "" when none does. Stores that do
-// not have the item are skipped; other errors are returned.
+// what the store reports (Head) under the one rule (storage.ChecksumOf: the
+// provider's own digest beats the recorded MD5, and a copy whose recorded
+// MD5 is contradicted holds nothing); "" when none does. Stores that do not
+// have the item are skipped; other errors are returned.
 func FindCopy(ctx context.Context, s Stores, account, storeID, space, contentID, want string) (string, error) {
 	acct := s.Registry().Account(account)
 	if acct == nil {
@@ -330,7 +332,7 @@ func FindCopy(ctx context.Context, s Stores, account, storeID, space, contentID,
 		if err != nil {
 			return "", fmt.Errorf("bit: head %s/%s in store %s: %w", space, storage.ShortID(contentID), st.ID, err)
 		}
-		if strings.EqualFold(info.Checksum, want) {
+		if storage.ChecksumOf(info, nil).Holds(want) {
 			return st.ID, nil
 		}
 	}
@@ -358,16 +360,9 @@ func (p *Processor) sendAudit(ctx context.Context, b task.Bit, o *check) error {
 	return send(ctx, p.cfg.AuditQueue, a.Task(), p.cfg.Format)
 }
 
-// storageMD5 is the MD5 storage stands for: S when it is an MD5, else C.
-func storageMD5(o *check) string {
-	if storage.ValidMD5(o.Sums.Storage) {
-		return o.Sums.Storage
-	}
-	if o.Sums.ContentRead {
-		return o.Sums.Content
-	}
-	return o.Info.Checksum
-}
+// storageMD5 is the MD5 the store's copy has (storage.ChecksumOf: the
+// bytes read, else the provider's digest, else the recorded MD5).
+func storageMD5(o *check) string { return o.Copy.MD5 }
 
 // repairIndex is case 5: set the index checksum to S in place and, when the
 // audit entry's properties are null, patch the audit entry and the index

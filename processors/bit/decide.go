@@ -13,6 +13,12 @@ type Checksums struct {
 	Storage     string // S ("" when the provider reported none)
 	Index       string // I
 	Audit       string // A
+	// Claim (R) is the MD5 Mill recorded with the copy when it wrote it
+	// (S3 metadata "mill-md5", an fs sidecar; storage.CopyChecksum.Claim);
+	// "" when none. It takes part only where it differs from S: it is
+	// usually S itself, or the S the observation chose because it
+	// contradicts the bytes.
+	Claim string
 }
 
 // values returns C, S, I, A as they take part in the comparison: C only
@@ -27,12 +33,20 @@ func (c Checksums) values() (cv, sv, iv, av string) {
 	return cv, sv, c.Index, c.Audit
 }
 
+// claim returns R when it takes part: found, and other than S.
+func (c Checksums) claim() string {
+	if c.Found && c.Claim != c.Storage {
+		return c.Claim
+	}
+	return ""
+}
+
 // Consensus returns the checksum held by the most of the non-null values
-// among C, S, I and A, ties broken in the order S, I, A, C; "" when all are
-// null.
+// among C, S, I, A and R (R only where it differs from S), ties broken in
+// the order S, I, A, R, C; "" when all are null.
 func (c Checksums) Consensus() string {
 	cv, sv, iv, av := c.values()
-	order := []string{sv, iv, av, cv} // tie-break order
+	order := []string{sv, iv, av, c.claim(), cv} // tie-break order
 	best, bestN := "", 0
 	for _, v := range order {
 		if v == "" {
@@ -72,15 +86,19 @@ func Decide(c Checksums) int {
 		if iv != "" && iv == av && iv != sv {
 			return 4
 		}
+		// Rule 5: the provider's digest contradicts Mill's claim.
+		if c.claim() != "" {
+			return 4
+		}
 	}
-	// Rule 5: the bytes disagree with the provider's checksum.
+	// Rule 6: the bytes disagree with the storage side.
 	if c.ContentRead && sv != "" && cv != sv {
 		if c.Consensus() == cv {
 			return 3
 		}
 		return 2
 	}
-	// Rule 6: the storage side agrees with itself.
+	// Rule 7: the storage side agrees with itself.
 	x := sv
 	if x == "" {
 		x = cv

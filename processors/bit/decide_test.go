@@ -2,6 +2,7 @@ package bit
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -83,6 +84,55 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestDecideClaim: the MD5 Mill recorded with the copy (R) as the
+// observation hands it to Decide. With the bytes read, a contradicted
+// claim is S (the observation picks the storage-side value that
+// contradicts the bytes), so a copy replaced with its claim kept is C ≠ S
+// and the records decide between content replaced (case 2, repairable) and
+// a stale claim over bytes the records follow (case 3). Not read, the
+// provider's digest is S and a claim that differs from it is case 4.
+func TestDecideClaim(t *testing.T) {
+	tests := []struct {
+		c, s, i, a, r string
+		want          int
+		consensus     string
+		why           string
+	}{
+		{"x", "x", "x", "x", "x", 1, "x", "claim agrees"},
+		{"x", "x", "x", "x", "-", 1, "x", "no claim (another tool wrote it)"},
+		{"y", "x", "x", "x", "x", 2, "x", "replaced, claim kept (S is the claim), records old: case 2, not 10"},
+		{"y", "x", "x", "-", "x", 2, "x", "replaced, claim kept, index only"},
+		{"y", "x", "-", "-", "x", 2, "x", "replaced, claim kept, no records: the claim wins the tie"},
+		{"y", "x", "y", "y", "x", 3, "y", "records follow the bytes: the recorded MD5 is wrong (case 3)"},
+		{"y", "x", "y", "x", "x", 2, "x", "index follows the bytes, audit and claim do not"},
+		{"y", "x", "x", "x", "y", 2, "x", "claim = bytes, provider digest and records agree on another: S, I, A outvote R, C"},
+		{"y", "x", "y", "-", "y", 3, "y", "provider digest wrong, claim and index = bytes: R votes with C"},
+		{"y", "z", "x", "x", "x", 2, "x", "three storage-side values: claim votes with the records"},
+		{"y", "z", "y", "y", "x", 3, "y", "provider wrong, claim wrong, records follow the bytes"},
+		{"NA", "y", "x", "x", "x", 4, "x", "not read: the provider's digest contradicts the claim and the records"},
+		{"NA", "y", "x", "-", "x", 4, "x", "not read, digest vs claim and index: case 4 (before: case 10)"},
+		{"NA", "y", "-", "-", "x", 4, "y", "not read, digest vs claim, no records: tie → S"},
+		{"NA", "y", "y", "y", "x", 4, "y", "not read, the records follow the digest, the claim is stale"},
+		{"NA", "x", "x", "x", "x", 1, "x", "not read, all agree"},
+		{"404", "404", "x", "x", "x", 8, "x", "gone: the claim is of no copy"},
+	}
+	for _, tt := range tests {
+		name := fmt.Sprintf("C=%s,S=%s,I=%s,A=%s,R=%s", tt.c, tt.s, tt.i, tt.a, tt.r)
+		t.Run(name, func(t *testing.T) {
+			o := obs(tt.c, tt.s, tt.i, tt.a)
+			if tt.r != "-" {
+				o.Claim = tt.r
+			}
+			if got := Decide(o); got != tt.want {
+				t.Errorf("Decide = case %d, want %d (%s)", got, tt.want, tt.why)
+			}
+			if got := o.Consensus(); got != tt.consensus {
+				t.Errorf("Consensus = %q, want %q (%s)", got, tt.consensus, tt.why)
+			}
+		})
+	}
+}
+
 // TestDecideTotal enumerates every combination over a small alphabet and
 // checks that each has exactly one case in 1..11, and that the procedure is
 // blind to the names of values (only equality matters).
@@ -99,24 +149,30 @@ func TestDecideTotal(t *testing.T) {
 		for _, s := range ss {
 			for _, i := range vs {
 				for _, a := range vs {
-					got := Decide(obs(c, s, i, a))
-					if got < 1 || got > 11 {
-						t.Fatalf("C=%s S=%s I=%s A=%s: case %d", c, s, i, a, got)
-					}
-					ren := func(v string) string { // swap p and s
-						switch v {
-						case "p":
-							return "s"
-						case "s":
-							return "p"
+					for _, r := range vs {
+						o := obs(c, s, i, a)
+						o.Claim = strings.TrimPrefix(r, "-")
+						got := Decide(o)
+						if got < 1 || got > 11 {
+							t.Fatalf("C=%s S=%s I=%s A=%s R=%s: case %d", c, s, i, a, r, got)
 						}
-						return v
+						ren := func(v string) string { // swap p and s
+							switch v {
+							case "p":
+								return "s"
+							case "s":
+								return "p"
+							}
+							return v
+						}
+						o2 := obs(ren(c), ren(s), ren(i), ren(a))
+						o2.Claim = strings.TrimPrefix(ren(r), "-")
+						if again := Decide(o2); again != got {
+							t.Fatalf("C=%s S=%s I=%s A=%s R=%s: case %d, renamed %d", c, s, i, a, r, got, again)
+						}
+						seen[got] = true
+						n++
 					}
-					if again := Decide(obs(ren(c), ren(s), ren(i), ren(a))); again != got {
-						t.Fatalf("C=%s S=%s I=%s A=%s: case %d, renamed %d", c, s, i, a, got, again)
-					}
-					seen[got] = true
-					n++
 				}
 			}
 		}

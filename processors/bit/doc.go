@@ -15,16 +15,29 @@
 //     storage.ErrArchived), whatever the store's configuration; the bit log
 //     row says "archived: storage class …". A restored copy is read.
 //     "404" when the item is not in storage.
-//   - S (storage provider): from the provider checksum of the item.
-//     "md5:<hex>" → S is that MD5. "crc64nvme:<b64>" (an S3 full-object
-//     checksum of a multipart upload, which is not an MD5) → the CRC64NVME
-//     of the streamed bytes is computed alongside C; when it equals the
-//     provider's value, the provider vouches for these bytes and S is the
-//     MD5 recorded at write (Info.Checksum; C when none was recorded); when
-//     it differs, S is the provider's own "crc64nvme:<b64>", which agrees
-//     with no MD5. When C is N/A the CRC cannot be verified and S is the
-//     recorded MD5 (unverified). A provider that reports no checksum gives
-//     S = C (C read) or no S (C N/A). "404" when the item is not in storage.
+//   - S (storage provider): what the store says the item's MD5 is. Which
+//     checksum a copy has is storage.ChecksumOf's rule, shared with the
+//     audit processor and duplication: the bytes as read, else the
+//     provider's own digest, else the MD5 Mill recorded with the copy
+//     (the claim, R: S3 metadata "mill-md5", the fs sidecar). S is chosen
+//     from those sources so that one contradicting the bytes shows as
+//     C ≠ S. "md5:<hex>" → S is that MD5, except that when the bytes
+//     were read, match it, and the claim does not (a copy replaced with
+//     its claim kept: the provider vouches for the new bytes, Mill's
+//     record says otherwise), S is the claim. "crc64nvme:<b64>" (an S3
+//     full-object checksum of a multipart upload, which is not an MD5) →
+//     the CRC64NVME of the streamed bytes is computed alongside C; when it
+//     equals the provider's value, the provider vouches for these bytes
+//     and S is the claim (C when none was recorded); when it differs, S
+//     is the provider's own "crc64nvme:<b64>", which agrees with no MD5.
+//     When C is N/A the CRC cannot be verified and S is the claim
+//     (unverified). A provider that reports no checksum gives S = the
+//     claim (or none). "404" when the item is not in storage.
+//   - R (the claim) takes part where it differs from S (Checksums.Claim):
+//     a copy whose claim a stronger source contradicts is not the copy
+//     Mill wrote — replaced or gone sour behind its back — and the claim
+//     is evidence for what the item should be, never a reason to trust
+//     the copy. The bit log row names it in its details.
 //   - I (content index): the checksum of the item's content_index row; null
 //     when there is no row, the row is a tombstone (deleted) or it has no
 //     checksum.
@@ -40,12 +53,14 @@
 // # Consensus
 //
 // The consensus checksum is the value held by the most of the non-null
-// values among C (when read), S (when present), I and A. A tie is broken
-// in the order S, I, A, C: the checksum recorded when the item was written
-// (S) beats the records made from that write (I, then A), which beat a
-// value just computed from bytes that may have gone sour (C). The consensus
-// is what a repair must restore: the BIT_ERROR processor copies from
-// another store only a copy whose MD5 equals it.
+// values among C (when read), S (when present), I, A and R (where it
+// differs from S). A tie is broken in the order S, I, A, R, C: the
+// checksum recorded when the item was written (S) beats the records made
+// from that write (I, then A), then a claim S does not carry, which beat a
+// value just computed from bytes that may have gone sour (C). The
+// consensus is what a repair must restore: the BIT_ERROR processor copies
+// from another store only a copy that holds it (storage.CopyChecksum.Holds:
+// its MD5 by the rule, with no source contradicting another).
 //
 // # Decision procedure (Decide)
 //
@@ -60,13 +75,17 @@
 //     be checked).
 //  4. C is N/A, I and A are both non-null, I = A and I ≠ S → case 4 (the
 //     provider's checksum disagrees with both records).
-//  5. C was read, S is present and C ≠ S: if the consensus is C → case 3
-//     (the provider's checksum is wrong); otherwise → case 2 (the content
-//     went sour: the bytes do not hash to the consensus). Ties follow the
-//     consensus rule, so C ≠ S with I and A null, or with I = C and A = S,
-//     or with all four different, is case 2.
-//  6. Otherwise the storage side agrees with itself (C = S, or C is N/A and
-//     rule 4 did not apply): compare I and A with X:
+//  5. C is N/A and R differs from S (the provider's digest contradicts
+//     Mill's claim) → case 4.
+//  6. C was read, S is present and C ≠ S: if the consensus is C → case 3
+//     (the storage side's checksum is wrong: the provider's, or a claim
+//     the records do not follow); otherwise → case 2 (the content went
+//     sour or was replaced: the bytes do not hash to the consensus). Ties
+//     follow the consensus rule, so C ≠ S with I and A null, or with I = C
+//     and A = S, or with all four different, is case 2. A copy replaced
+//     with its claim kept is C ≠ S here, never case 10.
+//  7. Otherwise the storage side agrees with itself (C = S, or C is N/A and
+//     rules 4 and 5 did not apply): compare I and A with X:
 //     - I = X and A = X → case 1 (success; C may be N/A);
 //     - I = X and A null → case 7 (audit log entry missing);
 //     - I = X and A ≠ X → case 6 (audit log out of sync);

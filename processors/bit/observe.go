@@ -45,6 +45,9 @@ type Observation struct {
 	Index     *contentindex.Entry // the content index row (maybe a tombstone); nil when none
 	Audit     *auditlog.Entry     // the audit entry A comes from; nil when none
 	StoreKind storage.Kind
+	// Copy is which checksum the store's copy has (storage.ChecksumOf of
+	// what was read or headed); zero when the item is not in storage.
+	Copy storage.CopyChecksum
 	// Details are notes for the bit log ("content not read", …).
 	Details []string
 }
@@ -140,14 +143,16 @@ func (ob *Observer) observe(ctx context.Context, b task.Bit, o *Observation) err
 	return nil
 }
 
-// observeStorage fills C and S (see the package doc).
+// observeStorage fills C, S and the claim (see the package doc). Which
+// checksum the copy has is storage.ChecksumOf's answer, the rule the audit
+// processor and duplication use too; S is chosen from it so that a source
+// contradicting the bytes shows as C ≠ S.
 func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, readable bool, resumeKey string, o *Observation) error {
 	var info *storage.Info
-	var md5sum string
-	var crc uint64
-	archived := false // Get said the bytes are archived
+	var sums *storage.Sums // nil: the bytes were not read
+	archived := false      // Get said the bytes are archived
 	if readable {
-		in, sums, err := ob.read(ctx, prov, b.SpaceID, b.ContentID, resumeKey)
+		in, s, err := ob.read(ctx, prov, b.SpaceID, b.ContentID, resumeKey)
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			o.Details = append(o.Details, "not found in storage (item or space)")
@@ -160,8 +165,8 @@ func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage
 		case err != nil:
 			return fmt.Errorf("bit: read %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
 		default:
-			info, md5sum, crc = in, sums.MD5(), sums.CRC64NVME()
-			o.Sums.ContentRead, o.Sums.Content = true, md5sum
+			info, sums = in, s
+			o.Sums.ContentRead, o.Sums.Content = true, s.MD5()
 		}
 	}
 	if !readable {
@@ -181,33 +186,41 @@ func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage
 		}
 	}
 	o.Sums.Found, o.Info = true, info
-	recorded := strings.ToLower(info.Checksum)
+	cs := storage.ChecksumOf(info, sums)
+	o.Copy, o.Sums.Claim = cs, cs.Claim
 	alg, val, ok := storage.SplitProviderChecksum(info.ProviderChecksum)
 	switch {
+	case ok && alg == storage.AlgMD5 && readable && !cs.ProviderContradicted && cs.ClaimContradicted:
+		// The provider vouches for the bytes; Mill's claim does not.
+		o.Sums.Storage = cs.Claim
 	case ok && alg == storage.AlgMD5:
 		o.Sums.Storage = strings.ToLower(val)
 	case ok && alg == storage.AlgCRC64NVME && readable:
-		if val == storage.CRC64NVMEBase64(crc) {
-			o.Sums.Storage = recorded
-			if recorded == "" {
-				o.Sums.Storage = md5sum
+		if cs.ProviderVerified {
+			o.Sums.Storage = cs.Claim
+			if cs.Claim == "" {
+				o.Sums.Storage = cs.MD5
 			}
 			o.Details = append(o.Details, "provider CRC64NVME verified against the content; S is the recorded MD5")
 		} else {
 			o.Sums.Storage = info.ProviderChecksum
-			o.Details = append(o.Details, fmt.Sprintf("provider CRC64NVME %s, content CRC64NVME %s", val, storage.CRC64NVMEBase64(crc)))
+			o.Details = append(o.Details, fmt.Sprintf("provider CRC64NVME %s, content CRC64NVME %s", val, storage.CRC64NVMEBase64(sums.CRC64NVME())))
 		}
 	case ok && alg == storage.AlgCRC64NVME:
-		o.Sums.Storage = recorded
-		if recorded == "" {
+		o.Sums.Storage = cs.Claim
+		if cs.Claim == "" {
 			o.Sums.Storage = info.ProviderChecksum
 		}
 		o.Details = append(o.Details, "provider CRC64NVME not verified (content not read); S is the recorded MD5")
 	case info.ProviderChecksum == "":
-		o.Sums.Storage = recorded
+		o.Sums.Storage = cs.Claim
 	default:
 		o.Sums.Storage = info.ProviderChecksum
 		o.Details = append(o.Details, "unknown provider checksum "+info.ProviderChecksum)
+	}
+	if cs.ClaimContradicted {
+		o.Details = append(o.Details, fmt.Sprintf("the MD5 recorded with the copy (%s) is contradicted by its %s MD5 %s: the copy is not the one Mill wrote",
+			storage.QuoteID(cs.Claim), cs.Source, cs.MD5))
 	}
 	return nil
 }

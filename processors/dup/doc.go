@@ -28,9 +28,10 @@
 // A content-level task (contentId set) reads the item from both stores:
 //
 //	source only                          → copy
-//	both, checksums or mimetypes differ  → copy (as Java, which compares the
+//	both, not in sync (InSync, below)
+//	or mimetypes differ                  → copy (as Java, which compares the
 //	                                       content-mimetype property)
-//	both, same checksum and mimetype,
+//	both, in sync, same mimetype,
 //	user properties differ (system
 //	properties ignored)                  → copy the properties
 //	destination only                     → delete from the destination,
@@ -40,6 +41,15 @@
 //	                                       the source — an error (retried,
 //	                                       then dead-lettered), never a delete
 //	neither                              → nothing
+//
+// Two copies are in sync (InSync) when they have the same checksum by the
+// rule the bit check and the audit processor use (storage.ChecksumOf of
+// each Head: the provider's own digest, an S3 single-part ETag, over the
+// MD5 Mill recorded with the copy) and neither copy's recorded MD5 is
+// contradicted by its provider: a copy whose bytes were replaced with its
+// recorded MD5 kept is in sync with nothing. Such a destination is copied
+// over; such a source is never copied from (ErrSourceCorrupt, permanent,
+// nothing written; the bit check finds and repairs it).
 //
 // A space-level task (contentId empty) creates the destination space and
 // copies the space ACLs when the source space exists, and deletes the

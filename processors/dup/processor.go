@@ -174,7 +174,7 @@ func (p *Processor) content(ctx context.Context, j *job) (Action, error) {
 		return p.deleteContent(ctx, j)
 	case di == nil:
 		return CopyContent, p.copyContent(ctx, j, si)
-	case di.Checksum != si.Checksum || mimeType(di) != mimeType(si):
+	case !InSync(si, di) || mimeType(di) != mimeType(si):
 		// Content or mimetype differ: a copy replaces both (a provider
 		// changes an item's mimetype only by writing it).
 		if err := j.mayDestroy("overwrite " + item); err != nil {
@@ -192,6 +192,16 @@ func (p *Processor) content(ctx context.Context, j *job) (Action, error) {
 		return CopyProperties, err
 	}
 	return None, nil
+}
+
+// InSync reports whether two copies of an item, as Head reports them, hold
+// the same content by the one rule (storage.ChecksumOf): the same MD5 —
+// the provider's own digest where it has one, else the recorded MD5 — and
+// neither copy's recorded MD5 contradicted by its provider. A copy whose
+// bytes were replaced with its recorded MD5 kept is in sync with nothing.
+func InSync(a, b *storage.Info) bool {
+	ca, cb := storage.ChecksumOf(a, nil), storage.ChecksumOf(b, nil)
+	return ca.MD5 == cb.MD5 && !ca.ClaimContradicted && !cb.ClaimContradicted
 }
 
 // mimeType is the item's mimetype, the providers' default when none is
@@ -260,6 +270,11 @@ type noServerSideCopy struct{ storage.Provider }
 // verifies the destination afterwards.
 func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) error {
 	d := j.d
+	if sc := storage.ChecksumOf(si, nil); sc.ClaimContradicted {
+		// The source is not the copy Mill wrote: never spread it.
+		return processors.Permanent(fmt.Errorf("%w: %s/%s/%s/%s: %s; nothing was written to store %s",
+			ErrSourceCorrupt, d.Account, d.StoreID, d.SpaceID, d.ContentID, sc, d.DestStoreID))
+	}
 	if !si.Readable() {
 		return p.archived(ctx, j, si)
 	}
@@ -290,8 +305,10 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 		}
 	}
 	ensured := false
+	var out *storage.Info
 	err := p.retry(ctx, "copy", func() error {
-		_, err := storage.CopyWith(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID, opts)
+		var err error
+		out, err = storage.CopyWith(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID, opts)
 		if errors.Is(err, storage.ErrNotFound) && !ensured {
 			// The destination space may not exist yet (its space-level
 			// task may not have run): make it, then copy again.
@@ -301,7 +318,7 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 			}
 			if st != sourceSpaceGone {
 				ensured = true
-				_, err = storage.CopyWith(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID, opts)
+				out, err = storage.CopyWith(ctx, j.src, d.SpaceID, d.ContentID, dst, d.SpaceID, opts)
 			}
 		}
 		return err
@@ -328,13 +345,19 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 	if err != nil {
 		return fmt.Errorf("dup: verify %s/%s/%s/%s at store %s: %w", d.Account, d.StoreID, d.SpaceID, d.ContentID, d.DestStoreID, err)
 	}
-	if after == nil || after.Checksum != si.Checksum {
+	// The source's MD5 by the rule; the copy's own when the source gives
+	// none (storage.Copy then hashed the stream and checked the write).
+	want := storage.ChecksumOf(si, nil).MD5
+	if want == "" && out != nil {
+		want = storage.ChecksumOf(out, nil).MD5
+	}
+	if after == nil || !storage.ChecksumOf(after, nil).Holds(want) {
 		got := "nothing"
 		if after != nil {
-			got = "MD5 " + after.Checksum
+			got = storage.ChecksumOf(after, nil).String()
 		}
 		return fmt.Errorf("%w: %s/%s/%s at store %s holds %s after the copy, the source MD5 %s",
-			ErrDestinationChecksum, d.Account, d.SpaceID, d.ContentID, d.DestStoreID, got, si.Checksum)
+			ErrDestinationChecksum, d.Account, d.SpaceID, d.ContentID, d.DestStoreID, got, want)
 	}
 	return nil
 }

@@ -143,9 +143,11 @@ func (s *Store) readItem(it item) (*meta, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.regular(it.blob(m)); err != nil {
+	fi, err := s.regular(it.blob(m))
+	if err != nil {
 		return nil, err
 	}
+	m.check(fi)
 	return m, nil
 }
 
@@ -184,11 +186,17 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	_, m, err := s.lookup(space, id)
+	it, m, err := s.lookup(space, id)
 	if err != nil {
 		return nil, wrap("head", space+"/"+id, err)
 	}
-	return m.info(id), nil
+	info := m.info(id)
+	if m.replaced {
+		if err := s.digest(ctx, it, m, info); err != nil {
+			return nil, wrap("head", space+"/"+id, err)
+		}
+	}
+	return info, nil
 }
 
 // Get opens the item's content. The Info describes exactly the bytes the
@@ -209,7 +217,13 @@ func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *stor
 		if err != nil {
 			return nil, nil, wrap("get", space+"/"+id, err)
 		}
-		return f, m.info(id), nil
+		info := m.info(id)
+		if m.replaced {
+			// The sidecar's MD5 does not describe these bytes and the
+			// reader hashes them anyway: no provider checksum.
+			info.ProviderChecksum, info.Size = "", m.blobSize
+		}
+		return f, info, nil
 	}
 }
 

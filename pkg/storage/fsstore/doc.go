@@ -50,8 +50,15 @@
 // Restore links a version's bytes back as a new blob of the item.
 //
 // ProviderChecksum is "md5:" + the MD5 recorded in the sidecar at write
-// time, so a later change to the blob's bytes (content gone sour) is found
-// by hashing what Get returns and comparing with Info.Checksum.
+// time while the blob is the file the store wrote: the sidecar also
+// records the blob's size, modification time and inode, and a blob that
+// differs in any of them was replaced behind the store's back. Head then
+// reports the MD5 of the blob's bytes as they are (it hashes the file,
+// only in that case) and their size, and Get reports no provider checksum
+// and the blob's real size, so the sidecar's MD5 is a recorded checksum
+// the provider contradicts (storage.ChecksumOf). A change in place that
+// keeps all three (bit rot) is found by hashing what Get returns and
+// comparing with Info.Checksum, as the bit check does.
 //
 // # Confinement
 //

@@ -125,6 +125,18 @@ type meta struct {
 	Modified   time.Time         `json:"modified"`
 	Properties map[string]string `json:"properties"`
 	Blob       string            `json:"blob"`
+	// BlobModified and BlobFile are the blob's modification time and
+	// file number (inode; 0 where the system has none) when the sidecar
+	// was written: a blob that no longer has them, or the recorded size,
+	// was replaced behind the store's back (see blob.go). Absent in
+	// sidecars written before they existed.
+	BlobModified time.Time `json:"blobModified,omitzero"`
+	BlobFile     uint64    `json:"blobFile,omitempty"`
+
+	// Set by readItem, not stored: the blob's size as it is, and whether
+	// it is not the file the sidecar describes.
+	blobSize int64
+	replaced bool
 }
 
 type spaceRecord struct {

@@ -35,6 +35,18 @@ func TestConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
+			Replace: func(t *testing.T, space, id string, data []byte) {
+				p, err := s.BlobPath(space, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p+".new", data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(p+".new", p); err != nil {
+					t.Fatal(err)
+				}
+			},
 		}
 	})
 }

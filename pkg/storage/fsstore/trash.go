@@ -277,6 +277,13 @@ func (s *Store) commit(space, id string, it item, m, old *meta, reason string) e
 			return err
 		}
 	}
+	fi, err := s.regular(it.blob(m))
+	if err != nil {
+		s.root.Remove(it.blob(m))
+		s.drop(entry)
+		return err
+	}
+	m.record(fi)
 	b, err := json.Marshal(m)
 	if err == nil {
 		err = s.writeFileAtomic(it.metaPath, b)

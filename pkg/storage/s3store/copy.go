@@ -134,9 +134,9 @@ func (s *Store) copyObject(ctx context.Context, from object, dstKey string, size
 
 // ServerSideCopy implements storage.ServerSideCopier: when src is an
 // s3store.Store on the same *s3.Client, the item is copied inside S3 with
-// its MD5, properties and mimetype. A source whose single-part ETag no
-// longer matches its recorded MD5 (content gone sour) is refused with
-// storage.ErrChecksumMismatch rather than duplicated.
+// its MD5, properties and mimetype. A source whose recorded MD5 its
+// single-part ETag contradicts (storage.ChecksumOf: replaced or gone sour)
+// is refused with storage.ErrChecksumMismatch rather than duplicated.
 func (s *Store) ServerSideCopy(ctx context.Context, src storage.Provider, srcSpace, srcID, dstSpace, dstID string) (*storage.Info, bool, error) {
 	from, ok := src.(*Store)
 	if !ok || from.client != s.client {
@@ -162,8 +162,9 @@ func (s *Store) serverSideCopy(ctx context.Context, from *Store, srcSpace, srcID
 	if err != nil {
 		return nil, err
 	}
-	if alg, v, _ := storage.SplitProviderChecksum(srcInfo.ProviderChecksum); alg == storage.AlgMD5 && srcInfo.Checksum != "" && v != srcInfo.Checksum {
-		return nil, fmt.Errorf("%w: source ETag %s differs from its recorded MD5 %s", storage.ErrChecksumMismatch, v, srcInfo.Checksum)
+	if c := storage.ChecksumOf(srcInfo, nil); c.ClaimContradicted {
+		// Replaced or gone sour behind Mill's back: never copied from.
+		return nil, fmt.Errorf("%w: source %s", storage.ErrChecksumMismatch, c)
 	}
 	meta, err := metadata(srcInfo.Checksum, srcInfo.Properties)
 	if err != nil {

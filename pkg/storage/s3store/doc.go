@@ -36,6 +36,12 @@
 // FULL_OBJECT): ProviderChecksum "crc64nvme:<base64>" as S3 reports it. A
 // multipart ETag is never taken for an MD5.
 //
+// S3 computes the ETag of whatever is written, by Mill or not, while
+// "mill-md5" is whatever the writer sent: an object overwritten by another
+// tool that kept the metadata has an ETag that contradicts its "mill-md5",
+// and storage.ChecksumOf then takes the ETag and reports the claim as
+// contradicted.
+//
 // # Memory
 //
 // Every put checks the MD5 itself before S3 commits anything, rather than

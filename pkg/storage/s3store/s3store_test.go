@@ -94,6 +94,17 @@ func conformance(t *testing.T, versioned bool) {
 					t.Fatal(err)
 				}
 			},
+			Replace: func(t *testing.T, space, id string, data []byte) {
+				key, _ := s.contentKey(space, id)
+				ctx := t.Context()
+				h, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data), Metadata: h.Metadata, ContentType: h.ContentType}); err != nil {
+					t.Fatal(err)
+				}
+			},
 		}
 	})
 }

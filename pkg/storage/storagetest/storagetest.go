@@ -50,6 +50,14 @@ type Harness struct {
 	// behind the provider's back, keeping its recorded MD5 (content gone
 	// sour).
 	Corrupt func(t *testing.T, space, contentID string)
+	// Replace, when set, replaces the stored bytes of an existing item
+	// with data behind the provider's back, as another tool writing the
+	// store would, keeping the MD5 the provider recorded (an S3 PutObject
+	// copying the object's metadata; a new fs blob file renamed over the
+	// old). The suite then holds the provider to the one checksum rule
+	// (storage.ChecksumOf): its own checksum must tell the new bytes, so
+	// the kept MD5 is contradicted — by Head as well as by a read.
+	Replace func(t *testing.T, space, contentID string, data []byte)
 }
 
 func (h *Harness) maxIDLen(space string) int {
@@ -87,6 +95,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"Large", testLarge},
 		{"Copy", testCopy},
 		{"Corrupt", testCorrupt},
+		{"Replaced", testReplaced},
 		{"Concurrent", testConcurrent},
 		{"Recoverable", testRecoverable},
 		{"RecoverableCopy", testRecoverableCopy},
@@ -943,6 +952,40 @@ func testCorrupt(t *testing.T, h *Harness) {
 	_, err := storage.Copy(ctx, p, "sour", "item", p, "dst")
 	wantErr(t, "Copy(sour content)", err, storage.ErrChecksumMismatch)
 	wantNotFound(t, p, "dst", "item")
+}
+
+func testReplaced(t *testing.T, h *Harness) {
+	if h.Replace == nil {
+		t.Skip("provider cannot be written behind its back")
+	}
+	p, ctx := h.Provider, ctxT(t)
+	mustCreate(t, p, "replaced")
+	mustCreate(t, p, "dst")
+	data := []byte("the bytes the provider wrote")
+	for _, tc := range []struct{ id, with string }{
+		{"longer", "replaced by longer bytes, its MD5 kept"},
+		{"same-size", "THE BYTES THE PROVIDER WROTE"},
+	} {
+		mustPut(t, p, "replaced", tc.id, data, storage.PutOptions{})
+		h.Replace(t, "replaced", tc.id, []byte(tc.with))
+		head, err := p.Head(ctx, "replaced", tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := storage.ChecksumOf(head, nil); c.MD5 != md5hex([]byte(tc.with)) || !c.ClaimContradicted || c.Holds(md5hex(data)) {
+			t.Errorf("%s: Head %+v: %s; want the new bytes' MD5 %s from the provider, the kept %s contradicted",
+				tc.id, head, c, md5hex([]byte(tc.with)), md5hex(data))
+		}
+		got, info := mustGet(t, p, "replaced", tc.id)
+		sums := storage.NewSums()
+		sums.Write(got)
+		if c := storage.ChecksumOf(info, sums); string(got) != tc.with || !c.ClaimContradicted || c.ProviderContradicted {
+			t.Errorf("%s: Get %q %+v: %s; want the new bytes, the kept MD5 contradicted, the provider not", tc.id, got, info, c)
+		}
+		_, err = storage.Copy(ctx, p, "replaced", tc.id, p, "dst")
+		wantErr(t, "Copy(replaced content)", err, storage.ErrChecksumMismatch)
+		wantNotFound(t, p, "dst", tc.id)
+	}
 }
 
 func testConcurrent(t *testing.T, h *Harness) {

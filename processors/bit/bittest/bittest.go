@@ -235,7 +235,9 @@ func (e *Env) sidecar(id string, edit func(m map[string]any)) {
 		e.T.Fatal(err)
 	}
 	m := map[string]any{}
-	if err := json.Unmarshal(b, &m); err != nil {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber() // numbers as written (a float64 would round an inode)
+	if err := d.Decode(&m); err != nil {
 		e.T.Fatal(err)
 	}
 	edit(m)
@@ -247,16 +249,41 @@ func (e *Env) sidecar(id string, edit func(m map[string]any)) {
 	}
 }
 
-// Sour flips one byte of store id's copy, leaving its recorded MD5.
+// Sour flips one byte of store id's copy in place, as bit rot does: the
+// file, its size, its modification time and its recorded MD5 stay, so
+// only reading the bytes can tell.
 func (e *Env) Sour(id string) {
 	e.T.Helper()
 	e.sidecar(id, func(m map[string]any) {
 		path := filepath.Join(e.Roots[id], Space, m["blob"].(string))
+		fi, err := os.Stat(path)
+		if err != nil {
+			e.T.Fatal(err)
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			e.T.Fatal(err)
 		}
 		if err := os.WriteFile(path, sour(b), 0o644); err != nil {
+			e.T.Fatal(err)
+		}
+		if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+			e.T.Fatal(err)
+		}
+	})
+}
+
+// Replace swaps store id's blob for a new file holding content, as
+// another tool writing the store would, leaving the sidecar and the MD5
+// it records.
+func (e *Env) Replace(id string, content []byte) {
+	e.T.Helper()
+	e.sidecar(id, func(m map[string]any) {
+		path := filepath.Join(e.Roots[id], Space, m["blob"].(string))
+		if err := os.WriteFile(path+".new", content, 0o644); err != nil {
+			e.T.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
 			e.T.Fatal(err)
 		}
 	})
