@@ -294,6 +294,11 @@ func (p *Processor) checkedError(ctx context.Context, claim task.BitError) (chec
 	if err != nil {
 		return nil, fmt.Errorf("biterror: read the run's row: %w", err)
 	}
+	// A filter's empty run matches every run; rows come in run order, so a
+	// row of the run "" (a check outside any run) comes first.
+	if len(rows) > 0 && rows[0].RunID != claim.RunID {
+		rows = nil
+	}
 	item := fmt.Sprintf("%s/%s/%s/%s", claim.Account, claim.StoreID, claim.SpaceID, storage.ShortID(claim.ContentID))
 	if len(rows) == 0 {
 		checked = fmt.Errorf("%w: run %q has no row for %s", ErrNotCheckedError, claim.RunID, item)

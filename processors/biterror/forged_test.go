@@ -192,3 +192,27 @@ func TestNoRowYetRetriedThenRefused(t *testing.T) {
 		t.Error("store 1 was repaired for a run that has no row of the item")
 	}
 }
+
+// TestAdHocClaimNeedsItsOwnRow: a BIT_ERROR outside any run (run id "")
+// needs a row of a check outside any run; another run's error row of the
+// item does not stand for it.
+func TestAdHocClaimNeedsItsOwnRow(t *testing.T) {
+	f := setup(t)
+	f.healthy(true)
+	f.Sour("1")
+	if r := f.check(bt.BitTask(0)); r.Case != 2 {
+		t.Fatalf("check: %+v", r)
+	}
+	claim := task.BitError{Account: bt.Account, StoreID: "1", SpaceID: bt.Space, ContentID: bt.Item, Case: 2, InternallyResolvable: true}
+	ctx := processors.WithAttempts(context.Background(), processors.Attempts{Done: 2, Limit: 3})
+	if err := f.be.Handle(ctx, claim.Task()); !processors.IsPermanent(err) || !errors.Is(err, biterror.ErrNotCheckedError) {
+		t.Errorf("err = %v, want a permanent ErrNotCheckedError", err)
+	}
+	rows, _, err := f.BitLog.Results(context.Background(), bitlog.Filter{})
+	if err != nil || len(rows) != 1 || rows[0].RunID != bt.RunID {
+		t.Errorf("rows %+v, %v: want the run's row only", rows, err)
+	}
+	if got := f.content("1"); bytes.Equal(got, bt.Good) {
+		t.Error("store 1 was repaired on another run's row")
+	}
+}
