@@ -207,9 +207,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		Details:   strings.Join(append([]string{CaseText(o.caseNumber)}, o.Details...), "; "),
 		CheckedAt: p.cfg.Clock.Now(),
 	}
-	if why := b.Extra[KeyRecheckOf]; why != "" {
-		row.Details += "; re-check after " + why
-	}
+	row.Details += RecheckNote(b.Extra[KeyRecheckOf])
 	if err := p.cfg.BitLog.Record(ctx, row); err != nil {
 		return fmt.Errorf("bit: %w", err)
 	}
