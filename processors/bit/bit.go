@@ -32,8 +32,9 @@ const (
 
 // KeyRecheckOf is a BIT task property naming why the task re-checks an
 // item (set by the bit-error processor after a repair, e.g. "case 2:
-// repaired from store 2"); the check adds it to the bit log row's details,
-// so the row that replaces the error's row still tells its history.
+// repaired from store 2"); the check adds it to the bit log row's details
+// (in that form only: RecheckNote), so the row that replaces the error's
+// row still tells its history.
 const KeyRecheckOf = "recheckOf"
 
 // Stores opens the storage providers of registered stores and exposes the
