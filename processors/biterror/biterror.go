@@ -258,7 +258,8 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		"resolution", resolution.what, "needs_person", resolution.external,
 		"C", be.ContentChecksum, "S", be.StorageChecksum, "I", be.IndexChecksum, "A", be.AuditChecksum,
 		slog.Group("claimed", "case", claim.Case, "internally_resolvable", claim.InternallyResolvable,
-			"C", claim.ContentChecksum, "S", claim.StorageChecksum, "I", claim.IndexChecksum, "A", claim.AuditChecksum))
+			"C", storage.ShortID(claim.ContentChecksum), "S", storage.ShortID(claim.StorageChecksum),
+			"I", storage.ShortID(claim.IndexChecksum), "A", storage.ShortID(claim.AuditChecksum)))
 	if resolution.recheck != nil {
 		why := strings.TrimSuffix(resolution.what, "; re-check queued")
 		if err := p.recheck(ctx, be, why, *resolution.recheck); err != nil {
@@ -301,7 +302,7 @@ func (p *Processor) checkedError(ctx context.Context, claim task.BitError) (chec
 	}
 	item := fmt.Sprintf("%s/%s/%s/%s", claim.Account, claim.StoreID, claim.SpaceID, storage.ShortID(claim.ContentID))
 	if len(rows) == 0 {
-		checked = fmt.Errorf("%w: run %q has no row for %s", ErrNotCheckedError, claim.RunID, item)
+		checked = fmt.Errorf("%w: run %s has no row for %s", ErrNotCheckedError, storage.QuoteID(claim.RunID), item)
 		at, ok := processors.AttemptsFrom(ctx)
 		if !ok {
 			at.Done = claim.Attempts
@@ -312,8 +313,8 @@ func (p *Processor) checkedError(ctx context.Context, claim task.BitError) (chec
 		return checked, nil
 	}
 	if r := rows[0]; r.Result == bitlog.ResultSuccess {
-		return nil, processors.Permanent(fmt.Errorf("%w: run %q recorded %s (case %d) for %s", ErrNotCheckedError, claim.RunID,
-			r.Result, r.Case, item))
+		return nil, processors.Permanent(fmt.Errorf("%w: run %s recorded %s (case %d) for %s", ErrNotCheckedError,
+			storage.QuoteID(claim.RunID), r.Result, r.Case, item))
 	}
 	return nil, nil
 }
