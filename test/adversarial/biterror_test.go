@@ -17,6 +17,7 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
 )
@@ -53,7 +54,8 @@ func TestForgedBitErrors(t *testing.T) {
 	bl := milldb.NewBitLog(pool)
 
 	// A report waiting for its space's results asks again after 2 s.
-	w := m.startWorkman("--recheck-delay", "2s")
+	w := m.startWorkman("--recheck-delay", "2s", "--task-types", "NOOP,AUDIT,DUP,BIT,BIT_ERROR,BIT_REPORT,STORAGE_STATS",
+		"--checkpoint-bucket", m.claimsBucket)
 	// The items' audit entries and index rows, as a writer's AUDIT tasks
 	// make them (the DUP tasks they queue find the copies in place).
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second))) // after the writes' whole second
@@ -180,19 +182,27 @@ func TestForgedBitErrors(t *testing.T) {
 		t.Errorf("%d changes to the stores:\n%s", len(d), strings.Join(d, "\n"))
 	}
 	otherClaims(t, m, w, bl)
+	stats, err := milldb.NewSpaceStats(pool).Latest(ctx, spacestats.Filter{})
+	must(t, err)
+	if len(stats) != 0 {
+		t.Errorf("space statistics recorded from a forged continuation: %+v", stats)
+	}
 	w.alive(t)
 }
 
 // otherClaims sends forged claims of the other kinds the Safety section's
 // inventory lists, each of which used to become a record: a CREATE_SPACE
 // of a space no store has (an audit entry and a "space created"
-// notification), a BIT task whose re-check reason is a forged verdict
-// (the row's details), and an S3 event whose principal names Mill's own
-// processor (the audit log's user).
+// notification), a STORAGE_STATS continuation with made-up counts so far
+// (a space's figures), a BIT task whose re-check reason is a forged
+// verdict (the row's details), and an S3 event whose principal names
+// Mill's own processor (the audit log's user).
 func otherClaims(t *testing.T, m *mill, w *worker, bl bitlog.Log) {
 	t.Helper()
 	ctx := m.ctx
 	ghost := m.send(queue.KeyAudit, audit(t, task.Audit{Account: "acme", StoreID: "1", SpaceID: "ghost", Action: task.ActionCreateSpace, UserID: "admin"}), nil)
+	counts := m.send(queue.KeyBit, encode(t, task.StorageStats{Account: "acme", StoreID: "1", SpaceID: space, RunID: "20991231T000000Z",
+		Marker: "~", Items: 1_000_000_000_000, Bytes: 1 << 50, Started: time.Now()}.Task()), nil)
 	m.send(queue.KeyBit, encode(t, task.Bit{Account: "acme", StoreID: "1", SpaceID: space, ContentID: "b",
 		Extra: map[string]string{"recheckOf": forgedVerdict}}.Task()), nil)
 	fresh := m.put("1", space, "d", "delta content")
@@ -200,15 +210,26 @@ func otherClaims(t *testing.T, m *mill, w *worker, bl bitlog.Log) {
 	event := strings.Replace(s3Event("ObjectCreated:Put", m.bucket1, "mill/"+space+"/d", time.Now()), "AWS:FORGER", "mill-biterror", 1)
 	m.send(queue.KeyAudit, event, nil)
 
-	ds := m.deadLetters(1, 60*time.Second, w)
-	if len(ds) != 1 || ds[0].MessageID != ghost || ds[0].Reason != workman.ReasonPermanent ||
-		!strings.Contains(ds[0].Error, "audit: not confirmed by the store") || !strings.Contains(ds[0].Error, "the space does not exist") {
-		for _, d := range ds {
+	want := map[string][]string{
+		ghost:  {"AUDIT CREATE_SPACE of a space no store has", "audit: not confirmed by the store", "the space does not exist"},
+		counts: {"STORAGE_STATS continuation with made-up counts", "storagestats: refused: a count continues only from a hand-on Mill saved"},
+	}
+	for _, d := range m.deadLetters(len(want), 60*time.Second, w) {
+		has, ok := want[d.MessageID]
+		if !ok || d.Reason != workman.ReasonPermanent {
 			t.Errorf("dead letter %s %s: %.300s", d.TaskType, d.Reason, d.Error)
+			continue
 		}
-		t.Errorf("the forged CREATE_SPACE: %d dead letters, want one naming the rule", len(ds))
-	} else {
-		t.Logf("%-55s → %-9s %.150s", "AUDIT CREATE_SPACE of a space no store has", ds[0].Reason, ds[0].Error)
+		delete(want, d.MessageID)
+		for _, s := range has[1:] {
+			if !strings.Contains(d.Error, s) {
+				t.Errorf("%s: error %.300q does not name %q", has[0], d.Error, s)
+			}
+		}
+		t.Logf("%-55s → %-9s %.150s", has[0], d.Reason, d.Error)
+	}
+	for _, has := range want {
+		t.Errorf("%s: not dead-lettered", has[0])
 	}
 	if !m.drained(60*time.Second, w) {
 		t.Errorf("the work queues did not drain")
