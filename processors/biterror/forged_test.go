@@ -27,12 +27,11 @@ var forgedSums = [4]string{"ffffffffffffffffffffffffffffffff", "0000000000000000
 func (f *fixture) recordRow(res bitlog.Result, caseNumber int) {
 	f.T.Helper()
 	if err := f.BitLog.Record(context.Background(), bitlog.Row{RunID: bt.RunID, Account: bt.Account, StoreID: "1", StoreKind: "fs",
-		SpaceID: bt.Space, ContentID: bt.Item, Result: res, Case: caseNumber, Details: bit0(caseNumber), CheckedAt: bt.T0}); err != nil {
+		SpaceID: bt.Space, ContentID: bt.Item, Result: res, Case: caseNumber,
+		Details: fmt.Sprintf("recorded by the test as the bit check's case %d", caseNumber), CheckedAt: bt.T0}); err != nil {
 		f.T.Fatal(err)
 	}
 }
-
-func bit0(n int) string { return fmt.Sprintf("recorded by the test as the bit check's case %d", n) }
 
 // forged is a BIT_ERROR for the item in store 1 claiming caseNumber, with
 // the hostile description and forged checksums.
