@@ -295,7 +295,8 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	// STORAGE_STATS travels on the bit queue (docs/ARCHITECTURE.md,
 	// Queues): a continued count goes back there.
 	sp, err := storagestats.New(storagestats.Config{
-		Stores: d.Stores, Stats: d.Stats, Continue: q[queue.KeyBit], Format: d.Format, Clock: d.Clock, Logger: d.Logger,
+		Stores: d.Stores, Stats: d.Stats, Continue: q[queue.KeyBit], Checkpoints: d.Checkpoints,
+		Format: d.Format, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeStorageStats, sp, err)
 	if err := errors.Join(errs...); err != nil {

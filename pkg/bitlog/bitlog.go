@@ -198,6 +198,9 @@ type Filter struct {
 	Account string
 	StoreID string
 	SpaceID string
+	// ContentID, when set, keeps only the rows of that item (with the
+	// other fields set, its one row of a run).
+	ContentID string
 	// Result, when set, keeps only rows with that result.
 	Result Result
 	// After is the page token returned by the previous call ("" = from

@@ -55,6 +55,7 @@ func (f Filter) match(r Row) bool {
 		(f.Account == "" || f.Account == r.Account) &&
 		(f.StoreID == "" || f.StoreID == r.StoreID) &&
 		(f.SpaceID == "" || f.SpaceID == r.SpaceID) &&
+		(f.ContentID == "" || f.ContentID == r.ContentID) &&
 		(f.Result == "" || f.Result == r.Result)
 }
 

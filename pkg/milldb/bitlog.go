@@ -132,8 +132,9 @@ func (l *BitLog) Record(ctx context.Context, r bitlog.Row) error {
 }
 
 // sqlBitResults: $1..$5 filter (an empty value matches all), $6 whether a page key
-// follows in $7..$11, $12 the limit; sqlBitResultsOfMonth also reads only
-// the partition of month $13 (the filter's run is a producer run).
+// follows in $7..$11, $12 the limit, $13 the content ID filter (empty: all);
+// sqlBitResultsOfMonth also reads only the partition of month $14 (the
+// filter's run is a producer run).
 const sqlBitResults = `
 SELECT run_id, account, store_id, store_kind, space_id, content_id, result, COALESCE(case_number, 0),
        COALESCE(content_checksum, ''), COALESCE(storage_checksum, ''), COALESCE(index_checksum, ''),
@@ -144,6 +145,7 @@ WHERE ($1 = '' OR run_id = $1)
   AND ($3 = '' OR store_id = $3)
   AND ($4 = '' OR space_id = $4)
   AND ($5 = '' OR result = $5)
+  AND ($13 = '' OR content_id = $13)
   AND (NOT $6::boolean OR
        (run_id COLLATE "C", account COLLATE "C", store_id COLLATE "C", space_id COLLATE "C", content_id)
        > ($7, $8, $9, $10, $11))`
@@ -155,7 +157,7 @@ LIMIT $12`
 const (
 	sqlBitResultsAll     = sqlBitResults + sqlBitResultsOrder
 	sqlBitResultsOfMonth = sqlBitResults + `
-  AND run_month = $13` + sqlBitResultsOrder
+  AND run_month = $14` + sqlBitResultsOrder
 )
 
 // Results implements bitlog.Log.
@@ -169,7 +171,7 @@ func (l *BitLog) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, st
 	}
 	limit := bitlog.PageSize(f.Limit)
 	args := []any{f.RunID, f.Account, f.StoreID, f.SpaceID, string(f.Result),
-		hasAfter, after.RunID, after.Account, after.StoreID, after.SpaceID, after.ContentID, limit + 1}
+		hasAfter, after.RunID, after.Account, after.StoreID, after.SpaceID, after.ContentID, limit + 1, f.ContentID}
 	var rows pgx.Rows
 	if m, ok := bitlog.RunMonth(f.RunID); ok {
 		rows, err = l.pool.Query(ctx, sqlBitResultsOfMonth, append(args, m)...)

@@ -27,8 +27,40 @@ type Record struct {
 	// Sequencer orders events of one key (hex, compare as equal-length
 	// strings).
 	Sequencer string
-	// PrincipalID is who made the request, as S3 reports it.
+	// PrincipalID is who made the request, as the event says (unverified:
+	// see UserID).
 	PrincipalID string
+}
+
+// UserPrefix begins the audit log user of every entry made from an S3 event
+// (Record.UserID).
+const UserPrefix = "s3-event:"
+
+// maxPrincipal bounds the principal kept in Record.UserID, in bytes.
+const maxPrincipal = 128
+
+// UserID is the audit log user of an entry made from r. The principal is
+// what the event says made the request, and anyone who can send to the
+// audit queue can write an event: it is not verified (a HEAD does not say
+// who wrote an object). So it is recorded as the event's claim — UserPrefix
+// and the principal, its bytes outside printable ASCII replaced by '?', at
+// most 128 of them; "unknown" when there is none — and can never read as a
+// DuraStore user or Mill's own processors ("mill-biterror", …).
+func (r Record) UserID() string {
+	p := r.PrincipalID
+	if p == "" {
+		return UserPrefix + "unknown"
+	}
+	if len(p) > maxPrincipal {
+		p = p[:maxPrincipal]
+	}
+	b := []byte(p)
+	for i, c := range b {
+		if c < 0x21 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	return UserPrefix + string(b)
 }
 
 // Created reports an ObjectCreated event.

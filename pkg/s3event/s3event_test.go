@@ -91,3 +91,20 @@ func TestQueuePolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestUserIDIsTheEventsClaim: the principal of an event, which a forger
+// sets, is recorded marked as the event's claim, printable and bounded;
+// it can never read as Mill's own user or a plain DuraStore user.
+func TestUserIDIsTheEventsClaim(t *testing.T) {
+	for principal, want := range map[string]string{
+		"AWS:AIDA1":                     "s3-event:AWS:AIDA1",
+		"":                              "s3-event:unknown",
+		"mill-biterror":                 "s3-event:mill-biterror",
+		"ana\n2024 admin deleted\u202e": "s3-event:ana?2024?admin?deleted???",
+		strings.Repeat("x", 1000):       "s3-event:" + strings.Repeat("x", 128),
+	} {
+		if got := (s3event.Record{PrincipalID: principal}).UserID(); got != want {
+			t.Errorf("UserID of principal %q = %q, want %q", principal, got, want)
+		}
+	}
+}

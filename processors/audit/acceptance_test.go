@@ -154,6 +154,13 @@ func TestAcceptance(t *testing.T) {
 	// attributes for filters.
 	t.Run("0/SpaceCreatedNotified", func(t *testing.T) {
 		created := t0.Add(-time.Hour)
+		solo, err := opener.Open(ctx, "solo", "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := solo.CreateSpace(ctx, "new-space"); err != nil {
+			t.Fatal(err)
+		}
 		handle(t, task.Audit{Account: "solo", StoreID: "1", SpaceID: "new-space", Action: task.ActionCreateSpace,
 			UserID: "ana", DateTime: created}.Task())
 		got := topic.Receive(t, 1, 20*time.Second)

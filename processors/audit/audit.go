@@ -24,7 +24,8 @@ import (
 
 // ErrNotConfirmed reports an AUDIT task the store contradicts: a
 // DELETE_CONTENT of an item that exists and was not written after the
-// event, a DELETE_SPACE of a space that exists, or a content write whose
+// event, a DELETE_SPACE of a space that exists, a CREATE_SPACE of a space
+// that does not (it would be announced to operators), or a content write whose
 // checksum is not the item's (which was not written after the event). It
 // is forged or mistaken: nothing is recorded and the task is permanent.
 var ErrNotConfirmed = errors.New("audit: not confirmed by the store")
@@ -150,7 +151,7 @@ func (p *Processor) notLater(at time.Time) time.Time {
 
 // confirm checks what an AUDIT task claims against its store before any
 // step acts on it (docs/ARCHITECTURE.md, Audit). A deleted space must be
-// gone. A deleted item must be gone; if it exists and was surely written
+// gone, a created one must exist. A deleted item must be gone; if it exists and was surely written
 // before the event, the task is refused, otherwise (written again since,
 // or in the same second as the event on a store that keeps whole seconds)
 // the delete is superseded — history only: recorded, neither indexed nor
@@ -174,6 +175,17 @@ func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) (superseded b
 				return err
 			}
 			return fmt.Errorf("%w: %s of %s, but the space exists", ErrNotConfirmed, e.Action, item)
+		}
+	case e.Action == task.ActionCreateSpace:
+		check = func(prov storage.Provider) error {
+			_, err := prov.SpaceACLs(ctx, e.SpaceID)
+			switch {
+			case errors.Is(err, storage.ErrNotFound):
+				return fmt.Errorf("%w: %s of %s, but the space does not exist", ErrNotConfirmed, e.Action, item)
+			case err != nil:
+				return err
+			}
+			return nil
 		}
 	case e.Action.ContentAction() && e.ContentID != "":
 		check = func(prov storage.Provider) error {

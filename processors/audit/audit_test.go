@@ -201,6 +201,7 @@ func TestDeletes(t *testing.T) {
 
 func TestCreateSpaceNotifies(t *testing.T) {
 	f := setup(t)
+	f.prov.spaces = map[string]map[string]string{"new": {}}
 	f.handle(t, task.Audit{Account: "acme", StoreID: "1", SpaceID: "new", Action: task.ActionCreateSpace, DateTime: t0}.Task())
 	if len(f.notifier.spaces) != 1 || f.notifier.spaces[0] != "new" {
 		t.Fatalf("notified %v", f.notifier.spaces)

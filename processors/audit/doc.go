@@ -61,8 +61,9 @@
 // other records are done the task is a permanent error ("s3event: not
 // confirmed by HEAD", dead letter). Space markers and Mill's reserved keys
 // are skipped; a bucket no store is registered for is a permanent error
-// (dead letter). The user recorded is the event's principal, as S3 (or the
-// sender) reports it.
+// (dead letter). The user recorded is the event's principal marked as the
+// event's unverified claim ("s3-event:AWS:…", s3event.Record.UserID): a
+// forged event cannot attribute a write to a DuraStore user or to Mill.
 //
 // Echo rule: a write made through Mill's audited provider is audited by its
 // own AUDIT task and also triggers a bucket notification. An S3 record is

@@ -72,7 +72,7 @@ func (p *Processor) entryFromS3(ctx context.Context, r s3event.Record, loc s3eve
 	// nothing) and hide the real changes that follow.
 	at := p.notLater(r.EventTime)
 	e := auditlog.Entry{Account: loc.Account, StoreID: loc.StoreID, SpaceID: loc.SpaceID, ContentID: loc.ContentID,
-		UserID: r.PrincipalID, Time: at, StoreType: string(storage.KindS3)}
+		UserID: r.UserID(), Time: at, StoreType: string(storage.KindS3)}
 	if !r.Created() && !r.Removed() {
 		p.cfg.Logger.InfoContext(ctx, "audit: S3 event type not audited", "event", r.EventName, "bucket", r.Bucket, "key", r.Key)
 		return e, false, nil

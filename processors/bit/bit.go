@@ -32,8 +32,9 @@ const (
 
 // KeyRecheckOf is a BIT task property naming why the task re-checks an
 // item (set by the bit-error processor after a repair, e.g. "case 2:
-// repaired from store 2"); the check adds it to the bit log row's details,
-// so the row that replaces the error's row still tells its history.
+// repaired from store 2"); the check adds it to the bit log row's details
+// (in that form only: RecheckNote), so the row that replaces the error's
+// row still tells its history.
 const KeyRecheckOf = "recheckOf"
 
 // Stores opens the storage providers of registered stores and exposes the
@@ -207,9 +208,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		Details:   strings.Join(append([]string{CaseText(o.caseNumber)}, o.Details...), "; "),
 		CheckedAt: p.cfg.Clock.Now(),
 	}
-	if why := b.Extra[KeyRecheckOf]; why != "" {
-		row.Details += "; re-check after " + why
-	}
+	row.Details += RecheckNote(b.Extra[KeyRecheckOf])
 	if err := p.cfg.BitLog.Record(ctx, row); err != nil {
 		return fmt.Errorf("bit: %w", err)
 	}

@@ -221,9 +221,8 @@ func TestNoHealthyCopyLeft(t *testing.T) {
 
 // TestForgedRepairRefused: a BIT_ERROR task whose checksums were forged
 // (or are stale) to name another store's different content as the
-// consensus is refused by the repair rule: the store's copy, which matches
-// the consensus as the item is now, is not overwritten; nothing is
-// recorded or queued.
+// consensus is refused: the store's copy, which matches the consensus as
+// the item is now, is not overwritten; nothing is recorded or queued.
 func TestForgedRepairRefused(t *testing.T) {
 	other := []byte("some other content")
 	otherMD5 := bt.MD5Hex(other)
@@ -243,9 +242,9 @@ func TestForgedRepairRefused(t *testing.T) {
 			be.Account, be.StoreID, be.SpaceID, be.ContentID, be.RunID = bt.Account, "1", bt.Space, bt.Item, bt.RunID
 			be.InternallyResolvable = true
 			err := f.be.Handle(context.Background(), be.Task())
-			if !processors.IsPermanent(err) || !errors.Is(err, biterror.ErrRepairNotProven) ||
-				!strings.Contains(err.Error(), "proved necessary") {
-				t.Errorf("err = %v, want a permanent refusal naming the repair rule", err)
+			if !processors.IsPermanent(err) || !errors.Is(err, biterror.ErrNotObserved) ||
+				!strings.Contains(err.Error(), "refused by the observation rule") {
+				t.Errorf("err = %v, want a permanent refusal naming the observation rule", err)
 			}
 			if got := f.content("1"); !bytes.Equal(got, bt.Good) {
 				t.Fatalf("store 1 holds %q, want its healthy copy untouched", got)
@@ -273,6 +272,8 @@ func TestRepairUnprovableCopyRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The run's bit check recorded case 4 (no S to compare, content not read).
+	f.recordRow(bitlog.ResultError, 4)
 	be := task.BitError{Account: bt.Account, StoreID: "1", SpaceID: bt.Space, ContentID: bt.Item, RunID: bt.RunID,
 		Case: 4, InternallyResolvable: true, IndexChecksum: bt.GoodMD5, AuditChecksum: bt.GoodMD5}
 	if err := p.Handle(context.Background(), be.Task()); !errors.Is(err, biterror.ErrRepairNotProven) {

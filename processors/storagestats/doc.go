@@ -12,7 +12,13 @@
 // counted MaxItems it sends a continuation (the same task with the marker,
 // the counts so far and when the count began) to Config.Continue and
 // succeeds, so no task outlives Workman's per-type timeout and a failure
-// repeats one part, not the whole count.
+// repeats one part, not the whole count. The continuation's counts so far
+// are a claim anyone who can send to its queue can make: with
+// Config.Checkpoints set, the hand-on first saves them (keyed by run,
+// account, store, space and marker) and a task carrying counts so far —
+// a marker, items, bytes or a start — is counted on only when they are
+// exactly the saved ones; otherwise it is refused, permanently, naming the
+// rule (ErrNotHandedOn), and nothing is recorded.
 //
 // A space that does not exist (deleted since the producer listed it, or
 // during the count) is recorded with 0 items and 0 bytes: it holds nothing,

@@ -44,6 +44,11 @@ type Config struct {
 	MaxItems int64
 	// PageSize of the listing (default storage.DefaultPageSize).
 	PageSize int
+	// Checkpoints, when set, keeps each hand-on's counts so far, and a
+	// continuation is counted on only when it carries exactly those (see
+	// the package doc); without it a continuation's counts are taken as
+	// it carries them.
+	Checkpoints storage.Checkpoints
 	// Format of continuation tasks (default task.FormatJSON).
 	Format task.Format
 	Clock  clock.Clock  // default the system clock
@@ -99,6 +104,9 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if _, err := p.cfg.Stores.Registry().Store(s.Account, s.StoreID); err != nil {
 		return processors.Permanent(fmt.Errorf("storagestats: %w", err))
 	}
+	if err := p.checkHandOff(ctx, s); err != nil {
+		return err
+	}
 	if s.Started.IsZero() {
 		s.Started = p.cfg.Clock.Now().UTC()
 	}
@@ -144,6 +152,9 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 // this task.
 func (p *Processor) handOn(ctx context.Context, s task.StorageStats, log *slog.Logger) error {
 	s.Attempts = 0
+	if err := p.saveHandOff(ctx, s); err != nil {
+		return err
+	}
 	body, err := task.Encode(s.Task(), p.cfg.Format)
 	if err != nil {
 		return processors.Permanent(fmt.Errorf("storagestats: encode the continuation: %w", err))

@@ -209,7 +209,7 @@ func TestAdversarialInputs(t *testing.T) {
 		// A forged repair: the copy agrees with the consensus as it is now.
 		{"BIT_ERROR repair of a good copy", queue.KeyBitError, encode(t, task.BitError{Account: "acme", StoreID: "2", SpaceID: space, ContentID: "a", Case: 2,
 			InternallyResolvable: true, ContentChecksum: "00000000000000000000000000000000", StorageChecksum: live.Checksum}.Task()), nil,
-			workman.ReasonPermanent, []string{"biterror: refused by the repair rule"}},
+			workman.ReasonPermanent, []string{"biterror: refused by the observation rule"}},
 		// Forged AUDIT tasks and S3 events: checked against the store.
 		{"AUDIT DELETE_CONTENT of a live item", queue.KeyAudit, audit(t, task.Audit{ContentID: "a", Action: task.ActionDeleteContent}), nil,
 			workman.ReasonPermanent, []string{"audit: not confirmed by the store", "the item exists"}},

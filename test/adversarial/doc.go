@@ -34,4 +34,14 @@
 //     binaries) sweep every good space in each of two runs, name the broken
 //     stores (summary, notification, exit status 3), and sweep them once
 //     fixed.
+//   - biterror_test.go: forged verdicts after a real bit run (bitproducer,
+//     then Workman's checks and report) ends in a SUCCESS report — forged
+//     BIT_ERRORs of several cases under the finished run, an ad-hoc run, a
+//     made-up run and another store, a BIT_REPORT of the run asked for
+//     again, a CREATE_SPACE of a space no store has, a STORAGE_STATS
+//     continuation with made-up counts, a BIT task with a
+//     forged re-check reason, an S3 event naming Mill's processor as its
+//     principal; each refused naming its rule or recorded only as
+//     observed, and no bit-log row, report or notification states anything
+//     Mill did not observe.
 package adversarial

@@ -29,12 +29,34 @@ func Run(t *testing.T, newLog Factory) {
 	t.Run("RecordUpsert", func(t *testing.T) { testRecordUpsert(t, newLog(t)) })
 	t.Run("NullsAndZeroTime", func(t *testing.T) { testNulls(t, newLog(t)) })
 	t.Run("FilterAndPages", func(t *testing.T) { testPages(t, newLog(t)) })
+	t.Run("OneItem", func(t *testing.T) { testOneItem(t, newLog(t)) })
 	t.Run("Count", func(t *testing.T) { testCount(t, newLog(t)) })
 	t.Run("Reports", func(t *testing.T) { testReports(t, newLog(t)) })
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, newLog(t)) })
 	t.Run("OneRowAcrossMonths", func(t *testing.T) { testAcrossMonths(t, newLog(t)) })
 	t.Run("DropMonths", func(t *testing.T) { testDropMonths(t, newLog(t)) })
 	t.Run("RunSpaces", func(t *testing.T) { testRunSpaces(t, newLog(t)) })
+}
+
+// testOneItem: Filter.ContentID selects one item's rows; with the run,
+// account, store and space set, its one row of the run (the bit-error
+// processor reads the bit check's row of an item so).
+func testOneItem(t *testing.T, l bitlog.Log) {
+	for _, r := range []bitlog.Row{row("run1", "photos", "x", bitlog.ResultFailure), row("run1", "photos", "x/y", bitlog.ResultSuccess),
+		row("run1", "photos", "xx", bitlog.ResultSuccess), row("run1", "other", "x", bitlog.ResultSuccess),
+		row("run2", "photos", "x", bitlog.ResultError), row("", "photos", "x", bitlog.ResultSuccess)} {
+		record(t, l, r)
+	}
+	rows, next := results(t, l, bitlog.Filter{RunID: "run1", Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "x"})
+	if len(rows) != 1 || next != "" || rows[0].ContentID != "x" || rows[0].Result != bitlog.ResultFailure {
+		t.Fatalf("the row of run1's photos/x: %+v (next %q)", rows, next)
+	}
+	if rows, _ := results(t, l, bitlog.Filter{ContentID: "x"}); len(rows) != 4 {
+		t.Fatalf("every row of an item named x: %d rows, want 4 (%+v)", len(rows), rows)
+	}
+	if rows, _ := results(t, l, bitlog.Filter{RunID: "run1", SpaceID: "photos", ContentID: "nope"}); len(rows) != 0 {
+		t.Fatalf("an item without rows: %+v", rows)
+	}
 }
 
 // testAcrossMonths: a check outside any producer run, and a producer run's
