@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -276,13 +277,15 @@ func (s *Server) spacePage(w http.ResponseWriter, r *http.Request, u *auth.User)
 	s.render(w, r, http.StatusOK, "space", page{Title: "Space " + q.Space, Nav: "bit", User: u, Data: d})
 }
 
-// Repaired reports whether a bit-log row records a repair: the bit-error
-// processor's resolution ("resolution: repaired from store …") or the
-// re-check that followed it ("re-check after repaired from store …"), as
-// processors/biterror and processors/bit write them.
-func Repaired(row bitlog.Row) bool {
-	return strings.Contains(row.Details, "re-check after repaired") || strings.Contains(row.Details, "resolution: repaired")
-}
+// repairNote matches how a bit-log row records a repair: the bit-error
+// processor's resolution ("resolution: case 2: repaired from store 2") or
+// the re-check that followed it ("re-check after case 2: repaired from
+// store 2", bit.RecheckNote), as processors/biterror and processors/bit
+// write them.
+var repairNote = regexp.MustCompile(`(resolution:|re-check after) case [248]: repaired from store `)
+
+// Repaired reports whether a bit-log row records a repair.
+func Repaired(row bitlog.Row) bool { return repairNote.MatchString(row.Details) }
 
 type resultsData struct {
 	Q        bitQuery

@@ -29,7 +29,7 @@ func seedBits(t *testing.T, e *env) string {
 	for _, id := range []string{"a.jpg", "b.jpg", "c.jpg", "d.jpg", "e.jpg", "f.jpg"} {
 		row(id, bitlog.ResultSuccess, 1, "all agree")
 	}
-	row("g.jpg", bitlog.ResultSuccess, 1, "all agree; re-check after repaired from store 2")
+	row("g.jpg", bitlog.ResultSuccess, 1, "all agree; re-check after case 2: repaired from store 2")
 	row("h.jpg", bitlog.ResultError, 8, "removed from storage; resolution: external: no other store holds a copy")
 	loc := filepath.Join(e.dir, "reports", "bit-integrity", "acme", "1", "photos", run+".tsv")
 	if err := os.MkdirAll(filepath.Dir(loc), 0o755); err != nil {

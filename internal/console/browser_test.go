@@ -210,7 +210,7 @@ func seedRun(t *testing.T, l bitlog.Log, c *s3.Client, bucket string) string {
 			ContentChecksum: "9e107d9d372bb6826bd81d3542a419d6", StorageChecksum: "9e107d9d372bb6826bd81d3542a419d6"}
 		switch i {
 		case 7:
-			r.Details = "all agree; re-check after repaired from store 2"
+			r.Details = "all agree; re-check after case 2: repaired from store 2"
 		case 23:
 			r.Result, r.Case, r.Details, r.ContentChecksum, r.StorageChecksum = bitlog.ResultError, 8, "removed from storage, not captured; resolution: external: no other store holds a copy", "", ""
 		case 31:
