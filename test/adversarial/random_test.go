@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
@@ -26,6 +30,10 @@ const (
 )
 
 const defaultTasks = 300
+
+// forgedMark marks the run ids and descriptions of forged verdicts, so a
+// record made from one is found.
+const forgedMark = "forged"
 
 // sent is one task the randomized test sent, and whether it was forged or
 // malformed (it must be dead-lettered) or valid (it must not be).
@@ -151,6 +159,22 @@ func TestRandomizedTasks(t *testing.T) {
 			return encode(t, task.BitError{Account: "acme", StoreID: "1", SpaceID: k.space, ContentID: k.id, Case: 2, InternallyResolvable: true,
 				ContentChecksum: fmt.Sprintf("%032x", rng.Uint64())}.Task())
 		}},
+		// Forged verdicts: a report of a run the producer never started,
+		// claiming nothing to check, and a bit error naming a case and
+		// checksums of its own under a made-up run. Neither may become a
+		// report, a bit-log row or a notification.
+		{"BIT_REPORT of a made-up run claiming 0 items", queue.KeyBitReport, true, func() string {
+			zero := int64(0)
+			return encode(t, task.BitReport{Account: "acme", StoreID: []string{"1", "2", "3"}[rng.IntN(3)], SpaceID: spaces[rng.IntN(2)],
+				RunID: fmt.Sprintf("%s-%d", forgedMark, rng.IntN(1e6)), Expected: &zero}.Task())
+		}},
+		{"BIT_ERROR of a made-up run and case", queue.KeyBitError, true, func() string {
+			k := pick()
+			return encode(t, task.BitError{Account: "acme", StoreID: dst(), SpaceID: k.space, ContentID: k.id, Case: 1 + rng.IntN(11),
+				InternallyResolvable: rng.IntN(2) == 0, RunID: fmt.Sprintf("%s-%d", forgedMark, rng.IntN(1e6)),
+				Description: "=HYPERLINK(\"x\") " + forgedMark, ContentChecksum: fmt.Sprintf("%032x", rng.Uint64()),
+				StorageChecksum: fmt.Sprintf("%032x", rng.Uint64())}.Task())
+		}},
 		{"BIT_REPORT of an unknown account", queue.KeyBitReport, true, func() string {
 			return encode(t, task.BitReport{Account: fmt.Sprintf("ghost-%d", rng.IntN(1000)), StoreID: "1", SpaceID: "photos"}.Task())
 		}},
@@ -261,6 +285,38 @@ func TestRandomizedTasks(t *testing.T) {
 		}
 	}
 	t.Logf("%d destination items replaced or deleted, %d of them restorable; done in %v", changed, restorable, time.Since(start).Round(time.Millisecond))
+
+	// Nothing forged became a recorded fact: no run was started by the
+	// producer, so there is no report and no report notification, and no
+	// bit-log row carries a forged run id or description.
+	pool, err := pgxpool.New(ctx, m.dbURL)
+	must(t, err)
+	defer pool.Close()
+	blog := milldb.NewBitLog(pool)
+	reps, err := blog.Reports(ctx, bitlog.ReportFilter{Account: "acme"})
+	must(t, err)
+	if len(reps) != 0 {
+		t.Errorf("%d bit reports written, want none (no run was started): %+v", len(reps), reps)
+	}
+	rows := 0
+	for after := ""; ; {
+		page, next, err := blog.Results(ctx, bitlog.Filter{Account: "acme", After: after, Limit: 1000})
+		must(t, err)
+		for _, r := range page {
+			rows++
+			if strings.Contains(r.RunID, forgedMark) || strings.Contains(r.Details, forgedMark) || strings.Contains(r.Details, "HYPERLINK") {
+				t.Errorf("a bit-log row states what a forged message claimed: %+v", r)
+			}
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	t.Logf("%d bit-log rows, none from a forged claim", rows)
+	if out := w.out.String(); strings.Contains(out, "Mill: bit report") {
+		t.Errorf("a bit report was notified:\n%s", cutLines(out, 300))
+	}
 	if s := w.out.String(); strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
 		t.Errorf("workman logged a panic")
 	}
