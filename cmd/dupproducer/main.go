@@ -28,13 +28,13 @@ import (
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/producers/dup"
 	"github.com/millfleet/mill/producers/looping"
 )
 
 // Defaults.
 const (
-	DefaultConfigBucket = "mill-config"
 	// StateKey is the state's key in --state-bucket.
 	StateKey         = "dupproducer.json"
 	DefaultFrequency = "7d"
@@ -92,13 +92,13 @@ type options struct {
 
 func defineFlags(fs *flag.FlagSet) *options {
 	o := &options{}
-	fs.StringVar(&o.configBucket, "config-bucket", DefaultConfigBucket, "S3 `bucket` holding accounts.json, duplication-accounts.json and the policies")
+	fs.StringVar(&o.configBucket, "config-bucket", setup.DefaultConfigBucket, "S3 `bucket` holding accounts.json, duplication-accounts.json and the policies")
 	fs.StringVar(&o.configPrefix, "config-prefix", "", "key `prefix` of those files in the config bucket")
 	fs.StringVar(&o.configDir, "config-dir", "", "local `directory` holding those files, instead of the config bucket")
 	fs.StringVar(&o.queuePrefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of queue names")
 	fs.StringVar(&o.queueName, "queue", queue.KeyDupLow, "the low-priority duplication queue: a queue `key` (named with --queue-prefix) or a full name")
 	fs.StringVar(&o.state, "state", "", "where the state is kept between invocations: a local file `path` or s3://bucket/key (default s3://STATE-BUCKET/"+StateKey+")")
-	fs.StringVar(&o.stateBucket, "state-bucket", wiring.DefaultStateBucket, "S3 `bucket` of the state when --state is not given (millctl setup creates it)")
+	fs.StringVar(&o.stateBucket, "state-bucket", setup.DefaultStateBucket, "S3 `bucket` of the state when --state is not given (millctl setup creates it)")
 	fs.StringVar(&o.frequency, "frequency", DefaultFrequency, "time between run starts, N[sMhdm] (s seconds, M minutes, h hours, d days, m months; 0: one run only)")
 	fs.Int64Var(&o.maxQueueSize, "max-queue-size", looping.DefaultMaxQueueSize, "stop (and resume next time) when the queue has this many visible `messages`")
 	fs.IntVar(&o.biteSize, "bite-size", looping.DefaultBiteSize, "source `items` queued per space per turn")

@@ -31,6 +31,7 @@ import (
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/producers/looping"
 	"github.com/millfleet/mill/producers/stats"
 )
@@ -53,9 +54,8 @@ Usage: statsproducer [flags]`
 
 // Defaults of the flags.
 const (
-	defaultConfigBucket = "mill-config"
-	stateKey            = "statsproducer/state.json"
-	defaultFrequency    = "1d"
+	stateKey         = "statsproducer/state.json"
+	defaultFrequency = "1d"
 )
 
 func main() {
@@ -80,13 +80,13 @@ type options struct {
 func defineFlags(fs *flag.FlagSet) *options {
 	o := &options{}
 	freq, _ := looping.ParseFrequency(defaultFrequency)
-	fs.StringVar(&o.configBucket, "config-bucket", defaultConfigBucket, "S3 `bucket` holding accounts.json")
+	fs.StringVar(&o.configBucket, "config-bucket", setup.DefaultConfigBucket, "S3 `bucket` holding accounts.json")
 	fs.StringVar(&o.configPrefix, "config-prefix", "", "key `prefix` of accounts.json in the config bucket")
 	fs.StringVar(&o.configDir, "config-dir", "", "local `directory` holding accounts.json, instead of the config bucket")
 	fs.StringVar(&o.queuePrefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of the queue names")
 	fs.StringVar(&o.queueName, "queue", queue.KeyBit, "the queue STORAGE_STATS tasks go to: a queue `key` (named with --queue-prefix) or a full name")
 	fs.StringVar(&o.state, "state", "", "where the state is kept: a local file `path` or s3://bucket/key (default s3://STATE-BUCKET/"+stateKey+")")
-	fs.StringVar(&o.stateBucket, "state-bucket", wiring.DefaultStateBucket, "S3 `bucket` of the state when --state is not given (millctl setup creates it)")
+	fs.StringVar(&o.stateBucket, "state-bucket", setup.DefaultStateBucket, "S3 `bucket` of the state when --state is not given (millctl setup creates it)")
 	fs.TextVar(&o.frequency, "frequency", freq, "time between run starts, N followed by s, M (minutes), h, d or m (months); 0 = one run only")
 	fs.Int64Var(&o.maxQueueSize, "max-queue-size", looping.DefaultMaxQueueSize, "stop (and resume next time) when the queue has this many visible `messages`")
 	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB lease `table` (\"none\": no lease, for a single local process)")
