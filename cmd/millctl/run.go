@@ -90,23 +90,15 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 				if err != nil {
 					return err
 				}
-				dlq, err := d.Queues.Get(queue.KeyDeadLetter)
-				if err != nil {
-					return err
-				}
-				mux, err := wiring.NewMux(d, types...)
-				if err != nil {
-					return err
-				}
 				obs := &runObserver{}
-				m, err := workman.New(workman.Config{
-					Queues: []queue.Queue{q}, DeadLetter: dlq, Handler: wiring.Chain(mux, wiring.ChainConfig{Logger: a.logger, Observer: obs}), ProcessorName: mux.ProcessorName,
+				m, err := wiring.Workman(d, wiring.WorkmanConfig{Types: types, Manager: workman.Config{
+					Queues:  []queue.Queue{q},
 					Workers: *workers, MaxAttempts: *maxAttempts, RetryBase: *retryBase,
 					// One queue, run until empty: never back off for long.
 					QueueBackoffMax: time.Second,
 					IdlePollWait:    time.Second, GracePeriod: 10 * time.Second,
 					Logger: a.logger, Observer: obs, WorkerID: "millctl-" + workman.DefaultWorkerID(),
-				})
+				}})
 				if err != nil {
 					return err
 				}

@@ -333,19 +333,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer closeDeps()
-	mux, err := wiring.NewMux(deps, types...)
-	if err != nil {
-		return err
-	}
 
-	// Metric labels: the registered task types, "other" for the rest (a
-	// queue flooded with made-up types must not make a series per type).
-	prom := metrics.NewPrometheus(metrics.PrometheusOptions{Requests: meter.Snapshot, TaskTypes: mux.Types()})
+	// Metric labels: the served task types, "other" for the rest (a queue
+	// flooded with made-up types must not make a series per type).
+	prom := metrics.NewPrometheus(metrics.PrometheusOptions{Requests: meter.Snapshot, TaskTypes: types})
 	var rec metrics.Recorder = prom
 	var cw *metrics.CloudWatch
 	if o.cloudwatch {
 		cw, err = metrics.NewCloudWatch(awsCfg.CloudWatch(), metrics.CloudWatchConfig{
-			Namespace: o.namespace, Interval: o.metricsInterval, Logger: logger, TaskTypes: mux.Types(),
+			Namespace: o.namespace, Interval: o.metricsInterval, Logger: logger, TaskTypes: types,
 		})
 		if err != nil {
 			return err
@@ -361,26 +357,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	var pauser workman.Pauser
+	var outer []processors.Middleware
 	if member != nil {
 		rec = metrics.Multi(rec, member) // counts by type for the heartbeat
 		pauser = member
-	}
-	chain := wiring.ChainConfig{Logger: logger, Observer: rec}
-	if member != nil {
 		// Outermost: a task stopped by a pause is logged and counted as
 		// cancelled, then handed back.
-		chain.Outer = []processors.Middleware{member.Middleware()}
+		outer = []processors.Middleware{member.Middleware()}
 	}
-	handler := wiring.Chain(mux, chain)
-	m, err := workman.New(workman.Config{
-		Queues: queues, DeadLetter: dlq, Handler: handler, ProcessorName: mux.ProcessorName,
+	m, err := wiring.Workman(deps, wiring.WorkmanConfig{Types: types, Outer: outer, Manager: workman.Config{
+		Queues: queues, DeadLetter: dlq,
 		Workers: o.workers, ReceiveWait: o.receiveWait,
 		QueueBackoffMin: o.queueBackoffMin, QueueBackoffMax: o.queueBackoffMax, MinShare: minShare,
 		IdlePollWait: o.longPollWait,
 		TaskTimeouts: timeouts, DefaultTaskTimeout: o.defaultTimeout,
 		MaxAttempts: o.maxAttempts, Format: format, GracePeriod: o.grace,
 		WorkerID: workerID, Logger: logger, Observer: rec, Pauser: pauser,
-	})
+	}})
 	if err != nil {
 		return err
 	}
