@@ -16,19 +16,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/millfleet/mill/internal/producercmd"
-	"github.com/millfleet/mill/internal/wiring"
-	"github.com/millfleet/mill/pkg/awsconfig"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/producers/bit"
@@ -58,161 +51,52 @@ summary names each with its report. --start-at makes runs begin at a time of day
 
 Usage: bitproducer [flags]`
 
-// Defaults of the flags.
-const (
-	defaultConfigBucket = "mill-config"
-	stateKey            = "bitproducer/state.json"
-	defaultFrequency    = "1m"
-)
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(producercmd.ExitCode("bitproducer", err, os.Stderr))
+var command = producercmd.Command{
+	Name: "bitproducer", Summary: summary, StateKey: "bitproducer/state.json", Frequency: "1m",
+	BiteSize: true, Filter: true,
+	Database:    "the bit log, where each space's run is recorded",
+	DatabaseWhy: ": the runs are recorded in the bit log, and reports are made only for recorded runs",
+	Define: func(fs *flag.FlagSet) producercmd.Own {
+		bitQueue := fs.String("bit-queue", "", "bit queue `name` (default prefix + bit)")
+		reportQueue := fs.String("report-queue", "", "bit-report queue `name` (default prefix + bit-report)")
+		skipRecentFlag := fs.String("skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`, covering every\nitem of a run this producer recorded: Nd (days) or a duration (the Java Mill: 60d); 0: check every space")
+		var skipRecent time.Duration
+		return producercmd.Own{
+			Check: func() []error {
+				var err error
+				if skipRecent, err = bit.ParseAge(*skipRecentFlag); err != nil {
+					return []error{fmt.Errorf("--skip-recent: %w", err)}
+				}
+				return nil
+			},
+			Build: func(ctx context.Context, e *producercmd.Env) (looping.Config, error) {
+				sqsc := e.AWS.SQS()
+				bitQ, err := producercmd.OpenQueue(ctx, sqsc, orName(*bitQueue, *e.Flags.QueuePrefix, queue.KeyBit))
+				if err != nil {
+					return looping.Config{}, err
+				}
+				reportQ, err := producercmd.OpenQueue(ctx, sqsc, orName(*reportQueue, *e.Flags.QueuePrefix, queue.KeyBitReport))
+				if err != nil {
+					return looping.Config{}, err
+				}
+				p, err := bit.New(bit.Config{Registry: e.Registry, Opener: e.Opener, Filter: e.Filter, SkipRecent: skipRecent,
+					BitLog: milldb.NewBitLog(e.DB.Pool), Logger: e.Logger})
+				return looping.Config{Kind: bit.Kind, Producer: p, Queue: &bit.Router{Bit: bitQ, Report: reportQ}}, err
+			},
+		}
+	},
 }
 
-// options are the parsed flags.
-type options struct {
-	configBucket, configPrefix, configDir string
-	queuePrefix, bitQueue, reportQueue    string
-	state, stateBucket                    string
-	frequency                             looping.Frequency
-	maxQueueSize                          int64
-	biteSize                              int
-	leaseTable                            string
-	filter                                *producercmd.Filter
-	output                                *producercmd.Output
-	skipRecent                            string
-	databaseURL                           string
-	schedule                              *producercmd.Schedule
+// orName is name, or the queue of key under prefix when name is empty.
+func orName(name, prefix, key string) string {
+	if name == "" {
+		return queue.Name(prefix, key)
+	}
+	return name
 }
 
-func defineFlags(fs *flag.FlagSet) *options {
-	o := &options{}
-	freq, _ := looping.ParseFrequency(defaultFrequency)
-	o.frequency = freq
-	fs.StringVar(&o.configBucket, "config-bucket", defaultConfigBucket, "S3 `bucket` holding accounts.json")
-	fs.StringVar(&o.configPrefix, "config-prefix", "", "key `prefix` of accounts.json in the config bucket")
-	fs.StringVar(&o.configDir, "config-dir", "", "local `directory` holding accounts.json, instead of the config bucket")
-	fs.StringVar(&o.queuePrefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of the queue names")
-	fs.StringVar(&o.bitQueue, "bit-queue", "", "bit queue `name` (default prefix + bit)")
-	fs.StringVar(&o.reportQueue, "report-queue", "", "bit-report queue `name` (default prefix + bit-report)")
-	fs.StringVar(&o.state, "state", "", "where the state is kept: a local file `path` or s3://bucket/key (default s3://STATE-BUCKET/"+stateKey+")")
-	fs.StringVar(&o.stateBucket, "state-bucket", wiring.DefaultStateBucket, "S3 `bucket` of the state when --state is not given (millctl setup creates it)")
-	fs.TextVar(&o.frequency, "frequency", freq, "time between run starts, N followed by s, M (minutes), h, d or m (months); 0 = one run only")
-	fs.Int64Var(&o.maxQueueSize, "max-queue-size", looping.DefaultMaxQueueSize, "stop (and resume next time) when the bit queue has this many visible `messages`")
-	fs.IntVar(&o.biteSize, "bite-size", looping.DefaultBiteSize, "most `items` of one space queued per bite")
-	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB lease `table` (\"none\": no lease, for a single local process)")
-	o.filter = producercmd.FilterFlags(fs)
-	o.output = producercmd.OutputFlags(fs)
-	fs.StringVar(&o.skipRecent, "skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`, covering every\nitem of a run this producer recorded: Nd (days) or a duration (the Java Mill: 60d); 0: check every space")
-	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the bit log (required): each space's run is recorded there")
-	o.schedule = producercmd.ScheduleFlags(fs)
-	return o
-}
-
-// config is what the flags resolve to before any AWS call.
-type config struct {
-	o          *options
-	filter     bit.Filter
-	skipRecent time.Duration
-}
-
-func parse(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
-	fs := flag.NewFlagSet("bitproducer", flag.ContinueOnError)
-	o := defineFlags(fs)
-	if err := producercmd.Parse(fs, args, getenv, stderr, summary); err != nil {
-		return nil, err
-	}
-	c := &config{o: o}
-	errs := o.output.Parse()
-	var ferrs []error
-	c.filter, ferrs = o.filter.Load()
-	errs = append(errs, ferrs...)
-	var err error
-	if err := o.schedule.Check(o.frequency); err != nil {
-		errs = append(errs, err)
-	}
-	if c.skipRecent, err = bit.ParseAge(o.skipRecent); err != nil {
-		errs = append(errs, fmt.Errorf("--skip-recent: %w", err))
-	}
-	if o.databaseURL == "" {
-		errs = append(errs, errors.New("--database-url (MILL_DATABASE_URL) is required: the runs are recorded in the bit log, and reports are made only for recorded runs"))
-	}
-	if o.maxQueueSize <= 0 {
-		errs = append(errs, fmt.Errorf("--max-queue-size %d: must be positive", o.maxQueueSize))
-	}
-	if o.biteSize <= 0 {
-		errs = append(errs, fmt.Errorf("--bite-size %d: must be positive", o.biteSize))
-	}
-	if o.state, err = wiring.StateLocation(o.state, o.stateBucket, stateKey); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, producercmd.Usage(err)
-	}
-	if c.o.bitQueue == "" {
-		c.o.bitQueue = queue.Name(o.queuePrefix, queue.KeyBit)
-	}
-	if c.o.reportQueue == "" {
-		c.o.reportQueue = queue.Name(o.queuePrefix, queue.KeyBitReport)
-	}
-	return c, nil
-}
+func main() { command.Main() }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	c, err := parse(args, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	o := c.o
-	logger := c.o.output.Logger(stderr)
-	aws, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
-	if err != nil {
-		return err
-	}
-	s3c := aws.S3()
-
-	reg, err := wiring.ConfigSource{Dir: o.configDir, Bucket: o.configBucket, Prefix: o.configPrefix}.Registry(ctx, s3c)
-	if err != nil {
-		return err
-	}
-	opener := wiring.NewOpener(reg, &aws.AWS, aws.EndpointOverride)
-
-	sqsc := aws.SQS()
-	bitQ, err := producercmd.OpenQueue(ctx, sqsc, o.bitQueue)
-	if err != nil {
-		return err
-	}
-	reportQ, err := producercmd.OpenQueue(ctx, sqsc, o.reportQueue)
-	if err != nil {
-		return err
-	}
-	state, err := producercmd.OpenState(o.state, s3c)
-	if err != nil {
-		return err
-	}
-
-	db, err := milldb.Open(ctx, o.databaseURL, milldb.Config{})
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	p, err := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: c.filter, SkipRecent: c.skipRecent,
-		BitLog: milldb.NewBitLog(db.Pool), Logger: logger})
-	if err != nil {
-		return err
-	}
-	return producercmd.Run(ctx, looping.Config{
-		Kind:         bit.Kind,
-		Producer:     p,
-		Queue:        &bit.Router{Bit: bitQ, Report: reportQ},
-		State:        state,
-		Lease:        producercmd.Lease(aws, o.leaseTable),
-		Frequency:    o.frequency,
-		MaxQueueSize: o.maxQueueSize,
-		BiteSize:     o.biteSize,
-		Logger:       logger,
-	}, c.o.output, o.schedule, aws, stdout, stderr)
+	return command.Run(ctx, args, getenv, stdout, stderr)
 }

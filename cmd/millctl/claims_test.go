@@ -17,6 +17,7 @@ import (
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -35,7 +36,7 @@ func TestClaimCheckThroughMillctl(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.CleanupBucket(t, s3c, bucket)
-	claims := &wiring.Claims{Bucket: bucket, Prefix: wiring.DefaultClaimsPrefix}
+	claims := &wiring.Claims{Bucket: bucket, Prefix: setup.DefaultClaimsPrefix}
 	cc := []string{"--claims-bucket", bucket}
 	blobs := func() int {
 		t.Helper()

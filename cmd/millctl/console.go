@@ -24,6 +24,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 )
 
 // defaultChangeLogPrefix is where the change log lives in the config
@@ -90,7 +91,7 @@ pauses and resumes), admin (also edits policies).`,
 			changeLog := fs.String("change-log", "", "where changes are recorded: s3://`BUCKET/PREFIX` or a directory (default: the config bucket under "+defaultChangeLogPrefix+", or CONFIG_DIR/console-changes)")
 			prefix := queuePrefixFlag(fs)
 			dbURL := databaseURLFlag(fs)
-			reportsBucket := fs.String("reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
+			reportsBucket := fs.String("reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
 			reportsPrefix := fs.String("reports-prefix", "", "key `prefix` of the reports in --reports-bucket")
 			reportsDir := fs.String("reports-dir", "", "local `directory` of the reports, instead of --reports-bucket")
 			refresh := fs.Duration("refresh", console.DefaultRefresh, "how often live pages refresh (`duration`)")

@@ -12,9 +12,11 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
 	"github.com/millfleet/mill/processors"
+	"github.com/millfleet/mill/processors/bit"
 	"github.com/millfleet/mill/processors/noop"
 )
 
@@ -44,8 +46,8 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 			cfgSrc := configFlags(fs, a)
 			dbURL := databaseURLFlag(fs)
 			auditTable := fs.String("audit-table", auditlog.DefaultTable, "DynamoDB audit log `table`")
-			reportsBucket := fs.String("reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
-			recheck := fs.Duration("recheck-delay", 5*time.Minute, "the bit check's \"wait 5 minutes\" before re-checking an item")
+			reportsBucket := fs.String("reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
+			recheck := fs.Duration("recheck-delay", bit.DefaultRecheckDelay, "the bit check's \"wait 5 minutes\" before re-checking an item")
 			claims := wiring.ClaimsFlags(fs)
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
@@ -75,7 +77,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 				}
 				d, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
 					AWS: cfg, Claims: claims, QueuePrefix: *prefix, QueueNames: map[string]string{key: name},
-					ConfigDir: *cfgSrc.dir, ConfigBucket: *cfgSrc.bucket, ConfigPrefix: *cfgSrc.prefix,
+					Config:     wiring.ConfigSource{Dir: *cfgSrc.dir, Bucket: *cfgSrc.bucket, Prefix: *cfgSrc.prefix},
 					AuditTable: *auditTable, DatabaseURL: *dbURL, ReportsBucket: *reportsBucket,
 					Types: types, RecheckDelay: *recheck,
 					Noop: noop.Config{Sleep: *noopSleep}, Logger: a.logger,
@@ -88,23 +90,15 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 				if err != nil {
 					return err
 				}
-				dlq, err := d.Queues.Get(queue.KeyDeadLetter)
-				if err != nil {
-					return err
-				}
-				mux, err := wiring.NewMux(d, types...)
-				if err != nil {
-					return err
-				}
 				obs := &runObserver{}
-				m, err := workman.New(workman.Config{
-					Queues: []queue.Queue{q}, DeadLetter: dlq, Handler: wiring.Chain(mux, wiring.ChainConfig{Logger: a.logger, Observer: obs}), ProcessorName: mux.ProcessorName,
+				m, err := wiring.Workman(d, wiring.WorkmanConfig{Types: types, Manager: workman.Config{
+					Queues:  []queue.Queue{q},
 					Workers: *workers, MaxAttempts: *maxAttempts, RetryBase: *retryBase,
 					// One queue, run until empty: never back off for long.
 					QueueBackoffMax: time.Second,
 					IdlePollWait:    time.Second, GracePeriod: 10 * time.Second,
 					Logger: a.logger, Observer: obs, WorkerID: "millctl-" + workman.DefaultWorkerID(),
-				})
+				}})
 				if err != nil {
 					return err
 				}

@@ -19,9 +19,6 @@ import (
 	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
 
-// defaultConfigBucket is the config bucket's default name.
-const defaultConfigBucket = "mill-config"
-
 // configSource is where accounts.json and the duplication policies live:
 // a local directory (--config-dir) or the config bucket (--config-bucket,
 // under --config-prefix).
@@ -36,7 +33,7 @@ type configSource struct {
 func configFlags(fs *flag.FlagSet, a *app) *configSource {
 	return &configSource{
 		a:      a,
-		bucket: fs.String("config-bucket", defaultConfigBucket, "S3 `bucket` holding accounts.json and the duplication policies"),
+		bucket: fs.String("config-bucket", setup.DefaultConfigBucket, "S3 `bucket` holding accounts.json and the duplication policies"),
 		prefix: fs.String("config-prefix", "", "key `prefix` of those files in the config bucket"),
 		dir:    fs.String("config-dir", "", "local `directory` to use instead of the config bucket"),
 	}

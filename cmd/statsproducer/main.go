@@ -17,18 +17,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/millfleet/mill/internal/producercmd"
-	"github.com/millfleet/mill/internal/wiring"
-	"github.com/millfleet/mill/pkg/awsconfig"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/producers/looping"
@@ -51,107 +43,25 @@ pattern per line.
 
 Usage: statsproducer [flags]`
 
-// Defaults of the flags.
-const (
-	defaultConfigBucket = "mill-config"
-	stateKey            = "statsproducer/state.json"
-	defaultFrequency    = "1d"
-)
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(producercmd.ExitCode("statsproducer", err, os.Stderr))
+var command = producercmd.Command{
+	Name: "statsproducer", Summary: summary, StateKey: "statsproducer/state.json", Frequency: "1d",
+	Filter: true, Database: "the statistics history", DatabaseWhy: ": the statistics go to PostgreSQL",
+	Define: func(fs *flag.FlagSet) producercmd.Own {
+		queueName := fs.String("queue", queue.KeyBit, "the queue STORAGE_STATS tasks go to: a queue `key` (named with --queue-prefix) or a full name")
+		return producercmd.Own{Build: func(ctx context.Context, e *producercmd.Env) (looping.Config, error) {
+			q, err := producercmd.OpenQueue(ctx, e.AWS.SQS(), queue.Resolve(*e.Flags.QueuePrefix, *queueName))
+			if err != nil {
+				return looping.Config{}, err
+			}
+			p, err := stats.New(stats.Config{Registry: e.Registry, Opener: e.Opener,
+				Known: milldb.NewSpaceStats(e.DB.Pool), Filter: e.Filter, Logger: e.Logger})
+			return looping.Config{Kind: stats.Kind, Producer: p, Queue: q}, err
+		}}
+	},
 }
 
-type options struct {
-	configBucket, configPrefix, configDir string
-	queuePrefix, queueName                string
-	state, stateBucket, leaseTable        string
-	frequency                             looping.Frequency
-	maxQueueSize                          int64
-	databaseURL                           string
-	filter                                *producercmd.Filter
-	output                                *producercmd.Output
-	schedule                              *producercmd.Schedule
-}
-
-func defineFlags(fs *flag.FlagSet) *options {
-	o := &options{}
-	freq, _ := looping.ParseFrequency(defaultFrequency)
-	fs.StringVar(&o.configBucket, "config-bucket", defaultConfigBucket, "S3 `bucket` holding accounts.json")
-	fs.StringVar(&o.configPrefix, "config-prefix", "", "key `prefix` of accounts.json in the config bucket")
-	fs.StringVar(&o.configDir, "config-dir", "", "local `directory` holding accounts.json, instead of the config bucket")
-	fs.StringVar(&o.queuePrefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of the queue names")
-	fs.StringVar(&o.queueName, "queue", queue.KeyBit, "the queue STORAGE_STATS tasks go to: a queue `key` (named with --queue-prefix) or a full name")
-	fs.StringVar(&o.state, "state", "", "where the state is kept: a local file `path` or s3://bucket/key (default s3://STATE-BUCKET/"+stateKey+")")
-	fs.StringVar(&o.stateBucket, "state-bucket", wiring.DefaultStateBucket, "S3 `bucket` of the state when --state is not given (millctl setup creates it)")
-	fs.TextVar(&o.frequency, "frequency", freq, "time between run starts, N followed by s, M (minutes), h, d or m (months); 0 = one run only")
-	fs.Int64Var(&o.maxQueueSize, "max-queue-size", looping.DefaultMaxQueueSize, "stop (and resume next time) when the queue has this many visible `messages`")
-	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB lease `table` (\"none\": no lease, for a single local process)")
-	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the statistics history (required)")
-	o.filter = producercmd.FilterFlags(fs)
-	o.output = producercmd.OutputFlags(fs)
-	o.schedule = producercmd.ScheduleFlags(fs)
-	return o
-}
+func main() { command.Main() }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("statsproducer", flag.ContinueOnError)
-	o := defineFlags(fs)
-	if err := producercmd.Parse(fs, args, getenv, stderr, summary); err != nil {
-		return err
-	}
-	errs := o.output.Parse()
-	filter, ferrs := o.filter.Load()
-	errs = append(errs, ferrs...)
-	if err := o.schedule.Check(o.frequency); err != nil {
-		errs = append(errs, err)
-	}
-	if o.maxQueueSize <= 0 {
-		errs = append(errs, fmt.Errorf("--max-queue-size %d: must be positive", o.maxQueueSize))
-	}
-	stateAt, err := wiring.StateLocation(o.state, o.stateBucket, stateKey)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	o.state = stateAt
-	if o.databaseURL == "" {
-		errs = append(errs, errors.New("--database-url (MILL_DATABASE_URL) is required: the statistics go to PostgreSQL"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return producercmd.Usage(err)
-	}
-	logger := o.output.Logger(stderr)
-	aws, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
-	if err != nil {
-		return err
-	}
-	s3c := aws.S3()
-	reg, err := wiring.ConfigSource{Dir: o.configDir, Bucket: o.configBucket, Prefix: o.configPrefix}.Registry(ctx, s3c)
-	if err != nil {
-		return err
-	}
-	db, err := milldb.Open(ctx, o.databaseURL, milldb.Config{})
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	q, err := producercmd.OpenQueue(ctx, aws.SQS(), queue.Resolve(o.queuePrefix, o.queueName))
-	if err != nil {
-		return err
-	}
-	state, err := producercmd.OpenState(o.state, s3c)
-	if err != nil {
-		return err
-	}
-	p, err := stats.New(stats.Config{Registry: reg, Opener: wiring.NewOpener(reg, &aws.AWS, aws.EndpointOverride),
-		Known: milldb.NewSpaceStats(db.Pool), Filter: filter, Logger: logger})
-	if err != nil {
-		return err
-	}
-	return producercmd.Run(ctx, looping.Config{Kind: stats.Kind, Producer: p, Queue: q, State: state,
-		Lease: producercmd.Lease(aws, o.leaseTable), Frequency: o.frequency, MaxQueueSize: o.maxQueueSize, Logger: logger},
-		o.output, o.schedule, aws, stdout, stderr)
+	return command.Run(ctx, args, getenv, stdout, stderr)
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
@@ -84,7 +85,7 @@ func main() {
 // options are the parsed flags.
 type options struct {
 	queues                             string
-	prefix                             string
+	prefix                             *string
 	deadLetter                         string
 	workers                            int
 	receiveWait                        time.Duration
@@ -106,12 +107,10 @@ type options struct {
 	noopSleep                          time.Duration
 	noopRecord                         string
 	taskTypes                          string
-	configBucket                       string
-	configPrefix                       string
-	configDir                          string
+	config                             *wiring.ConfigSource
 	policyRefresh                      time.Duration
 	auditTable                         string
-	databaseURL                        string
+	databaseURL                        *string
 	reportsBucket                      string
 	reportsPrefix                      string
 	checkpointBucket, checkpointPrefix string
@@ -130,7 +129,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	o := &options{}
 	fs.StringVar(&o.queues, "queues", strings.Join(queue.DefaultPriority, ","),
 		"work queues to receive from, highest priority first, comma-separated `list`;\neach is a queue key (audit, dup-high, bit-report, bit-error, dup-low, bit),\nnamed with --queue-prefix, or a full queue name")
-	fs.StringVar(&o.prefix, "queue-prefix", queue.DefaultPrefix, "`prefix` of queue names made from keys")
+	o.prefix = wiring.QueuePrefixFlag(fs)
 	fs.StringVar(&o.deadLetter, "dead-letter-queue", queue.KeyDeadLetter, "dead-letter queue `key or name`")
 	fs.IntVar(&o.workers, "workers", workman.DefaultWorkers, "`number` of tasks run at once")
 	fs.DurationVar(&o.receiveWait, "receive-wait", workman.DefaultReceiveWait, "wait of a batch receive from a queue with a backlog, and the longest a long poll must go\nunanswered before its queue counts as empty; after the first answers, four times the slowest\nrecent round trip, at least 50ms (must be > 0: a 0 s poll is not authoritative)")
@@ -150,21 +149,19 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&o.format, "format", "json", "wire `format` of the tasks workman sends (re-sent tasks and the processors' AUDIT, DUP,\nBIT and BIT_ERROR tasks): json or properties (DuraCloud's Java format)")
 	fs.StringVar(&o.taskTypes, "task-types", "all", "task types this worker processes: all, or a comma-separated `list` (e.g. NOOP);\nothers are dead-lettered. A NOOP-only worker needs no registry, audit table or database")
-	fs.StringVar(&o.configBucket, "config-bucket", wiring.DefaultConfigBucket, "S3 `bucket` holding accounts.json, duplication-accounts.json and the policies")
-	fs.StringVar(&o.configPrefix, "config-prefix", "", "key `prefix` of those files in the config bucket")
-	fs.StringVar(&o.configDir, "config-dir", "", "local `directory` holding those files, instead of the config bucket")
+	o.config = wiring.ConfigFlags(fs)
 	fs.DurationVar(&o.policyRefresh, "policy-refresh", policy.DefaultRefresh, "how long duplication policies are cached before they are read again")
 	fs.StringVar(&o.auditTable, "audit-table", auditlog.DefaultTable, "DynamoDB `table` of the audit log")
-	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL connection `URL` of the content index and bit log\n(postgres://user:pass@host:port/db?sslmode=disable); required unless --task-types is NOOP")
-	fs.StringVar(&o.reportsBucket, "reports-bucket", wiring.DefaultReportsBucket, "S3 `bucket` the bit-integrity reports are written to")
+	o.databaseURL = wiring.DatabaseURLFlag(fs, "the content index and bit log", "required unless --task-types is NOOP")
+	fs.StringVar(&o.reportsBucket, "reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` the bit-integrity reports are written to")
 	fs.StringVar(&o.reportsPrefix, "reports-prefix", "", "key `prefix` of the reports in the reports bucket")
 	fs.BoolVar(&o.adminReports, "report-admin-space", false, "also store each bit-integrity report in the account's primary store, space\nx-duracloud-admin, named as the Java Mill names them (audited writes)")
 	fs.IntVar(&o.dupRestoreDays, "dup-restore-days", 0, "when a DUP must copy an archived source item (S3 Glacier, Deep Archive), ask S3 to\nrestore it for this many `days` before dead-lettering the task (redrive it once restored);\n0: dead-letter it without asking")
 	o.notifyTopic = wiring.NotifyFlag(fs)
 	fs.IntVar(&o.transferStreams, "transfer-streams", storage.DefaultStreams, "parts in flight of one streamed copy or bit check read (ranged GETs, parts uploaded);\nmemory per transfer is streams x part size")
 	fs.Int64Var(&o.transferPartSize, "transfer-part-size", storage.DefaultPartSize, "`bytes` of one part of a streamed copy or bit check read (at least 5 MiB)")
-	fs.StringVar(&o.checkpointBucket, "checkpoint-bucket", wiring.DefaultStateBucket, "S3 `bucket` where long copies and bit checks keep their checkpoints (the state bucket;\nempty: none, a restarted transfer starts over)")
-	fs.StringVar(&o.checkpointPrefix, "checkpoint-prefix", wiring.DefaultCheckpointPrefix, "key `prefix` of the checkpoints in the checkpoint bucket")
+	fs.StringVar(&o.checkpointBucket, "checkpoint-bucket", setup.DefaultStateBucket, "S3 `bucket` where long copies and bit checks keep their checkpoints (the state bucket;\nempty: none, a restarted transfer starts over)")
+	fs.StringVar(&o.checkpointPrefix, "checkpoint-prefix", setup.CheckpointPrefix, "key `prefix` of the checkpoints in the checkpoint bucket")
 	fs.Int64Var(&o.resumeMinSize, "resume-min-size", bit.DefaultResumeMinSize, "`bytes`: copies and bit checks of items at least this big are resumable")
 	fs.Int64Var(&o.bitCheckpointEvery, "bit-checkpoint-every", bit.DefaultCheckpointEvery, "`bytes` a resumable bit check reads between two checkpoints (a copy saves one per part)")
 	o.claims = wiring.ClaimsFlags(fs)
@@ -259,7 +256,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		errs = append(errs, err)
 	}
-	minShare, err := parseShares(o.prefix, o.minShare)
+	minShare, err := parseShares(*o.prefix, o.minShare)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -279,8 +276,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if o.fleet.lifecyclePoll <= 0 {
 		errs = append(errs, fmt.Errorf("lifecycle-poll %s: must be positive", o.fleet.lifecyclePoll))
 	}
-	if wiring.NeedsStorage(types) && o.databaseURL == "" {
-		errs = append(errs, errors.New("database-url (MILL_DATABASE_URL) is required to process "+o.taskTypes+" (use --task-types NOOP for a NOOP-only worker)"))
+	if wiring.NeedsStorage(types) && *o.databaseURL == "" {
+		errs = append(errs, wiring.DatabaseURLRequired(" to process "+o.taskTypes+" (use --task-types NOOP for a NOOP-only worker)"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -300,16 +297,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		q, err := o.claims.Open(ctx, client, s3c, queue.Resolve(o.prefix, s), sqsqueue.Config{})
+		q, err := o.claims.Open(ctx, client, s3c, queue.Resolve(*o.prefix, s), sqsqueue.Config{})
 		if err != nil {
-			return fmt.Errorf("open queue %s: %w", queue.Resolve(o.prefix, s), err)
+			return fmt.Errorf("open queue %s: %w", queue.Resolve(*o.prefix, s), err)
 		}
 		queues = append(queues, q)
 		queueNames = append(queueNames, q.Name())
 	}
-	dlq, err := o.claims.Open(ctx, client, s3c, queue.Resolve(o.prefix, o.deadLetter), sqsqueue.Config{})
+	dlq, err := o.claims.Open(ctx, client, s3c, queue.Resolve(*o.prefix, o.deadLetter), sqsqueue.Config{})
 	if err != nil {
-		return fmt.Errorf("open dead-letter queue %s: %w", queue.Resolve(o.prefix, o.deadLetter), err)
+		return fmt.Errorf("open dead-letter queue %s: %w", queue.Resolve(*o.prefix, o.deadLetter), err)
 	}
 
 	noopCfg := noop.Config{Sleep: o.noopSleep}
@@ -322,9 +319,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		noopCfg.Recorder = rec
 	}
 	deps, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
-		AWS: awsCfg, SQSOptions: []func(*sqs.Options){meter.Option()}, Claims: o.claims, QueuePrefix: o.prefix,
-		ConfigDir: o.configDir, ConfigBucket: o.configBucket, ConfigPrefix: o.configPrefix,
-		PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: o.databaseURL,
+		AWS: awsCfg, SQSOptions: []func(*sqs.Options){meter.Option()}, Claims: o.claims, QueuePrefix: *o.prefix,
+		Config: *o.config, PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: *o.databaseURL,
 		ReportsBucket: o.reportsBucket, ReportsPrefix: o.reportsPrefix, Types: types,
 		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports,
 		DupRestoreDays:   o.dupRestoreDays,
@@ -337,19 +333,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer closeDeps()
-	mux, err := wiring.NewMux(deps, types...)
-	if err != nil {
-		return err
-	}
 
-	// Metric labels: the registered task types, "other" for the rest (a
-	// queue flooded with made-up types must not make a series per type).
-	prom := metrics.NewPrometheus(metrics.PrometheusOptions{Requests: meter.Snapshot, TaskTypes: mux.Types()})
+	// Metric labels: the served task types, "other" for the rest (a queue
+	// flooded with made-up types must not make a series per type).
+	prom := metrics.NewPrometheus(metrics.PrometheusOptions{Requests: meter.Snapshot, TaskTypes: types})
 	var rec metrics.Recorder = prom
 	var cw *metrics.CloudWatch
 	if o.cloudwatch {
 		cw, err = metrics.NewCloudWatch(awsCfg.CloudWatch(), metrics.CloudWatchConfig{
-			Namespace: o.namespace, Interval: o.metricsInterval, Logger: logger, TaskTypes: mux.Types(),
+			Namespace: o.namespace, Interval: o.metricsInterval, Logger: logger, TaskTypes: types,
 		})
 		if err != nil {
 			return err
@@ -360,31 +352,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if workerID == "" {
 		workerID = workman.DefaultWorkerID()
 	}
-	member, err := newMember(o.fleet, awsCfg, workerID, o.prefix, queueNames, o.workers, logger)
+	member, err := newMember(o.fleet, awsCfg, workerID, *o.prefix, queueNames, o.workers, logger)
 	if err != nil {
 		return err
 	}
 	var pauser workman.Pauser
+	var outer []processors.Middleware
 	if member != nil {
 		rec = metrics.Multi(rec, member) // counts by type for the heartbeat
 		pauser = member
-	}
-	chain := wiring.ChainConfig{Logger: logger, Observer: rec}
-	if member != nil {
 		// Outermost: a task stopped by a pause is logged and counted as
 		// cancelled, then handed back.
-		chain.Outer = []processors.Middleware{member.Middleware()}
+		outer = []processors.Middleware{member.Middleware()}
 	}
-	handler := wiring.Chain(mux, chain)
-	m, err := workman.New(workman.Config{
-		Queues: queues, DeadLetter: dlq, Handler: handler, ProcessorName: mux.ProcessorName,
+	m, err := wiring.Workman(deps, wiring.WorkmanConfig{Types: types, Outer: outer, Manager: workman.Config{
+		Queues: queues, DeadLetter: dlq,
 		Workers: o.workers, ReceiveWait: o.receiveWait,
 		QueueBackoffMin: o.queueBackoffMin, QueueBackoffMax: o.queueBackoffMax, MinShare: minShare,
 		IdlePollWait: o.longPollWait,
 		TaskTimeouts: timeouts, DefaultTaskTimeout: o.defaultTimeout,
 		MaxAttempts: o.maxAttempts, Format: format, GracePeriod: o.grace,
 		WorkerID: workerID, Logger: logger, Observer: rec, Pauser: pauser,
-	})
+	}})
 	if err != nil {
 		return err
 	}

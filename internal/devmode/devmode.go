@@ -399,19 +399,8 @@ func (e *env) count(t task.Type, h processors.Handler) processors.Handler {
 }
 
 func (e *env) manager() (*workman.Manager, error) {
-	mux, err := wiring.NewMux(e.deps)
-	if err != nil {
-		return nil, err
-	}
-	var qs []queue.Queue
-	for _, k := range queue.DefaultPriority {
-		qs = append(qs, e.deps.Queues[k])
-	}
-	return workman.New(workman.Config{
-		Queues: qs, DeadLetter: e.deps.Queues[queue.KeyDeadLetter],
-		Handler:       wiring.Chain(mux, wiring.ChainConfig{Logger: e.cfg.Logger}),
-		ProcessorName: mux.ProcessorName,
-		Workers:       e.cfg.Workers,
+	return wiring.Workman(e.deps, wiring.WorkmanConfig{Manager: workman.Config{
+		Workers: e.cfg.Workers,
 		// Short waits: the dev mode's queues are in memory, so asking an
 		// empty one again costs nothing, and 50 ms long polls take the
 		// idle rotation round all six queues within half a second.
@@ -422,7 +411,7 @@ func (e *env) manager() (*workman.Manager, error) {
 		DeleteFlush: 20 * time.Millisecond, OperationRetryBase: 10 * time.Millisecond,
 		GracePeriod: 5 * time.Second, HardStopTimeout: 2 * time.Second,
 		WorkerID: "millctl-dev", Logger: e.cfg.Logger,
-	})
+	}})
 }
 
 // waitIdle waits until every work queue is empty (nothing visible, in

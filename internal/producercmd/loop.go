@@ -18,9 +18,9 @@ import (
 // in-memory one instead: local use, a single process).
 const NoLease = "none"
 
-// Lease is the producer lease in the DynamoDB table, or an in-memory lease
+// newLease is the producer lease in the DynamoDB table, or an in-memory lease
 // when table is NoLease.
-func Lease(aws *awsconfig.Config, table string) lease.Lease {
+func newLease(aws *awsconfig.Config, table string) lease.Lease {
 	if table == NoLease {
 		return lease.NewMemory(nil)
 	}
@@ -36,9 +36,9 @@ func OpenQueue(ctx context.Context, c *sqs.Client, name string) (queue.Queue, er
 	return q, nil
 }
 
-// OpenState opens the state store at (a path or s3://bucket/key); a bad
+// openState opens the state store at (a path or s3://bucket/key); a bad
 // location is a usage error.
-func OpenState(at string, s3c looping.S3API) (looping.StateStore, error) {
+func openState(at string, s3c looping.S3API) (looping.StateStore, error) {
 	st, err := looping.OpenStateStore(at, s3c)
 	if err != nil {
 		return nil, Usage(err)
@@ -46,12 +46,12 @@ func OpenState(at string, s3c looping.S3API) (looping.StateStore, error) {
 	return st, nil
 }
 
-// Run is how every producer command ends: lc (its producer, queue, state,
+// run is how every producer command ends: lc (its producer, queue, state,
 // lease, frequency, sizes and logger set) takes the output flags (message
 // format, progress on stderr) and the schedule (Schedule.Apply), runs once,
 // and its summary goes to stdout; a failed write is the error of a run
 // that succeeded, and a summary with failures is a FailuresError.
-func Run(ctx context.Context, lc looping.Config, out *Output, sched *Schedule, aws *awsconfig.Config, stdout, stderr io.Writer) error {
+func run(ctx context.Context, lc looping.Config, out *Output, sched *Schedule, aws *awsconfig.Config, stdout, stderr io.Writer) error {
 	lc.Format, lc.Progress, lc.ProgressOutput = out.Format, out.Progress, stderr
 	if err := sched.Apply(&lc, aws, lc.Logger); err != nil {
 		return err

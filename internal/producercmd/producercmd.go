@@ -1,10 +1,15 @@
-// Package producercmd holds what the looping producers' commands
-// (dupproducer, bitproducer, statsproducer) share beyond the looping
-// framework: the schedule and notification flags (--start-at,
-// --notify-topic-arn), the output flags (--progress, --message-format,
-// --log-level), the filter files (--include, --exclude), the usage
-// error and exit status, and the end of every run: the queue, the state,
-// the lease and the loop itself (loop.go).
+// Package producercmd is the one command of the looping producers
+// (dupproducer, bitproducer, statsproducer): each main fills in a Command
+// (its name, --help summary, state key, default frequency, which optional
+// flag groups it has, its own flags and how it builds its producer and
+// queue) and Command.Run does the rest the same way for all three
+// (command.go): the common flags and their checks (configuration source,
+// queue prefix, state, frequency, queue size, bite size, lease, database,
+// filter files --include/--exclude, the output flags --progress,
+// --message-format, --log-level, the schedule --start-at and
+// --notify-topic-arn), the usage error and exit status, and the end of
+// every run: the registry, the database, the state, the lease and the loop
+// itself (loop.go).
 package producercmd
 
 import (
@@ -153,20 +158,20 @@ func (o *Output) Logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.Level}))
 }
 
-// Filter is --include and --exclude: the filter files of bitproducer and
-// statsproducer (bit.LoadFilter).
-type Filter struct{ include, exclude string }
+// filterFlags is --include and --exclude: the filter files of bitproducer
+// and statsproducer (bit.LoadFilter; Command.Filter).
+type filterFlags struct{ include, exclude string }
 
-// FilterFlags defines --include and --exclude on fs.
-func FilterFlags(fs *flag.FlagSet) *Filter {
-	f := &Filter{}
+// defineFilter defines --include and --exclude on fs.
+func defineFilter(fs *flag.FlagSet) *filterFlags {
+	f := &filterFlags{}
 	fs.StringVar(&f.include, "include", "", "inclusion filter `file` (default: every space)")
 	fs.StringVar(&f.exclude, "exclude", "", "exclusion filter `file`")
 	return f
 }
 
 // Load reads the filter files given, returning every problem.
-func (f *Filter) Load() (bit.Filter, []error) {
+func (f *filterFlags) Load() (bit.Filter, []error) {
 	var out bit.Filter
 	var errs []error
 	for _, x := range []struct {

@@ -19,20 +19,12 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors/bitreport"
 	"github.com/millfleet/mill/processors/noop"
-)
-
-// Defaults of AWSConfig.
-const (
-	DefaultConfigBucket  = "mill-config"
-	DefaultReportsBucket = "mill-reports"
-	// DefaultCheckpointPrefix is where the transfers' checkpoints live in
-	// DefaultStateBucket (millctl setup's state bucket).
-	DefaultCheckpointPrefix = "transfers/"
 )
 
 // AWSConfig says where the AWS dependencies live. Every name has the default
@@ -48,12 +40,10 @@ type AWSConfig struct {
 	// QueueNames overrides the name of a key.
 	QueuePrefix string
 	QueueNames  map[string]string
-	// ConfigDir, when set, is a local directory holding accounts.json and
-	// the policy files; otherwise they are read from ConfigBucket (default
-	// DefaultConfigBucket) under ConfigPrefix.
-	ConfigDir    string
-	ConfigBucket string
-	ConfigPrefix string
+	// Config is where accounts.json and the policy files are: a local
+	// directory, or the config bucket (default setup.DefaultConfigBucket)
+	// under a prefix.
+	Config ConfigSource
 	// PolicyRefresh is how long policies are cached (default
 	// policy.DefaultRefresh).
 	PolicyRefresh time.Duration
@@ -64,7 +54,7 @@ type AWSConfig struct {
 	DatabaseURL string
 	// Database tunes the pool.
 	Database milldb.Config
-	// ReportsBucket (default DefaultReportsBucket) and ReportsPrefix say
+	// ReportsBucket (default setup.DefaultReportsBucket) and ReportsPrefix say
 	// where bit-integrity reports go.
 	ReportsBucket string
 	ReportsPrefix string
@@ -121,14 +111,14 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 	if cfg.QueuePrefix == "" {
 		cfg.QueuePrefix = queue.DefaultPrefix
 	}
-	if cfg.ConfigBucket == "" {
-		cfg.ConfigBucket = DefaultConfigBucket
+	if cfg.Config.Bucket == "" {
+		cfg.Config.Bucket = setup.DefaultConfigBucket
 	}
 	if cfg.AuditTable == "" {
 		cfg.AuditTable = auditlog.DefaultTable
 	}
 	if cfg.ReportsBucket == "" {
-		cfg.ReportsBucket = DefaultReportsBucket
+		cfg.ReportsBucket = setup.DefaultReportsBucket
 	}
 	aws := cfg.AWS
 	s3c := aws.S3(func(o *s3.Options) { o.UsePathStyle = o.UsePathStyle || aws.EndpointOverride })
@@ -156,7 +146,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		return d, func() error { return nil }, nil
 	}
 
-	src := ConfigSource{Dir: cfg.ConfigDir, Bucket: cfg.ConfigBucket, Prefix: cfg.ConfigPrefix}
+	src := cfg.Config
 	reg, err := src.Registry(ctx, s3c)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("wiring: %w", err))

@@ -10,15 +10,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/queue/claimcheck/s3blobs"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-)
-
-// Where a task body too big for SQS is kept by default: the state bucket
-// `millctl setup` creates, under claims/ (setup expires objects there
-// after the dead-letter queue's retention, so a blob whose message was
-// never deleted does not stay forever).
-const (
-	DefaultClaimsBucket = DefaultStateBucket
-	DefaultClaimsPrefix = "claims/"
+	"github.com/millfleet/mill/pkg/setup"
 )
 
 // Claims configures the claim check (pkg/queue/claimcheck) every Mill
@@ -31,11 +23,15 @@ type Claims struct {
 	Bucket, Prefix string
 }
 
-// ClaimsFlags registers --claims-bucket and --claims-prefix on fs.
+// ClaimsFlags registers --claims-bucket and --claims-prefix on fs. By
+// default a task body too big for SQS is kept in the state bucket `millctl
+// setup` creates, under claims/ (setup expires objects there after the
+// dead-letter queue's retention, so a blob whose message was never deleted
+// does not stay forever).
 func ClaimsFlags(fs *flag.FlagSet) *Claims {
 	c := &Claims{}
-	fs.StringVar(&c.Bucket, "claims-bucket", DefaultClaimsBucket, "S3 `bucket` for task bodies too big for SQS (claim check; empty: off)")
-	fs.StringVar(&c.Prefix, "claims-prefix", DefaultClaimsPrefix, "key `prefix` of the claim-checked bodies in --claims-bucket")
+	fs.StringVar(&c.Bucket, "claims-bucket", setup.DefaultClaimsBucket, "S3 `bucket` for task bodies too big for SQS (claim check; empty: off)")
+	fs.StringVar(&c.Prefix, "claims-prefix", setup.DefaultClaimsPrefix, "key `prefix` of the claim-checked bodies in --claims-bucket")
 	return c
 }
 

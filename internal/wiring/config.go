@@ -79,11 +79,6 @@ func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.O
 	return stores.NewOpener(reg, oc)
 }
 
-// DefaultStateBucket is the bucket of the producers' state when neither
-// --state nor --state-bucket says otherwise, and of the transfers'
-// checkpoints (millctl setup creates it).
-const DefaultStateBucket = "mill-state"
-
 // StateLocation is where a producer keeps its state: state when it is set
 // (a file path or s3://bucket/key), else key in bucket.
 func StateLocation(state, bucket, key string) (string, error) {

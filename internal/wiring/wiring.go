@@ -1,8 +1,8 @@
 // Package wiring is the one place where Mill's task processors are built and
 // registered: cmd/workman, `millctl run` and `millctl dev` all go through
-// NewMux and Chain, so every way of running the mill serves exactly the
-// same processors, behind the same middleware, with the same configuration
-// rules (docs/ARCHITECTURE.md, Processors).
+// Workman (NewMux and Chain), so every way of running the mill serves
+// exactly the same processors, behind the same middleware, with the same
+// configuration rules (docs/ARCHITECTURE.md, Processors).
 //
 // A Deps holds what the processors need (queues by key, the store opener,
 // policies, audit log, content index, bit log, report sink, message format,
@@ -17,7 +17,13 @@
 //
 // NewMux then builds NOOP, AUDIT, DUP, BIT, BIT_ERROR, BIT_REPORT and
 // STORAGE_STATS from a Deps and registers them in a processors.Mux; Chain
-// wraps it in the middleware Workman runs it with.
+// wraps it in the middleware Workman runs it with; Workman (workman.go)
+// does both and builds the manager, the one way all three build it, each
+// passing only its Deps, queues and tunables (WorkmanConfig).
+//
+// The flag groups the binaries share are defined here once (flags.go,
+// ClaimsFlags, NotifyFlag); their defaults are package setup's, the names
+// `millctl setup` creates.
 package wiring
 
 import (

@@ -17,7 +17,9 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 )
 
-// Defaults for Config.
+// Defaults for Config: the names of what setup creates are also the
+// defaults of every binary's flags naming them (internal/wiring, the
+// producers), defined only here.
 const (
 	DefaultVisibilityTimeout   = 5 * time.Minute
 	DefaultWorkRetention       = 4 * 24 * time.Hour

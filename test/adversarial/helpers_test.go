@@ -133,7 +133,7 @@ func newMill(t *testing.T, ctx context.Context) *mill {
 	_, err := m.s3c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(m.bucket2),
 		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}})
 	must(t, err)
-	m.claims = &wiring.Claims{Bucket: m.claimsBucket, Prefix: wiring.DefaultClaimsPrefix}
+	m.claims = &wiring.Claims{Bucket: m.claimsBucket, Prefix: setup.DefaultClaimsPrefix}
 
 	tmp := t.TempDir()
 	m.root3, m.outside, m.conf = filepath.Join(tmp, "store3"), filepath.Join(tmp, "outside"), filepath.Join(tmp, "config")

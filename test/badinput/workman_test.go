@@ -116,7 +116,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.CleanupBucket(t, s3c, claimsBucket)
-	claims := &wiring.Claims{Bucket: claimsBucket, Prefix: wiring.DefaultClaimsPrefix}
+	claims := &wiring.Claims{Bucket: claimsBucket, Prefix: setup.DefaultClaimsPrefix}
 	// A producer's state file shares the bucket; a forged reference names it.
 	const stateKey, state = "state/dupproducer.json", `{"cursor":"acme/photos"}`
 	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(claimsBucket), Key: aws.String(stateKey), Body: strings.NewReader(state)}); err != nil {
