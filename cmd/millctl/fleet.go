@@ -20,6 +20,7 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 )
 
+// fleetRegistry opens the fleet registry in table.
 func (a *app) fleetRegistry(ctx context.Context, table string) (*fleet.Dynamo, error) {
 	awsCfg, err := a.awsConfig(ctx)
 	if err != nil {
