@@ -15,7 +15,7 @@ import (
 	"github.com/millfleet/mill/pkg/tsv"
 )
 
-// bitlogFilter is the flags shared by bitlog results and bitlog reports.
+// bitlogFilter is the flag group of bitlog results and bitlog reports.
 type bitlogFilter struct {
 	dbURL                      *string
 	run, account, store, space *string
@@ -35,56 +35,61 @@ func bitlogFlags(fs *flag.FlagSet) *bitlogFilter {
 	}
 }
 
-func init() {
-	register(&command{
-		name:    "bitlog results",
-		summary: "list bit check results (filter by run, account, store, space, result)",
-		usage: `List bit check results in (run, account, store, space, content) order.
-Example: millctl bitlog results --run 20260501T030000Z --result FAILURE`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			f := bitlogFlags(fs)
-			result := fs.String("result", "", "only this `result`: SUCCESS, FAILURE or ERROR")
-			return func(ctx context.Context, args []string) error {
-				res := bitlog.Result(strings.ToUpper(*result))
-				if res != "" && !res.Valid() {
-					return usagef("--result %q: want SUCCESS, FAILURE or ERROR", *result)
-				}
-				if *f.limit < 0 {
-					return usagef("--limit %d: must not be negative", *f.limit)
-				}
-				return withDB(ctx, *f.dbURL, args, func(db *milldb.DB) error {
-					return printResults(ctx, a, milldb.NewBitLog(db.Pool), f, bitlog.Filter{
-						RunID: *f.run, Account: *f.account, StoreID: *f.store, SpaceID: *f.space, Result: res,
-					})
-				})
-			}
-		},
+const (
+	bitlogResultsUsage = `List bit check results in (run, account, store, space, content) order.
+Example: millctl bitlog results --run 20260501T030000Z --result FAILURE`
+	bitlogReportsUsage = "List the reports of spaces (result, counts, location of the TSV), newest first."
+)
+
+// bitlogResultsOptions are the options of bitlog results.
+type bitlogResultsOptions struct {
+	f      *bitlogFilter
+	result string
+}
+
+func (o *bitlogResultsOptions) define(fs *flag.FlagSet, _ *app) {
+	o.f = bitlogFlags(fs)
+	fs.StringVar(&o.result, "result", "", "only this `result`: SUCCESS, FAILURE or ERROR")
+}
+
+func (o *bitlogResultsOptions) run(ctx context.Context, a *app, args []string) error {
+	f := o.f
+	res := bitlog.Result(strings.ToUpper(o.result))
+	if res != "" && !res.Valid() {
+		return usagef("--result %q: want SUCCESS, FAILURE or ERROR", o.result)
+	}
+	if *f.limit < 0 {
+		return usagef("--limit %d: must not be negative", *f.limit)
+	}
+	return withDB(ctx, *f.dbURL, args, func(db *milldb.DB) error {
+		return printResults(ctx, a, milldb.NewBitLog(db.Pool), f, bitlog.Filter{
+			RunID: *f.run, Account: *f.account, StoreID: *f.store, SpaceID: *f.space, Result: res,
+		})
 	})
-	register(&command{
-		name:    "bitlog reports",
-		summary: "list bit integrity reports, newest first",
-		usage:   "List the reports of spaces (result, counts, location of the TSV), newest first.",
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			f := bitlogFlags(fs)
-			return func(ctx context.Context, args []string) error {
-				if *f.limit < 0 {
-					return usagef("--limit %d: must not be negative", *f.limit)
-				}
-				return withDB(ctx, *f.dbURL, args, func(db *milldb.DB) error {
-					limit := *f.limit
-					if limit == 0 {
-						limit = bitlog.MaxPageSize
-					}
-					reps, err := milldb.NewBitLog(db.Pool).Reports(ctx, bitlog.ReportFilter{
-						RunID: *f.run, Account: *f.account, StoreID: *f.store, SpaceID: *f.space, Limit: limit,
-					})
-					if err != nil {
-						return err
-					}
-					return printReports(a, reps, *f.json)
-				})
-			}
-		},
+}
+
+// bitlogReportsOptions are the options of bitlog reports.
+type bitlogReportsOptions struct{ f *bitlogFilter }
+
+func (o *bitlogReportsOptions) define(fs *flag.FlagSet, _ *app) { o.f = bitlogFlags(fs) }
+
+func (o *bitlogReportsOptions) run(ctx context.Context, a *app, args []string) error {
+	f := o.f
+	if *f.limit < 0 {
+		return usagef("--limit %d: must not be negative", *f.limit)
+	}
+	return withDB(ctx, *f.dbURL, args, func(db *milldb.DB) error {
+		limit := *f.limit
+		if limit == 0 {
+			limit = bitlog.MaxPageSize
+		}
+		reps, err := milldb.NewBitLog(db.Pool).Reports(ctx, bitlog.ReportFilter{
+			RunID: *f.run, Account: *f.account, StoreID: *f.store, SpaceID: *f.space, Limit: limit,
+		})
+		if err != nil {
+			return err
+		}
+		return printReports(a, reps, *f.json)
 	})
 }
 
@@ -185,13 +190,6 @@ func printReports(a *app, reps []bitlog.Report, asJSON bool) error {
 	return tw.Flush()
 }
 
-func bitlogDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func bitlogCase(c int) string {
 	if c == 0 {
 		return "-"
@@ -204,5 +202,5 @@ func bitlogCase(c int) string {
 // characters escaped visibly), "-" when empty. Content IDs are quoted
 // (strconv.Quote) instead.
 func bitlogCell(s string) string {
-	return bitlogDash(tsv.Cell(s))
+	return dash(tsv.Cell(s))
 }

@@ -15,17 +15,6 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 )
 
-// groupSummaries describe the command groups in `millctl help`; a group
-// not listed here is summarised by its commands' names.
-var groupSummaries = map[string]string{
-	"bitlog":  "bit integrity results and their retention",
-	"content": "read and change content through the audited providers",
-	"dlq":     "the dead-letter queue: list, show, redrive, purge",
-	"migrate": "database migrations",
-	"policy":  "duplication policies in the config source",
-	"stores":  "the registry of accounts and stores (accounts.json)",
-}
-
 // run executes one command line and returns the process exit code: 0 on
 // success or help, 1 when the command failed, 2 for a usage error (an
 // unknown command or flag, a bad value, missing or unexpected arguments).
@@ -55,14 +44,14 @@ func run(ctx context.Context, a *app, args []string) int {
 	return 1
 }
 
-// commandRunnable reports whether cmd is a registered command (not a
+// commandRunnable reports whether cmd is a command of the tree (not a
 // group nor one of cobra's own).
 func commandRunnable(cmd *cobra.Command) bool {
 	_, ok := commands[commandName(cmd)]
 	return ok
 }
 
-// commandName is cmd's registry name: its path without "millctl ".
+// commandName is cmd's name in the tree: its path without "millctl ".
 func commandName(cmd *cobra.Command) string {
 	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
@@ -70,13 +59,13 @@ func commandName(cmd *cobra.Command) string {
 // tree is millctl's command tree for one command line.
 type tree struct {
 	root *cobra.Command
-	// flags is the standard library FlagSet of each registered command,
+	// flags is the standard library FlagSet of each command of the tree,
 	// for its --help (envflag.Usage names each flag's variable).
 	flags map[*cobra.Command]*flag.FlagSet
 }
 
-// newTree builds the command tree from the registry: one cobra command
-// per registered command, with the flags it defines on a standard library
+// newTree builds the cobra command tree from commandTree: one cobra
+// command per command, with the flags it defines on a standard library
 // FlagSet handed to cobra's parser, and a group command for every
 // name prefix ("dlq" of "dlq list") that is not itself a command.
 func newTree(a *app) *tree {
@@ -136,7 +125,7 @@ func newTree(a *app) *tree {
 	return t
 }
 
-// leaf is the cobra command of a registered command.
+// leaf is the cobra command of a command of the tree.
 func (t *tree) leaf(a *app, name string, reg *command) *cobra.Command {
 	fs := flag.NewFlagSet("millctl "+reg.name, flag.ContinueOnError)
 	runFn := reg.flags(fs, a)
@@ -173,7 +162,7 @@ func groupArgs(cmd *cobra.Command, args []string) error {
 	return usageError{msg}
 }
 
-// printHelp writes cmd's help: for a registered command its usage and
+// printHelp writes cmd's help: for a command of the tree its usage and
 // flags (each with its MILL_* variable), for a group or millctl itself
 // the commands under it.
 func (t *tree) printHelp(w io.Writer, cmd *cobra.Command) {
@@ -218,7 +207,7 @@ func (t *tree) printHelp(w io.Writer, cmd *cobra.Command) {
 	}
 }
 
-// leaves returns the registered commands under cmd, in name order.
+// leaves returns the commands of the tree under cmd, in name order.
 func (t *tree) leaves(cmd *cobra.Command) []*cobra.Command {
 	var out []*cobra.Command
 	for _, c := range cmd.Commands() {

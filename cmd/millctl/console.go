@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
 	"github.com/millfleet/mill/internal/wiring"
+	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
@@ -31,11 +30,7 @@ import (
 // bucket when --change-log is not given.
 const defaultChangeLogPrefix = "console-changes/"
 
-func init() {
-	register(&command{
-		name:    "console",
-		summary: "serve the Mill Console: policies, queues, dead letters, bit integrity, fleet, in a browser",
-		usage: `millctl console [flags]
+const consoleUsage = `millctl console [flags]
 
 Serves the Mill Console on --listen: the duplication policy editor (checked
 with the rules of millctl policy validate, saved with optimistic
@@ -69,168 +64,217 @@ authenticate) — name the console's host names there too, as users'
 browsers show them.
 
 Roles: viewer (reads), operator (also redrives and purges dead letters,
-pauses and resumes), admin (also edits policies).`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			src := configFlags(fs, a)
-			listen := fs.String("listen", "127.0.0.1:8080", "`address` to serve on")
-			mode := fs.String("auth", "none", "authentication `mode`: alb, tokens or none (loopback only)")
-			var allowedHosts stringList
-			fs.Var(&allowedHosts, "allowed-host", "`host` or host:port the console answers to, as browsers send it (repeatable, or comma-separated; default: under --auth none the loopback names with the --listen port, otherwise any)")
-			tokensFile := fs.String("tokens-file", "", "tokens `file` (--auth tokens)")
-			albARN := fs.String("alb-arn", "", "`ARN` of the load balancer that signs x-amzn-oidc-data (--auth alb)")
-			albKeyURL := fs.String("alb-key-url", auth.DefaultALBKeyURL, "`URL` of the load balancer's public keys; {region} is the ARN's region, the key id is appended")
-			issuer := fs.String("oidc-issuer", "", "OIDC `issuer` of the load balancer's listener (--auth alb)")
-			clientID := fs.String("oidc-client-id", "", "OIDC client `id` of the listener; when set, tokens of another client are refused")
-			userClaim := fs.String("oidc-user-claim", "email", "`claim` naming the user (sub when missing)")
-			roleClaim := fs.String("oidc-role-claim", "groups", "`claim` whose values map to roles")
-			admins := fs.String("oidc-admins", "", "comma-separated role-claim `values` that make a user an admin (* for everyone)")
-			operators := fs.String("oidc-operators", "", "comma-separated role-claim `values` that make a user an operator")
-			viewers := fs.String("oidc-viewers", "", "comma-separated role-claim `values` that make a user a viewer")
-			logoutURL := fs.String("logout-url", "", "`URL` of the identity provider's sign-out page, linked after signing out (--auth alb)")
-			secure := fs.Bool("secure-cookies", false, "mark the login cookie Secure (set it when users reach the console over HTTPS)")
-			changeLog := fs.String("change-log", "", "where changes are recorded: s3://`BUCKET/PREFIX` or a directory (default: the config bucket under "+defaultChangeLogPrefix+", or CONFIG_DIR/console-changes)")
-			prefix := queuePrefixFlag(fs)
-			dbURL := databaseURLFlag(fs)
-			reportsBucket := fs.String("reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
-			reportsPrefix := fs.String("reports-prefix", "", "key `prefix` of the reports in --reports-bucket")
-			reportsDir := fs.String("reports-dir", "", "local `directory` of the reports, instead of --reports-bucket")
-			refresh := fs.Duration("refresh", console.DefaultRefresh, "how often live pages refresh (`duration`)")
-			sampleEvery := fs.Duration("sample-every", console.DefaultSampleEvery, "how often the queues are sampled for the depth charts (`duration`)")
-			policyRefresh := fs.Duration("policy-refresh", console.DefaultPolicyRefresh, "Workman's and the producers' policy cache (`duration`), told to users after a save")
-			dlqRescan := fs.Duration("dlq-rescan", console.DefaultDeadLetterRescan, "scan the dead-letter queue again when its page is viewed this long (`duration`) after the last scan")
-			dlqMax := fs.Int("dlq-max", console.DefaultDeadLetterMax, "keep at most `n` dead letters in the console's index")
-			dlqHold := fs.Duration("dlq-hold", console.DefaultDeadLetterHold, "how long a scan keeps the dead letters it looked at invisible (`duration`; extended while it runs, released at its end)")
-			claims := wiring.ClaimsFlags(fs)
-			fleetTable := fleetTableFlag(fs)
-			return func(ctx context.Context, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %q", args)
-				}
-				if *dlqHold < time.Second || *dlqHold > queue.MaxVisibility {
-					return usagef("--dlq-hold %v: want 1s to %v", *dlqHold, queue.MaxVisibility)
-				}
-				authn, err := consoleAuth(*mode, *tokensFile, auth.ALBConfig{
-					ARN: *albARN, KeyURL: *albKeyURL, Issuer: *issuer, ClientID: *clientID,
-					UserClaim: *userClaim, RoleClaim: *roleClaim, Roles: map[auth.Role][]string{
-						auth.RoleAdmin: splitList(*admins), auth.RoleOperator: splitList(*operators), auth.RoleViewer: splitList(*viewers)},
-				})
-				if err != nil {
-					return err
-				}
-				if err := console.CheckListen(*listen, authn); err != nil {
-					return err
-				}
-				hosts, err := console.ParseAllowedHosts(allowedHosts...)
-				if err != nil {
-					return usagef("--allowed-host: %v", err)
-				}
-				if err := console.CheckAllowedHosts(hosts, authn); err != nil {
-					return usagef("--allowed-host: %v", err)
-				}
-				awsCfg, err := a.awsConfig(ctx)
-				if err != nil {
-					return err
-				}
-				s3c := awsCfg.S3(func(o *s3.Options) { o.UsePathStyle = o.UsePathStyle || awsCfg.EndpointOverride })
-				var files configstore.Store
-				if *src.dir != "" {
-					if files, err = configstore.NewDir(*src.dir, 0); err != nil {
-						return err
-					}
-				} else {
-					files = configstore.NewS3(s3c, *src.bucket, *src.prefix, 0)
-				}
-				changes, err := openChangeLog(*changeLog, s3c, *src.bucket, *src.prefix, *src.dir)
-				if err != nil {
-					return err
-				}
-				sqsc := awsCfg.SQS()
-				queues := queuestats.New(*prefix, func(ctx context.Context, _, name string) (queue.Queue, error) {
-					return sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})
-				}, queuestats.CloudWatchAges{Client: awsCfg.CloudWatch()})
-				dlq, err := claims.DeadLetters(ctx, sqsc, s3c, "", deadletter.Config{Prefix: *prefix, Hold: *dlqHold, Logger: a.logger})
-				if err != nil { // the page says so; the rest of the console works
-					a.logger.Error("console: the dead-letter queue cannot be read", "err", err)
-				}
-				cfg := console.Config{
-					Auth: authn, AllowedHosts: hosts, Files: files, Changes: changes, Queues: queues, DeadLetters: dlq,
-					DeadLetterRescan: *dlqRescan, DeadLetterMax: *dlqMax,
-					Refresh: *refresh, SampleEvery: *sampleEvery, PolicyRefresh: *policyRefresh,
-					SecureCookies: *secure, LogoutURL: *logoutURL, Logger: a.logger,
-				}
-				where := []string{"config " + files.Where(""), "queues " + *prefix + "*"}
-				if *fleetTable != "" {
-					cfg.Fleet = fleet.NewDynamo(awsCfg.DynamoDB(), *fleetTable, nil)
-					queues.WithFleet(cfg.Fleet)
-					where = append(where, "fleet registry "+*fleetTable)
-				}
-				if *dbURL != "" {
-					db, err := milldb.Open(ctx, *dbURL, milldb.Config{MaxConns: 4})
-					if err != nil {
-						return err
-					}
-					defer db.Close()
-					cfg.BitLog = milldb.NewBitLog(db.Pool)
-					where = append(where, "bit log in PostgreSQL")
-				}
-				if *reportsDir != "" {
-					cfg.Reports = console.DirReports{Dir: *reportsDir}
-				} else if *reportsBucket != "" {
-					cfg.Reports = console.S3Reports{Client: s3c, Bucket: *reportsBucket, Prefix: *reportsPrefix}
-				}
-				cfg.Where = strings.Join(where, " · ")
-				srv, err := console.New(cfg)
-				if err != nil {
-					return err
-				}
-				ln, err := net.Listen("tcp", *listen)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stdout, "Mill Console on http://%s (auth %s; answers %s)\n", ln.Addr(), authn.Mode(), srv.Hosts(ln.Addr()))
-				return srv.Serve(ctx, ln)
-			}
-		},
-	})
-	register(&command{
-		name:    "console token",
-		summary: "mint a console token for a user and role (--auth tokens)",
-		usage: `millctl console token --user NAME --role viewer|operator|admin [--tokens-file FILE]
+pauses and resumes), admin (also edits policies).`
+
+// consoleOptions are the options of console.
+type consoleOptions struct {
+	src                                            *configSource
+	listen, mode, tokensFile                       string
+	allowedHosts                                   stringList
+	alb                                            auth.ALBConfig
+	admins, operators, viewers                     string
+	logoutURL, changeLog                           string
+	secure                                         bool
+	prefix, dbURL                                  string
+	reportsBucket, reportsPrefix, reportsDir       string
+	refresh, sampleEvery, policyRefresh, dlqRescan time.Duration
+	dlqMax                                         int
+	dlqHold                                        time.Duration
+	claims                                         *wiring.Claims
+	fleetTable                                     string
+}
+
+func (o *consoleOptions) define(fs *flag.FlagSet, a *app) {
+	o.src = configFlags(fs, a)
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "`address` to serve on")
+	fs.StringVar(&o.mode, "auth", "none", "authentication `mode`: alb, tokens or none (loopback only)")
+	fs.Var(&o.allowedHosts, "allowed-host", "`host` or host:port the console answers to, as browsers send it (repeatable, or comma-separated; default: under --auth none the loopback names with the --listen port, otherwise any)")
+	fs.StringVar(&o.tokensFile, "tokens-file", "", "tokens `file` (--auth tokens)")
+	o.defineALB(fs)
+	fs.StringVar(&o.logoutURL, "logout-url", "", "`URL` of the identity provider's sign-out page, linked after signing out (--auth alb)")
+	fs.BoolVar(&o.secure, "secure-cookies", false, "mark the login cookie Secure (set it when users reach the console over HTTPS)")
+	fs.StringVar(&o.changeLog, "change-log", "", "where changes are recorded: s3://`BUCKET/PREFIX` or a directory (default: the config bucket under "+defaultChangeLogPrefix+", or CONFIG_DIR/console-changes)")
+	queuePrefixVar(fs, &o.prefix)
+	databaseURLVar(fs, &o.dbURL)
+	fs.StringVar(&o.reportsBucket, "reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
+	fs.StringVar(&o.reportsPrefix, "reports-prefix", "", "key `prefix` of the reports in --reports-bucket")
+	fs.StringVar(&o.reportsDir, "reports-dir", "", "local `directory` of the reports, instead of --reports-bucket")
+	fs.DurationVar(&o.refresh, "refresh", console.DefaultRefresh, "how often live pages refresh (`duration`)")
+	fs.DurationVar(&o.sampleEvery, "sample-every", console.DefaultSampleEvery, "how often the queues are sampled for the depth charts (`duration`)")
+	fs.DurationVar(&o.policyRefresh, "policy-refresh", console.DefaultPolicyRefresh, "Workman's and the producers' policy cache (`duration`), told to users after a save")
+	fs.DurationVar(&o.dlqRescan, "dlq-rescan", console.DefaultDeadLetterRescan, "scan the dead-letter queue again when its page is viewed this long (`duration`) after the last scan")
+	fs.IntVar(&o.dlqMax, "dlq-max", console.DefaultDeadLetterMax, "keep at most `n` dead letters in the console's index")
+	fs.DurationVar(&o.dlqHold, "dlq-hold", console.DefaultDeadLetterHold, "how long a scan keeps the dead letters it looked at invisible (`duration`; extended while it runs, released at its end)")
+	o.claims = wiring.ClaimsFlags(fs)
+	fleetTableVar(fs, &o.fleetTable)
+}
+
+// defineALB defines the flags of --auth alb.
+func (o *consoleOptions) defineALB(fs *flag.FlagSet) {
+	fs.StringVar(&o.alb.ARN, "alb-arn", "", "`ARN` of the load balancer that signs x-amzn-oidc-data (--auth alb)")
+	fs.StringVar(&o.alb.KeyURL, "alb-key-url", auth.DefaultALBKeyURL, "`URL` of the load balancer's public keys; {region} is the ARN's region, the key id is appended")
+	fs.StringVar(&o.alb.Issuer, "oidc-issuer", "", "OIDC `issuer` of the load balancer's listener (--auth alb)")
+	fs.StringVar(&o.alb.ClientID, "oidc-client-id", "", "OIDC client `id` of the listener; when set, tokens of another client are refused")
+	fs.StringVar(&o.alb.UserClaim, "oidc-user-claim", "email", "`claim` naming the user (sub when missing)")
+	fs.StringVar(&o.alb.RoleClaim, "oidc-role-claim", "groups", "`claim` whose values map to roles")
+	fs.StringVar(&o.admins, "oidc-admins", "", "comma-separated role-claim `values` that make a user an admin (* for everyone)")
+	fs.StringVar(&o.operators, "oidc-operators", "", "comma-separated role-claim `values` that make a user an operator")
+	fs.StringVar(&o.viewers, "oidc-viewers", "", "comma-separated role-claim `values` that make a user a viewer")
+}
+
+func (o *consoleOptions) run(ctx context.Context, a *app, args []string) error {
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	if o.dlqHold < time.Second || o.dlqHold > queue.MaxVisibility {
+		return usagef("--dlq-hold %v: want 1s to %v", o.dlqHold, queue.MaxVisibility)
+	}
+	authn, hosts, err := o.access()
+	if err != nil {
+		return err
+	}
+	awsCfg, err := a.awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	s3c := awsCfg.S3(func(opts *s3.Options) { opts.UsePathStyle = opts.UsePathStyle || awsCfg.EndpointOverride })
+	cfg, where, err := o.config(ctx, a, awsCfg, s3c)
+	if err != nil {
+		return err
+	}
+	cfg.Auth, cfg.AllowedHosts = authn, hosts
+	if o.fleetTable != "" {
+		cfg.Fleet = fleet.NewDynamo(awsCfg.DynamoDB(), o.fleetTable, nil)
+		cfg.Queues.WithFleet(cfg.Fleet)
+		where = append(where, "fleet registry "+o.fleetTable)
+	}
+	if o.dbURL != "" {
+		db, err := milldb.Open(ctx, o.dbURL, milldb.Config{MaxConns: 4})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		cfg.BitLog = milldb.NewBitLog(db.Pool)
+		where = append(where, "bit log in PostgreSQL")
+	}
+	if o.reportsDir != "" {
+		cfg.Reports = console.DirReports{Dir: o.reportsDir}
+	} else if o.reportsBucket != "" {
+		cfg.Reports = console.S3Reports{Client: s3c, Bucket: o.reportsBucket, Prefix: o.reportsPrefix}
+	}
+	cfg.Where = strings.Join(where, " · ")
+	return o.serve(ctx, a, cfg)
+}
+
+// access builds the authenticator of --auth and checks --listen and
+// --allowed-host against it.
+func (o *consoleOptions) access() (auth.Authenticator, []string, error) {
+	alb := o.alb
+	alb.Roles = map[auth.Role][]string{
+		auth.RoleAdmin: splitList(o.admins), auth.RoleOperator: splitList(o.operators), auth.RoleViewer: splitList(o.viewers)}
+	authn, err := consoleAuth(o.mode, o.tokensFile, alb)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := console.CheckListen(o.listen, authn); err != nil {
+		return nil, nil, err
+	}
+	hosts, err := console.ParseAllowedHosts(o.allowedHosts...)
+	if err != nil {
+		return nil, nil, usagef("--allowed-host: %v", err)
+	}
+	if err := console.CheckAllowedHosts(hosts, authn); err != nil {
+		return nil, nil, usagef("--allowed-host: %v", err)
+	}
+	return authn, hosts, nil
+}
+
+// config is the console's configuration: the config files, the change
+// log, the queues and the dead letters, and where they are.
+func (o *consoleOptions) config(ctx context.Context, a *app, awsCfg *awsconfig.Config, s3c *s3.Client) (console.Config, []string, error) {
+	var files configstore.Store
+	var err error
+	if *o.src.dir != "" {
+		if files, err = configstore.NewDir(*o.src.dir, 0); err != nil {
+			return console.Config{}, nil, err
+		}
+	} else {
+		files = configstore.NewS3(s3c, *o.src.bucket, *o.src.prefix, 0)
+	}
+	changes, err := openChangeLog(o.changeLog, s3c, *o.src.bucket, *o.src.prefix, *o.src.dir)
+	if err != nil {
+		return console.Config{}, nil, err
+	}
+	sqsc := awsCfg.SQS()
+	queues := queuestats.New(o.prefix, func(ctx context.Context, _, name string) (queue.Queue, error) {
+		return sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})
+	}, queuestats.CloudWatchAges{Client: awsCfg.CloudWatch()})
+	dlq, err := o.claims.DeadLetters(ctx, sqsc, s3c, "", deadletter.Config{Prefix: o.prefix, Hold: o.dlqHold, Logger: a.logger})
+	if err != nil { // the page says so; the rest of the console works
+		a.logger.Error("console: the dead-letter queue cannot be read", "err", err)
+	}
+	cfg := console.Config{
+		Files: files, Changes: changes, Queues: queues, DeadLetters: dlq,
+		DeadLetterRescan: o.dlqRescan, DeadLetterMax: o.dlqMax,
+		Refresh: o.refresh, SampleEvery: o.sampleEvery, PolicyRefresh: o.policyRefresh,
+		SecureCookies: o.secure, LogoutURL: o.logoutURL, Logger: a.logger,
+	}
+	return cfg, []string{"config " + files.Where(""), "queues " + o.prefix + "*"}, nil
+}
+
+// serve serves the console on --listen until ctx ends.
+func (o *consoleOptions) serve(ctx context.Context, a *app, cfg console.Config) error {
+	srv, err := console.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "Mill Console on http://%s (auth %s; answers %s)\n", ln.Addr(), cfg.Auth.Mode(), srv.Hosts(ln.Addr()))
+	return srv.Serve(ctx, ln)
+}
+
+const consoleTokenUsage = `millctl console token --user NAME --role viewer|operator|admin [--tokens-file FILE]
 
 Prints a new random token on stdout — give it to the user; it is shown only
 once. With --tokens-file the line holding the token's SHA-256 (never the
 token) is appended to FILE (created with mode 0600); without, the line is
 printed on stderr to add by hand. Remove a line to revoke its token: the
-console notices within seconds.`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			user := fs.String("user", "", "the user's `name` (shown in pages and the change log)")
-			role := fs.String("role", "viewer", "the user's `role`: viewer, operator or admin")
-			file := fs.String("tokens-file", "", "tokens `file` to append the line to")
-			return func(ctx context.Context, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %q", args)
-				}
-				r, err := auth.ParseRole(*role)
-				if err != nil {
-					return usagef("%v", err)
-				}
-				tok := auth.NewToken()
-				line, err := auth.TokenLine(*user, r, tok)
-				if err != nil {
-					return usagef("%v", err)
-				}
-				if *file == "" {
-					fmt.Fprintf(a.stderr, "add this line to the tokens file:\n%s\n", line)
-				} else if err := appendLine(*file, line); err != nil {
-					return err
-				} else {
-					fmt.Fprintf(a.stderr, "added %s (%s) to %s\n", *user, r, *file)
-				}
-				fmt.Fprintln(a.stdout, tok)
-				return nil
-			}
-		},
-	})
+console notices within seconds.`
+
+// consoleTokenOptions are the options of console token.
+type consoleTokenOptions struct{ user, role, file string }
+
+func (o *consoleTokenOptions) define(fs *flag.FlagSet, _ *app) {
+	fs.StringVar(&o.user, "user", "", "the user's `name` (shown in pages and the change log)")
+	fs.StringVar(&o.role, "role", "viewer", "the user's `role`: viewer, operator or admin")
+	fs.StringVar(&o.file, "tokens-file", "", "tokens `file` to append the line to")
+}
+
+func (o *consoleTokenOptions) run(_ context.Context, a *app, args []string) error {
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	r, err := auth.ParseRole(o.role)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	tok := auth.NewToken()
+	line, err := auth.TokenLine(o.user, r, tok)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if o.file == "" {
+		fmt.Fprintf(a.stderr, "add this line to the tokens file:\n%s\n", line)
+	} else if err := appendLine(o.file, line); err != nil {
+		return err
+	} else {
+		fmt.Fprintf(a.stderr, "added %s (%s) to %s\n", o.user, r, o.file)
+	}
+	fmt.Fprintln(a.stdout, tok)
+	return nil
 }
 
 // consoleAuth builds the authenticator of --auth.
@@ -247,16 +291,6 @@ func consoleAuth(mode, tokensFile string, alb auth.ALBConfig) (auth.Authenticato
 		return auth.NewALB(alb)
 	}
 	return nil, usagef("--auth %q: want alb, tokens or none", mode)
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // openChangeLog opens --change-log, or its default next to the
@@ -278,14 +312,4 @@ func openChangeLog(where string, s3c *s3.Client, bucket, prefix, dir string) (ch
 		return changelog.NewDir(filepath.Join(dir, "console-changes"))
 	}
 	return changelog.NewS3(s3c, bucket, prefix+defaultChangeLogPrefix), nil
-}
-
-// appendLine appends one line to a file, creating it with mode 0600.
-func appendLine(path, line string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	_, werr := fmt.Fprintln(f, line)
-	return errors.Join(werr, f.Sync(), f.Close())
 }

@@ -9,9 +9,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -23,26 +20,28 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 )
 
-// contentEnv is what the content commands share: the registry source, the
-// audit queue and who writes.
+// contentEnv is the flag group of the content commands (and dev load):
+// the registry source and, for the commands that write, the audit queue
+// and who writes.
 type contentEnv struct {
 	a           *app
 	src         *configSource
-	queuePrefix *string
-	userID      *string
-	format      *string
+	queuePrefix string
+	userID      string
+	format      string
 	claims      *wiring.Claims
 }
 
-func contentFlags(fs *flag.FlagSet, a *app, writes bool) *contentEnv {
-	e := &contentEnv{a: a, src: configFlags(fs, a)}
+// define defines the group's flags: those of writes only when the
+// command writes.
+func (e *contentEnv) define(fs *flag.FlagSet, a *app, writes bool) {
+	e.a, e.src = a, configFlags(fs, a)
 	if writes {
-		e.queuePrefix = queuePrefixFlag(fs)
-		e.userID = fs.String("user-id", "millctl", "user `id` recorded in the AUDIT tasks")
-		e.format = fs.String("audit-format", "json", "AUDIT message `format`: json, or properties for DuraCloud's Java workers")
+		queuePrefixVar(fs, &e.queuePrefix)
+		fs.StringVar(&e.userID, "user-id", "millctl", "user `id` recorded in the AUDIT tasks")
+		fs.StringVar(&e.format, "audit-format", "json", "AUDIT message `format`: json, or properties for DuraCloud's Java workers")
 		e.claims = wiring.ClaimsFlags(fs)
 	}
-	return e
 }
 
 // openAuditQueue opens the audit queue; tests replace it.
@@ -86,36 +85,15 @@ func (e *contentEnv) provider(ctx context.Context, account, storeID string, audi
 	if err != nil || !audit {
 		return p, err
 	}
-	format, err := task.ParseFormat(*e.format)
+	format, err := task.ParseFormat(e.format)
 	if err != nil {
 		return nil, usagef("--audit-format: %v", err)
 	}
-	q, err := openAuditQueue(ctx, e.a, queue.Name(*e.queuePrefix, queue.KeyAudit), e.claims)
+	q, err := openAuditQueue(ctx, e.a, queue.Name(e.queuePrefix, queue.KeyAudit), e.claims)
 	if err != nil {
 		return nil, fmt.Errorf("open the audit queue: %w", err)
 	}
-	return audited.New(p, q, audited.Config{Account: account, StoreID: storeID, StoreKind: s.Kind, UserID: *e.userID, Format: format})
-}
-
-// propsFlag collects repeated --prop k=v.
-type propsFlag map[string]string
-
-func (p propsFlag) String() string {
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k+"="+p[k])
-	}
-	sort.Strings(keys)
-	return strings.Join(keys, ",")
-}
-
-func (p propsFlag) Set(v string) error {
-	k, val, ok := strings.Cut(v, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("want KEY=VALUE, got %q", v)
-	}
-	p[k] = val
-	return nil
+	return audited.New(p, q, audited.Config{Account: account, StoreID: storeID, StoreKind: s.Kind, UserID: e.userID, Format: format})
 }
 
 // infoJSON is how content props prints an item.
@@ -152,233 +130,56 @@ func auditNote(err error) error {
 	return err
 }
 
-func init() {
-	register(&command{
-		name:    "content put",
-		summary: "store a file in a space of a registered store (audited)",
-		usage: `millctl content put ACCOUNT STORE SPACE CONTENT_ID FILE|-
+const contentPutUsage = `millctl content put ACCOUNT STORE SPACE CONTENT_ID FILE|-
 
 Uploads FILE (- for stdin) through the audited provider of the store: an
 ADD_CONTENT task goes to the audit queue. The MD5 of a regular FILE is computed
-first and verified by the store.`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			e := contentFlags(fs, a, true)
-			mimetype := fs.String("mimetype", "", "content `type` (default application/octet-stream)")
-			props := propsFlag{}
-			fs.Var(props, "prop", "content property `KEY=VALUE` (repeatable)")
-			createSpace := fs.Bool("create-space", false, "create SPACE first when it does not exist (audited CREATE_SPACE)")
-			return func(ctx context.Context, args []string) error {
-				if len(args) != 5 {
-					return usagef("want ACCOUNT STORE SPACE CONTENT_ID FILE|-")
-				}
-				account, storeID, space, id, file := args[0], args[1], args[2], args[3], args[4]
-				in, size, sum, err := openUpload(a, file)
-				if err != nil {
-					return err
-				}
-				defer in.Close()
-				p, err := e.provider(ctx, account, storeID, true)
-				if err != nil {
-					return err
-				}
-				if *createSpace {
-					if _, err := p.SpaceACLs(ctx, space); errors.Is(err, storage.ErrNotFound) {
-						if err := p.CreateSpace(ctx, space); err != nil {
-							return auditNote(err)
-						}
-					}
-				}
-				info, err := p.Put(ctx, space, id, in, storage.PutOptions{Size: size, Checksum: sum, MimeType: *mimetype, Properties: maps.Clone(props)})
-				if err != nil {
-					return auditNote(err)
-				}
-				fmt.Fprintf(a.stdout, "stored %s/%s: %d bytes, md5 %s\n", space, id, info.Size, info.Checksum)
-				return nil
-			}
-		},
-	})
-	register(&command{
-		name:    "content get",
-		summary: "write a content item to stdout or --out",
-		usage:   "millctl content get ACCOUNT STORE SPACE CONTENT_ID\n\nStreams the item to stdout, or to --out FILE (written atomically).",
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			e := contentFlags(fs, a, false)
-			out := fs.String("out", "", "write to `file` instead of stdout")
-			return func(ctx context.Context, args []string) error {
-				p, err := e.itemProvider(ctx, args, false)
-				if err != nil {
-					return err
-				}
-				rc, _, err := p.Get(ctx, args[2], args[3])
-				if err != nil {
-					return err
-				}
-				defer rc.Close()
-				if *out == "" {
-					_, err = io.Copy(a.stdout, rc)
-					return err
-				}
-				return writeFileAtomic(*out, rc)
-			}
-		},
-	})
-	register(&command{
-		name:    "content ls",
-		summary: "list the spaces of a store, or the content of a space",
-		usage: `millctl content ls ACCOUNT STORE [SPACE]
+first and verified by the store.`
 
-Without SPACE, lists the store's spaces. With SPACE, lists up to --limit
-content ids after --after (byte order); when more follow, a last line on
-stderr gives the --after value to continue with.`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			e := contentFlags(fs, a, false)
-			after := fs.String("after", "", "list content ids after this `id`")
-			limit := fs.Int("limit", 1000, "list at most `n` ids (0 = all)")
-			return func(ctx context.Context, args []string) error {
-				if len(args) != 2 && len(args) != 3 {
-					return usagef("want ACCOUNT STORE [SPACE]")
-				}
-				if *limit < 0 {
-					return usagef("--limit must not be negative")
-				}
-				p, err := e.provider(ctx, args[0], args[1], false)
-				if err != nil {
-					return err
-				}
-				if len(args) == 2 {
-					spaces, err := p.ListSpaces(ctx)
-					if err != nil {
-						return err
-					}
-					for _, s := range spaces {
-						fmt.Fprintln(a.stdout, s)
-					}
-					return nil
-				}
-				marker, left := *after, *limit
-				for {
-					page := 1000
-					if *limit > 0 {
-						page = min(page, left)
-					}
-					ids, more, err := p.ListContent(ctx, args[2], marker, page)
-					if err != nil {
-						return err
-					}
-					for _, id := range ids {
-						fmt.Fprintln(a.stdout, id)
-					}
-					if len(ids) > 0 {
-						marker = ids[len(ids)-1]
-					}
-					left -= len(ids)
-					if !more || len(ids) == 0 {
-						return nil
-					}
-					if *limit > 0 && left <= 0 {
-						fmt.Fprintf(a.stderr, "more items follow: --after %q\n", marker)
-						return nil
-					}
-				}
-			}
-		},
-	})
-	register(&command{
-		name:    "content rm",
-		summary: "delete a content item (audited)",
-		usage:   "millctl content rm ACCOUNT STORE SPACE CONTENT_ID\n\nDeletes the item through the audited provider (DELETE_CONTENT).",
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			e := contentFlags(fs, a, true)
-			return func(ctx context.Context, args []string) error {
-				p, err := e.itemProvider(ctx, args, true)
-				if err != nil {
-					return err
-				}
-				if err := p.Delete(ctx, args[2], args[3]); err != nil {
-					return auditNote(err)
-				}
-				fmt.Fprintf(a.stdout, "deleted %s/%s\n", args[2], args[3])
-				return nil
-			}
-		},
-	})
-	register(&command{
-		name:    "content props",
-		summary: "show a content item's checksum, size, mimetype and properties",
-		usage:   "millctl content props ACCOUNT STORE SPACE CONTENT_ID\n\nPrints the item's metadata as JSON.",
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			e := contentFlags(fs, a, false)
-			return func(ctx context.Context, args []string) error {
-				p, err := e.itemProvider(ctx, args, false)
-				if err != nil {
-					return err
-				}
-				info, err := p.Head(ctx, args[2], args[3])
-				if err != nil {
-					return err
-				}
-				return printInfo(a.stdout, info)
-			}
-		},
-	})
-	register(&command{
-		name:    "content props set",
-		summary: "set content properties (audited)",
-		usage: `millctl content props set ACCOUNT STORE SPACE CONTENT_ID KEY=VALUE...
-
-Merges the KEY=VALUE pairs into the item's properties (--replace: they become
-the only properties; --delete KEY removes one) through the audited provider
-(SET_CONTENT_PROPERTIES), then prints the item's metadata.`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			e := contentFlags(fs, a, true)
-			replace := fs.Bool("replace", false, "replace all properties instead of merging")
-			var del stringList
-			fs.Var(&del, "delete", "remove property `KEY` (repeatable)")
-			return func(ctx context.Context, args []string) error {
-				if len(args) < 4 || (len(args) == 4 && len(del) == 0 && !*replace) {
-					return usagef("want ACCOUNT STORE SPACE CONTENT_ID KEY=VALUE...")
-				}
-				set := propsFlag{}
-				for _, kv := range args[4:] {
-					if err := set.Set(kv); err != nil {
-						return usagef("%v", err)
-					}
-				}
-				p, err := e.provider(ctx, args[0], args[1], true)
-				if err != nil {
-					return err
-				}
-				space, id := args[2], args[3]
-				info, err := p.Head(ctx, space, id)
-				if err != nil {
-					return err
-				}
-				props := storage.UserProperties(info.Properties)
-				if *replace {
-					props = map[string]string{}
-				}
-				maps.Copy(props, set)
-				for _, k := range del {
-					delete(props, k)
-				}
-				if err := p.SetProperties(ctx, space, id, props); err != nil {
-					return auditNote(err)
-				}
-				info, err = p.Head(ctx, space, id)
-				if err != nil {
-					return err
-				}
-				return printInfo(a.stdout, info)
-			}
-		},
-	})
+// contentPutOptions are the options of content put.
+type contentPutOptions struct {
+	contentEnv
+	mimetype    string
+	props       propsFlag
+	createSpace bool
 }
 
-// stringList collects a repeated string flag.
-type stringList []string
+func (o *contentPutOptions) define(fs *flag.FlagSet, a *app) {
+	o.contentEnv.define(fs, a, true)
+	fs.StringVar(&o.mimetype, "mimetype", "", "content `type` (default application/octet-stream)")
+	o.props = propsFlag{}
+	fs.Var(o.props, "prop", "content property `KEY=VALUE` (repeatable)")
+	fs.BoolVar(&o.createSpace, "create-space", false, "create SPACE first when it does not exist (audited CREATE_SPACE)")
+}
 
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+func (o *contentPutOptions) run(ctx context.Context, a *app, args []string) error {
+	if len(args) != 5 {
+		return usagef("want ACCOUNT STORE SPACE CONTENT_ID FILE|-")
+	}
+	account, storeID, space, id, file := args[0], args[1], args[2], args[3], args[4]
+	in, size, sum, err := openUpload(a, file)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	p, err := o.provider(ctx, account, storeID, true)
+	if err != nil {
+		return err
+	}
+	if o.createSpace {
+		if _, err := p.SpaceACLs(ctx, space); errors.Is(err, storage.ErrNotFound) {
+			if err := p.CreateSpace(ctx, space); err != nil {
+				return auditNote(err)
+			}
+		}
+	}
+	info, err := p.Put(ctx, space, id, in, storage.PutOptions{Size: size, Checksum: sum, MimeType: o.mimetype, Properties: maps.Clone(o.props)})
+	if err != nil {
+		return auditNote(err)
+	}
+	fmt.Fprintf(a.stdout, "stored %s/%s: %d bytes, md5 %s\n", space, id, info.Size, info.Checksum)
+	return nil
+}
 
 // openUpload opens what content put uploads. A regular file is hashed
 // first so the store verifies the MD5 and knows the size; stdin streams
@@ -410,19 +211,123 @@ func openUpload(a *app, file string) (io.ReadCloser, int64, string, error) {
 	return f, st.Size(), sum, nil
 }
 
-// writeFileAtomic writes r to path through a temporary file and a rename.
-func writeFileAtomic(path string, r io.Reader) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+const contentGetUsage = "millctl content get ACCOUNT STORE SPACE CONTENT_ID\n\nStreams the item to stdout, or to --out FILE (written atomically)."
+
+// contentGetOptions are the options of content get.
+type contentGetOptions struct {
+	contentEnv
+	out string
+}
+
+func (o *contentGetOptions) define(fs *flag.FlagSet, a *app) {
+	o.contentEnv.define(fs, a, false)
+	fs.StringVar(&o.out, "out", "", "write to `file` instead of stdout")
+}
+
+func (o *contentGetOptions) run(ctx context.Context, a *app, args []string) error {
+	p, err := o.itemProvider(ctx, args, false)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, r); err != nil {
-		tmp.Close()
+	rc, _, err := p.Get(ctx, args[2], args[3])
+	if err != nil {
 		return err
 	}
-	if err := tmp.Close(); err != nil {
+	defer rc.Close()
+	if o.out == "" {
+		_, err = io.Copy(a.stdout, rc)
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	return writeFileAtomic(o.out, rc)
+}
+
+const contentRmUsage = "millctl content rm ACCOUNT STORE SPACE CONTENT_ID\n\nDeletes the item through the audited provider (DELETE_CONTENT)."
+
+// contentRmOptions are the options of content rm.
+type contentRmOptions struct{ contentEnv }
+
+func (o *contentRmOptions) define(fs *flag.FlagSet, a *app) { o.contentEnv.define(fs, a, true) }
+
+func (o *contentRmOptions) run(ctx context.Context, a *app, args []string) error {
+	p, err := o.itemProvider(ctx, args, true)
+	if err != nil {
+		return err
+	}
+	if err := p.Delete(ctx, args[2], args[3]); err != nil {
+		return auditNote(err)
+	}
+	fmt.Fprintf(a.stdout, "deleted %s/%s\n", args[2], args[3])
+	return nil
+}
+
+const contentLsUsage = `millctl content ls ACCOUNT STORE [SPACE]
+
+Without SPACE, lists the store's spaces. With SPACE, lists up to --limit
+content ids after --after (byte order); when more follow, a last line on
+stderr gives the --after value to continue with.`
+
+// contentLsOptions are the options of content ls.
+type contentLsOptions struct {
+	contentEnv
+	after string
+	limit int
+}
+
+func (o *contentLsOptions) define(fs *flag.FlagSet, a *app) {
+	o.contentEnv.define(fs, a, false)
+	fs.StringVar(&o.after, "after", "", "list content ids after this `id`")
+	fs.IntVar(&o.limit, "limit", 1000, "list at most `n` ids (0 = all)")
+}
+
+func (o *contentLsOptions) run(ctx context.Context, a *app, args []string) error {
+	if len(args) != 2 && len(args) != 3 {
+		return usagef("want ACCOUNT STORE [SPACE]")
+	}
+	if o.limit < 0 {
+		return usagef("--limit must not be negative")
+	}
+	p, err := o.provider(ctx, args[0], args[1], false)
+	if err != nil {
+		return err
+	}
+	if len(args) == 2 {
+		spaces, err := p.ListSpaces(ctx)
+		if err != nil {
+			return err
+		}
+		for _, s := range spaces {
+			fmt.Fprintln(a.stdout, s)
+		}
+		return nil
+	}
+	return o.listContent(ctx, a, p, args[2])
+}
+
+// listContent lists the content ids of space, --limit after --after.
+func (o *contentLsOptions) listContent(ctx context.Context, a *app, p storage.Provider, space string) error {
+	marker, left := o.after, o.limit
+	for {
+		page := 1000
+		if o.limit > 0 {
+			page = min(page, left)
+		}
+		ids, more, err := p.ListContent(ctx, space, marker, page)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			fmt.Fprintln(a.stdout, id)
+		}
+		if len(ids) > 0 {
+			marker = ids[len(ids)-1]
+		}
+		left -= len(ids)
+		if !more || len(ids) == 0 {
+			return nil
+		}
+		if o.limit > 0 && left <= 0 {
+			fmt.Fprintf(a.stderr, "more items follow: --after %q\n", marker)
+			return nil
+		}
+	}
 }

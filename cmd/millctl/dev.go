@@ -18,11 +18,7 @@ var (
 	devOnConsole func(url string)
 )
 
-func init() {
-	register(&command{
-		name:    "dev",
-		summary: "run the whole mill in one process (no AWS, no database) and show what it finds and fixes",
-		usage: `Embedded dev mode: in-memory queues, filesystem stores under --dir and
+const devUsage = `Embedded dev mode: in-memory queues, filesystem stores under --dir and
 in-memory logs, in one process. It seeds two demo accounts (registry and
 duplication policies) and --items generated content items through the audited
 providers, runs the duplication producer and Workman until idle, injects four
@@ -40,29 +36,39 @@ run. No authentication: every visitor is an admin, hence loopback only.
 
 Exit status 0 when every fault was found with its expected case and repaired
 or corrected as the bit-integrity rules say, with no false positives and nothing
-dead-lettered; 1 otherwise, with the unmet expectations listed.`,
-		flags: func(fs *flag.FlagSet, a *app) func(ctx context.Context, args []string) error {
-			dir := fs.String("dir", devmode.DefaultDir, "`directory` of the stores, configuration and reports (wiped at start unless --keep)")
-			keep := fs.Bool("keep", false, "do not wipe --dir; the run uses a new run-TIME sub-directory of it")
-			items := fs.Int("items", devmode.DefaultItems, "number of content `items` to seed (at least 5)")
-			seed := fs.Uint64("seed", devmode.DefaultSeed, "`seed` of the generated content and of the fault targets")
-			verbose := fs.Bool("v", false, "log every task and component to stderr")
-			consoleAddr := fs.String("console", "", "serve the Mill Console on this loopback `address` (e.g. 127.0.0.1:8080) during and after the run, until interrupted")
-			return func(ctx context.Context, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %q", args)
-				}
-				if *items < devmode.MinItems {
-					return usagef("--items must be at least %d", devmode.MinItems)
-				}
-				cfg := devmode.Config{Dir: *dir, Keep: *keep, Items: *items, Seed: *seed, Out: a.stdout, Wrap: devWrap,
-					Console: *consoleAddr, OnConsole: devOnConsole}
-				if *verbose {
-					cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-				}
-				_, err := devmode.Run(ctx, cfg)
-				return err
-			}
-		},
-	})
+dead-lettered; 1 otherwise, with the unmet expectations listed.`
+
+// devOptions are the options of dev.
+type devOptions struct {
+	dir         string
+	keep        bool
+	items       int
+	seed        uint64
+	verbose     bool
+	consoleAddr string
+}
+
+func (o *devOptions) define(fs *flag.FlagSet, _ *app) {
+	fs.StringVar(&o.dir, "dir", devmode.DefaultDir, "`directory` of the stores, configuration and reports (wiped at start unless --keep)")
+	fs.BoolVar(&o.keep, "keep", false, "do not wipe --dir; the run uses a new run-TIME sub-directory of it")
+	fs.IntVar(&o.items, "items", devmode.DefaultItems, "number of content `items` to seed (at least 5)")
+	fs.Uint64Var(&o.seed, "seed", devmode.DefaultSeed, "`seed` of the generated content and of the fault targets")
+	fs.BoolVar(&o.verbose, "v", false, "log every task and component to stderr")
+	fs.StringVar(&o.consoleAddr, "console", "", "serve the Mill Console on this loopback `address` (e.g. 127.0.0.1:8080) during and after the run, until interrupted")
+}
+
+func (o *devOptions) run(ctx context.Context, a *app, args []string) error {
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	if o.items < devmode.MinItems {
+		return usagef("--items must be at least %d", devmode.MinItems)
+	}
+	cfg := devmode.Config{Dir: o.dir, Keep: o.keep, Items: o.items, Seed: o.seed, Out: a.stdout, Wrap: devWrap,
+		Console: o.consoleAddr, OnConsole: devOnConsole}
+	if o.verbose {
+		cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	_, err := devmode.Run(ctx, cfg)
+	return err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/millfleet/mill/internal/devmode"
 	"github.com/millfleet/mill/internal/wiring"
+	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
@@ -21,11 +22,7 @@ import (
 // defaultDemoBuckets prefixes the demo's store buckets.
 const defaultDemoBuckets = "mill-demo-"
 
-func init() {
-	register(&command{
-		name:    "dev load",
-		summary: "put the dev mode's demo (accounts, stores, policies, content) on the local emulator or AWS",
-		usage: `millctl dev load [flags]
+const devLoadUsage = `millctl dev load [flags]
 
 Loads the demo of millctl dev into a mill set up with millctl setup: one
 bucket per demo store (--demo-buckets PREFIX, then acme-1, acme-2, acme-3,
@@ -39,70 +36,92 @@ and Workman duplicates them as in production (acme's photos to stores 2 and
 It never overwrites configuration: a config source that already holds an
 accounts.json or a policy other than the demo's is refused, and loading the
 demo again (the same --demo-buckets) only adds content. See make local,
-which runs it with Workman and the producers on the local emulator.`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			e := contentFlags(fs, a, true)
-			items := fs.Int("items", 50, "number of content `items` to write (at least 5)")
-			seed := fs.Uint64("seed", devmode.DefaultSeed, "`seed` of the generated content")
-			prefix := fs.String("demo-buckets", defaultDemoBuckets, "`prefix` of the demo's store bucket names")
-			return func(ctx context.Context, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %q", args)
-				}
-				if *items < devmode.MinItems {
-					return usagef("--items must be at least %d", devmode.MinItems)
-				}
-				format, err := task.ParseFormat(*e.format)
-				if err != nil {
-					return usagef("--audit-format: %v", err)
-				}
-				reg, err := devmode.DemoRegistry(func(acct, id string, primary bool) stores.Store {
-					return stores.Store{ID: id, Primary: primary, Kind: storage.KindS3, Bucket: *prefix + acct + "-" + id}
-				})
-				if err != nil {
-					return usagef("--demo-buckets %q: %v", *prefix, err)
-				}
+which runs it with Workman and the producers on the local emulator.`
 
-				// 1. The registry and the policies, never over others.
-				if err := loadDemoConfig(ctx, a, e.src, reg); err != nil {
-					return err
-				}
+// devLoadOptions are the options of dev load.
+type devLoadOptions struct {
+	contentEnv
+	items  int
+	seed   uint64
+	prefix string
+}
 
-				// 2. The store buckets.
-				awsCfg, err := a.awsConfig(ctx)
-				if err != nil {
-					return err
-				}
-				var rs []setup.Resource
-				for _, acct := range reg.Accounts {
-					for _, s := range acct.Stores {
-						rs = append(rs, &setup.Bucket{Client: awsCfg.S3(), BucketName: s.Bucket, Region: awsCfg.AWS.Region})
-					}
-				}
-				sum, err := setup.Apply(ctx, rs, func(r setup.Result) { fmt.Fprintln(a.stdout, r) })
-				if err != nil {
-					return fmt.Errorf("store buckets: %w", err)
-				}
-				fmt.Fprintln(a.stdout, sum)
+func (o *devLoadOptions) define(fs *flag.FlagSet, a *app) {
+	o.contentEnv.define(fs, a, true)
+	fs.IntVar(&o.items, "items", 50, "number of content `items` to write (at least 5)")
+	fs.Uint64Var(&o.seed, "seed", devmode.DefaultSeed, "`seed` of the generated content")
+	fs.StringVar(&o.prefix, "demo-buckets", defaultDemoBuckets, "`prefix` of the demo's store bucket names")
+}
 
-				// 3. The content, through the audited providers.
-				q, err := openAuditQueue(ctx, a, queue.Name(*e.queuePrefix, queue.KeyAudit), e.claims)
-				if err != nil {
-					return fmt.Errorf("open the audit queue (run millctl setup first): %w", err)
-				}
-				opener := wiring.NewOpener(reg, &awsCfg.AWS, awsCfg.EndpointOverride)
-				sd, err := devmode.Seed(ctx, devmode.SeedConfig{Registry: reg, Open: opener.Open, Audit: q, Format: format,
-					UserID: *e.userID, Items: *items, Seed: *seed})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stdout, "content: %d items (%.1f KiB) in %d spaces written through the audited providers; their AUDIT tasks are on %s\n",
-					sd.Items, float64(sd.Bytes)/1024, sd.Spaces, q.Name())
-				fmt.Fprintln(a.stdout, "next: run workman to process them (audit → duplication), and the producers for sweeps and bit checks")
-				return nil
-			}
-		},
+func (o *devLoadOptions) run(ctx context.Context, a *app, args []string) error {
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	if o.items < devmode.MinItems {
+		return usagef("--items must be at least %d", devmode.MinItems)
+	}
+	format, err := task.ParseFormat(o.format)
+	if err != nil {
+		return usagef("--audit-format: %v", err)
+	}
+	reg, err := devmode.DemoRegistry(func(acct, id string, primary bool) stores.Store {
+		return stores.Store{ID: id, Primary: primary, Kind: storage.KindS3, Bucket: o.prefix + acct + "-" + id}
 	})
+	if err != nil {
+		return usagef("--demo-buckets %q: %v", o.prefix, err)
+	}
+
+	// 1. The registry and the policies, never over others.
+	if err := loadDemoConfig(ctx, a, o.src, reg); err != nil {
+		return err
+	}
+
+	// 2. The store buckets.
+	awsCfg, err := a.awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	if err := createDemoBuckets(ctx, a, awsCfg, reg); err != nil {
+		return err
+	}
+
+	// 3. The content, through the audited providers.
+	return o.seedContent(ctx, a, awsCfg, reg, format)
+}
+
+// createDemoBuckets creates the bucket of every demo store.
+func createDemoBuckets(ctx context.Context, a *app, awsCfg *awsconfig.Config, reg *stores.Registry) error {
+	var rs []setup.Resource
+	for _, acct := range reg.Accounts {
+		for _, s := range acct.Stores {
+			rs = append(rs, &setup.Bucket{Client: awsCfg.S3(), BucketName: s.Bucket, Region: awsCfg.AWS.Region})
+		}
+	}
+	sum, err := setup.Apply(ctx, rs, func(r setup.Result) { fmt.Fprintln(a.stdout, r) })
+	if err != nil {
+		return fmt.Errorf("store buckets: %w", err)
+	}
+	fmt.Fprintln(a.stdout, sum)
+	return nil
+}
+
+// seedContent writes --items generated items through the audited
+// providers of the demo's primary stores.
+func (o *devLoadOptions) seedContent(ctx context.Context, a *app, awsCfg *awsconfig.Config, reg *stores.Registry, format task.Format) error {
+	q, err := openAuditQueue(ctx, a, queue.Name(o.queuePrefix, queue.KeyAudit), o.claims)
+	if err != nil {
+		return fmt.Errorf("open the audit queue (run millctl setup first): %w", err)
+	}
+	opener := wiring.NewOpener(reg, &awsCfg.AWS, awsCfg.EndpointOverride)
+	sd, err := devmode.Seed(ctx, devmode.SeedConfig{Registry: reg, Open: opener.Open, Audit: q, Format: format,
+		UserID: o.userID, Items: o.items, Seed: o.seed})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "content: %d items (%.1f KiB) in %d spaces written through the audited providers; their AUDIT tasks are on %s\n",
+		sd.Items, float64(sd.Bytes)/1024, sd.Spaces, q.Name())
+	fmt.Fprintln(a.stdout, "next: run workman to process them (audit → duplication), and the producers for sweeps and bit checks")
+	return nil
 }
 
 // loadDemoConfig writes the demo's accounts.json and policies to the

@@ -53,11 +53,7 @@ func validateTask(t *task.Task) error {
 	return err
 }
 
-func init() {
-	register(&command{
-		name:    "enqueue",
-		summary: "send tasks to a queue (from flags or files; --count for load tests)",
-		usage: `Send tasks to a queue. Either one task from flags:
+const enqueueUsage = `Send tasks to a queue. Either one task from flags:
 
   millctl enqueue --type DUP --prop account=a --prop storeId=1 --prop destStoreId=2 --prop spaceId=s
 
@@ -68,116 +64,155 @@ Tasks of known types are checked through their typed views. The queue is
 --queue (a key such as dup-low, or a full name), by default the type's own:
 DUP → dup-high, BIT → bit, BIT_REPORT → bit-report, BIT_ERROR → bit-error,
 AUDIT → audit, STORAGE_STATS → bit; NOOP needs --queue. --count N sends every task N times (a
-load test); NOOP copies get the property id=<id or "noop">-<n>.`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			prefix := queuePrefixFlag(fs)
-			typ := fs.String("type", "", "task `type` (DUP, BIT, BIT_REPORT, BIT_ERROR, AUDIT, STORAGE_STATS, NOOP)")
-			props := propsFlag{}
-			fs.Var(props, "prop", "task property `key=value` (repeat)")
-			qflag := fs.String("queue", "", "queue `key` or name (default: by task type)")
-			count := fs.Int("count", 1, "send each task `n` times")
-			delay := fs.Duration("delay", 0, "deliver after this `delay` (at most 15m)")
-			format := fs.String("format", "json", "wire `format`: json or properties")
-			claims := wiring.ClaimsFlags(fs)
-			return func(ctx context.Context, args []string) error {
-				f, err := task.ParseFormat(*format)
-				if err != nil {
-					return usagef("--format: %v", err)
-				}
-				if *count < 1 {
-					return usagef("--count must be at least 1")
-				}
-				if *delay < 0 || *delay > queue.MaxDelay {
-					return usagef("--delay %v: want 0 to %v", *delay, queue.MaxDelay)
-				}
-				var tasks []*task.Task
-				switch {
-				case *typ != "" && len(args) > 0:
-					return usagef("give --type or files, not both")
-				case *typ != "":
-					tasks = []*task.Task{task.New(task.Type(strings.ToUpper(*typ)), props)}
-				case len(args) > 0:
-					if len(props) > 0 {
-						return usagef("--prop goes with --type")
-					}
-					for _, p := range args {
-						ts, err := readTaskFile(a, p)
-						if err != nil {
-							return err
-						}
-						tasks = append(tasks, ts...)
-					}
-				default:
-					return usagef("give --type or task files")
-				}
-				// Group by queue, checking every task before sending any.
-				byQueue := map[string][]queue.SendEntry{}
-				var order []string
-				for i, t := range tasks {
-					if !t.Type.Known() {
-						return fmt.Errorf("task %d: unknown type %q (known: %v)", i+1, t.Type, task.Types)
-					}
-					if err := validateTask(t); err != nil {
-						return fmt.Errorf("task %d: %w", i+1, err)
-					}
-					name := *qflag
-					if name == "" {
-						key, ok := defaultQueueKey[t.Type]
-						if !ok {
-							return usagef("%s tasks have no default queue: give --queue", t.Type)
-						}
-						name = key
-					}
-					if !strings.HasPrefix(name, *prefix) {
-						name = queue.Name(*prefix, name)
-					}
-					for n := range *count {
-						c := t
-						if *count > 1 && t.Type == task.TypeNoop {
-							c = t.Clone()
-							base := t.Get("id")
-							if base == "" {
-								base = "noop"
-							}
-							c.Set("id", base+"-"+strconv.Itoa(n+1))
-						}
-						body, err := task.Encode(c, f)
-						if err != nil {
-							return fmt.Errorf("task %d: %w", i+1, err)
-						}
-						if _, ok := byQueue[name]; !ok {
-							order = append(order, name)
-						}
-						byQueue[name] = append(byQueue[name], queue.SendEntry{Body: body, Delay: *delay})
-					}
-				}
-				cfg, err := a.awsConfig(ctx)
-				if err != nil {
-					return err
-				}
-				api, s3c := cfg.SQS(), cfg.S3()
-				start := time.Now()
-				for _, name := range order {
-					q, err := claims.Open(ctx, api, s3c, name, sqsqueue.Config{})
-					if err != nil {
-						return err
-					}
-					entries := byQueue[name]
-					err = q.Send(ctx, entries...)
-					failed := len(queue.FailedIndexes(err, len(entries)))
-					fmt.Fprintf(a.stdout, "enqueue: %d sent to %s", len(entries)-failed, name)
-					if failed > 0 {
-						fmt.Fprintf(a.stdout, ", %d failed", failed)
-					}
-					fmt.Fprintf(a.stdout, " (%v)\n", time.Since(start).Round(time.Millisecond))
-					if err != nil {
-						return err
-					}
-				}
-				return nil
+load test); NOOP copies get the property id=<id or "noop">-<n>.`
+
+// enqueueOptions are the options of enqueue.
+type enqueueOptions struct {
+	prefix, typ, queue, format string
+	props                      propsFlag
+	count                      int
+	delay                      time.Duration
+	claims                     *wiring.Claims
+}
+
+func (o *enqueueOptions) define(fs *flag.FlagSet, _ *app) {
+	queuePrefixVar(fs, &o.prefix)
+	fs.StringVar(&o.typ, "type", "", "task `type` (DUP, BIT, BIT_REPORT, BIT_ERROR, AUDIT, STORAGE_STATS, NOOP)")
+	o.props = propsFlag{}
+	fs.Var(o.props, "prop", "task property `key=value` (repeat)")
+	fs.StringVar(&o.queue, "queue", "", "queue `key` or name (default: by task type)")
+	fs.IntVar(&o.count, "count", 1, "send each task `n` times")
+	fs.DurationVar(&o.delay, "delay", 0, "deliver after this `delay` (at most 15m)")
+	fs.StringVar(&o.format, "format", "json", "wire `format`: json or properties")
+	o.claims = wiring.ClaimsFlags(fs)
+}
+
+func (o *enqueueOptions) run(ctx context.Context, a *app, args []string) error {
+	f, err := task.ParseFormat(o.format)
+	if err != nil {
+		return usagef("--format: %v", err)
+	}
+	if o.count < 1 {
+		return usagef("--count must be at least 1")
+	}
+	if o.delay < 0 || o.delay > queue.MaxDelay {
+		return usagef("--delay %v: want 0 to %v", o.delay, queue.MaxDelay)
+	}
+	tasks, err := o.tasks(a, args)
+	if err != nil {
+		return err
+	}
+	byQueue, order, err := o.encode(tasks, f)
+	if err != nil {
+		return err
+	}
+	return o.send(ctx, a, byQueue, order)
+}
+
+// tasks are the tasks to send: the one of --type and --prop, or those of
+// the files args names.
+func (o *enqueueOptions) tasks(a *app, args []string) ([]*task.Task, error) {
+	switch {
+	case o.typ != "" && len(args) > 0:
+		return nil, usagef("give --type or files, not both")
+	case o.typ != "":
+		return []*task.Task{task.New(task.Type(strings.ToUpper(o.typ)), o.props)}, nil
+	case len(args) > 0:
+		if len(o.props) > 0 {
+			return nil, usagef("--prop goes with --type")
+		}
+		var tasks []*task.Task
+		for _, p := range args {
+			ts, err := readTaskFile(a, p)
+			if err != nil {
+				return nil, err
 			}
-		},
-	})
+			tasks = append(tasks, ts...)
+		}
+		return tasks, nil
+	default:
+		return nil, usagef("give --type or task files")
+	}
+}
+
+// encode checks every task and encodes its --count copies, grouped by
+// queue (in the order the queues first appear), before any is sent.
+func (o *enqueueOptions) encode(tasks []*task.Task, f task.Format) (map[string][]queue.SendEntry, []string, error) {
+	byQueue := map[string][]queue.SendEntry{}
+	var order []string
+	for i, t := range tasks {
+		if !t.Type.Known() {
+			return nil, nil, fmt.Errorf("task %d: unknown type %q (known: %v)", i+1, t.Type, task.Types)
+		}
+		if err := validateTask(t); err != nil {
+			return nil, nil, fmt.Errorf("task %d: %w", i+1, err)
+		}
+		name := o.queue
+		if name == "" {
+			key, ok := defaultQueueKey[t.Type]
+			if !ok {
+				return nil, nil, usagef("%s tasks have no default queue: give --queue", t.Type)
+			}
+			name = key
+		}
+		if !strings.HasPrefix(name, o.prefix) {
+			name = queue.Name(o.prefix, name)
+		}
+		for n := range o.count {
+			body, err := task.Encode(o.copyOf(t, n), f)
+			if err != nil {
+				return nil, nil, fmt.Errorf("task %d: %w", i+1, err)
+			}
+			if _, ok := byQueue[name]; !ok {
+				order = append(order, name)
+			}
+			byQueue[name] = append(byQueue[name], queue.SendEntry{Body: body, Delay: o.delay})
+		}
+	}
+	return byQueue, order, nil
+}
+
+// copyOf is the n-th copy (from 0) of t: t itself, but a NOOP task sent
+// --count times gets the property id=<id or "noop">-<n+1>.
+func (o *enqueueOptions) copyOf(t *task.Task, n int) *task.Task {
+	if o.count <= 1 || t.Type != task.TypeNoop {
+		return t
+	}
+	c := t.Clone()
+	base := t.Get("id")
+	if base == "" {
+		base = "noop"
+	}
+	c.Set("id", base+"-"+strconv.Itoa(n+1))
+	return c
+}
+
+// send sends each queue's messages, reporting each queue on stdout.
+func (o *enqueueOptions) send(ctx context.Context, a *app, byQueue map[string][]queue.SendEntry, order []string) error {
+	cfg, err := a.awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	api, s3c := cfg.SQS(), cfg.S3()
+	start := time.Now()
+	for _, name := range order {
+		q, err := o.claims.Open(ctx, api, s3c, name, sqsqueue.Config{})
+		if err != nil {
+			return err
+		}
+		entries := byQueue[name]
+		err = q.Send(ctx, entries...)
+		failed := len(queue.FailedIndexes(err, len(entries)))
+		fmt.Fprintf(a.stdout, "enqueue: %d sent to %s", len(entries)-failed, name)
+		if failed > 0 {
+			fmt.Fprintf(a.stdout, ", %d failed", failed)
+		}
+		fmt.Fprintf(a.stdout, " (%v)\n", time.Since(start).Round(time.Millisecond))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // taskLine is one JSON line of a task file.

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/user"
 	"slices"
 	"sort"
 	"strings"
@@ -22,11 +20,7 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 )
 
-// fleetTableFlag defines --fleet-table (MILL_FLEET_TABLE).
-func fleetTableFlag(fs *flag.FlagSet) *string {
-	return fs.String("fleet-table", fleet.DefaultTable, "DynamoDB `table` of the fleet registry")
-}
-
+// fleetRegistry opens the fleet registry in table.
 func (a *app) fleetRegistry(ctx context.Context, table string) (*fleet.Dynamo, error) {
 	awsCfg, err := a.awsConfig(ctx)
 	if err != nil {
@@ -35,11 +29,7 @@ func (a *app) fleetRegistry(ctx context.Context, table string) (*fleet.Dynamo, e
 	return fleet.NewDynamo(awsCfg.DynamoDB(), table, nil), nil
 }
 
-func init() {
-	register(&command{
-		name:    "fleet",
-		summary: "show the Workman fleet: every worker's state, queues, tasks and counts; the pauses",
-		usage: `Show the fleet registry: one line per Workman (worker ID, state, EC2 instance
+const fleetUsage = `Show the fleet registry: one line per Workman (worker ID, state, EC2 instance
 and zone, version, uptime, age of its last heartbeat, queues, pool size,
 messages held, tasks running by type, and tasks processed, failed and
 dead-lettered since it started), the totals per state, and the pauses in force
@@ -48,37 +38,43 @@ intervals is lost: it is marked "!" (in red on a terminal). Workers that shut
 down cleanly are gone; they are counted, and listed with --all (their records
 expire after an hour). --watch refreshes every --interval until interrupted;
 --json prints one JSON object per refresh (the workers with the state shown,
-the totals and the pauses).`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			table := fleetTableFlag(fs)
-			prefix := queuePrefixFlag(fs)
-			watch := fs.Bool("watch", false, "refresh until interrupted")
-			interval := fs.Duration("interval", 5*time.Second, "refresh `interval` with --watch")
-			asJSON := fs.Bool("json", false, "print JSON")
-			all := fs.Bool("all", false, "also list the workers that are gone")
-			return func(ctx context.Context, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %q", args)
-				}
-				if *interval <= 0 {
-					return usagef("--interval must be positive")
-				}
-				reg, err := a.fleetRegistry(ctx, *table)
-				if err != nil {
-					return err
-				}
-				color := isTerminal(a.stdout) && !*asJSON
-				return watchLoop(ctx, a, *watch, *asJSON, *interval, func(ctx context.Context) (any, func(io.Writer) error, error) {
-					s, err := fleet.Read(ctx, reg, time.Now())
-					return s, func(w io.Writer) error { return printFleet(w, s, *prefix, *all, color) }, err
-				})
-			}
-		},
+the totals and the pauses).`
+
+// fleetOptions are the options of fleet.
+type fleetOptions struct {
+	table, prefix    string
+	watch, json, all bool
+	interval         time.Duration
+}
+
+func (o *fleetOptions) define(fs *flag.FlagSet, _ *app) {
+	fleetTableVar(fs, &o.table)
+	queuePrefixVar(fs, &o.prefix)
+	fs.BoolVar(&o.watch, "watch", false, "refresh until interrupted")
+	fs.DurationVar(&o.interval, "interval", 5*time.Second, "refresh `interval` with --watch")
+	fs.BoolVar(&o.json, "json", false, "print JSON")
+	fs.BoolVar(&o.all, "all", false, "also list the workers that are gone")
+}
+
+func (o *fleetOptions) run(ctx context.Context, a *app, args []string) error {
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	if o.interval <= 0 {
+		return usagef("--interval must be positive")
+	}
+	reg, err := a.fleetRegistry(ctx, o.table)
+	if err != nil {
+		return err
+	}
+	color := isTerminal(a.stdout) && !o.json
+	return watchLoop(ctx, a, o.watch, o.json, o.interval, func(ctx context.Context) (any, func(io.Writer) error, error) {
+		s, err := fleet.Read(ctx, reg, time.Now())
+		return s, func(w io.Writer) error { return printFleet(w, s, o.prefix, o.all, color) }, err
 	})
-	register(&command{
-		name:    "pause",
-		summary: "pause a task type or a queue fleet-wide (every Workman within one heartbeat)",
-		usage: `millctl pause [--reason TEXT] TYPE|QUEUE...
+}
+
+const pauseUsage = `millctl pause [--reason TEXT] TYPE|QUEUE...
 
 Pause task types (DUP, BIT, BIT_REPORT, BIT_ERROR, AUDIT, NOOP) or queues (a
 queue key such as dup-low, named with --queue-prefix, or a full queue name)
@@ -87,78 +83,83 @@ within one interval (30 s by default): a paused queue is not received from; a
 paused type's queues are not received from, and its tasks already received —
 waiting or running — are handed back to their queue (visibility 0), not
 counted as attempts. Nothing is lost: the messages wait in their queues until
-millctl resume. Pausing again replaces the reason. A queue must exist.`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			table := fleetTableFlag(fs)
-			prefix := queuePrefixFlag(fs)
-			reason := fs.String("reason", "", "why (shown in millctl fleet)")
-			return func(ctx context.Context, args []string) error {
-				if len(args) == 0 {
-					return usagef("name a task type or a queue to pause")
-				}
-				awsCfg, err := a.awsConfig(ctx)
-				if err != nil {
-					return err
-				}
-				var ps []fleet.Pause
-				var errs []error
-				for _, arg := range args {
-					p, err := pauseTarget(ctx, awsCfg.SQS(), *prefix, arg)
-					if err != nil {
-						errs = append(errs, err)
-						continue
-					}
-					ps = append(ps, p)
-				}
-				if err := errors.Join(errs...); err != nil {
-					return usagef("%v", err)
-				}
-				reg := fleet.NewDynamo(awsCfg.DynamoDB(), *table, nil)
-				for _, p := range ps {
-					p.By, p.At, p.Reason = operator(), time.Now(), *reason
-					if err := reg.Pause(ctx, p); err != nil {
-						return err
-					}
-					fmt.Fprintf(a.stdout, "paused %s\n", p)
-				}
-				return nil
-			}
-		},
-	})
-	register(&command{
-		name:    "resume",
-		summary: "lift a fleet-wide pause of a task type or a queue",
-		usage: `millctl resume TYPE|QUEUE...
+millctl resume. Pausing again replaces the reason. A queue must exist.`
+
+// pauseOptions are the options of pause.
+type pauseOptions struct{ table, prefix, reason string }
+
+func (o *pauseOptions) define(fs *flag.FlagSet, _ *app) {
+	fleetTableVar(fs, &o.table)
+	queuePrefixVar(fs, &o.prefix)
+	fs.StringVar(&o.reason, "reason", "", "why (shown in millctl fleet)")
+}
+
+func (o *pauseOptions) run(ctx context.Context, a *app, args []string) error {
+	if len(args) == 0 {
+		return usagef("name a task type or a queue to pause")
+	}
+	awsCfg, err := a.awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	var ps []fleet.Pause
+	var errs []error
+	for _, arg := range args {
+		p, err := pauseTarget(ctx, awsCfg.SQS(), o.prefix, arg)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ps = append(ps, p)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return usagef("%v", err)
+	}
+	reg := fleet.NewDynamo(awsCfg.DynamoDB(), o.table, nil)
+	for _, p := range ps {
+		p.By, p.At, p.Reason = operator(), time.Now(), o.reason
+		if err := reg.Pause(ctx, p); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "paused %s\n", p)
+	}
+	return nil
+}
+
+const resumeUsage = `millctl resume TYPE|QUEUE...
 
 Lift pauses set by millctl pause (the same names). Every Workman receives
-from the queue, or runs the type, again within one heartbeat interval.`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			table := fleetTableFlag(fs)
-			prefix := queuePrefixFlag(fs)
-			return func(ctx context.Context, args []string) error {
-				if len(args) == 0 {
-					return usagef("name a task type or a queue to resume")
-				}
-				reg, err := a.fleetRegistry(ctx, *table)
-				if err != nil {
-					return err
-				}
-				for _, arg := range args {
-					p := fleet.ParseTarget(*prefix, arg)
-					ok, err := reg.Resume(ctx, p.Kind, p.Name)
-					if err != nil {
-						return err
-					}
-					if ok {
-						fmt.Fprintf(a.stdout, "resumed %s %s\n", p.Kind, p.Name)
-					} else {
-						fmt.Fprintf(a.stdout, "%s %s was not paused\n", p.Kind, p.Name)
-					}
-				}
-				return nil
-			}
-		},
-	})
+from the queue, or runs the type, again within one heartbeat interval.`
+
+// resumeOptions are the options of resume.
+type resumeOptions struct{ table, prefix string }
+
+func (o *resumeOptions) define(fs *flag.FlagSet, _ *app) {
+	fleetTableVar(fs, &o.table)
+	queuePrefixVar(fs, &o.prefix)
+}
+
+func (o *resumeOptions) run(ctx context.Context, a *app, args []string) error {
+	if len(args) == 0 {
+		return usagef("name a task type or a queue to resume")
+	}
+	reg, err := a.fleetRegistry(ctx, o.table)
+	if err != nil {
+		return err
+	}
+	for _, arg := range args {
+		p := fleet.ParseTarget(o.prefix, arg)
+		ok, err := reg.Resume(ctx, p.Kind, p.Name)
+		if err != nil {
+			return err
+		}
+		if ok {
+			fmt.Fprintf(a.stdout, "resumed %s %s\n", p.Kind, p.Name)
+		} else {
+			fmt.Fprintf(a.stdout, "%s %s was not paused\n", p.Kind, p.Name)
+		}
+	}
+	return nil
 }
 
 // pauseTarget is the pause arg asks for; a queue must exist (a typo must
@@ -184,18 +185,6 @@ func knownTypes() string {
 	ts = append(ts, string(task.TypeNoop))
 	sort.Strings(ts)
 	return strings.Join(ts, ", ")
-}
-
-// operator names who runs millctl, for the pause record.
-func operator() string {
-	who := "unknown"
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		who = u.Username
-	}
-	if h, err := os.Hostname(); err == nil && h != "" {
-		who += "@" + h
-	}
-	return who
 }
 
 // shortQueue strips prefix from a queue name that is one of Mill's keys.
@@ -241,12 +230,6 @@ func typeCounts[V any](m map[string]V, f func(V) int64) string {
 func printFleet(w io.Writer, s fleet.Snapshot, prefix string, all, color bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  WORKER\tSTATE\tINSTANCE\tZONE\tVERSION\tUP\tBEAT\tQUEUES\tPOOL\tHELD\tRUNNING\tPROCESSED\tFAILED\tDEAD")
-	dash := func(s string) string {
-		if s == "" {
-			return "-"
-		}
-		return s
-	}
 	for _, wk := range s.Workers {
 		if wk.State == fleet.StateGone && !all {
 			continue

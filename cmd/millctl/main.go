@@ -6,10 +6,14 @@
 // variable. `millctl completion bash|zsh|fish|powershell` prints a shell
 // completion script.
 //
-// Each command lives in its own file and registers itself (register) with
-// its flags defined on a standard library flag.FlagSet; cli.go turns the
-// registry into a command tree for the CLI library (cobra), which parses
-// the command line, and binds every flag to its MILL_* variable.
+// tree.go lists every group and command (commandTree). A command's options
+// are a typed struct (options) whose define method binds its fields to
+// flags on a standard library flag.FlagSet and whose run method is the
+// command's body; its usage text is a constant next to it. cli.go turns
+// the tree into a command tree for the CLI library (cobra), which parses
+// the command line, and binds every flag to its MILL_* variable. The
+// helpers the commands share live in helpers.go (flags, prompts, files,
+// output) and configsource.go (the config source).
 package main
 
 import (
@@ -23,28 +27,35 @@ import (
 	"syscall"
 )
 
-// command is one millctl subcommand. Each lives in its own file and adds
-// itself to the registry with register in an init function.
+// command is one millctl command of the tree (commandTree).
 type command struct {
-	// name is "setup", or "dlq list" for a command of a group; the group
-	// ("dlq") exists as soon as one of its commands is registered.
+	// name is "setup", or "dlq list" for a command of a group.
 	name    string
 	summary string // one line for `millctl help`
 	// usage is the text shown above the flags by --help.
 	usage string
 	// flags defines the command's flags on fs; it returns the function that
 	// runs the command once they are parsed. args are the positional
-	// arguments left after the flags.
+	// arguments left after the flags. bind makes it from typed options.
 	flags func(fs *flag.FlagSet, app *app) func(ctx context.Context, args []string) error
 }
 
-var commands = map[string]*command{}
+// options are a command's typed options: define binds the fields to flags
+// (defaults, help texts), run is the command's body, called once the
+// command line and the MILL_* variables are parsed into the fields.
+type options interface {
+	define(fs *flag.FlagSet, a *app)
+	run(ctx context.Context, a *app, args []string) error
+}
 
-func register(c *command) {
-	if _, dup := commands[c.name]; dup {
-		panic("millctl: command registered twice: " + c.name)
-	}
-	commands[c.name] = c
+// bind is command.flags for the options type T: a new T per command line.
+func bind[T any, P interface {
+	*T
+	options
+}](fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+	o := P(new(T))
+	o.define(fs, a)
+	return func(ctx context.Context, args []string) error { return o.run(ctx, a, args) }
 }
 
 // app is what every command shares: output streams, the logger and the

@@ -10,88 +10,75 @@ import (
 	"github.com/millfleet/mill/pkg/milldb"
 )
 
-func init() {
-	register(&command{
-		name:    "migrate up",
-		summary: "apply every pending database migration",
-		usage:   "Apply every pending migration, each in its own transaction, under an advisory lock.",
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			dbURL := databaseURLFlag(fs)
-			return func(ctx context.Context, args []string) error {
-				return withDB(ctx, *dbURL, args, func(db *milldb.DB) error {
-					steps, err := milldb.Up(ctx, db.Pool)
-					printSteps(a, steps)
-					if err != nil {
-						return err
-					}
-					return printVersion(ctx, a, db, len(steps))
-				})
-			}
-		},
-	})
-	register(&command{
-		name:    "migrate down",
-		summary: "revert the latest database migrations (--steps, default 1)",
-		usage:   "Revert the latest --steps applied migrations, newest first. This drops tables and their data.",
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			dbURL := databaseURLFlag(fs)
-			steps := fs.Int("steps", 1, "how many migrations to revert")
-			return func(ctx context.Context, args []string) error {
-				if *steps < 1 {
-					return usagef("--steps must be at least 1, got %d", *steps)
-				}
-				return withDB(ctx, *dbURL, args, func(db *milldb.DB) error {
-					done, err := milldb.Down(ctx, db.Pool, *steps)
-					printSteps(a, done)
-					if err != nil {
-						return err
-					}
-					return printVersion(ctx, a, db, len(done))
-				})
-			}
-		},
-	})
-	register(&command{
-		name:    "migrate status",
-		summary: "list database migrations with their applied time",
-		usage:   "List every migration this build knows, applied (with its time) or pending.",
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			dbURL := databaseURLFlag(fs)
-			return func(ctx context.Context, args []string) error {
-				return withDB(ctx, *dbURL, args, func(db *milldb.DB) error {
-					st, err := milldb.Status(ctx, db.Pool)
-					if err != nil {
-						return err
-					}
-					tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "VERSION\tNAME\tAPPLIED")
-					for _, s := range st {
-						at := "pending"
-						if s.Applied {
-							at = s.AppliedAt.UTC().Format(time.RFC3339)
-						}
-						fmt.Fprintf(tw, "%03d\t%s\t%s\n", s.Version, s.Name, at)
-					}
-					return tw.Flush()
-				})
-			}
-		},
+const (
+	migrateUpUsage     = "Apply every pending migration, each in its own transaction, under an advisory lock."
+	migrateDownUsage   = "Revert the latest --steps applied migrations, newest first. This drops tables and their data."
+	migrateStatusUsage = "List every migration this build knows, applied (with its time) or pending."
+)
+
+// migrateUpOptions are the options of migrate up.
+type migrateUpOptions struct{ dbURL string }
+
+func (o *migrateUpOptions) define(fs *flag.FlagSet, _ *app) { databaseURLVar(fs, &o.dbURL) }
+
+func (o *migrateUpOptions) run(ctx context.Context, a *app, args []string) error {
+	return withDB(ctx, o.dbURL, args, func(db *milldb.DB) error {
+		steps, err := milldb.Up(ctx, db.Pool)
+		printSteps(a, steps)
+		if err != nil {
+			return err
+		}
+		return printVersion(ctx, a, db, len(steps))
 	})
 }
 
-func withDB(ctx context.Context, url string, args []string, f func(*milldb.DB) error) error {
-	if len(args) > 0 {
-		return usagef("unexpected arguments: %q", args)
+// migrateDownOptions are the options of migrate down.
+type migrateDownOptions struct {
+	dbURL string
+	steps int
+}
+
+func (o *migrateDownOptions) define(fs *flag.FlagSet, _ *app) {
+	databaseURLVar(fs, &o.dbURL)
+	fs.IntVar(&o.steps, "steps", 1, "how many migrations to revert")
+}
+
+func (o *migrateDownOptions) run(ctx context.Context, a *app, args []string) error {
+	if o.steps < 1 {
+		return usagef("--steps must be at least 1, got %d", o.steps)
 	}
-	if url == "" {
-		return usagef("--database-url (MILL_DATABASE_URL) is required")
-	}
-	db, err := milldb.Open(ctx, url, milldb.Config{MaxConns: 2})
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	return f(db)
+	return withDB(ctx, o.dbURL, args, func(db *milldb.DB) error {
+		done, err := milldb.Down(ctx, db.Pool, o.steps)
+		printSteps(a, done)
+		if err != nil {
+			return err
+		}
+		return printVersion(ctx, a, db, len(done))
+	})
+}
+
+// migrateStatusOptions are the options of migrate status.
+type migrateStatusOptions struct{ dbURL string }
+
+func (o *migrateStatusOptions) define(fs *flag.FlagSet, _ *app) { databaseURLVar(fs, &o.dbURL) }
+
+func (o *migrateStatusOptions) run(ctx context.Context, a *app, args []string) error {
+	return withDB(ctx, o.dbURL, args, func(db *milldb.DB) error {
+		st, err := milldb.Status(ctx, db.Pool)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "VERSION\tNAME\tAPPLIED")
+		for _, s := range st {
+			at := "pending"
+			if s.Applied {
+				at = s.AppliedAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%03d\t%s\t%s\n", s.Version, s.Name, at)
+		}
+		return tw.Flush()
+	})
 }
 
 func printSteps(a *app, steps []milldb.Step) {

@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"text/tabwriter"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
@@ -19,11 +15,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 )
 
-func init() {
-	register(&command{
-		name:    "queues",
-		summary: "show the depth of the seven queues (visible, in flight, delayed, oldest message age)",
-		usage: `Show each queue's approximate depth: visible, in flight (received, not yet
+const queuesUsage = `Show each queue's approximate depth: visible, in flight (received, not yet
 deleted) and delayed messages, read from the queue attributes, and the age of
 its oldest message. SQS has no queue attribute for that age: it is the
 CloudWatch metric ApproximateAgeOfOldestMessage (namespace AWS/SQS), read
@@ -38,51 +30,58 @@ only on a terminal); --json prints one JSON array per refresh.
 --wait-empty D waits, at most D, until every work queue (all but the
 dead-letter queue) is empty — nothing visible, in flight or delayed, on
 two reads a second apart — then prints the table; exit 1 when D passes
-first (for scripts: wait until the mill has done what it was given).`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			prefix := queuePrefixFlag(fs)
-			watch := fs.Bool("watch", false, "refresh until interrupted")
-			interval := fs.Duration("interval", 5*time.Second, "refresh `interval` with --watch")
-			asJSON := fs.Bool("json", false, "print JSON")
-			noAge := fs.Bool("no-age", false, "do not ask CloudWatch for the oldest message age")
-			fleetTable := fs.String("fleet-table", fleet.DefaultTable, "DynamoDB `table` of the fleet registry, for the pauses (empty: not shown)")
-			waitEmpty := fs.Duration("wait-empty", 0, "wait at most this `long` until every work queue is empty, then print (0: do not wait)")
-			return func(ctx context.Context, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %q", args)
-				}
-				if *interval <= 0 {
-					return usagef("--interval must be positive")
-				}
-				if *waitEmpty < 0 || (*waitEmpty > 0 && *watch) {
-					return usagef("--wait-empty: a positive duration, without --watch")
-				}
-				awsCfg, err := a.awsConfig(ctx)
-				if err != nil {
-					return err
-				}
-				var ages queuestats.Ages
-				if !*noAge {
-					ages = queuestats.CloudWatchAges{Client: awsCfg.CloudWatch()}
-				}
-				sqsc := awsCfg.SQS()
-				qs := queuestats.New(*prefix, func(ctx context.Context, _, name string) (queue.Queue, error) {
-					return sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})
-				}, ages)
-				if *fleetTable != "" {
-					qs.WithFleet(fleet.NewDynamo(awsCfg.DynamoDB(), *fleetTable, nil))
-				}
-				if *waitEmpty > 0 {
-					if err := waitQueuesEmpty(ctx, qs, *waitEmpty); err != nil {
-						return err
-					}
-				}
-				return watchLoop(ctx, a, *watch, *asJSON, *interval, func(ctx context.Context) (any, func(io.Writer) error, error) {
-					rows, err := qs.Read(ctx)
-					return rows, func(w io.Writer) error { return printQueueTable(w, rows) }, err
-				})
-			}
-		},
+first (for scripts: wait until the mill has done what it was given).`
+
+// queuesOptions are the options of queues.
+type queuesOptions struct {
+	prefix, fleetTable  string
+	watch, json, noAge  bool
+	interval, waitEmpty time.Duration
+}
+
+func (o *queuesOptions) define(fs *flag.FlagSet, _ *app) {
+	queuePrefixVar(fs, &o.prefix)
+	fs.BoolVar(&o.watch, "watch", false, "refresh until interrupted")
+	fs.DurationVar(&o.interval, "interval", 5*time.Second, "refresh `interval` with --watch")
+	fs.BoolVar(&o.json, "json", false, "print JSON")
+	fs.BoolVar(&o.noAge, "no-age", false, "do not ask CloudWatch for the oldest message age")
+	fs.StringVar(&o.fleetTable, "fleet-table", fleet.DefaultTable, "DynamoDB `table` of the fleet registry, for the pauses (empty: not shown)")
+	fs.DurationVar(&o.waitEmpty, "wait-empty", 0, "wait at most this `long` until every work queue is empty, then print (0: do not wait)")
+}
+
+func (o *queuesOptions) run(ctx context.Context, a *app, args []string) error {
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	if o.interval <= 0 {
+		return usagef("--interval must be positive")
+	}
+	if o.waitEmpty < 0 || (o.waitEmpty > 0 && o.watch) {
+		return usagef("--wait-empty: a positive duration, without --watch")
+	}
+	awsCfg, err := a.awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	var ages queuestats.Ages
+	if !o.noAge {
+		ages = queuestats.CloudWatchAges{Client: awsCfg.CloudWatch()}
+	}
+	sqsc := awsCfg.SQS()
+	qs := queuestats.New(o.prefix, func(ctx context.Context, _, name string) (queue.Queue, error) {
+		return sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})
+	}, ages)
+	if o.fleetTable != "" {
+		qs.WithFleet(fleet.NewDynamo(awsCfg.DynamoDB(), o.fleetTable, nil))
+	}
+	if o.waitEmpty > 0 {
+		if err := waitQueuesEmpty(ctx, qs, o.waitEmpty); err != nil {
+			return err
+		}
+	}
+	return watchLoop(ctx, a, o.watch, o.json, o.interval, func(ctx context.Context) (any, func(io.Writer) error, error) {
+		rows, err := qs.Read(ctx)
+		return rows, func(w io.Writer) error { return printQueueTable(w, rows) }, err
 	})
 }
 
@@ -125,44 +124,6 @@ func waitQueuesEmpty(ctx context.Context, qs *queuestats.Reader, d time.Duration
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-// watchLoop prints what read returns — as JSON (one value per refresh)
-// or as its text — once, or with watch every interval until ctx ends,
-// clearing the screen between refreshes on a terminal.
-func watchLoop(ctx context.Context, a *app, watch, asJSON bool, interval time.Duration, read func(context.Context) (any, func(io.Writer) error, error)) error {
-	clear := watch && !asJSON && isTerminal(a.stdout)
-	for {
-		v, text, err := read(ctx)
-		if err != nil {
-			return err
-		}
-		if clear {
-			fmt.Fprint(a.stdout, "\033[H\033[2J")
-		}
-		if asJSON {
-			err = json.NewEncoder(a.stdout).Encode(v)
-		} else {
-			if watch {
-				fmt.Fprintf(a.stdout, "%s — every %v, ^C to stop\n", time.Now().Format(time.DateTime), interval)
-			}
-			err = text(a.stdout)
-		}
-		if err != nil || !watch {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(interval):
-		}
-	}
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func printQueueTable(w io.Writer, rows []queuestats.Row) error {

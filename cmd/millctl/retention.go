@@ -34,11 +34,7 @@ type retentionPlan struct {
 	tombstones int64
 }
 
-func init() {
-	register(&command{
-		name:    "bitlog retention",
-		summary: "show, and with --apply apply, the retention of the bit log and of content-index tombstones",
-		usage: `Show what the retention of bit integrity history drops, and drop it with --apply.
+const bitlogRetentionUsage = `Show what the retention of bit integrity history drops, and drop it with --apply.
 
 The bit log keeps --keep-months months of results (default 13: this month and
 the twelve before it); the bit log is partitioned by month, so an expired month
@@ -51,24 +47,32 @@ least 18 days, longer than an audit event can wait on the queues).
 Without --apply nothing is changed: the months (rows as PostgreSQL estimates
 them, "?" before a month is analysed) and the tombstone count are printed with
 what --apply would do. Run it from cron or a scheduled task, e.g. daily.
-Example: millctl bitlog retention --apply`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			dbURL := databaseURLFlag(fs)
-			keep := fs.Int("keep-months", bitlog.DefaultRetentionMonths, "months of bit log history to keep, this month included")
-			tomb := fs.Duration("tombstone-retention", defaultTombstoneRetention, "how long a content-index tombstone is kept after its delete event")
-			apply := fs.Bool("apply", false, "drop the expired months and purge the expired tombstones (default: only show them)")
-			return func(ctx context.Context, args []string) error {
-				if *keep < 1 {
-					return usagef("--keep-months %d: keep at least 1 (this month)", *keep)
-				}
-				if *tomb < minTombstoneRetention {
-					return usagef("--tombstone-retention %s: at least %s (an audit event can wait that long on the queues)", *tomb, minTombstoneRetention)
-				}
-				return withDB(ctx, *dbURL, args, func(db *milldb.DB) error {
-					return retention(ctx, a.stdout, milldb.NewBitLog(db.Pool), milldb.NewContentIndex(db.Pool), time.Now(), *keep, *tomb, *apply)
-				})
-			}
-		},
+Example: millctl bitlog retention --apply`
+
+// bitlogRetentionOptions are the options of bitlog retention.
+type bitlogRetentionOptions struct {
+	dbURL string
+	keep  int
+	tomb  time.Duration
+	apply bool
+}
+
+func (o *bitlogRetentionOptions) define(fs *flag.FlagSet, _ *app) {
+	databaseURLVar(fs, &o.dbURL)
+	fs.IntVar(&o.keep, "keep-months", bitlog.DefaultRetentionMonths, "months of bit log history to keep, this month included")
+	fs.DurationVar(&o.tomb, "tombstone-retention", defaultTombstoneRetention, "how long a content-index tombstone is kept after its delete event")
+	fs.BoolVar(&o.apply, "apply", false, "drop the expired months and purge the expired tombstones (default: only show them)")
+}
+
+func (o *bitlogRetentionOptions) run(ctx context.Context, a *app, args []string) error {
+	if o.keep < 1 {
+		return usagef("--keep-months %d: keep at least 1 (this month)", o.keep)
+	}
+	if o.tomb < minTombstoneRetention {
+		return usagef("--tombstone-retention %s: at least %s (an audit event can wait that long on the queues)", o.tomb, minTombstoneRetention)
+	}
+	return withDB(ctx, o.dbURL, args, func(db *milldb.DB) error {
+		return retention(ctx, a.stdout, milldb.NewBitLog(db.Pool), milldb.NewContentIndex(db.Pool), time.Now(), o.keep, o.tomb, o.apply)
 	})
 }
 

@@ -20,8 +20,9 @@ import (
 	"github.com/millfleet/mill/processors/noop"
 )
 
-func init() {
-	register(&command{
+// runCommand is the run command of the tree.
+func runCommand() *command {
+	return &command{
 		name:    "run",
 		summary: "process one queue's tasks in the foreground until it is empty",
 		usage: `Process the tasks of one queue (--queue, a key or name) in the foreground
@@ -139,7 +140,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 				return err
 			}
 		},
-	})
+	}
 }
 
 // runObserver counts what `millctl run` reports: it is both the manager's

@@ -20,11 +20,7 @@ import (
 	"github.com/millfleet/mill/pkg/stores"
 )
 
-func init() {
-	register(&command{
-		name:    "setup",
-		summary: "create every queue, bucket and table and migrate the database (idempotent)",
-		usage: `Create what Mill needs, or check that it is there: the seven SQS queues
+const setupUsage = `Create what Mill needs, or check that it is there: the seven SQS queues
 (each work queue redriving to the dead-letter queue), the config, state and
 reports buckets, the audit-log, lease and fleet tables, and the database schema.
 Safe to run again: each resource is reported as created, exists or updated,
@@ -40,93 +36,106 @@ noncurrent versions are never expired or expire before the retention.
 --store-buckets=false skips this. --store-notifications also makes every s3
 store bucket send its object created/removed events to the audit queue, so
 content written straight to a bucket is audited too; the audit queue's
-policy lets S3 send to it.`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			var c setup.Config
-			prefix := queuePrefixFlag(fs)
-			dbURL := databaseURLFlag(fs)
-			fs.DurationVar(&c.VisibilityTimeout, "visibility-timeout", setup.DefaultVisibilityTimeout, "visibility timeout of every queue")
-			fs.DurationVar(&c.WorkRetention, "queue-retention", setup.DefaultWorkRetention, "message retention of the work queues")
-			fs.DurationVar(&c.DeadLetterRetention, "dead-letter-retention", setup.DefaultDeadLetterRetention, "message retention of the dead-letter queue")
-			fs.StringVar(&c.ConfigBucket, "config-bucket", setup.DefaultConfigBucket, "S3 `bucket` for accounts and duplication policies")
-			fs.StringVar(&c.StateBucket, "state-bucket", setup.DefaultStateBucket, "S3 `bucket` for producer state")
-			fs.StringVar(&c.ReportsBucket, "reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
-			claims := wiring.ClaimsFlags(fs)
-			fs.StringVar(&c.AuditTable, "audit-table", setup.DefaultAuditTable, "DynamoDB `table` of the audit log")
-			fs.StringVar(&c.LeaseTable, "lease-table", setup.DefaultLeaseTable, "DynamoDB `table` of producer leases")
-			fs.StringVar(&c.FleetTable, "fleet-table", setup.DefaultFleetTable, "DynamoDB `table` of the fleet registry (Workman heartbeats, pauses)")
-			fs.DurationVar(&c.TableTimeout, "table-timeout", setup.DefaultTableTimeout, "how long to wait for a new table to become ACTIVE")
-			fs.BoolVar(&c.SkipDB, "skip-db", false, "do not migrate the database")
-			dryRun := fs.Bool("dry-run", false, "print what would be created or updated; change nothing")
-			alarmOpts := alarmFlags(fs)
-			notify := fs.Bool("store-notifications", false, "configure every registered s3 store bucket to send object events to the audit queue")
-			storeBuckets := fs.Bool("store-buckets", true, "check every registered s3 store bucket: report its versioning, expire its stores' trash after --trash-retention")
-			retention := trashRetentionFlag(fs)
-			cfgPrefix := fs.String("config-prefix", "", "key `prefix` of accounts.json in the config bucket (for the store buckets)")
-			cfgDir := fs.String("config-dir", "", "local `directory` holding accounts.json, instead of the config bucket (for the store buckets)")
-			return func(ctx context.Context, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %q", args)
-				}
-				c.QueuePrefix, c.DatabaseURL = *prefix, *dbURL
-				c.ClaimsBucket, c.ClaimsPrefix = claims.Bucket, claims.Prefix
-				if !c.SkipDB && c.DatabaseURL == "" {
-					return usagef("--database-url (MILL_DATABASE_URL) is required, or --skip-db")
-				}
-				awsCfg, err := a.awsConfig(ctx)
-				if err != nil {
-					return err
-				}
-				rs, err := setup.Resources(c, setup.Clients{SQS: awsCfg.SQS(), S3: awsCfg.S3(), DynamoDB: awsCfg.DynamoDB(), Region: awsCfg.AWS.Region})
-				if err != nil {
-					return usagef("%v", err)
-				}
-				ars, err := alarmOpts.resources(awsCfg, c.QueuePrefix)
-				if err != nil {
-					return err
-				}
-				rs = append(rs, ars...)
-				if *notify || *storeBuckets {
-					if err := validRetention(*retention); err != nil {
-						return err
-					}
-					src := wiring.ConfigSource{Dir: *cfgDir, Bucket: c.ConfigBucket, Prefix: *cfgPrefix}
-					buckets, err := registryBuckets(ctx, awsCfg, src)
-					switch {
-					case errors.Is(err, errNoRegistryYet) && !*notify:
-						fmt.Fprintf(a.stdout, "store buckets: %v; not checked\n", err)
-					case err != nil:
-						return fmt.Errorf("store buckets: %w", err)
-					}
-					if *storeBuckets {
-						rs = append(rs, storeBucketResources(buckets, *retention)...)
-					}
-					if *notify {
-						rs = append(rs, notificationResources(awsCfg, c, buckets)...)
-					}
-				}
-				do := setup.Apply
-				if *dryRun {
-					do = setup.Plan
-				}
-				sum, err := do(ctx, rs, func(r setup.Result) { fmt.Fprintln(a.stdout, r) })
-				fmt.Fprintln(a.stdout, sum)
-				return err
-			}
-		},
-	})
+policy lets S3 send to it.`
+
+// setupOptions are the options of setup.
+type setupOptions struct {
+	c                         setup.Config
+	prefix, dbURL             string
+	claims                    *wiring.Claims
+	dryRun, notify, storeBkts bool
+	alarms                    *alarmOptions
+	retention                 time.Duration
+	cfgPrefix, cfgDir         string
 }
 
-// trashRetentionFlag defines --trash-retention.
-func trashRetentionFlag(fs *flag.FlagSet) *time.Duration {
-	return fs.Duration("trash-retention", storage.DefaultRetention, "how long deleted or replaced content stays recoverable in a store bucket without versioning (whole days)")
+func (o *setupOptions) define(fs *flag.FlagSet, _ *app) {
+	c := &o.c
+	queuePrefixVar(fs, &o.prefix)
+	databaseURLVar(fs, &o.dbURL)
+	fs.DurationVar(&c.VisibilityTimeout, "visibility-timeout", setup.DefaultVisibilityTimeout, "visibility timeout of every queue")
+	fs.DurationVar(&c.WorkRetention, "queue-retention", setup.DefaultWorkRetention, "message retention of the work queues")
+	fs.DurationVar(&c.DeadLetterRetention, "dead-letter-retention", setup.DefaultDeadLetterRetention, "message retention of the dead-letter queue")
+	fs.StringVar(&c.ConfigBucket, "config-bucket", setup.DefaultConfigBucket, "S3 `bucket` for accounts and duplication policies")
+	fs.StringVar(&c.StateBucket, "state-bucket", setup.DefaultStateBucket, "S3 `bucket` for producer state")
+	fs.StringVar(&c.ReportsBucket, "reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
+	o.claims = wiring.ClaimsFlags(fs)
+	fs.StringVar(&c.AuditTable, "audit-table", setup.DefaultAuditTable, "DynamoDB `table` of the audit log")
+	fs.StringVar(&c.LeaseTable, "lease-table", setup.DefaultLeaseTable, "DynamoDB `table` of producer leases")
+	fs.StringVar(&c.FleetTable, "fleet-table", setup.DefaultFleetTable, "DynamoDB `table` of the fleet registry (Workman heartbeats, pauses)")
+	fs.DurationVar(&c.TableTimeout, "table-timeout", setup.DefaultTableTimeout, "how long to wait for a new table to become ACTIVE")
+	fs.BoolVar(&c.SkipDB, "skip-db", false, "do not migrate the database")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print what would be created or updated; change nothing")
+	o.alarms = alarmFlags(fs)
+	fs.BoolVar(&o.notify, "store-notifications", false, "configure every registered s3 store bucket to send object events to the audit queue")
+	fs.BoolVar(&o.storeBkts, "store-buckets", true, "check every registered s3 store bucket: report its versioning, expire its stores' trash after --trash-retention")
+	trashRetentionVar(fs, &o.retention)
+	fs.StringVar(&o.cfgPrefix, "config-prefix", "", "key `prefix` of accounts.json in the config bucket (for the store buckets)")
+	fs.StringVar(&o.cfgDir, "config-dir", "", "local `directory` holding accounts.json, instead of the config bucket (for the store buckets)")
 }
 
-func validRetention(d time.Duration) error {
-	if d < 24*time.Hour || d%(24*time.Hour) != 0 {
-		return usagef("--trash-retention %v: want whole days (24h, 720h, …)", d)
+func (o *setupOptions) run(ctx context.Context, a *app, args []string) error {
+	if err := noArgs(args); err != nil {
+		return err
 	}
-	return nil
+	c := o.c
+	c.QueuePrefix, c.DatabaseURL = o.prefix, o.dbURL
+	c.ClaimsBucket, c.ClaimsPrefix = o.claims.Bucket, o.claims.Prefix
+	if !c.SkipDB && c.DatabaseURL == "" {
+		return usagef("--database-url (MILL_DATABASE_URL) is required, or --skip-db")
+	}
+	awsCfg, err := a.awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	rs, err := setup.Resources(c, setup.Clients{SQS: awsCfg.SQS(), S3: awsCfg.S3(), DynamoDB: awsCfg.DynamoDB(), Region: awsCfg.AWS.Region})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	ars, err := o.alarms.resources(awsCfg, c.QueuePrefix)
+	if err != nil {
+		return err
+	}
+	rs = append(rs, ars...)
+	if o.notify || o.storeBkts {
+		srs, err := o.storeResources(ctx, a, awsCfg, c)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, srs...)
+	}
+	do := setup.Apply
+	if o.dryRun {
+		do = setup.Plan
+	}
+	sum, err := do(ctx, rs, func(r setup.Result) { fmt.Fprintln(a.stdout, r) })
+	fmt.Fprintln(a.stdout, sum)
+	return err
+}
+
+// storeResources are the resources of the registry's s3 store buckets:
+// their trash expiry (--store-buckets) and their event notifications
+// (--store-notifications).
+func (o *setupOptions) storeResources(ctx context.Context, a *app, awsCfg *awsconfig.Config, c setup.Config) ([]setup.Resource, error) {
+	if err := validRetention(o.retention); err != nil {
+		return nil, err
+	}
+	src := wiring.ConfigSource{Dir: o.cfgDir, Bucket: c.ConfigBucket, Prefix: o.cfgPrefix}
+	buckets, err := registryBuckets(ctx, awsCfg, src)
+	switch {
+	case errors.Is(err, errNoRegistryYet) && !o.notify:
+		fmt.Fprintf(a.stdout, "store buckets: %v; not checked\n", err)
+	case err != nil:
+		return nil, fmt.Errorf("store buckets: %w", err)
+	}
+	var rs []setup.Resource
+	if o.storeBkts {
+		rs = append(rs, storeBucketResources(buckets, o.retention)...)
+	}
+	if o.notify {
+		rs = append(rs, notificationResources(awsCfg, c, buckets)...)
+	}
+	return rs, nil
 }
 
 // errNoRegistryYet: the registry is not there yet (a first setup).

@@ -12,11 +12,7 @@ import (
 	"github.com/millfleet/mill/pkg/spacestats"
 )
 
-func init() {
-	register(&command{
-		name:    "stats",
-		summary: "storage statistics: items and bytes per account, store or space, and over time",
-		usage: `Show the storage statistics statsproducer and the STORAGE_STATS processor
+const statsUsage = `Show the storage statistics statsproducer and the STORAGE_STATS processor
 record (the space_stats table): what each space held when Mill last counted it,
 summed --by account, store or space (the default), for the spaces --account,
 --store and --space select; or, with --history, the totals of that selection
@@ -27,49 +23,56 @@ Examples:
   millctl stats --by account
   millctl stats --account acme --by store
   millctl stats --account acme --store 1 --space photos --history --since 2026-01-01
-  millctl stats --account acme --history --json`,
-		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			dbURL := databaseURLFlag(fs)
-			account := fs.String("account", "", "only this `account`")
-			store := fs.String("store", "", "only this store `id`")
-			space := fs.String("space", "", "only this `space`")
-			by := fs.String("by", string(spacestats.BySpace), "sum the latest counts per `level`: account, store or space")
-			history := fs.Bool("history", false, "show the selection's totals per statistics run instead")
-			since := fs.String("since", "", "with --history: only runs measured on or after this `date` (2006-01-02 or RFC 3339)")
-			limit := fs.Int("limit", spacestats.DefaultHistory, "with --history: at most this many `runs`")
-			asJSON := fs.Bool("json", false, "print JSON, one object per line, instead of a table")
-			return func(ctx context.Context, args []string) error {
-				level, err := spacestats.ParseLevel(*by)
-				if err != nil {
-					return usagef("--by %q: want account, store or space", *by)
-				}
-				var from time.Time
-				if *since != "" {
-					if from, err = parseSince(*since); err != nil {
-						return usagef("--since %q: want 2006-01-02 or an RFC 3339 time", *since)
-					}
-				}
-				if *limit < 1 || *limit > spacestats.MaxHistory {
-					return usagef("--limit %d: want 1 to %d", *limit, spacestats.MaxHistory)
-				}
-				f := spacestats.Filter{Account: *account, StoreID: *store, SpaceID: *space}
-				return withDB(ctx, *dbURL, args, func(db *milldb.DB) error {
-					st := milldb.NewSpaceStats(db.Pool)
-					if *history {
-						ts, err := st.History(ctx, f, from, *limit)
-						if err != nil {
-							return err
-						}
-						return printHistory(a, ts, *asJSON)
-					}
-					rows, err := st.Latest(ctx, f)
-					if err != nil {
-						return err
-					}
-					return printLatest(a, spacestats.Groups(rows, level), level, *asJSON)
-				})
+  millctl stats --account acme --history --json`
+
+// statsOptions are the options of stats.
+type statsOptions struct {
+	dbURL, account, store, space, by, since string
+	history, json                           bool
+	limit                                   int
+}
+
+func (o *statsOptions) define(fs *flag.FlagSet, _ *app) {
+	databaseURLVar(fs, &o.dbURL)
+	fs.StringVar(&o.account, "account", "", "only this `account`")
+	fs.StringVar(&o.store, "store", "", "only this store `id`")
+	fs.StringVar(&o.space, "space", "", "only this `space`")
+	fs.StringVar(&o.by, "by", string(spacestats.BySpace), "sum the latest counts per `level`: account, store or space")
+	fs.BoolVar(&o.history, "history", false, "show the selection's totals per statistics run instead")
+	fs.StringVar(&o.since, "since", "", "with --history: only runs measured on or after this `date` (2006-01-02 or RFC 3339)")
+	fs.IntVar(&o.limit, "limit", spacestats.DefaultHistory, "with --history: at most this many `runs`")
+	fs.BoolVar(&o.json, "json", false, "print JSON, one object per line, instead of a table")
+}
+
+func (o *statsOptions) run(ctx context.Context, a *app, args []string) error {
+	level, err := spacestats.ParseLevel(o.by)
+	if err != nil {
+		return usagef("--by %q: want account, store or space", o.by)
+	}
+	var from time.Time
+	if o.since != "" {
+		if from, err = parseSince(o.since); err != nil {
+			return usagef("--since %q: want 2006-01-02 or an RFC 3339 time", o.since)
+		}
+	}
+	if o.limit < 1 || o.limit > spacestats.MaxHistory {
+		return usagef("--limit %d: want 1 to %d", o.limit, spacestats.MaxHistory)
+	}
+	f := spacestats.Filter{Account: o.account, StoreID: o.store, SpaceID: o.space}
+	return withDB(ctx, o.dbURL, args, func(db *milldb.DB) error {
+		st := milldb.NewSpaceStats(db.Pool)
+		if o.history {
+			ts, err := st.History(ctx, f, from, o.limit)
+			if err != nil {
+				return err
 			}
-		},
+			return printHistory(a, ts, o.json)
+		}
+		rows, err := st.Latest(ctx, f)
+		if err != nil {
+			return err
+		}
+		return printLatest(a, spacestats.Groups(rows, level), level, o.json)
 	})
 }
 
