@@ -85,7 +85,7 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s) each; a summary at the
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 .PHONY: bench
-bench: up ## run every benchmark against the local services and print one table (MILL_BENCH_BIG_BYTES sizes the 1 GiB objects)
+bench: up ## run every benchmark against the local services, print one table and write it to docs/PERFORMANCE.md (MILL_BENCH_BIG_BYTES sizes the 1 GiB objects)
 	./scripts/bench.sh
 
 .PHONY: docs
