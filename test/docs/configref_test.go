@@ -98,9 +98,29 @@ func millctlCommands(help string) []string {
 	return cmds
 }
 
-func collect(t *testing.T) map[string][]option {
+// helpSet is what the binaries say about themselves: their names, millctl's
+// commands, and each command's flags. It is built once per test binary.
+type helpSet struct {
+	bins     map[string]bool            // "workman", "millctl", …
+	millctl  []string                   // "dlq list", "setup", …
+	flags    map[string]map[string]bool // "workman" or "millctl dlq list" → "--flag" set
+	byBinary map[string][]option
+}
+
+var cachedHelps *helpSet
+
+// helps builds every binary of cmd/ and reads each one's --help (and each
+// millctl command's).
+func helps(t *testing.T) *helpSet {
 	t.Helper()
-	bins := t.TempDir()
+	if cachedHelps != nil {
+		return cachedHelps
+	}
+	bins, err := os.MkdirTemp("", "mill-docs-bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(bins)
 	build := exec.Command("go", "build", "-o", bins+string(os.PathSeparator), "./cmd/...")
 	build.Dir = filepath.Join("..", "..")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -110,26 +130,45 @@ func collect(t *testing.T) map[string][]option {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byBinary := map[string][]option{}
+	h := &helpSet{bins: map[string]bool{}, flags: map[string]map[string]bool{}, byBinary: map[string][]option{}}
+	add := func(cmd string, opts []option) {
+		set := map[string]bool{}
+		for _, o := range opts {
+			set[o.Flag] = true
+		}
+		h.flags[cmd] = set
+	}
 	for _, e := range entries {
 		name := e.Name()
+		h.bins[name] = true
 		bin := filepath.Join(bins, name)
 		if name != "millctl" {
-			for _, o := range parseHelp(run(t, bin, "--help")) {
+			opts := parseHelp(run(t, bin, "--help"))
+			add(name, opts)
+			for _, o := range opts {
 				o.Commands = []string{name}
-				byBinary[name] = append(byBinary[name], o)
+				h.byBinary[name] = append(h.byBinary[name], o)
 			}
 			continue
 		}
-		for _, c := range millctlCommands(run(t, bin, "help")) {
+		h.millctl = millctlCommands(run(t, bin, "help"))
+		for _, c := range h.millctl {
 			args := append(strings.Fields(c), "--help")
-			for _, o := range parseHelp(run(t, bin, args...)) {
+			opts := parseHelp(run(t, bin, args...))
+			add("millctl "+c, opts)
+			for _, o := range opts {
 				o.Commands = []string{"millctl " + c}
-				byBinary[name] = append(byBinary[name], o)
+				h.byBinary[name] = append(h.byBinary[name], o)
 			}
 		}
 	}
-	return byBinary
+	cachedHelps = h
+	return h
+}
+
+func collect(t *testing.T) map[string][]option {
+	t.Helper()
+	return helps(t).byBinary
 }
 
 // merge folds options with the same variable (millctl commands share flags).
