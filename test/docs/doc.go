@@ -5,5 +5,6 @@
 // say; `make docs` (go test ./test/docs -run TestConfigReference -update)
 // regenerates it. TestReadmeNames checks that every make target, millctl
 // command, binary, flag and repository path README.md names exists.
-// TestShippedExamples loads every example under testdata/.
+// TestDocSizes keeps README.md within 400 lines and docs/ARCHITECTURE.md
+// within 800. TestShippedExamples loads every example under testdata/.
 package docs

@@ -374,3 +374,18 @@ func makeTargets(path string) (map[string]bool, error) {
 	}
 	return t, nil
 }
+
+// TestDocSizes keeps the README a user's guide and ARCHITECTURE.md a design
+// reference: mechanisms belong in the packages' doc comments, figures in
+// docs/PERFORMANCE.md.
+func TestDocSizes(t *testing.T) {
+	for file, most := range map[string]int{"README.md": 400, "docs/ARCHITECTURE.md": 800} {
+		b, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "\n"); n > most {
+			t.Errorf("%s has %d lines, more than %d: say each fact once, in its one place", file, n, most)
+		}
+	}
+}
