@@ -60,7 +60,7 @@ test/localstack: up ## the AWS contract suites and the audit/duplication e2e tes
 	./scripts/test-aws.sh localstack
 
 .PHONY: test/aws
-test/aws: up ## the same suites against a real AWS account: MILL_TEST_REAL_AWS=<account ID>, us-east-1 (README: Testing against real AWS)
+test/aws: up ## the same suites against a real AWS account: MILL_TEST_REAL_AWS=<account ID>, us-east-1 (docs/DEVELOPMENT.md: Testing against real AWS)
 	./scripts/test-aws.sh real
 
 .PHONY: localstack/up
@@ -85,11 +85,11 @@ fuzz: ## run every fuzz target for FUZZTIME (default 30s) each; a summary at the
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 .PHONY: bench
-bench: up ## run every benchmark against the local services and print one table (MILL_BENCH_BIG_BYTES sizes the 1 GiB objects)
+bench: up ## run every benchmark against the local services, print one table and write it to docs/PERFORMANCE.md (MILL_BENCH_BIG_BYTES sizes the 1 GiB objects)
 	./scripts/bench.sh
 
 .PHONY: docs
-docs: ## regenerate README.md's configuration reference from the binaries' --help
+docs: ## regenerate docs/CONFIGURATION.md (the configuration reference) from the binaries' --help
 	$(GO) test ./test/docs -run TestConfigReference -count=1 -update
 
 .PHONY: tidy

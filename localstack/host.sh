@@ -15,7 +15,7 @@
 # use; neither download is reachable from here, so this script provides both
 # from package registries instead: a JDK from Debian (openjdk-17-jdk-headless)
 # and DynamoDB Local from Maven Central (localstack/dynamodb-local/pom.xml). See
-# the README (Emulators) for every LocalStack quirk Mill works around.
+# docs/DEVELOPMENT.md (Emulators) for every LocalStack quirk Mill works around.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)

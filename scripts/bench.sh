@@ -2,7 +2,8 @@
 # Runs every benchmark of the module once (-benchtime 1x) against the local
 # services and prints one summary table (internal/benchtable): SQS requests
 # per task, throughput against raw SDK / md5sum baselines, peak memory for
-# big objects. `make bench` runs this script.
+# big objects; it writes the same table, with the date, the machine and the
+# settings, to docs/PERFORMANCE.md. `make bench` runs this script.
 #
 # Environment:
 #   MILL_BENCH_BIG_BYTES  size of the "1 GiB" objects (default 1073741824);
@@ -30,6 +31,10 @@
 #   BENCH_TIMEOUT         go test -timeout (default 30m)
 #   BENCH_LOG             where the raw go test output is kept
 #                         (default .local/bench.log)
+#   BENCH_DOC             where the Markdown table is written (default
+#                         docs/PERFORMANCE.md for a full run; with BENCH set,
+#                         a partial run, .local/PERFORMANCE.md, so a partial
+#                         run never replaces the record)
 # The raw output is also printed as it comes. Exit status: that of go test
 # (a failed or missing benchmark shows as n/a in the table with its reason).
 set -uo pipefail
@@ -84,5 +89,11 @@ status=${PIPESTATUS[0]}
 
 echo
 echo "== Mill benchmarks (MILL_BENCH_BIG_BYTES=$MILL_BENCH_BIG_BYTES; raw output in $log)"
-$GO run ./scripts/benchtable "$log" || status=1
+if [[ -n ${BENCH:-} ]]; then
+  doc=${BENCH_DOC:-.local/PERFORMANCE.md}
+else
+  doc=${BENCH_DOC:-docs/PERFORMANCE.md}
+fi
+$GO run ./scripts/benchtable -markdown "$doc" -log "$log" "$log" || status=1
+echo "bench: the table, the date and the machine are in $doc" >&2
 exit "$status"

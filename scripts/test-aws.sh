@@ -12,7 +12,7 @@
 # real: the AWS account named by MILL_TEST_REAL_AWS (its 12-digit ID; the
 # credentials must belong to it), in us-east-1, with the SDK's default
 # credential chain (profile, environment, role). Every resource is named
-# milltest-<random>-… and removed by the test that made it; see the README
+# milltest-<random>-… and removed by the test that made it; see docs/DEVELOPMENT.md
 # (Testing against real AWS) for what it costs and how to find leftovers.
 #
 # PostgreSQL is the local one in both (make up). Every test must run: a

@@ -1,34 +1,3 @@
-// Package console is the Mill Console (docs/ARCHITECTURE.md, Console): a web
-// UI, served by `millctl console` and `millctl dev --console`, for the
-// duplication policies, the queues, the dead letters, the bit-integrity
-// runs, the fleet and, as they arrive, the storage statistics.
-//
-// Pages are rendered on the server from embedded templates; the one script
-// is a vendored, pinned htmx (assets/), used for live refresh and in-place
-// form checks — every page and form also works without it. There is no
-// build step: `go build` is all.
-//
-// Every operation goes through the packages millctl uses: policies through
-// pkg/policyedit (pkg/policy's validation, the config store's conditional
-// writes), queue depths through pkg/queue/queuestats, dead letters through
-// pkg/deadletter, bit results through pkg/bitlog, the fleet and its pauses
-// through pkg/fleet. The console implements none of them itself.
-//
-// Security: a user is authenticated by the configured auth.Authenticator
-// and has a role; pages show only the controls the role allows and every
-// handler checks the role again. A request naming a host not allowed
-// (Config.AllowedHosts; under the "none" mode the loopback names only) is
-// refused before anything reads it, so a name rebound to 127.0.0.1 reads
-// and changes nothing. Every state-changing request must come from an
-// allowed host's page (Sec-Fetch-Site, Origin or Referer) and passes Go's
-// http.CrossOriginProtection. A path, query string or form that is not
-// UTF-8 text, holds control characters, is malformed or over-long is a 400
-// before any page reads it; a form lacking a field, or with a value other
-// than those expected, is a 400 and changes nothing. Links are built as
-// URLs (net/url), escaped once by the templates. Every response carries a
-// strict Content Security Policy (scripts and styles from the console
-// itself only, no inline script or style, no framing). Every change is
-// logged with its user and recorded in the change log (pkg/changelog).
 package console
 
 import (
