@@ -28,6 +28,7 @@ import (
 	"github.com/millfleet/mill/internal/producercmd"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
@@ -200,7 +201,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer db.Close()
 	p, err := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: c.filter, SkipRecent: c.skipRecent,
-		BitLog: milldb.NewBitLog(db.Pool), Logger: logger})
+		BitLog: pgbitlog.New(db.Pool), Logger: logger})
 	if err != nil {
 		return err
 	}

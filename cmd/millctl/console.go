@@ -16,6 +16,7 @@ import (
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
 	"github.com/millfleet/mill/internal/wiring"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
@@ -169,7 +170,7 @@ pauses and resumes), admin (also edits policies).`,
 						return err
 					}
 					defer db.Close()
-					cfg.BitLog = milldb.NewBitLog(db.Pool)
+					cfg.BitLog = pgbitlog.New(db.Pool)
 					where = append(where, "bit log in PostgreSQL")
 				}
 				if *reportsDir != "" {

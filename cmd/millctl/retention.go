@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 )
 
@@ -65,7 +67,7 @@ Example: millctl bitlog retention --apply`,
 					return usagef("--tombstone-retention %s: at least %s (an audit event can wait that long on the queues)", *tomb, minTombstoneRetention)
 				}
 				return withDB(ctx, *dbURL, args, func(db *milldb.DB) error {
-					return retention(ctx, a.stdout, milldb.NewBitLog(db.Pool), milldb.NewContentIndex(db.Pool), time.Now(), *keep, *tomb, *apply)
+					return retention(ctx, a.stdout, pgbitlog.New(db.Pool), pgcontentindex.New(db.Pool), time.Now(), *keep, *tomb, *apply)
 				})
 			}
 		},

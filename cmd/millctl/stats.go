@@ -10,6 +10,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 )
 
 func init() {
@@ -54,7 +55,7 @@ Examples:
 				}
 				f := spacestats.Filter{Account: *account, StoreID: *store, SpaceID: *space}
 				return withDB(ctx, *dbURL, args, func(db *milldb.DB) error {
-					st := milldb.NewSpaceStats(db.Pool)
+					st := pgspacestats.New(db.Pool)
 					if *history {
 						ts, err := st.History(ctx, f, from, *limit)
 						if err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 	"github.com/millfleet/mill/producers/looping"
 	"github.com/millfleet/mill/producers/stats"
 )
@@ -147,7 +148,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	p, err := stats.New(stats.Config{Registry: reg, Opener: wiring.NewOpener(reg, &aws.AWS, aws.EndpointOverride),
-		Known: milldb.NewSpaceStats(db.Pool), Filter: filter, Logger: logger})
+		Known: pgspacestats.New(db.Pool), Filter: filter, Logger: logger})
 	if err != nil {
 		return err
 	}

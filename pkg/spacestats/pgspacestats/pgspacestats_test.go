@@ -1,4 +1,4 @@
-package milldb_test
+package pgspacestats_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 	"github.com/millfleet/mill/pkg/spacestats/spacestatstest"
 )
 
@@ -20,6 +21,6 @@ func TestSpaceStats(t *testing.T) {
 		if _, err := pool.Exec(ctx, "TRUNCATE space_stats"); err != nil {
 			t.Fatal(err)
 		}
-		return milldb.NewSpaceStats(pool)
+		return pgspacestats.New(pool)
 	})
 }
