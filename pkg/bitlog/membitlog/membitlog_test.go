@@ -9,5 +9,5 @@ import (
 )
 
 func TestMemory(t *testing.T) {
-	bitlogtest.Run(t, func(t *testing.T) bitlog.Log { return membitlog.New(nil) })
+	bitlogtest.Run(t, bitlogtest.Harness{New: func(t *testing.T) bitlog.Log { return membitlog.New(nil) }})
 }

@@ -19,12 +19,12 @@ func TestBitLog(t *testing.T) {
 		t.Fatalf("migrate: %v", err)
 	}
 	// One schema for the suite; each subtest starts from empty tables.
-	bitlogtest.Run(t, func(t *testing.T) bitlog.Log {
+	bitlogtest.Run(t, bitlogtest.Harness{New: func(t *testing.T) bitlog.Log {
 		if _, err := pool.Exec(ctx, "TRUNCATE bit_log, bit_report, bit_run_space"); err != nil {
 			t.Fatal(err)
 		}
 		return pgbitlog.New(pool)
-	})
+	}})
 }
 
 // TestBitLogMonthDroppedElsewhere: a month one BitLog wrote to and another

@@ -9,5 +9,5 @@ import (
 )
 
 func TestMemory(t *testing.T) {
-	contentindextest.Run(t, func(t *testing.T) contentindex.Index { return memcontentindex.New() })
+	contentindextest.Run(t, contentindextest.Harness{New: func(t *testing.T) contentindex.Index { return memcontentindex.New() }})
 }

@@ -18,10 +18,10 @@ func TestContentIndex(t *testing.T) {
 		t.Fatalf("migrate: %v", err)
 	}
 	// One schema for the suite; each subtest starts from an empty table.
-	contentindextest.Run(t, func(t *testing.T) contentindex.Index {
+	contentindextest.Run(t, contentindextest.Harness{New: func(t *testing.T) contentindex.Index {
 		if _, err := pool.Exec(ctx, "TRUNCATE content_index"); err != nil {
 			t.Fatal(err)
 		}
 		return pgcontentindex.New(pool)
-	})
+	}})
 }

@@ -9,5 +9,5 @@ import (
 )
 
 func TestMemory(t *testing.T) {
-	spacestatstest.Run(t, func(t *testing.T) spacestats.Store { return memspacestats.New(nil) })
+	spacestatstest.Run(t, spacestatstest.Harness{New: func(t *testing.T) spacestats.Store { return memspacestats.New(nil) }})
 }

@@ -17,10 +17,10 @@ func TestSpaceStats(t *testing.T) {
 	if _, err := milldb.Up(ctx, pool); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	spacestatstest.Run(t, func(t *testing.T) spacestats.Store {
+	spacestatstest.Run(t, spacestatstest.Harness{New: func(t *testing.T) spacestats.Store {
 		if _, err := pool.Exec(ctx, "TRUNCATE space_stats"); err != nil {
 			t.Fatal(err)
 		}
 		return pgspacestats.New(pool)
-	})
+	}})
 }
