@@ -1,6 +1,6 @@
 // Package auditlogtest is the conformance suite every auditlog.Log
-// implementation passes: Run(t, Harness{New: ...}) whose New
-// returns an empty log for each subtest.
+// implementation passes: Run(t, Harness{New: newFn})
+// with newFn returning an empty log for each subtest.
 package auditlogtest
 
 import (

@@ -1,6 +1,6 @@
 // Package bitlogtest is the conformance suite every bitlog.Log
-// implementation passes: Run(t, Harness{New: ...}) whose New
-// returns an empty log for each subtest.
+// implementation passes: Run(t, Harness{New: newFn})
+// with newFn returning an empty log for each subtest.
 package bitlogtest
 
 import (

@@ -1,6 +1,6 @@
 // Package contentindextest is the conformance suite every
-// contentindex.Index implementation passes: Run(t, Harness{New: ...}) whose New
-// returns an empty index for each subtest.
+// contentindex.Index implementation passes: Run(t, Harness{New: newFn})
+// with newFn returning an empty index for each subtest.
 package contentindextest
 
 import (

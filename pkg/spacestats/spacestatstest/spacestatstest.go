@@ -1,6 +1,6 @@
 // Package spacestatstest is the conformance suite every spacestats.Store
-// passes: Run(t, Harness{New: ...}) whose New
-// returns an empty store for each subtest.
+// passes: Run(t, Harness{New: newFn})
+// with newFn returning an empty store for each subtest.
 package spacestatstest
 
 import (
