@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/producercmd"
-	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
@@ -80,7 +80,7 @@ var command = producercmd.Command{
 					return looping.Config{}, err
 				}
 				p, err := bit.New(bit.Config{Registry: e.Registry, Opener: e.Opener, Filter: e.Filter, SkipRecent: skipRecent,
-					BitLog: milldb.NewBitLog(e.DB.Pool), Logger: e.Logger})
+					BitLog: pgbitlog.New(e.DB.Pool), Logger: e.Logger})
 				return looping.Config{Kind: bit.Kind, Producer: p, Queue: &bit.Router{Bit: bitQ, Report: reportQ}}, err
 			},
 		}

@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/testenv"
-	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
@@ -39,6 +38,7 @@ import (
 	"github.com/millfleet/mill/producers/looping"
 
 	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 )
 
 // pair is one (account, space, source → destination) the test checks.
@@ -227,7 +227,7 @@ func TestAcceptance(t *testing.T) {
 	logger := slogtest.New(t, slog.LevelWarn)
 	proc, err := dupproc.New(dupproc.Config{
 		Opener: opener, Audit: dupproc.AuditTo(audit, task.FormatJSON, nil),
-		Live: dupproc.FromIndex(contentindex.NewMemory()), Policies: policy.NewDir(confDir), Logger: logger,
+		Live: dupproc.FromIndex(memcontentindex.New()), Policies: policy.NewDir(confDir), Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)

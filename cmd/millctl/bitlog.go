@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/tsv"
 )
@@ -62,7 +63,7 @@ func (o *bitlogResultsOptions) run(ctx context.Context, a *app, args []string) e
 		return usagef("--limit %d: must not be negative", *f.limit)
 	}
 	return withDB(ctx, *f.dbURL, args, func(db *milldb.DB) error {
-		return printResults(ctx, a, milldb.NewBitLog(db.Pool), f, bitlog.Filter{
+		return printResults(ctx, a, pgbitlog.New(db.Pool), f, bitlog.Filter{
 			RunID: *f.run, Account: *f.account, StoreID: *f.store, SpaceID: *f.space, Result: res,
 		})
 	})
@@ -83,7 +84,7 @@ func (o *bitlogReportsOptions) run(ctx context.Context, a *app, args []string) e
 		if limit == 0 {
 			limit = bitlog.MaxPageSize
 		}
-		reps, err := milldb.NewBitLog(db.Pool).Reports(ctx, bitlog.ReportFilter{
+		reps, err := pgbitlog.New(db.Pool).Reports(ctx, bitlog.ReportFilter{
 			RunID: *f.run, Account: *f.account, StoreID: *f.store, SpaceID: *f.space, Limit: limit,
 		})
 		if err != nil {

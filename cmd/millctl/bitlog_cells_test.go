@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 	"github.com/millfleet/mill/pkg/clock"
 )
 
@@ -16,7 +17,7 @@ import (
 // control character (an escape sequence for the terminal among them).
 func TestBitlogTablesEncodeCells(t *testing.T) {
 	at := time.Date(2026, 5, 1, 3, 4, 5, 0, time.UTC)
-	l := bitlog.NewMemory(clock.NewFake(at))
+	l := membitlog.New(clock.NewFake(at))
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -11,7 +11,9 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 )
 
@@ -34,7 +36,7 @@ func TestBitlogCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	url, db := migratedDB(t, ctx)
-	l := milldb.NewBitLog(db.Pool)
+	l := pgbitlog.New(db.Pool)
 	at := time.Date(2026, 5, 1, 3, 4, 5, 0, time.UTC)
 	for i, id := range []string{"a", "b", "c\tx"} {
 		res := bitlog.ResultSuccess
@@ -109,7 +111,7 @@ func TestBitlogRetention(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	url, db := migratedDB(t, ctx)
-	l, ix := milldb.NewBitLog(db.Pool), milldb.NewContentIndex(db.Pool)
+	l, ix := pgbitlog.New(db.Pool), pgcontentindex.New(db.Pool)
 	now := time.Now().UTC()
 	oldRun, newRun := "20200105T000000Z", now.Format("20060102T150405Z")
 	for _, run := range []string{oldRun, oldRun, newRun} {

@@ -15,6 +15,7 @@ import (
 	"github.com/millfleet/mill/internal/console/auth"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
@@ -154,7 +155,7 @@ func (o *consoleOptions) run(ctx context.Context, a *app, args []string) error {
 			return err
 		}
 		defer db.Close()
-		cfg.BitLog = milldb.NewBitLog(db.Pool)
+		cfg.BitLog = pgbitlog.New(db.Pool)
 		where = append(where, "bit log in PostgreSQL")
 	}
 	if o.reportsDir != "" {

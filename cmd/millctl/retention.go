@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 )
 
@@ -72,7 +74,7 @@ func (o *bitlogRetentionOptions) run(ctx context.Context, a *app, args []string)
 		return usagef("--tombstone-retention %s: at least %s (an audit event can wait that long on the queues)", o.tomb, minTombstoneRetention)
 	}
 	return withDB(ctx, o.dbURL, args, func(db *milldb.DB) error {
-		return retention(ctx, a.stdout, milldb.NewBitLog(db.Pool), milldb.NewContentIndex(db.Pool), time.Now(), o.keep, o.tomb, o.apply)
+		return retention(ctx, a.stdout, pgbitlog.New(db.Pool), pgcontentindex.New(db.Pool), time.Now(), o.keep, o.tomb, o.apply)
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 )
 
 const statsUsage = `Show the storage statistics statsproducer and the STORAGE_STATS processor
@@ -60,7 +61,7 @@ func (o *statsOptions) run(ctx context.Context, a *app, args []string) error {
 	}
 	f := spacestats.Filter{Account: o.account, StoreID: o.store, SpaceID: o.space}
 	return withDB(ctx, o.dbURL, args, func(db *milldb.DB) error {
-		st := milldb.NewSpaceStats(db.Pool)
+		st := pgspacestats.New(db.Pool)
 		if o.history {
 			ts, err := st.History(ctx, f, from, o.limit)
 			if err != nil {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 )
 
 // TestStatsCommand reads space_stats on PostgreSQL: the latest counts by
@@ -18,7 +18,7 @@ func TestStatsCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	url, db := migratedDB(t, ctx)
-	st := milldb.NewSpaceStats(db.Pool)
+	st := pgspacestats.New(db.Pool)
 	d1 := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC)
 	d2 := d1.Add(24 * time.Hour)
 	for _, r := range []spacestats.Stats{

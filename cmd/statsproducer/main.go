@@ -21,8 +21,8 @@ import (
 	"io"
 
 	"github.com/millfleet/mill/internal/producercmd"
-	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 	"github.com/millfleet/mill/producers/looping"
 	"github.com/millfleet/mill/producers/stats"
 )
@@ -54,7 +54,7 @@ var command = producercmd.Command{
 				return looping.Config{}, err
 			}
 			p, err := stats.New(stats.Config{Registry: e.Registry, Opener: e.Opener,
-				Known: milldb.NewSpaceStats(e.DB.Pool), Filter: e.Filter, Logger: e.Logger})
+				Known: pgspacestats.New(e.DB.Pool), Filter: e.Filter, Logger: e.Logger})
 			return looping.Config{Kind: stats.Kind, Producer: p, Queue: q}, err
 		}}
 	},

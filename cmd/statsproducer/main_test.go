@@ -17,6 +17,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/task"
@@ -58,7 +59,7 @@ func TestRunOnEmulator(t *testing.T) {
 	if _, err := milldb.Up(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
-	if err := milldb.NewSpaceStats(db.Pool).Put(ctx, spacestats.Stats{RunID: "20260101T020000Z", Account: "acme", StoreID: "1",
+	if err := pgspacestats.New(db.Pool).Put(ctx, spacestats.Stats{RunID: "20260101T020000Z", Account: "acme", StoreID: "1",
 		SpaceID: "gone", Items: 4, Bytes: 40, Measured: time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC)}); err != nil {
 		t.Fatal(err)
 	}

@@ -125,10 +125,10 @@ var Rows = []Row{
 		Value: units(`^B/changed-morsel$`), Baseline: units(`^old-B/changed-morsel$`), Ratio: units(`^journal/old$`), Expect: "producers/looping BenchmarkStateWrites20000Spaces"},
 	{Measure: "Producer state objects left current after a 20,000-space run vs versions kept for good by the rewrite", Pkg: "producers/looping", Name: regexp.MustCompile(`^BenchmarkStateWrites`),
 		Value: units(`^current-objects$`), Baseline: units(`^old-versions$`), Expect: "producers/looping BenchmarkStateWrites20000Spaces"},
-	{Measure: "Bit log retention: rows in the log (MILL_BENCH_BITLOG_ROWS)", Pkg: "pkg/milldb", Name: regexp.MustCompile(`^BenchmarkBitLogRetention`),
-		Value: units(`^rows$`), Expect: "pkg/milldb BenchmarkBitLogRetention"},
-	{Measure: "Bit log retention: drop 7 expired months vs DELETE of their rows (ms)", Pkg: "pkg/milldb", Name: regexp.MustCompile(`^BenchmarkBitLogRetention`),
-		Value: units(`^drop-ms$`), Baseline: units(`^delete-est-ms$`), Ratio: units(`^drop/delete$`), Expect: "pkg/milldb BenchmarkBitLogRetention"},
+	{Measure: "Bit log retention: rows in the log (MILL_BENCH_BITLOG_ROWS)", Pkg: "pkg/bitlog/pgbitlog", Name: regexp.MustCompile(`^BenchmarkBitLogRetention`),
+		Value: units(`^rows$`), Expect: "pkg/bitlog/pgbitlog BenchmarkBitLogRetention"},
+	{Measure: "Bit log retention: drop 7 expired months vs DELETE of their rows (ms)", Pkg: "pkg/bitlog/pgbitlog", Name: regexp.MustCompile(`^BenchmarkBitLogRetention`),
+		Value: units(`^drop-ms$`), Baseline: units(`^delete-est-ms$`), Ratio: units(`^drop/delete$`), Expect: "pkg/bitlog/pgbitlog BenchmarkBitLogRetention"},
 }
 
 // Line is one computed row.

@@ -31,6 +31,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
@@ -140,7 +141,7 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 	if _, err := milldb.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	bits := milldb.NewBitLog(pool)
+	bits := pgbitlog.New(pool)
 	b.bitRun = seedRun(t, bits, b.s3, reportsBucket)
 
 	// The fleet registry; the dead-letter queue read as millctl console

@@ -19,7 +19,6 @@ import (
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
 	"github.com/millfleet/mill/internal/console/auth/albtest"
-	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/configstore"
@@ -32,6 +31,7 @@ import (
 	"github.com/millfleet/mill/pkg/stores"
 
 	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 )
 
 const registryJSON = `{"accounts": [
@@ -52,7 +52,7 @@ type env struct {
 	files                 configstore.Store
 	changes               changelog.Log
 	queues                map[string]*memqueue.Queue
-	bits                  *bitlog.Memory
+	bits                  *membitlog.Log
 	fleet                 *fleet.Memory
 	clock                 *clock.Fake
 	admin, admin2, viewer string
@@ -89,7 +89,7 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 	for _, k := range queue.AllKeys {
 		e.queues[k] = memqueue.New("mill-"+k, memqueue.Config{Clock: e.clock})
 	}
-	e.bits = bitlog.NewMemory(e.clock)
+	e.bits = membitlog.New(e.clock)
 	e.fleet = fleet.NewMemory(e.clock)
 	reader := queuestats.New("mill-", func(_ context.Context, key, _ string) (queue.Queue, error) { return e.queues[key], nil }, nil).WithFleet(e.fleet)
 	dead, err := deadletter.New(deadletter.Config{Queue: e.queues[queue.KeyDeadLetter], Prefix: "mill-", Wait: -1,

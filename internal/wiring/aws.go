@@ -13,13 +13,16 @@ import (
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/setup"
+	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/task"
@@ -169,9 +172,9 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		Logger: cfg.Logger, Clock: cfg.Clock, Queues: qs, Stores: opener,
 		Policies: policy.NewCache(pols, policy.CacheConfig{Refresh: cfg.PolicyRefresh, Clock: cfg.Clock, Logger: cfg.Logger}),
 		AuditLog: auditlog.NewDynamo(aws.DynamoDB(), cfg.AuditTable),
-		Index:    milldb.NewContentIndex(db.Pool),
-		BitLog:   milldb.NewBitLog(db.Pool),
-		Stats:    milldb.NewSpaceStats(db.Pool),
+		Index:    pgcontentindex.New(db.Pool),
+		BitLog:   pgbitlog.New(db.Pool),
+		Stats:    pgspacestats.New(db.Pool),
 		Reports:  &bitreport.S3Reports{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
 		Notifier: notifier, ReportAdminSpace: cfg.ReportAdminSpace,
 		DupRestoreDays: cfg.DupRestoreDays,

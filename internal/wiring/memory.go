@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/auditlog"
-	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
-	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/memspacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
@@ -98,8 +98,8 @@ func Memory(cfg MemoryConfig) (*Deps, error) {
 	})
 	return &Deps{
 		Logger: cfg.Logger, Clock: clk, Queues: qs, Stores: opener, Policies: cfg.Policies,
-		AuditLog: auditlog.NewMemory(), Index: contentindex.NewMemory(), BitLog: bitlog.NewMemory(clk),
-		Stats:   spacestats.NewMemory(clk),
+		AuditLog: auditlog.NewMemory(), Index: memcontentindex.New(), BitLog: membitlog.New(clk),
+		Stats:   memspacestats.New(clk),
 		Reports: &bitreport.DirReports{Dir: cfg.ReportsDir},
 		Format:  cfg.Format, RecheckDelay: cfg.RecheckDelay,
 	}, nil

@@ -18,12 +18,12 @@ func TestDynamo(t *testing.T) {
 	c := cfg.DynamoDB()
 	prefix := testenv.Prefix(t)
 	n := 0
-	auditlogtest.Run(t, func(t *testing.T) auditlog.Log {
+	auditlogtest.Run(t, auditlogtest.Harness{New: func(t *testing.T) auditlog.Log {
 		n++
 		table := prefix + "audit-" + string(rune('a'+n))
 		CreateTable(t, c, table)
 		return auditlog.NewDynamo(c, table)
-	})
+	}})
 }
 
 // CreateTable makes an audit-log table from table.go's description and

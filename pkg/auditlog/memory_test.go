@@ -8,5 +8,5 @@ import (
 )
 
 func TestMemory(t *testing.T) {
-	auditlogtest.Run(t, func(t *testing.T) auditlog.Log { return auditlog.NewMemory() })
+	auditlogtest.Run(t, auditlogtest.Harness{New: func(t *testing.T) auditlog.Log { return auditlog.NewMemory() }})
 }

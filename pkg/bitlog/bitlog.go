@@ -8,9 +8,9 @@
 // report is made only for a recorded run, and counts what the rows of the
 // run hold.
 //
-// The Log interface is implemented in memory here (NewMemory, for tests and
-// the dev mode) and on PostgreSQL by milldb.NewBitLog; both pass the
-// conformance suite bitlogtest.Run.
+// The Log interface is implemented in memory by membitlog (for tests and
+// the dev mode) and on PostgreSQL by pgbitlog; both pass the conformance
+// suite bitlogtest.Run.
 package bitlog
 
 import (

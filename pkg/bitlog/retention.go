@@ -61,9 +61,9 @@ type MonthInfo struct {
 	Rows int64
 }
 
-// Pruner drops whole months of history; milldb.BitLog (a partition per
+// Pruner drops whole months of history; pgbitlog.Log (a partition per
 // month: a dropped month is a dropped partition, whatever its size) and
-// Memory implement it.
+// membitlog.Log implement it.
 //
 //   - Months returns the months that hold history, oldest first.
 //   - DropMonths deletes every row of the months starting before `before`

@@ -13,8 +13,16 @@ import (
 	"github.com/millfleet/mill/pkg/changelog"
 )
 
+// harness is a changelog.Log implementation under test, in the entry shape
+// of Mill's conformance suites (xxxtest.Harness): New returns an empty log
+// for one subtest.
+type harness struct {
+	New func(t *testing.T) changelog.Log
+}
+
 // run is the contract of changelog.Log, for every implementation.
-func run(t *testing.T, newLog func(t *testing.T) changelog.Log) {
+func run(t *testing.T, h harness) {
+	newLog := h.New
 	ctx := context.Background()
 	t.Run("Invalid", func(t *testing.T) {
 		l := newLog(t)
@@ -76,24 +84,24 @@ func run(t *testing.T, newLog func(t *testing.T) changelog.Log) {
 }
 
 func TestDir(t *testing.T) {
-	run(t, func(t *testing.T) changelog.Log {
+	run(t, harness{New: func(t *testing.T) changelog.Log {
 		d, err := changelog.NewDir(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
-	})
+	}})
 }
 
 func TestS3(t *testing.T) {
 	cfg := testenv.AWS(t)
 	c := cfg.S3(func(o *s3.Options) { o.UsePathStyle = true })
-	run(t, func(t *testing.T) changelog.Log {
+	run(t, harness{New: func(t *testing.T) changelog.Log {
 		bucket := testenv.Prefix(t) + "changes"
 		if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 			t.Fatal(err)
 		}
 		testenv.CleanupBucket(t, c, bucket)
 		return changelog.NewS3(c, bucket, "console-changes/")
-	})
+	}})
 }

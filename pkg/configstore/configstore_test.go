@@ -16,7 +16,7 @@ import (
 )
 
 func TestDir(t *testing.T) {
-	configstoretest.Run(t, configstoretest.Options{New: func(t *testing.T, maxSize int64) configstore.Store {
+	configstoretest.Run(t, configstoretest.Harness{New: func(t *testing.T, maxSize int64) configstore.Store {
 		d, err := configstore.NewDir(t.TempDir(), maxSize)
 		if err != nil {
 			t.Fatal(err)
@@ -70,7 +70,7 @@ func mustVersion(t *testing.T, d configstore.Store, id string) []byte {
 func TestS3(t *testing.T) {
 	cfg := testenv.AWS(t)
 	c := cfg.S3(func(o *s3.Options) { o.UsePathStyle = true })
-	configstoretest.Run(t, configstoretest.Options{
+	configstoretest.Run(t, configstoretest.Harness{
 		New: func(t *testing.T, maxSize int64) configstore.Store {
 			bucket := testenv.Prefix(t) + "config"
 			ctx := context.Background()

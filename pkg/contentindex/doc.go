@@ -5,9 +5,9 @@
 // processor keeps it current; the bit check (its "I" checksum) and the report
 // processor read it.
 //
-// Index is the interface; Memory implements it for unit tests and dev mode,
-// pkg/milldb.ContentIndex on PostgreSQL; contentindextest.Run is the
-// conformance suite both pass.
+// Index is the interface; memcontentindex implements it in memory for unit
+// tests and dev mode, pgcontentindex on PostgreSQL; contentindextest.Run is
+// the conformance suite both pass.
 //
 // # Ordering rule
 //

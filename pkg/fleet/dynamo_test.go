@@ -17,11 +17,11 @@ func TestDynamo(t *testing.T) {
 	c := cfg.DynamoDB()
 	prefix := testenv.Prefix(t)
 	var n atomic.Int64
-	fleettest.Run(t, func(t *testing.T) fleettest.Harness {
+	fleettest.Run(t, fleettest.Harness{New: func(t *testing.T) fleettest.Fixture {
 		// Listing reads the whole table: one table per subtest.
 		table := fmt.Sprintf("%sfleet-%d", prefix, n.Add(1))
 		testenv.CreateTable(t, c, fleet.CreateTableInput(table), fleet.TimeToLiveInput(table))
 		clk := clock.NewFake(time.Time{})
-		return fleettest.Harness{Registry: fleet.NewDynamo(c, table, clk), Clock: clk}
-	})
+		return fleettest.Fixture{Registry: fleet.NewDynamo(c, table, clk), Clock: clk}
+	}})
 }

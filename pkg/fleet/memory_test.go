@@ -10,8 +10,8 @@ import (
 )
 
 func TestMemory(t *testing.T) {
-	fleettest.Run(t, func(t *testing.T) fleettest.Harness {
+	fleettest.Run(t, fleettest.Harness{New: func(t *testing.T) fleettest.Fixture {
 		clk := clock.NewFake(time.Time{})
-		return fleettest.Harness{Registry: fleet.NewMemory(clk), Clock: clk}
-	})
+		return fleettest.Fixture{Registry: fleet.NewMemory(clk), Clock: clk}
+	}})
 }

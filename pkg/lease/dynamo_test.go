@@ -15,8 +15,8 @@ func TestDynamo(t *testing.T) {
 	c := cfg.DynamoDB()
 	table := testenv.Prefix(t) + "leases"
 	testenv.CreateTable(t, c, lease.CreateTableInput(table), lease.TimeToLiveInput(table))
-	leasetest.Run(t, func(t *testing.T) leasetest.Harness {
+	leasetest.Run(t, leasetest.Harness{New: func(t *testing.T) leasetest.Fixture {
 		clk := clock.NewFake(time.Time{})
-		return leasetest.Harness{Lease: lease.NewDynamo(c, table, clk), Clock: clk}
-	})
+		return leasetest.Fixture{Lease: lease.NewDynamo(c, table, clk), Clock: clk}
+	}})
 }

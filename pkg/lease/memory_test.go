@@ -10,8 +10,8 @@ import (
 )
 
 func TestMemory(t *testing.T) {
-	leasetest.Run(t, func(t *testing.T) leasetest.Harness {
+	leasetest.Run(t, leasetest.Harness{New: func(t *testing.T) leasetest.Fixture {
 		clk := clock.NewFake(time.Time{})
-		return leasetest.Harness{Lease: lease.NewMemory(clk), Clock: clk}
-	})
+		return leasetest.Fixture{Lease: lease.NewMemory(clk), Clock: clk}
+	}})
 }

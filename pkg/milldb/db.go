@@ -65,7 +65,8 @@ func (c Config) validate() error {
 // DB is an open connection pool.
 type DB struct {
 	// Pool is the underlying pgx pool; the migration functions and the
-	// table packages take it.
+	// PostgreSQL implementations of the ports (pgbitlog, pgcontentindex,
+	// pgspacestats) take it.
 	Pool *pgxpool.Pool
 }
 

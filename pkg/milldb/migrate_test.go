@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/milldb"
 )
 
@@ -388,7 +389,7 @@ func TestBitLogByMonthKeepsRows(t *testing.T) {
 		if got := where(); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("round %d: rows by partition %v, want %v", round, got, want)
 		}
-		if c, err := milldb.NewBitLog(db.Pool).Count(ctx, "20250105T010000Z", "acme", "1", "photos"); err != nil || c.Total != 2 {
+		if c, err := pgbitlog.New(db.Pool).Count(ctx, "20250105T010000Z", "acme", "1", "photos"); err != nil || c.Total != 2 {
 			t.Fatalf("round %d: count of the January run %+v %v", round, c, err)
 		}
 		if _, err := milldb.Migrate(ctx, db.Pool, 4); err != nil {

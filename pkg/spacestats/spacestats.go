@@ -4,9 +4,9 @@
 // space, one row per space per statistics run, kept as history for billing
 // and storage reports.
 //
-// The Store interface is implemented in memory here (NewMemory, for tests
-// and the dev mode) and on PostgreSQL by milldb.NewSpaceStats (the
-// space_stats table); both pass the conformance suite spacestatstest.Run.
+// The Store interface is implemented in memory by memspacestats (for tests
+// and the dev mode) and on PostgreSQL by pgspacestats (the space_stats
+// table); both pass the conformance suite spacestatstest.Run.
 package spacestats
 
 import (

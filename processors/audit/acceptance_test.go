@@ -18,6 +18,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/notify/notifytest"
@@ -87,7 +88,7 @@ func TestAcceptance(t *testing.T) {
 		}})
 
 	log := auditlog.NewDynamo(ddb, table)
-	index := &countingIndex{Index: milldb.NewContentIndex(pool)}
+	index := &countingIndex{Index: pgcontentindex.New(pool)}
 	topic := notifytest.New(t, cfg)
 	notifier, err := notify.NewSNS(topic.SNS, topic.ARN)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
@@ -37,7 +38,7 @@ func setup(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{
 		log:      auditlog.NewMemory(),
-		index:    &countingIndex{Index: contentindex.NewMemory()},
+		index:    &countingIndex{Index: memcontentindex.New()},
 		dups:     memqueue.New("dup-high", memqueue.Config{}),
 		notifier: &recordingNotifier{},
 		prov:     &fakeProvider{items: map[string]*storage.Info{}},
@@ -448,7 +449,7 @@ func TestUnlistedAccountIsNotDuplicated(t *testing.T) {
 	}
 	dups := memqueue.New("dup-high", memqueue.Config{})
 	log := auditlog.NewMemory()
-	p, err := audit.New(audit.Config{Log: log, Index: contentindex.NewMemory(), DupHigh: dups, Policies: policy.NewDir(dir), Logger: testLogger(t),
+	p, err := audit.New(audit.Config{Log: log, Index: memcontentindex.New(), DupHigh: dups, Policies: policy.NewDir(dir), Logger: testLogger(t),
 		Stores: setup(t).opener()})
 	if err != nil {
 		t.Fatal(err)

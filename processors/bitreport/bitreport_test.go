@@ -24,6 +24,8 @@ import (
 	"github.com/millfleet/mill/processors/bitreport"
 
 	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/pkg/bitlog/membitlog"
+	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 )
 
 const run = "20260501T030000Z"
@@ -34,8 +36,8 @@ type env struct {
 	errQ    *memqueue.Queue
 	store   *fsstore.Store
 	opener  *stores.Opener
-	index   *contentindex.Memory
-	log     *bitlog.Memory
+	index   *memcontentindex.Index
+	log     *membitlog.Log
 	dir     string
 	requeue *memqueue.Queue
 }
@@ -66,8 +68,8 @@ func setup(t *testing.T, ids ...string) *env {
 		opener: stores.NewOpener(reg, stores.OpenerConfig{FS: func(context.Context, stores.Store) (storage.Provider, error) {
 			return st, nil
 		}}),
-		index:   contentindex.NewMemory(),
-		log:     bitlog.NewMemory(clk),
+		index:   memcontentindex.New(),
+		log:     membitlog.New(clk),
 		dir:     filepath.Join(dir, "reports"),
 		requeue: memqueue.New("mill-bit-report", memqueue.Config{Clock: clk}),
 		audit:   auditlog.NewMemory(),

@@ -22,6 +22,7 @@ import (
 	"github.com/millfleet/mill/processors/dup"
 
 	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 )
 
 const (
@@ -640,7 +641,7 @@ func TestConfigErrorsAtOnce(t *testing.T) {
 
 func TestFromIndex(t *testing.T) {
 	ctx := context.Background()
-	idx := contentindex.NewMemory()
+	idx := memcontentindex.New()
 	item := contentindex.Item{Account: acct, StoreID: "1", SpaceID: space, ContentID: "x"}
 	now := time.Now()
 	live := dup.FromIndex(idx)

@@ -32,6 +32,6 @@
 //
 // Register it in Workman's mux for task.TypeStorageStats:
 //
-//	p, err := storagestats.New(storagestats.Config{Stores: opener, Stats: milldb.NewSpaceStats(pool), Continue: bitQueue})
+//	p, err := storagestats.New(storagestats.Config{Stores: opener, Stats: pgspacestats.New(pool), Continue: bitQueue})
 //	mux.Handle(task.TypeStorageStats, p)
 package storagestats

@@ -11,6 +11,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/memspacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/task"
@@ -26,7 +27,7 @@ func newHandOnEnv(t *testing.T, cps storage.Checkpoints) *env {
 	}
 	clk := clock.NewFake(time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC))
 	q := memqueue.New("bit", memqueue.Config{Clock: clk})
-	stats := spacestats.NewMemory(nil)
+	stats := memspacestats.New(nil)
 	p, err := storagestats.New(storagestats.Config{Stores: newStores(storage.KindFS, fs), Stats: stats, Continue: q,
 		Checkpoints: cps, MaxItems: 7, PageSize: 3, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/memspacestats"
+	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/storage/s3store"
@@ -220,7 +222,7 @@ func TestCountsFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scenario(t, newEnv(t, storage.KindFS, fs, spacestats.NewMemory(nil)))
+	scenario(t, newEnv(t, storage.KindFS, fs, memspacestats.New(nil)))
 }
 
 // TestCountsS3 runs the scenario on the emulator's S3 and PostgreSQL.
@@ -240,7 +242,7 @@ func TestCountsS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scenario(t, newEnv(t, storage.KindS3, st, milldb.NewSpaceStats(pool)))
+	scenario(t, newEnv(t, storage.KindS3, st, pgspacestats.New(pool)))
 }
 
 func TestBadTasksArePermanent(t *testing.T) {
@@ -248,7 +250,7 @@ func TestBadTasksArePermanent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, storage.KindFS, fs, spacestats.NewMemory(nil))
+	e := newEnv(t, storage.KindFS, fs, memspacestats.New(nil))
 	for name, tk := range map[string]*task.Task{
 		"no space":      task.New(task.TypeStorageStats, map[string]string{"account": "acme", "storeId": "1"}),
 		"bad count":     task.New(task.TypeStorageStats, map[string]string{"account": "acme", "storeId": "1", "spaceId": "s", "itemCount": "x"}),

@@ -18,7 +18,7 @@
 //
 // Wiring (what cmd/bitproducer does):
 //
-//	p, _ := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: f, BitLog: milldb.NewBitLog(pool)})
+//	p, _ := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: f, BitLog: pgbitlog.New(pool)})
 //	loop, _ := looping.New(looping.Config{
 //		Kind:     bit.Kind,
 //		Producer: p,

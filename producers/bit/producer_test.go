@@ -21,6 +21,7 @@ import (
 	"github.com/millfleet/mill/producers/looping"
 
 	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 )
 
 // listing is a storage.Provider that only lists: spaces of numbered items.
@@ -81,7 +82,7 @@ type env struct {
 	lease         *lease.Memory
 	open          opener
 	reg           *stores.Registry
-	log           *bitlog.Memory
+	log           *membitlog.Log
 }
 
 func newEnv() *env {
@@ -92,7 +93,7 @@ func newEnv() *env {
 		reports: memqueue.New("mill-bit-report", memqueue.Config{Clock: clk}),
 		state:   looping.NewMemoryStore(),
 		lease:   lease.NewMemory(clk),
-		log:     bitlog.NewMemory(clk),
+		log:     membitlog.New(clk),
 		open: opener{
 			"acme/1":    {spaces: map[string]int{"photos": 2100, "empty": 0, "x-tmp": 5}},
 			"acme/2":    {spaces: map[string]int{"photos": 900}},
@@ -305,7 +306,7 @@ func TestSpaceVanishing(t *testing.T) {
 // finished, whether its BIT_REPORT was already queued, and fails the
 // finish of the spaces in failFinish.
 type orderLog struct {
-	*bitlog.Memory
+	*membitlog.Log
 	reports    *memqueue.Queue
 	early      []string // spaces whose report was queued before the record
 	failFinish map[string]bool
@@ -320,7 +321,7 @@ func (o *orderLog) FinishSpace(ctx context.Context, s bitlog.RunSpace) error {
 			o.early = append(o.early, s.Key())
 		}
 	}
-	return o.Memory.FinishSpace(ctx, s)
+	return o.Log.FinishSpace(ctx, s)
 }
 
 // TestRunIsRecordedBeforeItsReports: every space of the run is recorded in
@@ -329,7 +330,7 @@ func (o *orderLog) FinishSpace(ctx context.Context, s bitlog.RunSpace) error {
 // a space whose record cannot be written gets no BIT_REPORT.
 func TestRunIsRecordedBeforeItsReports(t *testing.T) {
 	e := newEnv()
-	o := &orderLog{Memory: e.log, reports: e.reports}
+	o := &orderLog{Log: e.log, reports: e.reports}
 	inc, err := bit.ParseFilter("inc", bytesReader("/acme/*/photos\n/acme/1/empty\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +373,7 @@ func TestRunIsRecordedBeforeItsReports(t *testing.T) {
 	// The record cannot be written: no report for that space (the bite
 	// fails; a later one retries it).
 	e2 := newEnv()
-	o2 := &orderLog{Memory: e2.log, reports: e2.reports, failFinish: map[string]bool{"empty": true}}
+	o2 := &orderLog{Log: e2.log, reports: e2.reports, failFinish: map[string]bool{"empty": true}}
 	only, _ := bit.ParseFilter("inc", bytesReader("/acme/1/empty\n"))
 	_, _ = e2.loopWith(t, bit.Filter{Include: only}, 1500, o2).Run(t.Context())
 	if e2.reports.Len() != 0 {

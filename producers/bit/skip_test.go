@@ -9,6 +9,8 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/membitlog"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
@@ -122,7 +124,7 @@ func skipScenario(t *testing.T, log bitlog.Log) {
 }
 
 func TestSkipRecent(t *testing.T) {
-	skipScenario(t, bitlog.NewMemory(nil))
+	skipScenario(t, membitlog.New(nil))
 }
 
 // TestSkipRecentPostgreSQL reads the reports from the bit_report table.
@@ -131,5 +133,5 @@ func TestSkipRecentPostgreSQL(t *testing.T) {
 	if _, err := milldb.Up(t.Context(), pool); err != nil {
 		t.Fatal(err)
 	}
-	skipScenario(t, milldb.NewBitLog(pool))
+	skipScenario(t, pgbitlog.New(pool))
 }

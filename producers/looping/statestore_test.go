@@ -243,10 +243,31 @@ func badEntryContract(t *testing.T, s looping.StateStore) {
 	}
 }
 
+// stateHarness is a StateStore implementation under test, in the entry
+// shape of Mill's conformance suites (xxxtest.Harness): New returns a fresh,
+// empty store for the contract called name.
+type stateHarness struct {
+	New func(t *testing.T, name string) looping.StateStore
+}
+
+// runStateContracts holds a StateStore implementation to every contract,
+// each on a fresh store.
+func runStateContracts(t *testing.T, h stateHarness) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T, looping.StateStore)
+	}{{"store", storeContract}, {"journal", journalContract}, {"migration", migrationContract}, {"badEntry", badEntryContract}} {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, h.New(t, c.name)) })
+	}
+}
+
 func TestFileStore(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "sub", "dup.json")
-	storeContract(t, looping.NewFileStore(path))
+	path := filepath.Join(dir, "store", "dup.json")
+	runStateContracts(t, stateHarness{New: func(t *testing.T, name string) looping.StateStore {
+		return looping.NewFileStore(filepath.Join(dir, name, "dup.json"))
+	}})
 	// No temporary files are left behind.
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && strings.Contains(d.Name(), ".tmp-") {
@@ -254,9 +275,6 @@ func TestFileStore(t *testing.T) {
 		}
 		return err
 	})
-	journalContract(t, looping.NewFileStore(filepath.Join(dir, "j", "dup.json")))
-	migrationContract(t, looping.NewFileStore(filepath.Join(dir, "m", "dup.json")))
-	badEntryContract(t, looping.NewFileStore(filepath.Join(dir, "b", "dup.json")))
 	// A corrupt file is an ErrState, not "no state" (which would restart
 	// the run from scratch).
 	if err := os.WriteFile(path, []byte(`{"version":1,`), 0o644); err != nil {
@@ -268,10 +286,7 @@ func TestFileStore(t *testing.T) {
 }
 
 func TestMemoryStore(t *testing.T) {
-	storeContract(t, looping.NewMemoryStore())
-	journalContract(t, looping.NewMemoryStore())
-	migrationContract(t, looping.NewMemoryStore())
-	badEntryContract(t, looping.NewMemoryStore())
+	runStateContracts(t, stateHarness{New: func(*testing.T, string) looping.StateStore { return looping.NewMemoryStore() }})
 }
 
 func TestS3Store(t *testing.T) {
@@ -289,10 +304,12 @@ func TestS3Store(t *testing.T) {
 	if s.String() != "s3://"+bucket+"/producers/dup.json" {
 		t.Fatalf("String() = %q", s)
 	}
-	storeContract(t, s)
-	journalContract(t, looping.NewS3Store(c, bucket, "j/dupproducer.json"))
-	migrationContract(t, looping.NewS3Store(c, bucket, "m/dupproducer.json"))
-	badEntryContract(t, looping.NewS3Store(c, bucket, "b/dupproducer.json"))
+	runStateContracts(t, stateHarness{New: func(t *testing.T, name string) looping.StateStore {
+		if name == "store" {
+			return s
+		}
+		return looping.NewS3Store(c, bucket, name+"/dupproducer.json")
+	}})
 }
 
 func TestOpenStateStore(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/memspacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
@@ -35,7 +36,7 @@ func TestBrokenStoreNotMeasuredEmpty(t *testing.T) {
 	reg := &stores.Registry{Accounts: []stores.Account{{ID: "acme", Status: stores.StatusActive, Stores: []stores.Store{
 		{ID: "1", Kind: storage.KindFS, Root: good.Root(), Primary: true}, {ID: "2", Kind: storage.KindS3, Bucket: "gone"}}}}}
 	clk := clock.NewFake(time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC))
-	known := spacestats.NewMemory(clk)
+	known := memspacestats.New(clk)
 	if err := known.Put(ctx, spacestats.Stats{RunID: "r0", Account: "acme", StoreID: "2", SpaceID: "photos", Items: 7, Bytes: 70}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/memspacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
@@ -47,7 +48,7 @@ func TestOneTaskPerSpace(t *testing.T) {
 		{ID: "dormant", Status: stores.StatusInactive, Stores: []stores.Store{mk("dormant", "1", "old")}},
 	}}
 	clk := clock.NewFake(time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC))
-	known := spacestats.NewMemory(clk)
+	known := memspacestats.New(clk)
 	for _, r := range []spacestats.Stats{
 		{RunID: "r0", Account: "acme", StoreID: "1", SpaceID: "deleted", Items: 4, Bytes: 40},
 		{RunID: "r0", Account: "acme", StoreID: "1", SpaceID: "emptied", Items: 0, Bytes: 0},

@@ -15,9 +15,10 @@ import (
 	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
-	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
 )
@@ -51,7 +52,7 @@ func TestForgedBitErrors(t *testing.T) {
 	pool, err := pgxpool.New(ctx, m.dbURL)
 	must(t, err)
 	t.Cleanup(pool.Close)
-	bl := milldb.NewBitLog(pool)
+	bl := pgbitlog.New(pool)
 
 	// A report waiting for its space's results asks again after 2 s.
 	w := m.startWorkman("--recheck-delay", "2s", "--task-types", "NOOP,AUDIT,DUP,BIT,BIT_ERROR,BIT_REPORT,STORAGE_STATS",
@@ -182,7 +183,7 @@ func TestForgedBitErrors(t *testing.T) {
 		t.Errorf("%d changes to the stores:\n%s", len(d), strings.Join(d, "\n"))
 	}
 	otherClaims(t, m, w, bl)
-	stats, err := milldb.NewSpaceStats(pool).Latest(ctx, spacestats.Filter{})
+	stats, err := pgspacestats.New(pool).Latest(ctx, spacestats.Filter{})
 	must(t, err)
 	if len(stats) != 0 {
 		t.Errorf("space statistics recorded from a forged continuation: %+v", stats)

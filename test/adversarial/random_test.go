@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/pkg/bitlog"
-	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
@@ -292,7 +292,7 @@ func TestRandomizedTasks(t *testing.T) {
 	pool, err := pgxpool.New(ctx, m.dbURL)
 	must(t, err)
 	defer pool.Close()
-	blog := milldb.NewBitLog(pool)
+	blog := pgbitlog.New(pool)
 	reps, err := blog.Reports(ctx, bitlog.ReportFilter{Account: "acme"})
 	must(t, err)
 	if len(reps) != 0 {

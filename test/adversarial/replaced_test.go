@@ -16,8 +16,8 @@ import (
 
 	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/deadletter"
-	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
@@ -133,7 +133,7 @@ func TestReplacedReplicas(t *testing.T) {
 	pool, err := pgxpool.New(ctx, m.dbURL)
 	must(t, err)
 	defer pool.Close()
-	rows, _, err := milldb.NewBitLog(pool).Results(ctx, bitlog.Filter{Account: "acme", SpaceID: space, Limit: 100})
+	rows, _, err := pgbitlog.New(pool).Results(ctx, bitlog.Filter{Account: "acme", SpaceID: space, Limit: 100})
 	must(t, err)
 	seen := map[string]bitlog.Row{}
 	for _, r := range rows {

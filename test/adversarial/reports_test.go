@@ -15,7 +15,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/pkg/bitlog"
-	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
@@ -43,7 +43,7 @@ func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 	pool, err := pgxpool.New(ctx, m.dbURL)
 	must(t, err)
 	defer pool.Close()
-	blog := milldb.NewBitLog(pool)
+	blog := pgbitlog.New(pool)
 	w := m.startWorkman("--recheck-delay", "1s")
 
 	items := map[string][]string{"photos": {"a", "b", "c"}, "maps": {"m1", "m2"}, "docs": {"x"}}
@@ -202,7 +202,7 @@ func (m *mill) includeFile(t *testing.T, patterns ...string) string {
 }
 
 // reports returns the bit_report rows (of run, or every run for "").
-func (m *mill) reports(t *testing.T, l *milldb.BitLog, run string) []bitlog.Report {
+func (m *mill) reports(t *testing.T, l *pgbitlog.Log, run string) []bitlog.Report {
 	t.Helper()
 	reps, err := l.Reports(m.ctx, bitlog.ReportFilter{RunID: run, Account: "acme"})
 	must(t, err)

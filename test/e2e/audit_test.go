@@ -24,6 +24,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -258,7 +259,7 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	index := milldb.NewContentIndex(db.Pool)
+	index := pgcontentindex.New(db.Pool)
 	alog := auditlog.NewDynamo(ddb, auditTable)
 	stores := []string{"1", "2", "3"}
 

@@ -50,6 +50,8 @@ import (
 	"github.com/millfleet/mill/producers/looping"
 
 	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 )
 
 const (
@@ -192,8 +194,8 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	index := milldb.NewContentIndex(pool)
-	bitLog := milldb.NewBitLog(pool)
+	index := pgcontentindex.New(pool)
+	bitLog := pgbitlog.New(pool)
 	// The audit log is the memory implementation: on the DynamoDB emulator
 	// its 3000 seeding writes and 3000 reads would take minutes on a loaded
 	// machine (the DynamoDB log has its own contract and acceptance tests).

@@ -16,7 +16,9 @@ import (
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
@@ -62,7 +64,7 @@ func BenchmarkBitCheckReadPath(b *testing.B) {
 	reg := &stores.Registry{Accounts: []stores.Account{{ID: "acme", Status: stores.StatusActive,
 		Stores: []stores.Store{{ID: "1", Primary: true, Kind: storage.KindFS, Root: st.Root()}}}}}
 	opener := stores.NewOpener(reg, stores.OpenerConfig{FS: func(context.Context, stores.Store) (storage.Provider, error) { return st, nil }})
-	index := contentindex.NewMemory()
+	index := memcontentindex.New()
 	alog := auditlog.NewMemory()
 	sz := int64(size)
 	item := contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "big", ContentID: "one-gib"}
@@ -73,7 +75,7 @@ func BenchmarkBitCheckReadPath(b *testing.B) {
 		Action: task.ActionAddContent, Time: time.Now(), Checksum: info.Checksum, Size: &sz}); err != nil {
 		b.Fatal(err)
 	}
-	blog := bitlog.NewMemory(nil)
+	blog := membitlog.New(nil)
 	p, err := bit.New(bit.Config{Stores: opener, Index: index, AuditLog: alog, BitLog: blog,
 		AuditQueue: memqueue.New("audit", memqueue.Config{}), BitErrorQueue: memqueue.New("bit-error", memqueue.Config{}),
 		Logger: slog.New(slog.DiscardHandler)})

@@ -17,7 +17,9 @@ import (
 	"github.com/millfleet/mill/internal/pgcluster"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
@@ -56,8 +58,8 @@ func TestPostgresRestartDuringBitRun(t *testing.T) {
 	if _, err := milldb.Up(ctx, db.Pool); err != nil {
 		t.Fatal(err)
 	}
-	index := milldb.NewContentIndex(db.Pool)
-	bitLog := milldb.NewBitLog(db.Pool)
+	index := pgcontentindex.New(db.Pool)
+	bitLog := pgbitlog.New(db.Pool)
 	audit := auditlog.NewMemory()
 
 	// The items: in the store, the index and the audit log, all agreeing.

@@ -21,7 +21,9 @@ import (
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -256,7 +258,7 @@ func TestTransferChild(t *testing.T) {
 		reg := &stores.Registry{Accounts: []stores.Account{{ID: "acme", Status: stores.StatusActive,
 			Stores: []stores.Store{{ID: "2", Primary: true, Kind: storage.KindS3, Bucket: prefix + "dst"}}}}}
 		opener := stores.NewOpener(reg, stores.OpenerConfig{AWS: cfg.AWS, S3: func(context.Context, *s3.Client, stores.Store) (storage.Provider, error) { return dst, nil }})
-		index, alog := contentindex.NewMemory(), auditlog.NewMemory()
+		index, alog := memcontentindex.New(), auditlog.NewMemory()
 		size := int64(killSize)
 		item := contentindex.Item{Account: "acme", StoreID: "2", SpaceID: "s", ContentID: "big"}
 		if _, err := index.Upsert(ctx, contentindex.Entry{Item: item, Checksum: sum, Size: &size, Modified: time.Now()}); err != nil {
@@ -266,7 +268,7 @@ func TestTransferChild(t *testing.T) {
 			Action: task.ActionAddContent, Time: time.Now(), Checksum: sum, Size: &size}); err != nil {
 			t.Fatal(err)
 		}
-		blog := bitlog.NewMemory(nil)
+		blog := membitlog.New(nil)
 		p, err := bit.New(bit.Config{Stores: opener, Index: index, AuditLog: alog, BitLog: blog,
 			AuditQueue: memqueue.New("audit", memqueue.Config{}), BitErrorQueue: memqueue.New("bit-error", memqueue.Config{}),
 			Transfer: tr, Checkpoints: cps, ResumeMinSize: 1, CheckpointEvery: killPartSize, Logger: log})

@@ -19,7 +19,9 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
@@ -63,7 +65,7 @@ func TestKillWorkmanTransfer(t *testing.T) {
 	}
 	size := info.Size
 	item := contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "big"}
-	if _, err := milldb.NewContentIndex(pool).Upsert(ctx, contentindex.Entry{Item: item, Checksum: info.Checksum, Size: &size, Modified: time.Now()}); err != nil {
+	if _, err := pgcontentindex.New(pool).Upsert(ctx, contentindex.Entry{Item: item, Checksum: info.Checksum, Size: &size, Modified: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := auditlog.NewDynamo(ddb, table).Put(ctx, auditlog.Entry{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "big",
@@ -152,7 +154,7 @@ func TestKillWorkmanTransfer(t *testing.T) {
 	f.verifyCopy(t, ctx, dst)
 
 	// The bit check of the source item.
-	blog := milldb.NewBitLog(pool)
+	blog := pgbitlog.New(pool)
 	var rows []bitlog.Row
 	_, down = run(task.Bit{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "big", RunID: "kill"}.Task(),
 		func(s faultproxy.Stats) int64 { return s.BytesDown }, func() bool {

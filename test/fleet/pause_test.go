@@ -15,6 +15,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
@@ -83,7 +84,7 @@ func TestPauseDupFleetWide(t *testing.T) {
 	db, err := milldb.Open(ctx, dbURL, milldb.Config{MaxConns: 8})
 	must(t, err)
 	defer db.Close()
-	index := milldb.NewContentIndex(db.Pool)
+	index := pgcontentindex.New(db.Pool)
 	alog := auditlog.NewDynamo(ddb, names["MILL_AUDIT_TABLE"])
 	at := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
 	id := func(i int) string { return fmt.Sprintf("item-%04d", i) }

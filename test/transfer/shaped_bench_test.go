@@ -25,7 +25,9 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -192,7 +194,7 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	reg := &stores.Registry{Accounts: []stores.Account{{ID: acct, Status: stores.StatusActive,
 		Stores: []stores.Store{{ID: "1", Primary: true, Kind: storage.KindS3, Bucket: srcBucket}}}}}
 	bitOpener := stores.NewOpener(reg, stores.OpenerConfig{AWS: cfg.AWS, S3: func(context.Context, *s3.Client, stores.Store) (storage.Provider, error) { return src, nil }})
-	index, alog := contentindex.NewMemory(), auditlog.NewMemory()
+	index, alog := memcontentindex.New(), auditlog.NewMemory()
 	for _, in := range []*storage.Info{info, qinfo} {
 		sz := in.Size
 		item := contentindex.Item{Account: acct, StoreID: "1", SpaceID: space, ContentID: in.ContentID}
@@ -204,7 +206,7 @@ func BenchmarkShapedTransfers(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	blog := bitlog.NewMemory(nil)
+	blog := membitlog.New(nil)
 	newBit := func(tr storage.Transfer) *bit.Processor {
 		p, err := bit.New(bit.Config{Stores: bitOpener, Index: index, AuditLog: alog, BitLog: blog,
 			AuditQueue: memqueue.New("audit", memqueue.Config{}), BitErrorQueue: memqueue.New("bit-error", memqueue.Config{}),

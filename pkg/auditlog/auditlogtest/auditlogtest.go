@@ -1,6 +1,6 @@
 // Package auditlogtest is the conformance suite every auditlog.Log
-// implementation passes: Run(t, newLog) with a factory that returns an empty
-// log for each subtest.
+// implementation passes: Run(t, Harness{New: newFn})
+// with newFn returning an empty log for each subtest.
 package auditlogtest
 
 import (
@@ -15,8 +15,13 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 )
 
-// Factory returns an empty log for one subtest (cleaning up with t.Cleanup).
-type Factory func(t *testing.T) auditlog.Log
+// Harness is the implementation under test, the one entry shape of Mill's
+// conformance suites: New makes what one subtest runs on, the other
+// fields (none yet) say where an implementation may differ.
+type Harness struct {
+	// New returns an empty log for one subtest (cleaning up with t.Cleanup).
+	New func(t *testing.T) auditlog.Log
+}
 
 var t0 = time.Date(2024, 3, 5, 14, 7, 9, 123_000_000, time.UTC)
 
@@ -31,7 +36,11 @@ func entry(content string, at time.Time, action task.Action, checksum string) au
 }
 
 // Run runs the suite.
-func Run(t *testing.T, newLog Factory) {
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("auditlogtest: Harness.New is nil")
+	}
+	newLog := h.New
 	t.Run("PutLatestRoundTrip", func(t *testing.T) { testRoundTrip(t, newLog(t)) })
 	t.Run("RedeliveryStoredOnce", func(t *testing.T) { testRedelivery(t, newLog(t)) })
 	t.Run("LatestOrder", func(t *testing.T) { testLatest(t, newLog(t)) })

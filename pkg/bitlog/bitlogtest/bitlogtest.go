@@ -1,6 +1,6 @@
 // Package bitlogtest is the conformance suite every bitlog.Log
-// implementation passes: Run(t, newLog) with a factory that returns an empty
-// log for each subtest.
+// implementation passes: Run(t, Harness{New: newFn})
+// with newFn returning an empty log for each subtest.
 package bitlogtest
 
 import (
@@ -13,8 +13,13 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 )
 
-// Factory returns an empty log for one subtest.
-type Factory func(t *testing.T) bitlog.Log
+// Harness is the implementation under test, the one entry shape of Mill's
+// conformance suites: New makes what one subtest runs on, the other
+// fields (none yet) say where an implementation may differ.
+type Harness struct {
+	// New returns an empty log for one subtest.
+	New func(t *testing.T) bitlog.Log
+}
 
 var t0 = time.Date(2024, 3, 5, 14, 7, 9, 123_456_000, time.UTC)
 
@@ -25,7 +30,11 @@ func row(run, space, content string, res bitlog.Result) bitlog.Row {
 }
 
 // Run runs the suite.
-func Run(t *testing.T, newLog Factory) {
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("bitlogtest: Harness.New is nil")
+	}
+	newLog := h.New
 	t.Run("RecordUpsert", func(t *testing.T) { testRecordUpsert(t, newLog(t)) })
 	t.Run("NullsAndZeroTime", func(t *testing.T) { testNulls(t, newLog(t)) })
 	t.Run("FilterAndPages", func(t *testing.T) { testPages(t, newLog(t)) })

@@ -13,8 +13,10 @@ import (
 	"github.com/millfleet/mill/pkg/configstore"
 )
 
-// Options tune Run.
-type Options struct {
+// Harness is the implementation under test, the one entry shape of Mill's
+// conformance suites: New makes what one subtest runs on, the other fields
+// say where an implementation may differ.
+type Harness struct {
 	// New returns an empty store whose size limit is maxSize.
 	New func(t *testing.T, maxSize int64) configstore.Store
 	// RacyConditions, when set, says why the implementation under test
@@ -24,9 +26,12 @@ type Options struct {
 }
 
 // Run runs the suite.
-func Run(t *testing.T, o Options) {
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("configstoretest: Harness.New is nil")
+	}
 	ctx := context.Background()
-	newStore := func(t *testing.T) configstore.Store { return o.New(t, 1<<10) }
+	newStore := func(t *testing.T) configstore.Store { return h.New(t, 1<<10) }
 	mustPut := func(t *testing.T, s configstore.Store, name, data string, c configstore.Cond, m configstore.Meta) configstore.Version {
 		t.Helper()
 		v, err := s.Put(ctx, name, []byte(data), c, m)
@@ -151,7 +156,7 @@ func Run(t *testing.T, o Options) {
 	})
 
 	t.Run("TooLarge", func(t *testing.T) {
-		s := o.New(t, 16)
+		s := h.New(t, 16)
 		if _, err := s.Put(ctx, "big.json", make([]byte, 17), configstore.Cond{}, configstore.Meta{}); !errors.Is(err, configstore.ErrTooLarge) {
 			t.Errorf("Put over the limit = %v, want ErrTooLarge", err)
 		}
@@ -167,8 +172,8 @@ func Run(t *testing.T, o Options) {
 	})
 
 	t.Run("ConcurrentWritersOneWins", func(t *testing.T) {
-		if o.RacyConditions != "" {
-			t.Skip(o.RacyConditions)
+		if h.RacyConditions != "" {
+			t.Skip(h.RacyConditions)
 		}
 		s := newStore(t)
 		v := mustPut(t, s, "race.json", "base", configstore.Cond{}, configstore.Meta{})

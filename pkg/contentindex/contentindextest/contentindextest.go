@@ -1,6 +1,6 @@
 // Package contentindextest is the conformance suite every
-// contentindex.Index implementation passes: Run(t, newIndex) with a factory
-// that returns an empty index for each subtest.
+// contentindex.Index implementation passes: Run(t, Harness{New: newFn})
+// with newFn returning an empty index for each subtest.
 package contentindextest
 
 import (
@@ -14,8 +14,13 @@ import (
 	ci "github.com/millfleet/mill/pkg/contentindex"
 )
 
-// Factory returns an empty index for one subtest.
-type Factory func(t *testing.T) ci.Index
+// Harness is the implementation under test, the one entry shape of Mill's
+// conformance suites: New makes what one subtest runs on, the other
+// fields (none yet) say where an implementation may differ.
+type Harness struct {
+	// New returns an empty index for one subtest.
+	New func(t *testing.T) ci.Index
+}
 
 var t0 = time.Date(2024, 3, 5, 14, 7, 9, 123_456_000, time.UTC)
 
@@ -31,7 +36,11 @@ func entry(content string, at time.Time, checksum string) ci.Entry {
 }
 
 // Run runs the suite.
-func Run(t *testing.T, newIndex Factory) {
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("contentindextest: Harness.New is nil")
+	}
+	newIndex := h.New
 	t.Run("UpsertGet", func(t *testing.T) { testUpsertGet(t, newIndex(t)) })
 	t.Run("OlderEventIgnored", func(t *testing.T) { testOlder(t, newIndex(t)) })
 	t.Run("PartialUpsertKeeps", func(t *testing.T) { testPartial(t, newIndex(t)) })

@@ -1,6 +1,6 @@
 // Package fleettest is the conformance suite every fleet.Registry
-// implementation passes. An implementation's test calls Run with a factory
-// that returns a fresh, empty registry driven by a fake clock.
+// implementation passes. An implementation's test calls Run with a Harness
+// whose New returns a fresh, empty registry driven by a fake clock.
 package fleettest
 
 import (
@@ -16,15 +16,20 @@ import (
 	"github.com/millfleet/mill/pkg/fleet"
 )
 
-// Harness is one fresh, empty registry and the fake clock it reads.
-type Harness struct {
+// Fixture is one fresh, empty registry and the fake clock it reads.
+type Fixture struct {
 	Registry fleet.Registry
 	Clock    *clock.Fake
 }
 
-// NewHarness returns a fresh Harness for one subtest; it registers its own
-// cleanup with t.
-type NewHarness func(t *testing.T) Harness
+// Harness is the implementation under test, the one entry shape of Mill's
+// conformance suites: New makes what one subtest runs on, the other
+// fields (none yet) say where an implementation may differ.
+type Harness struct {
+	// New returns a fresh Fixture for one subtest; it registers its own
+	// cleanup with t.
+	New func(t *testing.T) Fixture
+}
 
 // worker is a full record written at now.
 func worker(id string, now time.Time) fleet.Worker {
@@ -43,16 +48,20 @@ func worker(id string, now time.Time) fleet.Worker {
 }
 
 // Run runs the suite.
-func Run(t *testing.T, newHarness NewHarness) {
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("fleettest: Harness.New is nil")
+	}
+	newFixture := h.New
 	ctx := context.Background()
 	// A start time with sub-millisecond parts: implementations keep
 	// milliseconds.
 	start := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
 	setup := func(t *testing.T) (fleet.Registry, *clock.Fake) {
 		t.Helper()
-		h := newHarness(t)
-		h.Clock.Set(start)
-		return h.Registry, h.Clock
+		f := newFixture(t)
+		f.Clock.Set(start)
+		return f.Registry, f.Clock
 	}
 
 	t.Run("EmptyRegistry", func(t *testing.T) {

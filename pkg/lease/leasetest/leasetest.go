@@ -1,6 +1,6 @@
 // Package leasetest is the conformance suite every lease.Lease
-// implementation passes. An implementation's test calls Run with a factory
-// that returns a fresh, empty lease store driven by a fake clock.
+// implementation passes. An implementation's test calls Run with a Harness
+// whose New returns a fresh, empty lease store driven by a fake clock.
 package leasetest
 
 import (
@@ -16,15 +16,20 @@ import (
 	"github.com/millfleet/mill/pkg/lease"
 )
 
-// Harness is one fresh lease store and the fake clock it reads.
-type Harness struct {
+// Fixture is one fresh lease store and the fake clock it reads.
+type Fixture struct {
 	Lease lease.Lease
 	Clock *clock.Fake
 }
 
-// NewHarness returns a fresh Harness for one subtest; it registers its own
-// cleanup with t.
-type NewHarness func(t *testing.T) Harness
+// Harness is the implementation under test, the one entry shape of Mill's
+// conformance suites: New makes what one subtest runs on, the other
+// fields (none yet) say where an implementation may differ.
+type Harness struct {
+	// New returns a fresh Fixture for one subtest; it registers its own
+	// cleanup with t.
+	New func(t *testing.T) Fixture
+}
 
 var seq struct {
 	sync.Mutex
@@ -43,14 +48,18 @@ func holder(id string, started time.Time) lease.Holder {
 }
 
 // Run runs the suite.
-func Run(t *testing.T, newHarness NewHarness) {
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("leasetest: Harness.New is nil")
+	}
+	newFixture := h.New
 	const ttl = 10 * time.Second
 	ctx := context.Background()
 
 	setup := func(t *testing.T) (lease.Lease, *clock.Fake, string) {
 		t.Helper()
-		h := newHarness(t)
-		return h.Lease, h.Clock, uniqueName(t)
+		f := newFixture(t)
+		return f.Lease, f.Clock, uniqueName(t)
 	}
 
 	t.Run("ExclusiveAcquire", func(t *testing.T) {

@@ -13,19 +13,13 @@ import (
 	"github.com/millfleet/mill/pkg/queue/queuetest"
 )
 
-// harness runs the conformance suite on the decorator over memqueue. Its
+const maxMessage = 256 << 10
+
+// newQueue makes the decorator over memqueue for the conformance suite. Its
 // threshold is above the largest body the suite sends, so the suite sees
 // what the decorator passes through (the too-large entry included);
 // TestReceiveWithResolves covers references.
-type harness struct{}
-
-const maxMessage = 256 << 10
-
-func (harness) Capabilities() queuetest.Capabilities {
-	return queuetest.Capabilities{FakeTime: true, Visibility: 30 * time.Second, MaxMessageBytes: maxMessage}
-}
-
-func (harness) NewQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
+func newQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
 	fc := clock.NewFake(time.Time{})
 	cfg := memqueue.Config{VisibilityTimeout: o.VisibilityTimeout, Clock: fc, MaxBodyBytes: maxMessage}
 	var f queuetest.Fixture
@@ -39,7 +33,9 @@ func (harness) NewQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
 	return f
 }
 
-func TestConformance(t *testing.T) { queuetest.Run(t, harness{}) }
+func TestConformance(t *testing.T) {
+	queuetest.Run(t, queuetest.Harness{New: newQueue, FakeTime: true, Visibility: 30 * time.Second, MaxMessageBytes: maxMessage})
+}
 
 // TestReceiveWithResolves: a receive with its own visibility resolves
 // references as Receive does, and holds the message for that visibility.

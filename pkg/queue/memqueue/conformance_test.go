@@ -9,13 +9,8 @@ import (
 	"github.com/millfleet/mill/pkg/queue/queuetest"
 )
 
-type harness struct{}
-
-func (harness) Capabilities() queuetest.Capabilities {
-	return queuetest.Capabilities{FakeTime: true, Visibility: 30 * time.Second}
-}
-
-func (harness) NewQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
+// conformanceQueue makes a fresh queue on a fake clock for the suite.
+func conformanceQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
 	fc := clock.NewFake(time.Time{})
 	cfg := memqueue.Config{VisibilityTimeout: o.VisibilityTimeout, Clock: fc}
 	var f queuetest.Fixture
@@ -32,4 +27,6 @@ func (harness) NewQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
 	return f
 }
 
-func TestConformance(t *testing.T) { queuetest.Run(t, harness{}) }
+func TestConformance(t *testing.T) {
+	queuetest.Run(t, queuetest.Harness{New: conformanceQueue, FakeTime: true, Visibility: 30 * time.Second})
+}

@@ -1,8 +1,8 @@
 // Package queuetest is the conformance suite for queue.Queue. It is an
 // ordinary package so every implementation's tests can call Run with a
-// Harness that makes fresh queues:
+// Harness whose New makes fresh queues:
 //
-//	func TestConformance(t *testing.T) { queuetest.Run(t, harness{}) }
+//	queuetest.Run(t, queuetest.Harness{New: newQueue, FakeTime: true, Visibility: 30 * time.Second})
 //
 // The suite checks the contract written on queue.Queue: exact body round
 // trips (Unicode and every character SQS accepts), batches larger than
@@ -17,6 +17,6 @@
 //
 // Time-driven cases use Fixture.Advance: a fake clock's Advance for
 // in-memory queues (instant, exact), a real wait for services, in which case
-// Capabilities gives the short visibility timeout to use and how late a
+// the Harness gives the short visibility timeout to use and how late a
 // service may be.
 package queuetest

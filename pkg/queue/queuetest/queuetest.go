@@ -15,7 +15,7 @@ import (
 
 // Options describe the queue a subtest needs.
 type Options struct {
-	// VisibilityTimeout of the queue; 0 = Capabilities.Visibility.
+	// VisibilityTimeout of the queue; 0 = Harness.Visibility.
 	VisibilityTimeout time.Duration
 	// MaxReceiveCount > 0 asks for a dead-letter queue too, with redrive
 	// after this many receives.
@@ -33,8 +33,15 @@ type Fixture struct {
 	Advance func(d time.Duration)
 }
 
-// Capabilities say how an implementation differs from the exact model.
-type Capabilities struct {
+// Harness is the implementation under test, the one entry shape of Mill's
+// conformance suites: New makes what one subtest runs on, the other fields
+// are capability flags that say how an implementation differs from the
+// exact model.
+type Harness struct {
+	// New makes a fresh queue for one subtest; it is called once per
+	// subtest, possibly from parallel subtests, and cleans up what it makes
+	// through t.
+	New func(t *testing.T, o Options) Fixture
 	// FakeTime: Advance is instant and exact, and nothing happens between
 	// calls (no real-time polling needed; a Receive with a wait only
 	// returns early).
@@ -53,24 +60,18 @@ type Capabilities struct {
 	MaxMessageBytes int
 }
 
-// Harness makes fresh queues for the suite. NewQueue is called once per
-// subtest, possibly from parallel subtests; queues it makes are cleaned up
-// through t.
-type Harness interface {
-	NewQueue(t *testing.T, o Options) Fixture
-	Capabilities() Capabilities
-}
-
 // Run runs the conformance suite. Subtests run in parallel.
 func Run(t *testing.T, h Harness) {
-	caps := h.Capabilities()
-	if caps.Visibility <= 0 {
-		t.Fatal("queuetest: Capabilities.Visibility must be set")
+	if h.New == nil {
+		t.Fatal("queuetest: Harness.New is nil")
 	}
-	if caps.MaxMessageBytes <= 0 {
-		caps.MaxMessageBytes = 256 << 10
+	if h.Visibility <= 0 {
+		t.Fatal("queuetest: Harness.Visibility must be set")
 	}
-	s := &suite{h: h, caps: caps}
+	if h.MaxMessageBytes <= 0 {
+		h.MaxMessageBytes = 256 << 10
+	}
+	s := &suite{h: h}
 	for _, c := range []struct {
 		name string
 		fn   func(t *testing.T)
@@ -101,8 +102,7 @@ func Run(t *testing.T, h Harness) {
 }
 
 type suite struct {
-	h    Harness
-	caps Capabilities
+	h Harness
 }
 
 func ctxFor(t *testing.T) context.Context {
@@ -113,7 +113,7 @@ func ctxFor(t *testing.T) context.Context {
 
 // pollWait is the long-poll wait used while polling a real service.
 func (s *suite) pollWait() time.Duration {
-	if s.caps.FakeTime {
+	if s.h.FakeTime {
 		return 0
 	}
 	return time.Second
@@ -125,7 +125,7 @@ func (s *suite) pollWait() time.Duration {
 func (s *suite) receiveN(t *testing.T, q queue.Queue, want int, within time.Duration) []*queue.Message {
 	t.Helper()
 	ctx := ctxFor(t)
-	deadline := time.Now().Add(within + s.caps.Slack)
+	deadline := time.Now().Add(within + s.h.Slack)
 	var got []*queue.Message
 	for len(got) < want {
 		ms, err := q.Receive(ctx, min(want-len(got), queue.MaxBatch), s.pollWait())
@@ -136,7 +136,7 @@ func (s *suite) receiveN(t *testing.T, q queue.Queue, want int, within time.Dura
 			t.Fatalf("receive returned %d messages, more than queue.MaxBatch", len(ms))
 		}
 		got = append(got, ms...)
-		if len(ms) == 0 && (s.caps.FakeTime || time.Now().After(deadline)) {
+		if len(ms) == 0 && (s.h.FakeTime || time.Now().After(deadline)) {
 			break
 		}
 	}
@@ -173,15 +173,15 @@ func send(t *testing.T, q queue.Queue, entries ...queue.SendEntry) {
 
 func body(s string) queue.SendEntry { return queue.SendEntry{Body: []byte(s)} }
 
-func (s *suite) vis() time.Duration { return s.caps.Visibility }
+func (s *suite) vis() time.Duration { return s.h.Visibility }
 
 func (s *suite) roundTrip(t *testing.T) {
-	f := s.h.NewQueue(t, Options{})
+	f := s.h.New(t, Options{})
 	var ascii strings.Builder
 	for c := 0x20; c < 0x7f; c++ {
 		ascii.WriteByte(byte(c))
 	}
-	big := bytes.Repeat([]byte("0123456789abcdef"), (s.caps.MaxMessageBytes-1024)/16)
+	big := bytes.Repeat([]byte("0123456789abcdef"), (s.h.MaxMessageBytes-1024)/16)
 	bodies := [][]byte{
 		[]byte("hello"),
 		[]byte("héllo wörld ✓ 日本語 🚀 \U0010FFFD \uE000 \uFFFD"),
@@ -222,7 +222,7 @@ func (s *suite) roundTrip(t *testing.T) {
 		if m.ReceiveCount != 1 {
 			t.Errorf("message %d: ReceiveCount %d, want 1", i, m.ReceiveCount)
 		}
-		if m.SentAt.IsZero() || (!s.caps.FakeTime && (m.SentAt.Before(start.Add(-time.Minute)) || m.SentAt.After(time.Now().Add(time.Minute)))) {
+		if m.SentAt.IsZero() || (!s.h.FakeTime && (m.SentAt.Before(start.Add(-time.Minute)) || m.SentAt.After(time.Now().Add(time.Minute)))) {
 			t.Errorf("message %d: SentAt %v, sent at about %v", i, m.SentAt, start)
 		}
 	}
@@ -233,7 +233,7 @@ func (s *suite) roundTrip(t *testing.T) {
 }
 
 func (s *suite) batches(t *testing.T) {
-	f := s.h.NewQueue(t, Options{VisibilityTimeout: 4 * s.vis()})
+	f := s.h.New(t, Options{VisibilityTimeout: 4 * s.vis()})
 	ctx := ctxFor(t)
 	const n = 25
 	entries := make([]queue.SendEntry, n)
@@ -243,7 +243,7 @@ func (s *suite) batches(t *testing.T) {
 	send(t, f.Queue, entries...)
 	// n above MaxBatch is clamped, not an error.
 	var got []*queue.Message
-	deadline := time.Now().Add(10*time.Second + s.caps.Slack)
+	deadline := time.Now().Add(10*time.Second + s.h.Slack)
 	for len(got) < n {
 		ms, err := f.Queue.Receive(ctx, 3*queue.MaxBatch, s.pollWait())
 		if err != nil {
@@ -253,7 +253,7 @@ func (s *suite) batches(t *testing.T) {
 			t.Fatalf("receive returned %d messages, more than queue.MaxBatch", len(ms))
 		}
 		got = append(got, ms...)
-		if len(ms) == 0 && (s.caps.FakeTime || time.Now().After(deadline)) {
+		if len(ms) == 0 && (s.h.FakeTime || time.Now().After(deadline)) {
 			break
 		}
 	}
@@ -275,11 +275,11 @@ func (s *suite) batches(t *testing.T) {
 }
 
 func (s *suite) invalidEntries(t *testing.T) {
-	f := s.h.NewQueue(t, Options{})
+	f := s.h.New(t, Options{})
 	ctx := ctxFor(t)
 	err := f.Queue.Send(ctx,
 		body("fine"),
-		queue.SendEntry{Body: bytes.Repeat([]byte("x"), s.caps.MaxMessageBytes+1)},
+		queue.SendEntry{Body: bytes.Repeat([]byte("x"), s.h.MaxMessageBytes+1)},
 		queue.SendEntry{Body: []byte("late"), Delay: queue.MaxDelay + time.Minute},
 		queue.SendEntry{Body: []byte("early"), Delay: -time.Second},
 	)
@@ -312,7 +312,7 @@ func (s *suite) invalidEntries(t *testing.T) {
 }
 
 func (s *suite) redelivery(t *testing.T) {
-	f := s.h.NewQueue(t, Options{})
+	f := s.h.New(t, Options{})
 	send(t, f.Queue, body("again"))
 	first := s.receiveOne(t, f.Queue, 5*time.Second)
 	if first.ReceiveCount != 1 {
@@ -336,15 +336,15 @@ func (s *suite) redelivery(t *testing.T) {
 }
 
 func (s *suite) extendedVisibility(t *testing.T) {
-	f := s.h.NewQueue(t, Options{})
+	f := s.h.New(t, Options{})
 	send(t, f.Queue, body("long task"))
 	m := s.receiveOne(t, f.Queue, 5*time.Second)
 	if err := f.Queue.ChangeVisibility(ctxFor(t), queue.VisibilityChange{Message: m, Timeout: 3 * s.vis()}); err != nil {
 		t.Fatalf("change visibility: %v", err)
 	}
-	f.Advance(s.vis() + s.caps.Slack)
+	f.Advance(s.vis() + s.h.Slack)
 	s.expectEmpty(t, f.Queue, "after the original timeout, within the extension")
-	f.Advance(2*s.vis() - s.caps.Slack)
+	f.Advance(2*s.vis() - s.h.Slack)
 	again := s.receiveOne(t, f.Queue, s.vis())
 	if again.ID != m.ID || again.ReceiveCount != 2 {
 		t.Fatalf("after the extension: %s receive count %d, want %s count 2", again.ID, again.ReceiveCount, m.ID)
@@ -352,7 +352,7 @@ func (s *suite) extendedVisibility(t *testing.T) {
 }
 
 func (s *suite) release(t *testing.T) {
-	f := s.h.NewQueue(t, Options{VisibilityTimeout: 10 * s.vis()})
+	f := s.h.New(t, Options{VisibilityTimeout: 10 * s.vis()})
 	send(t, f.Queue, body("give back"))
 	m := s.receiveOne(t, f.Queue, 5*time.Second)
 	if err := f.Queue.Release(ctxFor(t), m); err != nil {
@@ -368,11 +368,11 @@ func (s *suite) release(t *testing.T) {
 // shorter or longer, for that delivery only; one outside
 // 0..MaxVisibility is refused.
 func (s *suite) receiveWithVisibility(t *testing.T) {
-	f := s.h.NewQueue(t, Options{VisibilityTimeout: 4 * s.vis()})
+	f := s.h.New(t, Options{VisibilityTimeout: 4 * s.vis()})
 	ctx := ctxFor(t)
 	send(t, f.Queue, body("look"))
 	var m *queue.Message
-	deadline := time.Now().Add(5*time.Second + s.caps.Slack)
+	deadline := time.Now().Add(5*time.Second + s.h.Slack)
 	for m == nil {
 		ms, err := f.Queue.ReceiveWith(ctx, queue.ReceiveOptions{Max: 1, Wait: s.pollWait(), Visibility: s.vis()})
 		if err != nil {
@@ -380,7 +380,7 @@ func (s *suite) receiveWithVisibility(t *testing.T) {
 		}
 		if len(ms) == 1 {
 			m = ms[0]
-		} else if s.caps.FakeTime || time.Now().After(deadline) {
+		} else if s.h.FakeTime || time.Now().After(deadline) {
 			t.Fatal("the message was not received")
 		}
 	}
@@ -397,24 +397,24 @@ func (s *suite) receiveWithVisibility(t *testing.T) {
 	// This delivery has the queue's timeout again: invisible past the
 	// receive's visibility. Released, then received for longer than the
 	// queue's timeout.
-	f.Advance(s.vis() + s.caps.Slack)
+	f.Advance(s.vis() + s.h.Slack)
 	s.expectEmpty(t, f.Queue, "a plain receive has the queue's visibility timeout")
 	if err := f.Queue.Release(ctx, again); err != nil {
 		t.Fatal(err)
 	}
 	var long []*queue.Message
-	deadline = time.Now().Add(5*time.Second + s.caps.Slack)
+	deadline = time.Now().Add(5*time.Second + s.h.Slack)
 	for len(long) == 0 {
 		ms, err := f.Queue.ReceiveWith(ctx, queue.ReceiveOptions{Max: queue.MaxBatch, Wait: s.pollWait(), Visibility: 8 * s.vis()})
 		if err != nil {
 			t.Fatalf("receive with visibility %v: %v", 8*s.vis(), err)
 		}
 		long = ms
-		if len(ms) == 0 && (s.caps.FakeTime || time.Now().After(deadline)) {
+		if len(ms) == 0 && (s.h.FakeTime || time.Now().After(deadline)) {
 			t.Fatal("the released message was not received")
 		}
 	}
-	f.Advance(4*s.vis() + s.caps.Slack)
+	f.Advance(4*s.vis() + s.h.Slack)
 	s.expectEmpty(t, f.Queue, "past the queue's timeout, within the receive's")
 	for _, v := range []time.Duration{-time.Second, queue.MaxVisibility + time.Second} {
 		if _, err := f.Queue.ReceiveWith(ctx, queue.ReceiveOptions{Max: 1, Visibility: v}); !errors.Is(err, queue.ErrInvalid) {
@@ -425,7 +425,7 @@ func (s *suite) receiveWithVisibility(t *testing.T) {
 
 // purge: Purge deletes visible, in-flight and delayed messages.
 func (s *suite) purge(t *testing.T) {
-	f := s.h.NewQueue(t, Options{VisibilityTimeout: 10 * s.vis()})
+	f := s.h.New(t, Options{VisibilityTimeout: 10 * s.vis()})
 	ctx := ctxFor(t)
 	send(t, f.Queue, body("a"), body("b"), queue.SendEntry{Body: []byte("c"), Delay: time.Minute})
 	m := s.receiveOne(t, f.Queue, 5*time.Second)
@@ -433,8 +433,8 @@ func (s *suite) purge(t *testing.T) {
 		t.Fatalf("purge: %v", err)
 	}
 	// SQS takes up to a minute to finish a purge.
-	slack := s.caps.Slack
-	if s.caps.ApproximateDepth {
+	slack := s.h.Slack
+	if s.h.ApproximateDepth {
 		slack = max(slack, time.Minute)
 	}
 	deadline := time.Now().Add(slack)
@@ -458,7 +458,7 @@ func (s *suite) purge(t *testing.T) {
 }
 
 func (s *suite) delay(t *testing.T) {
-	f := s.h.NewQueue(t, Options{})
+	f := s.h.New(t, Options{})
 	d := 2 * s.vis()
 	send(t, f.Queue, queue.SendEntry{Body: []byte("later"), Delay: d}, body("now"))
 	now := s.receiveOne(t, f.Queue, 5*time.Second)
@@ -480,7 +480,7 @@ func (s *suite) delay(t *testing.T) {
 }
 
 func (s *suite) redrive(t *testing.T) {
-	f := s.h.NewQueue(t, Options{MaxReceiveCount: 2})
+	f := s.h.New(t, Options{MaxReceiveCount: 2})
 	if f.DeadLetter == nil {
 		t.Fatal("harness made no dead-letter queue for MaxReceiveCount 2")
 	}
@@ -503,7 +503,7 @@ func (s *suite) redrive(t *testing.T) {
 
 func (s *suite) expectDepth(t *testing.T, q queue.Queue, want queue.Depth) {
 	t.Helper()
-	deadline := time.Now().Add(s.caps.Slack)
+	deadline := time.Now().Add(s.h.Slack)
 	for {
 		got, err := q.Depth(ctxFor(t))
 		if err != nil {
@@ -512,7 +512,7 @@ func (s *suite) expectDepth(t *testing.T, q queue.Queue, want queue.Depth) {
 		if got == want {
 			return
 		}
-		if !s.caps.ApproximateDepth || time.Now().After(deadline) {
+		if !s.h.ApproximateDepth || time.Now().After(deadline) {
 			t.Fatalf("depth %+v, want %+v", got, want)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -520,7 +520,7 @@ func (s *suite) expectDepth(t *testing.T, q queue.Queue, want queue.Depth) {
 }
 
 func (s *suite) depth(t *testing.T) {
-	f := s.h.NewQueue(t, Options{VisibilityTimeout: 10 * s.vis()})
+	f := s.h.New(t, Options{VisibilityTimeout: 10 * s.vis()})
 	s.expectDepth(t, f.Queue, queue.Depth{})
 	send(t, f.Queue, body("a"), body("b"), body("c"),
 		queue.SendEntry{Body: []byte("d"), Delay: time.Minute},
@@ -538,7 +538,7 @@ func (s *suite) depth(t *testing.T) {
 }
 
 func (s *suite) longPollArrival(t *testing.T) {
-	f := s.h.NewQueue(t, Options{})
+	f := s.h.New(t, Options{})
 	ctx := ctxFor(t)
 	type result struct {
 		ms  []*queue.Message
@@ -567,7 +567,7 @@ func (s *suite) longPollArrival(t *testing.T) {
 }
 
 func (s *suite) receiveCancelled(t *testing.T) {
-	f := s.h.NewQueue(t, Options{})
+	f := s.h.New(t, Options{})
 	ctx, cancel := context.WithCancel(ctxFor(t))
 	cancel()
 	if _, err := f.Queue.Receive(ctx, 1, queue.MaxWait); !errors.Is(err, context.Canceled) {
@@ -591,7 +591,7 @@ func (s *suite) receiveCancelled(t *testing.T) {
 }
 
 func (s *suite) deleteGone(t *testing.T) {
-	f := s.h.NewQueue(t, Options{})
+	f := s.h.New(t, Options{})
 	ctx := ctxFor(t)
 	send(t, f.Queue, body("once"), body("stale"))
 	ms := s.receiveN(t, f.Queue, 2, 5*time.Second)
@@ -635,7 +635,7 @@ func (s *suite) deleteGone(t *testing.T) {
 // queue.ErrReceiptInvalid, and still extends the others; Release and Delete
 // succeed for every entry.
 func (s *suite) staleInBatches(t *testing.T) {
-	f := s.h.NewQueue(t, Options{VisibilityTimeout: 10 * s.vis()})
+	f := s.h.New(t, Options{VisibilityTimeout: 10 * s.vis()})
 	ctx := ctxFor(t)
 	send(t, f.Queue, body("a"), body("b"), body("c"))
 	ms := s.receiveN(t, f.Queue, 3, 5*time.Second)
@@ -669,7 +669,7 @@ func (s *suite) staleInBatches(t *testing.T) {
 
 func (s *suite) visibilityTimeout(t *testing.T) {
 	want := 3 * s.vis()
-	f := s.h.NewQueue(t, Options{VisibilityTimeout: want})
+	f := s.h.New(t, Options{VisibilityTimeout: want})
 	for range 2 { // the second answer may come from a cache
 		got, err := f.Queue.VisibilityTimeout(ctxFor(t))
 		if err != nil || got != want {
@@ -681,7 +681,7 @@ func (s *suite) visibilityTimeout(t *testing.T) {
 func (s *suite) concurrent(t *testing.T) {
 	// Long visibility: a slow receiver must not cause redeliveries that
 	// would make "received at least once" trivially true.
-	f := s.h.NewQueue(t, Options{VisibilityTimeout: 30 * s.vis()})
+	f := s.h.New(t, Options{VisibilityTimeout: 30 * s.vis()})
 	ctx := ctxFor(t)
 	const senders, perSender, receivers = 4, 60, 4
 	total := senders * perSender

@@ -28,20 +28,9 @@ func client(t *testing.T) (*sqs.Client, *sqsqueue.Meter, string) {
 	return c, meter, prefix
 }
 
-type harness struct{}
-
 const visibility = 2 * time.Second
 
-func (harness) Capabilities() queuetest.Capabilities {
-	slack := 2 * time.Second
-	if testenv.RealAWS() {
-		// SQS's approximate counts may take up to a minute to settle.
-		slack = time.Minute
-	}
-	return queuetest.Capabilities{Visibility: visibility, Slack: slack, ApproximateDepth: true}
-}
-
-func (harness) NewQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
+func newQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
 	c, _, prefix := client(t)
 	ctx := context.Background()
 	if o.VisibilityTimeout == 0 {
@@ -72,7 +61,14 @@ func (harness) NewQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
 	return f
 }
 
-func TestConformance(t *testing.T) { queuetest.Run(t, harness{}) }
+func TestConformance(t *testing.T) {
+	slack := 2 * time.Second
+	if testenv.RealAWS() {
+		// SQS's approximate counts may take up to a minute to settle.
+		slack = time.Minute
+	}
+	queuetest.Run(t, queuetest.Harness{New: newQueue, Visibility: visibility, Slack: slack, ApproximateDepth: true})
+}
 
 func TestOpenMissing(t *testing.T) {
 	c, _, prefix := client(t)

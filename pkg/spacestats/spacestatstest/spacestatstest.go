@@ -1,6 +1,6 @@
 // Package spacestatstest is the conformance suite every spacestats.Store
-// passes: Run(t, newStore) with a factory that returns an empty store for
-// each subtest.
+// passes: Run(t, Harness{New: newFn})
+// with newFn returning an empty store for each subtest.
 package spacestatstest
 
 import (
@@ -13,8 +13,13 @@ import (
 	"github.com/millfleet/mill/pkg/spacestats"
 )
 
-// Factory returns an empty store for one subtest.
-type Factory func(t *testing.T) spacestats.Store
+// Harness is the implementation under test, the one entry shape of Mill's
+// conformance suites: New makes what one subtest runs on, the other
+// fields (none yet) say where an implementation may differ.
+type Harness struct {
+	// New returns an empty store for one subtest.
+	New func(t *testing.T) spacestats.Store
+}
 
 var t0 = time.Date(2024, 3, 5, 14, 7, 9, 123_456_000, time.UTC)
 
@@ -24,7 +29,11 @@ func row(run, account, store, space string, items, bytes int64, at time.Time) sp
 }
 
 // Run runs the suite.
-func Run(t *testing.T, newStore Factory) {
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("spacestatstest: Harness.New is nil")
+	}
+	newStore := h.New
 	t.Run("PutUpsert", func(t *testing.T) { testUpsert(t, newStore(t)) })
 	t.Run("Latest", func(t *testing.T) { testLatest(t, newStore(t)) })
 	t.Run("History", func(t *testing.T) { testHistory(t, newStore(t)) })

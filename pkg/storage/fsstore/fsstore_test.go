@@ -12,43 +12,47 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storagetest.Run(t, func(t *testing.T) *storagetest.Harness {
-		s, err := New(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &storagetest.Harness{
-			Provider:          s,
-			LargeSize:         3 << 20,
-			InvalidContentIDs: []string{"../escape", "a/../../b", "/absolute", "trailing/", "a//b", "./a", "a/.", strings.Repeat("s", MaxSegmentLen+1)},
-			Corrupt: func(t *testing.T, space, id string) {
-				p, err := s.BlobPath(space, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := os.ReadFile(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b[0] ^= 0x01
-				if err := os.WriteFile(p, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Replace: func(t *testing.T, space, id string, data []byte) {
-				p, err := s.BlobPath(space, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p+".new", data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Rename(p+".new", p); err != nil {
-					t.Fatal(err)
-				}
-			},
-		}
+	storagetest.Run(t, storagetest.Harness{
+		LargeSize:         3 << 20,
+		InvalidContentIDs: []string{"../escape", "a/../../b", "/absolute", "trailing/", "a//b", "./a", "a/.", strings.Repeat("s", MaxSegmentLen+1)},
+		New:               fixture,
 	})
+}
+
+func fixture(t *testing.T) storagetest.Fixture {
+	s, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return storagetest.Fixture{
+		Provider: s,
+		Corrupt: func(t *testing.T, space, id string) {
+			p, err := s.BlobPath(space, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[0] ^= 0x01
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Replace: func(t *testing.T, space, id string, data []byte) {
+			p, err := s.BlobPath(space, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p+".new", data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(p+".new", p); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
 }
 
 // Two stores on one directory (two processes) creating the same spaces at

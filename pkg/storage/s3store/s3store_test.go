@@ -66,47 +66,48 @@ func conformance(t *testing.T, versioned bool) {
 		enableVersioning(t, client, bucket)
 	}
 	unverified := emulatorCRC64NVME(t, client, bucket)
-	storagetest.Run(t, func(t *testing.T) *storagetest.Harness {
-		cfg := testConfig
-		cfg.Bucket, cfg.Prefix = bucket, "stores/"+testenv.Unique()+"/"
-		s, err := New(client, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &storagetest.Harness{
-			Provider:            s,
-			LargeSize:           11 << 20,
-			MaxContentIDLen:     s.MaxContentIDLen,
-			MaxPropertiesSize:   MaxMetadataSize,
-			UnverifiedChecksums: unverified,
-			Corrupt: func(t *testing.T, space, id string) {
-				key, _ := s.contentKey(space, id)
-				ctx := t.Context()
-				out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := io.ReadAll(out.Body)
-				out.Body.Close()
-				b[0] ^= 1
-				// Same metadata (the recorded MD5), different bytes.
-				if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(b), Metadata: out.Metadata, ContentType: out.ContentType}); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Replace: func(t *testing.T, space, id string, data []byte) {
-				key, _ := s.contentKey(space, id)
-				ctx := t.Context()
-				h, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data), Metadata: h.Metadata, ContentType: h.ContentType}); err != nil {
-					t.Fatal(err)
-				}
-			},
-		}
-	})
+	storagetest.Run(t, storagetest.Harness{
+		LargeSize:           11 << 20,
+		MaxPropertiesSize:   MaxMetadataSize,
+		UnverifiedChecksums: unverified,
+		New: func(t *testing.T) storagetest.Fixture {
+			cfg := testConfig
+			cfg.Bucket, cfg.Prefix = bucket, "stores/"+testenv.Unique()+"/"
+			s, err := New(client, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return storagetest.Fixture{
+				Provider:        s,
+				MaxContentIDLen: s.MaxContentIDLen,
+				Corrupt: func(t *testing.T, space, id string) {
+					key, _ := s.contentKey(space, id)
+					ctx := t.Context()
+					out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, _ := io.ReadAll(out.Body)
+					out.Body.Close()
+					b[0] ^= 1
+					// Same metadata (the recorded MD5), different bytes.
+					if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(b), Metadata: out.Metadata, ContentType: out.ContentType}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Replace: func(t *testing.T, space, id string, data []byte) {
+					key, _ := s.contentKey(space, id)
+					ctx := t.Context()
+					h, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data), Metadata: h.Metadata, ContentType: h.ContentType}); err != nil {
+						t.Fatal(err)
+					}
+				},
+			}
+		}})
 }
 
 // emulatorCRC64NVME uploads one multipart object and returns

@@ -21,19 +21,17 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 )
 
-// Harness is one fresh store for one subtest, with what the suite needs to
-// know about it.
+// Harness is the implementation under test, the one entry shape of Mill's
+// conformance suites: New makes what one subtest runs on, the other fields
+// are capability flags that adapt the suite to what a provider can do.
 type Harness struct {
-	// Provider is a new, empty store (no spaces).
-	Provider storage.Provider
+	// New returns a fresh, empty store (no spaces) for one subtest; it
+	// registers its own cleanup with t.
+	New func(t *testing.T) Fixture
 	// LargeSize, when > 0, is a content size that takes the provider's
 	// large-object path (S3 multipart); the suite then round-trips,
 	// checksum-checks and cancels items of that size.
 	LargeSize int64
-	// MaxContentIDLen, when set, returns the longest content ID the
-	// provider accepts in space (S3 counts the store prefix and the space
-	// against its 1024-byte key limit); nil means storage.MaxContentIDLen.
-	MaxContentIDLen func(space string) int
 	// MaxPropertiesSize, when > 0, is the provider's limit on the encoded
 	// size of an item's properties; the suite checks that a larger set is
 	// refused with storage.ErrPropertiesTooLarge.
@@ -46,6 +44,17 @@ type Harness struct {
 	// emulator known to compute them wrongly (moto without awscrt reports
 	// a CRC32 as CRC64NVME). Empty against a real service.
 	UnverifiedChecksums []string
+}
+
+// Fixture is one fresh store made for one subtest, with the hooks that
+// reach behind that store.
+type Fixture struct {
+	// Provider is a new, empty store (no spaces).
+	Provider storage.Provider
+	// MaxContentIDLen, when set, returns the longest content ID the
+	// provider accepts in space (S3 counts the store prefix and the space
+	// against its 1024-byte key limit); nil means storage.MaxContentIDLen.
+	MaxContentIDLen func(space string) int
 	// Corrupt, when set, changes the stored bytes of an existing item
 	// behind the provider's back, keeping its recorded MD5 (content gone
 	// sour).
@@ -60,22 +69,27 @@ type Harness struct {
 	Replace func(t *testing.T, space, contentID string, data []byte)
 }
 
-func (h *Harness) maxIDLen(space string) int {
+// subject is what one subtest runs on: its Fixture and the capabilities.
+type subject struct {
+	Fixture
+	Harness
+}
+
+func (h *subject) maxIDLen(space string) int {
 	if h.MaxContentIDLen == nil {
 		return storage.MaxContentIDLen
 	}
 	return h.MaxContentIDLen(space)
 }
 
-// NewHarness builds a Harness for one subtest; it registers its own cleanup
-// with t.
-type NewHarness func(t *testing.T) *Harness
-
 // Run runs the whole suite, each subtest on a fresh harness.
-func Run(t *testing.T, newHarness NewHarness) {
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("storagetest: Harness.New is nil")
+	}
 	tests := []struct {
 		name string
-		fn   func(*testing.T, *Harness)
+		fn   func(*testing.T, *subject)
 	}{
 		{"Spaces", testSpaces},
 		{"CreateSpaceOnce", testCreateSpaceOnce},
@@ -103,7 +117,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.fn(t, newHarness(t))
+			tc.fn(t, &subject{Fixture: h.New(t), Harness: h})
 		})
 	}
 }
@@ -191,7 +205,7 @@ func wantContent(t *testing.T, p storage.Provider, space, id string, data []byte
 	}
 }
 
-func testSpaces(t *testing.T, h *Harness) {
+func testSpaces(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	got, err := p.ListSpaces(ctx)
 	if err != nil || len(got) != 0 {
@@ -241,7 +255,7 @@ func testSpaces(t *testing.T, h *Harness) {
 // testCreateSpaceOnce: however many callers create one space at the same
 // time, exactly one is told it created it (so a CREATE_SPACE is audited
 // once), and a space that exists keeps its ACLs.
-func testCreateSpaceOnce(t *testing.T, h *Harness) {
+func testCreateSpaceOnce(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	sc, ok := p.(storage.SpaceCreator)
 	if !ok {
@@ -279,7 +293,7 @@ func testCreateSpaceOnce(t *testing.T, h *Harness) {
 	wantErr(t, "CreateSpaceIfAbsent(a/b)", err, storage.ErrInvalidID)
 }
 
-func testSpaceACLs(t *testing.T, h *Harness) {
+func testSpaceACLs(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "acls")
 	acls, err := p.SpaceACLs(ctx, "acls")
@@ -308,7 +322,7 @@ func testSpaceACLs(t *testing.T, h *Harness) {
 	wantErr(t, "SetSpaceACLs(missing space)", p.SetSpaceACLs(ctx, "no-such-space", want), storage.ErrNotFound)
 }
 
-func testInvalidIDs(t *testing.T, h *Harness) {
+func testInvalidIDs(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	for _, s := range []string{"", "a/b", ".hidden", "a\x00b", strings.Repeat("s", storage.MaxSpaceIDLen+1)} {
 		wantErr(t, fmt.Sprintf("CreateSpace(%q)", s), p.CreateSpace(ctx, s), storage.ErrInvalidID)
@@ -339,7 +353,7 @@ func longID(n int) string {
 	return b.String()[:n]
 }
 
-func testNotFound(t *testing.T, h *Harness) {
+func testNotFound(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	// Missing space.
 	_, _, err := p.ListContent(ctx, "missing", "", 10)
@@ -403,7 +417,7 @@ func oddIDs(maxLen int) []string {
 	}
 }
 
-func testOddIDs(t *testing.T, h *Harness) {
+func testOddIDs(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "odd")
 	ids := oddIDs(h.maxIDLen("odd"))
@@ -443,7 +457,7 @@ func testOddIDs(t *testing.T, h *Harness) {
 	}
 }
 
-func testListingOrder(t *testing.T, h *Harness) {
+func testListingOrder(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "list")
 	// IDs chosen so that directory-wise and byte-wise order differ
@@ -527,7 +541,7 @@ func testListingOrder(t *testing.T, h *Harness) {
 // the same IDs in the same order, each with its size and storage class,
 // after a delete as before it, through every page size; a missing space is
 // ErrNotFound.
-func testEntries(t *testing.T, h *Harness) {
+func testEntries(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "entries")
 	sizes := map[string]int{"a": 0, "a/b": 1, "b c": 10, "é": 300, "z/z/z": 4096}
@@ -575,7 +589,7 @@ func testEntries(t *testing.T, h *Harness) {
 	wantErr(t, "WalkEntries of a missing space", missing, storage.ErrNotFound)
 }
 
-func testInfoFields(t *testing.T, h *Harness) {
+func testInfoFields(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "info")
 	data := []byte("hello, mill\n")
@@ -615,7 +629,7 @@ func testInfoFields(t *testing.T, h *Harness) {
 	mustPut(t, p, "info", "upper", data, storage.PutOptions{Checksum: strings.ToUpper(md5hex(data))})
 }
 
-func checkInfo(t *testing.T, h *Harness, name string, info *storage.Info, id string, data []byte, mime string, before, after time.Time) {
+func checkInfo(t *testing.T, h *subject, name string, info *storage.Info, id string, data []byte, mime string, before, after time.Time) {
 	t.Helper()
 	if info == nil {
 		t.Fatalf("%s: nil Info", name)
@@ -640,7 +654,7 @@ func checkInfo(t *testing.T, h *Harness, name string, info *storage.Info, id str
 
 // checkProviderChecksum accepts the algorithms Info documents and checks the
 // value against data.
-func (h *Harness) checkProviderChecksum(t *testing.T, name, pc string, data []byte) {
+func (h *subject) checkProviderChecksum(t *testing.T, name, pc string, data []byte) {
 	t.Helper()
 	alg, val, ok := storage.SplitProviderChecksum(pc)
 	switch {
@@ -663,7 +677,7 @@ func (h *Harness) checkProviderChecksum(t *testing.T, name, pc string, data []by
 	}
 }
 
-func testOverwrite(t *testing.T, h *Harness) {
+func testOverwrite(t *testing.T, h *subject) {
 	p := h.Provider
 	mustCreate(t, p, "over")
 	mustPut(t, p, "over", "item", []byte("first version"), storage.PutOptions{MimeType: "text/plain", Properties: map[string]string{"v": "1"}})
@@ -675,7 +689,7 @@ func testOverwrite(t *testing.T, h *Harness) {
 	}
 }
 
-func testProperties(t *testing.T, h *Harness) {
+func testProperties(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "props")
 	props := map[string]string{
@@ -718,7 +732,7 @@ func testProperties(t *testing.T, h *Harness) {
 	}
 }
 
-func testChecksumMismatch(t *testing.T, h *Harness) {
+func testChecksumMismatch(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "sums")
 	data := []byte("the real bytes")
@@ -748,7 +762,7 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func testFailedPut(t *testing.T, h *Harness) {
+func testFailedPut(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "fail")
 	boom := errors.New("reader exploded")
@@ -768,7 +782,7 @@ func testFailedPut(t *testing.T, h *Harness) {
 	wantContent(t, p, "fail", "old", data)
 }
 
-func testShortPut(t *testing.T, h *Harness) {
+func testShortPut(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "short")
 	for _, size := range []int64{100, 5} { // fewer bytes than promised; more bytes than promised
@@ -828,7 +842,7 @@ func cancelledPut(t *testing.T, p storage.Provider, space, id string, first []by
 	}
 }
 
-func testCancelledPut(t *testing.T, h *Harness) {
+func testCancelledPut(t *testing.T, h *subject) {
 	p := h.Provider
 	mustCreate(t, p, "cancel")
 	cancelledPut(t, p, "cancel", "new", []byte("some bytes"), 1000)
@@ -849,7 +863,7 @@ func randBytes(n int64, seed uint64) []byte {
 	return b
 }
 
-func testLarge(t *testing.T, h *Harness) {
+func testLarge(t *testing.T, h *subject) {
 	if h.LargeSize <= 0 {
 		t.Skip("provider has no separate large-object path")
 	}
@@ -896,7 +910,7 @@ func testLarge(t *testing.T, h *Harness) {
 	wantContent(t, p, "large", "known", data)
 }
 
-func testCopy(t *testing.T, h *Harness) {
+func testCopy(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "src")
 	mustCreate(t, p, "dst")
@@ -932,7 +946,7 @@ func testCopy(t *testing.T, h *Harness) {
 	}
 }
 
-func testCorrupt(t *testing.T, h *Harness) {
+func testCorrupt(t *testing.T, h *subject) {
 	if h.Corrupt == nil {
 		t.Skip("provider cannot be corrupted behind its back")
 	}
@@ -954,7 +968,7 @@ func testCorrupt(t *testing.T, h *Harness) {
 	wantNotFound(t, p, "dst", "item")
 }
 
-func testReplaced(t *testing.T, h *Harness) {
+func testReplaced(t *testing.T, h *subject) {
 	if h.Replace == nil {
 		t.Skip("provider cannot be written behind its back")
 	}
@@ -988,7 +1002,7 @@ func testReplaced(t *testing.T, h *Harness) {
 	}
 }
 
-func testConcurrent(t *testing.T, h *Harness) {
+func testConcurrent(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "conc")
 	const workers, rounds = 8, 6
@@ -1032,7 +1046,7 @@ func testConcurrent(t *testing.T, h *Harness) {
 	}
 }
 
-func recoverer(t *testing.T, h *Harness) storage.Recoverer {
+func recoverer(t *testing.T, h *subject) storage.Recoverer {
 	t.Helper()
 	r, ok := h.Provider.(storage.Recoverer)
 	if !ok {
@@ -1092,7 +1106,7 @@ func wantHead(t *testing.T, p storage.Provider, space, id string, data []byte, m
 // overwrites and property changes keep what they replace, first and failed
 // writes keep nothing, versions stay out of listings and survive the
 // space, and Restore brings any of them back (keeping what it replaces).
-func testRecoverable(t *testing.T, h *Harness) {
+func testRecoverable(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	r := recoverer(t, h)
 	mustCreate(t, p, "rec")
@@ -1198,7 +1212,7 @@ func testRecoverable(t *testing.T, h *Harness) {
 
 // testRecoverableCopy checks that storage.Copy over an existing item (a
 // server-side copy where the provider has one) keeps what it replaces.
-func testRecoverableCopy(t *testing.T, h *Harness) {
+func testRecoverableCopy(t *testing.T, h *subject) {
 	p := h.Provider
 	r := recoverer(t, h)
 	mustCreate(t, p, "from")

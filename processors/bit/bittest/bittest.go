@@ -30,6 +30,8 @@ import (
 	"github.com/millfleet/mill/processors/bit"
 
 	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/pkg/bitlog/membitlog"
+	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 )
 
 // T0 is the time of the fixture's index rows and audit entries; the fake
@@ -72,9 +74,9 @@ type Env struct {
 	T        testing.TB
 	Reg      *stores.Registry
 	Opener   *stores.Opener
-	Index    *contentindex.Memory
+	Index    *memcontentindex.Index
 	Audit    *auditlog.Memory
-	BitLog   *bitlog.Memory
+	BitLog   *membitlog.Log
 	AuditQ   *memqueue.Queue
 	ErrQ     *memqueue.Queue
 	Clock    *clock.Fake
@@ -86,10 +88,10 @@ type Env struct {
 // New returns an empty Env; its directories are removed when the test ends.
 func New(t testing.TB) *Env {
 	t.Helper()
-	e := &Env{T: t, Index: contentindex.NewMemory(), Audit: auditlog.NewMemory(),
+	e := &Env{T: t, Index: memcontentindex.New(), Audit: auditlog.NewMemory(),
 		Clock: clock.NewFake(T0.Add(time.Hour)), Roots: map[string]string{},
 		wrappers: map[string]func(storage.Provider) storage.Provider{}}
-	e.BitLog = bitlog.NewMemory(e.Clock)
+	e.BitLog = membitlog.New(e.Clock)
 	e.AuditQ = memqueue.New("audit", memqueue.Config{Clock: e.Clock})
 	e.ErrQ = memqueue.New("bit-error", memqueue.Config{Clock: e.Clock})
 	for _, id := range []string{"1", "2"} {

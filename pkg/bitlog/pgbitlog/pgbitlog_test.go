@@ -1,4 +1,4 @@
-package milldb_test
+package pgbitlog_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/bitlogtest"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/milldb"
 )
 
@@ -18,12 +19,12 @@ func TestBitLog(t *testing.T) {
 		t.Fatalf("migrate: %v", err)
 	}
 	// One schema for the suite; each subtest starts from empty tables.
-	bitlogtest.Run(t, func(t *testing.T) bitlog.Log {
+	bitlogtest.Run(t, bitlogtest.Harness{New: func(t *testing.T) bitlog.Log {
 		if _, err := pool.Exec(ctx, "TRUNCATE bit_log, bit_report, bit_run_space"); err != nil {
 			t.Fatal(err)
 		}
-		return milldb.NewBitLog(pool)
-	})
+		return pgbitlog.New(pool)
+	}})
 }
 
 // TestBitLogMonthDroppedElsewhere: a month one BitLog wrote to and another
@@ -34,7 +35,7 @@ func TestBitLogMonthDroppedElsewhere(t *testing.T) {
 	if _, err := milldb.Up(ctx, pool); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	writer, pruner := milldb.NewBitLog(pool), milldb.NewBitLog(pool)
+	writer, pruner := pgbitlog.New(pool), pgbitlog.New(pool)
 	r := bitlog.Row{RunID: "20230105T000000Z", Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "a", Result: bitlog.ResultSuccess}
 	if err := writer.Record(ctx, r); err != nil {
 		t.Fatal(err)

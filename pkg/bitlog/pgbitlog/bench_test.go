@@ -1,4 +1,4 @@
-package milldb_test
+package pgbitlog_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/milldb"
 )
 
@@ -39,7 +40,7 @@ func BenchmarkBitLogRetention(b *testing.B) {
 	now := time.Now().UTC()
 	cutoff := bitlog.Cutoff(now, keep)
 	first := bitlog.MonthOf(now).AddDate(0, -(months - 1), 0)
-	l := milldb.NewBitLog(pool)
+	l := pgbitlog.New(pool)
 	perMonth := n / months
 	start := time.Now()
 	for i := range months {

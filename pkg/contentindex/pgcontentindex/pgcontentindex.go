@@ -1,4 +1,7 @@
-package milldb
+// Package pgcontentindex is the content index (contentindex.Index and
+// contentindex.Pruner) on PostgreSQL: the content_index table that
+// pkg/milldb's migrations create. It passes contentindextest.Run.
+package pgcontentindex
 
 import (
 	"context"
@@ -14,20 +17,20 @@ import (
 	"github.com/millfleet/mill/pkg/contentindex"
 )
 
-// ContentIndex is contentindex.Index and contentindex.Pruner on the
+// Index is contentindex.Index and contentindex.Pruner on the
 // content_index table (migrations 001 and 004). The ordering rule — an event older than the row changes nothing — is
 // enforced in SQL by the conflict clauses, so concurrent writers cannot
 // race it. Every statement takes its values as parameters. Safe for
 // concurrent use.
-type ContentIndex struct {
+type Index struct {
 	pool *pgxpool.Pool
 }
 
-var _ contentindex.Index = (*ContentIndex)(nil)
+var _ contentindex.Index = (*Index)(nil)
 
-// NewContentIndex returns the content index in the database of pool (whose
+// New returns the content index in the database of pool (whose
 // search_path reaches the migrated tables).
-func NewContentIndex(pool *pgxpool.Pool) *ContentIndex { return &ContentIndex{pool: pool} }
+func New(pool *pgxpool.Pool) *Index { return &Index{pool: pool} }
 
 // sqlUpsert writes a live row. $8 (properties) NULL keeps the row's
 // properties; empty checksum/mimetype ($5, $7) and NULL size ($6) keep the
@@ -99,7 +102,7 @@ const sqlSetChecksum = `UPDATE content_index SET checksum = NULLIF($5, ''), upda
 WHERE account = $1 AND store_id = $2 AND space_id = $3 AND content_id = $4`
 
 // Upsert implements contentindex.Index.
-func (x *ContentIndex) Upsert(ctx context.Context, e contentindex.Entry) (bool, error) {
+func (x *Index) Upsert(ctx context.Context, e contentindex.Entry) (bool, error) {
 	if err := contentindex.Check(e); err != nil {
 		return false, fmt.Errorf("contentindex: upsert %s: %w", e.Item, err)
 	}
@@ -120,7 +123,7 @@ func (x *ContentIndex) Upsert(ctx context.Context, e contentindex.Entry) (bool, 
 }
 
 // MarkDeleted implements contentindex.Index.
-func (x *ContentIndex) MarkDeleted(ctx context.Context, i contentindex.Item, at time.Time) (bool, error) {
+func (x *Index) MarkDeleted(ctx context.Context, i contentindex.Item, at time.Time) (bool, error) {
 	if err := contentindex.Check(contentindex.Entry{Item: i, Modified: at}); err != nil {
 		return false, fmt.Errorf("contentindex: mark deleted %s: %w", i, err)
 	}
@@ -132,7 +135,7 @@ func (x *ContentIndex) MarkDeleted(ctx context.Context, i contentindex.Item, at 
 }
 
 // MarkSpaceDeleted implements contentindex.Index.
-func (x *ContentIndex) MarkSpaceDeleted(ctx context.Context, account, storeID, spaceID string, at time.Time) (int64, error) {
+func (x *Index) MarkSpaceDeleted(ctx context.Context, account, storeID, spaceID string, at time.Time) (int64, error) {
 	where := account + "/" + storeID + "/" + spaceID
 	if account == "" || storeID == "" || spaceID == "" || at.IsZero() {
 		return 0, fmt.Errorf("contentindex: mark space deleted %s: %w", where, contentindex.ErrInvalid)
@@ -155,7 +158,7 @@ func scanEntry(row pgx.Row, account, storeID, spaceID string) (contentindex.Entr
 }
 
 // Get implements contentindex.Index.
-func (x *ContentIndex) Get(ctx context.Context, i contentindex.Item) (*contentindex.Entry, error) {
+func (x *Index) Get(ctx context.Context, i contentindex.Item) (*contentindex.Entry, error) {
 	e, err := scanEntry(x.pool.QueryRow(ctx, sqlGet, i.Account, i.StoreID, i.SpaceID, i.ContentID), i.Account, i.StoreID, i.SpaceID)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -167,7 +170,7 @@ func (x *ContentIndex) Get(ctx context.Context, i contentindex.Item) (*contentin
 }
 
 // List implements contentindex.Index.
-func (x *ContentIndex) List(ctx context.Context, account, storeID, spaceID, after string, limit int) ([]contentindex.Entry, bool, error) {
+func (x *Index) List(ctx context.Context, account, storeID, spaceID, after string, limit int) ([]contentindex.Entry, bool, error) {
 	n := contentindex.PageSize(limit)
 	where := account + "/" + storeID + "/" + spaceID
 	rows, err := x.pool.Query(ctx, sqlList, account, storeID, spaceID, after, n+1)
@@ -194,13 +197,13 @@ func (x *ContentIndex) List(ctx context.Context, account, storeID, spaceID, afte
 }
 
 // SetChecksum implements contentindex.Index.
-func (x *ContentIndex) SetChecksum(ctx context.Context, i contentindex.Item, checksum string) error {
+func (x *Index) SetChecksum(ctx context.Context, i contentindex.Item, checksum string) error {
 	tag, err := x.pool.Exec(ctx, sqlSetChecksum, i.Account, i.StoreID, i.SpaceID, i.ContentID, checksum)
 	return edited("set checksum", i, tag, err)
 }
 
 // SetMissing implements contentindex.Index.
-func (x *ContentIndex) SetMissing(ctx context.Context, i contentindex.Item, runID string) error {
+func (x *Index) SetMissing(ctx context.Context, i contentindex.Item, runID string) error {
 	tag, err := x.pool.Exec(ctx, sqlSetMissing, i.Account, i.StoreID, i.SpaceID, i.ContentID, runID)
 	return edited("set missing", i, tag, err)
 }
@@ -217,10 +220,10 @@ func edited(what string, i contentindex.Item, tag pgconn.CommandTag, err error) 
 	return nil
 }
 
-var _ contentindex.Pruner = (*ContentIndex)(nil)
+var _ contentindex.Pruner = (*Index)(nil)
 
 // Tombstones implements contentindex.Pruner.
-func (x *ContentIndex) Tombstones(ctx context.Context, before time.Time) (int64, error) {
+func (x *Index) Tombstones(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
 	if err := x.pool.QueryRow(ctx, sqlTombstones, before).Scan(&n); err != nil {
 		return 0, fmt.Errorf("contentindex: count tombstones before %s: %w", before.Format(time.RFC3339), err)
@@ -229,7 +232,7 @@ func (x *ContentIndex) Tombstones(ctx context.Context, before time.Time) (int64,
 }
 
 // PurgeTombstones implements contentindex.Pruner.
-func (x *ContentIndex) PurgeTombstones(ctx context.Context, before time.Time, limit int) (int64, error) {
+func (x *Index) PurgeTombstones(ctx context.Context, before time.Time, limit int) (int64, error) {
 	if limit <= 0 {
 		limit = contentindex.DefaultPurgeBatch
 	}

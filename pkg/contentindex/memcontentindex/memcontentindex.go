@@ -1,4 +1,7 @@
-package contentindex
+// Package memcontentindex is the content index (contentindex.Index and
+// contentindex.Pruner) in memory, for unit tests and the dev mode. It passes
+// contentindextest.Run.
+package memcontentindex
 
 import (
 	"context"
@@ -7,21 +10,23 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/millfleet/mill/pkg/contentindex"
 )
 
-// Memory is an Index held in memory, for unit tests and dev mode. Safe for
+// Index is a contentindex.Index held in memory, for unit tests and dev mode. Safe for
 // concurrent use.
-type Memory struct {
+type Index struct {
 	mu   sync.Mutex
-	rows map[Item]Entry
+	rows map[contentindex.Item]contentindex.Entry
 }
 
-var _ Index = (*Memory)(nil)
+var _ contentindex.Index = (*Index)(nil)
 
-// NewMemory returns an empty in-memory index.
-func NewMemory() *Memory { return &Memory{rows: map[Item]Entry{}} }
+// New returns an empty in-memory index.
+func New() *Index { return &Index{rows: map[contentindex.Item]contentindex.Entry{}} }
 
-func clone(e Entry) *Entry {
+func clone(e contentindex.Entry) *contentindex.Entry {
 	e.Properties = maps.Clone(e.Properties)
 	if e.Properties == nil {
 		e.Properties = map[string]string{}
@@ -33,24 +38,24 @@ func clone(e Entry) *Entry {
 	return &e
 }
 
-func sameState(a, b Entry) bool {
+func sameState(a, b contentindex.Entry) bool {
 	return a.Deleted == b.Deleted && a.Modified.Equal(b.Modified) && a.Checksum == b.Checksum &&
 		a.MimeType == b.MimeType && maps.Equal(a.Properties, b.Properties) &&
 		((a.Size == nil) == (b.Size == nil)) && (a.Size == nil || *a.Size == *b.Size)
 }
 
-// Upsert implements Index.
-func (m *Memory) Upsert(ctx context.Context, e Entry) (bool, error) {
+// Upsert implements contentindex.Index.
+func (m *Index) Upsert(ctx context.Context, e contentindex.Entry) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if err := Check(e); err != nil {
+	if err := contentindex.Check(e); err != nil {
 		return false, fmt.Errorf("contentindex: upsert %s: %w", e.Item, err)
 	}
 	keepProps := e.Properties == nil
 	e = *clone(e)
 	e.MissingRun = ""
-	e.Modified = Truncate(e.Modified)
+	e.Modified = contentindex.Truncate(e.Modified)
 	e.Deleted = false
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -79,20 +84,20 @@ func (m *Memory) Upsert(ctx context.Context, e Entry) (bool, error) {
 	return true, nil
 }
 
-// MarkDeleted implements Index.
-func (m *Memory) MarkDeleted(ctx context.Context, item Item, at time.Time) (bool, error) {
+// MarkDeleted implements contentindex.Index.
+func (m *Index) MarkDeleted(ctx context.Context, item contentindex.Item, at time.Time) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if err := Check(Entry{Item: item, Modified: at}); err != nil {
+	if err := contentindex.Check(contentindex.Entry{Item: item, Modified: at}); err != nil {
 		return false, fmt.Errorf("contentindex: mark deleted %s: %w", item, err)
 	}
-	at = Truncate(at)
+	at = contentindex.Truncate(at)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.rows[item]
 	if !ok {
-		m.rows[item] = Entry{Item: item, Properties: map[string]string{}, Deleted: true, Modified: at}
+		m.rows[item] = contentindex.Entry{Item: item, Properties: map[string]string{}, Deleted: true, Modified: at}
 		return true, nil
 	}
 	if old.Modified.After(at) || (old.Deleted && old.Modified.Equal(at)) {
@@ -103,15 +108,15 @@ func (m *Memory) MarkDeleted(ctx context.Context, item Item, at time.Time) (bool
 	return true, nil
 }
 
-// MarkSpaceDeleted implements Index.
-func (m *Memory) MarkSpaceDeleted(ctx context.Context, account, storeID, spaceID string, at time.Time) (int64, error) {
+// MarkSpaceDeleted implements contentindex.Index.
+func (m *Index) MarkSpaceDeleted(ctx context.Context, account, storeID, spaceID string, at time.Time) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	if account == "" || storeID == "" || spaceID == "" || at.IsZero() {
-		return 0, fmt.Errorf("contentindex: mark space deleted %s/%s/%s: %w", account, storeID, spaceID, ErrInvalid)
+		return 0, fmt.Errorf("contentindex: mark space deleted %s/%s/%s: %w", account, storeID, spaceID, contentindex.ErrInvalid)
 	}
-	at = Truncate(at)
+	at = contentindex.Truncate(at)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var n int64
@@ -125,8 +130,8 @@ func (m *Memory) MarkSpaceDeleted(ctx context.Context, account, storeID, spaceID
 	return n, nil
 }
 
-// Get implements Index.
-func (m *Memory) Get(ctx context.Context, item Item) (*Entry, error) {
+// Get implements contentindex.Index.
+func (m *Index) Get(ctx context.Context, item contentindex.Item) (*contentindex.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -134,13 +139,13 @@ func (m *Memory) Get(ctx context.Context, item Item) (*Entry, error) {
 	defer m.mu.Unlock()
 	r, ok := m.rows[item]
 	if !ok {
-		return nil, fmt.Errorf("contentindex: get %s: %w", item, ErrNotFound)
+		return nil, fmt.Errorf("contentindex: get %s: %w", item, contentindex.ErrNotFound)
 	}
 	return clone(r), nil
 }
 
-// List implements Index.
-func (m *Memory) List(ctx context.Context, account, storeID, spaceID, after string, limit int) ([]Entry, bool, error) {
+// List implements contentindex.Index.
+func (m *Index) List(ctx context.Context, account, storeID, spaceID, after string, limit int) ([]contentindex.Entry, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -152,31 +157,31 @@ func (m *Memory) List(ctx context.Context, account, storeID, spaceID, after stri
 		}
 	}
 	slices.Sort(ids) // Go compares strings byte-wise
-	n := PageSize(limit)
+	n := contentindex.PageSize(limit)
 	more := len(ids) > n
 	if more {
 		ids = ids[:n]
 	}
-	out := make([]Entry, 0, len(ids))
+	out := make([]contentindex.Entry, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, *clone(m.rows[Item{account, storeID, spaceID, id}]))
+		out = append(out, *clone(m.rows[contentindex.Item{Account: account, StoreID: storeID, SpaceID: spaceID, ContentID: id}]))
 	}
 	m.mu.Unlock()
 	return out, more, nil
 }
 
-// SetChecksum implements Index.
-func (m *Memory) SetChecksum(ctx context.Context, item Item, checksum string) error {
-	return m.edit(ctx, item, "set checksum", func(r *Entry) { r.Checksum = checksum })
+// SetChecksum implements contentindex.Index.
+func (m *Index) SetChecksum(ctx context.Context, item contentindex.Item, checksum string) error {
+	return m.edit(ctx, item, "set checksum", func(r *contentindex.Entry) { r.Checksum = checksum })
 }
 
-// SetMissing implements Index.
-func (m *Memory) SetMissing(ctx context.Context, item Item, runID string) error {
-	return m.edit(ctx, item, "set missing", func(r *Entry) { r.MissingRun = runID })
+// SetMissing implements contentindex.Index.
+func (m *Index) SetMissing(ctx context.Context, item contentindex.Item, runID string) error {
+	return m.edit(ctx, item, "set missing", func(r *contentindex.Entry) { r.MissingRun = runID })
 }
 
 // edit changes the row of item in place; ErrNotFound when there is none.
-func (m *Memory) edit(ctx context.Context, item Item, what string, f func(*Entry)) error {
+func (m *Index) edit(ctx context.Context, item contentindex.Item, what string, f func(*contentindex.Entry)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -184,17 +189,17 @@ func (m *Memory) edit(ctx context.Context, item Item, what string, f func(*Entry
 	defer m.mu.Unlock()
 	r, ok := m.rows[item]
 	if !ok {
-		return fmt.Errorf("contentindex: %s %s: %w", what, item, ErrNotFound)
+		return fmt.Errorf("contentindex: %s %s: %w", what, item, contentindex.ErrNotFound)
 	}
 	f(&r)
 	m.rows[item] = r
 	return nil
 }
 
-var _ Pruner = (*Memory)(nil)
+var _ contentindex.Pruner = (*Index)(nil)
 
-// Tombstones implements Pruner.
-func (m *Memory) Tombstones(ctx context.Context, before time.Time) (int64, error) {
+// Tombstones implements contentindex.Pruner.
+func (m *Index) Tombstones(ctx context.Context, before time.Time) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -209,13 +214,13 @@ func (m *Memory) Tombstones(ctx context.Context, before time.Time) (int64, error
 	return n, nil
 }
 
-// PurgeTombstones implements Pruner.
-func (m *Memory) PurgeTombstones(ctx context.Context, before time.Time, limit int) (int64, error) {
+// PurgeTombstones implements contentindex.Pruner.
+func (m *Index) PurgeTombstones(ctx context.Context, before time.Time, limit int) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	if limit <= 0 {
-		limit = DefaultPurgeBatch
+		limit = contentindex.DefaultPurgeBatch
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

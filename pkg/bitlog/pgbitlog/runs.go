@@ -1,4 +1,4 @@
-package milldb
+package pgbitlog
 
 import (
 	"context"
@@ -32,7 +32,7 @@ FROM bit_run_space
 WHERE run_id = $1 AND account = $2 AND store_id = $3 AND space_id = $4`
 
 // StartSpace implements bitlog.Runs.
-func (l *BitLog) StartSpace(ctx context.Context, s bitlog.RunSpace) error {
+func (l *Log) StartSpace(ctx context.Context, s bitlog.RunSpace) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("milldb: bit run start: %w", err)
 	}
@@ -43,7 +43,7 @@ func (l *BitLog) StartSpace(ctx context.Context, s bitlog.RunSpace) error {
 }
 
 // FinishSpace implements bitlog.Runs.
-func (l *BitLog) FinishSpace(ctx context.Context, s bitlog.RunSpace) error {
+func (l *Log) FinishSpace(ctx context.Context, s bitlog.RunSpace) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("milldb: bit run finish: %w", err)
 	}
@@ -56,7 +56,7 @@ func (l *BitLog) FinishSpace(ctx context.Context, s bitlog.RunSpace) error {
 }
 
 // RunSpace implements bitlog.Runs.
-func (l *BitLog) RunSpace(ctx context.Context, runID, account, storeID, spaceID string) (bitlog.RunSpace, error) {
+func (l *Log) RunSpace(ctx context.Context, runID, account, storeID, spaceID string) (bitlog.RunSpace, error) {
 	s := bitlog.RunSpace{RunID: runID, Account: account, StoreID: storeID, SpaceID: spaceID}
 	var listed *time.Time
 	err := l.pool.QueryRow(ctx, sqlRunSpace, runID, account, storeID, spaceID).Scan(&s.Started, &listed, &s.Expected)

@@ -1,4 +1,7 @@
-package milldb
+// Package pgspacestats is the storage statistics history (spacestats.Store)
+// on PostgreSQL: the space_stats table that pkg/milldb's migrations create.
+// It passes spacestatstest.Run.
+package pgspacestats
 
 import (
 	"context"
@@ -11,19 +14,19 @@ import (
 	"github.com/millfleet/mill/pkg/spacestats"
 )
 
-// SpaceStats is spacestats.Store on the space_stats table (migration 006).
+// Store is spacestats.Store on the space_stats table (migration 006).
 // Rows are upserted through space_stats_space_per_run; keys compare
 // byte-wise (the columns are COLLATE "C"), as the memory implementation
 // orders them. Safe for concurrent use.
-type SpaceStats struct {
+type Store struct {
 	pool *pgxpool.Pool
 }
 
-var _ spacestats.Store = (*SpaceStats)(nil)
+var _ spacestats.Store = (*Store)(nil)
 
-// NewSpaceStats returns the statistics store in the database of pool
+// New returns the statistics store in the database of pool
 // (whose search_path reaches the migrated tables).
-func NewSpaceStats(pool *pgxpool.Pool) *SpaceStats { return &SpaceStats{pool: pool} }
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
 const sqlStatsPut = `
 INSERT INTO space_stats (run_id, account, store_id, space_id, item_count, byte_count, started_at, measured_at)
@@ -35,7 +38,7 @@ ON CONFLICT (run_id, account, store_id, space_id) DO UPDATE SET
     measured_at = excluded.measured_at`
 
 // Put implements spacestats.Store.
-func (s *SpaceStats) Put(ctx context.Context, st spacestats.Stats) error {
+func (s *Store) Put(ctx context.Context, st spacestats.Stats) error {
 	if err := st.Validate(); err != nil {
 		return fmt.Errorf("milldb: space stats: %w", err)
 	}
@@ -62,7 +65,7 @@ WHERE ($1 = '' OR account = $1) AND ($2 = '' OR store_id = $2) AND ($3 = '' OR s
 ORDER BY account, store_id, space_id, measured_at DESC, run_id DESC`
 
 // Latest implements spacestats.Store.
-func (s *SpaceStats) Latest(ctx context.Context, f spacestats.Filter) ([]spacestats.Stats, error) {
+func (s *Store) Latest(ctx context.Context, f spacestats.Filter) ([]spacestats.Stats, error) {
 	rows, err := s.pool.Query(ctx, sqlStatsLatest, f.Account, f.StoreID, f.SpaceID)
 	if err != nil {
 		return nil, fmt.Errorf("milldb: space stats: %w", err)
@@ -90,7 +93,7 @@ ORDER BY max(measured_at) DESC, run_id DESC
 LIMIT $5`
 
 // History implements spacestats.Store.
-func (s *SpaceStats) History(ctx context.Context, f spacestats.Filter, since time.Time, limit int) ([]spacestats.Total, error) {
+func (s *Store) History(ctx context.Context, f spacestats.Filter, since time.Time, limit int) ([]spacestats.Total, error) {
 	var sinceArg *time.Time
 	if !since.IsZero() {
 		t := spacestats.Truncate(since)

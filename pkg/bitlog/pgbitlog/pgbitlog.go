@@ -1,4 +1,7 @@
-package milldb
+// Package pgbitlog is the bit log (bitlog.Log, bitlog.Runs, bitlog.Pruner)
+// on PostgreSQL: the bit_log, bit_report and bit_run_space tables that
+// pkg/milldb's migrations create. It passes bitlogtest.Run.
+package pgbitlog
 
 import (
 	"context"
@@ -15,7 +18,7 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 )
 
-// BitLog is bitlog.Log and bitlog.Pruner on the bit_log, bit_report and
+// Log is bitlog.Log and bitlog.Pruner on the bit_log, bit_report and
 // bit_run_space tables (migrations 002, 003, 005 and 007). bit_log is partitioned by month
 // (run_month, bitlog.Month of the row): a partition per month, named
 // bit_log_yYYYYmMM, created by Record when a row first needs it (with the
@@ -27,23 +30,23 @@ import (
 // NULL. Keys are ordered byte-wise (COLLATE "C"), as the memory
 // implementation orders them. Every statement takes its values as
 // parameters. Safe for concurrent use.
-type BitLog struct {
+type Log struct {
 	pool  *pgxpool.Pool
 	known sync.Map // "2006-01" → struct{}: months whose partition exists
 }
 
 var (
-	_ bitlog.Log    = (*BitLog)(nil)
-	_ bitlog.Pruner = (*BitLog)(nil)
+	_ bitlog.Log    = (*Log)(nil)
+	_ bitlog.Pruner = (*Log)(nil)
 )
 
-// NewBitLog returns the bit log in the database of pool (whose search_path
+// New returns the bit log in the database of pool (whose search_path
 // reaches the migrated tables).
-func NewBitLog(pool *pgxpool.Pool) *BitLog { return &BitLog{pool: pool} }
+func New(pool *pgxpool.Pool) *Log { return &Log{pool: pool} }
 
 // ensureMonth makes the partitions of month m and the next (migration
-// 005's bit_log_ensure_month), unless this BitLog made or saw them already.
-func (l *BitLog) ensureMonth(ctx context.Context, m time.Time) error {
+// 005's bit_log_ensure_month), unless this Log made or saw them already.
+func (l *Log) ensureMonth(ctx context.Context, m time.Time) error {
 	if _, ok := l.known.Load(m.Format("2006-01")); ok {
 		return nil
 	}
@@ -55,7 +58,7 @@ func (l *BitLog) ensureMonth(ctx context.Context, m time.Time) error {
 }
 
 // noPartition reports whether err is PostgreSQL's "no partition of relation
-// … found for row" (a month dropped since this BitLog last saw it).
+// … found for row" (a month dropped since this Log last saw it).
 func noPartition(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23514" && strings.HasPrefix(pe.Message, "no partition of relation")
@@ -97,7 +100,7 @@ func optTime(t time.Time) *time.Time {
 }
 
 // Record implements bitlog.Log.
-func (l *BitLog) Record(ctx context.Context, r bitlog.Row) error {
+func (l *Log) Record(ctx context.Context, r bitlog.Row) error {
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("milldb: bit log record: %w", err)
 	}
@@ -161,7 +164,7 @@ const (
 )
 
 // Results implements bitlog.Log.
-func (l *BitLog) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, string, error) {
+func (l *Log) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, string, error) {
 	if err := f.Validate(); err != nil {
 		return nil, "", fmt.Errorf("milldb: bit log results: %w", err)
 	}
@@ -212,7 +215,7 @@ WHERE run_id = $1 AND account = $2 AND store_id = $3 AND space_id = $4`
 const sqlBitCountOfMonth = sqlBitCount + ` AND run_month = $5`
 
 // Count implements bitlog.Log.
-func (l *BitLog) Count(ctx context.Context, runID, account, storeID, spaceID string) (bitlog.Counts, error) {
+func (l *Log) Count(ctx context.Context, runID, account, storeID, spaceID string) (bitlog.Counts, error) {
 	var c bitlog.Counts
 	var row pgx.Row
 	if m, ok := bitlog.RunMonth(runID); ok {
@@ -242,7 +245,7 @@ ON CONFLICT (run_id, account, store_id, space_id) DO UPDATE SET
     created_at      = excluded.created_at`
 
 // PutReport implements bitlog.Log.
-func (l *BitLog) PutReport(ctx context.Context, r bitlog.Report) error {
+func (l *Log) PutReport(ctx context.Context, r bitlog.Report) error {
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("milldb: bit report put: %w", err)
 	}
@@ -267,7 +270,7 @@ ORDER BY created_at DESC, run_id COLLATE "C", account COLLATE "C", store_id COLL
 LIMIT $5`
 
 // Reports implements bitlog.Log.
-func (l *BitLog) Reports(ctx context.Context, f bitlog.ReportFilter) ([]bitlog.Report, error) {
+func (l *Log) Reports(ctx context.Context, f bitlog.ReportFilter) ([]bitlog.Report, error) {
 	rows, err := l.pool.Query(ctx, sqlBitReports, f.RunID, f.Account, f.StoreID, f.SpaceID, bitlog.PageSize(f.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("milldb: bit reports: %w", err)
@@ -297,7 +300,7 @@ ORDER BY c.relname`
 
 // Months implements bitlog.Pruner: every partition, with PostgreSQL's
 // estimate of its rows (-1 until it is analysed).
-func (l *BitLog) Months(ctx context.Context) ([]bitlog.MonthInfo, error) {
+func (l *Log) Months(ctx context.Context) ([]bitlog.MonthInfo, error) {
 	rows, err := l.pool.Query(ctx, sqlBitMonths)
 	if err != nil {
 		return nil, fmt.Errorf("milldb: bit log months: %w", err)
@@ -326,7 +329,7 @@ func (l *BitLog) Months(ctx context.Context) ([]bitlog.MonthInfo, error) {
 // dropped in one statement (migration 005's bit_log_drop_months; DROP
 // TABLE: no row is read or deleted, so it takes the same moment whatever
 // the partitions hold).
-func (l *BitLog) DropMonths(ctx context.Context, before time.Time) ([]bitlog.MonthInfo, error) {
+func (l *Log) DropMonths(ctx context.Context, before time.Time) ([]bitlog.MonthInfo, error) {
 	months, err := l.Months(ctx)
 	if err != nil {
 		return nil, err

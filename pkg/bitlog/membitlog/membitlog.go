@@ -1,4 +1,6 @@
-package bitlog
+// Package membitlog is the bit log (bitlog.Log, bitlog.Runs, bitlog.Pruner)
+// in memory, for unit tests and the dev mode. It passes bitlogtest.Run.
+package membitlog
 
 import (
 	"cmp"
@@ -8,32 +10,33 @@ import (
 	"sync"
 	"time"
 
+	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 )
 
-// Memory is an in-memory Log for tests and the dev mode. Safe for
+// Log is an in-memory bitlog.Log for tests and the dev mode. Safe for
 // concurrent use.
-type Memory struct {
+type Log struct {
 	clock   clock.Clock
 	mu      sync.Mutex
-	rows    map[PageKey]Row
-	reports map[[4]string]Report
-	runs    map[[4]string]RunSpace
+	rows    map[bitlog.PageKey]bitlog.Row
+	reports map[[4]string]bitlog.Report
+	runs    map[[4]string]bitlog.RunSpace
 }
 
 var (
-	_ Log    = (*Memory)(nil)
-	_ Pruner = (*Memory)(nil)
+	_ bitlog.Log    = (*Log)(nil)
+	_ bitlog.Pruner = (*Log)(nil)
 )
 
-// NewMemory returns an empty log using clk for zero times (nil: the system
+// New returns an empty log using clk for zero times (nil: the system
 // clock).
-func NewMemory(clk clock.Clock) *Memory {
-	return &Memory{clock: clock.Or(clk), rows: map[PageKey]Row{}, reports: map[[4]string]Report{}, runs: map[[4]string]RunSpace{}}
+func New(clk clock.Clock) *Log {
+	return &Log{clock: clock.Or(clk), rows: map[bitlog.PageKey]bitlog.Row{}, reports: map[[4]string]bitlog.Report{}, runs: map[[4]string]bitlog.RunSpace{}}
 }
 
-// Record implements Log.
-func (m *Memory) Record(ctx context.Context, r Row) error {
+// Record implements bitlog.Log.
+func (m *Log) Record(ctx context.Context, r bitlog.Row) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -43,14 +46,14 @@ func (m *Memory) Record(ctx context.Context, r Row) error {
 	if r.CheckedAt.IsZero() {
 		r.CheckedAt = m.clock.Now()
 	}
-	r.CheckedAt = Truncate(r.CheckedAt)
+	r.CheckedAt = bitlog.Truncate(r.CheckedAt)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.rows[KeyOf(r)] = r
+	m.rows[bitlog.KeyOf(r)] = r
 	return nil
 }
 
-func (f Filter) match(r Row) bool {
+func match(f bitlog.Filter, r bitlog.Row) bool {
 	return (f.RunID == "" || f.RunID == r.RunID) &&
 		(f.Account == "" || f.Account == r.Account) &&
 		(f.StoreID == "" || f.StoreID == r.StoreID) &&
@@ -59,28 +62,28 @@ func (f Filter) match(r Row) bool {
 		(f.Result == "" || f.Result == r.Result)
 }
 
-// Results implements Log.
-func (m *Memory) Results(ctx context.Context, f Filter) ([]Row, string, error) {
+// Results implements bitlog.Log.
+func (m *Log) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
 	if err := f.Validate(); err != nil {
 		return nil, "", fmt.Errorf("bitlog: results: %w", err)
 	}
-	after, hasAfter, err := DecodeToken(f.After)
+	after, hasAfter, err := bitlog.DecodeToken(f.After)
 	if err != nil {
 		return nil, "", fmt.Errorf("bitlog: results: %w", err)
 	}
 	m.mu.Lock()
-	var out []Row
+	var out []bitlog.Row
 	for k, r := range m.rows {
-		if f.match(r) && (!hasAfter || after.Less(k)) {
+		if match(f, r) && (!hasAfter || after.Less(k)) {
 			out = append(out, r)
 		}
 	}
 	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b Row) int {
-		ka, kb := KeyOf(a), KeyOf(b)
+	slices.SortFunc(out, func(a, b bitlog.Row) int {
+		ka, kb := bitlog.KeyOf(a), bitlog.KeyOf(b)
 		switch {
 		case ka.Less(kb):
 			return -1
@@ -89,22 +92,22 @@ func (m *Memory) Results(ctx context.Context, f Filter) ([]Row, string, error) {
 		}
 		return 0
 	})
-	limit := PageSize(f.Limit)
+	limit := bitlog.PageSize(f.Limit)
 	if len(out) <= limit {
 		return out, "", nil
 	}
 	out = out[:limit]
-	return out, EncodeToken(KeyOf(out[limit-1])), nil
+	return out, bitlog.EncodeToken(bitlog.KeyOf(out[limit-1])), nil
 }
 
-// Count implements Log.
-func (m *Memory) Count(ctx context.Context, runID, account, storeID, spaceID string) (Counts, error) {
+// Count implements bitlog.Log.
+func (m *Log) Count(ctx context.Context, runID, account, storeID, spaceID string) (bitlog.Counts, error) {
 	if err := ctx.Err(); err != nil {
-		return Counts{}, err
+		return bitlog.Counts{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var c Counts
+	var c bitlog.Counts
 	for k, r := range m.rows {
 		if k.RunID == runID && k.Account == account && k.StoreID == storeID && k.SpaceID == spaceID {
 			c.Add(r.Result)
@@ -113,8 +116,8 @@ func (m *Memory) Count(ctx context.Context, runID, account, storeID, spaceID str
 	return c, nil
 }
 
-// PutReport implements Log.
-func (m *Memory) PutReport(ctx context.Context, r Report) error {
+// PutReport implements bitlog.Log.
+func (m *Log) PutReport(ctx context.Context, r bitlog.Report) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -124,20 +127,20 @@ func (m *Memory) PutReport(ctx context.Context, r Report) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = m.clock.Now()
 	}
-	r.CreatedAt = Truncate(r.CreatedAt)
+	r.CreatedAt = bitlog.Truncate(r.CreatedAt)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.reports[[4]string{r.RunID, r.Account, r.StoreID, r.SpaceID}] = r
 	return nil
 }
 
-// Reports implements Log.
-func (m *Memory) Reports(ctx context.Context, f ReportFilter) ([]Report, error) {
+// Reports implements bitlog.Log.
+func (m *Log) Reports(ctx context.Context, f bitlog.ReportFilter) ([]bitlog.Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
-	var out []Report
+	var out []bitlog.Report
 	for _, r := range m.reports {
 		if (f.RunID == "" || f.RunID == r.RunID) && (f.Account == "" || f.Account == r.Account) &&
 			(f.StoreID == "" || f.StoreID == r.StoreID) && (f.SpaceID == "" || f.SpaceID == r.SpaceID) {
@@ -145,45 +148,45 @@ func (m *Memory) Reports(ctx context.Context, f ReportFilter) ([]Report, error) 
 		}
 	}
 	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b Report) int {
+	slices.SortFunc(out, func(a, b bitlog.Report) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
 		return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.Account, b.Account),
 			cmp.Compare(a.StoreID, b.StoreID), cmp.Compare(a.SpaceID, b.SpaceID))
 	})
-	if limit := PageSize(f.Limit); len(out) > limit {
+	if limit := bitlog.PageSize(f.Limit); len(out) > limit {
 		out = out[:limit]
 	}
 	return out, nil
 }
 
-// Months implements Pruner (exact counts).
-func (m *Memory) Months(ctx context.Context) ([]MonthInfo, error) {
+// Months implements bitlog.Pruner (exact counts).
+func (m *Log) Months(ctx context.Context) ([]bitlog.MonthInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	n := map[time.Time]int64{}
 	for _, r := range m.rows {
-		n[Month(r.RunID, r.CheckedAt)]++
+		n[bitlog.Month(r.RunID, r.CheckedAt)]++
 	}
 	m.mu.Unlock()
-	out := make([]MonthInfo, 0, len(n))
+	out := make([]bitlog.MonthInfo, 0, len(n))
 	for mo, c := range n {
-		out = append(out, MonthInfo{Month: mo, Rows: c})
+		out = append(out, bitlog.MonthInfo{Month: mo, Rows: c})
 	}
-	slices.SortFunc(out, func(a, b MonthInfo) int { return a.Month.Compare(b.Month) })
+	slices.SortFunc(out, func(a, b bitlog.MonthInfo) int { return a.Month.Compare(b.Month) })
 	return out, nil
 }
 
-// DropMonths implements Pruner.
-func (m *Memory) DropMonths(ctx context.Context, before time.Time) ([]MonthInfo, error) {
+// DropMonths implements bitlog.Pruner.
+func (m *Log) DropMonths(ctx context.Context, before time.Time) ([]bitlog.MonthInfo, error) {
 	months, err := m.Months(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []MonthInfo
+	var out []bitlog.MonthInfo
 	for _, mo := range months {
 		if mo.Month.Before(before) {
 			out = append(out, mo)
@@ -192,24 +195,24 @@ func (m *Memory) DropMonths(ctx context.Context, before time.Time) ([]MonthInfo,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, r := range m.rows {
-		if Month(r.RunID, r.CheckedAt).Before(before) {
+		if bitlog.Month(r.RunID, r.CheckedAt).Before(before) {
 			delete(m.rows, k)
 		}
 	}
 	return out, nil
 }
 
-// StartSpace implements Runs.
-func (m *Memory) StartSpace(ctx context.Context, s RunSpace) error {
+// StartSpace implements bitlog.Runs.
+func (m *Log) StartSpace(ctx context.Context, s bitlog.RunSpace) error {
 	return m.putRun(ctx, s, false)
 }
 
-// FinishSpace implements Runs.
-func (m *Memory) FinishSpace(ctx context.Context, s RunSpace) error {
+// FinishSpace implements bitlog.Runs.
+func (m *Log) FinishSpace(ctx context.Context, s bitlog.RunSpace) error {
 	return m.putRun(ctx, s, true)
 }
 
-func (m *Memory) putRun(ctx context.Context, s RunSpace, finish bool) error {
+func (m *Log) putRun(ctx context.Context, s bitlog.RunSpace, finish bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -225,26 +228,26 @@ func (m *Memory) putRun(ctx context.Context, s RunSpace, finish bool) error {
 		return nil
 	}
 	if !ok {
-		rec = RunSpace{RunID: s.RunID, Account: s.Account, StoreID: s.StoreID, SpaceID: s.SpaceID,
-			Started: Truncate(cmp.Or(s.Started, now))}
+		rec = bitlog.RunSpace{RunID: s.RunID, Account: s.Account, StoreID: s.StoreID, SpaceID: s.SpaceID,
+			Started: bitlog.Truncate(cmp.Or(s.Started, now))}
 	}
 	if finish {
-		rec.Listed, rec.Expected = Truncate(cmp.Or(s.Listed, now)), s.Expected
+		rec.Listed, rec.Expected = bitlog.Truncate(cmp.Or(s.Listed, now)), s.Expected
 	}
 	m.runs[k] = rec
 	return nil
 }
 
-// RunSpace implements Runs.
-func (m *Memory) RunSpace(ctx context.Context, runID, account, storeID, spaceID string) (RunSpace, error) {
+// RunSpace implements bitlog.Runs.
+func (m *Log) RunSpace(ctx context.Context, runID, account, storeID, spaceID string) (bitlog.RunSpace, error) {
 	if err := ctx.Err(); err != nil {
-		return RunSpace{}, err
+		return bitlog.RunSpace{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.runs[[4]string{runID, account, storeID, spaceID}]
 	if !ok {
-		return RunSpace{}, fmt.Errorf("%w: %s:%s/%s/%s", ErrNoRun, runID, account, storeID, spaceID)
+		return bitlog.RunSpace{}, fmt.Errorf("%w: %s:%s/%s/%s", bitlog.ErrNoRun, runID, account, storeID, spaceID)
 	}
 	return s, nil
 }

@@ -1,4 +1,4 @@
-package milldb_test
+package pgspacestats_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 	"github.com/millfleet/mill/pkg/spacestats/spacestatstest"
 )
 
@@ -16,10 +17,10 @@ func TestSpaceStats(t *testing.T) {
 	if _, err := milldb.Up(ctx, pool); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	spacestatstest.Run(t, func(t *testing.T) spacestats.Store {
+	spacestatstest.Run(t, spacestatstest.Harness{New: func(t *testing.T) spacestats.Store {
 		if _, err := pool.Exec(ctx, "TRUNCATE space_stats"); err != nil {
 			t.Fatal(err)
 		}
-		return milldb.NewSpaceStats(pool)
-	})
+		return pgspacestats.New(pool)
+	}})
 }

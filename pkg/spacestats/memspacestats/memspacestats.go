@@ -1,4 +1,6 @@
-package spacestats
+// Package memspacestats is the storage statistics history (spacestats.Store)
+// in memory, for unit tests and the dev mode. It passes spacestatstest.Run.
+package memspacestats
 
 import (
 	"cmp"
@@ -9,26 +11,27 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/spacestats"
 )
 
-// Memory is an in-memory Store for tests and the dev mode.
-type Memory struct {
+// Store is an in-memory spacestats.Store for tests and the dev mode.
+type Store struct {
 	clk  clock.Clock
 	mu   sync.Mutex
-	rows map[key]Stats
+	rows map[key]spacestats.Stats
 }
 
 type key struct{ run, account, store, space string }
 
-var _ Store = (*Memory)(nil)
+var _ spacestats.Store = (*Store)(nil)
 
-// NewMemory returns an empty store on clk (nil: the system clock).
-func NewMemory(clk clock.Clock) *Memory {
-	return &Memory{clk: clock.Or(clk), rows: map[key]Stats{}}
+// New returns an empty store on clk (nil: the system clock).
+func New(clk clock.Clock) *Store {
+	return &Store{clk: clock.Or(clk), rows: map[key]spacestats.Stats{}}
 }
 
-// Put implements Store.
-func (m *Memory) Put(ctx context.Context, s Stats) error {
+// Put implements spacestats.Store.
+func (m *Store) Put(ctx context.Context, s spacestats.Stats) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -41,36 +44,36 @@ func (m *Memory) Put(ctx context.Context, s Stats) error {
 	if s.Started.IsZero() {
 		s.Started = s.Measured
 	}
-	s.Started, s.Measured = Truncate(s.Started), Truncate(s.Measured)
+	s.Started, s.Measured = spacestats.Truncate(s.Started), spacestats.Truncate(s.Measured)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rows[key{s.RunID, s.Account, s.StoreID, s.SpaceID}] = s
 	return nil
 }
 
-func (f Filter) match(s Stats) bool {
+func match(f spacestats.Filter, s spacestats.Stats) bool {
 	return (f.Account == "" || f.Account == s.Account) && (f.StoreID == "" || f.StoreID == s.StoreID) &&
 		(f.SpaceID == "" || f.SpaceID == s.SpaceID)
 }
 
 // newer reports whether a is a later measurement than b.
-func newer(a, b Stats) bool {
+func newer(a, b spacestats.Stats) bool {
 	if !a.Measured.Equal(b.Measured) {
 		return a.Measured.After(b.Measured)
 	}
 	return a.RunID > b.RunID
 }
 
-// Latest implements Store.
-func (m *Memory) Latest(ctx context.Context, f Filter) ([]Stats, error) {
+// Latest implements spacestats.Store.
+func (m *Store) Latest(ctx context.Context, f spacestats.Filter) ([]spacestats.Stats, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	latest := map[key]Stats{}
+	latest := map[key]spacestats.Stats{}
 	for _, s := range m.rows {
-		if !f.match(s) {
+		if !match(f, s) {
 			continue
 		}
 		k := key{"", s.Account, s.StoreID, s.SpaceID}
@@ -79,27 +82,27 @@ func (m *Memory) Latest(ctx context.Context, f Filter) ([]Stats, error) {
 		}
 	}
 	out := slices.Collect(maps.Values(latest))
-	slices.SortFunc(out, func(a, b Stats) int {
+	slices.SortFunc(out, func(a, b spacestats.Stats) int {
 		return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.StoreID, b.StoreID), cmp.Compare(a.SpaceID, b.SpaceID))
 	})
 	return out, nil
 }
 
-// History implements Store.
-func (m *Memory) History(ctx context.Context, f Filter, since time.Time, limit int) ([]Total, error) {
+// History implements spacestats.Store.
+func (m *Store) History(ctx context.Context, f spacestats.Filter, since time.Time, limit int) ([]spacestats.Total, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	runs := map[string]*Total{}
+	runs := map[string]*spacestats.Total{}
 	for _, s := range m.rows {
-		if !f.match(s) {
+		if !match(f, s) {
 			continue
 		}
 		t := runs[s.RunID]
 		if t == nil {
-			t = &Total{RunID: s.RunID, Started: s.Started, Measured: s.Measured}
+			t = &spacestats.Total{RunID: s.RunID, Started: s.Started, Measured: s.Measured}
 			runs[s.RunID] = t
 		}
 		t.Spaces++
@@ -112,14 +115,14 @@ func (m *Memory) History(ctx context.Context, f Filter, since time.Time, limit i
 			t.Measured = s.Measured
 		}
 	}
-	var out []Total
+	var out []spacestats.Total
 	for _, t := range runs {
 		if since.IsZero() || !t.Measured.Before(since) {
 			out = append(out, *t)
 		}
 	}
-	slices.SortFunc(out, func(a, b Total) int {
+	slices.SortFunc(out, func(a, b spacestats.Total) int {
 		return cmp.Or(b.Measured.Compare(a.Measured), cmp.Compare(b.RunID, a.RunID))
 	})
-	return out[:min(len(out), HistoryLimit(limit))], nil
+	return out[:min(len(out), spacestats.HistoryLimit(limit))], nil
 }

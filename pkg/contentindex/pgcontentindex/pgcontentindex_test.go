@@ -1,4 +1,4 @@
-package milldb_test
+package pgcontentindex_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/contentindextest"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 )
 
@@ -17,10 +18,10 @@ func TestContentIndex(t *testing.T) {
 		t.Fatalf("migrate: %v", err)
 	}
 	// One schema for the suite; each subtest starts from an empty table.
-	contentindextest.Run(t, func(t *testing.T) contentindex.Index {
+	contentindextest.Run(t, contentindextest.Harness{New: func(t *testing.T) contentindex.Index {
 		if _, err := pool.Exec(ctx, "TRUNCATE content_index"); err != nil {
 			t.Fatal(err)
 		}
-		return milldb.NewContentIndex(pool)
-	})
+		return pgcontentindex.New(pool)
+	}})
 }

@@ -7,12 +7,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/spacestats"
-	"github.com/millfleet/mill/pkg/spacestats/spacestatstest"
 )
-
-func TestMemory(t *testing.T) {
-	spacestatstest.Run(t, func(t *testing.T) spacestats.Store { return spacestats.NewMemory(nil) })
-}
 
 func TestGroups(t *testing.T) {
 	at := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
