@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
@@ -178,7 +179,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 	d = &Deps{
 		Logger: cfg.Logger, Clock: cfg.Clock, Queues: qs, Stores: opener,
 		Policies: policy.NewCache(pols, policy.CacheConfig{Refresh: cfg.PolicyRefresh, Clock: cfg.Clock, Logger: cfg.Logger}),
-		AuditLog: auditlog.NewDynamo(aws.DynamoDB(), cfg.AuditTable),
+		AuditLog: dynamoauditlog.New(aws.DynamoDB(), cfg.AuditTable),
 		Index:    milldb.NewContentIndex(db.Pool),
 		BitLog:   milldb.NewBitLog(db.Pool),
 		Stats:    milldb.NewSpaceStats(db.Pool),

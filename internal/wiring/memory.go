@@ -3,10 +3,7 @@ package wiring
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"time"
-
-	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
@@ -19,6 +16,8 @@ import (
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors/bitreport"
+	"log/slog"
+	"time"
 )
 
 // DefaultMemoryMaxReceiveCount is the redrive limit of the memory work
@@ -98,7 +97,7 @@ func Memory(cfg MemoryConfig) (*Deps, error) {
 	})
 	return &Deps{
 		Logger: cfg.Logger, Clock: clk, Queues: qs, Stores: opener, Policies: cfg.Policies,
-		AuditLog: auditlog.NewMemory(), Index: contentindex.NewMemory(), BitLog: bitlog.NewMemory(clk),
+		AuditLog: memauditlog.New(), Index: contentindex.NewMemory(), BitLog: bitlog.NewMemory(clk),
 		Stats:   spacestats.NewMemory(clk),
 		Reports: &bitreport.DirReports{Dir: cfg.ReportsDir},
 		Format:  cfg.Format, RecheckDelay: cfg.RecheckDelay,

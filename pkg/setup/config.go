@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/fleet"
@@ -215,7 +216,7 @@ func Resources(cfg Config, cl Clients) ([]Resource, error) {
 		rs = append(rs, r)
 	}
 	rs = append(rs,
-		&Table{Client: cl.DynamoDB, Create: auditlog.CreateTableInput(cfg.AuditTable), Timeout: cfg.TableTimeout},
+		&Table{Client: cl.DynamoDB, Create: dynamoauditlog.CreateTableInput(cfg.AuditTable), Timeout: cfg.TableTimeout},
 		&Table{Client: cl.DynamoDB, Create: lease.CreateTableInput(cfg.LeaseTable), TTL: lease.TimeToLiveInput(cfg.LeaseTable), Timeout: cfg.TableTimeout},
 		&Table{Client: cl.DynamoDB, Create: fleet.CreateTableInput(cfg.FleetTable), TTL: fleet.TimeToLiveInput(cfg.FleetTable), Timeout: cfg.TableTimeout},
 	)

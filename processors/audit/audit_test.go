@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"errors"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +27,7 @@ var t0 = time.Date(2024, 3, 5, 14, 7, 9, 123_000_000, time.UTC)
 
 type fixture struct {
 	p        *audit.Processor
-	log      *auditlog.Memory
+	log      *memauditlog.Log
 	index    *countingIndex
 	dups     *memqueue.Queue
 	notifier *recordingNotifier
@@ -36,7 +37,7 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{
-		log:      auditlog.NewMemory(),
+		log:      memauditlog.New(),
 		index:    &countingIndex{Index: contentindex.NewMemory()},
 		dups:     memqueue.New("dup-high", memqueue.Config{}),
 		notifier: &recordingNotifier{},
@@ -447,7 +448,7 @@ func TestUnlistedAccountIsNotDuplicated(t *testing.T) {
 		t.Fatal(err)
 	}
 	dups := memqueue.New("dup-high", memqueue.Config{})
-	log := auditlog.NewMemory()
+	log := memauditlog.New()
 	p, err := audit.New(audit.Config{Log: log, Index: contentindex.NewMemory(), DupHigh: dups, Policies: policy.NewDir(dir), Logger: testLogger(t),
 		Stores: setup(t).opener()})
 	if err != nil {

@@ -3,6 +3,7 @@ package bitreport_test
 import (
 	"context"
 	"errors"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -30,7 +31,7 @@ const run = "20260501T030000Z"
 
 type env struct {
 	clk     *clock.Fake
-	audit   *auditlog.Memory
+	audit   *memauditlog.Log
 	errQ    *memqueue.Queue
 	store   *fsstore.Store
 	opener  *stores.Opener
@@ -70,7 +71,7 @@ func setup(t *testing.T, ids ...string) *env {
 		log:     bitlog.NewMemory(clk),
 		dir:     filepath.Join(dir, "reports"),
 		requeue: memqueue.New("mill-bit-report", memqueue.Config{Clock: clk}),
-		audit:   auditlog.NewMemory(),
+		audit:   memauditlog.New(),
 		errQ:    memqueue.New("mill-bit-error", memqueue.Config{Clock: clk}),
 	}
 }

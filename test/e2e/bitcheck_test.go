@@ -26,6 +26,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/lease"
@@ -197,7 +198,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	// The audit log is the memory implementation: on the DynamoDB emulator
 	// its 3000 seeding writes and 3000 reads would take minutes on a loaded
 	// machine (the DynamoDB log has its own contract and acceptance tests).
-	alog := auditlog.NewMemory()
+	alog := memauditlog.New()
 
 	// Seed: store 1 written, store 2 made by streaming copies, and the
 	// index rows and audit entries Mill would have written for both.

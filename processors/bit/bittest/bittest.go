@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"hash/crc64"
 	"io"
 	"log/slog"
@@ -73,7 +74,7 @@ type Env struct {
 	Reg      *stores.Registry
 	Opener   *stores.Opener
 	Index    *contentindex.Memory
-	Audit    *auditlog.Memory
+	Audit    *memauditlog.Log
 	BitLog   *bitlog.Memory
 	AuditQ   *memqueue.Queue
 	ErrQ     *memqueue.Queue
@@ -86,7 +87,7 @@ type Env struct {
 // New returns an empty Env; its directories are removed when the test ends.
 func New(t testing.TB) *Env {
 	t.Helper()
-	e := &Env{T: t, Index: contentindex.NewMemory(), Audit: auditlog.NewMemory(),
+	e := &Env{T: t, Index: contentindex.NewMemory(), Audit: memauditlog.New(),
 		Clock: clock.NewFake(T0.Add(time.Hour)), Roots: map[string]string{},
 		wrappers: map[string]func(storage.Provider) storage.Provider{}}
 	e.BitLog = bitlog.NewMemory(e.Clock)

@@ -1,4 +1,4 @@
-package auditlog_test
+package dynamoauditlog_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/auditlogtest"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 )
 
 func TestDynamo(t *testing.T) {
@@ -22,7 +23,7 @@ func TestDynamo(t *testing.T) {
 		n++
 		table := prefix + "audit-" + string(rune('a'+n))
 		CreateTable(t, c, table)
-		return auditlog.NewDynamo(c, table)
+		return dynamoauditlog.New(c, table)
 	})
 }
 
@@ -31,7 +32,7 @@ func TestDynamo(t *testing.T) {
 func CreateTable(t *testing.T, c *dynamodb.Client, table string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := c.CreateTable(ctx, auditlog.CreateTableInput(table)); err != nil {
+	if _, err := c.CreateTable(ctx, dynamoauditlog.CreateTableInput(table)); err != nil {
 		t.Fatalf("create table %s: %v", table, err)
 	}
 	testenv.CleanupTable(t, c, table)

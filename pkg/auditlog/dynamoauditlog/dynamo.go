@@ -1,4 +1,4 @@
-package auditlog
+package dynamoauditlog
 
 import (
 	"context"
@@ -10,49 +10,51 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/millfleet/mill/pkg/auditlog"
 )
 
-// DynamoAPI is the part of *dynamodb.Client the DynamoDB log uses.
-type DynamoAPI interface {
+// API is the part of *dynamodb.Client the DynamoDB log uses.
+type API interface {
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
-var _ DynamoAPI = (*dynamodb.Client)(nil)
+var _ API = (*dynamodb.Client)(nil)
 
-// Dynamo is the audit log in a DynamoDB table created with CreateTableInput.
+// Log is the audit log in a DynamoDB table created with CreateTableInput.
 // Safe for concurrent use.
-type Dynamo struct {
-	api   DynamoAPI
+type Log struct {
+	api   API
 	table string
 }
 
-var _ Log = (*Dynamo)(nil)
+var _ auditlog.Log = (*Log)(nil)
 
-// NewDynamo returns the log in table, reached through api.
-func NewDynamo(api DynamoAPI, table string) *Dynamo { return &Dynamo{api: api, table: table} }
+// New returns the log in table, reached through api.
+func New(api API, table string) *Log { return &Log{api: api, table: table} }
 
-// Put implements Log: a PutItem conditional on the key being new.
-func (d *Dynamo) Put(ctx context.Context, e Entry) (bool, error) {
-	pk := ItemKey(e.Account, e.StoreID, e.SpaceID, e.ContentID)
-	attrs, err := checkEntry(e)
+// Put implements auditlog.Log: a PutItem conditional on the key being new.
+func (d *Log) Put(ctx context.Context, e auditlog.Entry) (bool, error) {
+	pk := auditlog.ItemKey(e.Account, e.StoreID, e.SpaceID, e.ContentID)
+	attrs, err := auditlog.CheckEntry(e)
 	if err != nil {
 		return false, fmt.Errorf("auditlog: put %s: %w", pk, err)
 	}
 	item := make(map[string]types.AttributeValue, len(attrs))
 	for _, a := range attrs {
-		if a.number {
-			item[a.name] = &types.AttributeValueMemberN{Value: a.value}
+		if a.Number {
+			item[a.Name] = &types.AttributeValueMemberN{Value: a.Value}
 		} else {
-			item[a.name] = &types.AttributeValueMemberS{Value: a.value}
+			item[a.Name] = &types.AttributeValueMemberS{Value: a.Value}
 		}
 	}
 	_, err = d.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(d.table),
 		Item:                     item,
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
+		ExpressionAttributeNames: map[string]string{"#pk": auditlog.AttrPK},
 	})
 	var ccf *types.ConditionalCheckFailedException
 	switch {
@@ -64,8 +66,8 @@ func (d *Dynamo) Put(ctx context.Context, e Entry) (bool, error) {
 	return true, nil
 }
 
-func entryFromItem(item map[string]types.AttributeValue) (Entry, error) {
-	return entryFromAttrs(func(name string) (string, bool) {
+func entryFromItem(item map[string]types.AttributeValue) (auditlog.Entry, error) {
+	return auditlog.EntryFromAttrs(func(name string) (string, bool) {
 		switch v := item[name].(type) {
 		case *types.AttributeValueMemberS:
 			return v.Value, true
@@ -76,26 +78,26 @@ func entryFromItem(item map[string]types.AttributeValue) (Entry, error) {
 	})
 }
 
-// Latest implements Log: a strongly consistent query of the item's
+// Latest implements auditlog.Log: a strongly consistent query of the item's
 // partition, newest first, limit 1.
-func (d *Dynamo) Latest(ctx context.Context, account, storeID, spaceID, contentID string) (*Entry, error) {
-	return d.latest(ctx, ItemKey(account, storeID, spaceID, contentID), 1, func(Entry) bool { return true })
+func (d *Log) Latest(ctx context.Context, account, storeID, spaceID, contentID string) (*auditlog.Entry, error) {
+	return d.latest(ctx, auditlog.ItemKey(account, storeID, spaceID, contentID), 1, func(auditlog.Entry) bool { return true })
 }
 
-// LatestChecksum implements Log: the same query, read in pages of 10
+// LatestChecksum implements auditlog.Log: the same query, read in pages of 10
 // until an entry speaks of the item's bytes (an item has few entries
 // without a checksum in a row, so one page is the rule).
-func (d *Dynamo) LatestChecksum(ctx context.Context, account, storeID, spaceID, contentID string) (*Entry, error) {
-	return d.latest(ctx, ItemKey(account, storeID, spaceID, contentID), 10, SpeaksOfBytes)
+func (d *Log) LatestChecksum(ctx context.Context, account, storeID, spaceID, contentID string) (*auditlog.Entry, error) {
+	return d.latest(ctx, auditlog.ItemKey(account, storeID, spaceID, contentID), 10, auditlog.SpeaksOfBytes)
 }
 
 // latest returns the newest entry of item pk that keep accepts, reading
 // the partition newest first in pages of page entries.
-func (d *Dynamo) latest(ctx context.Context, pk string, page int32, keep func(Entry) bool) (*Entry, error) {
+func (d *Log) latest(ctx context.Context, pk string, page int32, keep func(auditlog.Entry) bool) (*auditlog.Entry, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(d.table),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK},
+		ExpressionAttributeNames:  map[string]string{"#pk": auditlog.AttrPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
 		ScanIndexForward:          aws.Bool(false),
 		ConsistentRead:            aws.Bool(true),
@@ -116,25 +118,25 @@ func (d *Dynamo) latest(ctx context.Context, pk string, page int32, keep func(En
 			}
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			return nil, fmt.Errorf("auditlog: latest %s: %w", pk, ErrNotFound)
+			return nil, fmt.Errorf("auditlog: latest %s: %w", pk, auditlog.ErrNotFound)
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 }
 
-// SpaceHistory implements Log: a query of the space-history index. The
+// SpaceHistory implements auditlog.Log: a query of the space-history index. The
 // page token is the query's LastEvaluatedKey (all string attributes),
 // base64url-encoded JSON.
-func (d *Dynamo) SpaceHistory(ctx context.Context, account, storeID, spaceID, pageToken string, limit int) ([]Entry, string, error) {
-	gpk := SpaceKey(account, storeID, spaceID)
+func (d *Log) SpaceHistory(ctx context.Context, account, storeID, spaceID, pageToken string, limit int) ([]auditlog.Entry, string, error) {
+	gpk := auditlog.SpaceKey(account, storeID, spaceID)
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(d.table),
-		IndexName:                 aws.String(IndexSpaceHistory),
+		IndexName:                 aws.String(auditlog.IndexSpaceHistory),
 		KeyConditionExpression:    aws.String("#g = :g"),
-		ExpressionAttributeNames:  map[string]string{"#g": AttrGSI1PK},
+		ExpressionAttributeNames:  map[string]string{"#g": auditlog.AttrGSI1PK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":g": &types.AttributeValueMemberS{Value: gpk}},
 		ScanIndexForward:          aws.Bool(true),
-		Limit:                     aws.Int32(int32(pageSize(limit))),
+		Limit:                     aws.Int32(int32(auditlog.PageSize(limit))),
 	}
 	if pageToken != "" {
 		start, err := decodeDynamoToken(pageToken, gpk)
@@ -147,7 +149,7 @@ func (d *Dynamo) SpaceHistory(ctx context.Context, account, storeID, spaceID, pa
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
 	}
-	entries := make([]Entry, 0, len(out.Items))
+	entries := make([]auditlog.Entry, 0, len(out.Items))
 	for _, item := range out.Items {
 		e, err := entryFromItem(item)
 		if err != nil {
@@ -186,19 +188,19 @@ func decodeDynamoToken(tok, gpk string) (map[string]types.AttributeValue, error)
 	if err == nil {
 		err = json.Unmarshal(b, &m)
 	}
-	if err != nil || m[AttrGSI1PK] != gpk || m[AttrPK] == "" || m[AttrSK] == "" || m[AttrGSI1SK] == "" {
-		return nil, ErrBadPageToken
+	if err != nil || m[auditlog.AttrGSI1PK] != gpk || m[auditlog.AttrPK] == "" || m[auditlog.AttrSK] == "" || m[auditlog.AttrGSI1SK] == "" {
+		return nil, auditlog.ErrBadPageToken
 	}
 	out := make(map[string]types.AttributeValue, 4)
-	for _, k := range []string{AttrPK, AttrSK, AttrGSI1PK, AttrGSI1SK} {
+	for _, k := range []string{auditlog.AttrPK, auditlog.AttrSK, auditlog.AttrGSI1PK, auditlog.AttrGSI1SK} {
 		out[k] = &types.AttributeValueMemberS{Value: m[k]}
 	}
 	return out, nil
 }
 
-// Delete implements Log: one DeleteItem per key (deleting an absent item
+// Delete implements auditlog.Log: one DeleteItem per key (deleting an absent item
 // succeeds).
-func (d *Dynamo) Delete(ctx context.Context, keys ...Key) error {
+func (d *Log) Delete(ctx context.Context, keys ...auditlog.Key) error {
 	for _, k := range keys {
 		sk, err := k.SK()
 		if err != nil {
@@ -207,8 +209,8 @@ func (d *Dynamo) Delete(ctx context.Context, keys ...Key) error {
 		_, err = d.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(d.table),
 			Key: map[string]types.AttributeValue{
-				AttrPK: &types.AttributeValueMemberS{Value: k.PK()},
-				AttrSK: &types.AttributeValueMemberS{Value: sk},
+				auditlog.AttrPK: &types.AttributeValueMemberS{Value: k.PK()},
+				auditlog.AttrSK: &types.AttributeValueMemberS{Value: sk},
 			},
 		})
 		if err != nil {

@@ -1,4 +1,4 @@
-package auditlog
+package memauditlog
 
 import (
 	"cmp"
@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/millfleet/mill/pkg/auditlog"
 )
 
-// Memory is a Log held in memory, for unit tests and dev mode. It stores
+// Log is an auditlog.Log held in memory, for unit tests and dev mode. It stores
 // exactly what the DynamoDB log stores (same keys, same size limit). The
-// zero value is not usable; call NewMemory. Safe for concurrent use.
-type Memory struct {
+// zero value is not usable; call New. Safe for concurrent use.
+type Log struct {
 	mu    sync.Mutex
 	items map[[2]string]memItem // (pk, sk) → item
 }
@@ -23,32 +25,32 @@ type memItem struct {
 	attrs            map[string]string
 }
 
-var _ Log = (*Memory)(nil)
+var _ auditlog.Log = (*Log)(nil)
 
-// NewMemory returns an empty in-memory log.
-func NewMemory() *Memory { return &Memory{items: map[[2]string]memItem{}} }
+// New returns an empty in-memory log.
+func New() *Log { return &Log{items: map[[2]string]memItem{}} }
 
 // Len returns the number of stored entries.
-func (m *Memory) Len() int {
+func (m *Log) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.items)
 }
 
-// Put implements Log.
-func (m *Memory) Put(ctx context.Context, e Entry) (bool, error) {
+// Put implements auditlog.Log.
+func (m *Log) Put(ctx context.Context, e auditlog.Entry) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	attrs, err := checkEntry(e)
+	attrs, err := auditlog.CheckEntry(e)
 	if err != nil {
-		return false, fmt.Errorf("auditlog: put %s: %w", ItemKey(e.Account, e.StoreID, e.SpaceID, e.ContentID), err)
+		return false, fmt.Errorf("auditlog: put %s: %w", auditlog.ItemKey(e.Account, e.StoreID, e.SpaceID, e.ContentID), err)
 	}
 	it := memItem{attrs: map[string]string{}}
 	for _, a := range attrs {
-		it.attrs[a.name] = a.value
+		it.attrs[a.Name] = a.Value
 	}
-	it.pk, it.sk, it.gpk, it.gsk = it.attrs[AttrPK], it.attrs[AttrSK], it.attrs[AttrGSI1PK], it.attrs[AttrGSI1SK]
+	it.pk, it.sk, it.gpk, it.gsk = it.attrs[auditlog.AttrPK], it.attrs[auditlog.AttrSK], it.attrs[auditlog.AttrGSI1PK], it.attrs[auditlog.AttrGSI1SK]
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := [2]string{it.pk, it.sk}
@@ -59,22 +61,22 @@ func (m *Memory) Put(ctx context.Context, e Entry) (bool, error) {
 	return true, nil
 }
 
-func (it memItem) entry() (Entry, error) {
-	return entryFromAttrs(func(name string) (string, bool) { v, ok := it.attrs[name]; return v, ok })
+func (it memItem) entry() (auditlog.Entry, error) {
+	return auditlog.EntryFromAttrs(func(name string) (string, bool) { v, ok := it.attrs[name]; return v, ok })
 }
 
-// Latest implements Log.
-func (m *Memory) Latest(ctx context.Context, account, storeID, spaceID, contentID string) (*Entry, error) {
-	return m.latest(ctx, ItemKey(account, storeID, spaceID, contentID), func(Entry) bool { return true })
+// Latest implements auditlog.Log.
+func (m *Log) Latest(ctx context.Context, account, storeID, spaceID, contentID string) (*auditlog.Entry, error) {
+	return m.latest(ctx, auditlog.ItemKey(account, storeID, spaceID, contentID), func(auditlog.Entry) bool { return true })
 }
 
-// LatestChecksum implements Log.
-func (m *Memory) LatestChecksum(ctx context.Context, account, storeID, spaceID, contentID string) (*Entry, error) {
-	return m.latest(ctx, ItemKey(account, storeID, spaceID, contentID), SpeaksOfBytes)
+// LatestChecksum implements auditlog.Log.
+func (m *Log) LatestChecksum(ctx context.Context, account, storeID, spaceID, contentID string) (*auditlog.Entry, error) {
+	return m.latest(ctx, auditlog.ItemKey(account, storeID, spaceID, contentID), auditlog.SpeaksOfBytes)
 }
 
 // latest returns the newest entry of item pk that keep accepts.
-func (m *Memory) latest(ctx context.Context, pk string, keep func(Entry) bool) (*Entry, error) {
+func (m *Log) latest(ctx context.Context, pk string, keep func(auditlog.Entry) bool) (*auditlog.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -86,7 +88,7 @@ func (m *Memory) latest(ctx context.Context, pk string, keep func(Entry) bool) (
 		}
 	}
 	m.mu.Unlock()
-	var best *Entry
+	var best *auditlog.Entry
 	bestSK := ""
 	for _, it := range items {
 		if best != nil && it.sk <= bestSK {
@@ -101,7 +103,7 @@ func (m *Memory) latest(ctx context.Context, pk string, keep func(Entry) bool) (
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("auditlog: latest %s: %w", pk, ErrNotFound)
+		return nil, fmt.Errorf("auditlog: latest %s: %w", pk, auditlog.ErrNotFound)
 	}
 	return best, nil
 }
@@ -115,12 +117,12 @@ func (t memToken) cmp(it memItem) int {
 	return cmp.Or(cmp.Compare(it.gsk, t.GSK), cmp.Compare(it.pk, t.PK), cmp.Compare(it.sk, t.SK))
 }
 
-// SpaceHistory implements Log.
-func (m *Memory) SpaceHistory(ctx context.Context, account, storeID, spaceID, pageToken string, limit int) ([]Entry, string, error) {
+// SpaceHistory implements auditlog.Log.
+func (m *Log) SpaceHistory(ctx context.Context, account, storeID, spaceID, pageToken string, limit int) ([]auditlog.Entry, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	gpk := SpaceKey(account, storeID, spaceID)
+	gpk := auditlog.SpaceKey(account, storeID, spaceID)
 	var after *memToken
 	if pageToken != "" {
 		b, err := base64.RawURLEncoding.DecodeString(pageToken)
@@ -129,7 +131,7 @@ func (m *Memory) SpaceHistory(ctx context.Context, account, storeID, spaceID, pa
 			err = json.Unmarshal(b, &t)
 		}
 		if err != nil {
-			return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, ErrBadPageToken)
+			return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, auditlog.ErrBadPageToken)
 		}
 		after = &t
 	}
@@ -144,7 +146,7 @@ func (m *Memory) SpaceHistory(ctx context.Context, account, storeID, spaceID, pa
 	slices.SortFunc(all, func(a, b memItem) int {
 		return cmp.Or(cmp.Compare(a.gsk, b.gsk), cmp.Compare(a.pk, b.pk), cmp.Compare(a.sk, b.sk))
 	})
-	n := pageSize(limit)
+	n := auditlog.PageSize(limit)
 	next := ""
 	if len(all) > n {
 		all = all[:n]
@@ -152,7 +154,7 @@ func (m *Memory) SpaceHistory(ctx context.Context, account, storeID, spaceID, pa
 		b, _ := json.Marshal(memToken{GSK: last.gsk, PK: last.pk, SK: last.sk})
 		next = base64.RawURLEncoding.EncodeToString(b)
 	}
-	out := make([]Entry, 0, len(all))
+	out := make([]auditlog.Entry, 0, len(all))
 	for _, it := range all {
 		e, err := it.entry()
 		if err != nil {
@@ -163,8 +165,8 @@ func (m *Memory) SpaceHistory(ctx context.Context, account, storeID, spaceID, pa
 	return out, next, nil
 }
 
-// Delete implements Log.
-func (m *Memory) Delete(ctx context.Context, keys ...Key) error {
+// Delete implements auditlog.Log.
+func (m *Log) Delete(ctx context.Context, keys ...auditlog.Key) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
