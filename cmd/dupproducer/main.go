@@ -26,6 +26,7 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/producers/dup"
@@ -169,7 +170,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	return producercmd.Run(ctx, looping.Config{
 		Kind: dup.Kind, Producer: prod, Queue: q, State: state,
-		Lease:     lease.NewDynamo(awsCfg.DynamoDB(), o.leaseTable, nil),
+		Lease:     dynamolease.New(awsCfg.DynamoDB(), o.leaseTable, nil),
 		LeaseTTL:  o.leaseTTL,
 		Frequency: freq, MaxQueueSize: o.maxQueueSize, BiteSize: o.biteSize, Logger: logger,
 	}, o.output, o.schedule, awsCfg, stdout, stderr)

@@ -3,6 +3,7 @@ package bit_test
 import (
 	"context"
 	"fmt"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -78,7 +78,7 @@ type env struct {
 	clk           *clock.Fake
 	bits, reports *memqueue.Queue
 	state         *looping.MemoryStore
-	lease         *lease.Memory
+	lease         *memlease.Lease
 	open          opener
 	reg           *stores.Registry
 	log           *bitlog.Memory
@@ -91,7 +91,7 @@ func newEnv() *env {
 		bits:    memqueue.New("mill-bit", memqueue.Config{Clock: clk}),
 		reports: memqueue.New("mill-bit-report", memqueue.Config{Clock: clk}),
 		state:   looping.NewMemoryStore(),
-		lease:   lease.NewMemory(clk),
+		lease:   memlease.New(clk),
 		log:     bitlog.NewMemory(clk),
 		open: opener{
 			"acme/1":    {spaces: map[string]int{"photos": 2100, "empty": 0, "x-tmp": 5}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
@@ -91,7 +91,7 @@ func TestBrokenStoreDoesNotStopTheSweep(t *testing.T) {
 	q := memqueue.New("mill-dup-low", memqueue.Config{Clock: clk})
 	var notes notify.Memory
 	loop, err := looping.New(looping.Config{
-		Kind: dup.Kind, Producer: prod, Queue: q, State: looping.NewMemoryStore(), Lease: lease.NewMemory(clk),
+		Kind: dup.Kind, Producer: prod, Queue: q, State: looping.NewMemoryStore(), Lease: memlease.New(clk),
 		Frequency: looping.Frequency{N: 1, Unit: looping.Days}, Notifier: &notes,
 		Clock: clk, Logger: logger, Progress: looping.ProgressOff,
 	})

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 	"io"
 	"log/slog"
 	"os"
@@ -29,7 +30,6 @@ import (
 	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
@@ -350,7 +350,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		loop, err := looping.New(looping.Config{Kind: bitproducer.Kind, Producer: prod, Queue: &bitproducer.Router{Bit: bitQ, Report: reportQ},
-			State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil), MaxQueueSize: 100000, Logger: logger, Progress: looping.ProgressOff})
+			State: looping.NewMemoryStore(), Lease: memlease.New(nil), MaxQueueSize: 100000, Logger: logger, Progress: looping.ProgressOff})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package lease
+package dynamolease
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package lease
+package dynamolease
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,8 +14,6 @@ const (
 	AttrName = "name"
 	// AttrExpiresAt (N, epoch seconds) is the expiry and the TTL attribute.
 	AttrExpiresAt = "expires_at"
-	// DefaultTable is the table name `millctl setup` uses by default.
-	DefaultTable = "mill-leases"
 )
 
 // CreateTableInput describes the lease table for CreateTable. TTL cannot

@@ -1,4 +1,4 @@
-package lease_test
+package dynamolease_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/lease/leasetest"
 )
 
@@ -14,9 +14,9 @@ func TestDynamo(t *testing.T) {
 	cfg := testenv.AWS(t)
 	c := cfg.DynamoDB()
 	table := testenv.Prefix(t) + "leases"
-	testenv.CreateTable(t, c, lease.CreateTableInput(table), lease.TimeToLiveInput(table))
+	testenv.CreateTable(t, c, dynamolease.CreateTableInput(table), dynamolease.TimeToLiveInput(table))
 	leasetest.Run(t, func(t *testing.T) leasetest.Harness {
 		clk := clock.NewFake(time.Time{})
-		return leasetest.Harness{Lease: lease.NewDynamo(c, table, clk), Clock: clk}
+		return leasetest.Harness{Lease: dynamolease.New(c, table, clk), Clock: clk}
 	})
 }

@@ -1,4 +1,4 @@
-package lease
+package dynamolease
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/millfleet/mill/pkg/clock"
+
+	"github.com/millfleet/mill/pkg/lease"
 )
 
 // Item attributes. The key and the TTL attribute are table.go's (the
@@ -26,31 +28,31 @@ const (
 	attrAcquired = "acquired_at"
 )
 
-// DynamoAPI is the part of the DynamoDB client Dynamo uses.
-type DynamoAPI interface {
+// API is the part of the DynamoDB client Lease uses.
+type API interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
-var _ DynamoAPI = (*dynamodb.Client)(nil)
+var _ API = (*dynamodb.Client)(nil)
 
-// Dynamo is a Lease kept in a DynamoDB table (one item per lease name; see
+// Lease is a lease.Lease kept in a DynamoDB table (one item per lease name; see
 // table.go for the table). Every change is a conditional write, so
 // exclusivity holds across processes and hosts.
-type Dynamo struct {
-	c     DynamoAPI
+type Lease struct {
+	c     API
 	table string
 	clk   clock.Clock
 }
 
-var _ Lease = (*Dynamo)(nil)
+var _ lease.Lease = (*Lease)(nil)
 
-// NewDynamo returns a Dynamo lease store on table; clk supplies "now" for
+// New returns a DynamoDB lease store on table; clk supplies "now" for
 // the conditions and expiries (the real clock when nil).
-func NewDynamo(c DynamoAPI, table string, clk clock.Clock) *Dynamo {
-	return &Dynamo{c: c, table: table, clk: clock.Or(clk)}
+func New(c API, table string, clk clock.Clock) *Lease {
+	return &Lease{c: c, table: table, clk: clock.Or(clk)}
 }
 
 func epoch(t time.Time) types.AttributeValue {
@@ -59,22 +61,22 @@ func epoch(t time.Time) types.AttributeValue {
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 
-func (l *Dynamo) key(name string) map[string]types.AttributeValue {
+func (l *Lease) key(name string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrName: str(name)}
 }
 
-// Acquire implements Lease with one conditional PutItem:
+// Acquire implements lease.Lease with one conditional PutItem:
 // attribute_not_exists(name) OR expires_at < :now OR holder = :me.
-func (l *Dynamo) Acquire(ctx context.Context, name string, holder Holder, ttl time.Duration) (bool, Holder, error) {
-	if err := checkArgs(name, holder.ID, ttl, true); err != nil {
-		return false, Holder{}, fmt.Errorf("lease: acquire %q: %w", name, err)
+func (l *Lease) Acquire(ctx context.Context, name string, holder lease.Holder, ttl time.Duration) (bool, lease.Holder, error) {
+	if err := lease.CheckArgs(name, holder.ID, ttl, true); err != nil {
+		return false, lease.Holder{}, fmt.Errorf("lease: acquire %q: %w", name, err)
 	}
 	// A lost race against a Release can leave neither our write nor a
 	// record to report; try again a few times in that case.
 	for range 5 {
 		now := l.clk.Now()
 		holder.Acquired = now.UTC().Truncate(time.Second)
-		holder.Expires = expiry(now, ttl).UTC()
+		holder.Expires = lease.Expiry(now, ttl).UTC()
 		item := map[string]types.AttributeValue{
 			attrName:     str(name),
 			attrHolder:   str(holder.ID),
@@ -105,7 +107,7 @@ func (l *Dynamo) Acquire(ctx context.Context, name string, holder Holder, ttl ti
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return false, Holder{}, fmt.Errorf("lease: acquire %q: %w", name, err)
+			return false, lease.Holder{}, fmt.Errorf("lease: acquire %q: %w", name, err)
 		}
 		if len(ccf.Item) > 0 {
 			return false, fromItem(ccf.Item), nil
@@ -114,22 +116,22 @@ func (l *Dynamo) Acquire(ctx context.Context, name string, holder Holder, ttl ti
 			TableName: aws.String(l.table), Key: l.key(name), ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
-			return false, Holder{}, fmt.Errorf("lease: acquire %q: read holder: %w", name, err)
+			return false, lease.Holder{}, fmt.Errorf("lease: acquire %q: read holder: %w", name, err)
 		}
 		if len(out.Item) > 0 {
 			cur := fromItem(out.Item)
-			if cur.ID != holder.ID && !expired(cur.Expires, l.clk.Now()) {
+			if cur.ID != holder.ID && !lease.Expired(cur.Expires, l.clk.Now()) {
 				return false, cur, nil
 			}
 		}
 	}
-	return false, Holder{}, fmt.Errorf("lease: acquire %q: contended: gave up after 5 attempts", name)
+	return false, lease.Holder{}, fmt.Errorf("lease: acquire %q: contended: gave up after 5 attempts", name)
 }
 
-// Renew implements Lease with an UpdateItem conditional on the holder.
-func (l *Dynamo) Renew(ctx context.Context, name, holderID string, ttl time.Duration) (Holder, error) {
-	if err := checkArgs(name, holderID, ttl, true); err != nil {
-		return Holder{}, fmt.Errorf("lease: renew %q: %w", name, err)
+// Renew implements lease.Lease with an UpdateItem conditional on the holder.
+func (l *Lease) Renew(ctx context.Context, name, holderID string, ttl time.Duration) (lease.Holder, error) {
+	if err := lease.CheckArgs(name, holderID, ttl, true); err != nil {
+		return lease.Holder{}, fmt.Errorf("lease: renew %q: %w", name, err)
 	}
 	out, err := l.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(l.table),
@@ -137,22 +139,22 @@ func (l *Dynamo) Renew(ctx context.Context, name, holderID string, ttl time.Dura
 		UpdateExpression:          aws.String("SET #e = :exp"),
 		ConditionExpression:       aws.String("#h = :me"),
 		ExpressionAttributeNames:  map[string]string{"#e": attrExpires, "#h": attrHolder},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":exp": epoch(expiry(l.clk.Now(), ttl)), ":me": str(holderID)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":exp": epoch(lease.Expiry(l.clk.Now(), ttl)), ":me": str(holderID)},
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) {
-			return Holder{}, fmt.Errorf("lease: renew %q: %w", name, ErrNotHeld)
+			return lease.Holder{}, fmt.Errorf("lease: renew %q: %w", name, lease.ErrNotHeld)
 		}
-		return Holder{}, fmt.Errorf("lease: renew %q: %w", name, err)
+		return lease.Holder{}, fmt.Errorf("lease: renew %q: %w", name, err)
 	}
 	return fromItem(out.Attributes), nil
 }
 
-// Release implements Lease with a DeleteItem conditional on the holder.
-func (l *Dynamo) Release(ctx context.Context, name, holderID string) error {
-	if err := checkArgs(name, holderID, 0, false); err != nil {
+// Release implements lease.Lease with a DeleteItem conditional on the holder.
+func (l *Lease) Release(ctx context.Context, name, holderID string) error {
+	if err := lease.CheckArgs(name, holderID, 0, false); err != nil {
 		return fmt.Errorf("lease: release %q: %w", name, err)
 	}
 	_, err := l.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
@@ -165,7 +167,7 @@ func (l *Dynamo) Release(ctx context.Context, name, holderID string) error {
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) {
-			return fmt.Errorf("lease: release %q: %w", name, ErrNotHeld)
+			return fmt.Errorf("lease: release %q: %w", name, lease.ErrNotHeld)
 		}
 		return fmt.Errorf("lease: release %q: %w", name, err)
 	}
@@ -175,7 +177,7 @@ func (l *Dynamo) Release(ctx context.Context, name, holderID string) error {
 // fromItem reads a lease item; missing or malformed attributes are left
 // zero (an operator-edited item must not break a second invocation's
 // message).
-func fromItem(item map[string]types.AttributeValue) Holder {
+func fromItem(item map[string]types.AttributeValue) lease.Holder {
 	s := func(k string) string {
 		if v, ok := item[k].(*types.AttributeValueMemberS); ok {
 			return v.Value
@@ -195,7 +197,7 @@ func fromItem(item map[string]types.AttributeValue) Holder {
 		}
 		return time.Time{}
 	}
-	return Holder{
+	return lease.Holder{
 		ID:       s(attrHolder),
 		Hostname: s(attrHostname),
 		PID:      int(n(attrPID)),
