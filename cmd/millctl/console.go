@@ -19,7 +19,7 @@ import (
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
-	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
@@ -159,7 +159,7 @@ pauses and resumes), admin (also edits policies).`,
 				}
 				where := []string{"config " + files.Where(""), "queues " + *prefix + "*"}
 				if *fleetTable != "" {
-					cfg.Fleet = fleet.NewDynamo(awsCfg.DynamoDB(), *fleetTable, nil)
+					cfg.Fleet = dynamofleet.New(awsCfg.DynamoDB(), *fleetTable, nil)
 					queues.WithFleet(cfg.Fleet)
 					where = append(where, "fleet registry "+*fleetTable)
 				}

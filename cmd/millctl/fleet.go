@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
@@ -27,12 +28,12 @@ func fleetTableFlag(fs *flag.FlagSet) *string {
 	return fs.String("fleet-table", fleet.DefaultTable, "DynamoDB `table` of the fleet registry")
 }
 
-func (a *app) fleetRegistry(ctx context.Context, table string) (*fleet.Dynamo, error) {
+func (a *app) fleetRegistry(ctx context.Context, table string) (*dynamofleet.Registry, error) {
 	awsCfg, err := a.awsConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return fleet.NewDynamo(awsCfg.DynamoDB(), table, nil), nil
+	return dynamofleet.New(awsCfg.DynamoDB(), table, nil), nil
 }
 
 func init() {
@@ -113,7 +114,7 @@ millctl resume. Pausing again replaces the reason. A queue must exist.`,
 				if err := errors.Join(errs...); err != nil {
 					return usagef("%v", err)
 				}
-				reg := fleet.NewDynamo(awsCfg.DynamoDB(), *table, nil)
+				reg := dynamofleet.New(awsCfg.DynamoDB(), *table, nil)
 				for _, p := range ps {
 					p.By, p.At, p.Reason = operator(), time.Now(), *reason
 					if err := reg.Pause(ctx, p); err != nil {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"golang.org/x/term"
 
 	"github.com/millfleet/mill/pkg/fleet"
@@ -70,7 +71,7 @@ first (for scripts: wait until the mill has done what it was given).`,
 					return sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})
 				}, ages)
 				if *fleetTable != "" {
-					qs.WithFleet(fleet.NewDynamo(awsCfg.DynamoDB(), *fleetTable, nil))
+					qs.WithFleet(dynamofleet.New(awsCfg.DynamoDB(), *fleetTable, nil))
 				}
 				if *waitEmpty > 0 {
 					if err := waitQueuesEmpty(ctx, qs, *waitEmpty); err != nil {

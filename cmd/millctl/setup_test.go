@@ -22,7 +22,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
-	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
@@ -199,7 +199,7 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 	}
 	ttl, err = ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(n.fleet)})
 	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled ||
-		aws.ToString(ttl.TimeToLiveDescription.AttributeName) != fleet.AttrExpiresAt {
+		aws.ToString(ttl.TimeToLiveDescription.AttributeName) != dynamofleet.AttrExpiresAt {
 		t.Errorf("fleet TTL: %+v %v", ttl, err)
 	}
 	// Database: every migration applied.

@@ -35,6 +35,7 @@ import (
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
@@ -90,7 +91,7 @@ type browserEnv struct {
 	shots                 int
 	bitRun                string
 	fleetTable            string
-	fleet                 *fleet.Dynamo
+	fleet                 *dynamofleet.Registry
 }
 
 func newBrowserEnv(t *testing.T) *browserEnv {
@@ -147,8 +148,8 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 	// does (no claim check here).
 	ddb := cfg.DynamoDB()
 	b.fleetTable = b.prefix + "fleet"
-	testenv.CreateTable(t, ddb, fleet.CreateTableInput(b.fleetTable), fleet.TimeToLiveInput(b.fleetTable))
-	b.fleet = fleet.NewDynamo(ddb, b.fleetTable, nil)
+	testenv.CreateTable(t, ddb, dynamofleet.CreateTableInput(b.fleetTable), dynamofleet.TimeToLiveInput(b.fleetTable))
+	b.fleet = dynamofleet.New(ddb, b.fleetTable, nil)
 	dead, err := (&wiring.Claims{}).DeadLetters(ctx, b.sqs, b.s3, "", deadletter.Config{Prefix: b.prefix, Hold: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/millfleet/mill/pkg/fleet/memfleet"
 	"io"
 	"log/slog"
 	"net/http"
@@ -24,7 +25,6 @@ import (
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
-	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
@@ -53,7 +53,7 @@ type env struct {
 	changes               changelog.Log
 	queues                map[string]*memqueue.Queue
 	bits                  *bitlog.Memory
-	fleet                 *fleet.Memory
+	fleet                 *memfleet.Registry
 	clock                 *clock.Fake
 	admin, admin2, viewer string
 	operator              string
@@ -90,7 +90,7 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 		e.queues[k] = memqueue.New("mill-"+k, memqueue.Config{Clock: e.clock})
 	}
 	e.bits = bitlog.NewMemory(e.clock)
-	e.fleet = fleet.NewMemory(e.clock)
+	e.fleet = memfleet.New(e.clock)
 	reader := queuestats.New("mill-", func(_ context.Context, key, _ string) (queue.Queue, error) { return e.queues[key], nil }, nil).WithFleet(e.fleet)
 	dead, err := deadletter.New(deadletter.Config{Queue: e.queues[queue.KeyDeadLetter], Prefix: "mill-", Wait: -1,
 		Open: func(_ context.Context, name string) (queue.Queue, error) {

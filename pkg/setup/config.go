@@ -14,6 +14,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/queue"
@@ -219,7 +220,7 @@ func Resources(cfg Config, cl Clients) ([]Resource, error) {
 	rs = append(rs,
 		&Table{Client: cl.DynamoDB, Create: dynamoauditlog.CreateTableInput(cfg.AuditTable), Timeout: cfg.TableTimeout},
 		&Table{Client: cl.DynamoDB, Create: dynamolease.CreateTableInput(cfg.LeaseTable), TTL: dynamolease.TimeToLiveInput(cfg.LeaseTable), Timeout: cfg.TableTimeout},
-		&Table{Client: cl.DynamoDB, Create: fleet.CreateTableInput(cfg.FleetTable), TTL: fleet.TimeToLiveInput(cfg.FleetTable), Timeout: cfg.TableTimeout},
+		&Table{Client: cl.DynamoDB, Create: dynamofleet.CreateTableInput(cfg.FleetTable), TTL: dynamofleet.TimeToLiveInput(cfg.FleetTable), Timeout: cfg.TableTimeout},
 	)
 	if !cfg.SkipDB {
 		rs = append(rs, &Database{URL: cfg.DatabaseURL})

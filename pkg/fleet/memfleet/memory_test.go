@@ -1,17 +1,17 @@
-package fleet_test
+package memfleet_test
 
 import (
+	"github.com/millfleet/mill/pkg/fleet/memfleet"
 	"testing"
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/fleettest"
 )
 
 func TestMemory(t *testing.T) {
 	fleettest.Run(t, func(t *testing.T) fleettest.Harness {
 		clk := clock.NewFake(time.Time{})
-		return fleettest.Harness{Registry: fleet.NewMemory(clk), Clock: clk}
+		return fleettest.Harness{Registry: memfleet.New(clk), Clock: clk}
 	})
 }

@@ -1,4 +1,4 @@
-package fleet_test
+package dynamofleet_test
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/fleet/fleettest"
 )
 
@@ -20,8 +20,8 @@ func TestDynamo(t *testing.T) {
 	fleettest.Run(t, func(t *testing.T) fleettest.Harness {
 		// Listing reads the whole table: one table per subtest.
 		table := fmt.Sprintf("%sfleet-%d", prefix, n.Add(1))
-		testenv.CreateTable(t, c, fleet.CreateTableInput(table), fleet.TimeToLiveInput(table))
+		testenv.CreateTable(t, c, dynamofleet.CreateTableInput(table), dynamofleet.TimeToLiveInput(table))
 		clk := clock.NewFake(time.Time{})
-		return fleettest.Harness{Registry: fleet.NewDynamo(c, table, clk), Clock: clk}
+		return fleettest.Harness{Registry: dynamofleet.New(c, table, clk), Clock: clk}
 	})
 }

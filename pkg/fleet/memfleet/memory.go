@@ -1,4 +1,4 @@
-package fleet
+package memfleet
 
 import (
 	"context"
@@ -10,29 +10,31 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
+
+	"github.com/millfleet/mill/pkg/fleet"
 )
 
-// Memory is an in-process Registry for unit tests and the embedded dev
+// Registry is an in-process fleet.Registry for unit tests and the embedded dev
 // mode.
-type Memory struct {
+type Registry struct {
 	clk     clock.Clock
 	mu      sync.Mutex
-	workers map[string]Worker
-	pauses  map[string]Pause
+	workers map[string]fleet.Worker
+	pauses  map[string]fleet.Pause
 }
 
-var _ Registry = (*Memory)(nil)
+var _ fleet.Registry = (*Registry)(nil)
 
-// NewMemory returns an empty Memory registry on clk (the real clock when
+// New returns an empty in-memory registry on clk (the real clock when
 // nil).
-func NewMemory(clk clock.Clock) *Memory {
-	return &Memory{clk: clock.Or(clk), workers: map[string]Worker{}, pauses: map[string]Pause{}}
+func New(clk clock.Clock) *Registry {
+	return &Registry{clk: clock.Or(clk), workers: map[string]fleet.Worker{}, pauses: map[string]fleet.Pause{}}
 }
 
 // normalize gives w the resolution Dynamo stores: times to the
 // millisecond in UTC, the expiry rounded up to the second, empty lists and
 // maps as nil; and copies what it shares with the caller.
-func normalize(w Worker) Worker {
+func normalize(w fleet.Worker) fleet.Worker {
 	msUTC := func(t time.Time) time.Time {
 		if t.IsZero() {
 			return t
@@ -41,7 +43,7 @@ func normalize(w Worker) Worker {
 	}
 	w.Started, w.Heartbeat = msUTC(w.Started), msUTC(w.Heartbeat)
 	w.Interval = w.Interval.Truncate(time.Millisecond)
-	w.Expires = time.Unix(expirySeconds(w.Expires), 0).UTC()
+	w.Expires = time.Unix(fleet.ExpirySeconds(w.Expires), 0).UTC()
 	w.Queues, w.Pauses = slices.Clone(w.Queues), slices.Clone(w.Pauses)
 	if len(w.Queues) == 0 {
 		w.Queues = nil
@@ -59,9 +61,9 @@ func normalize(w Worker) Worker {
 	return w
 }
 
-// Put implements Registry.
-func (m *Memory) Put(ctx context.Context, w Worker) error {
-	if err := w.validate(); err != nil {
+// Put implements fleet.Registry.
+func (m *Registry) Put(ctx context.Context, w fleet.Worker) error {
+	if err := w.Validate(); err != nil {
 		return fmt.Errorf("fleet: put %q: %w", w.ID, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -73,15 +75,15 @@ func (m *Memory) Put(ctx context.Context, w Worker) error {
 	return nil
 }
 
-// Workers implements Registry.
-func (m *Memory) Workers(ctx context.Context) ([]Worker, error) {
+// Workers implements fleet.Registry.
+func (m *Registry) Workers(ctx context.Context) ([]fleet.Worker, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("fleet: list workers: %w", err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clk.Now()
-	ws := make([]Worker, 0, len(m.workers))
+	ws := make([]fleet.Worker, 0, len(m.workers))
 	for _, w := range m.workers {
 		if now.Before(w.Expires) {
 			ws = append(ws, normalize(w))
@@ -91,9 +93,9 @@ func (m *Memory) Workers(ctx context.Context) ([]Worker, error) {
 	return ws, nil
 }
 
-// Pause implements Registry.
-func (m *Memory) Pause(ctx context.Context, p Pause) error {
-	if err := p.validate(); err != nil {
+// Pause implements fleet.Registry.
+func (m *Registry) Pause(ctx context.Context, p fleet.Pause) error {
+	if err := p.Validate(); err != nil {
 		return fmt.Errorf("fleet: pause: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -108,10 +110,10 @@ func (m *Memory) Pause(ctx context.Context, p Pause) error {
 	return nil
 }
 
-// Resume implements Registry.
-func (m *Memory) Resume(ctx context.Context, kind PauseKind, name string) (bool, error) {
-	p := Pause{Kind: kind, Name: name}
-	if err := p.validate(); err != nil {
+// Resume implements fleet.Registry.
+func (m *Registry) Resume(ctx context.Context, kind fleet.PauseKind, name string) (bool, error) {
+	p := fleet.Pause{Kind: kind, Name: name}
+	if err := p.Validate(); err != nil {
 		return false, fmt.Errorf("fleet: resume: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -124,14 +126,14 @@ func (m *Memory) Resume(ctx context.Context, kind PauseKind, name string) (bool,
 	return ok, nil
 }
 
-// Pauses implements Registry.
-func (m *Memory) Pauses(ctx context.Context) ([]Pause, error) {
+// Pauses implements fleet.Registry.
+func (m *Registry) Pauses(ctx context.Context) ([]fleet.Pause, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("fleet: read pauses: %w", err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ps := slices.Collect(maps.Values(m.pauses))
-	sortPauses(ps)
+	fleet.SortPauses(ps)
 	return ps, nil
 }

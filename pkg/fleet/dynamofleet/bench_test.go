@@ -1,4 +1,4 @@
-package fleet_test
+package dynamofleet_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
@@ -28,9 +29,9 @@ func BenchmarkHeartbeat(b *testing.B) {
 	meter := sqsqueue.NewMeter() // counts requests by operation, for any service
 	c := cfg.DynamoDB(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, meter.APIOption()) })
 	table := testenv.Prefix(b) + "fleet"
-	testenv.CreateTable(b, cfg.DynamoDB(), fleet.CreateTableInput(table), fleet.TimeToLiveInput(table))
+	testenv.CreateTable(b, cfg.DynamoDB(), dynamofleet.CreateTableInput(table), dynamofleet.TimeToLiveInput(table))
 	ctx := context.Background()
-	reg := fleet.NewDynamo(c, table, nil)
+	reg := dynamofleet.New(c, table, nil)
 	for _, p := range []fleet.Pause{{Kind: fleet.PauseType, Name: "DUP", At: time.Now()}, {Kind: fleet.PauseQueue, Name: "mill-bit", At: time.Now()}} {
 		if err := reg.Pause(ctx, p); err != nil {
 			b.Fatal(err)

@@ -1,4 +1,4 @@
-package fleet
+package dynamofleet
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,9 +20,6 @@ const (
 	// KindWorker and KindPause are the two partitions.
 	KindWorker = "worker"
 	KindPause  = "pause"
-	// DefaultTable is the table name `millctl setup` and Workman use by
-	// default.
-	DefaultTable = "mill-fleet"
 )
 
 // CreateTableInput describes the fleet table for CreateTable. TTL cannot be

@@ -1,4 +1,4 @@
-package fleet
+package dynamofleet
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/millfleet/mill/pkg/clock"
+
+	"github.com/millfleet/mill/pkg/fleet"
 )
 
 // Item attributes besides the keys and the TTL (table.go). Times are epoch
@@ -45,30 +47,30 @@ const (
 	attrDeadLettered = "dead_lettered"
 )
 
-// DynamoAPI is the part of the DynamoDB client Dynamo uses.
-type DynamoAPI interface {
+// API is the part of the DynamoDB client Registry uses.
+type API interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
-var _ DynamoAPI = (*dynamodb.Client)(nil)
+var _ API = (*dynamodb.Client)(nil)
 
-// Dynamo is a Registry in a DynamoDB table (table.go). A heartbeat is one
+// Registry is a fleet.Registry in a DynamoDB table (table.go). A heartbeat is one
 // PutItem; reading the pauses is one Query (strongly consistent) while the
 // pauses fit in one page (1 MB: thousands).
-type Dynamo struct {
-	c     DynamoAPI
+type Registry struct {
+	c     API
 	table string
 	clk   clock.Clock
 }
 
-var _ Registry = (*Dynamo)(nil)
+var _ fleet.Registry = (*Registry)(nil)
 
-// NewDynamo returns a Dynamo registry on table; clk decides which records
+// New returns a DynamoDB registry on table; clk decides which records
 // have expired (the real clock when nil).
-func NewDynamo(c DynamoAPI, table string, clk clock.Clock) *Dynamo {
-	return &Dynamo{c: c, table: table, clk: clock.Or(clk)}
+func New(c API, table string, clk clock.Clock) *Registry {
+	return &Registry{c: c, table: table, clk: clock.Or(clk)}
 }
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
@@ -76,15 +78,6 @@ func num(i int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(i, 10)}
 }
 func ms(t time.Time) types.AttributeValue { return num(t.UnixMilli()) }
-
-// expirySeconds is t rounded up to a whole second.
-func expirySeconds(t time.Time) int64 {
-	s := t.Unix()
-	if t.After(time.Unix(s, 0)) {
-		s++
-	}
-	return s
-}
 
 func strList(ss []string) types.AttributeValue {
 	l := make([]types.AttributeValue, len(ss))
@@ -94,15 +87,15 @@ func strList(ss []string) types.AttributeValue {
 	return &types.AttributeValueMemberL{Value: l}
 }
 
-// Put implements Registry with one PutItem.
-func (d *Dynamo) Put(ctx context.Context, w Worker) error {
-	if err := w.validate(); err != nil {
+// Put implements fleet.Registry with one PutItem.
+func (d *Registry) Put(ctx context.Context, w fleet.Worker) error {
+	if err := w.Validate(); err != nil {
 		return fmt.Errorf("fleet: put %q: %w", w.ID, err)
 	}
 	item := map[string]types.AttributeValue{
 		AttrKind:      str(KindWorker),
 		AttrID:        str(w.ID),
-		AttrExpiresAt: num(expirySeconds(w.Expires)),
+		AttrExpiresAt: num(fleet.ExpirySeconds(w.Expires)),
 		attrPID:       num(int64(w.PID)),
 		attrHeartbeat: ms(w.Heartbeat),
 		attrInterval:  num(w.Interval.Milliseconds()),
@@ -139,7 +132,7 @@ func (d *Dynamo) Put(ctx context.Context, w Worker) error {
 }
 
 // query reads every item of one partition.
-func (d *Dynamo) query(ctx context.Context, kind string) ([]map[string]types.AttributeValue, error) {
+func (d *Registry) query(ctx context.Context, kind string) ([]map[string]types.AttributeValue, error) {
 	p := dynamodb.NewQueryPaginator(d.c, &dynamodb.QueryInput{
 		TableName:                 aws.String(d.table),
 		KeyConditionExpression:    aws.String("#k = :k"),
@@ -158,14 +151,14 @@ func (d *Dynamo) query(ctx context.Context, kind string) ([]map[string]types.Att
 	return items, nil
 }
 
-// Workers implements Registry with a Query of the worker partition.
-func (d *Dynamo) Workers(ctx context.Context) ([]Worker, error) {
+// Workers implements fleet.Registry with a Query of the worker partition.
+func (d *Registry) Workers(ctx context.Context) ([]fleet.Worker, error) {
 	items, err := d.query(ctx, KindWorker)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: list workers: %w", err)
 	}
 	now := d.clk.Now()
-	ws := make([]Worker, 0, len(items))
+	ws := make([]fleet.Worker, 0, len(items))
 	for _, it := range items {
 		w := workerFromItem(it)
 		if now.Before(w.Expires) {
@@ -176,9 +169,9 @@ func (d *Dynamo) Workers(ctx context.Context) ([]Worker, error) {
 	return ws, nil
 }
 
-// Pause implements Registry with one PutItem.
-func (d *Dynamo) Pause(ctx context.Context, p Pause) error {
-	if err := p.validate(); err != nil {
+// Pause implements fleet.Registry with one PutItem.
+func (d *Registry) Pause(ctx context.Context, p fleet.Pause) error {
+	if err := p.Validate(); err != nil {
 		return fmt.Errorf("fleet: pause: %w", err)
 	}
 	item := map[string]types.AttributeValue{
@@ -202,10 +195,10 @@ func (d *Dynamo) Pause(ctx context.Context, p Pause) error {
 	return nil
 }
 
-// Resume implements Registry with one DeleteItem.
-func (d *Dynamo) Resume(ctx context.Context, kind PauseKind, name string) (bool, error) {
-	p := Pause{Kind: kind, Name: name}
-	if err := p.validate(); err != nil {
+// Resume implements fleet.Registry with one DeleteItem.
+func (d *Registry) Resume(ctx context.Context, kind fleet.PauseKind, name string) (bool, error) {
+	p := fleet.Pause{Kind: kind, Name: name}
+	if err := p.Validate(); err != nil {
 		return false, fmt.Errorf("fleet: resume: %w", err)
 	}
 	out, err := d.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
@@ -219,26 +212,22 @@ func (d *Dynamo) Resume(ctx context.Context, kind PauseKind, name string) (bool,
 	return len(out.Attributes) > 0, nil
 }
 
-// Pauses implements Registry with one Query of the pause partition.
-func (d *Dynamo) Pauses(ctx context.Context) ([]Pause, error) {
+// Pauses implements fleet.Registry with one Query of the pause partition.
+func (d *Registry) Pauses(ctx context.Context) ([]fleet.Pause, error) {
 	items, err := d.query(ctx, KindPause)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: read pauses: %w", err)
 	}
-	ps := make([]Pause, 0, len(items))
+	ps := make([]fleet.Pause, 0, len(items))
 	for _, it := range items {
 		r := reader(it)
-		ps = append(ps, Pause{
-			Kind: PauseKind(r.s(attrPauseKind)), Name: r.s(attrName),
+		ps = append(ps, fleet.Pause{
+			Kind: fleet.PauseKind(r.s(attrPauseKind)), Name: r.s(attrName),
 			By: r.s(attrBy), At: r.ms(attrAt), Reason: r.s(attrReason),
 		})
 	}
-	sortPauses(ps)
+	fleet.SortPauses(ps)
 	return ps, nil
-}
-
-func sortPauses(ps []Pause) {
-	sort.Slice(ps, func(i, j int) bool { return ps[i].Key() < ps[j].Key() })
 }
 
 // reader reads item attributes; missing or malformed ones are left zero,
@@ -290,16 +279,16 @@ func (r reader) m(k string) map[string]types.AttributeValue {
 	return nil
 }
 
-func workerFromItem(it map[string]types.AttributeValue) Worker {
+func workerFromItem(it map[string]types.AttributeValue) fleet.Worker {
 	r := reader(it)
-	w := Worker{
+	w := fleet.Worker{
 		ID: r.s(AttrID), Hostname: r.s(attrHostname), PID: int(r.n(attrPID)),
 		InstanceID: r.s(attrInstanceID), Zone: r.s(attrZone), Version: r.s(attrVersion),
 		Started: r.ms(attrStarted), Heartbeat: r.ms(attrHeartbeat),
 		Interval: time.Duration(r.n(attrInterval)) * time.Millisecond,
 		Expires:  time.Unix(r.n(AttrExpiresAt), 0).UTC(),
 		Queues:   r.list(attrQueues), Pool: int(r.n(attrPool)), Held: int(r.n(attrHeld)),
-		State: State(r.s(attrState)), Pauses: r.list(attrPauses), Note: r.s(attrNote),
+		State: fleet.State(r.s(attrState)), Pauses: r.list(attrPauses), Note: r.s(attrNote),
 	}
 	if m := r.m(attrRunning); len(m) > 0 {
 		w.Running = map[string]int{}
@@ -308,13 +297,13 @@ func workerFromItem(it map[string]types.AttributeValue) Worker {
 		}
 	}
 	if m := r.m(attrCounts); len(m) > 0 {
-		w.Counts = map[string]Counts{}
+		w.Counts = map[string]fleet.Counts{}
 		for t, v := range m {
 			c := reader{}
 			if cm, ok := v.(*types.AttributeValueMemberM); ok {
 				c = cm.Value
 			}
-			w.Counts[t] = Counts{Processed: c.n(attrProcessed), Failed: c.n(attrFailed), DeadLettered: c.n(attrDeadLettered)}
+			w.Counts[t] = fleet.Counts{Processed: c.n(attrProcessed), Failed: c.n(attrFailed), DeadLettered: c.n(attrDeadLettered)}
 		}
 	}
 	return w
