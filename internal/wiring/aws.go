@@ -17,6 +17,7 @@ import (
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/notify"
+	"github.com/millfleet/mill/pkg/notify/snsnotify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -79,7 +80,7 @@ type AWSConfig struct {
 	CheckpointEvery  int64
 
 	// NotifyTopicARN, when set, is the SNS topic operators' notifications
-	// are published to (notify.SNS); otherwise they are logged.
+	// are published to (snsnotify.Notifier); otherwise they are logged.
 	NotifyTopicARN string
 	// ReportAdminSpace: see Deps.ReportAdminSpace.
 	ReportAdminSpace bool
@@ -200,11 +201,11 @@ func NotifyFlag(fs *flag.FlagSet) *string {
 	return fs.String("notify-topic-arn", "", "SNS topic `ARN` operators' notifications are published to (empty: they are logged)")
 }
 
-// Notifier returns the notifier of a topic ARN: notify.SNS on the topic,
+// Notifier returns the notifier of a topic ARN: snsnotify.Notifier on the topic,
 // or notify.Log with logger when the ARN is empty.
 func Notifier(aws *awsconfig.Config, topicARN string, logger *slog.Logger) (notify.Notifier, error) {
 	if topicARN == "" {
 		return notify.Log{Logger: logger}, nil
 	}
-	return notify.NewSNS(aws.SNS(), topicARN)
+	return snsnotify.New(aws.SNS(), topicARN)
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/milldb"
-	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/notify/notifytest"
+	"github.com/millfleet/mill/pkg/notify/snsnotify"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/s3event"
@@ -90,7 +90,7 @@ func TestAcceptance(t *testing.T) {
 	log := dynamoauditlog.New(ddb, table)
 	index := &countingIndex{Index: milldb.NewContentIndex(pool)}
 	topic := notifytest.New(t, cfg)
-	notifier, err := notify.NewSNS(topic.SNS, topic.ARN)
+	notifier, err := snsnotify.New(topic.SNS, topic.ARN)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package notify
+package snsnotify
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
+
+	"github.com/millfleet/mill/pkg/notify"
 )
 
 // SNS limits (Publish): a subject is printable ASCII, one line, under 100
@@ -24,25 +26,25 @@ const (
 	MaxAttributes = 10
 )
 
-// SNSAPI is the part of *sns.Client SNS uses.
-type SNSAPI interface {
+// API is the part of *sns.Client Notifier uses.
+type API interface {
 	Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
 }
 
-var _ SNSAPI = (*sns.Client)(nil)
+var _ API = (*sns.Client)(nil)
 
-// SNS publishes events to a topic: the subject (made printable ASCII and
+// Notifier publishes events to a topic: the subject (made printable ASCII and
 // cut to MaxSubject), the body (cut to MaxBody), and the attributes as
 // String message attributes (at most MaxAttributes; control characters
 // become spaces), so a subscription can filter on them, e.g. the filter
 // policy {"event": ["bit-report"]}.
-type SNS struct {
-	client SNSAPI
+type Notifier struct {
+	client API
 	topic  string
 }
 
-// NewSNS returns a notifier publishing to topicARN.
-func NewSNS(client SNSAPI, topicARN string) (*SNS, error) {
+// New returns a notifier publishing to topicARN.
+func New(client API, topicARN string) (*Notifier, error) {
 	a, err := arn.Parse(topicARN)
 	if err != nil || a.Service != "sns" || a.Resource == "" || strings.Contains(a.Resource, ":") {
 		return nil, fmt.Errorf("notify: %q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)", topicARN)
@@ -50,21 +52,21 @@ func NewSNS(client SNSAPI, topicARN string) (*SNS, error) {
 	if client == nil {
 		return nil, errors.New("notify: no SNS client")
 	}
-	return &SNS{client: client, topic: topicARN}, nil
+	return &Notifier{client: client, topic: topicARN}, nil
 }
 
 // Topic is the topic's ARN.
-func (n *SNS) Topic() string { return n.topic }
+func (n *Notifier) Topic() string { return n.topic }
 
-// Notify implements Notifier: one Publish.
-func (n *SNS) Notify(ctx context.Context, e Event) error {
+// Notify implements notify.Notifier: one Publish.
+func (n *Notifier) Notify(ctx context.Context, e notify.Event) error {
 	attrs := map[string]types.MessageAttributeValue{}
 	m := e.Attrs()
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if len(attrs) == MaxAttributes {
 			break
 		}
-		attrs[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(oneLine(m[k]))}
+		attrs[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(notify.OneLine(m[k]))}
 	}
 	body := e.Body
 	if len(body) > MaxBody {
