@@ -1,4 +1,4 @@
-package metrics_test
+package cloudwatchmetrics_test
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/metrics"
+	"github.com/millfleet/mill/pkg/metrics/cloudwatchmetrics"
 	"github.com/millfleet/mill/pkg/task"
 )
 
 // counting wraps a PutMetricDataAPI and counts calls and datums.
 type counting struct {
-	next   metrics.PutMetricDataAPI
+	next   cloudwatchmetrics.API
 	calls  atomic.Int64
 	datums atomic.Int64
 	fail   atomic.Bool
@@ -45,7 +45,7 @@ func TestCloudWatchOneCallPerInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.NewFake(time.Time{})
 		cc := &counting{}
-		cw, err := metrics.NewCloudWatch(cc, metrics.CloudWatchConfig{Clock: clk, Interval: time.Minute})
+		cw, err := cloudwatchmetrics.New(cc, cloudwatchmetrics.Config{Clock: clk, Interval: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestCloudWatchEmulator(t *testing.T) {
 	client := cfg.CloudWatch()
 	ns := "MillTest/" + testenv.Unique()
 	cc := &counting{next: client}
-	cw, err := metrics.NewCloudWatch(cc, metrics.CloudWatchConfig{Namespace: ns})
+	cw, err := cloudwatchmetrics.New(cc, cloudwatchmetrics.Config{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +128,11 @@ func TestCloudWatchEmulator(t *testing.T) {
 	for _, m := range lm.Metrics {
 		names[aws.ToString(m.MetricName)]++
 	}
-	if names[metrics.MetricTasks] != 2 || names[metrics.MetricTaskDuration] != 2 || names[metrics.MetricDeadLettered] != 1 {
+	if names[cloudwatchmetrics.MetricTasks] != 2 || names[cloudwatchmetrics.MetricTaskDuration] != 2 || names[cloudwatchmetrics.MetricDeadLettered] != 1 {
 		t.Fatalf("metrics listed: %v", names)
 	}
 	st, err := client.GetMetricStatistics(ctx, &cloudwatch.GetMetricStatisticsInput{
-		Namespace: aws.String(ns), MetricName: aws.String(metrics.MetricTasks),
+		Namespace: aws.String(ns), MetricName: aws.String(cloudwatchmetrics.MetricTasks),
 		Dimensions: []cwtypes.Dimension{{Name: aws.String("TaskType"), Value: aws.String("NOOP")}, {Name: aws.String("Result"), Value: aws.String("success")}},
 		StartTime:  aws.Time(time.Now().Add(-10 * time.Minute)), EndTime: aws.Time(time.Now().Add(10 * time.Minute)),
 		Period: aws.Int32(60), Statistics: []cwtypes.Statistic{cwtypes.StatisticSum},

@@ -1,4 +1,4 @@
-package metrics
+package cloudwatchmetrics
 
 import (
 	"cmp"
@@ -17,6 +17,8 @@ import (
 	"github.com/millfleet/mill/internal/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/task"
+
+	"github.com/millfleet/mill/pkg/metrics"
 )
 
 // CloudWatch defaults.
@@ -36,14 +38,14 @@ const (
 	DimResult          = "Result"
 )
 
-// PutMetricDataAPI is the part of *cloudwatch.Client the publisher uses.
-type PutMetricDataAPI interface {
+// API is the part of *cloudwatch.Client the publisher uses.
+type API interface {
 	PutMetricData(ctx context.Context, in *cloudwatch.PutMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.PutMetricDataOutput, error)
 }
 
-// CloudWatchConfig configures NewCloudWatch. The zero value takes every
+// Config configures New. The zero value takes every
 // default.
-type CloudWatchConfig struct {
+type Config struct {
 	// Namespace of the metrics (default DefaultNamespace, "Mill").
 	Namespace string
 	// Interval between publications (default DefaultPublishInterval).
@@ -62,7 +64,7 @@ type CloudWatchConfig struct {
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
-func (c CloudWatchConfig) WithDefaults() CloudWatchConfig {
+func (c Config) WithDefaults() Config {
 	if c.Namespace == "" {
 		c.Namespace = DefaultNamespace
 	}
@@ -77,24 +79,24 @@ func (c CloudWatchConfig) WithDefaults() CloudWatchConfig {
 	return c
 }
 
-func (c CloudWatchConfig) validate() error {
+func (c Config) validate() error {
 	p := validate.New("metrics: CloudWatchConfig")
 	p.Check(c.Interval >= time.Second, "Interval", c.Interval, "be at least 1s")
 	p.Check(c.FlushTimeout > 0, "FlushTimeout", c.FlushTimeout, "be positive")
 	return p.Err()
 }
 
-// CloudWatch is a Recorder that aggregates task results in memory and
+// Recorder is a metrics.Recorder that aggregates task results in memory and
 // publishes them to CloudWatch once per interval with one PutMetricData
 // call (a second call only if more than 1000 distinct series accumulated,
 // which Mill's handful of task types and results never reach: a type that
 // is not registered is published as OtherTaskType). A failed
 // publication keeps its data and is retried with the next one.
 // Received and InFlight are not published (Prometheus has them).
-type CloudWatch struct {
-	client PutMetricDataAPI
-	cfg    CloudWatchConfig
-	labels TaskTypeLabels
+type Recorder struct {
+	client API
+	cfg    Config
+	labels metrics.TaskTypeLabels
 
 	mu    sync.Mutex
 	tasks map[seriesKey]*series
@@ -114,10 +116,10 @@ type series struct {
 	sum, min, max float64 // milliseconds
 }
 
-var _ Recorder = (*CloudWatch)(nil)
+var _ metrics.Recorder = (*Recorder)(nil)
 
-// NewCloudWatch returns a publisher sending to client.
-func NewCloudWatch(client PutMetricDataAPI, cfg CloudWatchConfig) (*CloudWatch, error) {
+// New returns a publisher sending to client.
+func New(client API, cfg Config) (*Recorder, error) {
 	if client == nil {
 		return nil, errors.New("metrics: cloudwatch: nil client")
 	}
@@ -125,11 +127,11 @@ func NewCloudWatch(client PutMetricDataAPI, cfg CloudWatchConfig) (*CloudWatch, 
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("metrics: cloudwatch: %w", err)
 	}
-	return &CloudWatch{client: client, cfg: cfg, labels: NewTaskTypeLabels(cfg.TaskTypes), tasks: map[seriesKey]*series{}, dead: map[seriesKey]int64{}}, nil
+	return &Recorder{client: client, cfg: cfg, labels: metrics.NewTaskTypeLabels(cfg.TaskTypes), tasks: map[seriesKey]*series{}, dead: map[seriesKey]int64{}}, nil
 }
 
-// TaskDone implements Recorder: it adds to the interval's aggregate.
-func (c *CloudWatch) TaskDone(t task.Type, result string, elapsed time.Duration) {
+// TaskDone implements metrics.Recorder: it adds to the interval's aggregate.
+func (c *Recorder) TaskDone(t task.Type, result string, elapsed time.Duration) {
 	ms := float64(elapsed) / float64(time.Millisecond)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -153,21 +155,21 @@ func (s *series) add(n int64, sum, mn, mx float64) {
 	s.sum += sum
 }
 
-// DeadLettered implements Recorder.
-func (c *CloudWatch) DeadLettered(t task.Type, reason string) {
+// DeadLettered implements metrics.Recorder.
+func (c *Recorder) DeadLettered(t task.Type, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dead[seriesKey{c.labels.Label(t), reason}]++
 }
 
-// Received implements Recorder (not published to CloudWatch).
-func (c *CloudWatch) Received(string, int) {}
+// Received implements metrics.Recorder (not published to CloudWatch).
+func (c *Recorder) Received(string, int) {}
 
-// InFlight implements Recorder (not published to CloudWatch).
-func (c *CloudWatch) InFlight(int) {}
+// InFlight implements metrics.Recorder (not published to CloudWatch).
+func (c *Recorder) InFlight(int) {}
 
 // Calls returns how many PutMetricData calls the publisher has made.
-func (c *CloudWatch) Calls() int64 {
+func (c *Recorder) Calls() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.calls
@@ -176,7 +178,7 @@ func (c *CloudWatch) Calls() int64 {
 // Run publishes every interval until ctx ends, then publishes what is left
 // (within FlushTimeout) and returns nil. Publication errors are logged, not
 // returned: metrics must never stop the worker.
-func (c *CloudWatch) Run(ctx context.Context) error {
+func (c *Recorder) Run(ctx context.Context) error {
 	for {
 		t := c.cfg.Clock.NewTimer(c.cfg.Interval)
 		select {
@@ -197,7 +199,7 @@ func (c *CloudWatch) Run(ctx context.Context) error {
 }
 
 // Flush publishes the aggregate now (nothing is sent when it is empty).
-func (c *CloudWatch) Flush(ctx context.Context) error {
+func (c *Recorder) Flush(ctx context.Context) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	c.mu.Lock()
@@ -233,7 +235,7 @@ func (c *CloudWatch) Flush(ctx context.Context) error {
 
 // restore merges an unpublished aggregate back so the next publication
 // carries it.
-func (c *CloudWatch) restore(tasks map[seriesKey]*series, dead map[seriesKey]int64) {
+func (c *Recorder) restore(tasks map[seriesKey]*series, dead map[seriesKey]int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, s := range tasks {
