@@ -24,6 +24,8 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
+	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
 )
 
 // defaultChangeLogPrefix is where the change log lives in the config
@@ -173,9 +175,9 @@ pauses and resumes), admin (also edits policies).`,
 					where = append(where, "bit log in PostgreSQL")
 				}
 				if *reportsDir != "" {
-					cfg.Reports = console.DirReports{Dir: *reportsDir}
+					cfg.Reports = fsreportstore.Store{Dir: *reportsDir}
 				} else if *reportsBucket != "" {
-					cfg.Reports = console.S3Reports{Client: s3c, Bucket: *reportsBucket, Prefix: *reportsPrefix}
+					cfg.Reports = s3reportstore.Store{Client: s3c, Bucket: *reportsBucket, Prefix: *reportsPrefix}
 				}
 				cfg.Where = strings.Join(where, " · ")
 				srv, err := console.New(cfg)

@@ -41,6 +41,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -164,7 +165,7 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 			return sqsqueue.Open(ctx, b.sqs, name, sqsqueue.Config{})
 		}, nil).WithFleet(b.fleet),
 		DeadLetters: dead, Fleet: b.fleet,
-		BitLog: bits, Reports: console.S3Reports{Client: b.s3, Bucket: reportsBucket},
+		BitLog: bits, Reports: s3reportstore.Store{Client: b.s3, Bucket: reportsBucket},
 		SampleEvery: 3 * time.Second, HistoryWindow: 2 * time.Minute, Refresh: 5 * time.Second,
 		Where:  "config s3://" + b.configBucket + "/ · queues " + b.prefix + "* · bit log in PostgreSQL",
 		Logger: slogtest.New(t, slog.LevelInfo),

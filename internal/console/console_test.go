@@ -32,6 +32,7 @@ import (
 	"github.com/millfleet/mill/pkg/stores"
 
 	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
 )
 
 const registryJSON = `{"accounts": [
@@ -101,7 +102,7 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 	}
 	cfg := console.Config{
 		Auth: tokens, Files: files, Changes: e.changes, Queues: reader, BitLog: e.bits, DeadLetters: dead, Fleet: e.fleet,
-		Reports: console.DirReports{Dir: filepath.Join(e.dir, "reports")}, Clock: e.clock,
+		Reports: fsreportstore.Store{Dir: filepath.Join(e.dir, "reports")}, Clock: e.clock,
 		Logger: slogtest.New(t, slog.LevelInfo),
 	}
 	for _, o := range opts {

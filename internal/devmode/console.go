@@ -14,6 +14,7 @@ import (
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
+	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
 )
 
 // startConsole serves the Mill Console on the dev mode's own queues,
@@ -50,7 +51,7 @@ func (e *env) startConsole(ctx context.Context) (string, error) {
 	}
 	srv, err := console.New(console.Config{
 		Auth: authn, Files: files, Changes: changes, Queues: queues, BitLog: e.deps.BitLog, DeadLetters: dead,
-		Reports: console.DirReports{Dir: e.r.ReportDir}, SampleEvery: consoleSampleEvery, Logger: e.cfg.Logger,
+		Reports: fsreportstore.Store{Dir: e.r.ReportDir}, SampleEvery: consoleSampleEvery, Logger: e.cfg.Logger,
 		Where: "dev mode: " + e.r.Dir,
 	})
 	if err != nil {

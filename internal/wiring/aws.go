@@ -21,10 +21,10 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/task"
-	"github.com/millfleet/mill/processors/bitreport"
 	"github.com/millfleet/mill/processors/noop"
 )
 
@@ -184,7 +184,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		Index:    milldb.NewContentIndex(db.Pool),
 		BitLog:   milldb.NewBitLog(db.Pool),
 		Stats:    milldb.NewSpaceStats(db.Pool),
-		Reports:  &bitreport.S3Reports{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
+		Reports:  s3reportstore.Store{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
 		Notifier: notifier, ReportAdminSpace: cfg.ReportAdminSpace,
 		DupRestoreDays: cfg.DupRestoreDays,
 		Format:         cfg.Format, RecheckDelay: cfg.RecheckDelay, Noop: cfg.Noop,

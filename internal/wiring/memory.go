@@ -10,12 +10,12 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
+	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
-	"github.com/millfleet/mill/processors/bitreport"
 	"log/slog"
 	"time"
 )
@@ -99,7 +99,7 @@ func Memory(cfg MemoryConfig) (*Deps, error) {
 		Logger: cfg.Logger, Clock: clk, Queues: qs, Stores: opener, Policies: cfg.Policies,
 		AuditLog: memauditlog.New(), Index: contentindex.NewMemory(), BitLog: bitlog.NewMemory(clk),
 		Stats:   spacestats.NewMemory(clk),
-		Reports: &bitreport.DirReports{Dir: cfg.ReportsDir},
+		Reports: fsreportstore.Store{Dir: cfg.ReportsDir},
 		Format:  cfg.Format, RecheckDelay: cfg.RecheckDelay,
 	}, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/millfleet/mill/processors/bitreport"
 
 	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
 )
 
 const run = "20260501T030000Z"
@@ -79,7 +80,7 @@ func setup(t *testing.T, ids ...string) *env {
 func (e *env) processor(t *testing.T, mod func(*bitreport.Config)) *bitreport.Processor {
 	t.Helper()
 	cfg := bitreport.Config{
-		Stores: e.opener, Index: e.index, BitLog: e.log, Reports: &bitreport.DirReports{Dir: e.dir},
+		Stores: e.opener, Index: e.index, BitLog: e.log, Reports: fsreportstore.Store{Dir: e.dir},
 		Observer: &bit.Observer{Stores: e.opener, Index: e.index, AuditLog: e.audit}, BitErrorQueue: e.errQ,
 		Requeue: e.requeue, RecheckDelay: 2 * time.Minute, PageSize: 2, TempDir: t.TempDir(), Clock: e.clk,
 		Logger: slogtest.New(t, slog.LevelInfo),

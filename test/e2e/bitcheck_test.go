@@ -51,6 +51,7 @@ import (
 	"github.com/millfleet/mill/producers/looping"
 
 	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
 )
 
 const (
@@ -312,7 +313,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	repP, err := bitreport.New(bitreport.Config{Stores: opener, Index: index, BitLog: bitLog,
-		Reports: &bitreport.S3Reports{Client: s3c, Bucket: reportsBucket}, Requeue: reportQ,
+		Reports: s3reportstore.Store{Client: s3c, Bucket: reportsBucket}, Requeue: reportQ,
 		Observer: observer, BitErrorQueue: errorQ,
 		// A report waiting for its space's results asks again every 10 s:
 		// each re-send makes the bit-report queue, above the busy bit
