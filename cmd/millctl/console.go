@@ -18,6 +18,8 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
+	"github.com/millfleet/mill/pkg/configstore/s3configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/milldb"
@@ -135,11 +137,11 @@ pauses and resumes), admin (also edits policies).`,
 				s3c := awsCfg.S3(func(o *s3.Options) { o.UsePathStyle = o.UsePathStyle || awsCfg.EndpointOverride })
 				var files configstore.Store
 				if *src.dir != "" {
-					if files, err = configstore.NewDir(*src.dir, 0); err != nil {
+					if files, err = fsconfigstore.New(*src.dir, 0); err != nil {
 						return err
 					}
 				} else {
-					files = configstore.NewS3(s3c, *src.bucket, *src.prefix, 0)
+					files = s3configstore.New(s3c, *src.bucket, *src.prefix, 0)
 				}
 				changes, err := openChangeLog(*changeLog, s3c, *src.bucket, *src.prefix, *src.dir)
 				if err != nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/configstore/s3configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
@@ -115,7 +116,7 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
 		t.Fatal(err)
 	}
-	b.files = configstore.NewS3(b.s3, b.configBucket, "", 0)
+	b.files = s3configstore.New(b.s3, b.configBucket, "", 0)
 	put := func(name, data string) {
 		if _, err := b.files.Put(ctx, name, []byte(data), configstore.Cond{}, configstore.Meta{Author: "setup"}); err != nil {
 			t.Fatal(err)

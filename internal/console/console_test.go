@@ -24,6 +24,7 @@ import (
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
@@ -76,7 +77,7 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 	write(stores.FileName, registryJSON)
 	write(policy.FileName("acme"), `{"spaceDuplicationStorePolicies": {"photos": [{"srcStoreId": "1", "destStoreId": "2"}]}, "spacesToIgnore": ["scratch"]}`)
 	write(policy.AccountsFile, `["acme"]`)
-	files, err := configstore.NewDir(cfgDir, 0)
+	files, err := fsconfigstore.New(cfgDir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

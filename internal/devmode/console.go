@@ -3,6 +3,7 @@ package devmode
 import (
 	"context"
 	"fmt"
+	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
 	"net"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
 	"github.com/millfleet/mill/pkg/changelog"
-	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
@@ -26,7 +26,7 @@ func (e *env) startConsole(ctx context.Context) (string, error) {
 	if err := console.CheckListen(e.cfg.Console, authn); err != nil {
 		return "", err
 	}
-	files, err := configstore.NewDir(filepath.Join(e.r.Dir, "config"), 0)
+	files, err := fsconfigstore.New(filepath.Join(e.r.Dir, "config"), 0)
 	if err != nil {
 		return "", err
 	}

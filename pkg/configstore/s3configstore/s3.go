@@ -1,4 +1,4 @@
-package configstore
+package s3configstore
 
 import (
 	"bytes"
@@ -17,10 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/millfleet/mill/pkg/configstore"
 )
 
-// S3API is the part of the S3 client the S3 store uses.
-type S3API interface {
+// API is the part of the S3 client Store uses.
+type API interface {
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
@@ -36,35 +38,35 @@ const (
 	metaAction = "mill-action"
 )
 
-// S3 is a Store over a bucket, files under a key prefix. History needs the
+// Store is a configstore.Store over a bucket, files under a key prefix. History needs the
 // bucket's versioning (Versioning reports it); without it only the current
 // version is kept.
-type S3 struct {
-	c       S3API
+type Store struct {
+	c       API
 	bucket  string
 	prefix  string
 	maxSize int64
 }
 
-var _ Store = (*S3)(nil)
+var _ configstore.Store = (*Store)(nil)
 
-// NewS3 returns a store over bucket; file names are appended to prefix
+// New returns a store over bucket; file names are appended to prefix
 // ("" or ending in "/"). maxSize ≤ 0 means DefaultMaxSize.
-func NewS3(c S3API, bucket, prefix string, maxSize int64) *S3 {
+func New(c API, bucket, prefix string, maxSize int64) *Store {
 	if maxSize <= 0 {
-		maxSize = DefaultMaxSize
+		maxSize = configstore.DefaultMaxSize
 	}
-	return &S3{c: c, bucket: bucket, prefix: prefix, maxSize: maxSize}
+	return &Store{c: c, bucket: bucket, prefix: prefix, maxSize: maxSize}
 }
 
-func (s *S3) key(name string) string { return s.prefix + name }
+func (s *Store) key(name string) string { return s.prefix + name }
 
-// Where implements Store.
-func (s *S3) Where(name string) string { return "s3://" + s.bucket + "/" + s.key(name) }
+// Where implements configstore.Store.
+func (s *Store) Where(name string) string { return "s3://" + s.bucket + "/" + s.key(name) }
 
 // Versioning reports whether the bucket keeps object versions (history and
 // restore need it).
-func (s *S3) Versioning(ctx context.Context) (bool, error) {
+func (s *Store) Versioning(ctx context.Context) (bool, error) {
 	out, err := s.c.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String(s.bucket)})
 	if err != nil {
 		return false, fmt.Errorf("configstore: versioning of s3://%s: %w", s.bucket, err)
@@ -72,21 +74,21 @@ func (s *S3) Versioning(ctx context.Context) (bool, error) {
 	return out.Status == s3types.BucketVersioningStatusEnabled, nil
 }
 
-// Get implements Store.
-func (s *S3) Get(ctx context.Context, name string) (*File, error) {
+// Get implements configstore.Store.
+func (s *Store) Get(ctx context.Context, name string) (*configstore.File, error) {
 	return s.get(ctx, name, "")
 }
 
-// GetVersion implements Store.
-func (s *S3) GetVersion(ctx context.Context, name, id string) (*File, error) {
+// GetVersion implements configstore.Store.
+func (s *Store) GetVersion(ctx context.Context, name, id string) (*configstore.File, error) {
 	if id == "" {
-		return nil, fmt.Errorf("%s: empty version id: %w", s.Where(name), ErrNotFound)
+		return nil, fmt.Errorf("%s: empty version id: %w", s.Where(name), configstore.ErrNotFound)
 	}
 	return s.get(ctx, name, id)
 }
 
-func (s *S3) get(ctx context.Context, name, id string) (*File, error) {
-	if err := CheckName(name); err != nil {
+func (s *Store) get(ctx context.Context, name, id string) (*configstore.File, error) {
+	if err := configstore.CheckName(name); err != nil {
 		return nil, err
 	}
 	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.key(name))}
@@ -96,36 +98,36 @@ func (s *S3) get(ctx context.Context, name, id string) (*File, error) {
 	out, err := s.c.GetObject(ctx, in)
 	if err != nil {
 		if notFound(err) || (id != "" && badVersion(err)) {
-			return nil, fmt.Errorf("%s%s: %w", s.Where(name), versionSuffix(id), ErrNotFound)
+			return nil, fmt.Errorf("%s%s: %w", s.Where(name), versionSuffix(id), configstore.ErrNotFound)
 		}
 		return nil, fmt.Errorf("configstore: get %s%s: %w", s.Where(name), versionSuffix(id), err)
 	}
 	defer out.Body.Close()
 	if n := aws.ToInt64(out.ContentLength); n > s.maxSize {
-		return nil, fmt.Errorf("%s: %d bytes, over the %d-byte limit: %w", s.Where(name), n, s.maxSize, ErrTooLarge)
+		return nil, fmt.Errorf("%s: %d bytes, over the %d-byte limit: %w", s.Where(name), n, s.maxSize, configstore.ErrTooLarge)
 	}
 	data, err := io.ReadAll(io.LimitReader(out.Body, s.maxSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("configstore: get %s: %w", s.Where(name), err)
 	}
 	if int64(len(data)) > s.maxSize {
-		return nil, fmt.Errorf("%s: over the %d-byte limit: %w", s.Where(name), s.maxSize, ErrTooLarge)
+		return nil, fmt.Errorf("%s: over the %d-byte limit: %w", s.Where(name), s.maxSize, configstore.ErrTooLarge)
 	}
-	v := Version{
+	v := configstore.Version{
 		ID: cmp.Or(aws.ToString(out.VersionId), "null"), ETag: aws.ToString(out.ETag),
 		Time: aws.ToTime(out.LastModified), Size: int64(len(data)), Meta: decodeMeta(out.Metadata),
 	}
 	v.Current = id == ""
-	return &File{Data: data, Version: v}, nil
+	return &configstore.File{Data: data, Version: v}, nil
 }
 
-// Put implements Store.
-func (s *S3) Put(ctx context.Context, name string, data []byte, cond Cond, meta Meta) (Version, error) {
-	if err := CheckName(name); err != nil {
-		return Version{}, err
+// Put implements configstore.Store.
+func (s *Store) Put(ctx context.Context, name string, data []byte, cond configstore.Cond, meta configstore.Meta) (configstore.Version, error) {
+	if err := configstore.CheckName(name); err != nil {
+		return configstore.Version{}, err
 	}
 	if int64(len(data)) > s.maxSize {
-		return Version{}, fmt.Errorf("%s: %d bytes, over the %d-byte limit: %w", s.Where(name), len(data), s.maxSize, ErrTooLarge)
+		return configstore.Version{}, fmt.Errorf("%s: %d bytes, over the %d-byte limit: %w", s.Where(name), len(data), s.maxSize, configstore.ErrTooLarge)
 	}
 	in := &s3.PutObjectInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(s.key(name)),
@@ -141,20 +143,20 @@ func (s *S3) Put(ctx context.Context, name string, data []byte, cond Cond, meta 
 	out, err := s.c.PutObject(ctx, in)
 	if err != nil {
 		if conflict(err, cond) {
-			return Version{}, fmt.Errorf("%s: %w", s.Where(name), ErrConflict)
+			return configstore.Version{}, fmt.Errorf("%s: %w", s.Where(name), configstore.ErrConflict)
 		}
-		return Version{}, fmt.Errorf("configstore: put %s: %w", s.Where(name), err)
+		return configstore.Version{}, fmt.Errorf("configstore: put %s: %w", s.Where(name), err)
 	}
-	return Version{
+	return configstore.Version{
 		ID: cmp.Or(aws.ToString(out.VersionId), "null"), ETag: aws.ToString(out.ETag),
 		Time: time.Now().UTC(), Size: int64(len(data)), Current: true, Meta: meta,
 	}, nil
 }
 
-// Delete implements Store. Meta cannot travel with an S3 delete marker:
+// Delete implements configstore.Store. Meta cannot travel with an S3 delete marker:
 // record who deleted elsewhere (the console's change log does).
-func (s *S3) Delete(ctx context.Context, name string, cond Cond, _ Meta) error {
-	if err := CheckName(name); err != nil {
+func (s *Store) Delete(ctx context.Context, name string, cond configstore.Cond, _ configstore.Meta) error {
+	if err := configstore.CheckName(name); err != nil {
 		return err
 	}
 	if cond.IfAbsent {
@@ -166,7 +168,7 @@ func (s *S3) Delete(ctx context.Context, name string, cond Cond, _ Meta) error {
 	}
 	if _, err := s.c.DeleteObject(ctx, in); err != nil {
 		if conflict(err, cond) {
-			return fmt.Errorf("%s: %w", s.Where(name), ErrConflict)
+			return fmt.Errorf("%s: %w", s.Where(name), configstore.ErrConflict)
 		}
 		if notFound(err) {
 			return nil
@@ -176,15 +178,15 @@ func (s *S3) Delete(ctx context.Context, name string, cond Cond, _ Meta) error {
 	return nil
 }
 
-// History implements Store: the object versions and delete markers of the
+// History implements configstore.Store: the object versions and delete markers of the
 // key, newest first, with the metadata of each version (one HeadObject per
 // version returned).
-func (s *S3) History(ctx context.Context, name string, limit int) ([]Version, error) {
-	if err := CheckName(name); err != nil {
+func (s *Store) History(ctx context.Context, name string, limit int) ([]configstore.Version, error) {
+	if err := configstore.CheckName(name); err != nil {
 		return nil, err
 	}
 	key := s.key(name)
-	var vs []Version
+	var vs []configstore.Version
 	p := s3.NewListObjectVersionsPaginator(s.c, &s3.ListObjectVersionsInput{Bucket: aws.String(s.bucket), Prefix: aws.String(key)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -193,19 +195,19 @@ func (s *S3) History(ctx context.Context, name string, limit int) ([]Version, er
 		}
 		for _, o := range page.Versions {
 			if aws.ToString(o.Key) == key {
-				vs = append(vs, Version{ID: cmp.Or(aws.ToString(o.VersionId), "null"), ETag: aws.ToString(o.ETag),
+				vs = append(vs, configstore.Version{ID: cmp.Or(aws.ToString(o.VersionId), "null"), ETag: aws.ToString(o.ETag),
 					Time: aws.ToTime(o.LastModified), Size: aws.ToInt64(o.Size), Current: aws.ToBool(o.IsLatest)})
 			}
 		}
 		for _, m := range page.DeleteMarkers {
 			if aws.ToString(m.Key) == key {
-				vs = append(vs, Version{ID: cmp.Or(aws.ToString(m.VersionId), "null"),
+				vs = append(vs, configstore.Version{ID: cmp.Or(aws.ToString(m.VersionId), "null"),
 					Time: aws.ToTime(m.LastModified), Deleted: true, Current: aws.ToBool(m.IsLatest)})
 			}
 		}
 	}
 	// Newest first; at equal times the current one first.
-	slices.SortStableFunc(vs, func(a, b Version) int {
+	slices.SortStableFunc(vs, func(a, b configstore.Version) int {
 		if c := b.Time.Compare(a.Time); c != 0 {
 			return c
 		}
@@ -227,7 +229,7 @@ func (s *S3) History(ctx context.Context, name string, limit int) ([]Version, er
 }
 
 // fillMeta reads the metadata of each version, eight at a time.
-func (s *S3) fillMeta(ctx context.Context, key string, vs []Version) error {
+func (s *Store) fillMeta(ctx context.Context, key string, vs []configstore.Version) error {
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	errs := make([]error, len(vs))
@@ -253,7 +255,7 @@ func (s *S3) fillMeta(ctx context.Context, key string, vs []Version) error {
 	return errors.Join(errs...)
 }
 
-func encodeMeta(m Meta) map[string]string {
+func encodeMeta(m configstore.Meta) map[string]string {
 	out := map[string]string{}
 	if m.Author != "" {
 		out[metaAuthor] = url.PathEscape(m.Author)
@@ -264,7 +266,7 @@ func encodeMeta(m Meta) map[string]string {
 	return out
 }
 
-func decodeMeta(md map[string]string) Meta {
+func decodeMeta(md map[string]string) configstore.Meta {
 	dec := func(k string) string {
 		v := md[k]
 		if u, err := url.PathUnescape(v); err == nil {
@@ -272,7 +274,7 @@ func decodeMeta(md map[string]string) Meta {
 		}
 		return v
 	}
-	return Meta{Author: dec(metaAuthor), Action: dec(metaAction)}
+	return configstore.Meta{Author: dec(metaAuthor), Action: dec(metaAction)}
 }
 
 func versionSuffix(id string) string {
@@ -318,8 +320,8 @@ func badVersion(err error) bool {
 // condition: 412 Precondition Failed, 409 ConditionalRequestConflict (a
 // concurrent conditional write won), or — with If-Match — 404, the object
 // being gone.
-func conflict(err error, cond Cond) bool {
-	if cond == (Cond{}) {
+func conflict(err error, cond configstore.Cond) bool {
+	if cond == (configstore.Cond{}) {
 		return false
 	}
 	switch apiCode(err) {

@@ -1,4 +1,4 @@
-package configstore
+package fsconfigstore
 
 import (
 	"context"
@@ -15,12 +15,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/millfleet/mill/pkg/configstore"
 )
 
 // historyDir holds the versions of every file of a Dir.
 const historyDir = ".history"
 
-// Dir is a Store over a local directory, for the dev mode and tests. The
+// Store is a configstore.Store over a local directory, for the dev mode and tests. The
 // current content of a file is the plain file dir/NAME; version N of it is
 // .history/NAME/N (zero-padded) with its description in N.json. A file
 // written or removed by another tool is noticed at the next call and
@@ -28,22 +30,22 @@ const historyDir = ".history"
 // lock shared by every Dir of the same directory in this process; other
 // processes writing the directory are not excluded. All file access goes
 // through an os.Root, so no name can reach outside the directory.
-type Dir struct {
+type Store struct {
 	dir     string
 	maxSize int64
 	mu      *sync.Mutex
 }
 
-var _ Store = (*Dir)(nil)
+var _ configstore.Store = (*Store)(nil)
 
 var (
 	dirLocksMu sync.Mutex
 	dirLocks   = map[string]*sync.Mutex{}
 )
 
-// NewDir returns a store over dir (created when missing). maxSize ≤ 0
+// New returns a store over dir (created when missing). maxSize ≤ 0
 // means DefaultMaxSize.
-func NewDir(dir string, maxSize int64) (*Dir, error) {
+func New(dir string, maxSize int64) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("configstore: %w", err)
@@ -52,7 +54,7 @@ func NewDir(dir string, maxSize int64) (*Dir, error) {
 		return nil, fmt.Errorf("configstore: %w", err)
 	}
 	if maxSize <= 0 {
-		maxSize = DefaultMaxSize
+		maxSize = configstore.DefaultMaxSize
 	}
 	dirLocksMu.Lock()
 	mu := dirLocks[abs]
@@ -61,11 +63,11 @@ func NewDir(dir string, maxSize int64) (*Dir, error) {
 		dirLocks[abs] = mu
 	}
 	dirLocksMu.Unlock()
-	return &Dir{dir: abs, maxSize: maxSize, mu: mu}, nil
+	return &Store{dir: abs, maxSize: maxSize, mu: mu}, nil
 }
 
-// Where implements Store.
-func (d *Dir) Where(name string) string { return filepath.Join(d.dir, name) }
+// Where implements configstore.Store.
+func (d *Store) Where(name string) string { return filepath.Join(d.dir, name) }
 
 // dirVersion is the description of a version, N.json.
 type dirVersion struct {
@@ -84,8 +86,8 @@ func etagOf(data []byte) string {
 
 // lock opens the root and takes the directory's lock; call the returned
 // function to release both.
-func (d *Dir) lock(name string) (*os.Root, func(), error) {
-	if err := CheckName(name); err != nil {
+func (d *Store) lock(name string) (*os.Root, func(), error) {
+	if err := configstore.CheckName(name); err != nil {
 		return nil, nil, err
 	}
 	root, err := os.OpenRoot(d.dir)
@@ -98,7 +100,7 @@ func (d *Dir) lock(name string) (*os.Root, func(), error) {
 
 // locked runs f under the directory's lock with the file's versions, after
 // recording what another tool did (sync).
-func (d *Dir) locked(name string, f func(root *os.Root, vs []Version) error) error {
+func (d *Store) locked(name string, f func(root *os.Root, vs []configstore.Version) error) error {
 	root, unlock, err := d.lock(name)
 	if err != nil {
 		return err
@@ -111,11 +113,11 @@ func (d *Dir) locked(name string, f func(root *os.Root, vs []Version) error) err
 	return f(root, vs)
 }
 
-// Get implements Store.
-func (d *Dir) Get(ctx context.Context, name string) (file *File, err error) {
-	err = d.locked(name, func(root *os.Root, vs []Version) error {
+// Get implements configstore.Store.
+func (d *Store) Get(ctx context.Context, name string) (file *configstore.File, err error) {
+	err = d.locked(name, func(root *os.Root, vs []configstore.Version) error {
 		if len(vs) == 0 || vs[0].Deleted {
-			return fmt.Errorf("%s: %w", d.Where(name), ErrNotFound)
+			return fmt.Errorf("%s: %w", d.Where(name), configstore.ErrNotFound)
 		}
 		file, err = d.read(root, name, vs[0])
 		return err
@@ -123,38 +125,38 @@ func (d *Dir) Get(ctx context.Context, name string) (file *File, err error) {
 	return file, err
 }
 
-// GetVersion implements Store.
-func (d *Dir) GetVersion(ctx context.Context, name, id string) (file *File, err error) {
-	err = d.locked(name, func(root *os.Root, vs []Version) error {
+// GetVersion implements configstore.Store.
+func (d *Store) GetVersion(ctx context.Context, name, id string) (file *configstore.File, err error) {
+	err = d.locked(name, func(root *os.Root, vs []configstore.Version) error {
 		for _, v := range vs {
 			if v.ID == id && !v.Deleted {
 				file, err = d.read(root, name, v)
 				return err
 			}
 		}
-		return fmt.Errorf("%s (version %s): %w", d.Where(name), id, ErrNotFound)
+		return fmt.Errorf("%s (version %s): %w", d.Where(name), id, configstore.ErrNotFound)
 	})
 	return file, err
 }
 
-func (d *Dir) read(root *os.Root, name string, v Version) (*File, error) {
+func (d *Store) read(root *os.Root, name string, v configstore.Version) (*configstore.File, error) {
 	if v.Size > d.maxSize {
-		return nil, fmt.Errorf("%s: %d bytes, over the %d-byte limit: %w", d.Where(name), v.Size, d.maxSize, ErrTooLarge)
+		return nil, fmt.Errorf("%s: %d bytes, over the %d-byte limit: %w", d.Where(name), v.Size, d.maxSize, configstore.ErrTooLarge)
 	}
 	data, err := root.ReadFile(filepath.Join(historyDir, name, v.ID))
 	if err != nil {
 		return nil, fmt.Errorf("configstore: %w", err)
 	}
-	return &File{Data: data, Version: v}, nil
+	return &configstore.File{Data: data, Version: v}, nil
 }
 
-// Put implements Store.
-func (d *Dir) Put(ctx context.Context, name string, data []byte, cond Cond, meta Meta) (Version, error) {
+// Put implements configstore.Store.
+func (d *Store) Put(ctx context.Context, name string, data []byte, cond configstore.Cond, meta configstore.Meta) (configstore.Version, error) {
 	if int64(len(data)) > d.maxSize {
-		return Version{}, fmt.Errorf("%s: %d bytes, over the %d-byte limit: %w", d.Where(name), len(data), d.maxSize, ErrTooLarge)
+		return configstore.Version{}, fmt.Errorf("%s: %d bytes, over the %d-byte limit: %w", d.Where(name), len(data), d.maxSize, configstore.ErrTooLarge)
 	}
-	var v Version
-	err := d.locked(name, func(root *os.Root, vs []Version) error {
+	var v configstore.Version
+	err := d.locked(name, func(root *os.Root, vs []configstore.Version) error {
 		if err := checkCond(d.Where(name), vs, cond); err != nil {
 			return err
 		}
@@ -166,17 +168,17 @@ func (d *Dir) Put(ctx context.Context, name string, data []byte, cond Cond, meta
 		return writeAtomic(root, name, data)
 	})
 	if err != nil {
-		return Version{}, err
+		return configstore.Version{}, err
 	}
 	return v, nil
 }
 
-// Delete implements Store.
-func (d *Dir) Delete(ctx context.Context, name string, cond Cond, meta Meta) error {
+// Delete implements configstore.Store.
+func (d *Store) Delete(ctx context.Context, name string, cond configstore.Cond, meta configstore.Meta) error {
 	if cond.IfAbsent {
 		return fmt.Errorf("configstore: delete %s: IfAbsent makes no sense for a delete", d.Where(name))
 	}
-	return d.locked(name, func(root *os.Root, vs []Version) error {
+	return d.locked(name, func(root *os.Root, vs []configstore.Version) error {
 		if err := checkCond(d.Where(name), vs, cond); err != nil {
 			return err
 		}
@@ -193,9 +195,9 @@ func (d *Dir) Delete(ctx context.Context, name string, cond Cond, meta Meta) err
 	})
 }
 
-// History implements Store.
-func (d *Dir) History(ctx context.Context, name string, limit int) (out []Version, err error) {
-	err = d.locked(name, func(_ *os.Root, vs []Version) error {
+// History implements configstore.Store.
+func (d *Store) History(ctx context.Context, name string, limit int) (out []configstore.Version, err error) {
+	err = d.locked(name, func(_ *os.Root, vs []configstore.Version) error {
 		if limit > 0 && len(vs) > limit {
 			vs = vs[:limit]
 		}
@@ -205,19 +207,19 @@ func (d *Dir) History(ctx context.Context, name string, limit int) (out []Versio
 	return out, err
 }
 
-func checkCond(where string, vs []Version, cond Cond) error {
+func checkCond(where string, vs []configstore.Version, cond configstore.Cond) error {
 	exists := len(vs) > 0 && !vs[0].Deleted
 	switch {
 	case cond.IfAbsent && exists:
-		return fmt.Errorf("%s exists: %w", where, ErrConflict)
+		return fmt.Errorf("%s exists: %w", where, configstore.ErrConflict)
 	case cond.IfMatch != "" && (!exists || vs[0].ETag != cond.IfMatch):
-		return fmt.Errorf("%s: %w", where, ErrConflict)
+		return fmt.Errorf("%s: %w", where, configstore.ErrConflict)
 	}
 	return nil
 }
 
 // versions lists the recorded versions, newest first.
-func (d *Dir) versions(root *os.Root, name string) ([]Version, error) {
+func (d *Store) versions(root *os.Root, name string) ([]configstore.Version, error) {
 	entries, err := fs.ReadDir(root.FS(), filepath.ToSlash(filepath.Join(historyDir, name)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -225,7 +227,7 @@ func (d *Dir) versions(root *os.Root, name string) ([]Version, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configstore: %w", err)
 	}
-	var vs []Version
+	var vs []configstore.Version
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok {
@@ -239,9 +241,9 @@ func (d *Dir) versions(root *os.Root, name string) ([]Version, error) {
 		if err := json.Unmarshal(b, &dv); err != nil {
 			return nil, fmt.Errorf("configstore: %s: %w", filepath.Join(d.dir, historyDir, name, e.Name()), err)
 		}
-		vs = append(vs, Version{ID: id, ETag: dv.ETag, Time: dv.Time, Size: dv.Size, Deleted: dv.Deleted, Meta: Meta{Author: dv.Author, Action: dv.Action}})
+		vs = append(vs, configstore.Version{ID: id, ETag: dv.ETag, Time: dv.Time, Size: dv.Size, Deleted: dv.Deleted, Meta: configstore.Meta{Author: dv.Author, Action: dv.Action}})
 	}
-	slices.SortFunc(vs, func(a, b Version) int { return strings.Compare(b.ID, a.ID) })
+	slices.SortFunc(vs, func(a, b configstore.Version) int { return strings.Compare(b.ID, a.ID) })
 	if len(vs) > 0 {
 		vs[0].Current = true
 	}
@@ -250,7 +252,7 @@ func (d *Dir) versions(root *os.Root, name string) ([]Version, error) {
 
 // sync returns the versions after recording what another tool did to the
 // current file since the last recorded version.
-func (d *Dir) sync(root *os.Root, name string) ([]Version, error) {
+func (d *Store) sync(root *os.Root, name string) ([]configstore.Version, error) {
 	vs, err := d.versions(root, name)
 	if err != nil {
 		return nil, err
@@ -266,7 +268,7 @@ func (d *Dir) sync(root *os.Root, name string) ([]Version, error) {
 		return nil, fmt.Errorf("configstore: %w", err)
 	}
 	if info.Size() > d.maxSize {
-		return nil, fmt.Errorf("%s: %d bytes, over the %d-byte limit: %w", d.Where(name), info.Size(), d.maxSize, ErrTooLarge)
+		return nil, fmt.Errorf("%s: %d bytes, over the %d-byte limit: %w", d.Where(name), info.Size(), d.maxSize, configstore.ErrTooLarge)
 	}
 	data, err := root.ReadFile(name)
 	if err != nil {
@@ -278,7 +280,7 @@ func (d *Dir) sync(root *os.Root, name string) ([]Version, error) {
 	return vs, nil
 }
 
-func (d *Dir) syncRecord(root *os.Root, name string, vs []Version, data []byte, dv dirVersion) ([]Version, error) {
+func (d *Store) syncRecord(root *os.Root, name string, vs []configstore.Version, data []byte, dv dirVersion) ([]configstore.Version, error) {
 	if _, err := d.record(root, name, vs, data, dv); err != nil {
 		return nil, err
 	}
@@ -287,33 +289,33 @@ func (d *Dir) syncRecord(root *os.Root, name string, vs []Version, data []byte, 
 
 // record stores a new version (its content first, then its description)
 // and returns it.
-func (d *Dir) record(root *os.Root, name string, vs []Version, data []byte, dv dirVersion) (Version, error) {
+func (d *Store) record(root *os.Root, name string, vs []configstore.Version, data []byte, dv dirVersion) (configstore.Version, error) {
 	n := 1
 	if len(vs) > 0 {
 		last, err := strconv.Atoi(vs[0].ID)
 		if err != nil {
-			return Version{}, fmt.Errorf("configstore: %s: bad version id %q", d.Where(name), vs[0].ID)
+			return configstore.Version{}, fmt.Errorf("configstore: %s: bad version id %q", d.Where(name), vs[0].ID)
 		}
 		n = last + 1
 	}
 	id := fmt.Sprintf("%08d", n)
 	hdir := filepath.Join(historyDir, name)
 	if err := root.MkdirAll(hdir, 0o755); err != nil {
-		return Version{}, fmt.Errorf("configstore: %w", err)
+		return configstore.Version{}, fmt.Errorf("configstore: %w", err)
 	}
 	if !dv.Deleted {
 		if err := writeAtomic(root, filepath.Join(hdir, id), data); err != nil {
-			return Version{}, err
+			return configstore.Version{}, err
 		}
 	}
 	b, err := json.Marshal(dv)
 	if err != nil {
-		return Version{}, err
+		return configstore.Version{}, err
 	}
 	if err := writeAtomic(root, filepath.Join(hdir, id+".json"), b); err != nil {
-		return Version{}, err
+		return configstore.Version{}, err
 	}
-	return Version{ID: id, ETag: dv.ETag, Time: dv.Time, Size: dv.Size, Deleted: dv.Deleted, Current: true, Meta: Meta{Author: dv.Author, Action: dv.Action}}, nil
+	return configstore.Version{ID: id, ETag: dv.ETag, Time: dv.Time, Size: dv.Size, Deleted: dv.Deleted, Current: true, Meta: configstore.Meta{Author: dv.Author, Action: dv.Action}}, nil
 }
 
 // writeAtomic replaces name under root with data: a temporary file, fsync,
