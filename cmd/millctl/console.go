@@ -17,6 +17,8 @@ import (
 	"github.com/millfleet/mill/internal/console/auth"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/changelog"
+	"github.com/millfleet/mill/pkg/changelog/fschangelog"
+	"github.com/millfleet/mill/pkg/changelog/s3changelog"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
 	"github.com/millfleet/mill/pkg/configstore/s3configstore"
@@ -274,13 +276,13 @@ func openChangeLog(where string, s3c *s3.Client, bucket, prefix, dir string) (ch
 		if p != "" && !strings.HasSuffix(p, "/") {
 			p += "/"
 		}
-		return changelog.NewS3(s3c, b, p), nil
+		return s3changelog.New(s3c, b, p), nil
 	case where != "":
-		return changelog.NewDir(where)
+		return fschangelog.New(where)
 	case dir != "":
-		return changelog.NewDir(filepath.Join(dir, "console-changes"))
+		return fschangelog.New(filepath.Join(dir, "console-changes"))
 	}
-	return changelog.NewS3(s3c, bucket, prefix+defaultChangeLogPrefix), nil
+	return s3changelog.New(s3c, bucket, prefix+defaultChangeLogPrefix), nil
 }
 
 // appendLine appends one line to a file, creating it with mode 0600.

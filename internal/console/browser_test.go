@@ -31,7 +31,7 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/bitlog"
-	"github.com/millfleet/mill/pkg/changelog"
+	"github.com/millfleet/mill/pkg/changelog/s3changelog"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/configstore/s3configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
@@ -161,7 +161,7 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 	var tokens *auth.Tokens
 	tokens, b.admin, b.admin2, b.viewer, b.operator = users(t, "@example.org")
 	srv, err := console.New(console.Config{
-		Auth: tokens, Files: b.files, Changes: changelog.NewS3(b.s3, b.configBucket, "console-changes/"),
+		Auth: tokens, Files: b.files, Changes: s3changelog.New(b.s3, b.configBucket, "console-changes/"),
 		Queues: queuestats.New(b.prefix, func(ctx context.Context, _, name string) (queue.Queue, error) {
 			return sqsqueue.Open(ctx, b.sqs, name, sqsqueue.Config{})
 		}, nil).WithFleet(b.fleet),

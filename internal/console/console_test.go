@@ -22,6 +22,7 @@ import (
 	"github.com/millfleet/mill/internal/console/auth/albtest"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/changelog"
+	"github.com/millfleet/mill/pkg/changelog/fschangelog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
@@ -82,7 +83,7 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 		t.Fatal(err)
 	}
 	e.files = files
-	if e.changes, err = changelog.NewDir(filepath.Join(e.dir, "changes")); err != nil {
+	if e.changes, err = fschangelog.New(filepath.Join(e.dir, "changes")); err != nil {
 		t.Fatal(err)
 	}
 	var tokens *auth.Tokens

@@ -3,6 +3,7 @@ package devmode
 import (
 	"context"
 	"fmt"
+	"github.com/millfleet/mill/pkg/changelog/fschangelog"
 	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
 	"net"
 	"path/filepath"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
-	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
@@ -30,7 +30,7 @@ func (e *env) startConsole(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	changes, err := changelog.NewDir(filepath.Join(e.r.Dir, "console-changes"))
+	changes, err := fschangelog.New(filepath.Join(e.r.Dir, "console-changes"))
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package changelog
+package fschangelog
 
 import (
 	"context"
@@ -10,51 +10,53 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/millfleet/mill/pkg/changelog"
 )
 
-// Dir keeps each entry as the file ID.json in a local directory (the dev
+// Log keeps each entry as the file ID.json in a local directory (the dev
 // mode), created exclusively so an entry is never replaced.
-type Dir struct{ dir string }
+type Log struct{ dir string }
 
-var _ Log = (*Dir)(nil)
+var _ changelog.Log = (*Log)(nil)
 
-// NewDir returns a change log in dir (created when missing).
-func NewDir(dir string) (*Dir, error) {
+// New returns a change log in dir (created when missing).
+func New(dir string) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("changelog: %w", err)
 	}
-	return &Dir{dir: dir}, nil
+	return &Log{dir: dir}, nil
 }
 
 // String names the log for messages.
-func (d *Dir) String() string { return d.dir }
+func (d *Log) String() string { return d.dir }
 
-// Record implements Log.
-func (d *Dir) Record(ctx context.Context, c Change) (Change, error) {
-	c, b, err := prepare(c)
+// Record implements changelog.Log.
+func (d *Log) Record(ctx context.Context, c changelog.Change) (changelog.Change, error) {
+	c, b, err := changelog.Prepare(c)
 	if err != nil {
-		return Change{}, err
+		return changelog.Change{}, err
 	}
 	root, err := os.OpenRoot(d.dir)
 	if err != nil {
-		return Change{}, fmt.Errorf("changelog: %w", err)
+		return changelog.Change{}, fmt.Errorf("changelog: %w", err)
 	}
 	defer root.Close()
 	f, err := root.OpenFile(c.ID+".json", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return Change{}, fmt.Errorf("changelog: %w", err)
+		return changelog.Change{}, fmt.Errorf("changelog: %w", err)
 	}
 	_, werr := f.Write(b)
 	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		return Change{}, fmt.Errorf("changelog: %w", err)
+		return changelog.Change{}, fmt.Errorf("changelog: %w", err)
 	}
 	return c, nil
 }
 
-// List implements Log.
-func (d *Dir) List(ctx context.Context, after string, limit int) ([]Change, string, error) {
-	if after != "" && !validID(after) {
-		return nil, "", fmt.Errorf("%w: %q", ErrBadToken, after)
+// List implements changelog.Log.
+func (d *Log) List(ctx context.Context, after string, limit int) ([]changelog.Change, string, error) {
+	if after != "" && !changelog.ValidID(after) {
+		return nil, "", fmt.Errorf("%w: %q", changelog.ErrBadToken, after)
 	}
 	root, err := os.OpenRoot(d.dir)
 	if err != nil {
@@ -67,24 +69,24 @@ func (d *Dir) List(ctx context.Context, after string, limit int) ([]Change, stri
 	}
 	var ids []string
 	for _, e := range entries {
-		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && validID(id) && id > after {
+		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && changelog.ValidID(id) && id > after {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
-	n := pageSize(limit)
+	n := changelog.PageSize(limit)
 	next := ""
 	if len(ids) > n {
 		ids = ids[:n]
 		next = ids[n-1]
 	}
-	out := make([]Change, 0, len(ids))
+	out := make([]changelog.Change, 0, len(ids))
 	for _, id := range ids {
 		b, err := root.ReadFile(id + ".json")
 		if err != nil {
 			return nil, "", fmt.Errorf("changelog: %w", err)
 		}
-		var c Change
+		var c changelog.Change
 		if err := json.Unmarshal(b, &c); err != nil {
 			return nil, "", fmt.Errorf("changelog: %s: %w", filepath.Join(d.dir, id+".json"), err)
 		}

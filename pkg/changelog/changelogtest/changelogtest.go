@@ -1,4 +1,5 @@
-package changelog_test
+// Package changelogtest is the conformance suite of changelog.Log.
+package changelogtest
 
 import (
 	"context"
@@ -6,15 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
-	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/changelog"
 )
 
-// run is the contract of changelog.Log, for every implementation.
-func run(t *testing.T, newLog func(t *testing.T) changelog.Log) {
+// Run is the contract of changelog.Log; every implementation runs it with
+// a function that returns an empty log.
+func Run(t *testing.T, newLog func(t *testing.T) changelog.Log) {
 	ctx := context.Background()
 	t.Run("Invalid", func(t *testing.T) {
 		l := newLog(t)
@@ -72,28 +70,5 @@ func run(t *testing.T, newLog func(t *testing.T) changelog.Log) {
 		if !(got[4] == recorded[0] && got[5].User == "bo") && !(got[5] == recorded[0] && got[4].User == "bo") {
 			t.Errorf("last entries = %+v, %+v; want the first save and bo's delete", got[4], got[5])
 		}
-	})
-}
-
-func TestDir(t *testing.T) {
-	run(t, func(t *testing.T) changelog.Log {
-		d, err := changelog.NewDir(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	})
-}
-
-func TestS3(t *testing.T) {
-	cfg := testenv.AWS(t)
-	c := cfg.S3(func(o *s3.Options) { o.UsePathStyle = true })
-	run(t, func(t *testing.T) changelog.Log {
-		bucket := testenv.Prefix(t) + "changes"
-		if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-			t.Fatal(err)
-		}
-		testenv.CleanupBucket(t, c, bucket)
-		return changelog.NewS3(c, bucket, "console-changes/")
 	})
 }
