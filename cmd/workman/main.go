@@ -39,6 +39,7 @@ import (
 	"github.com/millfleet/mill/pkg/lifecycle"
 	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/metrics/cloudwatchmetrics"
+	"github.com/millfleet/mill/pkg/metrics/prometheusmetrics"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -345,7 +346,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	// Metric labels: the registered task types, "other" for the rest (a
 	// queue flooded with made-up types must not make a series per type).
-	prom := metrics.NewPrometheus(metrics.PrometheusOptions{Requests: meter.Snapshot, TaskTypes: mux.Types()})
+	prom := prometheusmetrics.New(prometheusmetrics.Options{Requests: meter.Snapshot, TaskTypes: mux.Types()})
 	var rec metrics.Recorder = prom
 	var cw *cloudwatchmetrics.Recorder
 	if o.cloudwatch {
@@ -404,7 +405,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("http: %w", err)
 		}
 		logger.Info("serving /healthz /readyz /metrics", "addr", ln.Addr().String())
-		srv := &http.Server{Handler: metrics.Handler(prom.Registry(), m.Ready), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: prometheusmetrics.Handler(prom.Registry(), m.Ready), ReadHeaderTimeout: 10 * time.Second}
 		bg.Go(func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error("http server", "error", err)

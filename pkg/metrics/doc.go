@@ -1,10 +1,10 @@
-// Package metrics is Mill's observability: the Recorder that Workman
+// Package metrics is Mill's observability port: the Recorder that Workman
 // (workman.Observer) and the processors.Metrics middleware
-// (processors.Observer) report to, Prometheus collectors with the
-// /healthz, /readyz and /metrics HTTP endpoints, and Multi, which fans out
-// to several recorders.
+// (processors.Observer) report to, Multi, which fans out to several, and
+// the bounded task-type labels both recorders use.
 //
-// The CloudWatch publisher is the sub-package cloudwatchmetrics: it
-// aggregates task results in memory and sends them once per interval in a
-// single PutMetricData call (never once per task).
+// The recorders are sub-packages: prometheusmetrics (Prometheus collectors
+// and the /healthz, /readyz and /metrics HTTP endpoints) and
+// cloudwatchmetrics (aggregates task results in memory and sends them once
+// per interval in a single PutMetricData call, never once per task).
 package metrics

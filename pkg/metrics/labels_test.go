@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"fmt"
+	"github.com/millfleet/mill/pkg/metrics/prometheusmetrics"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func unknownTypes(r metrics.Recorder, n int, registered []task.Type) {
 // series per metric, not 2,000; registered types keep their own label.
 func TestPrometheusLabelsBounded(t *testing.T) {
 	registered := []task.Type{task.TypeDup, task.TypeNoop}
-	p := metrics.NewPrometheus(metrics.PrometheusOptions{NoProcessMetrics: true, TaskTypes: registered})
+	p := prometheusmetrics.New(prometheusmetrics.Options{NoProcessMetrics: true, TaskTypes: registered})
 	unknownTypes(p, 2000, registered)
 	mfs, err := p.Registry().Gather()
 	if err != nil {

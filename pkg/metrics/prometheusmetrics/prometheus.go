@@ -1,4 +1,4 @@
-package metrics
+package prometheusmetrics
 
 import (
 	"net/http"
@@ -9,10 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/millfleet/mill/pkg/task"
+
+	"github.com/millfleet/mill/pkg/metrics"
 )
 
-// PrometheusOptions configure NewPrometheus. The zero value is ready to use.
-type PrometheusOptions struct {
+// Options configure New. The zero value is ready to use.
+type Options struct {
 	// Requests, when set, is read at every scrape for the number of SQS
 	// requests made so far by operation (sqsqueue's meter Snapshot, or a
 	// memqueue's Requests); it is exported as mill_sqs_requests_total.
@@ -24,7 +26,7 @@ type PrometheusOptions struct {
 	TaskTypes []task.Type
 }
 
-// Prometheus is a Recorder exporting Prometheus metrics (task_type is a
+// Recorder is a metrics.Recorder exporting Prometheus metrics (task_type is a
 // registered type or "other", see TaskTypeLabels):
 //
 //	mill_tasks_total{task_type,result}              counter
@@ -35,7 +37,7 @@ type PrometheusOptions struct {
 //	mill_messages_received_total{queue}             counter
 //	mill_dead_lettered_total{task_type,reason}      counter
 //	mill_sqs_requests_total{operation}              counter (from Requests)
-type Prometheus struct {
+type Recorder struct {
 	reg      *prometheus.Registry
 	tasks    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -44,16 +46,16 @@ type Prometheus struct {
 	empty    *prometheus.CounterVec
 	messages *prometheus.CounterVec
 	dead     *prometheus.CounterVec
-	labels   TaskTypeLabels
+	labels   metrics.TaskTypeLabels
 }
 
-var _ Recorder = (*Prometheus)(nil)
+var _ metrics.Recorder = (*Recorder)(nil)
 
-// NewPrometheus returns a Prometheus recorder with its own registry.
-func NewPrometheus(o PrometheusOptions) *Prometheus {
-	p := &Prometheus{
+// New returns a Prometheus recorder with its own registry.
+func New(o Options) *Recorder {
+	p := &Recorder{
 		reg:    prometheus.NewRegistry(),
-		labels: NewTaskTypeLabels(o.TaskTypes),
+		labels: metrics.NewTaskTypeLabels(o.TaskTypes),
 		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mill_tasks_total", Help: "Tasks handled, by task type and result.",
 		}, []string{"task_type", "result"}),
@@ -88,22 +90,22 @@ func NewPrometheus(o PrometheusOptions) *Prometheus {
 }
 
 // Registry returns the registry the metrics are in (add your own there).
-func (p *Prometheus) Registry() *prometheus.Registry { return p.reg }
+func (p *Recorder) Registry() *prometheus.Registry { return p.reg }
 
-// TaskDone implements Recorder.
-func (p *Prometheus) TaskDone(t task.Type, result string, elapsed time.Duration) {
+// TaskDone implements metrics.Recorder.
+func (p *Recorder) TaskDone(t task.Type, result string, elapsed time.Duration) {
 	typ := p.labels.Label(t)
 	p.tasks.WithLabelValues(typ, result).Inc()
 	p.duration.WithLabelValues(typ).Observe(elapsed.Seconds())
 }
 
-// DeadLettered implements Recorder.
-func (p *Prometheus) DeadLettered(t task.Type, reason string) {
+// DeadLettered implements metrics.Recorder.
+func (p *Recorder) DeadLettered(t task.Type, reason string) {
 	p.dead.WithLabelValues(p.labels.Label(t), reason).Inc()
 }
 
-// Received implements Recorder.
-func (p *Prometheus) Received(queue string, n int) {
+// Received implements metrics.Recorder.
+func (p *Recorder) Received(queue string, n int) {
 	p.receives.WithLabelValues(queue).Inc()
 	if n == 0 {
 		p.empty.WithLabelValues(queue).Inc()
@@ -111,8 +113,8 @@ func (p *Prometheus) Received(queue string, n int) {
 	p.messages.WithLabelValues(queue).Add(float64(n))
 }
 
-// InFlight implements Recorder.
-func (p *Prometheus) InFlight(delta int) { p.inFlight.Add(float64(delta)) }
+// InFlight implements metrics.Recorder.
+func (p *Recorder) InFlight(delta int) { p.inFlight.Add(float64(delta)) }
 
 var requestsDesc = prometheus.NewDesc("mill_sqs_requests_total", "SQS requests made, by operation.", []string{"operation"}, nil)
 

@@ -1,6 +1,7 @@
-package metrics_test
+package prometheusmetrics_test
 
 import (
+	"github.com/millfleet/mill/pkg/metrics/prometheusmetrics"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -25,11 +26,11 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestHandlerEndpoints(t *testing.T) {
-	p := metrics.NewPrometheus(metrics.PrometheusOptions{
+	p := prometheusmetrics.New(prometheusmetrics.Options{
 		Requests: func() map[string]int64 { return map[string]int64{"ReceiveMessage": 7, "DeleteMessageBatch": 3} },
 	})
 	var ready atomic.Bool
-	srv := httptest.NewServer(metrics.Handler(p.Registry(), ready.Load))
+	srv := httptest.NewServer(prometheusmetrics.Handler(p.Registry(), ready.Load))
 	defer srv.Close()
 
 	r := metrics.Multi(p, metrics.Nop{})
