@@ -23,7 +23,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/awsconfig"
-	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/queue"
 )
 
@@ -74,7 +74,7 @@ func TestCoreTemplateNamesMatchCode(t *testing.T) {
 		}
 	}
 	// pkg/fleet's keys.
-	for _, want := range []string{"AttributeName: " + fleet.AttrKind + ", KeyType: HASH", "AttributeName: " + fleet.AttrID + ", KeyType: RANGE",
+	for _, want := range []string{"AttributeName: " + dynamofleet.AttrKind + ", KeyType: HASH", "AttributeName: " + dynamofleet.AttrID + ", KeyType: RANGE",
 		`TableName: !Sub "${Prefix}fleet"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("core.yaml: fleet table lacks %q", want)
@@ -251,7 +251,7 @@ func TestCoreStackDeploys(t *testing.T) {
 		checkKeys(t, "leases", leases.KeySchema, "name", "")
 	}
 	if ft := describeTable(ctx, t, ddb, prefix+"fleet"); ft != nil {
-		checkKeys(t, "fleet", ft.KeySchema, fleet.AttrKind, fleet.AttrID)
+		checkKeys(t, "fleet", ft.KeySchema, dynamofleet.AttrKind, dynamofleet.AttrID)
 	}
 	if t.Failed() {
 		return

@@ -28,7 +28,8 @@ export CI=true
 # (S3), the audit log and leases (DynamoDB), setup (all of them), metrics
 # (CloudWatch), S3 event notifications and the operators' notifications (SNS).
 pkgs=(./pkg/queue/sqsqueue ./pkg/queue/claimcheck/s3blobs ./pkg/storage/s3store
-  ./pkg/auditlog ./pkg/lease ./pkg/setup ./pkg/metrics ./pkg/s3event ./pkg/notify)
+  ./pkg/auditlog/dynamoauditlog ./pkg/lease/dynamolease ./pkg/setup
+  ./pkg/metrics/cloudwatchmetrics ./pkg/s3event ./pkg/notify/snsnotify)
 e2e=(./test/e2e -run 'TestAuditDuplicationEndToEnd')
 
 case "$mode" in

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/testenv"
-	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
@@ -82,7 +82,7 @@ func TestAcceptance(t *testing.T) {
 	ddb := cfg.DynamoDB()
 	leaseTable := prefix + "leases"
 	testenv.CleanupTable(t, ddb, leaseTable)
-	if _, err := ddb.CreateTable(ctx, lease.CreateTableInput(leaseTable)); err != nil {
+	if _, err := ddb.CreateTable(ctx, dynamolease.CreateTableInput(leaseTable)); err != nil {
 		t.Fatal(err)
 	}
 

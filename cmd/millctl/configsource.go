@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
+	"github.com/millfleet/mill/pkg/configstore/s3configstore"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/stores"
@@ -68,13 +70,13 @@ func (c *configSource) policies(ctx context.Context) (policy.Repository, error) 
 // writes, history) over the same source.
 func (c *configSource) files(ctx context.Context) (configstore.Store, error) {
 	if *c.dir != "" {
-		return configstore.NewDir(*c.dir, stores.MaxFileSize)
+		return fsconfigstore.New(*c.dir, stores.MaxFileSize)
 	}
 	cl, err := c.s3(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return configstore.NewS3(cl, *c.bucket, *c.prefix, stores.MaxFileSize), nil
+	return s3configstore.New(cl, *c.bucket, *c.prefix, stores.MaxFileSize), nil
 }
 
 // registry loads accounts.json.

@@ -17,13 +17,19 @@ import (
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/changelog"
+	"github.com/millfleet/mill/pkg/changelog/fschangelog"
+	"github.com/millfleet/mill/pkg/changelog/s3changelog"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
+	"github.com/millfleet/mill/pkg/configstore/s3configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
-	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
+	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
 	"github.com/millfleet/mill/pkg/setup"
 )
 
@@ -145,7 +151,7 @@ func (o *consoleOptions) run(ctx context.Context, a *app, args []string) error {
 	}
 	cfg.Auth, cfg.AllowedHosts = authn, hosts
 	if o.fleetTable != "" {
-		cfg.Fleet = fleet.NewDynamo(awsCfg.DynamoDB(), o.fleetTable, nil)
+		cfg.Fleet = dynamofleet.New(awsCfg.DynamoDB(), o.fleetTable, nil)
 		cfg.Queues.WithFleet(cfg.Fleet)
 		where = append(where, "fleet registry "+o.fleetTable)
 	}
@@ -159,9 +165,9 @@ func (o *consoleOptions) run(ctx context.Context, a *app, args []string) error {
 		where = append(where, "bit log in PostgreSQL")
 	}
 	if o.reportsDir != "" {
-		cfg.Reports = console.DirReports{Dir: o.reportsDir}
+		cfg.Reports = fsreportstore.Store{Dir: o.reportsDir}
 	} else if o.reportsBucket != "" {
-		cfg.Reports = console.S3Reports{Client: s3c, Bucket: o.reportsBucket, Prefix: o.reportsPrefix}
+		cfg.Reports = s3reportstore.Store{Client: s3c, Bucket: o.reportsBucket, Prefix: o.reportsPrefix}
 	}
 	cfg.Where = strings.Join(where, " · ")
 	return o.serve(ctx, a, cfg)
@@ -196,11 +202,11 @@ func (o *consoleOptions) config(ctx context.Context, a *app, awsCfg *awsconfig.C
 	var files configstore.Store
 	var err error
 	if *o.src.dir != "" {
-		if files, err = configstore.NewDir(*o.src.dir, 0); err != nil {
+		if files, err = fsconfigstore.New(*o.src.dir, 0); err != nil {
 			return console.Config{}, nil, err
 		}
 	} else {
-		files = configstore.NewS3(s3c, *o.src.bucket, *o.src.prefix, 0)
+		files = s3configstore.New(s3c, *o.src.bucket, *o.src.prefix, 0)
 	}
 	changes, err := openChangeLog(o.changeLog, s3c, *o.src.bucket, *o.src.prefix, *o.src.dir)
 	if err != nil {
@@ -306,11 +312,11 @@ func openChangeLog(where string, s3c *s3.Client, bucket, prefix, dir string) (ch
 		if p != "" && !strings.HasSuffix(p, "/") {
 			p += "/"
 		}
-		return changelog.NewS3(s3c, b, p), nil
+		return s3changelog.New(s3c, b, p), nil
 	case where != "":
-		return changelog.NewDir(where)
+		return fschangelog.New(where)
 	case dir != "":
-		return changelog.NewDir(filepath.Join(dir, "console-changes"))
+		return fschangelog.New(filepath.Join(dir, "console-changes"))
 	}
-	return changelog.NewS3(s3c, bucket, prefix+defaultChangeLogPrefix), nil
+	return s3changelog.New(s3c, bucket, prefix+defaultChangeLogPrefix), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
@@ -21,12 +22,12 @@ import (
 )
 
 // fleetRegistry opens the fleet registry in table.
-func (a *app) fleetRegistry(ctx context.Context, table string) (*fleet.Dynamo, error) {
+func (a *app) fleetRegistry(ctx context.Context, table string) (*dynamofleet.Registry, error) {
 	awsCfg, err := a.awsConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return fleet.NewDynamo(awsCfg.DynamoDB(), table, nil), nil
+	return dynamofleet.New(awsCfg.DynamoDB(), table, nil), nil
 }
 
 const fleetUsage = `Show the fleet registry: one line per Workman (worker ID, state, EC2 instance
@@ -115,7 +116,7 @@ func (o *pauseOptions) run(ctx context.Context, a *app, args []string) error {
 	if err := errors.Join(errs...); err != nil {
 		return usagef("%v", err)
 	}
-	reg := fleet.NewDynamo(awsCfg.DynamoDB(), o.table, nil)
+	reg := dynamofleet.New(awsCfg.DynamoDB(), o.table, nil)
 	for _, p := range ps {
 		p.By, p.At, p.Reason = operator(), time.Now(), o.reason
 		if err := reg.Pause(ctx, p); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
 	"github.com/millfleet/mill/pkg/setup"
@@ -25,13 +26,13 @@ func TestFleetPauseResume(t *testing.T) {
 	table := prefix + "fleet"
 	ddb := cfg.DynamoDB()
 	testenv.CleanupQueues(t, cfg.SQS(), prefix)
-	testenv.CreateTable(t, ddb, fleet.CreateTableInput(table), fleet.TimeToLiveInput(table))
+	testenv.CreateTable(t, ddb, dynamofleet.CreateTableInput(table), dynamofleet.TimeToLiveInput(table))
 	for _, k := range queue.AllKeys {
 		if _, err := (setup.Queue{Client: cfg.SQS(), QueueName: queue.Name(prefix, k), VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	reg := fleet.NewDynamo(ddb, table, nil)
+	reg := dynamofleet.New(ddb, table, nil)
 	now := time.Now()
 	rec := func(id string, beat time.Time, st fleet.State) fleet.Worker {
 		return fleet.Worker{ID: id, Started: now.Add(-time.Hour), Heartbeat: beat, Interval: 30 * time.Second,

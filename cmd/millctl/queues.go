@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -72,7 +73,7 @@ func (o *queuesOptions) run(ctx context.Context, a *app, args []string) error {
 		return sqsqueue.Open(ctx, sqsc, name, sqsqueue.Config{})
 	}, ages)
 	if o.fleetTable != "" {
-		qs.WithFleet(fleet.NewDynamo(awsCfg.DynamoDB(), o.fleetTable, nil))
+		qs.WithFleet(dynamofleet.New(awsCfg.DynamoDB(), o.fleetTable, nil))
 	}
 	if o.waitEmpty > 0 {
 		if err := waitQueuesEmpty(ctx, qs, o.waitEmpty); err != nil {

@@ -22,8 +22,8 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
-	"github.com/millfleet/mill/pkg/fleet"
-	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
+	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/setup"
@@ -194,12 +194,12 @@ func TestSetupTwiceThenRepairDrift(t *testing.T) {
 	}
 	ttl, err := ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(n.leases)})
 	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled ||
-		aws.ToString(ttl.TimeToLiveDescription.AttributeName) != lease.AttrExpiresAt {
+		aws.ToString(ttl.TimeToLiveDescription.AttributeName) != dynamolease.AttrExpiresAt {
 		t.Errorf("lease TTL: %+v %v", ttl, err)
 	}
 	ttl, err = ddb.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(n.fleet)})
 	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled ||
-		aws.ToString(ttl.TimeToLiveDescription.AttributeName) != fleet.AttrExpiresAt {
+		aws.ToString(ttl.TimeToLiveDescription.AttributeName) != dynamofleet.AttrExpiresAt {
 		t.Errorf("fleet TTL: %+v %v", ttl, err)
 	}
 	// Database: every migration applied.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/lifecycle"
 )
 
@@ -58,7 +59,7 @@ func newMember(o *fleetOptions, awsCfg *awsconfig.Config, workerID, prefix strin
 	}
 	host, _ := os.Hostname()
 	return fleet.NewMember(fleet.MemberConfig{
-		Registry: fleet.NewDynamo(awsCfg.DynamoDB(), o.table, nil), QueuePrefix: prefix, Interval: o.interval, Logger: logger,
+		Registry: dynamofleet.New(awsCfg.DynamoDB(), o.table, nil), QueuePrefix: prefix, Interval: o.interval, Logger: logger,
 		Self: fleet.Worker{ID: workerID, Hostname: host, PID: os.Getpid(), Version: version(), Started: time.Now(), Queues: queues, Pool: pool},
 	})
 }

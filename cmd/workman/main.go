@@ -38,6 +38,8 @@ import (
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lifecycle"
 	"github.com/millfleet/mill/pkg/metrics"
+	"github.com/millfleet/mill/pkg/metrics/cloudwatchmetrics"
+	"github.com/millfleet/mill/pkg/metrics/prometheusmetrics"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -141,9 +143,9 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.minShare, "min-share", "", "starvation floor, comma-separated QUEUE=`fraction` (e.g. bit=0.2): while a higher queue\nhas a backlog, QUEUE still gets that fraction of the task starts (default none: strict priority)")
 	fs.DurationVar(&o.grace, "grace-period", workman.DefaultGracePeriod, "on SIGTERM/SIGINT, how long running tasks may finish before they are cancelled and released")
 	fs.StringVar(&o.httpAddr, "http-addr", ":9464", "`address` of the /healthz, /readyz and /metrics server (empty: none)")
-	fs.DurationVar(&o.metricsInterval, "metrics-interval", metrics.DefaultPublishInterval, "CloudWatch publication interval (one PutMetricData per interval)")
+	fs.DurationVar(&o.metricsInterval, "metrics-interval", cloudwatchmetrics.DefaultPublishInterval, "CloudWatch publication interval (one PutMetricData per interval)")
 	fs.BoolVar(&o.cloudwatch, "cloudwatch", true, "publish CloudWatch metrics")
-	fs.StringVar(&o.namespace, "cloudwatch-namespace", metrics.DefaultNamespace, "CloudWatch `namespace`")
+	fs.StringVar(&o.namespace, "cloudwatch-namespace", cloudwatchmetrics.DefaultNamespace, "CloudWatch `namespace`")
 	fs.IntVar(&o.maxAttempts, "max-attempts", workman.DefaultMaxAttempts, "failures after which a task goes to the dead-letter queue")
 	fs.StringVar(&o.workerID, "worker-id", "", "this worker's `id` in logs and dead letters (default hostname-pid)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
@@ -336,11 +338,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	// Metric labels: the served task types, "other" for the rest (a queue
 	// flooded with made-up types must not make a series per type).
-	prom := metrics.NewPrometheus(metrics.PrometheusOptions{Requests: meter.Snapshot, TaskTypes: types})
+	prom := prometheusmetrics.New(prometheusmetrics.Options{Requests: meter.Snapshot, TaskTypes: types})
 	var rec metrics.Recorder = prom
-	var cw *metrics.CloudWatch
+	var cw *cloudwatchmetrics.Recorder
 	if o.cloudwatch {
-		cw, err = metrics.NewCloudWatch(awsCfg.CloudWatch(), metrics.CloudWatchConfig{
+		cw, err = cloudwatchmetrics.New(awsCfg.CloudWatch(), cloudwatchmetrics.Config{
 			Namespace: o.namespace, Interval: o.metricsInterval, Logger: logger, TaskTypes: types,
 		})
 		if err != nil {
@@ -392,7 +394,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("http: %w", err)
 		}
 		logger.Info("serving /healthz /readyz /metrics", "addr", ln.Addr().String())
-		srv := &http.Server{Handler: metrics.Handler(prom.Registry(), m.Ready), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: prometheusmetrics.Handler(prom.Registry(), m.Ready), ReadHeaderTimeout: 10 * time.Second}
 		bg.Go(func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error("http server", "error", err)

@@ -3,6 +3,8 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"github.com/millfleet/mill/pkg/changelog/fschangelog"
+	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,8 +24,6 @@ import (
 	"github.com/millfleet/mill/internal/console/auth"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/internal/wiring"
-	"github.com/millfleet/mill/pkg/changelog"
-	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
@@ -213,11 +213,11 @@ func benchConsole(b *testing.B, api, plain *sqs.Client, prefix string) (*httptes
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
-	files, err := configstore.NewDir(dir, 0)
+	files, err := fsconfigstore.New(dir, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	changes, err := changelog.NewDir(filepath.Join(dir, "changes"))
+	changes, err := fschangelog.New(filepath.Join(dir, "changes"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,19 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/millfleet/mill/internal/console/auth"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/reportstore"
 )
 
 // resultsPage is how many results a page lists.
@@ -28,71 +24,16 @@ const resultsPage = 100
 // ErrForeignReport: a report location outside the configured reports
 // bucket or directory; the console serves nothing from elsewhere, whatever
 // the bit log says.
-var ErrForeignReport = errors.New("console: report location outside the reports bucket or directory")
+var ErrForeignReport = reportstore.ErrForeign
 
-// ReportOpener opens bit-integrity report files (bitlog.Report.Location).
+// ReportOpener opens bit-integrity report files (bitlog.Report.Location):
+// the reading half of a reportstore.Store (s3reportstore, fsreportstore).
 //
 // Contract: Open returns the file's content and size, or an error wrapping
 // ErrForeignReport for a location outside its bucket or directory (nothing
 // is read then).
 type ReportOpener interface {
 	Open(ctx context.Context, location string) (io.ReadCloser, int64, error)
-}
-
-// S3GetAPI is the part of the S3 client S3Reports uses.
-type S3GetAPI interface {
-	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
-}
-
-// S3Reports opens reports in the reports bucket, under Prefix.
-type S3Reports struct {
-	Client S3GetAPI
-	Bucket string
-	Prefix string
-}
-
-// Open implements ReportOpener.
-func (s S3Reports) Open(ctx context.Context, location string) (io.ReadCloser, int64, error) {
-	key, ok := strings.CutPrefix(location, "s3://"+s.Bucket+"/")
-	if !ok || !strings.HasPrefix(key, s.Prefix) || strings.Contains(key, "..") {
-		return nil, 0, fmt.Errorf("%w: %q", ErrForeignReport, location)
-	}
-	out, err := s.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key)})
-	if err != nil {
-		return nil, 0, fmt.Errorf("console: get %s: %w", location, err)
-	}
-	return out.Body, aws.ToInt64(out.ContentLength), nil
-}
-
-// DirReports opens reports in a local directory (the dev mode), through an
-// os.Root so no location can reach outside it.
-type DirReports struct{ Dir string }
-
-// Open implements ReportOpener.
-func (d DirReports) Open(_ context.Context, location string) (io.ReadCloser, int64, error) {
-	abs, err := filepath.Abs(d.Dir)
-	if err != nil {
-		return nil, 0, err
-	}
-	rel, err := filepath.Rel(abs, location)
-	if err != nil || !filepath.IsAbs(location) || rel == "." || strings.HasPrefix(rel, "..") {
-		return nil, 0, fmt.Errorf("%w: %q", ErrForeignReport, location)
-	}
-	root, err := os.OpenRoot(abs)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer root.Close()
-	f, err := root.Open(rel)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", ErrForeignReport, err)
-	}
-	info, err := f.Stat()
-	if err != nil || !info.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, fmt.Errorf("%w: %q is not a file", ErrForeignReport, location)
-	}
-	return f, info.Size(), nil
 }
 
 func (s *Server) bitRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {

@@ -32,15 +32,18 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
-	"github.com/millfleet/mill/pkg/changelog"
+	"github.com/millfleet/mill/pkg/changelog/s3changelog"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/configstore/s3configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -91,7 +94,7 @@ type browserEnv struct {
 	shots                 int
 	bitRun                string
 	fleetTable            string
-	fleet                 *fleet.Dynamo
+	fleet                 *dynamofleet.Registry
 }
 
 func newBrowserEnv(t *testing.T) *browserEnv {
@@ -114,7 +117,7 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
 		t.Fatal(err)
 	}
-	b.files = configstore.NewS3(b.s3, b.configBucket, "", 0)
+	b.files = s3configstore.New(b.s3, b.configBucket, "", 0)
 	put := func(name, data string) {
 		if _, err := b.files.Put(ctx, name, []byte(data), configstore.Cond{}, configstore.Meta{Author: "setup"}); err != nil {
 			t.Fatal(err)
@@ -148,8 +151,8 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 	// does (no claim check here).
 	ddb := cfg.DynamoDB()
 	b.fleetTable = b.prefix + "fleet"
-	testenv.CreateTable(t, ddb, fleet.CreateTableInput(b.fleetTable), fleet.TimeToLiveInput(b.fleetTable))
-	b.fleet = fleet.NewDynamo(ddb, b.fleetTable, nil)
+	testenv.CreateTable(t, ddb, dynamofleet.CreateTableInput(b.fleetTable), dynamofleet.TimeToLiveInput(b.fleetTable))
+	b.fleet = dynamofleet.New(ddb, b.fleetTable, nil)
 	dead, err := (&wiring.Claims{}).DeadLetters(ctx, b.sqs, b.s3, "", deadletter.Config{Prefix: b.prefix, Hold: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -159,12 +162,12 @@ func newBrowserEnv(t *testing.T) *browserEnv {
 	var tokens *auth.Tokens
 	tokens, b.admin, b.admin2, b.viewer, b.operator = users(t, "@example.org")
 	srv, err := console.New(console.Config{
-		Auth: tokens, Files: b.files, Changes: changelog.NewS3(b.s3, b.configBucket, "console-changes/"),
+		Auth: tokens, Files: b.files, Changes: s3changelog.New(b.s3, b.configBucket, "console-changes/"),
 		Queues: queuestats.New(b.prefix, func(ctx context.Context, _, name string) (queue.Queue, error) {
 			return sqsqueue.Open(ctx, b.sqs, name, sqsqueue.Config{})
 		}, nil).WithFleet(b.fleet),
 		DeadLetters: dead, Fleet: b.fleet,
-		BitLog: bits, Reports: console.S3Reports{Client: b.s3, Bucket: reportsBucket},
+		BitLog: bits, Reports: s3reportstore.Store{Client: b.s3, Bucket: reportsBucket},
 		SampleEvery: 3 * time.Second, HistoryWindow: 2 * time.Minute, Refresh: 5 * time.Second,
 		Where:  "config s3://" + b.configBucket + "/ · queues " + b.prefix + "* · bit log in PostgreSQL",
 		Logger: slogtest.New(t, slog.LevelInfo),

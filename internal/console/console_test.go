@@ -16,14 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/fleet/memfleet"
+	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
+
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
 	"github.com/millfleet/mill/internal/console/auth/albtest"
 	"github.com/millfleet/mill/pkg/changelog"
+	"github.com/millfleet/mill/pkg/changelog/fschangelog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
 	"github.com/millfleet/mill/pkg/deadletter"
-	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
@@ -53,7 +57,7 @@ type env struct {
 	changes               changelog.Log
 	queues                map[string]*memqueue.Queue
 	bits                  *membitlog.Log
-	fleet                 *fleet.Memory
+	fleet                 *memfleet.Registry
 	clock                 *clock.Fake
 	admin, admin2, viewer string
 	operator              string
@@ -75,12 +79,12 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 	write(stores.FileName, registryJSON)
 	write(policy.FileName("acme"), `{"spaceDuplicationStorePolicies": {"photos": [{"srcStoreId": "1", "destStoreId": "2"}]}, "spacesToIgnore": ["scratch"]}`)
 	write(policy.AccountsFile, `["acme"]`)
-	files, err := configstore.NewDir(cfgDir, 0)
+	files, err := fsconfigstore.New(cfgDir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.files = files
-	if e.changes, err = changelog.NewDir(filepath.Join(e.dir, "changes")); err != nil {
+	if e.changes, err = fschangelog.New(filepath.Join(e.dir, "changes")); err != nil {
 		t.Fatal(err)
 	}
 	var tokens *auth.Tokens
@@ -90,7 +94,7 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 		e.queues[k] = memqueue.New("mill-"+k, memqueue.Config{Clock: e.clock})
 	}
 	e.bits = membitlog.New(e.clock)
-	e.fleet = fleet.NewMemory(e.clock)
+	e.fleet = memfleet.New(e.clock)
 	reader := queuestats.New("mill-", func(_ context.Context, key, _ string) (queue.Queue, error) { return e.queues[key], nil }, nil).WithFleet(e.fleet)
 	dead, err := deadletter.New(deadletter.Config{Queue: e.queues[queue.KeyDeadLetter], Prefix: "mill-", Wait: -1,
 		Open: func(_ context.Context, name string) (queue.Queue, error) {
@@ -101,7 +105,7 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 	}
 	cfg := console.Config{
 		Auth: tokens, Files: files, Changes: e.changes, Queues: reader, BitLog: e.bits, DeadLetters: dead, Fleet: e.fleet,
-		Reports: console.DirReports{Dir: filepath.Join(e.dir, "reports")}, Clock: e.clock,
+		Reports: fsreportstore.Store{Dir: filepath.Join(e.dir, "reports")}, Clock: e.clock,
 		Logger: slogtest.New(t, slog.LevelInfo),
 	}
 	for _, o := range opts {

@@ -10,6 +10,7 @@ import (
 	"github.com/millfleet/mill/internal/console/auth"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/configstore/s3configstore"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/policyedit"
 )
@@ -53,7 +54,7 @@ func (s *Server) historyPage(w http.ResponseWriter, r *http.Request, u *auth.Use
 
 // versioningNote warns when the config bucket keeps no versions.
 func (s *Server) versioningNote(r *http.Request) string {
-	v, ok := s.cfg.Files.(*configstore.S3)
+	v, ok := s.cfg.Files.(*s3configstore.Store)
 	if !ok {
 		return ""
 	}

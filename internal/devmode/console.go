@@ -3,17 +3,18 @@ package devmode
 import (
 	"context"
 	"fmt"
+	"github.com/millfleet/mill/pkg/changelog/fschangelog"
+	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
 	"net"
 	"path/filepath"
 	"strings"
 
 	"github.com/millfleet/mill/internal/console"
 	"github.com/millfleet/mill/internal/console/auth"
-	"github.com/millfleet/mill/pkg/changelog"
-	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/queuestats"
+	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
 )
 
 // startConsole serves the Mill Console on the dev mode's own queues,
@@ -25,11 +26,11 @@ func (e *env) startConsole(ctx context.Context) (string, error) {
 	if err := console.CheckListen(e.cfg.Console, authn); err != nil {
 		return "", err
 	}
-	files, err := configstore.NewDir(filepath.Join(e.r.Dir, "config"), 0)
+	files, err := fsconfigstore.New(filepath.Join(e.r.Dir, "config"), 0)
 	if err != nil {
 		return "", err
 	}
-	changes, err := changelog.NewDir(filepath.Join(e.r.Dir, "console-changes"))
+	changes, err := fschangelog.New(filepath.Join(e.r.Dir, "console-changes"))
 	if err != nil {
 		return "", err
 	}
@@ -50,7 +51,7 @@ func (e *env) startConsole(ctx context.Context) (string, error) {
 	}
 	srv, err := console.New(console.Config{
 		Auth: authn, Files: files, Changes: changes, Queues: queues, BitLog: e.deps.BitLog, DeadLetters: dead,
-		Reports: console.DirReports{Dir: e.r.ReportDir}, SampleEvery: consoleSampleEvery, Logger: e.cfg.Logger,
+		Reports: fsreportstore.Store{Dir: e.r.ReportDir}, SampleEvery: consoleSampleEvery, Logger: e.cfg.Logger,
 		Where: "dev mode: " + e.r.Dir,
 	})
 	if err != nil {

@@ -46,6 +46,7 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/notify"
+	"github.com/millfleet/mill/pkg/notify/memnotify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/spacestats"
@@ -202,7 +203,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Dir: dir, Tasks: map[task.Type]map[string]int{}, Cases: map[int]int{}, BitErrors: map[int]int{},
 		firstCase: map[string]int{}, bitErrorKeys: map[string][]string{},
 	}
-	e := &env{cfg: cfg, r: r, out: cfg.Out, notes: &notify.Memory{}}
+	e := &env{cfg: cfg, r: r, out: cfg.Out, notes: &memnotify.Notifier{}}
 	err = e.run(ctx)
 	r.Notifications = e.notes.Events()
 	r.Elapsed = time.Since(start)
@@ -243,8 +244,8 @@ type env struct {
 	reg  *stores.Registry
 	pols policy.Repository
 	hist *historyLog
-	// notes collects the notifications (notify.SNS in production).
-	notes *notify.Memory
+	// notes collects the notifications (snsnotify.Notifier in production).
+	notes *memnotify.Notifier
 
 	mu        sync.Mutex
 	processed int

@@ -6,13 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 	"math/rand/v2"
 	"os"
 	"time"
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
@@ -51,7 +51,7 @@ func (e *env) runDupProducer(ctx context.Context) (looping.Summary, error) {
 func (e *env) runLoop(ctx context.Context, kind string, p looping.Producer, q queue.Queue) (looping.Summary, error) {
 	loop, err := looping.New(looping.Config{
 		Kind: kind, Producer: p, Queue: q,
-		State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil), Notifier: e.notes,
+		State: looping.NewMemoryStore(), Lease: memlease.New(nil), Notifier: e.notes,
 		Logger: e.cfg.Logger, Progress: looping.ProgressOff,
 	})
 	if err != nil {

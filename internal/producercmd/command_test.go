@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 	"github.com/millfleet/mill/producers/looping"
 )
 
@@ -74,7 +74,7 @@ func TestCommandReportsEveryProblemAsOneUsageError(t *testing.T) {
 }
 
 func TestNoLeaseIsInMemory(t *testing.T) {
-	if _, ok := newLease(nil, NoLease).(*lease.Memory); !ok {
+	if _, ok := newLease(nil, NoLease).(*memlease.Lease); !ok {
 		t.Fatalf("--lease-table %s: %T, want an in-memory lease", NoLease, newLease(nil, NoLease))
 	}
 }

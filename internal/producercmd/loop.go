@@ -9,6 +9,8 @@ import (
 
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/lease/dynamolease"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/producers/looping"
@@ -22,9 +24,9 @@ const NoLease = "none"
 // when table is NoLease.
 func newLease(aws *awsconfig.Config, table string) lease.Lease {
 	if table == NoLease {
-		return lease.NewMemory(nil)
+		return memlease.New(nil)
 	}
-	return lease.NewDynamo(aws.DynamoDB(), table, nil)
+	return dynamolease.New(aws.DynamoDB(), table, nil)
 }
 
 // OpenQueue opens the SQS queue of that name.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
+	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
@@ -18,6 +20,7 @@ import (
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/notify"
+	"github.com/millfleet/mill/pkg/notify/snsnotify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -26,7 +29,6 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/task"
-	"github.com/millfleet/mill/processors/bitreport"
 	"github.com/millfleet/mill/processors/noop"
 )
 
@@ -71,7 +73,7 @@ type AWSConfig struct {
 	CheckpointEvery  int64
 
 	// NotifyTopicARN, when set, is the SNS topic operators' notifications
-	// are published to (notify.SNS); otherwise they are logged.
+	// are published to (snsnotify.Notifier); otherwise they are logged.
 	NotifyTopicARN string
 	// ReportAdminSpace: see Deps.ReportAdminSpace.
 	ReportAdminSpace bool
@@ -171,11 +173,11 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 	d = &Deps{
 		Logger: cfg.Logger, Clock: cfg.Clock, Queues: qs, Stores: opener,
 		Policies: policy.NewCache(pols, policy.CacheConfig{Refresh: cfg.PolicyRefresh, Clock: cfg.Clock, Logger: cfg.Logger}),
-		AuditLog: auditlog.NewDynamo(aws.DynamoDB(), cfg.AuditTable),
+		AuditLog: dynamoauditlog.New(aws.DynamoDB(), cfg.AuditTable),
 		Index:    pgcontentindex.New(db.Pool),
 		BitLog:   pgbitlog.New(db.Pool),
 		Stats:    pgspacestats.New(db.Pool),
-		Reports:  &bitreport.S3Reports{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
+		Reports:  s3reportstore.Store{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
 		Notifier: notifier, ReportAdminSpace: cfg.ReportAdminSpace,
 		DupRestoreDays: cfg.DupRestoreDays,
 		Format:         cfg.Format, RecheckDelay: cfg.RecheckDelay, Noop: cfg.Noop,
@@ -192,11 +194,11 @@ func NotifyFlag(fs *flag.FlagSet) *string {
 	return fs.String("notify-topic-arn", "", "SNS topic `ARN` operators' notifications are published to (empty: they are logged)")
 }
 
-// Notifier returns the notifier of a topic ARN: notify.SNS on the topic,
+// Notifier returns the notifier of a topic ARN: snsnotify.Notifier on the topic,
 // or notify.Log with logger when the ARN is empty.
 func Notifier(aws *awsconfig.Config, topicARN string, logger *slog.Logger) (notify.Notifier, error) {
 	if topicARN == "" {
 		return notify.Log{Logger: logger}, nil
 	}
-	return notify.NewSNS(aws.SNS(), topicARN)
+	return snsnotify.New(aws.SNS(), topicARN)
 }

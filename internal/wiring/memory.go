@@ -6,19 +6,19 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
+	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
 	"github.com/millfleet/mill/pkg/spacestats/memspacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
-	"github.com/millfleet/mill/processors/bitreport"
 )
 
 // DefaultMemoryMaxReceiveCount is the redrive limit of the memory work
@@ -98,9 +98,9 @@ func Memory(cfg MemoryConfig) (*Deps, error) {
 	})
 	return &Deps{
 		Logger: cfg.Logger, Clock: clk, Queues: qs, Stores: opener, Policies: cfg.Policies,
-		AuditLog: auditlog.NewMemory(), Index: memcontentindex.New(), BitLog: membitlog.New(clk),
+		AuditLog: memauditlog.New(), Index: memcontentindex.New(), BitLog: membitlog.New(clk),
 		Stats:   memspacestats.New(clk),
-		Reports: &bitreport.DirReports{Dir: cfg.ReportsDir},
+		Reports: fsreportstore.Store{Dir: cfg.ReportsDir},
 		Format:  cfg.Format, RecheckDelay: cfg.RecheckDelay,
 	}, nil
 }

@@ -49,7 +49,7 @@ import (
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
 	"github.com/millfleet/mill/pkg/deadletter"
-	"github.com/millfleet/mill/pkg/metrics"
+	"github.com/millfleet/mill/pkg/metrics/cloudwatchmetrics"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
@@ -73,7 +73,7 @@ const (
 const (
 	Namespace        = "AWS/SQS"
 	MetricVisible    = "ApproximateNumberOfMessagesVisible"
-	MetricDeadLetter = metrics.MetricDeadLettered
+	MetricDeadLetter = cloudwatchmetrics.MetricDeadLettered
 	MetricOldestAge  = "ApproximateAgeOfOldestMessage"
 	DimensionQueue   = "QueueName"
 	ResourceKind     = "alarm"
@@ -99,7 +99,7 @@ type Config struct {
 	// LowPriorityMaxAge that of the others.
 	HighPriorityMaxAge, LowPriorityMaxAge, BitErrorMaxAge time.Duration
 	// MetricsNamespace is the namespace Workman publishes its metrics in
-	// (its --cloudwatch-namespace; default metrics.DefaultNamespace).
+	// (its --cloudwatch-namespace; default cloudwatchmetrics.DefaultNamespace).
 	MetricsNamespace string
 }
 
@@ -114,7 +114,7 @@ func DefaultConfig(prefix string) Config {
 		DupHighHigh: DefaultDupHighHigh, DupHighLow: DefaultDupHighLow,
 		DupLowHigh: DefaultDupLowHigh, DupLowLow: DefaultDupLowLow,
 		HighPriorityMaxAge: DefaultHighPriorityMaxAge, LowPriorityMaxAge: DefaultLowPriorityMaxAge,
-		BitErrorMaxAge: DefaultBitErrorMaxAge, MetricsNamespace: metrics.DefaultNamespace,
+		BitErrorMaxAge: DefaultBitErrorMaxAge, MetricsNamespace: cloudwatchmetrics.DefaultNamespace,
 	}
 }
 
@@ -269,7 +269,7 @@ func bitErrorDeadLettered(cfg Config, reason, suffix string, alarmActs, okActs [
 	return Spec{
 		Name: cfg.QueuePrefix + "bit-error-" + suffix, Description: desc,
 		Namespace: cfg.MetricsNamespace, MetricName: MetricDeadLetter,
-		Dimensions: []Dimension{{metrics.DimResult, reason}, {metrics.DimTaskType, string(task.TypeBitError)}},
+		Dimensions: []Dimension{{cloudwatchmetrics.DimResult, reason}, {cloudwatchmetrics.DimTaskType, string(task.TypeBitError)}},
 		Statistic:  cwtypes.StatisticSum, Period: 300, EvaluationPeriods: 1, Threshold: 0,
 		Comparison: cwtypes.ComparisonOperatorGreaterThanThreshold, TreatMissingData: missingNotBreach,
 		AlarmActions: alarmActs, OKActions: okActs,

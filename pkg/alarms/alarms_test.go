@@ -12,7 +12,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/alarms"
-	"github.com/millfleet/mill/pkg/metrics"
+	"github.com/millfleet/mill/pkg/metrics/cloudwatchmetrics"
 	"github.com/millfleet/mill/pkg/setup"
 )
 
@@ -65,8 +65,8 @@ func TestSpecsMirrorInfra(t *testing.T) {
 		for _, d := range s.Dimensions {
 			dims[d.Name] = d.Value
 		}
-		if s.Namespace != metrics.DefaultNamespace || s.MetricName != metrics.MetricDeadLettered || s.Statistic != cwtypes.StatisticSum ||
-			dims[metrics.DimTaskType] != "BIT_ERROR" || dims[metrics.DimResult] != reason || len(dims) != 2 || s.Threshold != 0 ||
+		if s.Namespace != cloudwatchmetrics.DefaultNamespace || s.MetricName != cloudwatchmetrics.MetricDeadLettered || s.Statistic != cwtypes.StatisticSum ||
+			dims[cloudwatchmetrics.DimTaskType] != "BIT_ERROR" || dims[cloudwatchmetrics.DimResult] != reason || len(dims) != 2 || s.Threshold != 0 ||
 			s.Comparison != cwtypes.ComparisonOperatorGreaterThanThreshold || s.TreatMissingData != "notBreaching" {
 			t.Errorf("%s: %+v", name, s)
 		}

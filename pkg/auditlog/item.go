@@ -30,16 +30,16 @@ const (
 	AttrHash            = "hash"
 )
 
-// attr is one attribute of an item: a string (S) or a number (N) value.
-type attr struct {
-	name, value string
-	number      bool
+// Attr is one attribute of an item: a string (S) or a number (N) value.
+type Attr struct {
+	Name, Value string
+	Number      bool
 }
 
 // itemAttrs returns the attributes of e's item, keys included, in a fixed
 // order; empty optional values are left out. Both implementations use it, so
 // they agree on what is stored and on the size check.
-func itemAttrs(e Entry) ([]attr, error) {
+func itemAttrs(e Entry) ([]Attr, error) {
 	e = e.normalize()
 	k := e.Key()
 	sk, err := k.SK()
@@ -50,21 +50,21 @@ func itemAttrs(e Entry) ([]attr, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []attr{
-		{name: AttrPK, value: k.PK()},
-		{name: AttrSK, value: sk},
-		{name: AttrGSI1PK, value: SpaceKey(e.Account, e.StoreID, e.SpaceID)},
-		{name: AttrGSI1SK, value: gsk},
-		{name: AttrAccount, value: e.Account},
-		{name: AttrStoreID, value: e.StoreID},
-		{name: AttrSpaceID, value: e.SpaceID},
-		{name: AttrAction, value: string(e.Action)},
-		{name: AttrTime, value: strconv.FormatInt(e.Time.UnixMilli(), 10), number: true},
-		{name: AttrHash, value: k.Hash},
+	out := []Attr{
+		{Name: AttrPK, Value: k.PK()},
+		{Name: AttrSK, Value: sk},
+		{Name: AttrGSI1PK, Value: SpaceKey(e.Account, e.StoreID, e.SpaceID)},
+		{Name: AttrGSI1SK, Value: gsk},
+		{Name: AttrAccount, Value: e.Account},
+		{Name: AttrStoreID, Value: e.StoreID},
+		{Name: AttrSpaceID, Value: e.SpaceID},
+		{Name: AttrAction, Value: string(e.Action)},
+		{Name: AttrTime, Value: strconv.FormatInt(e.Time.UnixMilli(), 10), Number: true},
+		{Name: AttrHash, Value: k.Hash},
 	}
 	opt := func(name, v string) {
 		if v != "" {
-			out = append(out, attr{name: name, value: v})
+			out = append(out, Attr{Name: name, Value: v})
 		}
 	}
 	opt(AttrContentID, e.ContentID)
@@ -72,7 +72,7 @@ func itemAttrs(e Entry) ([]attr, error) {
 	opt(AttrChecksum, e.Checksum)
 	opt(AttrMimeType, e.MimeType)
 	if e.Size != nil {
-		out = append(out, attr{name: AttrSize, value: strconv.FormatInt(*e.Size, 10), number: true})
+		out = append(out, Attr{Name: AttrSize, Value: strconv.FormatInt(*e.Size, 10), Number: true})
 	}
 	opt(AttrProperties, jsonMap(e.Properties))
 	opt(AttrSpaceACLs, jsonMap(e.SpaceACLs))
@@ -85,20 +85,20 @@ func itemAttrs(e Entry) ([]attr, error) {
 // itemSize is DynamoDB's size of the item: the UTF-8 lengths of attribute
 // names plus values (a number counts at most 21 bytes; we count its digits
 // plus one, an overestimate).
-func itemSize(attrs []attr) int {
+func itemSize(attrs []Attr) int {
 	n := 0
 	for _, a := range attrs {
-		n += len(a.name) + len(a.value)
-		if a.number {
+		n += len(a.Name) + len(a.Value)
+		if a.Number {
 			n++
 		}
 	}
 	return n
 }
 
-// checkEntry validates e and returns its attributes, or ErrInvalid /
+// CheckEntry validates e and returns its attributes, or ErrInvalid /
 // ErrTooLarge.
-func checkEntry(e Entry) ([]attr, error) {
+func CheckEntry(e Entry) ([]Attr, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
@@ -112,8 +112,8 @@ func checkEntry(e Entry) ([]attr, error) {
 	return attrs, nil
 }
 
-// entryFromAttrs rebuilds an entry from stored attribute values (by name).
-func entryFromAttrs(get func(name string) (string, bool)) (Entry, error) {
+// EntryFromAttrs rebuilds an entry from stored attribute values (by name).
+func EntryFromAttrs(get func(name string) (string, bool)) (Entry, error) {
 	s := func(name string) string { v, _ := get(name); return v }
 	e := Entry{
 		Account: s(AttrAccount), StoreID: s(AttrStoreID), SpaceID: s(AttrSpaceID), ContentID: s(AttrContentID),

@@ -181,4 +181,6 @@ func SpeaksOfBytes(e Entry) bool {
 	return e.Checksum != "" || e.Action == task.ActionDeleteContent
 }
 
-func pageSize(limit int) int { return paging.Size(limit, DefaultPageSize, MaxPageSize) }
+// PageSize is the page size a backend uses for limit (DefaultPageSize when
+// limit ≤ 0, at most MaxPageSize).
+func PageSize(limit int) int { return paging.Size(limit, DefaultPageSize, MaxPageSize) }

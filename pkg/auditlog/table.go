@@ -1,10 +1,15 @@
-// Package auditlog is Mill's audit log in DynamoDB (docs/ARCHITECTURE.md,
-// Audit and Data stores): one item per audit event, written by the audit
+// Package auditlog is Mill's audit log port (docs/ARCHITECTURE.md, Audit
+// and Data stores): one item per audit event, written by the audit
 // processor and read by the bit processor (the latest entry of one item) and
 // by operators (a space's history).
 //
-// table.go defines the table: its key attributes, the space-history index and
-// how keys are built from account, store, space and content IDs.
+// The Log interface, Entry and the item layout (keys, attributes, size
+// limit) live here; each backend is a sub-package: dynamoauditlog (the
+// DynamoDB table, with CreateTableInput) and memauditlog (in memory, for
+// unit tests and dev mode). auditlogtest is the conformance suite both pass.
+//
+// table.go defines the item keys: how they are built from account, store,
+// space and content IDs.
 package auditlog
 
 import (
@@ -15,10 +20,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // The audit-log table's schema.
@@ -50,39 +51,6 @@ const (
 	// time as strings (15 digits last until the year 33658).
 	timeDigits = 15
 )
-
-// CreateTableInput describes the audit-log table (on-demand capacity) for
-// CreateTable.
-func CreateTableInput(table string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		TableName:   aws.String(table),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(AttrPK), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AttrSK), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AttrGSI1PK), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AttrGSI1SK), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(AttrPK), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(AttrSK), KeyType: types.KeyTypeRange},
-		},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{SpaceHistoryIndex()},
-	}
-}
-
-// SpaceHistoryIndex describes the IndexSpaceHistory GSI (also used to add
-// the index to a table created without it).
-func SpaceHistoryIndex() types.GlobalSecondaryIndex {
-	return types.GlobalSecondaryIndex{
-		IndexName: aws.String(IndexSpaceHistory),
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(AttrGSI1PK), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(AttrGSI1SK), KeyType: types.KeyTypeRange},
-		},
-		Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
-	}
-}
 
 var (
 	escaper   = strings.NewReplacer("%", "%25", "/", "%2F", "#", "%23")

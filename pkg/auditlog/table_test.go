@@ -5,38 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
-
-func TestCreateTableInput(t *testing.T) {
-	in := CreateTableInput("tbl")
-	if aws.ToString(in.TableName) != "tbl" || in.BillingMode != types.BillingModePayPerRequest {
-		t.Fatalf("name/billing: %+v", in)
-	}
-	defined := map[string]bool{}
-	for _, d := range in.AttributeDefinitions {
-		defined[aws.ToString(d.AttributeName)] = d.AttributeType == types.ScalarAttributeTypeS
-	}
-	for _, a := range []string{AttrPK, AttrSK, AttrGSI1PK, AttrGSI1SK} {
-		if !defined[a] {
-			t.Errorf("attribute %s not defined as S", a)
-		}
-	}
-	if len(in.KeySchema) != 2 || aws.ToString(in.KeySchema[0].AttributeName) != AttrPK || in.KeySchema[0].KeyType != types.KeyTypeHash ||
-		aws.ToString(in.KeySchema[1].AttributeName) != AttrSK || in.KeySchema[1].KeyType != types.KeyTypeRange {
-		t.Errorf("key schema: %+v", in.KeySchema)
-	}
-	if len(in.GlobalSecondaryIndexes) != 1 {
-		t.Fatalf("GSIs: %+v", in.GlobalSecondaryIndexes)
-	}
-	g := in.GlobalSecondaryIndexes[0]
-	if aws.ToString(g.IndexName) != IndexSpaceHistory || g.Projection.ProjectionType != types.ProjectionTypeAll ||
-		aws.ToString(g.KeySchema[0].AttributeName) != AttrGSI1PK || aws.ToString(g.KeySchema[1].AttributeName) != AttrGSI1SK {
-		t.Errorf("GSI: %+v", g)
-	}
-}
 
 func TestKeysDoNotCollide(t *testing.T) {
 	tuples := [][4]string{

@@ -4,6 +4,9 @@
 // after — kept as one object per entry in S3 (the config bucket by default,
 // which is versioned) or one file per entry in a local directory (the dev
 // mode). Entries are never rewritten: Record refuses to replace one.
+//
+// The two implementations are sub-packages, s3changelog and fschangelog,
+// both held to changelogtest.Run.
 package changelog
 
 import (
@@ -85,8 +88,8 @@ func newID(t time.Time) string {
 	return fmt.Sprintf("%013d-%s", int64(math.Pow10(13))-1-t.UnixMilli(), hex.EncodeToString(b[:]))
 }
 
-// validID reports whether id has newID's shape (a token made by List).
-func validID(id string) bool {
+// ValidID reports whether id has newID's shape (a token made by List).
+func ValidID(id string) bool {
 	left, right, ok := strings.Cut(id, "-")
 	if !ok || len(left) != 13 || len(right) != 8 {
 		return false
@@ -100,10 +103,12 @@ func validID(id string) bool {
 	return err == nil
 }
 
-func pageSize(limit int) int { return paging.Size(limit, 50, MaxPage) }
+// PageSize is the page size of a List with limit (50 when ≤ 0, at most
+// MaxPage).
+func PageSize(limit int) int { return paging.Size(limit, 50, MaxPage) }
 
-// prepare validates c, gives it an ID and a time, and encodes it.
-func prepare(c Change) (Change, []byte, error) {
+// Prepare validates c, gives it an ID and a time, and encodes it.
+func Prepare(c Change) (Change, []byte, error) {
 	if err := c.Validate(); err != nil {
 		return Change{}, nil, err
 	}

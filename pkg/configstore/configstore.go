@@ -4,16 +4,17 @@
 // other silently and every earlier version can be read back
 // (docs/ARCHITECTURE.md, Console).
 //
-// Two implementations pass the conformance suite configstoretest.Run:
+// Two implementations, one sub-package each, pass the conformance suite
+// configstoretest.Run:
 //
-//   - S3: the config bucket. Conditional writes are S3's own (PutObject
-//     with If-Match: ETAG or If-None-Match: *, DeleteObject with If-Match),
-//     so the check and the write are one atomic request; history is the
-//     bucket's object versions (ListObjectVersions), and who made a version
-//     travels as its user metadata.
-//   - Dir: a local directory (the dev mode and tests). The current file is
-//     a plain file under the directory, so policy.NewDir and
-//     stores.LoadFile read it unchanged; every version is kept under
+//   - s3configstore: the config bucket. Conditional writes are S3's own
+//     (PutObject with If-Match: ETAG or If-None-Match: *, DeleteObject with
+//     If-Match), so the check and the write are one atomic request; history
+//     is the bucket's object versions (ListObjectVersions), and who made a
+//     version travels as its user metadata.
+//   - fsconfigstore: a local directory (the dev mode and tests). The
+//     current file is a plain file under the directory, so policy.NewDir
+//     and stores.LoadFile read it unchanged; every version is kept under
 //     .history/. Conditions are checked under a lock held by this process
 //     only.
 package configstore

@@ -16,10 +16,11 @@
 // so a pause takes effect within one interval. Member is a Workman's side
 // of all this.
 //
-// Two implementations of Registry share one contract (fleettest.Run):
-// Dynamo, one DynamoDB table with a partition of worker records and one
-// of pauses (table.go; expired records go by TTL), and Memory, for unit
-// tests and the embedded dev mode. A heartbeat costs one write (PutItem)
+// Two implementations of Registry, one sub-package each, share one
+// contract (fleettest.Run): dynamofleet, one DynamoDB table with a
+// partition of worker records and one of pauses (its table.go; expired
+// records go by TTL), and memfleet, for unit tests and the embedded dev
+// mode. A heartbeat costs one write (PutItem)
 // and reading the pauses one strongly consistent Query.
 //
 // Read is the library view for `millctl fleet` and the console: the

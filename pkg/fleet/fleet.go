@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// DefaultTable is the fleet table's name `millctl setup` and Workman use by
+// default (dynamofleet keeps the registry in it).
+const DefaultTable = "mill-fleet"
+
 // Defaults.
 const (
 	// DefaultInterval is how often a Workman writes its heartbeat and reads
@@ -124,8 +128,8 @@ func (w Worker) Total() Counts {
 	return t
 }
 
-// validate checks what Put needs.
-func (w Worker) validate() error {
+// Validate checks what Put needs.
+func (w Worker) Validate() error {
 	var errs []error
 	if w.ID == "" {
 		errs = append(errs, errors.New("empty worker ID"))
@@ -185,7 +189,8 @@ func (p Pause) String() string {
 	return s
 }
 
-func (p Pause) validate() error {
+// Validate checks what Pause (the registry call) needs.
+func (p Pause) Validate() error {
 	var errs []error
 	if p.Kind != PauseType && p.Kind != PauseQueue {
 		errs = append(errs, fmt.Errorf("pause kind %q: want %q or %q", p.Kind, PauseType, PauseQueue))

@@ -15,6 +15,7 @@ import (
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/memfleet"
 	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
@@ -64,7 +65,7 @@ type memberHarness struct {
 func newMember(t *testing.T, queues ...string) *memberHarness {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	reg := &flaky{Registry: fleet.NewMemory(clk)}
+	reg := &flaky{Registry: memfleet.New(clk)}
 	m, err := fleet.NewMember(fleet.MemberConfig{
 		Registry: reg, QueuePrefix: "mill-", Interval: 10 * time.Second, Clock: clk,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

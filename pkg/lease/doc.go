@@ -7,10 +7,11 @@
 // cancels a derived context when the lease is lost, so work stops before a
 // second holder can start.
 //
-// Two implementations share one contract (leasetest.Run): Dynamo, a
-// DynamoDB table with conditional writes (the table itself is described by
-// table.go, with a TTL attribute so expired records are removed by DynamoDB
-// eventually), and Memory, for unit tests and the embedded dev mode. Both take
+// Two implementations, one sub-package each, share one contract
+// (leasetest.Run): dynamolease, a DynamoDB table with conditional writes (the
+// table itself is described by its table.go, with a TTL attribute so expired
+// records are removed by DynamoDB eventually), and memlease, for unit tests
+// and the embedded dev mode. Both take
 // the time from an injected clock, so tests move past an expiry without
 // sleeping.
 package lease

@@ -8,12 +8,13 @@ import (
 
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 )
 
 func Example() {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	l := lease.NewMemory(clk) // lease.NewDynamo(dynamoClient, lease.DefaultTable, nil) in production
+	l := memlease.New(clk) // dynamolease.New(dynamoClient, lease.DefaultTable, nil) in production
 
 	me := lease.Holder{ID: "worker-1", Hostname: "host-a", PID: 4242, Started: clk.Now()}
 	ok, cur, err := l.Acquire(ctx, "bitproducer", me, time.Minute)

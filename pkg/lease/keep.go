@@ -78,7 +78,7 @@ func Keep(ctx context.Context, l Lease, name, holderID string, ttl time.Duration
 				lost = fmt.Errorf("%w: %q: renewal refused: %v", ErrLost, name, err)
 			case kctx.Err() != nil:
 				return
-			case !expires.IsZero() && expired(expires, clk.Now()):
+			case !expires.IsZero() && Expired(expires, clk.Now()):
 				lost = fmt.Errorf("%w: %q: expired at %s while renewals failed: %v", ErrLost, name, expires.UTC().Format(time.RFC3339), err)
 			default:
 				logger.Warn("lease renewal failed; retrying", "error", err, "expires", expires)

@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// DefaultTable is the lease table's name `millctl setup` and the producers
+// use by default (dynamolease keeps the leases in it).
+const DefaultTable = "mill-leases"
+
 // ErrNotHeld reports that the caller does not hold the lease it tried to
 // renew or release: someone else holds it, or nobody does.
 var ErrNotHeld = errors.New("lease: not held by caller")
@@ -102,8 +106,8 @@ type Lease interface {
 	Release(ctx context.Context, name, holderID string) error
 }
 
-// expiry returns now+ttl rounded up to a whole second.
-func expiry(now time.Time, ttl time.Duration) time.Time {
+// Expiry returns now+ttl rounded up to a whole second.
+func Expiry(now time.Time, ttl time.Duration) time.Time {
 	e := now.Add(ttl)
 	if t := e.Truncate(time.Second); t.Before(e) {
 		return t.Add(time.Second)
@@ -111,11 +115,13 @@ func expiry(now time.Time, ttl time.Duration) time.Time {
 	return e
 }
 
-// expired reports whether a lease expiring at exp (whole seconds) has lapsed
+// Expired reports whether a lease expiring at exp (whole seconds) has lapsed
 // at now: now's epoch second is past exp's.
-func expired(exp, now time.Time) bool { return exp.Unix() < now.Unix() }
+func Expired(exp, now time.Time) bool { return exp.Unix() < now.Unix() }
 
-func checkArgs(name, holderID string, ttl time.Duration, needTTL bool) error {
+// CheckArgs validates the arguments every implementation takes: a name,
+// a holder ID and (when needTTL) a positive ttl.
+func CheckArgs(name, holderID string, ttl time.Duration, needTTL bool) error {
 	var errs []error
 	if name == "" {
 		errs = append(errs, errors.New("empty lease name"))

@@ -1,9 +1,10 @@
-// Package metrics is Mill's observability: Prometheus collectors and the
-// /healthz, /readyz and /metrics HTTP endpoints, and a CloudWatch publisher
-// that aggregates task results in memory and sends them once per interval in
-// a single PutMetricData call (never once per task).
-//
-// Both Prometheus and CloudWatch implement Recorder, which is what Workman
+// Package metrics is Mill's observability port: the Recorder that Workman
 // (workman.Observer) and the processors.Metrics middleware
-// (processors.Observer) report to; Multi fans out to several.
+// (processors.Observer) report to, Multi, which fans out to several, and
+// the bounded task-type labels both recorders use.
+//
+// The recorders are sub-packages: prometheusmetrics (Prometheus collectors
+// and the /healthz, /readyz and /metrics HTTP endpoints) and
+// cloudwatchmetrics (aggregates task results in memory and sends them once
+// per interval in a single PutMetricData call, never once per task).
 package metrics

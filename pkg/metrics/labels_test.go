@@ -1,12 +1,11 @@
 package metrics_test
 
 import (
-	"context"
 	"fmt"
+	"github.com/millfleet/mill/pkg/metrics/prometheusmetrics"
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -29,7 +28,7 @@ func unknownTypes(r metrics.Recorder, n int, registered []task.Type) {
 // series per metric, not 2,000; registered types keep their own label.
 func TestPrometheusLabelsBounded(t *testing.T) {
 	registered := []task.Type{task.TypeDup, task.TypeNoop}
-	p := metrics.NewPrometheus(metrics.PrometheusOptions{NoProcessMetrics: true, TaskTypes: registered})
+	p := prometheusmetrics.New(prometheusmetrics.Options{NoProcessMetrics: true, TaskTypes: registered})
 	unknownTypes(p, 2000, registered)
 	mfs, err := p.Registry().Gather()
 	if err != nil {
@@ -61,25 +60,6 @@ func TestPrometheusLabelsBounded(t *testing.T) {
 		if !series["mill_tasks_total"][string(typ)] {
 			t.Errorf("registered type %s has no series of its own", typ)
 		}
-	}
-}
-
-// TestCloudWatchLabelsBounded: the same flood publishes one "other"
-// dimension value, in one call.
-func TestCloudWatchLabelsBounded(t *testing.T) {
-	cc := &counting{}
-	cw, err := metrics.NewCloudWatch(cc, metrics.CloudWatchConfig{Clock: clock.NewFake(time.Time{}), TaskTypes: []task.Type{task.TypeBit}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unknownTypes(cw, 2000, []task.Type{task.TypeBit})
-	if err := cw.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Tasks and TaskDuration for BIT/success and other/permanent, and
-	// DeadLettered for other/unknown_type.
-	if got := cc.datums.Load(); got != 5 || cc.calls.Load() != 1 {
-		t.Errorf("%d datums in %d calls, want 5 in 1", got, cc.calls.Load())
 	}
 }
 

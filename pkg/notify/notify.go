@@ -7,12 +7,12 @@
 // subscribers) and structured attributes (for subscription filter policies
 // and programs). Notifier implementations:
 //
-//   - SNS publishes to an Amazon SNS topic (--notify-topic-arn): one
+//   - snsnotify publishes to an Amazon SNS topic (--notify-topic-arn): one
 //     Publish per event, the attributes as String message attributes, so
 //     operators subscribe e-mail, chat or a queue and filter by event;
 //   - Log writes one log line per event (the default without a topic);
-//   - Memory keeps the events (tests, and the dev mode, which prints what
-//     it would send).
+//   - memnotify keeps the events (tests, and the dev mode, which prints
+//     what it would send).
 //
 // Delivery is at least once: a task that notifies and is then retried may
 // notify again.
@@ -25,7 +25,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 )
@@ -115,30 +114,6 @@ func (n Log) Notify(ctx context.Context, e Event) error {
 	return nil
 }
 
-// Memory keeps every event it is given, for tests and the dev mode.
-type Memory struct {
-	mu     sync.Mutex
-	events []Event
-}
-
-// Notify implements Notifier.
-func (m *Memory) Notify(ctx context.Context, e Event) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.events = append(m.events, e)
-	return nil
-}
-
-// Events returns the events so far, oldest first.
-func (m *Memory) Events() []Event {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.events)
-}
-
 // Or returns n, or Log with logger when n is nil.
 func Or(n Notifier, logger *slog.Logger) Notifier {
 	if n == nil {
@@ -147,8 +122,8 @@ func Or(n Notifier, logger *slog.Logger) Notifier {
 	return n
 }
 
-// oneLine replaces control characters (line breaks included) with spaces.
-func oneLine(s string) string {
+// OneLine replaces control characters (line breaks included) with spaces.
+func OneLine(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return ' '

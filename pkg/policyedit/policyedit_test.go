@@ -3,6 +3,7 @@ package policyedit_test
 import (
 	"context"
 	"errors"
+	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,7 +37,7 @@ func setup(t *testing.T) (*policyedit.Editor, string) {
 	if err := os.WriteFile(filepath.Join(dir, stores.FileName), []byte(registry), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files, err := configstore.NewDir(dir, 0)
+	files, err := fsconfigstore.New(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/queue"
 )
 
@@ -217,9 +220,9 @@ func Resources(cfg Config, cl Clients) ([]Resource, error) {
 		rs = append(rs, r)
 	}
 	rs = append(rs,
-		&Table{Client: cl.DynamoDB, Create: auditlog.CreateTableInput(cfg.AuditTable), Timeout: cfg.TableTimeout},
-		&Table{Client: cl.DynamoDB, Create: lease.CreateTableInput(cfg.LeaseTable), TTL: lease.TimeToLiveInput(cfg.LeaseTable), Timeout: cfg.TableTimeout},
-		&Table{Client: cl.DynamoDB, Create: fleet.CreateTableInput(cfg.FleetTable), TTL: fleet.TimeToLiveInput(cfg.FleetTable), Timeout: cfg.TableTimeout},
+		&Table{Client: cl.DynamoDB, Create: dynamoauditlog.CreateTableInput(cfg.AuditTable), Timeout: cfg.TableTimeout},
+		&Table{Client: cl.DynamoDB, Create: dynamolease.CreateTableInput(cfg.LeaseTable), TTL: dynamolease.TimeToLiveInput(cfg.LeaseTable), Timeout: cfg.TableTimeout},
+		&Table{Client: cl.DynamoDB, Create: dynamofleet.CreateTableInput(cfg.FleetTable), TTL: dynamofleet.TimeToLiveInput(cfg.FleetTable), Timeout: cfg.TableTimeout},
 	)
 	if !cfg.SkipDB {
 		rs = append(rs, &Database{URL: cfg.DatabaseURL})

@@ -13,7 +13,7 @@ import (
 )
 
 // Table is a DynamoDB table built from a CreateTableInput (see
-// auditlog.CreateTableInput, lease.CreateTableInput), optionally with TTL.
+// dynamoauditlog.CreateTableInput, dynamolease.CreateTableInput), optionally with TTL.
 // An existing table must have the same key schema (a different key cannot
 // be changed in place: that is an error); a missing global secondary index,
 // provisioned billing where on-demand is wanted, or TTL off are updated.

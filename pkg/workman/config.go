@@ -35,7 +35,7 @@ const (
 )
 
 // Observer receives what the manager itself sees (task results come from the
-// processors.Metrics middleware). *metrics.Prometheus, *metrics.CloudWatch
+// processors.Metrics middleware). *prometheusmetrics.Recorder, *cloudwatchmetrics.Recorder
 // and metrics.Multi implement it.
 type Observer interface {
 	// Received reports one receive call on queue that returned n messages.

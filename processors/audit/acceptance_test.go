@@ -17,11 +17,12 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
-	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/notify/notifytest"
+	"github.com/millfleet/mill/pkg/notify/snsnotify"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/s3event"
@@ -47,7 +48,7 @@ func TestAcceptance(t *testing.T) {
 	}
 	ddb := cfg.DynamoDB()
 	table := prefix + "audit-log"
-	if _, err := ddb.CreateTable(ctx, auditlog.CreateTableInput(table)); err != nil {
+	if _, err := ddb.CreateTable(ctx, dynamoauditlog.CreateTableInput(table)); err != nil {
 		t.Fatal(err)
 	}
 	testenv.CleanupTable(t, ddb, table)
@@ -87,10 +88,10 @@ func TestAcceptance(t *testing.T) {
 			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
 		}})
 
-	log := auditlog.NewDynamo(ddb, table)
+	log := dynamoauditlog.New(ddb, table)
 	index := &countingIndex{Index: pgcontentindex.New(pool)}
 	topic := notifytest.New(t, cfg)
-	notifier, err := notify.NewSNS(topic.SNS, topic.ARN)
+	notifier, err := snsnotify.New(topic.SNS, topic.ARN)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
+
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
@@ -27,7 +29,7 @@ var t0 = time.Date(2024, 3, 5, 14, 7, 9, 123_000_000, time.UTC)
 
 type fixture struct {
 	p        *audit.Processor
-	log      *auditlog.Memory
+	log      *memauditlog.Log
 	index    *countingIndex
 	dups     *memqueue.Queue
 	notifier *recordingNotifier
@@ -37,7 +39,7 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{
-		log:      auditlog.NewMemory(),
+		log:      memauditlog.New(),
 		index:    &countingIndex{Index: memcontentindex.New()},
 		dups:     memqueue.New("dup-high", memqueue.Config{}),
 		notifier: &recordingNotifier{},
@@ -448,7 +450,7 @@ func TestUnlistedAccountIsNotDuplicated(t *testing.T) {
 		t.Fatal(err)
 	}
 	dups := memqueue.New("dup-high", memqueue.Config{})
-	log := auditlog.NewMemory()
+	log := memauditlog.New()
 	p, err := audit.New(audit.Config{Log: log, Index: memcontentindex.New(), DupHigh: dups, Policies: policy.NewDir(dir), Logger: testLogger(t),
 		Stores: setup(t).opener()})
 	if err != nil {

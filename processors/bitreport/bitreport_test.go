@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
+	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
+
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
@@ -32,7 +35,7 @@ const run = "20260501T030000Z"
 
 type env struct {
 	clk     *clock.Fake
-	audit   *auditlog.Memory
+	audit   *memauditlog.Log
 	errQ    *memqueue.Queue
 	store   *fsstore.Store
 	opener  *stores.Opener
@@ -72,7 +75,7 @@ func setup(t *testing.T, ids ...string) *env {
 		log:     membitlog.New(clk),
 		dir:     filepath.Join(dir, "reports"),
 		requeue: memqueue.New("mill-bit-report", memqueue.Config{Clock: clk}),
-		audit:   auditlog.NewMemory(),
+		audit:   memauditlog.New(),
 		errQ:    memqueue.New("mill-bit-error", memqueue.Config{Clock: clk}),
 	}
 }
@@ -80,7 +83,7 @@ func setup(t *testing.T, ids ...string) *env {
 func (e *env) processor(t *testing.T, mod func(*bitreport.Config)) *bitreport.Processor {
 	t.Helper()
 	cfg := bitreport.Config{
-		Stores: e.opener, Index: e.index, BitLog: e.log, Reports: &bitreport.DirReports{Dir: e.dir},
+		Stores: e.opener, Index: e.index, BitLog: e.log, Reports: fsreportstore.Store{Dir: e.dir},
 		Observer: &bit.Observer{Stores: e.opener, Index: e.index, AuditLog: e.audit}, BitErrorQueue: e.errQ,
 		Requeue: e.requeue, RecheckDelay: 2 * time.Minute, PageSize: 2, TempDir: t.TempDir(), Clock: e.clk,
 		Logger: slogtest.New(t, slog.LevelInfo),

@@ -42,7 +42,8 @@
 //     counted in it.
 //  3. Write the TSV report (Header, then one Line per item with a row) to
 //     Reports under bit-integrity/{account}/{store}/{space}/{run}.tsv —
-//     S3Reports for the reports bucket, DirReports for the dev mode.
+//     a reportstore.Store: s3reportstore for the reports bucket,
+//     fsreportstore for the dev mode.
 //  4. Record the bit_report row: result FAILURE when any item failed,
 //     else ERROR when any item is in error (or the space never completed),
 //     else SUCCESS; the counts; the report's location. A run that checked
@@ -54,7 +55,7 @@
 // Register it in Workman's mux for task.TypeBitReport:
 //
 //	p, err := bitreport.New(bitreport.Config{Stores: opener, Index: index,
-//		BitLog: bitLog, Reports: &bitreport.S3Reports{Client: s3c, Bucket: "mill-reports"},
+//		BitLog: bitLog, Reports: s3reportstore.Store{Client: s3c, Bucket: "mill-reports"},
 //		Observer: observer, BitErrorQueue: bitErrorQueue, Requeue: bitReportQueue})
 //	mux.Register(task.TypeBitReport, p)
 package bitreport

@@ -2,11 +2,11 @@ package bitreport_test
 
 import (
 	"errors"
+	"github.com/millfleet/mill/pkg/notify/memnotify"
 	"os"
 	"testing"
 
 	"github.com/millfleet/mill/pkg/bitlog"
-	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/bitreport"
 )
@@ -14,7 +14,7 @@ import (
 // nothingWritten fails unless the processor left no trace: no report row,
 // no report file, no notification, no bit log row beyond the n recorded
 // by the test, nothing re-queued, no BIT_ERROR.
-func (e *env) nothingWritten(t *testing.T, n *notify.Memory, rows int) {
+func (e *env) nothingWritten(t *testing.T, n *memnotify.Notifier, rows int) {
 	t.Helper()
 	if reps, err := e.log.Reports(t.Context(), bitlog.ReportFilter{}); err != nil || len(reps) != 0 {
 		t.Errorf("report rows %+v %v, want none", reps, err)
@@ -54,7 +54,7 @@ func TestForgedReportsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	zero, huge := int64(0), int64(1)<<60
-	var n notify.Memory
+	var n memnotify.Notifier
 	p := e.processor(t, func(c *bitreport.Config) { c.Notifier = &n })
 	for _, tt := range []struct {
 		name     string
@@ -128,7 +128,7 @@ func TestNothingCheckedIsEmpty(t *testing.T) {
 			e := setup(t)
 			e.index_(t, tt.indexed...)
 			e.listed(t, run, tt.listed)
-			var n notify.Memory
+			var n memnotify.Notifier
 			if err := e.processor(t, func(c *bitreport.Config) { c.Notifier = &n }).Handle(t.Context(), reportTask(run, nil, nil)); err != nil {
 				t.Fatal(err)
 			}

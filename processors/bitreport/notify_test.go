@@ -12,7 +12,9 @@ import (
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/notify"
+	"github.com/millfleet/mill/pkg/notify/memnotify"
 	"github.com/millfleet/mill/pkg/notify/notifytest"
+	"github.com/millfleet/mill/pkg/notify/snsnotify"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
@@ -28,7 +30,7 @@ func TestNotifiesProblems(t *testing.T) {
 	e.record(t, "a", bitlog.ResultSuccess, 1)
 	e.record(t, "b", bitlog.ResultFailure, 2)
 	e.record(t, "c", bitlog.ResultError, 4)
-	var n notify.Memory
+	var n memnotify.Notifier
 	p := e.processor(t, func(c *bitreport.Config) { c.Notifier = &n })
 	if err := p.Handle(t.Context(), e.report(t, 3, nil)); err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func TestNotifiesProblems(t *testing.T) {
 	ok := setup(t, "a")
 	ok.index_(t, "a")
 	ok.record(t, "a", bitlog.ResultSuccess, 1)
-	var quiet notify.Memory
+	var quiet memnotify.Notifier
 	if err := ok.processor(t, func(c *bitreport.Config) { c.Notifier = &quiet }).Handle(t.Context(), ok.report(t, 1, nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestAdminCopy(t *testing.T) {
 func TestNotifiesThroughSNS(t *testing.T) {
 	cfg := testenv.AWS(t)
 	topic := notifytest.New(t, cfg)
-	n, err := notify.NewSNS(topic.SNS, topic.ARN)
+	n, err := snsnotify.New(topic.SNS, topic.ARN)
 	if err != nil {
 		t.Fatal(err)
 	}

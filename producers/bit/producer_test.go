@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/lease/memlease"
+
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -79,7 +80,7 @@ type env struct {
 	clk           *clock.Fake
 	bits, reports *memqueue.Queue
 	state         *looping.MemoryStore
-	lease         *lease.Memory
+	lease         *memlease.Lease
 	open          opener
 	reg           *stores.Registry
 	log           *membitlog.Log
@@ -92,7 +93,7 @@ func newEnv() *env {
 		bits:    memqueue.New("mill-bit", memqueue.Config{Clock: clk}),
 		reports: memqueue.New("mill-bit-report", memqueue.Config{Clock: clk}),
 		state:   looping.NewMemoryStore(),
-		lease:   lease.NewMemory(clk),
+		lease:   memlease.New(clk),
 		log:     membitlog.New(clk),
 		open: opener{
 			"acme/1":    {spaces: map[string]int{"photos": 2100, "empty": 0, "x-tmp": 5}},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/millfleet/mill/pkg/lease/memlease"
+	"github.com/millfleet/mill/pkg/notify/memnotify"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,8 +15,6 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/lease"
-	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -89,9 +89,9 @@ func TestBrokenStoreDoesNotStopTheSweep(t *testing.T) {
 	}
 	clk := clock.NewFake(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
 	q := memqueue.New("mill-dup-low", memqueue.Config{Clock: clk})
-	var notes notify.Memory
+	var notes memnotify.Notifier
 	loop, err := looping.New(looping.Config{
-		Kind: dup.Kind, Producer: prod, Queue: q, State: looping.NewMemoryStore(), Lease: lease.NewMemory(clk),
+		Kind: dup.Kind, Producer: prod, Queue: q, State: looping.NewMemoryStore(), Lease: memlease.New(clk),
 		Frequency: looping.Frequency{N: 1, Unit: looping.Days}, Notifier: &notes,
 		Clock: clk, Logger: logger, Progress: looping.ProgressOff,
 	})

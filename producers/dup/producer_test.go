@@ -3,6 +3,7 @@ package dup_test
 import (
 	"context"
 	"fmt"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -124,7 +124,7 @@ func newFixtureWith(t *testing.T, biteSize int, acmePolicy string) *fixture {
 	clk := clock.NewFake(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
 	f.q = memqueue.New("mill-dup-low", memqueue.Config{Clock: clk})
 	f.loop, err = looping.New(looping.Config{
-		Kind: dup.Kind, Producer: prod, Queue: f.q, State: looping.NewMemoryStore(), Lease: lease.NewMemory(clk),
+		Kind: dup.Kind, Producer: prod, Queue: f.q, State: looping.NewMemoryStore(), Lease: memlease.New(clk),
 		Frequency: looping.Frequency{N: 7, Unit: looping.Days}, BiteSize: biteSize,
 		Clock: clk, Logger: logger, Progress: looping.ProgressOff,
 	})

@@ -2,6 +2,7 @@ package looping_test
 
 import (
 	"context"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 	"log/slog"
 	"testing"
 	"time"
@@ -10,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/millfleet/mill/internal/testenv"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -38,7 +38,7 @@ func BenchmarkProducerEnqueue(b *testing.B) {
 	loop, err := looping.New(looping.Config{
 		Kind:     "bench",
 		Producer: counter{spaces: map[string]int{"red": items / 2, "blue": items / 2}},
-		Queue:    q, State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil),
+		Queue:    q, State: looping.NewMemoryStore(), Lease: memlease.New(nil),
 		Frequency: looping.Frequency{N: 1, Unit: looping.Days}, MaxQueueSize: 10 * items,
 		Logger: slog.New(slog.DiscardHandler), Progress: looping.ProgressOff,
 	})

@@ -3,12 +3,12 @@ package looping_test
 import (
 	"context"
 	"fmt"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 	"log/slog"
 	"strconv"
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/looping"
@@ -50,7 +50,7 @@ func Example() {
 		Producer:     counter{spaces: map[string]int{"red": 25, "blue": 7}},
 		Queue:        q,
 		State:        looping.NewMemoryStore(), // looping.OpenStateStore("s3://bucket/key", s3Client) in production
-		Lease:        lease.NewMemory(clk),     // lease.NewDynamo(dynamoClient, table, nil) in production
+		Lease:        memlease.New(clk),        // dynamolease.New(dynamoClient, table, nil) in production
 		Frequency:    looping.Frequency{N: 1, Unit: looping.Days},
 		MaxQueueSize: 15,
 		BiteSize:     10,

@@ -3,6 +3,7 @@ package looping_test
 import (
 	"context"
 	"errors"
+	"github.com/millfleet/mill/pkg/notify/memnotify"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestFailingMorselIsolated(t *testing.T) {
 		}
 		return nil
 	}
-	var n notify.Memory
+	var n memnotify.Notifier
 	cfg := e.config(t, fakeDeleter{p})
 	cfg.Notifier, cfg.BiteSize = &n, 10
 	cfg.Frequency = looping.Frequency{N: 1, Unit: looping.Days}
@@ -101,7 +102,7 @@ func (p listFailing) Morsels(ctx context.Context, run looping.RunInfo) ([]loopin
 func TestListedFailureAndQueueFull(t *testing.T) {
 	e := newEnv(t)
 	p := newFake([]string{"A"}, map[string]int{"A": 40}, nil)
-	var n notify.Memory
+	var n memnotify.Notifier
 	cfg := e.config(t, listFailing{p})
 	cfg.Notifier, cfg.BiteSize, cfg.MaxQueueSize = &n, 10, 20
 	sum, err := mustNew(t, cfg).Run(context.Background())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/looping"
@@ -114,7 +115,7 @@ func (p fakeDeleter) Deletes(ctx context.Context, run looping.RunInfo, m looping
 type env struct {
 	clk   *clock.Fake
 	q     *memqueue.Queue
-	lease *lease.Memory
+	lease *memlease.Lease
 	state *looping.MemoryStore
 }
 
@@ -124,7 +125,7 @@ func newEnv(t *testing.T) *env {
 	return &env{
 		clk:   clk,
 		q:     memqueue.New("dup-low", memqueue.Config{Clock: clk}),
-		lease: lease.NewMemory(clk),
+		lease: memlease.New(clk),
 		state: looping.NewMemoryStore(),
 	}
 }

@@ -3,6 +3,7 @@ package looping_test
 import (
 	"context"
 	"errors"
+	"github.com/millfleet/mill/pkg/notify/memnotify"
 	"strings"
 	"testing"
 	"time"
@@ -108,7 +109,7 @@ func (f *failingNotifier) Notify(context.Context, notify.Event) error {
 func TestRunNotifications(t *testing.T) {
 	e := newEnv(t)
 	p := newFake([]string{"A", "B"}, map[string]int{"A": 30, "B": 5}, nil)
-	var n notify.Memory
+	var n memnotify.Notifier
 	cfg := e.config(t, p)
 	cfg.Notifier, cfg.MaxQueueSize, cfg.BiteSize = &n, 20, 10
 	cfg.Frequency = looping.Frequency{N: 1, Unit: looping.Days}

@@ -3,12 +3,12 @@ package stats_test
 import (
 	"context"
 	"errors"
+	"github.com/millfleet/mill/pkg/lease/memlease"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/spacestats/memspacestats"
@@ -52,7 +52,7 @@ func TestBrokenStoreNotMeasuredEmpty(t *testing.T) {
 	}
 	q := memqueue.New("mill-bit", memqueue.Config{Clock: clk})
 	l, err := looping.New(looping.Config{Kind: stats.Kind, Producer: p, Queue: q, State: looping.NewMemoryStore(),
-		Lease: lease.NewMemory(clk), Clock: clk, Logger: slog.New(slog.DiscardHandler), Progress: looping.ProgressOff})
+		Lease: memlease.New(clk), Clock: clk, Logger: slog.New(slog.DiscardHandler), Progress: looping.ProgressOff})
 	if err != nil {
 		t.Fatal(err)
 	}

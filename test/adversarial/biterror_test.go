@@ -14,6 +14,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/queue"
@@ -249,7 +250,7 @@ func otherClaims(t *testing.T, m *mill, w *worker, bl bitlog.Log) {
 	}
 	var e *auditlog.Entry
 	waitFor(t, 30*time.Second, "the S3 event's audit entry", func() bool {
-		e, err = auditlog.NewDynamo(m.cfg.DynamoDB(), m.table).Latest(ctx, "acme", "1", space, "d")
+		e, err = dynamoauditlog.New(m.cfg.DynamoDB(), m.table).Latest(ctx, "acme", "1", space, "d")
 		return err == nil
 	})
 	if e.UserID != "s3-event:mill-biterror" || e.Checksum != fresh.Checksum {

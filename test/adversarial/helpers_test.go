@@ -28,7 +28,7 @@ import (
 	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/internal/wiring"
-	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
@@ -151,7 +151,7 @@ func newMill(t *testing.T, ctx context.Context) *mill {
 	m.table = m.prefix + "audit"
 	ddb := m.cfg.DynamoDB()
 	testenv.CleanupTable(t, ddb, m.table)
-	_, err = ddb.CreateTable(ctx, auditlog.CreateTableInput(m.table))
+	_, err = ddb.CreateTable(ctx, dynamoauditlog.CreateTableInput(m.table))
 	must(t, err)
 
 	m.stores = map[string]storage.Provider{}

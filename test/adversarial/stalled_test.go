@@ -19,7 +19,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
-	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
@@ -45,7 +45,7 @@ func TestStalledSweeps(t *testing.T) {
 	leaseTable := m.prefix + "leases"
 	ddb := m.cfg.DynamoDB()
 	testenv.CleanupTable(t, ddb, leaseTable)
-	_, err := ddb.CreateTable(ctx, lease.CreateTableInput(leaseTable))
+	_, err := ddb.CreateTable(ctx, dynamolease.CreateTableInput(leaseTable))
 	must(t, err)
 
 	// acme: photos on store 1, duplicated to 2 and 3.

@@ -27,7 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/internal/testenv"
-	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/milldb"
@@ -465,7 +465,7 @@ func wiredEnv(t *testing.T, ctx context.Context, cfg *awsconfig.Config, prefix, 
 	table := prefix + "audit"
 	ddb := cfg.DynamoDB()
 	testenv.CleanupTable(t, ddb, table)
-	_, err = ddb.CreateTable(ctx, auditlog.CreateTableInput(table))
+	_, err = ddb.CreateTable(ctx, dynamoauditlog.CreateTableInput(table))
 	must(t, err)
 	return []string{"MILL_TASK_TYPES=NOOP,AUDIT,DUP", "MILL_CONFIG_DIR=" + conf, "MILL_DATABASE_URL=" + dbURL, "MILL_AUDIT_TABLE=" + table,
 		"MILL_REPORTS_BUCKET=" + prefix + "reports"}

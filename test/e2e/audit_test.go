@@ -23,6 +23,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
@@ -260,7 +261,7 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 	}
 	defer db.Close()
 	index := pgcontentindex.New(db.Pool)
-	alog := auditlog.NewDynamo(ddb, auditTable)
+	alog := dynamoauditlog.New(ddb, auditTable)
 	stores := []string{"1", "2", "3"}
 
 	// history counts, per store, the entries of each action on the items.

@@ -21,14 +21,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/lease/memlease"
+	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
-	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
@@ -199,7 +202,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	// The audit log is the memory implementation: on the DynamoDB emulator
 	// its 3000 seeding writes and 3000 reads would take minutes on a loaded
 	// machine (the DynamoDB log has its own contract and acceptance tests).
-	alog := auditlog.NewMemory()
+	alog := memauditlog.New()
 
 	// Seed: store 1 written, store 2 made by streaming copies, and the
 	// index rows and audit entries Mill would have written for both.
@@ -313,7 +316,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	repP, err := bitreport.New(bitreport.Config{Stores: opener, Index: index, BitLog: bitLog,
-		Reports: &bitreport.S3Reports{Client: s3c, Bucket: reportsBucket}, Requeue: reportQ,
+		Reports: s3reportstore.Store{Client: s3c, Bucket: reportsBucket}, Requeue: reportQ,
 		Observer: observer, BitErrorQueue: errorQ,
 		// A report waiting for its space's results asks again every 10 s:
 		// each re-send makes the bit-report queue, above the busy bit
@@ -351,7 +354,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		loop, err := looping.New(looping.Config{Kind: bitproducer.Kind, Producer: prod, Queue: &bitproducer.Router{Bit: bitQ, Report: reportQ},
-			State: looping.NewMemoryStore(), Lease: lease.NewMemory(nil), MaxQueueSize: 100000, Logger: logger, Progress: looping.ProgressOff})
+			State: looping.NewMemoryStore(), Lease: memlease.New(nil), MaxQueueSize: 100000, Logger: logger, Progress: looping.ProgressOff})
 		if err != nil {
 			t.Fatal(err)
 		}

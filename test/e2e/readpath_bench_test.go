@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/memstat"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
@@ -65,7 +66,7 @@ func BenchmarkBitCheckReadPath(b *testing.B) {
 		Stores: []stores.Store{{ID: "1", Primary: true, Kind: storage.KindFS, Root: st.Root()}}}}}
 	opener := stores.NewOpener(reg, stores.OpenerConfig{FS: func(context.Context, stores.Store) (storage.Provider, error) { return st, nil }})
 	index := memcontentindex.New()
-	alog := auditlog.NewMemory()
+	alog := memauditlog.New()
 	sz := int64(size)
 	item := contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "big", ContentID: "one-gib"}
 	if _, err := index.Upsert(ctx, contentindex.Entry{Item: item, Checksum: info.Checksum, Size: &sz, Modified: time.Now()}); err != nil {

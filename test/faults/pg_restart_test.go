@@ -17,6 +17,7 @@ import (
 	"github.com/millfleet/mill/internal/pgcluster"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
@@ -60,7 +61,7 @@ func TestPostgresRestartDuringBitRun(t *testing.T) {
 	}
 	index := pgcontentindex.New(db.Pool)
 	bitLog := pgbitlog.New(db.Pool)
-	audit := auditlog.NewMemory()
+	audit := memauditlog.New()
 
 	// The items: in the store, the index and the audit log, all agreeing.
 	dir := t.TempDir()

@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/internal/testenv"
-	"github.com/millfleet/mill/pkg/lease"
+	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -168,7 +168,7 @@ func TestProducerKilledAndRestarted(t *testing.T) {
 	ddb := cfg.DynamoDB()
 	leaseTable := prefix + "leases"
 	testenv.CleanupTable(t, ddb, leaseTable)
-	if _, err := ddb.CreateTable(ctx, lease.CreateTableInput(leaseTable)); err != nil {
+	if _, err := ddb.CreateTable(ctx, dynamolease.CreateTableInput(leaseTable)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -319,7 +319,7 @@ func TestTwoProducersStartedTogether(t *testing.T) {
 	ddb := cfg.DynamoDB()
 	leaseTable := prefix + "leases"
 	testenv.CleanupTable(t, ddb, leaseTable)
-	if _, err := ddb.CreateTable(ctx, lease.CreateTableInput(leaseTable)); err != nil {
+	if _, err := ddb.CreateTable(ctx, dynamolease.CreateTableInput(leaseTable)); err != nil {
 		t.Fatal(err)
 	}
 	// The bit log, where the producer records its run.

@@ -19,6 +19,7 @@ import (
 	"github.com/millfleet/mill/internal/faultproxy"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/membitlog"
@@ -258,7 +259,7 @@ func TestTransferChild(t *testing.T) {
 		reg := &stores.Registry{Accounts: []stores.Account{{ID: "acme", Status: stores.StatusActive,
 			Stores: []stores.Store{{ID: "2", Primary: true, Kind: storage.KindS3, Bucket: prefix + "dst"}}}}}
 		opener := stores.NewOpener(reg, stores.OpenerConfig{AWS: cfg.AWS, S3: func(context.Context, *s3.Client, stores.Store) (storage.Provider, error) { return dst, nil }})
-		index, alog := memcontentindex.New(), auditlog.NewMemory()
+		index, alog := memcontentindex.New(), memauditlog.New()
 		size := int64(killSize)
 		item := contentindex.Item{Account: "acme", StoreID: "2", SpaceID: "s", ContentID: "big"}
 		if _, err := index.Upsert(ctx, contentindex.Entry{Item: item, Checksum: sum, Size: &size, Modified: time.Now()}); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/millfleet/mill/internal/faultproxy"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
@@ -60,7 +61,7 @@ func TestKillWorkmanTransfer(t *testing.T) {
 	table := prefix + "audit"
 	ddb := cfg.DynamoDB()
 	testenv.CleanupTable(t, ddb, table)
-	if _, err := ddb.CreateTable(ctx, auditlog.CreateTableInput(table)); err != nil {
+	if _, err := ddb.CreateTable(ctx, dynamoauditlog.CreateTableInput(table)); err != nil {
 		t.Fatal(err)
 	}
 	size := info.Size
@@ -68,7 +69,7 @@ func TestKillWorkmanTransfer(t *testing.T) {
 	if _, err := pgcontentindex.New(pool).Upsert(ctx, contentindex.Entry{Item: item, Checksum: info.Checksum, Size: &size, Modified: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := auditlog.NewDynamo(ddb, table).Put(ctx, auditlog.Entry{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "big",
+	if _, err := dynamoauditlog.New(ddb, table).Put(ctx, auditlog.Entry{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "big",
 		Action: task.ActionAddContent, Time: time.Now(), Checksum: info.Checksum, Size: &size}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/fleet"
@@ -85,7 +86,7 @@ func TestPauseDupFleetWide(t *testing.T) {
 	must(t, err)
 	defer db.Close()
 	index := pgcontentindex.New(db.Pool)
-	alog := auditlog.NewDynamo(ddb, names["MILL_AUDIT_TABLE"])
+	alog := dynamoauditlog.New(ddb, names["MILL_AUDIT_TABLE"])
 	at := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
 	id := func(i int) string { return fmt.Sprintf("item-%04d", i) }
 	// Seeded by 8 goroutines: a shared emulator answers each write slowly.

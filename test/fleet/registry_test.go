@@ -11,6 +11,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/setup"
@@ -32,7 +33,7 @@ func noopFleet(t *testing.T) (prefix, table string, work *sqsqueue.Queue) {
 			t.Fatal(err)
 		}
 	}
-	testenv.CreateTable(t, ddb, fleet.CreateTableInput(table), fleet.TimeToLiveInput(table))
+	testenv.CreateTable(t, ddb, dynamofleet.CreateTableInput(table), dynamofleet.TimeToLiveInput(table))
 	work, err := sqsqueue.Open(ctx, sq, prefix+"noop", sqsqueue.Config{})
 	must(t, err)
 	return prefix, table, work

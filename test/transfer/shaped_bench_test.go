@@ -24,6 +24,7 @@ import (
 	"github.com/millfleet/mill/internal/memstat"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
@@ -194,7 +195,7 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	reg := &stores.Registry{Accounts: []stores.Account{{ID: acct, Status: stores.StatusActive,
 		Stores: []stores.Store{{ID: "1", Primary: true, Kind: storage.KindS3, Bucket: srcBucket}}}}}
 	bitOpener := stores.NewOpener(reg, stores.OpenerConfig{AWS: cfg.AWS, S3: func(context.Context, *s3.Client, stores.Store) (storage.Provider, error) { return src, nil }})
-	index, alog := memcontentindex.New(), auditlog.NewMemory()
+	index, alog := memcontentindex.New(), memauditlog.New()
 	for _, in := range []*storage.Info{info, qinfo} {
 		sz := in.Size
 		item := contentindex.Item{Account: acct, StoreID: "1", SpaceID: space, ContentID: in.ContentID}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/millfleet/mill/pkg/fleet/memfleet"
 
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
@@ -124,7 +125,7 @@ func TestCloudWatchAges(t *testing.T) {
 
 func TestReadPauses(t *testing.T) {
 	ctx := context.Background()
-	reg := fleet.NewMemory(nil)
+	reg := memfleet.New(nil)
 	for _, p := range []fleet.Pause{{Kind: fleet.PauseType, Name: "DUP", At: time.Now()}, {Kind: fleet.PauseQueue, Name: "p-bit", At: time.Now()}} {
 		if err := reg.Pause(ctx, p); err != nil {
 			t.Fatal(err)

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
+
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
@@ -75,7 +77,7 @@ type Env struct {
 	Reg      *stores.Registry
 	Opener   *stores.Opener
 	Index    *memcontentindex.Index
-	Audit    *auditlog.Memory
+	Audit    *memauditlog.Log
 	BitLog   *membitlog.Log
 	AuditQ   *memqueue.Queue
 	ErrQ     *memqueue.Queue
@@ -88,7 +90,7 @@ type Env struct {
 // New returns an empty Env; its directories are removed when the test ends.
 func New(t testing.TB) *Env {
 	t.Helper()
-	e := &Env{T: t, Index: memcontentindex.New(), Audit: auditlog.NewMemory(),
+	e := &Env{T: t, Index: memcontentindex.New(), Audit: memauditlog.New(),
 		Clock: clock.NewFake(T0.Add(time.Hour)), Roots: map[string]string{},
 		wrappers: map[string]func(storage.Provider) storage.Provider{}}
 	e.BitLog = membitlog.New(e.Clock)

@@ -1,0 +1,43 @@
+package dynamoauditlog_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/auditlogtest"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
+)
+
+func TestDynamo(t *testing.T) {
+	cfg := testenv.AWS(t)
+	c := cfg.DynamoDB()
+	prefix := testenv.Prefix(t)
+	n := 0
+	auditlogtest.Run(t, auditlogtest.Harness{New: func(t *testing.T) auditlog.Log {
+		n++
+		table := prefix + "audit-" + string(rune('a'+n))
+		CreateTable(t, c, table)
+		return dynamoauditlog.New(c, table)
+	}})
+}
+
+// CreateTable makes an audit-log table from table.go's description and
+// deletes it when the test ends.
+func CreateTable(t *testing.T, c *dynamodb.Client, table string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.CreateTable(ctx, dynamoauditlog.CreateTableInput(table)); err != nil {
+		t.Fatalf("create table %s: %v", table, err)
+	}
+	testenv.CleanupTable(t, c, table)
+	w := dynamodb.NewTableExistsWaiter(c)
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 30*time.Second); err != nil {
+		t.Fatalf("wait for table %s: %v", table, err)
+	}
+}

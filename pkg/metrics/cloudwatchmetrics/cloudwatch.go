@@ -1,0 +1,298 @@
+package cloudwatchmetrics
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+
+	"github.com/millfleet/mill/internal/validate"
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/task"
+
+	"github.com/millfleet/mill/pkg/metrics"
+)
+
+// CloudWatch defaults.
+const (
+	DefaultNamespace          = "Mill"
+	DefaultPublishInterval    = time.Minute
+	DefaultFlushTimeout       = 10 * time.Second
+	maxDatumsPerPutMetricData = 1000 // the PutMetricData limit
+)
+
+// CloudWatch metric and dimension names.
+const (
+	MetricTasks        = "Tasks"        // Count, dimensions TaskType, Result
+	MetricTaskDuration = "TaskDuration" // Milliseconds (statistic set), dimensions TaskType, Result
+	MetricDeadLettered = "DeadLettered" // Count, dimensions TaskType, Result (the reason)
+	DimTaskType        = "TaskType"
+	DimResult          = "Result"
+)
+
+// API is the part of *cloudwatch.Client the publisher uses.
+type API interface {
+	PutMetricData(ctx context.Context, in *cloudwatch.PutMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.PutMetricDataOutput, error)
+}
+
+// Config configures New. The zero value takes every
+// default.
+type Config struct {
+	// Namespace of the metrics (default DefaultNamespace, "Mill").
+	Namespace string
+	// Interval between publications (default DefaultPublishInterval).
+	Interval time.Duration
+	// FlushTimeout bounds the final publication when Run's ctx ends
+	// (default DefaultFlushTimeout).
+	FlushTimeout time.Duration
+	// Clock drives the interval (default the real clock).
+	Clock clock.Clock
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+	// TaskTypes are the task types published as themselves (the
+	// registered ones); any other type is published as OtherTaskType.
+	// Default task.Types.
+	TaskTypes []task.Type
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultPublishInterval
+	}
+	if c.FlushTimeout == 0 {
+		c.FlushTimeout = DefaultFlushTimeout
+	}
+	c.Clock = clock.Or(c.Clock)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c
+}
+
+func (c Config) validate() error {
+	p := validate.New("metrics: CloudWatchConfig")
+	p.Check(c.Interval >= time.Second, "Interval", c.Interval, "be at least 1s")
+	p.Check(c.FlushTimeout > 0, "FlushTimeout", c.FlushTimeout, "be positive")
+	return p.Err()
+}
+
+// Recorder is a metrics.Recorder that aggregates task results in memory and
+// publishes them to CloudWatch once per interval with one PutMetricData
+// call (a second call only if more than 1000 distinct series accumulated,
+// which Mill's handful of task types and results never reach: a type that
+// is not registered is published as OtherTaskType). A failed
+// publication keeps its data and is retried with the next one.
+// Received and InFlight are not published (Prometheus has them).
+type Recorder struct {
+	client API
+	cfg    Config
+	labels metrics.TaskTypeLabels
+
+	mu    sync.Mutex
+	tasks map[seriesKey]*series
+	dead  map[seriesKey]int64
+	calls int64
+
+	flushMu sync.Mutex // one publication at a time
+}
+
+type seriesKey struct {
+	typ    string // a TaskTypeLabels label
+	result string
+}
+
+type series struct {
+	count         int64
+	sum, min, max float64 // milliseconds
+}
+
+var _ metrics.Recorder = (*Recorder)(nil)
+
+// New returns a publisher sending to client.
+func New(client API, cfg Config) (*Recorder, error) {
+	if client == nil {
+		return nil, errors.New("metrics: cloudwatch: nil client")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("metrics: cloudwatch: %w", err)
+	}
+	return &Recorder{client: client, cfg: cfg, labels: metrics.NewTaskTypeLabels(cfg.TaskTypes), tasks: map[seriesKey]*series{}, dead: map[seriesKey]int64{}}, nil
+}
+
+// TaskDone implements metrics.Recorder: it adds to the interval's aggregate.
+func (c *Recorder) TaskDone(t task.Type, result string, elapsed time.Duration) {
+	ms := float64(elapsed) / float64(time.Millisecond)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := seriesKey{c.labels.Label(t), result}
+	s := c.tasks[k]
+	if s == nil {
+		s = &series{min: ms, max: ms}
+		c.tasks[k] = s
+	}
+	s.add(1, ms, ms, ms)
+}
+
+func (s *series) add(n int64, sum, mn, mx float64) {
+	if s.count == 0 || mn < s.min {
+		s.min = mn
+	}
+	if s.count == 0 || mx > s.max {
+		s.max = mx
+	}
+	s.count += n
+	s.sum += sum
+}
+
+// DeadLettered implements metrics.Recorder.
+func (c *Recorder) DeadLettered(t task.Type, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dead[seriesKey{c.labels.Label(t), reason}]++
+}
+
+// Received implements metrics.Recorder (not published to CloudWatch).
+func (c *Recorder) Received(string, int) {}
+
+// InFlight implements metrics.Recorder (not published to CloudWatch).
+func (c *Recorder) InFlight(int) {}
+
+// Calls returns how many PutMetricData calls the publisher has made.
+func (c *Recorder) Calls() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+// Run publishes every interval until ctx ends, then publishes what is left
+// (within FlushTimeout) and returns nil. Publication errors are logged, not
+// returned: metrics must never stop the worker.
+func (c *Recorder) Run(ctx context.Context) error {
+	for {
+		t := c.cfg.Clock.NewTimer(c.cfg.Interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.FlushTimeout)
+			if err := c.Flush(fctx); err != nil {
+				c.cfg.Logger.Warn("cloudwatch: final publication failed", "error", err)
+			}
+			cancel()
+			return nil
+		case <-t.C():
+			if err := c.Flush(ctx); err != nil {
+				c.cfg.Logger.Warn("cloudwatch: publication failed; will retry with the next one", "error", err)
+			}
+		}
+	}
+}
+
+// Flush publishes the aggregate now (nothing is sent when it is empty).
+func (c *Recorder) Flush(ctx context.Context) error {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	c.mu.Lock()
+	tasks, dead := c.tasks, c.dead
+	c.tasks, c.dead = map[seriesKey]*series{}, map[seriesKey]int64{}
+	c.mu.Unlock()
+	if len(tasks) == 0 && len(dead) == 0 {
+		return nil
+	}
+	now := c.cfg.Clock.Now()
+	data := datums(tasks, dead, now)
+	var errs []error
+	for len(data) > 0 {
+		n := min(len(data), maxDatumsPerPutMetricData)
+		c.mu.Lock()
+		c.calls++
+		c.mu.Unlock()
+		_, err := c.client.PutMetricData(ctx, &cloudwatch.PutMetricDataInput{
+			Namespace:  aws.String(c.cfg.Namespace),
+			MetricData: data[:n],
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+		data = data[n:]
+	}
+	if err := errors.Join(errs...); err != nil {
+		c.restore(tasks, dead)
+		return fmt.Errorf("metrics: cloudwatch: put metric data: %w", err)
+	}
+	return nil
+}
+
+// restore merges an unpublished aggregate back so the next publication
+// carries it.
+func (c *Recorder) restore(tasks map[seriesKey]*series, dead map[seriesKey]int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, s := range tasks {
+		cur := c.tasks[k]
+		if cur == nil {
+			cur = &series{}
+			c.tasks[k] = cur
+		}
+		cur.add(s.count, s.sum, s.min, s.max)
+	}
+	for k, n := range dead {
+		c.dead[k] += n
+	}
+}
+
+func dims(k seriesKey) []cwtypes.Dimension {
+	return []cwtypes.Dimension{
+		{Name: aws.String(DimTaskType), Value: aws.String(k.typ)},
+		{Name: aws.String(DimResult), Value: aws.String(k.result)},
+	}
+}
+
+func datums(tasks map[seriesKey]*series, dead map[seriesKey]int64, now time.Time) []cwtypes.MetricDatum {
+	keys := make([]seriesKey, 0, len(tasks))
+	for k := range tasks {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	var out []cwtypes.MetricDatum
+	for _, k := range keys {
+		s := tasks[k]
+		out = append(out,
+			cwtypes.MetricDatum{MetricName: aws.String(MetricTasks), Dimensions: dims(k), Timestamp: aws.Time(now),
+				Unit: cwtypes.StandardUnitCount, Value: aws.Float64(float64(s.count))},
+			cwtypes.MetricDatum{MetricName: aws.String(MetricTaskDuration), Dimensions: dims(k), Timestamp: aws.Time(now),
+				Unit: cwtypes.StandardUnitMilliseconds, StatisticValues: &cwtypes.StatisticSet{
+					SampleCount: aws.Float64(float64(s.count)), Sum: aws.Float64(s.sum),
+					Minimum: aws.Float64(s.min), Maximum: aws.Float64(s.max)}},
+		)
+	}
+	keys = keys[:0]
+	for k := range dead {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	for _, k := range keys {
+		out = append(out, cwtypes.MetricDatum{MetricName: aws.String(MetricDeadLettered), Dimensions: dims(k), Timestamp: aws.Time(now),
+			Unit: cwtypes.StandardUnitCount, Value: aws.Float64(float64(dead[k]))})
+	}
+	return out
+}
+
+func sortKeys(keys []seriesKey) {
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].typ != keys[j].typ {
+			return keys[i].typ < keys[j].typ
+		}
+		return keys[i].result < keys[j].result
+	})
+}
