@@ -21,7 +21,7 @@ import (
 func TestWorkmanGrantsWhatItsClientsCall(t *testing.T) {
 	body := readTemplate(t, "workman.yaml")
 	for _, c := range []struct{ sid, file, iface string }{
-		{"AuditLog", "../pkg/auditlog/dynamo.go", "DynamoAPI"},
+		{"AuditLog", "../pkg/auditlog/dynamoauditlog/dynamo.go", "API"},
 	} {
 		want := interfaceMethods(t, c.file, c.iface)
 		for i := range want {
