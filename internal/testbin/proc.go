@@ -74,6 +74,15 @@ func Start(t testing.TB, s Spec) *Proc {
 	return p
 }
 
+// Run runs s to its end, at most d (then the child is killed and the test
+// fails), and returns the finished process: its output and ExitCode.
+func Run(t testing.TB, d time.Duration, s Spec) *Proc {
+	t.Helper()
+	p := Start(t, s)
+	_ = p.Wait(t, d)
+	return p
+}
+
 func tee(ws ...io.Writer) io.Writer {
 	var out []io.Writer
 	for _, w := range ws {
@@ -149,6 +158,12 @@ func (p *Proc) Err() error {
 	return p.err
 }
 
+// ExitCode is the child's exit code once Done: -1 when a signal ended it.
+func (p *Proc) ExitCode() int {
+	<-p.done
+	return p.Cmd.ProcessState.ExitCode()
+}
+
 // Wait waits up to d for the child to exit and returns its exit error; if
 // it is still running then, it is killed and the test fails.
 func (p *Proc) Wait(t testing.TB, d time.Duration) error {
@@ -215,14 +230,36 @@ func (p *Proc) Alive(t testing.TB) {
 func (p *Proc) Healthy(t testing.TB, addr string) {
 	t.Helper()
 	p.Alive(t)
-	resp, err := http.Get("http://" + addr + "/healthz")
+	if err := healthz(addr); err != nil {
+		t.Fatalf("%s %v", p.Name, err)
+	}
+}
+
+// WaitHealthy waits up to d for the child's /healthz at addr to answer
+// 200; the test fails if the child exits or d passes first.
+func (p *Proc) WaitHealthy(t testing.TB, d time.Duration, addr string) {
+	t.Helper()
+	var err error
+	if !Poll(d, 100*time.Millisecond, func() bool { err = healthz(addr); return err == nil || p.Exited() }) || p.Exited() {
+		if p.Exited() {
+			t.Fatalf("%s exited (%v) before it was healthy", p.Name, p.err)
+		}
+		t.Fatalf("%s not healthy within %v: %v", p.Name, d, err)
+	}
+}
+
+var healthClient = &http.Client{Timeout: 5 * time.Second}
+
+func healthz(addr string) error {
+	resp, err := healthClient.Get("http://" + addr + "/healthz")
 	if err != nil {
-		t.Fatalf("%s healthz: %v", p.Name, err)
+		return fmt.Errorf("healthz: %w", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s healthz: %s", p.Name, resp.Status)
+		return fmt.Errorf("healthz: %s", resp.Status)
 	}
+	return nil
 }
 
 // PeakRSS returns the child's peak resident set (VmHWM) in bytes, or 0

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/millfleet/mill/internal/testbin"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -64,7 +65,7 @@ func TestRandomizedTasks(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	binaries(t)
+	testbin.Build(t, "workman")
 	m := newMill(t, ctx)
 	m.writeConfig(nil, nil)
 	start := time.Now()
@@ -261,7 +262,7 @@ func TestRandomizedTasks(t *testing.T) {
 		}
 	}
 	t.Logf("%d destination items replaced or deleted, %d of them restorable; done in %v", changed, restorable, time.Since(start).Round(time.Millisecond))
-	if s := w.out.String(); strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
+	if s := w.Output(); strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
 		t.Errorf("workman logged a panic")
 	}
 }
