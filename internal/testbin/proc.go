@@ -55,6 +55,9 @@ func Start(t testing.TB, s Spec) *Proc {
 	}
 	c := exec.Command(s.Path, s.Args...)
 	c.Env, c.Dir = s.Env, s.Dir
+	// The output is copied through pipes: once the child exits, stop
+	// waiting for a grandchild that still holds them.
+	c.WaitDelay = 10 * time.Second
 	c.Stdout = tee(&p.out, &p.stdout, s.Stdout)
 	c.Stderr = tee(&p.out, &p.stderr, s.Stderr)
 	if s.Setpgid {
@@ -68,7 +71,7 @@ func Start(t testing.TB, s Spec) *Proc {
 	t.Cleanup(func() {
 		_ = p.Stop()
 		if t.Failed() {
-			t.Logf("%s output (lines cut at 400 bytes):\n%s", p.Name, CutLines(p.Output(), 400))
+			t.Logf("%s output (its last %d lines, cut at 400 bytes):\n%s", p.Name, failureLines, CutLines(lastLines(p.Output(), failureLines), 400))
 		}
 	})
 	return p
@@ -277,6 +280,22 @@ func (p *Proc) PeakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// failureLines is how much of a child's output a failed test logs.
+const failureLines = 300
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	for i, k := len(s)-1, 0; i >= 0; i-- {
+		if s[i] == '\n' {
+			if k++; k == n {
+				return s[i+1:]
+			}
+		}
+	}
+	return s
 }
 
 // CutLines cuts every line of s at n bytes (a test log stays readable

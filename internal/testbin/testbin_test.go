@@ -140,3 +140,15 @@ func TestBufferConcurrentWrites(t *testing.T) {
 		t.Fatalf("buffer holds %d bytes, want 800", n)
 	}
 }
+
+func TestLastLines(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"a\nb\nc\n", 2, "b\nc"}, {"a\nb\nc", 5, "a\nb\nc"}, {"", 3, ""}, {"a\nb\n", 1, "b"}} {
+		if got := lastLines(c.in, c.n); got != c.want {
+			t.Errorf("lastLines(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
