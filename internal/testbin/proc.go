@@ -198,7 +198,8 @@ func (p *Proc) signal(sig syscall.Signal) error {
 }
 
 // Stop ends the child: SIGTERM, then a kill when it has not exited after
-// the grace period. It returns the exit error; a stopped child's is
+// the grace period (with Setpgid, the group, and at the end whatever is
+// left of it). It returns the exit error; a stopped child's is
 // usually non-nil (the signal), so callers check the output instead.
 func (p *Proc) Stop() error {
 	if !p.Exited() {
@@ -208,6 +209,9 @@ func (p *Proc) Stop() error {
 		case <-time.After(p.grace):
 			p.Kill()
 		}
+	}
+	if p.group { // what the leader started and left behind
+		_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
 	}
 	return p.Err()
 }
