@@ -5,13 +5,14 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/millfleet/mill/internal/testbin"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite the configuration reference in README.md")
@@ -62,15 +63,15 @@ func parseHelp(out string) []option {
 	return opts
 }
 
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 func run(t *testing.T, bin string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, out)
+	cmd := testbin.Run(t, time.Minute, testbin.Spec{Path: bin, Args: args, Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}})
+	if err := cmd.Err(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, cmd.Output())
 	}
-	return string(out)
+	return cmd.Output()
 }
 
 // millctlCommands lists the commands `millctl help` prints.
@@ -100,20 +101,20 @@ func millctlCommands(help string) []string {
 
 func collect(t *testing.T) map[string][]option {
 	t.Helper()
-	bins := t.TempDir()
-	build := exec.Command("go", "build", "-o", bins+string(os.PathSeparator), "./cmd/...")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/...: %v\n%s", err, out)
-	}
-	entries, err := os.ReadDir(bins)
+	entries, err := os.ReadDir(filepath.Join(testbin.ModuleRoot(t), "cmd"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	byBinary := map[string][]option{}
+	var names []string
 	for _, e := range entries {
-		name := e.Name()
-		bin := filepath.Join(bins, name)
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	bins := testbin.Build(t, names...)
+	byBinary := map[string][]option{}
+	for _, name := range names {
+		bin := bins[name]
 		if name != "millctl" {
 			for _, o := range parseHelp(run(t, bin, "--help")) {
 				o.Commands = []string{name}
