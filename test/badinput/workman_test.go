@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -80,8 +79,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin := testbin.Build(t, "workman")["workman"]
-	helpOut, _ := exec.Command(bin, "--help").CombinedOutput()
-	help := string(helpOut)
+	help := testbin.Run(t, time.Minute, testbin.Spec{Path: bin, Args: []string{"--help"}}).Output()
 	auditWired, dupWired := registered(help, task.TypeAudit), registered(help, task.TypeDup)
 	t.Logf("workman binary: AUDIT wired=%v, DUP wired=%v", auditWired, dupWired)
 
