@@ -15,7 +15,6 @@ import (
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
 	"github.com/millfleet/mill/internal/validate"
-	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -51,8 +50,6 @@ type CloudWatchConfig struct {
 	// FlushTimeout bounds the final publication when Run's ctx ends
 	// (default DefaultFlushTimeout).
 	FlushTimeout time.Duration
-	// Clock drives the interval (default the real clock).
-	Clock clock.Clock
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 	// TaskTypes are the task types published as themselves (the
@@ -72,7 +69,6 @@ func (c CloudWatchConfig) WithDefaults() CloudWatchConfig {
 	if c.FlushTimeout == 0 {
 		c.FlushTimeout = DefaultFlushTimeout
 	}
-	c.Clock = clock.Or(c.Clock)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -178,7 +174,7 @@ func (c *CloudWatch) Calls() int64 {
 // returned: metrics must never stop the worker.
 func (c *CloudWatch) Run(ctx context.Context) error {
 	for {
-		t := c.cfg.Clock.NewTimer(c.cfg.Interval)
+		t := time.NewTimer(c.cfg.Interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -188,7 +184,7 @@ func (c *CloudWatch) Run(ctx context.Context) error {
 			}
 			cancel()
 			return nil
-		case <-t.C():
+		case <-t.C:
 			if err := c.Flush(ctx); err != nil {
 				c.cfg.Logger.Warn("cloudwatch: publication failed; will retry with the next one", "error", err)
 			}
@@ -207,7 +203,7 @@ func (c *CloudWatch) Flush(ctx context.Context) error {
 	if len(tasks) == 0 && len(dead) == 0 {
 		return nil
 	}
-	now := c.cfg.Clock.Now()
+	now := time.Now()
 	data := datums(tasks, dead, now)
 	var errs []error
 	for len(data) > 0 {

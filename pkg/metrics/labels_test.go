@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -68,7 +67,7 @@ func TestPrometheusLabelsBounded(t *testing.T) {
 // dimension value, in one call.
 func TestCloudWatchLabelsBounded(t *testing.T) {
 	cc := &counting{}
-	cw, err := metrics.NewCloudWatch(cc, metrics.CloudWatchConfig{Clock: clock.NewFake(time.Time{}), TaskTypes: []task.Type{task.TypeBit}})
+	cw, err := metrics.NewCloudWatch(cc, metrics.CloudWatchConfig{TaskTypes: []task.Type{task.TypeBit}})
 	if err != nil {
 		t.Fatal(err)
 	}
