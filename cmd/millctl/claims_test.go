@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/millfleet/mill/internal/testbin"
 	"io"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/deadletter"

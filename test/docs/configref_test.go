@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"github.com/millfleet/mill/internal/testbin"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/millfleet/mill/internal/testbin"
 )
 
 var update = flag.Bool("update", false, "rewrite the configuration reference in README.md")

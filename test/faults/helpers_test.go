@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/millfleet/mill/internal/testbin"
 	"io"
 	"os"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/queue"

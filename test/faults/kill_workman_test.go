@@ -5,13 +5,13 @@ package faults
 import (
 	"context"
 	"fmt"
-	"github.com/millfleet/mill/internal/testbin"
 	"math/rand/v2"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 )

@@ -5,7 +5,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"github.com/millfleet/mill/internal/testbin"
 	"io"
 	"log/slog"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/pgcluster"
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/contentindex"

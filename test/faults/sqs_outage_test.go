@@ -4,7 +4,6 @@ package faults
 
 import (
 	"context"
-	"github.com/millfleet/mill/internal/testbin"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/faultproxy"
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 )
 

@@ -4,7 +4,6 @@ package faults
 
 import (
 	"context"
-	"github.com/millfleet/mill/internal/testbin"
 	"io"
 	"log/slog"
 	"net/url"
@@ -18,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/faultproxy"
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"

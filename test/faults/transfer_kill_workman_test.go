@@ -5,7 +5,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"github.com/millfleet/mill/internal/testbin"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/internal/faultproxy"
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
