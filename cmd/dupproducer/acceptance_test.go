@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/policy"
@@ -44,6 +42,8 @@ import (
 // pair is one (account, space, source → destination) the test checks.
 type pair struct{ account, space, src, dst string }
 
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 // TestAcceptance runs the dupproducer binary against the emulator while an
 // in-process workman with the dup processor drains the low-priority queue:
 // two accounts, three spaces (one duplicated to two S3 destinations), 250
@@ -63,10 +63,7 @@ func TestAcceptance(t *testing.T) {
 	prefix := testenv.Prefix(t)
 	tmp := t.TempDir()
 
-	bin := filepath.Join(tmp, "dupproducer")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, "dupproducer")["dupproducer"]
 
 	// Queues and the lease table.
 	sqsc := cfg.SQS()
@@ -162,44 +159,31 @@ func TestAcceptance(t *testing.T) {
 	env := append(os.Environ(),
 		"MILL_CONFIG_DIR="+confDir, "MILL_QUEUE_PREFIX="+prefix, "MILL_STATE="+state,
 		"MILL_LEASE_TABLE="+leaseTable, "MILL_LEASE_TTL=6s", "MILL_PROGRESS=log")
-	producer := func(args ...string) *exec.Cmd {
-		c := exec.CommandContext(ctx, bin, append([]string{"--bite-size", "50", "--max-queue-size", "100"}, args...)...)
-		c.Env = env
-		return c
+	producer := func(args ...string) testbin.Spec {
+		return testbin.Spec{Path: bin, Args: append([]string{"--bite-size", "50", "--max-queue-size", "100"}, args...), Env: env}
 	}
 	runProducer := func() (string, error) {
-		var out, errb bytes.Buffer
-		c := producer()
-		c.Stdout, c.Stderr = &out, &errb
-		err := c.Run()
-		if err != nil {
-			t.Logf("dupproducer stderr:\n%s", errb.String())
+		c := testbin.Run(t, 20*time.Minute, producer())
+		if err := c.Err(); err != nil {
+			t.Logf("dupproducer stderr:\n%s", c.Stderr())
 		}
-		return out.String(), err
+		return c.Stdout(), c.Err()
 	}
 
 	// 1. A first invocation, frozen (SIGSTOP) once it has saved a step of
 	// the run, meets a second invocation, then dies with SIGKILL. No queue
 	// limit stops it before it is frozen.
-	a := producer("--max-queue-size", "100000")
-	a.Stdout, a.Stderr = io.Discard, io.Discard
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
+	a := testbin.Start(t, producer("--max-queue-size", "100000"))
+	if !testbin.Poll(2*time.Minute, 5*time.Millisecond, func() bool {
+		st := readState(t, state)
+		return st != nil && st.InRun() && st.Bites >= 1
+	}) {
+		t.Fatal("the first invocation saved no step within 2 minutes")
 	}
-	var mid *looping.State
-	for deadline := time.Now().Add(2 * time.Minute); mid == nil; {
-		if time.Now().After(deadline) {
-			t.Fatal("the first invocation saved no step within 2 minutes")
-		}
-		if st := readState(t, state); st != nil && st.InRun() && st.Bites >= 1 {
-			if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatalf("SIGSTOP: %v (the first invocation ended before it could be frozen mid-run)", err)
-			}
-			mid = readState(t, state)
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP: %v (the first invocation ended before it could be frozen mid-run)", err)
 	}
+	mid := readState(t, state)
 	if !mid.InRun() {
 		t.Fatalf("froze the first invocation after its run ended: %+v", mid)
 	}
@@ -207,14 +191,11 @@ func TestAcceptance(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second invocation: %v", err)
 	}
-	if !strings.Contains(out, "lease held by") || !strings.Contains(out, fmt.Sprintf("pid %d", a.Process.Pid)) {
-		t.Fatalf("second invocation did not name the holder (pid %d):\n%s", a.Process.Pid, out)
+	if !strings.Contains(out, "lease held by") || !strings.Contains(out, fmt.Sprintf("pid %d", a.Cmd.Process.Pid)) {
+		t.Fatalf("second invocation did not name the holder (pid %d):\n%s", a.Cmd.Process.Pid, out)
 	}
 	t.Logf("second invocation: %s", strings.TrimSpace(out))
-	if err := a.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = a.Wait()
+	a.Kill()
 	mid = readState(t, state)
 	time.Sleep(6 * time.Second) // the killed holder's lease (MILL_LEASE_TTL) runs out
 	t.Logf("killed mid-run: run %s, %d bites, %d/%d morsels done, %d tasks queued",

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/deadletter"
@@ -91,7 +92,7 @@ func TestClaimCheckThroughMillctl(t *testing.T) {
 	if !strings.Contains(out, "noop: injected") || !strings.Contains(out, "huge-dead") || strings.Contains(out, "millClaimCheck") {
 		t.Errorf("dlq show of a claim-checked dead letter: %.600s", out)
 	}
-	waitFor(t, "the dead letter visible again", 15*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Visible == 1 })
+	testbin.WaitFor(t, 15*time.Second, "the dead letter visible again", func() bool { return e.depth(queue.KeyDeadLetter).Visible == 1 })
 	out = e.must("", append([]string{"dlq", "redrive"}, cc...)...)
 	if !strings.Contains(out, "redrive: 1 redriven, 0 failed") {
 		t.Fatalf("redrive: %s", out)
@@ -100,7 +101,7 @@ func TestClaimCheckThroughMillctl(t *testing.T) {
 	// An empty receive is not an answer (a loaded emulator may return one
 	// before the new message is visible): receive until it comes.
 	var ms []*queue.Message
-	waitFor(t, "the redriven task", 15*time.Second, func() bool {
+	testbin.WaitFor(t, 15*time.Second, "the redriven task", func() bool {
 		got, err := src.Receive(ctx, 10, time.Second)
 		if err != nil {
 			t.Fatalf("receive the redriven task: %v", err)
@@ -145,7 +146,7 @@ func TestClaimCheckThroughMillctl(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "0 redriven, 1 failed") || !strings.Contains(errOut, claimcheck.ErrBlobNotFound.Error()) {
 		t.Errorf("redrive of a dead letter whose blob is gone: exit %d\n%s\n%s", code, out, errOut)
 	}
-	waitFor(t, "the dead letter kept", 15*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Total() == 1 })
+	testbin.WaitFor(t, 15*time.Second, "the dead letter kept", func() bool { return e.depth(queue.KeyDeadLetter).Total() == 1 })
 }
 
 // TestDLQLeavesForeignClaimKeys: a message on the dead-letter queue whose
@@ -178,7 +179,7 @@ func TestDLQLeavesForeignClaimKeys(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "0 redriven, 1 failed") || !strings.Contains(errOut, "claimcheck: key outside claims prefix") {
 		t.Errorf("redrive of a forged reference: exit %d\n%s\n%s", code, out, errOut)
 	}
-	waitFor(t, "the dead letter visible again", 15*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Visible == 1 })
+	testbin.WaitFor(t, 15*time.Second, "the dead letter visible again", func() bool { return e.depth(queue.KeyDeadLetter).Visible == 1 })
 	out = e.must("", append([]string{"dlq", "purge", "--yes", "--error", "not a dead-letter"}, cc...)...)
 	if !strings.Contains(out, "purge: 1 deleted, 0 failed") {
 		t.Fatalf("purge: %s", out)

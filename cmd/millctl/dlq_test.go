@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
@@ -138,17 +139,6 @@ func (e *opsEnv) startManager(h processors.HandlerFunc) (stop func()) {
 	}
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Second)
-	}
-}
-
 // TestDLQRedriveAcceptance: 100 tasks fail three times and land on the
 // dead-letter queue; once the processor is fixed, dlq redrive returns them
 // and workman completes every one; the dead-letter queue ends empty.
@@ -170,7 +160,7 @@ func TestDLQRedriveAcceptance(t *testing.T) {
 	})
 	// The emulator on a loaded 2-core machine is slow: workman sends each
 	// retry and dead letter on its own, ~400 sends for 100 tasks.
-	waitFor(t, "100 dead letters", 2*time.Minute, func() bool {
+	testbin.WaitFor(t, 2*time.Minute, "100 dead letters", func() bool {
 		dl := e.depth(queue.KeyDeadLetter)
 		mu.Lock()
 		hist := map[int]int{}
@@ -201,7 +191,7 @@ func TestDLQRedriveAcceptance(t *testing.T) {
 	if !strings.Contains(out, "100 matching of 100 looked at") || strings.Count(out, "store unavailable") != 100 {
 		t.Fatalf("dlq list:\n%s", out)
 	}
-	waitFor(t, "listed messages visible again", 10*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Visible == 100 })
+	testbin.WaitFor(t, 10*time.Second, "listed messages visible again", func() bool { return e.depth(queue.KeyDeadLetter).Visible == 100 })
 
 	// The processor is fixed.
 	completed := map[string]int{}
@@ -219,12 +209,12 @@ func TestDLQRedriveAcceptance(t *testing.T) {
 	if !regexp.MustCompile(`redrive: 100 redriven, 0 failed, 0 skipped \(no source queue\), 0 not matching`).MatchString(out) {
 		t.Fatalf("redrive: %s", out)
 	}
-	waitFor(t, "100 completed tasks", time.Minute, func() bool {
+	testbin.WaitFor(t, time.Minute, "100 completed tasks", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(completed) == 100
 	})
-	waitFor(t, "empty queues", 15*time.Second, func() bool {
+	testbin.WaitFor(t, 15*time.Second, "empty queues", func() bool {
 		return e.depth(queue.KeyDeadLetter).Total() == 0 && e.depth(queue.KeyDupLow).Total() == 0
 	})
 	t.Logf("acceptance took %v", time.Since(start))
@@ -274,7 +264,7 @@ func TestDLQListShowPurge(t *testing.T) {
 	if !strings.Contains(out, "1 matching of") || !strings.Contains(out, "BIT") {
 		t.Fatalf("list --error --limit:\n%s", out)
 	}
-	waitFor(t, "messages visible again", 5*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Visible == 5 })
+	testbin.WaitFor(t, 5*time.Second, "messages visible again", func() bool { return e.depth(queue.KeyDeadLetter).Visible == 5 })
 
 	// show, by the source message ID.
 	out = e.must("", "dlq", "show", "src-bit-1")
@@ -293,18 +283,18 @@ func TestDLQListShowPurge(t *testing.T) {
 		strings.Count(out, "→ "+e.prefix+"dup-high") != 3 {
 		t.Fatalf("dry run: %s", out)
 	}
-	waitFor(t, "messages visible again", 5*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Visible == 5 })
+	testbin.WaitFor(t, 5*time.Second, "messages visible again", func() bool { return e.depth(queue.KeyDeadLetter).Visible == 5 })
 
 	// purge with filters: "n" cancels, "y" deletes only the matches.
 	code, out, errOut := e.millctl("n\n", "dlq", "purge", "--type", "BIT")
 	if code != 0 || !strings.Contains(errOut, "Delete 2 matching messages") || !strings.Contains(out, "cancelled, nothing deleted") {
 		t.Fatalf("purge declined: %d %s %s", code, out, errOut)
 	}
-	waitFor(t, "messages visible again", 5*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Visible == 5 })
+	testbin.WaitFor(t, 5*time.Second, "messages visible again", func() bool { return e.depth(queue.KeyDeadLetter).Visible == 5 })
 	if out = e.must("yes\n", "dlq", "purge", "--type", "BIT"); !strings.Contains(out, "purge: 2 deleted, 0 failed") {
 		t.Fatalf("purge --type BIT: %s", out)
 	}
-	waitFor(t, "3 left", 5*time.Second, func() bool { d := e.depth(queue.KeyDeadLetter); return d.Visible == 3 && d.Total() == 3 })
+	testbin.WaitFor(t, 5*time.Second, "3 left", func() bool { d := e.depth(queue.KeyDeadLetter); return d.Visible == 3 && d.Total() == 3 })
 
 	// purge everything: no answer cancels; --yes purges.
 	if code, out, _ = e.millctl("", "dlq", "purge"); code != 0 || !strings.Contains(out, "cancelled") {
@@ -313,7 +303,7 @@ func TestDLQListShowPurge(t *testing.T) {
 	if out = e.must("", "dlq", "purge", "--yes"); !strings.Contains(out, "purged (about 3 messages") {
 		t.Fatalf("purge --yes: %s", out)
 	}
-	waitFor(t, "an empty dead-letter queue", 10*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Total() == 0 })
+	testbin.WaitFor(t, 10*time.Second, "an empty dead-letter queue", func() bool { return e.depth(queue.KeyDeadLetter).Total() == 0 })
 }
 
 // TestDLQRedriveOnlyToMillQueues: a dead letter naming a source queue that
@@ -342,7 +332,7 @@ func TestDLQRedriveOnlyToMillQueues(t *testing.T) {
 	if d, err := q.Depth(ctx); err != nil || d.Total() != 0 {
 		t.Fatalf("the foreign queue after the redrive: %+v, %v", d, err)
 	}
-	waitFor(t, "the dead letter visible again", 15*time.Second, func() bool { return e.depth(queue.KeyDeadLetter).Visible == 1 })
+	testbin.WaitFor(t, 15*time.Second, "the dead letter visible again", func() bool { return e.depth(queue.KeyDeadLetter).Visible == 1 })
 	if out := e.must("", "dlq", "redrive", "--to", "dup-low"); !strings.Contains(out, "1 redriven, 0 failed") {
 		t.Fatalf("redrive --to dup-low: %s", out)
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,6 +63,8 @@ var serviceArgs = map[string][]string{
 // TestEmulatorStopped: with the AWS emulator and PostgreSQL stopped, every
 // millctl command that needs them fails within 5 s with one line naming
 // the endpoint and what to do, instead of retrying for minutes.
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 func TestEmulatorStopped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds millctl")
@@ -85,18 +85,12 @@ func TestEmulatorStopped(t *testing.T) {
 	for name, args := range serviceArgs {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, append(strings.Fields(name), args...)...)
-			cmd.Env = env
-			cmd.Stdin = strings.NewReader("")
-			var stdout, stderr testbin.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			start := time.Now()
-			err := cmd.Run()
+			cmd := testbin.Run(t, 30*time.Second, testbin.Spec{Path: bin, Args: append(strings.Fields(name), args...), Env: env}) // stdin: the null device
+			err, stderr := cmd.Err(), cmd.Stderr()
 			took := time.Since(start)
-			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-			t.Logf("millctl %s %s → %v in %v\n%s", name, strings.Join(args, " "), err, took.Round(time.Millisecond), stderr.String())
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			t.Logf("millctl %s %s → %v in %v\n%s", name, strings.Join(args, " "), err, took.Round(time.Millisecond), stderr)
 			if err == nil {
 				t.Fatalf("exit 0, want a failure")
 			}
@@ -104,7 +98,7 @@ func TestEmulatorStopped(t *testing.T) {
 				t.Errorf("took %v, want at most 5 s", took)
 			}
 			if len(lines) != 1 || !strings.HasPrefix(lines[0], "millctl "+name+": cannot reach ") || !strings.Contains(lines[0], "make up") {
-				t.Errorf("stderr is not the one-line hint:\n%s", stderr.String())
+				t.Errorf("stderr is not the one-line hint:\n%s", stderr)
 			}
 			if !strings.Contains(lines[0], awsEndpoint+" (AWS_ENDPOINT_URL)") && !strings.Contains(lines[0], "PostgreSQL at "+dbAddr) {
 				t.Errorf("the hint names neither the emulator %s nor PostgreSQL at %s", awsEndpoint, dbAddr)

@@ -5,10 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -108,11 +107,7 @@ func newProcEnv(t *testing.T, vt time.Duration) *procEnv {
 		return q
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "workman")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t, "workman")["workman"]
 	// The processor wiring opens all seven queues under the prefix; the
 	// test works on the bit queue.
 	for _, k := range queue.AllKeys {
@@ -124,30 +119,14 @@ func newProcEnv(t *testing.T, vt time.Duration) *procEnv {
 		dlq: open(queue.KeyDeadLetter, 30*time.Second), record: filepath.Join(dir, "processed")}
 }
 
-// start runs the binary; its stderr goes to the test log on failure.
-func (p *procEnv) start(extra ...string) (*exec.Cmd, *bytes.Buffer) {
+// start runs the binary; its output goes to the test log on failure.
+func (p *procEnv) start(extra ...string) *testbin.Proc {
 	args := append([]string{
 		"--queue-prefix", p.prefix, "--queues", queue.KeyBit,
 		"--http-addr", "", "--cloudwatch=false", "--fleet-table", "", "--instance-metadata=false", "--noop-record", p.record, "--log-level", "warn",
 		"--task-types", "NOOP",
 	}, extra...)
-	cmd := exec.Command(p.bin, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.Env = os.Environ()
-	if err := cmd.Start(); err != nil {
-		p.t.Fatal(err)
-	}
-	p.t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-		if p.t.Failed() {
-			p.t.Logf("workman stderr:\n%s", stderr.String())
-		}
-	})
-	return cmd, &stderr
+	return testbin.Start(p.t, testbin.Spec{Path: p.bin, Args: args, Env: os.Environ()})
 }
 
 func (p *procEnv) send(tasks ...*task.Task) {
@@ -173,30 +152,7 @@ func (p *procEnv) recorded() []string {
 	return ids
 }
 
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func waitExit(t *testing.T, cmd *exec.Cmd, limit time.Duration) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(limit):
-		_ = cmd.Process.Kill()
-		t.Fatalf("workman did not exit within %s", limit)
-		return nil
-	}
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // TestSIGTERMWithTasksInFlight: a real process, a real signal. Tasks that
 // finish within the grace period are deleted; the others are visible again
@@ -209,18 +165,16 @@ func TestSIGTERMWithTasksInFlight(t *testing.T) {
 		task.New(task.TypeNoop, map[string]string{"id": "long-1", "sleep": "5m"}),
 		task.New(task.TypeNoop, map[string]string{"id": "long-2", "sleep": "5m"}),
 	)
-	cmd, _ := p.start("--workers", "4", "--grace-period", "3s")
+	cmd := p.start("--workers", "4", "--grace-period", "3s")
 	ctx := context.Background()
-	waitUntil(t, 20*time.Second, "4 tasks in flight", func() bool {
+	testbin.WaitFor(t, 20*time.Second, "4 tasks in flight", func() bool {
 		d, err := p.work.Depth(ctx)
 		return err == nil && d.InFlight == 4
 	})
 	time.Sleep(300 * time.Millisecond) // let the workers pick them up
 	start := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitExit(t, cmd, 20*time.Second); err != nil {
+	cmd.Signal(t, syscall.SIGTERM)
+	if err := cmd.Wait(t, 20*time.Second); err != nil {
 		t.Fatalf("exit: %v (want status 0)", err)
 	}
 	t.Logf("exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
@@ -264,12 +218,9 @@ func TestCrashSafety(t *testing.T) {
 	}
 	p.send(ts...)
 	args := []string{"--workers", "8", "--noop-sleep", "20ms"}
-	cmd, _ := p.start(args...)
-	waitUntil(t, 60*time.Second, "150 tasks done", func() bool { return len(p.recorded()) >= 150 })
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	cmd := p.start(args...)
+	testbin.WaitFor(t, 60*time.Second, "150 tasks done", func() bool { return len(p.recorded()) >= 150 })
+	cmd.Kill()
 	d, err := p.work.Depth(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -278,16 +229,16 @@ func TestCrashSafety(t *testing.T) {
 	atKill := len(p.recorded())
 	t.Logf("killed after %d completions with %d messages in flight", atKill, inFlight)
 
-	cmd2, _ := p.start(args...)
-	waitUntil(t, 90*time.Second, "every task done", func() bool {
+	cmd2 := p.start(args...)
+	testbin.WaitFor(t, 90*time.Second, "every task done", func() bool {
 		seen := map[string]bool{}
 		for _, id := range p.recorded() {
 			seen[id] = true
 		}
 		return len(seen) == n
 	})
-	_ = cmd2.Process.Signal(syscall.SIGTERM)
-	if err := waitExit(t, cmd2, 20*time.Second); err != nil {
+	_ = cmd2.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd2.Wait(t, 20*time.Second); err != nil {
 		t.Fatalf("second run exit: %v", err)
 	}
 	ids := p.recorded()
@@ -313,15 +264,10 @@ func TestMetricLabelsBounded(t *testing.T) {
 	}
 	tasks = append(tasks, task.New(task.TypeNoop, map[string]string{"id": "real"}))
 	p.send(tasks...)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd, _ := p.start("--http-addr", addr)
+	addr := testbin.FreeAddr(t)
+	cmd := p.start("--http-addr", addr)
 	ctx := context.Background()
-	waitUntil(t, 30*time.Second, "30 dead letters and the real task", func() bool {
+	testbin.WaitFor(t, 30*time.Second, "30 dead letters and the real task", func() bool {
 		d, err := p.dlq.Depth(ctx)
 		return err == nil && d.Visible == 30 && len(p.recorded()) == 1
 	})
@@ -344,10 +290,8 @@ func TestMetricLabelsBounded(t *testing.T) {
 	if !strings.Contains(string(body), `mill_dead_lettered_total{reason="unknown_type",task_type="other"} 30`) {
 		t.Errorf("no 30 dead letters under other:\n%s", body)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitExit(t, cmd, 20*time.Second); err != nil {
+	cmd.Signal(t, syscall.SIGTERM)
+	if err := cmd.Wait(t, 20*time.Second); err != nil {
 		t.Fatalf("exit: %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -346,6 +344,8 @@ func htmxStep(a chromedp.Action) chromedp.Action {
 	}
 }
 
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 // TestBrowser drives the console in Debian's Chromium against the
 // emulator and PostgreSQL: a viewer sees no controls and a forged POST is
 // refused; an admin adds a space, sees a refused store policy next to the
@@ -436,11 +436,9 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("the file in S3: %+v, %v", p, err)
 	}
 	bin := testbin.Build(t, "millctl")["millctl"]
-	var out bytes.Buffer
-	cmd := exec.Command(bin, "policy", "get", "--config-bucket", b.configBucket, "acme")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), `"video": [`) {
-		t.Fatalf("millctl policy get: %v\n%s", err, out.String())
+	cmd := testbin.Run(t, time.Minute, testbin.Spec{Path: bin, Args: []string{"policy", "get", "--config-bucket", b.configBucket, "acme"}})
+	if err := cmd.Err(); err != nil || !strings.Contains(cmd.Output(), `"video": [`) {
+		t.Fatalf("millctl policy get: %v\n%s", err, cmd.Output())
 	}
 
 	// --- The second admin saves the older version: a conflict, nothing
@@ -562,33 +560,10 @@ func TestBrowserDeadLettersAndFleet(t *testing.T) {
 	}
 
 	// A real Workman on dup-low, serving NOOP, registered in the fleet.
-	var wmOut testbin.Buffer
-	wm := exec.Command(bins["workman"], "--worker-id", "console-wm", "--queue-prefix", b.prefix, "--queues", queue.KeyDupLow,
+	testbin.Start(t, testbin.Spec{Path: bins["workman"], Args: []string{"--worker-id", "console-wm", "--queue-prefix", b.prefix, "--queues", queue.KeyDupLow,
 		"--task-types", "NOOP", "--fleet-table", b.fleetTable, "--heartbeat-interval", "1s", "--http-addr", "", "--cloudwatch=false",
-		"--claims-bucket", "", "--instance-metadata=false", "--receive-wait", "1s", "--grace-period", "5s", "--noop-record", record)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MILL_") {
-			wm.Env = append(wm.Env, kv)
-		}
-	}
-	wm.Stdout, wm.Stderr = &wmOut, &wmOut
-	if err := wm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	wmDone := make(chan error, 1)
-	go func() { wmDone <- wm.Wait() }()
-	t.Cleanup(func() {
-		_ = wm.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-wmDone:
-		case <-time.After(20 * time.Second):
-			_ = wm.Process.Kill()
-			<-wmDone
-		}
-		if t.Failed() {
-			t.Logf("workman output:\n%s", wmOut.String())
-		}
-	})
+		"--claims-bucket", "", "--instance-metadata=false", "--receive-wait", "1s", "--grace-period", "5s", "--noop-record", record},
+		Env: testbin.Env()})
 
 	// --- A viewer: the pages without controls; a forged POST refused.
 	viewer := b.tab()
@@ -662,16 +637,10 @@ func TestBrowserDeadLettersAndFleet(t *testing.T) {
 		t.Fatalf("the redrive did not finish on the page: %v", err)
 	}
 	// Workman processes it.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if b, _ := os.ReadFile(record); strings.Contains(string(b), "redrive-me") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Workman did not process the redriven task within 60 s")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	testbin.WaitFor(t, 60*time.Second, "Workman to process the redriven task", func() bool {
+		b, _ := os.ReadFile(record)
+		return strings.Contains(string(b), "redrive-me")
+	})
 
 	// --- The fleet: the Workman with its count (the six NOOP tasks the
 	// env put on dup-low and the redriven one), beside a worker that

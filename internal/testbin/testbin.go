@@ -1,12 +1,18 @@
-// Package testbin is the support for tests that run Mill's real binaries:
-// Build compiles commands of ./cmd into a test's temporary directory (one
-// go build, so shared packages compile once), and Buffer collects a running
-// child's output safely while the test reads it.
+// Package testbin is the one harness for tests that run Mill's real
+// binaries. Build compiles commands of ./cmd once per test binary (one go
+// build, so shared packages compile once; Main removes them at the end);
+// Start runs one as a child process whose output the test reads line by
+// line while it runs (WaitLine), checks (Alive, Healthy) and stops (Stop:
+// SIGTERM, then a kill after a grace period); the output is logged when
+// the test fails. WaitFor and Poll wait for a condition with a deadline,
+// polling at a short interval: these tests watch other processes, so
+// there is no clock to fake.
 package testbin
 
 import (
 	"bytes"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,26 +20,74 @@ import (
 	"testing"
 )
 
-// Build compiles ./cmd/<name> for every name into one temporary directory
-// and returns each binary's path by name.
+var (
+	buildMu  sync.Mutex
+	buildDir string
+	built    = map[string]string{}
+)
+
+// Build compiles ./cmd/<name> for every name not built yet by this test
+// binary (in one go build) and returns each binary's path by name. The
+// binaries live until Main removes them.
 func Build(t testing.TB, names ...string) map[string]string {
 	t.Helper()
-	root := ModuleRoot(t)
-	dir := t.TempDir()
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	var missing []string
 	for _, n := range names {
-		args = append(args, "./cmd/"+n)
+		if _, ok := built[n]; !ok && !contains(missing, n) {
+			missing = append(missing, n)
+		}
 	}
-	c := exec.Command("go", args...)
-	c.Dir = root
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", strings.Join(names, " "), err, out)
+	if len(missing) > 0 {
+		if buildDir == "" {
+			// A test's TempDir goes with the test: build into one that
+			// outlives it.
+			dir, err := os.MkdirTemp("", "mill-testbin-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			buildDir = dir
+		}
+		args := []string{"build", "-o", buildDir + string(filepath.Separator)}
+		for _, n := range missing {
+			args = append(args, "./cmd/"+n)
+		}
+		c := exec.Command("go", args...)
+		c.Dir = ModuleRoot(t)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", strings.Join(missing, " "), err, out)
+		}
+		for _, n := range missing {
+			built[n] = filepath.Join(buildDir, n)
+		}
 	}
 	bins := make(map[string]string, len(names))
 	for _, n := range names {
-		bins[n] = filepath.Join(dir, n)
+		bins[n] = built[n]
 	}
 	return bins
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Main runs the tests and removes what Build compiled; a package whose
+// tests call Build calls it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	buildMu.Lock()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	buildMu.Unlock()
+	os.Exit(code)
 }
 
 // ModuleRoot returns the directory holding the module's go.mod.
@@ -79,4 +133,16 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// Env is this process's environment without its MILL_* variables (so a
+// developer's settings do not leak into a child), plus extra ("K=V").
+func Env(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "MILL_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
 }

@@ -2,9 +2,10 @@ package metrics_test
 
 import (
 	"fmt"
-	"github.com/millfleet/mill/pkg/metrics/prometheusmetrics"
 	"testing"
 	"time"
+
+	"github.com/millfleet/mill/pkg/metrics/prometheusmetrics"
 
 	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/task"

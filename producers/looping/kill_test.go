@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/task"
@@ -78,11 +80,11 @@ func TestKillMidRun(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("bite%d_after%d_entries%d", tc.bite, tc.after, tc.entries), func(t *testing.T) {
 			dir := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestKillMidRun$", "-test.count=1")
-			cmd.Env = append(os.Environ(), killDirEnv+"="+dir,
-				killBiteEnv+"="+strconv.Itoa(tc.bite), killAfterEnv+"="+strconv.Itoa(tc.after),
-				killEntriesEnv+"="+strconv.Itoa(tc.entries))
-			out, err := cmd.CombinedOutput()
+			cmd := testbin.Run(t, 2*time.Minute, testbin.Spec{Path: os.Args[0], Args: []string{"-test.run=^TestKillMidRun$", "-test.count=1"},
+				Env: append(os.Environ(), killDirEnv+"="+dir,
+					killBiteEnv+"="+strconv.Itoa(tc.bite), killAfterEnv+"="+strconv.Itoa(tc.after),
+					killEntriesEnv+"="+strconv.Itoa(tc.entries))})
+			out, err := cmd.Output(), cmd.Err()
 			if err == nil {
 				t.Fatalf("child was not killed:\n%s", out)
 			}

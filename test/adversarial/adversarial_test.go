@@ -7,9 +7,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -71,7 +72,7 @@ func TestAdversarialInputs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	built := time.Now()
-	binaries(t)
+	testbin.Build(t, "workman")
 	start := time.Now()
 	t.Logf("built workman in %v", start.Sub(built).Round(time.Millisecond))
 	m := newMill(t, ctx)
@@ -340,7 +341,7 @@ func TestAdversarialInputs(t *testing.T) {
 	t.Logf("drained at %v", time.Since(start).Round(time.Millisecond))
 	// The claim-checked original and its forged copy both ran (a
 	// duplicate delivery of an idempotent task); the blob is still there.
-	waitFor(t, 20*time.Second, "the claim-checked task and its copy to run", func() bool {
+	testbin.WaitFor(t, 20*time.Second, "the claim-checked task and its copy to run", func() bool {
 		b, _ := os.ReadFile(w.record)
 		return strings.Count(string(b), "claimed-original") >= 2
 	})
@@ -352,7 +353,7 @@ func TestAdversarialInputs(t *testing.T) {
 	}
 
 	// Bounded: the burst on the oversized policy and the made-up types.
-	if rss := w.peakRSS(); rss > 300<<20 {
+	if rss := w.PeakRSS(); rss > 300<<20 {
 		t.Errorf("workman's peak RSS is %d MiB after a burst on a 5 MiB policy", rss>>20)
 	} else {
 		t.Logf("workman's peak RSS: %d MiB", rss>>20)
@@ -365,7 +366,7 @@ func TestAdversarialInputs(t *testing.T) {
 		t.Errorf("made-up task types reached the metric labels (or no \"other\" label): %d bytes of metrics", len(metrics))
 	}
 
-	waitFor(t, 30*time.Second, "the good task's item on stores 2 and 3", func() bool {
+	testbin.WaitFor(t, 30*time.Second, "the good task's item on stores 2 and 3", func() bool {
 		b2, err2 := m.read("2", space, "fresh")
 		b3, err3 := m.read("3", space, "fresh")
 		return err2 == nil && err3 == nil && string(b2) == "fresh content" && string(b3) == "fresh content"
@@ -408,12 +409,12 @@ func TestAdversarialInputs(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(m.outside, "secret")); err != nil || string(b) != "outside the store" {
 		t.Errorf("the file outside the store: %q, %v", b, err)
 	}
-	if s := w.out.String(); strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
+	if s := w.Output(); strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
 		t.Errorf("workman logged a panic")
 	}
-	w.stop()
-	<-w.exited
-	if code := w.cmd.ProcessState.ExitCode(); code != 0 {
+	w.Signal(t, syscall.SIGINT)
+	_ = w.Wait(t, 20*time.Second)
+	if code := w.ExitCode(); code != 0 {
 		t.Errorf("workman exit code after SIGINT: %d", code)
 	}
 	t.Logf("%d attacks in %v", len(attacks)+1, time.Since(start).Round(time.Millisecond))
@@ -478,17 +479,14 @@ func endpointAttack(t *testing.T, m *mill) {
   {"id": "2", "kind": "s3", "bucket": "b2", "region": "us-east-1", "endpoint": "http://storage.example.com/", "ambientCredentials": true},
   {"id": "3", "kind": "s3", "bucket": "b3", "region": "us-east-1", "endpoint": "https://minio.example.com/"}]}]}`), 0o644))
 	canary := m.send(queue.KeyAudit, `{"v":1,"type":"NOOP","props":{"id":"endpoint-canary"}}`, nil)
-	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
-	defer cancel()
-	c := exec.CommandContext(ctx, binaries(t)["workman"], "--config-dir", dir, "--queues", "audit", "--task-types", "NOOP,AUDIT,DUP",
-		"--http-addr", "", "--cloudwatch=false", "--fleet-table", "", "--instance-metadata=false")
-	c.Env = append(m.env(), "MILL_CONFIG_DIR="+dir)
-	out, err := c.CombinedOutput()
-	if c.ProcessState == nil || c.ProcessState.ExitCode() != 1 {
-		t.Fatalf("workman with a registry breaking the endpoint rules: %v\n%s", err, out)
+	c := testbin.Run(t, 30*time.Second, testbin.Spec{Path: testbin.Build(t, "workman")["workman"], Args: []string{"--config-dir", dir, "--queues", "audit", "--task-types", "NOOP,AUDIT,DUP",
+		"--http-addr", "", "--cloudwatch=false", "--fleet-table", "", "--instance-metadata=false"}, Env: append(m.env(), "MILL_CONFIG_DIR="+dir)})
+	out := c.Output()
+	if c.ExitCode() != 1 {
+		t.Fatalf("workman with a registry breaking the endpoint rules: %v\n%s", c.Err(), out)
 	}
 	for _, s := range []string{"169.254.169.254 is a link-local or metadata address", "is plain http: use https", "is not an AWS endpoint: name the credentials"} {
-		if !strings.Contains(string(out), s) {
+		if !strings.Contains(out, s) {
 			t.Errorf("workman's refusal does not say %q:\n%s", s, out)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +29,7 @@ import (
 func TestAliasedRegistries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	binaries(t)
+	testbin.Build(t, "workman")
 	bins := testbin.Build(t, "millctl", "dupproducer")
 	m := newMill(t, ctx)
 	items := map[string]string{"a": "alpha content", "b": "bravo content"}
@@ -106,7 +105,7 @@ func TestAliasedRegistries(t *testing.T) {
 			// millctl stores validate FILE, and stores put into the
 			// configuration directory.
 			for _, args := range [][]string{{"stores", "validate", file}, {"stores", "put", "--config-dir", m.conf, file}} {
-				code, stdout, stderr := run(ctx, bins["millctl"], m.env(), args...)
+				code, stdout, stderr := run(t, bins["millctl"], m.env(), args...)
 				if code != 1 || !strings.Contains(stderr, at) || !strings.Contains(stderr, a.want) {
 					t.Errorf("millctl %s: exit %d, stderr:\n%s\nwant exit 1 and %q … %q", strings.Join(args[:2], " "), code, stderr, at, a.want)
 				}
@@ -134,16 +133,16 @@ func TestAliasedRegistries(t *testing.T) {
 			}
 			w := m.startWorkman("--config-dir", conf)
 			select {
-			case <-w.exited:
+			case <-w.Done():
 			case <-time.After(time.Minute):
 				t.Fatal("workman runs on an aliased registry")
 			}
-			if out := w.out.String(); w.cmd.ProcessState.ExitCode() != 1 || !strings.Contains(out, at) || !strings.Contains(out, a.want) {
-				t.Errorf("workman: exit %d, output:\n%s\nwant exit 1 and %q … %q", w.cmd.ProcessState.ExitCode(), cutLines(out, 600), at, a.want)
+			if out := w.Output(); w.ExitCode() != 1 || !strings.Contains(out, at) || !strings.Contains(out, a.want) {
+				t.Errorf("workman: exit %d, output:\n%s\nwant exit 1 and %q … %q", w.ExitCode(), testbin.CutLines(out, 600), at, a.want)
 			}
 
 			state := filepath.Join(t.TempDir(), "state.json")
-			code, _, stderr := run(ctx, bins["dupproducer"], m.env(), "--config-dir", conf, "--queue-prefix", m.prefix,
+			code, _, stderr := run(t, bins["dupproducer"], m.env(), "--config-dir", conf, "--queue-prefix", m.prefix,
 				"--state", state, "--frequency", "0", "--lease-table", m.prefix+"lease")
 			if code == 0 || !strings.Contains(stderr, at) || !strings.Contains(stderr, a.want) {
 				t.Errorf("dupproducer: exit %d, stderr:\n%s\nwant a failure and %q … %q", code, stderr, at, a.want)
@@ -175,13 +174,10 @@ func TestAliasedRegistries(t *testing.T) {
 }
 
 // run runs a binary to its end and returns its exit code and output.
-func run(ctx context.Context, bin string, env []string, args ...string) (int, string, string) {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	_ = cmd.Run()
-	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+func run(t *testing.T, bin string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	p := testbin.Run(t, 2*time.Minute, testbin.Spec{Path: bin, Args: args, Env: env})
+	return p.ExitCode(), p.Stdout(), p.Stderr()
 }
 
 // TestAliasedBySymlink: mallory's store 2 is a symbolic link to acme's
@@ -193,7 +189,7 @@ func run(ctx context.Context, bin string, env []string, args ...string) (int, st
 func TestAliasedBySymlink(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	binaries(t)
+	testbin.Build(t, "workman")
 	m := newMill(t, ctx)
 	for _, s := range []string{"1", "2", "3"} {
 		m.put(s, space, "a", "alpha content")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,7 +38,7 @@ const forgedVerdict = "=HYPERLINK(\"http://evil.example/\") FORGED: every copy i
 func TestForgedBitErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	binaries(t)
+	testbin.Build(t, "workman")
 	bp := testbin.Build(t, "bitproducer")["bitproducer"]
 	m := newMill(t, ctx)
 	m.writeConfig(nil, nil)
@@ -71,14 +70,12 @@ func TestForgedBitErrors(t *testing.T) {
 	// The bit run: store 1's photos space.
 	include := filepath.Join(t.TempDir(), "include")
 	must(t, os.WriteFile(include, []byte("/acme/1/"+space+"\n"), 0o644))
-	c := exec.CommandContext(ctx, bp, "--include", include, "--state", filepath.Join(t.TempDir(), "state.json"),
-		"--lease-table", "none", "--frequency", "0")
-	c.Env = m.env()
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("bitproducer: %v\n%s", err, out)
+	if c := testbin.Run(t, 2*time.Minute, testbin.Spec{Path: bp, Args: []string{"--include", include, "--state", filepath.Join(t.TempDir(), "state.json"),
+		"--lease-table", "none", "--frequency", "0"}, Env: m.env()}); c.Err() != nil {
+		t.Fatalf("bitproducer: %v\n%s", c.Err(), c.Output())
 	}
 	var run bitlog.Report
-	waitFor(t, 90*time.Second, "the run's report", func() bool {
+	testbin.WaitFor(t, 90*time.Second, "the run's report", func() bool {
 		reps, err := bl.Reports(ctx, bitlog.ReportFilter{Account: "acme", StoreID: "1", SpaceID: space})
 		if err != nil || len(reps) == 0 {
 			return false
@@ -172,7 +169,7 @@ func TestForgedBitErrors(t *testing.T) {
 			t.Errorf("report %+v after the forgeries, want only the run's SUCCESS %+v", r, run.Counts)
 		}
 	}
-	out := w.out.String()
+	out := w.Output()
 	for _, l := range strings.Split(out, "\n") {
 		if strings.Contains(l, "notification") && strings.Contains(l, "bit-report") {
 			t.Errorf("a bit report was notified: %.300s", l)
@@ -236,7 +233,7 @@ func otherClaims(t *testing.T, m *mill, w *worker, bl bitlog.Log) {
 	if !m.drained(60*time.Second, w) {
 		t.Errorf("the work queues did not drain")
 	}
-	for _, l := range strings.Split(w.out.String(), "\n") {
+	for _, l := range strings.Split(w.Output(), "\n") {
 		if strings.Contains(l, "notification") && strings.Contains(l, "space-created") {
 			t.Errorf("a space creation was announced: %.300s", l)
 		}
@@ -249,7 +246,7 @@ func otherClaims(t *testing.T, m *mill, w *worker, bl bitlog.Log) {
 		t.Logf("%-55s → row %s %q", "BIT with a forged re-check reason", rows[0].Result, rows[0].Details)
 	}
 	var e *auditlog.Entry
-	waitFor(t, 30*time.Second, "the S3 event's audit entry", func() bool {
+	testbin.WaitFor(t, 30*time.Second, "the S3 event's audit entry", func() bool {
 		e, err = dynamoauditlog.New(m.cfg.DynamoDB(), m.table).Latest(ctx, "acme", "1", space, "d")
 		return err == nil
 	})

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,34 +55,14 @@ func TestConsoleAttacks(t *testing.T) {
 		"--queue-prefix", testenv.Prefix(t), "--reports-dir", t.TempDir(), "--claims-bucket", "", "--fleet-table", ""}
 
 	// --auth none with a public name: refused at the start.
-	out, err := func() ([]byte, error) {
-		c := exec.Command(millctl, append(args, "--listen", testbin.FreeAddr(t), "--allowed-host", "127.0.0.1,console.example.org")...)
-		c.Env = env
-		return c.CombinedOutput()
-	}()
-	if err == nil || !strings.Contains(string(out), "loopback") || !strings.Contains(string(out), "console.example.org") {
+	refused := testbin.Run(t, time.Minute, testbin.Spec{Path: millctl, Args: append(args, "--listen", testbin.FreeAddr(t), "--allowed-host", "127.0.0.1,console.example.org"), Env: env})
+	if out, err := refused.Output(), refused.Err(); err == nil || !strings.Contains(out, "loopback") || !strings.Contains(out, "console.example.org") {
 		t.Errorf("millctl console --auth none --allowed-host console.example.org: %v\n%s", err, out)
 	}
 
 	addr := testbin.FreeAddr(t)
 	port := addr[strings.LastIndex(addr, ":")+1:]
-	cctx, stop := context.WithCancel(ctx)
-	cmd := exec.CommandContext(cctx, millctl, append(args, "--listen", addr)...)
-	cmd.Env = env
-	var log testbin.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 20 * time.Second
-	must(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		stop()
-		<-exited
-		if t.Failed() {
-			t.Logf("millctl console output:\n%s", cutLines(log.String(), 400))
-		}
-	})
+	console := testbin.Start(t, testbin.Spec{Path: millctl, Args: append(args, "--listen", addr), Env: env})
 	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	send := func(method, path, host, body string, hdr ...string) (int, string) {
 		t.Helper()
@@ -103,15 +82,9 @@ func TestConsoleAttacks(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	waitFor(t, 30*time.Second, "the console's /healthz", func() bool {
-		resp, err := client.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
-	if !strings.Contains(log.String(), "answers localhost:"+port+", 127.0.0.1:"+port+", [::1]:"+port) {
-		t.Errorf("the startup line does not say which hosts are answered:\n%s", log.String())
+	console.WaitHealthy(t, 30*time.Second, addr)
+	if !strings.Contains(console.Output(), "answers localhost:"+port+", 127.0.0.1:"+port+", [::1]:"+port) {
+		t.Errorf("the startup line does not say which hosts are answered:\n%s", console.Output())
 	}
 	listed := func() string {
 		b, err := os.ReadFile(filepath.Join(conf, "duplication-accounts.json"))

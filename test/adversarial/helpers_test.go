@@ -7,14 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,44 +37,7 @@ import (
 	"github.com/millfleet/mill/pkg/workman"
 )
 
-var (
-	binsOnce sync.Once
-	bins     map[string]string
-	binsErr  string
-)
-
-// binaries builds workman once per package run.
-func binaries(t *testing.T) map[string]string {
-	t.Helper()
-	binsOnce.Do(func() {
-		// A test's TempDir goes with the test: build into one that
-		// outlives it, removed by TestMain's exit (the OS temp dir).
-		dir, err := os.MkdirTemp("", "mill-adversarial-")
-		if err != nil {
-			binsErr = err.Error()
-			return
-		}
-		c := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/workman")
-		c.Dir = testbin.ModuleRoot(t)
-		if out, err := c.CombinedOutput(); err != nil {
-			binsErr = fmt.Sprintf("go build: %v\n%s", err, out)
-			return
-		}
-		bins = map[string]string{"workman": filepath.Join(dir, "workman")}
-	})
-	if binsErr != "" {
-		t.Fatal(binsErr)
-	}
-	return bins
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if bins != nil {
-		os.RemoveAll(filepath.Dir(bins["workman"]))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // The account the attacks aim at: acme, whose policy duplicates store 1
 // (S3) to stores 2 (S3, versioned bucket) and 3 (filesystem), and ignores
@@ -209,87 +168,34 @@ func (m *mill) read(store, sp, id string) ([]byte, error) {
 
 // worker is a running workman.
 type worker struct {
-	cmd    *exec.Cmd
-	out    testbin.Buffer
+	*testbin.Proc
 	addr   string // --http-addr
 	record string // --noop-record
-	exited chan struct{}
-	stop   context.CancelFunc
 }
 
 // startWorkman runs workman on every work queue and every task type.
 func (m *mill) startWorkman(extra ...string) *worker {
 	m.t.Helper()
-	w := &worker{addr: freeAddr(m.t), record: filepath.Join(m.t.TempDir(), "noop.record"), exited: make(chan struct{})}
-	wctx, stop := context.WithCancel(m.ctx)
-	w.stop = stop
+	w := &worker{addr: testbin.FreeAddr(m.t), record: filepath.Join(m.t.TempDir(), "noop.record")}
 	args := []string{"--queue-prefix", m.prefix, "--queues", "audit,dup-high,dup-low,bit-report,bit-error,bit",
 		"--task-types", "NOOP,AUDIT,DUP,BIT,BIT_ERROR,BIT_REPORT", "--max-attempts", "1", "--workers", "4",
 		"--http-addr", w.addr, "--cloudwatch=false", "--fleet-table", "", "--instance-metadata=false", "--worker-id", "adversarial",
 		"--receive-wait", "1s", "--queue-backoff-min", "2s", "--queue-backoff-max", "4s",
 		"--long-poll-wait", "1s", "--grace-period", "5s", "--noop-record", w.record}
-	w.cmd = exec.CommandContext(wctx, binaries(m.t)["workman"], append(args, extra...)...)
-	w.cmd.Env = m.env()
-	w.cmd.Stdout, w.cmd.Stderr = &w.out, &w.out
-	w.cmd.Cancel = func() error { return w.cmd.Process.Signal(os.Interrupt) }
-	w.cmd.WaitDelay = 20 * time.Second
-	must(m.t, w.cmd.Start())
-	go func() { _ = w.cmd.Wait(); close(w.exited) }()
-	m.t.Cleanup(func() {
-		stop()
-		<-w.exited
-		if m.t.Failed() {
-			m.t.Logf("workman output (lines cut at 300 bytes):\n%s", cutLines(w.out.String(), 300))
-		}
-	})
+	w.Proc = testbin.Start(m.t, testbin.Spec{Path: testbin.Build(m.t, "workman")["workman"], Args: append(args, extra...), Env: m.env()})
 	return w
 }
 
 // env is the children's environment: the emulator's, and this Mill's.
 func (m *mill) env() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "MILL_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "MILL_CONFIG_DIR="+m.conf, "MILL_DATABASE_URL="+m.dbURL, "MILL_AUDIT_TABLE="+m.table,
+	return testbin.Env("MILL_CONFIG_DIR="+m.conf, "MILL_DATABASE_URL="+m.dbURL, "MILL_AUDIT_TABLE="+m.table,
 		"MILL_REPORTS_BUCKET="+m.prefix+"reports", "MILL_CLAIMS_BUCKET="+m.claimsBucket, "MILL_QUEUE_PREFIX="+m.prefix)
 }
 
 // alive checks that workman still runs and its /healthz answers 200.
 func (w *worker) alive(t *testing.T) {
 	t.Helper()
-	select {
-	case <-w.exited:
-		t.Fatalf("workman exited: %v", w.cmd.ProcessState)
-	default:
-	}
-	resp, err := http.Get("http://" + w.addr + "/healthz")
-	if err != nil {
-		t.Fatalf("healthz: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("healthz: %s", resp.Status)
-	}
-}
-
-// peakRSS returns workman's peak resident set (VmHWM) in bytes, or 0 when
-// /proc does not say.
-func (w *worker) peakRSS() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", w.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			var kb int64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			return kb << 10
-		}
-	}
-	return 0
+	w.Healthy(t, w.addr)
 }
 
 // send puts a raw message on a queue, with attributes, and returns its ID.
@@ -326,8 +232,8 @@ func (m *mill) deadLetters(want int, within time.Duration, w *worker) []*workman
 	seen := map[string]bool{}
 	for deadline := time.Now().Add(within); len(out) < want && time.Now().Before(deadline); {
 		select {
-		case <-w.exited:
-			m.t.Fatalf("workman exited while processing: %v", w.cmd.ProcessState)
+		case <-w.Done():
+			m.t.Fatalf("workman exited while processing: %v", w.Cmd.ProcessState)
 		default:
 		}
 		ms, err := dlq.Receive(m.ctx, 10, time.Second)
@@ -359,8 +265,8 @@ func (m *mill) drained(within time.Duration, w *worker) bool {
 	empty := 0
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
 		select {
-		case <-w.exited:
-			m.t.Fatalf("workman exited: %v", w.cmd.ProcessState)
+		case <-w.Done():
+			m.t.Fatalf("workman exited: %v", w.Cmd.ProcessState)
 		default:
 		}
 		n := 0
@@ -461,38 +367,9 @@ func (s snapshot) diff(after snapshot, allowed func(path string) bool) []string 
 	return out
 }
 
-// cutLines cuts every line of s at n bytes.
-func cutLines(s string, n int) string {
-	var b strings.Builder
-	for _, l := range strings.Split(s, "\n") {
-		if len(l) > n {
-			l = l[:n] + "…"
-		}
-		b.WriteString(l + "\n")
-	}
-	return b.String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !ok(); time.Sleep(250 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
 	}
 }

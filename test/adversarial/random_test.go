@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/queue"
@@ -72,7 +73,7 @@ func TestRandomizedTasks(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	binaries(t)
+	testbin.Build(t, "workman")
 	m := newMill(t, ctx)
 	m.writeConfig(nil, nil)
 	start := time.Now()
@@ -314,10 +315,10 @@ func TestRandomizedTasks(t *testing.T) {
 		after = next
 	}
 	t.Logf("%d bit-log rows, none from a forged claim", rows)
-	if out := w.out.String(); strings.Contains(out, "Mill: bit report") {
-		t.Errorf("a bit report was notified:\n%s", cutLines(out, 300))
+	if out := w.Output(); strings.Contains(out, "Mill: bit report") {
+		t.Errorf("a bit report was notified:\n%s", testbin.CutLines(out, 300))
 	}
-	if s := w.out.String(); strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
+	if s := w.Output(); strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
 		t.Errorf("workman logged a panic")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,7 +42,7 @@ import (
 func TestReplacedReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	binaries(t)
+	testbin.Build(t, "workman")
 	producer := testbin.Build(t, "bitproducer")["bitproducer"]
 	m := newMill(t, ctx)
 	m.writeConfig(nil, nil)
@@ -88,7 +87,7 @@ func TestReplacedReplicas(t *testing.T) {
 	// checksum is its ETag, and the task is refused, recording nothing.
 	replacedAt, err := m.stores["2"].Head(ctx, space, "bit-me")
 	must(t, err)
-	waitFor(t, 5*time.Second, "a second after the replacement", func() bool {
+	testbin.WaitFor(t, 5*time.Second, "a second after the replacement", func() bool {
 		return time.Now().Truncate(time.Second).After(replacedAt.Modified)
 	})
 	size := replacedAt.Size
@@ -105,13 +104,11 @@ func TestReplacedReplicas(t *testing.T) {
 	}
 
 	// A bit run, as the real bitproducer starts it.
-	run := exec.CommandContext(ctx, producer, "--config-dir", m.conf, "--queue-prefix", m.prefix,
-		"--state", filepath.Join(t.TempDir(), "bit-state.json"), "--lease-table", "none")
-	run.Env = m.env()
-	if out, err := run.CombinedOutput(); err != nil {
-		t.Fatalf("bitproducer: %v\n%s", err, out)
+	if run := testbin.Run(t, 2*time.Minute, testbin.Spec{Path: producer, Args: []string{"--config-dir", m.conf, "--queue-prefix", m.prefix,
+		"--state", filepath.Join(t.TempDir(), "bit-state.json"), "--lease-table", "none"}, Env: m.env()}); run.Err() != nil {
+		t.Fatalf("bitproducer: %v\n%s", run.Err(), run.Output())
 	}
-	waitFor(t, 2*time.Minute, "the bit run's repairs", func() bool {
+	testbin.WaitFor(t, 2*time.Minute, "the bit run's repairs", func() bool {
 		for _, s := range []string{"2", "3"} {
 			if got, err := m.read(s, space, "bit-me"); err != nil || string(got) != items["bit-me"] {
 				return false

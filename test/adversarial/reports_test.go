@@ -2,7 +2,6 @@ package adversarial
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,7 +33,7 @@ import (
 func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	binaries(t)
+	testbin.Build(t, "workman")
 	bitproducer := testbin.Build(t, "bitproducer")["bitproducer"]
 	m := newMill(t, ctx)
 	// Only store 1 holds the spaces: the policy ignores them, so the run
@@ -67,7 +66,7 @@ func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 	if reps := m.reports(t, blog, ""); len(reps) != 1 || reps[0].SpaceID != "docs" || reps[0].RunID != realRun || reps[0].Result != bitlog.ResultSuccess {
 		t.Fatalf("after the real run: reports %+v, want docs' SUCCESS of run %s", reps, realRun)
 	}
-	before := len(w.out.String())
+	before := len(w.Output())
 
 	zero, huge := int64(0), int64(1)<<50
 	forged := []struct {
@@ -118,8 +117,8 @@ func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 	if keys := m.reportFiles(t); len(keys) != 1 || !strings.Contains(keys[0], "/docs/") {
 		t.Errorf("report files %v, want docs' only", keys)
 	}
-	if out := w.out.String()[before:]; strings.Contains(out, "Mill: bit report") {
-		t.Errorf("notified about a forged report:\n%s", cutLines(out, 300))
+	if out := w.Output()[before:]; strings.Contains(out, "Mill: bit report") {
+		t.Errorf("notified about a forged report:\n%s", testbin.CutLines(out, 300))
 	}
 
 	// The content of photos and maps goes bad.
@@ -137,7 +136,7 @@ func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 	if run2 == realRun {
 		t.Fatalf("the second run has the first one's ID %s", run2)
 	}
-	waitFor(t, 2*time.Minute, "the second run's reports", func() bool {
+	testbin.WaitFor(t, 2*time.Minute, "the second run's reports", func() bool {
 		return len(m.reports(t, blog, run2)) == 3
 	})
 	byspace := map[string]bitlog.Report{}
@@ -153,7 +152,7 @@ func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 	if r := byspace["vacant"]; r.Result != bitlog.ResultEmpty || r.Counts.Total != 0 {
 		t.Errorf("vacant: report %+v, want EMPTY", r)
 	}
-	if strings.Contains(w.out.String(), "Mill: bit report EMPTY") {
+	if strings.Contains(w.Output(), "Mill: bit report EMPTY") {
 		t.Error("an EMPTY report was notified")
 	}
 	if _, ok := byspace["docs"]; ok {
@@ -177,19 +176,17 @@ func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 // file, no lease) with args, and returns the run's ID from its summary.
 func (m *mill) bitRun(t *testing.T, bin, state string, args ...string) string {
 	t.Helper()
-	c := exec.CommandContext(m.ctx, bin, append([]string{"--frequency", "0", "--lease-table", "none", "--progress", "off",
-		"--state", filepath.Join(m.conf, state)}, args...)...)
-	c.Env = m.env()
-	var out testbin.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	if err := c.Run(); err != nil {
-		t.Fatalf("bitproducer %v: %v\n%s", args, err, out.String())
+	c := testbin.Run(t, 2*time.Minute, testbin.Spec{Path: bin, Args: append([]string{"--frequency", "0", "--lease-table", "none", "--progress", "off",
+		"--state", filepath.Join(m.conf, state)}, args...), Env: m.env()})
+	out := c.Output()
+	if err := c.Err(); err != nil {
+		t.Fatalf("bitproducer %v: %v\n%s", args, err, out)
 	}
-	t.Logf("bitproducer %v:\n%s", args, out.String())
-	_, after, ok := strings.Cut(out.String(), "\n  run ")
+	t.Logf("bitproducer %v:\n%s", args, out)
+	_, after, ok := strings.Cut(out, "\n  run ")
 	id, _, _ := strings.Cut(after, " ")
 	if !ok || id == "" {
-		t.Fatalf("no run ID in the summary:\n%s", out.String())
+		t.Fatalf("no run ID in the summary:\n%s", out)
 	}
 	return id
 }

@@ -1,12 +1,9 @@
 package adversarial
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,15 +113,8 @@ func TestStalledSweeps(t *testing.T) {
 
 	run := func(bin string, args ...string) (int, string, string) {
 		t.Helper()
-		var stdout, stderr bytes.Buffer
-		c := exec.CommandContext(ctx, bins[bin], args...)
-		c.Env, c.Stdout, c.Stderr = env, &stdout, &stderr
-		err := c.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatalf("%s: %v", bin, err)
-		}
-		return c.ProcessState.ExitCode(), stdout.String(), stderr.String()
+		c := testbin.Run(t, 2*time.Minute, testbin.Spec{Path: bins[bin], Args: args, Env: env})
+		return c.ExitCode(), c.Stdout(), c.Stderr()
 	}
 	// taken receives and deletes every message of a queue: the tasks'
 	// "account/space/content" (content "" for a space-level task).
@@ -170,7 +160,7 @@ func TestStalledSweeps(t *testing.T) {
 	for i := 1; i <= 2; i++ {
 		code, out, errOut := run("dupproducer", dupArgs...)
 		if code != 3 {
-			t.Fatalf("dupproducer run %d exited %d, want 3 (failures):\n%s\n%s", i, code, out, cutLines(errOut, 300))
+			t.Fatalf("dupproducer run %d exited %d, want 3 (failures):\n%s\n%s", i, code, out, testbin.CutLines(errOut, 300))
 		}
 		for _, b := range broken {
 			if !strings.Contains(out, b) || !strings.Contains(errOut, "notification") {
@@ -194,7 +184,7 @@ func TestStalledSweeps(t *testing.T) {
 		code, out, errOut := run("bitproducer", bitArgs...)
 		if code != 3 || !strings.Contains(out, "nobucket/1/(store)") || !strings.Contains(out, "linked/1/(store)") ||
 			!strings.Contains(out, "noprofile/2/(store)") {
-			t.Fatalf("bitproducer run %d exited %d, want 3 naming the broken stores:\n%s\n%s", i, code, out, cutLines(errOut, 300))
+			t.Fatalf("bitproducer run %d exited %d, want 3 naming the broken stores:\n%s\n%s", i, code, out, testbin.CutLines(errOut, 300))
 		}
 		reports := taken(queue.KeyBitReport)
 		expectAll(fmt.Sprintf("bitproducer run %d reports", i), reports, "acme/photos/", "good/docs/", "noprofile/held/")
@@ -215,12 +205,12 @@ func TestStalledSweeps(t *testing.T) {
 	must(t, os.Rename(record+".moved", record))
 	code, out, errOut := run("dupproducer", dupArgs...)
 	if code != 0 {
-		t.Fatalf("dupproducer after the fix exited %d:\n%s\n%s", code, out, cutLines(errOut, 300))
+		t.Fatalf("dupproducer after the fix exited %d:\n%s\n%s", code, out, testbin.CutLines(errOut, 300))
 	}
 	expectAll("dupproducer after the fix", taken(queue.KeyDupLow), append(goodDup, "noprofile/held/h1", "nobucket/late/l1", "linked/bent/b1")...)
 	code, out, errOut = run("bitproducer", bitArgs...)
 	if code != 0 {
-		t.Fatalf("bitproducer after the fix exited %d:\n%s\n%s", code, out, cutLines(errOut, 300))
+		t.Fatalf("bitproducer after the fix exited %d:\n%s\n%s", code, out, testbin.CutLines(errOut, 300))
 	}
 	expectAll("bitproducer after the fix", taken(queue.KeyBitReport), "nobucket/late/", "linked/bent/", "linked/fine/", "good/docs/")
 

@@ -1,11 +1,9 @@
 package badinput
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -155,26 +153,23 @@ func TestInvalidConfigThroughTheCommands(t *testing.T) {
 	before := snapshot(t, ctx, s3c, bucket, dir)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cmd := exec.CommandContext(ctx, bins[c.bin], c.args...)
-			cmd.Env = env
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			_ = cmd.Run()
-			if got := cmd.ProcessState.ExitCode(); got != c.code {
-				t.Errorf("exit %d, want %d\nstderr:\n%s", got, c.code, stderr.String())
+			cmd := testbin.Run(t, 2*time.Minute, testbin.Spec{Path: bins[c.bin], Args: c.args, Env: env})
+			stdout, stderr := cmd.Stdout(), cmd.Stderr()
+			if got := cmd.ExitCode(); got != c.code {
+				t.Errorf("exit %d, want %d\nstderr:\n%s", got, c.code, stderr)
 			}
 			for _, w := range c.want {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
 				}
 			}
-			if s := stdout.String(); strings.Contains(s, "stored") || strings.Contains(s, ": ok") {
+			if s := stdout; strings.Contains(s, "stored") || strings.Contains(s, ": ok") {
 				t.Errorf("stdout reports success: %s", s)
 			}
 			if after := snapshot(t, ctx, s3c, bucket, dir); after != before {
 				t.Errorf("config bucket or files changed:\nbefore:\n%s\nafter:\n%s", before, after)
 			}
-			t.Logf("exit %d: %s", cmd.ProcessState.ExitCode(), strings.TrimSpace(stderr.String()))
+			t.Logf("exit %d: %s", cmd.ExitCode(), strings.TrimSpace(stderr))
 		})
 	}
 	if _, err := os.Stat(state); !os.IsNotExist(err) {

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,16 +36,7 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 )
 
-// freeAddr returns a loopback address nothing listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // badCase is one message sent to a work queue and what must become of it.
 type badCase struct {
@@ -90,8 +79,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin := testbin.Build(t, "workman")["workman"]
-	helpOut, _ := exec.Command(bin, "--help").CombinedOutput()
-	help := string(helpOut)
+	help := testbin.Run(t, time.Minute, testbin.Spec{Path: bin, Args: []string{"--help"}}).Output()
 	auditWired, dupWired := registered(help, task.TypeAudit), registered(help, task.TypeDup)
 	t.Logf("workman binary: AUDIT wired=%v, DUP wired=%v", auditWired, dupWired)
 
@@ -213,37 +201,13 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 
 	tmp := t.TempDir()
 	record := filepath.Join(tmp, "noop.record")
-	httpAddr := freeAddr(t)
-	var out testbin.Buffer
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	cmd := exec.CommandContext(wctx, bin,
-		"--queue-prefix", prefix, "--queues", queue.KeyAudit+","+queue.KeyDupHigh,
+	httpAddr := testbin.FreeAddr(t)
+	w := testbin.Start(t, testbin.Spec{Path: bin, Args: []string{
+		"--queue-prefix", prefix, "--queues", queue.KeyAudit + "," + queue.KeyDupHigh,
 		"--http-addr", httpAddr, "--cloudwatch=false", "--fleet-table", "", "--log-level", "debug", "--worker-id", "badinput",
 		"--receive-wait", "1s", "--queue-backoff-min", "1s", "--queue-backoff-max", "2s",
-		"--long-poll-wait", "1s", "--grace-period", "5s", "--noop-record", record)
-	cmd.Env = append(os.Environ(), wiredEnv(t, ctx, cfg, prefix, tmp, auditWired || dupWired)...)
-	cmd.Env = append(cmd.Env, "MILL_CLAIMS_BUCKET="+claimsBucket)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 20 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if t.Failed() {
-			var b strings.Builder
-			for _, l := range strings.Split(out.String(), "\n") {
-				if len(l) > 400 {
-					l = l[:400] + "…"
-				}
-				b.WriteString(l + "\n")
-			}
-			t.Logf("workman output (lines cut at 400 bytes):\n%s", b.String())
-		}
-	})
+		"--long-poll-wait", "1s", "--grace-period", "5s", "--noop-record", record},
+		Env: append(os.Environ(), append(wiredEnv(t, ctx, cfg, prefix, tmp, auditWired || dupWired), "MILL_CLAIMS_BUCKET="+claimsBucket)...)})
 
 	ids := map[string]*badCase{} // message ID → case
 	for i := range cases {
@@ -291,8 +255,8 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	for len(got) < want && time.Now().Before(deadline) {
 		select {
-		case err := <-exited:
-			t.Fatalf("workman exited while processing bad input: %v", err)
+		case <-w.Done():
+			t.Fatalf("workman exited while processing bad input: %v", w.Err())
 		default:
 		}
 		ms, err := dlq.Receive(ctx, 10, time.Second)
@@ -389,7 +353,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 		Props map[string]string `json:"props"`
 	}
 	_ = json.Unmarshal([]byte(after), &afterID)
-	waitFor(t, 60*time.Second, "the valid NOOP sent after the bad input to complete", func() bool {
+	testbin.WaitFor(t, 60*time.Second, "the valid NOOP sent after the bad input to complete", func() bool {
 		b, _ := os.ReadFile(record)
 		return strings.Contains(string(b), afterID.Props["id"])
 	})
@@ -407,35 +371,23 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	} else if len(out.Contents) != 2 {
 		t.Errorf("%d claim-check blobs, want 2 (kept until the claims expiry)", len(out.Contents))
 	}
-	resp, err := http.Get("http://" + httpAddr + "/healthz")
-	if err != nil {
-		t.Fatalf("healthz: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("healthz: %s", resp.Status)
-	}
-	select {
-	case err := <-exited:
-		t.Fatalf("workman exited: %v", err)
-	default:
-	}
+	w.Healthy(t, httpAddr)
 	for _, q := range []string{queue.KeyAudit, queue.KeyDupHigh} {
-		waitFor(t, 30*time.Second, q+" to be empty (nothing stuck in flight)", func() bool {
+		testbin.WaitFor(t, 30*time.Second, q+" to be empty (nothing stuck in flight)", func() bool {
 			o, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(urls[q]),
 				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 			return err == nil && o.Attributes["ApproximateNumberOfMessages"] == "0" && o.Attributes["ApproximateNumberOfMessagesNotVisible"] == "0"
 		})
 	}
-	if s := out.String(); strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
+	if s := w.Output(); strings.Contains(s, "panic") || strings.Contains(s, "goroutine ") {
 		t.Errorf("workman logged a panic")
 	}
 
 	// A clean stop: SIGINT, exit 0. (Wait reports the cancelled context
 	// even after a clean exit; the exit code is what counts.)
-	stop()
-	<-exited
-	if code := cmd.ProcessState.ExitCode(); code != 0 {
+	w.Signal(t, syscall.SIGINT)
+	_ = w.Wait(t, 20*time.Second)
+	if code := w.ExitCode(); code != 0 {
 		t.Errorf("workman exit code after SIGINT: %d, want 0", code)
 	}
 }
@@ -506,16 +458,6 @@ func sameTask(a, b []byte) bool {
 		}
 	}
 	return true
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !ok(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }
 
 func purge(t *testing.T, ctx context.Context, c *sqs.Client, url string) {

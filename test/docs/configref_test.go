@@ -6,12 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/millfleet/mill/internal/testbin"
 )
 
 var update = flag.Bool("update", false, "rewrite the configuration reference in docs/CONFIGURATION.md")
@@ -62,15 +64,15 @@ func parseHelp(out string) []option {
 	return opts
 }
 
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 func run(t *testing.T, bin string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, out)
+	cmd := testbin.Run(t, time.Minute, testbin.Spec{Path: bin, Args: args, Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}})
+	if err := cmd.Err(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, cmd.Output())
 	}
-	return string(out)
+	return cmd.Output()
 }
 
 // millctlCommands lists the commands `millctl help` prints.
@@ -116,20 +118,17 @@ func helps(t *testing.T) *helpSet {
 	if cachedHelps != nil {
 		return cachedHelps
 	}
-	bins, err := os.MkdirTemp("", "mill-docs-bin")
+	entries, err := os.ReadDir(filepath.Join(testbin.ModuleRoot(t), "cmd"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(bins)
-	build := exec.Command("go", "build", "-o", bins+string(os.PathSeparator), "./cmd/...")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/...: %v\n%s", err, out)
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
 	}
-	entries, err := os.ReadDir(bins)
-	if err != nil {
-		t.Fatal(err)
-	}
+	built := testbin.Build(t, names...)
 	h := &helpSet{bins: map[string]bool{}, flags: map[string]map[string]bool{}, byBinary: map[string][]option{}}
 	add := func(cmd string, opts []option) {
 		set := map[string]bool{}
@@ -138,10 +137,9 @@ func helps(t *testing.T) *helpSet {
 		}
 		h.flags[cmd] = set
 	}
-	for _, e := range entries {
-		name := e.Name()
+	for _, name := range names {
 		h.bins[name] = true
-		bin := filepath.Join(bins, name)
+		bin := built[name]
 		if name != "millctl" {
 			opts := parseHelp(run(t, bin, "--help"))
 			add(name, opts)

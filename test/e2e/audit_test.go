@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +69,8 @@ func runN(n, workers int, f func(i int) error) error {
 	return errors.Join(errs...)
 }
 
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 // TestAuditDuplicationEndToEnd is the change flow (docs/ARCHITECTURE.md,
 // Flows) through the real binaries: millctl content put of 100 items into
 // store 1 (S3) of an account whose policy duplicates store 1 to stores 2 (S3)
@@ -124,26 +125,16 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 	write("acme-duplication-policy.json", `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}, {"srcStoreId": "1", "destStoreId": "3"}]}`)
 
 	// The children's environment: the emulator's, and this test's names.
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "MILL_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, "MILL_QUEUE_PREFIX="+prefix, "MILL_CONFIG_DIR="+conf, "MILL_DATABASE_URL="+dbURL)
+	env := testbin.Env("MILL_QUEUE_PREFIX="+prefix, "MILL_CONFIG_DIR="+conf, "MILL_DATABASE_URL="+dbURL)
 	for k, v := range names {
 		env = append(env, k+"="+v)
 	}
 	runCmd := func(bin string, args ...string) string {
-		c := exec.CommandContext(ctx, bin, args...)
-		c.Env = env
-		var out, errOut bytes.Buffer
-		c.Stdout, c.Stderr = &out, &errOut
-		if err := c.Run(); err != nil {
-			t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(bin), strings.Join(args, " "), err, out.String(), errOut.String())
+		c := testbin.Run(t, 5*time.Minute, testbin.Spec{Path: bin, Args: args, Env: env})
+		if err := c.Err(); err != nil {
+			t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(bin), strings.Join(args, " "), err, c.Stdout(), c.Stderr())
 		}
-		return out.String()
+		return c.Stdout()
 	}
 	// tryCmd is runCmd for other goroutines: it returns the failure.
 	tryCmd := func(bin string, args ...string) error {
@@ -198,21 +189,11 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 	// 2. workman until audit, dup-high and the dead letter stay empty.
 	runWorkman := func(phase string) {
 		t.Helper()
-		var wout testbin.Buffer
-		w := exec.CommandContext(ctx, workman, "--task-types", "AUDIT,DUP,NOOP", "--queues", "audit,dup-high",
+		w := testbin.Start(t, testbin.Spec{Path: workman, Args: []string{"--task-types", "AUDIT,DUP,NOOP", "--queues", "audit,dup-high",
 			"--config-dir", conf, "--database-url", dbURL, "--audit-table", auditTable, "--queue-prefix", prefix,
 			"--http-addr", "", "--cloudwatch=false", "--receive-wait", "1s",
 			"--queue-backoff-min", "250ms", "--queue-backoff-max", "1s", "--long-poll-wait", "1s",
-			"--grace-period", "5s")
-		w.Env = env
-		w.Stdout, w.Stderr = &wout, &wout
-		w.WaitDelay = 20 * time.Second
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var werr error
-		exited := make(chan struct{})
-		go func() { werr = w.Wait(); close(exited) }()
+			"--grace-period", "5s"}, Env: env})
 		began := time.Now()
 		empty := 0
 		for deadline := time.Now().Add(75 * time.Second); empty < 3; time.Sleep(500 * time.Millisecond) {
@@ -221,33 +202,22 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 			} else {
 				empty = 0
 				if l > 0 {
-					t.Fatalf("%s: %d dead letters (audit %d, dup-high %d)\nworkman:\n%s", phase, l, a, d, wout.String())
+					t.Fatalf("%s: %d dead letters (audit %d, dup-high %d)\nworkman:\n%s", phase, l, a, d, w.Output())
 				}
 			}
-			select {
-			case <-exited:
-				t.Fatalf("%s: workman exited early: %v\n%s", phase, werr, wout.String())
-			default:
+			if w.Exited() {
+				t.Fatalf("%s: workman exited early: %v\n%s", phase, w.Err(), w.Output())
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: queues did not drain: audit %d, dup-high %d, dead-letter %d\nworkman:\n%s",
-					phase, depth(auditQ), depth(dupQ), depth(dlq), wout.String())
+					phase, depth(auditQ), depth(dupQ), depth(dlq), w.Output())
 			}
 		}
-		if err := w.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
+		w.Signal(t, syscall.SIGTERM)
+		if werr := w.Wait(t, 30*time.Second); werr != nil {
+			t.Errorf("%s: workman after SIGTERM: %v\n%s", phase, werr, w.Output())
 		}
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = w.Process.Kill()
-			<-exited
-			t.Fatalf("%s: workman did not exit within 30 s of SIGTERM\n%s", phase, wout.String())
-		}
-		if werr != nil {
-			t.Errorf("%s: workman after SIGTERM: %v\n%s", phase, werr, wout.String())
-		}
-		if s := wout.String(); strings.Contains(s, `"level":"ERROR"`) {
+		if s := w.Output(); strings.Contains(s, `"level":"ERROR"`) {
 			t.Errorf("%s: workman logged errors:\n%s", phase, s)
 		}
 		t.Logf("%s: drained in %v (at %v)", phase, time.Since(began).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))

@@ -9,16 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/queue"
@@ -28,46 +25,12 @@ import (
 	"github.com/millfleet/mill/processors/noop"
 )
 
-// binDir holds the binaries built once for the whole package run.
-var (
-	binDir   string
-	buildMu  sync.Mutex
-	built    = map[string]string{}
-	repoRoot string
-)
-
-func TestMain(m *testing.M) {
-	var err error
-	binDir, err = os.MkdirTemp("", "mill-faults-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	repoRoot = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-	code := m.Run()
-	os.RemoveAll(binDir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // binary builds ./cmd/<name> once per package run and returns its path.
 func binary(t *testing.T, name string) string {
 	t.Helper()
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if p, ok := built[name]; ok {
-		return p
-	}
-	p := filepath.Join(binDir, name)
-	start := time.Now()
-	cmd := exec.Command("go", "build", "-o", p, "./cmd/"+name)
-	cmd.Dir = repoRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, out)
-	}
-	t.Logf("built %s in %v", name, time.Since(start).Round(time.Millisecond))
-	built[name] = p
-	return p
+	return testbin.Build(t, name)[name]
 }
 
 // ensureQueue creates (or reuses) a queue on the emulator and opens it.
@@ -250,18 +213,6 @@ func complete(ids []string, n int) completion {
 	return c
 }
 
-// waitFor polls cond every interval until it holds or d passes.
-func waitFor(d, interval time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); ; time.Sleep(interval) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-}
-
 // logLine is one JSON log line of a Mill binary.
 type logLine struct {
 	Time  time.Time
@@ -342,10 +293,8 @@ func workmanArgs(prefix, work, dead, record string, workers int, extra ...string
 
 // process is a started binary whose stderr goes to a log file.
 type process struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
+	*testbin.Proc
+	log string
 }
 
 // start runs bin with args and env (added to this process's environment);
@@ -360,50 +309,7 @@ func start(t *testing.T, bin, logPath string, env []string, args ...string) *pro
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr, cmd.Stdout = lf, of
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", filepath.Base(bin), err)
-	}
-	p := &process{cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		lf.Close()
-		of.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-// wait waits up to d for the process to exit and returns its error.
-func (p *process) wait(t *testing.T, d time.Duration) error {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(d):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		t.Fatalf("%s did not exit within %v; log:\n%s", filepath.Base(p.cmd.Path), d, tail(p.log, 4000))
-		return nil
-	}
-}
-
-// exited reports whether the process has exited.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+	t.Cleanup(func() { lf.Close(); of.Close() }) // after the process's own cleanup
+	p := testbin.Start(t, testbin.Spec{Path: bin, Args: args, Env: append(os.Environ(), env...), Stderr: lf, Stdout: of})
+	return &process{Proc: p, log: logPath}
 }

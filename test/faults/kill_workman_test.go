@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 )
@@ -60,15 +61,15 @@ func TestKillWorkman(t *testing.T) {
 		if k == kills {
 			// The survivor finishes the work.
 			var c completion
-			if !waitFor(10*time.Minute, 250*time.Millisecond, func() bool {
+			if !testbin.Poll(10*time.Minute, 250*time.Millisecond, func() bool {
 				c = complete(records(t, record), tasks)
-				return len(c.missing) == 0 || p.exited()
+				return len(c.missing) == 0 || p.Exited()
 			}) || len(c.missing) > 0 {
-				t.Fatalf("%d of %d tasks never completed (exited: %v); log:\n%s", len(c.missing), tasks, p.exited(), tail(logPath, 4000))
+				t.Fatalf("%d of %d tasks never completed (exited: %v); log:\n%s", len(c.missing), tasks, p.Exited(), tail(logPath, 4000))
 			}
 			time.Sleep(2 * time.Second) // the last batched deletes
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			if err := p.wait(t, 30*time.Second); err != nil {
+			_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+			if err := p.Wait(t, 30*time.Second); err != nil {
 				t.Errorf("last workman after SIGTERM: %v", err)
 			}
 			break
@@ -78,17 +79,17 @@ func TestKillWorkman(t *testing.T) {
 		// 5,000 tasks rather than bunching at the start.
 		before := len(records(t, record))
 		target := int(float64(tasks) * (float64(k) + 0.2 + 0.6*rng.Float64()) / float64(kills+1))
-		if !waitFor(5*time.Minute, 20*time.Millisecond, func() bool {
+		if !testbin.Poll(5*time.Minute, 20*time.Millisecond, func() bool {
 			ids := records(t, record)
-			return (len(ids) > before && len(complete(ids, 0).counts) >= target) || p.exited()
-		}) || p.exited() {
-			t.Fatalf("workman %d did not reach %d completed tasks (exited: %v); log:\n%s", k, target, p.exited(), tail(logPath, 4000))
+			return (len(ids) > before && len(complete(ids, 0).counts) >= target) || p.Exited()
+		}) || p.Exited() {
+			t.Fatalf("workman %d did not reach %d completed tasks (exited: %v); log:\n%s", k, target, p.Exited(), tail(logPath, 4000))
 		}
 		killedAt = append(killedAt, len(complete(records(t, record), 0).counts))
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		<-p.done
+		<-p.Done()
 		killedAfter = append(killedAfter, time.Since(started).Round(time.Millisecond))
 		boundaries = append(boundaries, len(records(t, record)))
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/pgcluster"
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
@@ -175,7 +176,7 @@ func TestPostgresRestartDuringBitRun(t *testing.T) {
 	var restarts []string
 	waitRows := func(n int) {
 		t.Helper()
-		if !waitFor(5*time.Minute, 20*time.Millisecond, func() bool { return rows() >= n }) {
+		if !testbin.Poll(5*time.Minute, 20*time.Millisecond, func() bool { return rows() >= n }) {
 			t.Fatalf("the run did not reach %d rows (at %d)", n, rows())
 		}
 	}
@@ -193,7 +194,7 @@ func TestPostgresRestartDuringBitRun(t *testing.T) {
 	if err := cluster.Stop(ctx, "fast"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(10*time.Second, 10*time.Millisecond, func() bool { return failed.Load() > failedBefore })
+	testbin.Poll(10*time.Second, 10*time.Millisecond, func() bool { return failed.Load() > failedBefore })
 	if err := cluster.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestPostgresRestartDuringBitRun(t *testing.T) {
 	if failed.Load() == failedBefore {
 		t.Error("no check failed while the server was down")
 	}
-	if !waitFor(5*time.Minute, 100*time.Millisecond, func() bool {
+	if !testbin.Poll(5*time.Minute, 100*time.Millisecond, func() bool {
 		d, err := bitQ.Depth(ctx)
 		return rows() == items && err == nil && d.Total() == 0
 	}) {

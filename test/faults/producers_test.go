@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/milldb"
@@ -207,19 +208,19 @@ func TestProducerKilledAndRestarted(t *testing.T) {
 	total := sizes["alpha"] + sizes["beta"]
 	killBite := int64(2 + rng.IntN(max(1, total/biteSize/2)))
 	var mid *looping.State
-	if !waitFor(5*time.Minute, 5*time.Millisecond, func() bool {
+	if !testbin.Poll(5*time.Minute, 5*time.Millisecond, func() bool {
 		if st := readState(t, state); st != nil && st.InRun() && st.Bites >= killBite {
 			mid = st
 			return true
 		}
-		return first.exited()
+		return first.Exited()
 	}) || mid == nil {
-		t.Fatalf("no kill point reached (bite %d; exited: %v); log:\n%s", killBite, first.exited(), tail(first.log, 4000))
+		t.Fatalf("no kill point reached (bite %d; exited: %v); log:\n%s", killBite, first.Exited(), tail(first.log, 4000))
 	}
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := first.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("SIGKILL: %v (the run ended before the kill point)", err)
 	}
-	<-first.done
+	<-first.Done()
 	killedAt := time.Now()
 	mid = readState(t, state) // what the killed process saved last
 	t.Logf("killed dupproducer at bite %d after %v: %d tasks queued by the saved state, cursor %d",
@@ -236,14 +237,14 @@ func TestProducerKilledAndRestarted(t *testing.T) {
 		}
 		logPath := filepath.Join(dir, fmt.Sprintf("dupproducer-%d.log", attempt))
 		p := start(t, bin, logPath, env)
-		if err := p.wait(t, 5*time.Minute); err != nil {
+		if err := p.Wait(t, 5*time.Minute); err != nil {
 			t.Fatalf("restart %d: %v; log:\n%s", attempt, err, tail(logPath, 4000))
 		}
 		invocations++
 		out, _ := os.ReadFile(logPath + ".out")
 		if strings.Contains(string(out), "lease held") {
 			leaseHeld++
-			if !strings.Contains(string(out), fmt.Sprintf("pid %d", first.cmd.Process.Pid)) {
+			if !strings.Contains(string(out), fmt.Sprintf("pid %d", first.Cmd.Process.Pid)) {
 				t.Errorf("restart %d met a lease not held by the killed process:\n%s", attempt, out)
 			}
 			time.Sleep(time.Second)
@@ -358,8 +359,8 @@ func TestTwoProducersStartedTogether(t *testing.T) {
 	}
 	var res [2]result
 	for i, p := range ps {
-		if err := p.wait(t, 5*time.Minute); err != nil {
-			t.Errorf("bitproducer %d (pid %d) exit: %v; log:\n%s", i, p.cmd.Process.Pid, err, tail(p.log, 3000))
+		if err := p.Wait(t, 5*time.Minute); err != nil {
+			t.Errorf("bitproducer %d (pid %d) exit: %v; log:\n%s", i, p.Cmd.Process.Pid, err, tail(p.log, 3000))
 		}
 		out, _ := os.ReadFile(p.log + ".out")
 		res[i] = result{p, string(out)}
@@ -376,7 +377,7 @@ func TestTwoProducersStartedTogether(t *testing.T) {
 	if runner < 0 || waiter < 0 {
 		t.Fatalf("want exactly one run and one lease-held exit; outputs:\n0: %s\n1: %s", res[0].out, res[1].out)
 	}
-	holder := fmt.Sprintf("pid %d", res[runner].p.cmd.Process.Pid)
+	holder := fmt.Sprintf("pid %d", res[runner].p.Cmd.Process.Pid)
 	if !strings.Contains(res[waiter].out, holder) {
 		t.Errorf("the waiting invocation did not name the holder (%s):\n%s", holder, res[waiter].out)
 	}
@@ -399,8 +400,8 @@ func TestTwoProducersStartedTogether(t *testing.T) {
 		t.Errorf("bit queue: %d sends for %d distinct items (%d items sent more than once), want each of %d items sent exactly once (one producer ran)", len(tasks)-redelivered, len(sends), twice, items)
 	}
 	t.Logf("RESULT two-producers: %d items, each sent once (%d redeliveries of a message to concurrent receives); runner pid %d: %q; other pid %d: %q; both exited 0 within %v",
-		items, redelivered, res[runner].p.cmd.Process.Pid, strings.TrimSpace(firstLine(res[runner].out)),
-		res[waiter].p.cmd.Process.Pid, strings.TrimSpace(firstLine(res[waiter].out)), took.Round(time.Millisecond))
+		items, redelivered, res[runner].p.Cmd.Process.Pid, strings.TrimSpace(firstLine(res[runner].out)),
+		res[waiter].p.Cmd.Process.Pid, strings.TrimSpace(firstLine(res[waiter].out)), took.Round(time.Millisecond))
 }
 
 func firstLine(s string) string {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/faultproxy"
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 )
 
@@ -112,8 +113,8 @@ func TestSQSOutage(t *testing.T) {
 	defer smp.close()
 
 	// Cut once a fifth of the tasks are done.
-	if !waitFor(2*time.Minute, 50*time.Millisecond, func() bool { return smp.last() >= tasks/5 || wm.exited() }) || wm.exited() {
-		t.Fatalf("workman did not reach %d tasks (exited: %v); log:\n%s", tasks/5, wm.exited(), tail(logPath, 4000))
+	if !testbin.Poll(2*time.Minute, 50*time.Millisecond, func() bool { return smp.last() >= tasks/5 || wm.Exited() }) || wm.Exited() {
+		t.Fatalf("workman did not reach %d tasks (exited: %v); log:\n%s", tasks/5, wm.Exited(), tail(logPath, 4000))
 	}
 	cutAt := time.Now()
 	proxy.Cut()
@@ -124,8 +125,8 @@ func TestSQSOutage(t *testing.T) {
 	restoreAt := time.Now()
 	proxy.Restore()
 	t.Logf("proxy restored after %v; %d tasks recorded meanwhile (those running or held at the cut)", restoreAt.Sub(cutAt).Round(time.Millisecond), atRestore-atCut)
-	if wm.exited() {
-		t.Fatalf("workman exited during the outage: %v; log:\n%s", wm.err, tail(logPath, 4000))
+	if wm.Exited() {
+		t.Fatalf("workman exited during the outage: %v; log:\n%s", wm.Err(), tail(logPath, 4000))
 	}
 
 	// The rest should go at least at a third of the rate before the cut
@@ -135,7 +136,7 @@ func TestSQSOutage(t *testing.T) {
 	budget := 90*time.Second + time.Duration(3*float64(tasks-atCut)/rate*float64(time.Second))
 	t.Logf("rate before the cut %.1f tasks/s; completion budget %v", rate, budget.Round(time.Second))
 	var c completion
-	if !waitFor(budget, 200*time.Millisecond, func() bool {
+	if !testbin.Poll(budget, 200*time.Millisecond, func() bool {
 		c = complete(records(t, record), tasks)
 		return len(c.missing) == 0
 	}) {
@@ -149,10 +150,10 @@ func TestSQSOutage(t *testing.T) {
 	}
 	// Let the last deletes go (flushed within 1 s), then stop gracefully.
 	time.Sleep(2 * time.Second)
-	if err := wm.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := wm.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := wm.wait(t, 30*time.Second); err != nil {
+	if err := wm.Wait(t, 30*time.Second); err != nil {
 		t.Fatalf("workman exit after SIGTERM: %v", err)
 	}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/faultproxy"
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
@@ -85,19 +86,19 @@ func TestKillTransfer(t *testing.T) {
 		args := []string{"-test.run=^TestTransferChild$", "-test.v", "-test.timeout=5m"}
 		p := start(t, os.Args[0], logPath, append(env, childEnv+"="+job.name), args...)
 		at := before
-		if !waitFor(3*time.Minute, 20*time.Millisecond, func() bool {
+		if !testbin.Poll(3*time.Minute, 20*time.Millisecond, func() bool {
 			at = proxy.Stats()
-			return job.moved(at)-job.moved(before) >= killAt || p.exited()
-		}) || p.exited() {
-			t.Fatalf("%s: the first process did not reach 60 %% (exited %v); log:\n%s", job.name, p.exited(), tail(logPath, 4000))
+			return job.moved(at)-job.moved(before) >= killAt || p.Exited()
+		}) || p.Exited() {
+			t.Fatalf("%s: the first process did not reach 60 %% (exited %v); log:\n%s", job.name, p.Exited(), tail(logPath, 4000))
 		}
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		<-p.done
+		<-p.Done()
 		killed := proxy.Stats()
 		p = start(t, os.Args[0], logPath, append(env, childEnv+"="+job.name), args...)
-		if err := p.wait(t, 4*time.Minute); err != nil {
+		if err := p.Wait(t, 4*time.Minute); err != nil {
 			t.Fatalf("%s: the second process: %v; log:\n%s%s", job.name, err, tail(logPath, 4000), tail(logPath+".out", 4000))
 		}
 		after := proxy.Stats()

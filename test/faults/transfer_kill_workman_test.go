@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/internal/faultproxy"
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
@@ -104,24 +105,24 @@ func TestKillWorkmanTransfer(t *testing.T) {
 		before := proxy.Stats()
 		p := start(t, bin, logPath, env, args...)
 		at := before
-		if !waitFor(3*time.Minute, 20*time.Millisecond, func() bool {
+		if !testbin.Poll(3*time.Minute, 20*time.Millisecond, func() bool {
 			at = proxy.Stats()
-			return moved(at)-moved(before) >= killAt || p.exited()
-		}) || p.exited() {
-			t.Fatalf("%s: the first workman did not reach 60 %% (exited %v); log:\n%s", tk.Type, p.exited(), tail(logPath, 4000))
+			return moved(at)-moved(before) >= killAt || p.Exited()
+		}) || p.Exited() {
+			t.Fatalf("%s: the first workman did not reach 60 %% (exited %v); log:\n%s", tk.Type, p.Exited(), tail(logPath, 4000))
 		}
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		<-p.done
+		<-p.Done()
 		killed := proxy.Stats()
 		p = start(t, bin, logPath, env, args...)
-		if !waitFor(4*time.Minute, 200*time.Millisecond, func() bool { return done() || p.exited() }) || !done() {
-			t.Fatalf("%s: the second workman did not finish the task (exited %v); log:\n%s", tk.Type, p.exited(), tail(logPath, 4000))
+		if !testbin.Poll(4*time.Minute, 200*time.Millisecond, func() bool { return done() || p.Exited() }) || !done() {
+			t.Fatalf("%s: the second workman did not finish the task (exited %v); log:\n%s", tk.Type, p.Exited(), tail(logPath, 4000))
 		}
 		after := proxy.Stats()
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		if err := p.wait(t, time.Minute); err != nil {
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		if err := p.Wait(t, time.Minute); err != nil {
 			t.Errorf("%s: the second workman: %v; log:\n%s", tk.Type, err, tail(logPath, 4000))
 		}
 		up, down = after.BytesUp-before.BytesUp, after.BytesDown-before.BytesDown
@@ -169,7 +170,7 @@ func TestKillWorkmanTransfer(t *testing.T) {
 
 	// The checkpoints go when a transfer completes; allow the second
 	// workman's last requests to land.
-	if !waitFor(30*time.Second, 200*time.Millisecond, func() bool {
+	if !testbin.Poll(30*time.Second, 200*time.Millisecond, func() bool {
 		out, err := direct.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(state)})
 		return err == nil && len(out.Contents) == 0
 	}) {

@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -73,24 +71,14 @@ func TestReadmeFirstSession(t *testing.T) {
 	// outlives the test.
 	// Each command is echoed with its time (bash reads no PS4 from the
 	// environment when run as root).
-	sh := exec.CommandContext(ctx, "bash", "-e", "-c", "PS4='+ $(date +%T) '; set -x\n"+block)
-	sh.Dir, sh.Env = work, env
-	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out testbin.Buffer
-	sh.Stdout, sh.Stderr = &out, &out
-	sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) }
 	// A process the session left running (a failed step stops bash -e
 	// before kill %1) keeps the output open: Wait gives up on it.
-	sh.WaitDelay = 5 * time.Second
 	start := time.Now()
-	err := sh.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) })
-	err = sh.Wait()
-	t.Logf("the first session, in %v:\n%s", time.Since(start).Round(time.Second), out.String())
-	if log, err := os.ReadFile(filepath.Join(work, "workman.log")); err == nil && t.Failed() || err == nil && sh.ProcessState != nil && !sh.ProcessState.Success() {
+	sh := testbin.Run(t, 8*time.Minute, testbin.Spec{Path: "bash", Args: []string{"-e", "-c", "PS4='+ $(date +%T) '; set -x\n" + block},
+		Dir: work, Env: env, Setpgid: true, Grace: 5 * time.Second})
+	err := sh.Err()
+	t.Logf("the first session, in %v:\n%s", time.Since(start).Round(time.Second), sh.Output())
+	if log, err := os.ReadFile(filepath.Join(work, "workman.log")); err == nil && t.Failed() || err == nil && !sh.Cmd.ProcessState.Success() {
 		t.Logf("workman.log:\n%s", log)
 	}
 	if err != nil {
@@ -133,14 +121,13 @@ func TestReadmeFirstSession(t *testing.T) {
 	// Every copy checked, and healthy: one result per item per store, one
 	// SUCCESS report per space per store.
 	millctl := func(args ...string) []map[string]any {
-		c := exec.CommandContext(ctx, bins["millctl"], args...)
-		c.Env = env
-		b, err := c.Output()
-		if err != nil {
+		c := testbin.Run(t, 2*time.Minute, testbin.Spec{Path: bins["millctl"], Args: args, Env: env})
+		if err := c.Err(); err != nil {
 			t.Fatalf("millctl %s: %v", strings.Join(args, " "), err)
 		}
+		b := c.Stdout()
 		var rows []map[string]any
-		sc := bufio.NewScanner(strings.NewReader(string(b)))
+		sc := bufio.NewScanner(strings.NewReader(b))
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			var m map[string]any

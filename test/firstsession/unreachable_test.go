@@ -1,7 +1,6 @@
 package firstsession
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/millfleet/mill/internal/testbin"
 )
+
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // TestDaemonsEmulatorStopped: with the AWS emulator and PostgreSQL stopped,
 // Workman and the three producers exit 1 within 5 s with one line naming the
@@ -28,25 +29,20 @@ func TestDaemonsEmulatorStopped(t *testing.T) {
 	bins := testbin.Build(t, "workman", "dupproducer", "bitproducer", "statsproducer")
 	for name, bin := range bins {
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, bin)
-			cmd.Env = env
-			var stderr testbin.Buffer
-			cmd.Stderr = &stderr
 			start := time.Now()
-			err := cmd.Run()
+			cmd := testbin.Run(t, 30*time.Second, testbin.Spec{Path: bin, Env: env})
+			err, stderr := cmd.Err(), cmd.Stderr()
 			took := time.Since(start)
-			t.Logf("%s → %v in %v\n%s", name, err, took.Round(time.Millisecond), stderr.String())
+			t.Logf("%s → %v in %v\n%s", name, err, took.Round(time.Millisecond), stderr)
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 				t.Errorf("%v, want exit status 1", err)
 			}
 			if took > 5*time.Second {
 				t.Errorf("took %v, want at most 5 s", took)
 			}
-			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
 			if len(lines) != 1 || !strings.HasPrefix(lines[0], name+": cannot reach "+awsEndpoint+" (AWS_ENDPOINT_URL)") || !strings.Contains(lines[0], "make up") {
-				t.Errorf("stderr is not the one-line hint naming %s:\n%s", awsEndpoint, stderr.String())
+				t.Errorf("stderr is not the one-line hint naming %s:\n%s", awsEndpoint, stderr)
 			}
 		})
 	}

@@ -1,17 +1,8 @@
 package fleet
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,112 +13,24 @@ import (
 // interval is the heartbeat interval every test Workman uses.
 const interval = time.Second
 
-// binDir holds workman and millctl, built once for the package (on first
-// use, so -short runs build nothing).
-var (
-	binDir   string
-	binsOnce sync.Once
-	binsErr  error
-)
+func TestMain(m *testing.M) { testbin.Main(m) }
 
-func TestMain(m *testing.M) {
-	var err error
-	if binDir, err = os.MkdirTemp("", "mill-fleet-bin-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(binDir)
-	os.Exit(code)
-}
-
+// bins builds workman and millctl once for the package (on first use, so
+// -short runs build nothing).
 func bins(t *testing.T) (workman, millctl string) {
 	t.Helper()
-	root := testbin.ModuleRoot(t)
-	binsOnce.Do(func() {
-		c := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/workman", "./cmd/millctl")
-		c.Dir = root
-		if out, err := c.CombinedOutput(); err != nil {
-			binsErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binsErr != nil {
-		t.Fatal(binsErr)
-	}
-	return filepath.Join(binDir, "workman"), filepath.Join(binDir, "millctl")
+	b := testbin.Build(t, "workman", "millctl")
+	return b["workman"], b["millctl"]
 }
 
-// childEnv is this process's environment without MILL_* variables, plus
-// extra ("K=V").
-func childEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "MILL_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
-}
-
-// proc is a started binary logging to a file.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
-}
+// proc is a started binary.
+type proc struct{ *testbin.Proc }
 
 func start(t *testing.T, name, bin string, env []string, args ...string) *proc {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); f.Close(); close(p.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			if len(b) > 6000 {
-				b = b[len(b)-6000:]
-			}
-			t.Logf("%s log (tail):\n%s", name, b)
-		}
-	})
-	return p
-}
-
-func (p *proc) signal(t *testing.T, s syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(s); err != nil {
-		t.Fatalf("signal %s: %v", p.name, err)
-	}
-}
-
-// wait waits up to d for the process to exit and returns its error.
-func (p *proc) wait(t *testing.T, d time.Duration) error {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.err
-	case <-time.After(d):
-		t.Fatalf("%s did not exit within %v", p.name, d)
-		return nil
-	}
+	p := testbin.Start(t, testbin.Spec{Path: bin, Args: args, Env: env})
+	p.Name = name
+	return &proc{p}
 }
 
 // logLine is one JSON log line of a Workman.
@@ -141,16 +44,10 @@ type logLine struct {
 
 func (p *proc) lines(t *testing.T) []logLine {
 	t.Helper()
-	b, err := os.ReadFile(p.log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []logLine
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
+	for _, line := range p.Lines() {
 		var l logLine
-		if json.Unmarshal(sc.Bytes(), &l) == nil {
+		if json.Unmarshal([]byte(line), &l) == nil {
 			out = append(out, l)
 		}
 	}
@@ -161,16 +58,11 @@ func (p *proc) lines(t *testing.T) []logLine {
 // on a non-zero exit.
 func millctl(t *testing.T, bin string, env []string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("millctl %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
+	c := testbin.Run(t, time.Minute, testbin.Spec{Path: bin, Args: args, Env: env})
+	if err := c.Err(); err != nil {
+		t.Fatalf("millctl %s: %v\n%s%s", strings.Join(args, " "), err, c.Stdout(), c.Stderr())
 	}
-	return out.String()
+	return c.Stdout()
 }
 
 // snapshot is `millctl fleet --json`.
@@ -203,18 +95,6 @@ func total(s fleet.Snapshot, ty string) fleet.Counts {
 		}
 	}
 	return c
-}
-
-// eventually polls cond every 100 ms for up to d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // workmanArgs are the flags every test Workman gets.

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/lifecycle"
@@ -148,20 +149,20 @@ func TestAutoScalingTermination(t *testing.T) {
 	const tasks = 40
 	sendNoops(t, work, tasks)
 	record := t.TempDir() + "/done"
-	env := childEnv("MILL_FLEET_TABLE="+table, "MILL_QUEUE_PREFIX="+prefix,
+	env := testbin.Env("MILL_FLEET_TABLE="+table, "MILL_QUEUE_PREFIX="+prefix,
 		"AWS_EC2_METADATA_SERVICE_ENDPOINT="+md.URL, "AWS_ENDPOINT_URL_AUTO_SCALING="+srv.URL)
 	w := start(t, "w", workman, env, workmanArgs("w", prefix, table,
 		"--queues", prefix+"noop", "--task-types", "NOOP", "--workers", "2", "--noop-sleep", "300ms", "--noop-record", record,
 		"--lifecycle-hook", "workman-drain", "--lifecycle-poll", "200ms")...)
 
 	var s fleet.Snapshot
-	eventually(t, 60*time.Second, "worker registered with its instance and processing", func() bool {
+	testbin.WaitFor(t, 60*time.Second, "worker registered with its instance and processing", func() bool {
 		s = snapshot(t, mctl, env)
 		r := byID(s)["w"]
 		return r.InstanceID == instance && r.Zone == "us-east-1a" && r.Counts["NOOP"].Processed >= 4
 	})
 	md.Set(lifecycle.PathTargetState, "Terminated")
-	if err := w.wait(t, 60*time.Second); err != nil {
+	if err := w.Wait(t, 60*time.Second); err != nil {
 		t.Fatalf("workman after the termination notice: %v (want exit 0)", err)
 	}
 	if got := proxy.completions(); len(got) != 1 || got[0] != (completion{group, "workman-drain", instance, "CONTINUE"}) {

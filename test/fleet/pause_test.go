@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
@@ -70,7 +71,7 @@ func TestPauseDupFleetWide(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(dir, "duplication-accounts.json"), fmt.Appendf(nil, `[%q]`, account), 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, account+"-duplication-policy.json"),
 		[]byte(`{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`), 0o644))
-	env := childEnv("MILL_QUEUE_PREFIX="+prefix, "MILL_CONFIG_DIR="+dir, "MILL_DATABASE_URL="+dbURL)
+	env := testbin.Env("MILL_QUEUE_PREFIX="+prefix, "MILL_CONFIG_DIR="+dir, "MILL_DATABASE_URL="+dbURL)
 	for k, v := range names {
 		env = append(env, k+"="+v)
 	}
@@ -174,7 +175,7 @@ func TestPauseDupFleetWide(t *testing.T) {
 
 	// Pause DUP once both workers are running DUP and BIT tasks.
 	logf("set up; workers started")
-	eventually(t, 60*time.Second, "both workers processing", func() bool {
+	testbin.WaitFor(t, 60*time.Second, "both workers processing", func() bool {
 		s := snapshot(t, mctl, env)
 		return s.Totals[fleet.StateRunning] == 2 && total(s, "DUP").Processed >= 3 && total(s, "BIT").Processed >= 3
 	})
@@ -182,7 +183,7 @@ func TestPauseDupFleetWide(t *testing.T) {
 	pausedAt := time.Now()
 	millctl(t, mctl, env, "pause", "--reason", "test", "DUP")
 	var ack fleet.Snapshot
-	eventually(t, 10*time.Second, "both workers acknowledge the pause", func() bool {
+	testbin.WaitFor(t, 10*time.Second, "both workers acknowledge the pause", func() bool {
 		ack = snapshot(t, mctl, env)
 		n := 0
 		for _, w := range ack.Workers {
@@ -225,17 +226,17 @@ func TestPauseDupFleetWide(t *testing.T) {
 			}
 		}
 		if pausedLog.IsZero() {
-			t.Fatalf("%s logged no pause", p.name)
+			t.Fatalf("%s logged no pause", p.Name)
 		}
 		// Within one interval of the pause's write, plus one beat's calls.
 		if d := pausedLog.Sub(pauseAt); d > interval+time.Second {
-			t.Errorf("%s put the pause in force %v after it was written, want within one interval (%v)", p.name, d, interval)
+			t.Errorf("%s put the pause in force %v after it was written, want within one interval (%v)", p.Name, d, interval)
 		} else {
-			logf("%s: pause in force %v after it was written", p.name, d.Round(time.Millisecond))
+			logf("%s: pause in force %v after it was written", p.Name, d.Round(time.Millisecond))
 		}
 		for _, l := range p.lines(t) {
 			if l.Msg == "task done" && l.TaskType == "DUP" && l.Time.After(pausedLog) {
-				t.Errorf("%s: a DUP task completed at %v, after the pause was in force (%v)", p.name, l.Time, pausedLog)
+				t.Errorf("%s: a DUP task completed at %v, after the pause was in force (%v)", p.Name, l.Time, pausedLog)
 			}
 		}
 	}
@@ -250,7 +251,7 @@ func TestPauseDupFleetWide(t *testing.T) {
 	must(t, feedErr)
 	s2, err := fsstore.New(root2)
 	must(t, err)
-	eventually(t, 90*time.Second, "every item copied and checked", func() bool {
+	testbin.WaitFor(t, 90*time.Second, "every item copied and checked", func() bool {
 		s := snapshot(t, mctl, env)
 		if total(s, "BIT").Processed < items || total(s, "DUP").Processed < items {
 			return false
@@ -264,7 +265,7 @@ func TestPauseDupFleetWide(t *testing.T) {
 	})
 	logf("every item copied and checked")
 	for _, q := range []*sqsqueue.Queue{dupQ, bitQ} {
-		eventually(t, 30*time.Second, q.Name()+" drained", func() bool {
+		testbin.WaitFor(t, 30*time.Second, q.Name()+" drained", func() bool {
 			d, err := q.Depth(ctx)
 			return err == nil && d.Total() == 0
 		})
@@ -277,11 +278,11 @@ func TestPauseDupFleetWide(t *testing.T) {
 		t.Errorf("counts %+v: want no failures", c)
 	}
 	for _, p := range ps {
-		p.signal(t, syscall.SIGTERM)
+		p.Signal(t, syscall.SIGTERM)
 	}
 	for _, p := range ps {
-		if err := p.wait(t, 30*time.Second); err != nil {
-			t.Errorf("%s after SIGTERM: %v", p.name, err)
+		if err := p.Wait(t, 30*time.Second); err != nil {
+			t.Errorf("%s after SIGTERM: %v", p.Name, err)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/testbin"
 	"github.com/millfleet/mill/internal/testenv"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
@@ -59,14 +60,14 @@ func TestThreeWorkersKilledAndStopped(t *testing.T) {
 	workman, mctl := bins(t)
 	const tasks = 60
 	sendNoops(t, work, tasks)
-	env := childEnv("MILL_FLEET_TABLE="+table, "MILL_QUEUE_PREFIX="+prefix)
+	env := testbin.Env("MILL_FLEET_TABLE="+table, "MILL_QUEUE_PREFIX="+prefix)
 	ws := map[string]*proc{}
 	for _, id := range []string{"w1", "w2", "w3"} {
 		ws[id] = start(t, id, workman, env, workmanArgs(id, prefix, table,
 			"--queues", prefix+"noop", "--task-types", "NOOP", "--workers", "2", "--noop-sleep", "50ms", "--instance-metadata=false")...)
 	}
 	var s fleet.Snapshot
-	eventually(t, 60*time.Second, "three running workers that processed every task", func() bool {
+	testbin.WaitFor(t, 60*time.Second, "three running workers that processed every task", func() bool {
 		s = snapshot(t, mctl, env)
 		return s.Totals[fleet.StateRunning] == 3 && total(s, "NOOP").Processed >= tasks // moto may hand one message to two receives
 	})
@@ -85,10 +86,10 @@ func TestThreeWorkersKilledAndStopped(t *testing.T) {
 
 	// SIGKILL w1: lost after three intervals without a heartbeat.
 	last := byID(snapshot(t, mctl, env))["w1"].Heartbeat
-	ws["w1"].signal(t, syscall.SIGKILL)
-	_ = ws["w1"].wait(t, 10*time.Second)
+	ws["w1"].Signal(t, syscall.SIGKILL)
+	_ = ws["w1"].Wait(t, 10*time.Second)
 	var lostAt time.Time
-	eventually(t, 10*time.Second, "w1 shown lost", func() bool {
+	testbin.WaitFor(t, 10*time.Second, "w1 shown lost", func() bool {
 		s := snapshot(t, mctl, env)
 		w := byID(s)["w1"]
 		last = w.Heartbeat
@@ -110,8 +111,8 @@ func TestThreeWorkersKilledAndStopped(t *testing.T) {
 	}
 
 	// SIGTERM w2: it drains, exits 0 and is gone.
-	ws["w2"].signal(t, syscall.SIGTERM)
-	if err := ws["w2"].wait(t, 30*time.Second); err != nil {
+	ws["w2"].Signal(t, syscall.SIGTERM)
+	if err := ws["w2"].Wait(t, 30*time.Second); err != nil {
 		t.Fatalf("w2 after SIGTERM: %v", err)
 	}
 	s = snapshot(t, mctl, env)
@@ -125,6 +126,6 @@ func TestThreeWorkersKilledAndStopped(t *testing.T) {
 	if text := millctl(t, mctl, env, "fleet"); strings.Contains(text, " w2 ") {
 		t.Errorf("gone worker listed without --all:\n%s", text)
 	}
-	ws["w3"].signal(t, syscall.SIGTERM)
-	must(t, ws["w3"].wait(t, 30*time.Second))
+	ws["w3"].Signal(t, syscall.SIGTERM)
+	must(t, ws["w3"].Wait(t, 30*time.Second))
 }

@@ -1,13 +1,11 @@
 package security
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,6 +84,8 @@ func forms(s string) []string {
 	return uniq
 }
 
+func TestMain(m *testing.M) { testbin.Main(m) }
+
 // TestCredentialsNeverLogged runs setup → content put → workman (AUDIT,
 // DUP, NOOP, with a failing task) → dlq list → queues through the real
 // binaries with canary AWS credentials and a canary database password at
@@ -155,17 +155,14 @@ func TestCredentialsNeverLogged(t *testing.T) {
 	var outputs []string // every captured stdout/stderr, labelled
 	runCmd := func(bin string, args ...string) string {
 		t.Helper()
-		c := exec.CommandContext(ctx, bin, args...)
-		c.Env = env
-		var out, errOut bytes.Buffer
-		c.Stdout, c.Stderr = &out, &errOut
-		err := c.Run()
+		c := testbin.Run(t, 2*time.Minute, testbin.Spec{Path: bin, Args: args, Env: env})
+		err, out, errOut := c.Err(), c.Stdout(), c.Stderr()
 		label := filepath.Base(bin) + " " + strings.Join(args, " ")
-		outputs = append(outputs, label+" stdout:\n"+out.String(), label+" stderr:\n"+errOut.String())
+		outputs = append(outputs, label+" stdout:\n"+out, label+" stderr:\n"+errOut)
 		if err != nil {
-			t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", label, err, out.String(), errOut.String())
+			t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", label, err, out, errOut)
 		}
-		return out.String()
+		return out
 	}
 
 	runCmd(millctl, "setup")
@@ -204,22 +201,10 @@ func TestCredentialsNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var wout testbin.Buffer
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	w := exec.CommandContext(wctx, workman, "--task-types", "AUDIT,DUP,NOOP", "--queues", "audit,dup-high",
+	w := testbin.Start(t, testbin.Spec{Path: workman, Args: []string{"--task-types", "AUDIT,DUP,NOOP", "--queues", "audit,dup-high",
 		"--http-addr", "", "--cloudwatch=false", "--max-attempts", "1", "--receive-wait", "1s",
 		"--queue-backoff-min", "1s", "--queue-backoff-max", "2s", "--long-poll-wait", "1s",
-		"--grace-period", "5s")
-	w.Env = env
-	w.Stdout, w.Stderr = &wout, &wout
-	w.Cancel = func() error { return w.Process.Signal(os.Interrupt) }
-	w.WaitDelay = 20 * time.Second
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = w.Wait(); close(exited) }()
+		"--grace-period", "5s"}, Env: env})
 
 	// Drained: 3 items copied to store 2 (each AUDIT makes a DUP, each DUP
 	// copy another AUDIT) and the bad task dead-lettered.
@@ -245,19 +230,16 @@ func TestCredentialsNeverLogged(t *testing.T) {
 		if copied() == 3 && depth(dlqURL.QueueUrl) == 1 && depth(auditURL.QueueUrl) == 0 && depth(hi.QueueUrl) == 0 {
 			break
 		}
-		select {
-		case <-exited:
-			t.Fatalf("workman exited early:\n%s", wout.String())
-		default:
+		if w.Exited() {
+			t.Fatalf("workman exited early:\n%s", w.Output())
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("queues did not drain: %d copied, dead-letter %d, audit %d, dup-high %d\nworkman:\n%s",
-				copied(), depth(dlqURL.QueueUrl), depth(auditURL.QueueUrl), depth(hi.QueueUrl), wout.String())
+				copied(), depth(dlqURL.QueueUrl), depth(auditURL.QueueUrl), depth(hi.QueueUrl), w.Output())
 		}
 	}
-	stop()
-	<-exited
-	outputs = append(outputs, "workman output:\n"+wout.String())
+	_ = w.Stop()
+	outputs = append(outputs, "workman output:\n"+w.Output())
 
 	list := runCmd(millctl, "dlq", "list", "--width", "0")
 	if !strings.Contains(list, `policy: no-store-policy`) {
@@ -271,13 +253,12 @@ func TestCredentialsNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused.Host = "127.0.0.1:1"
-	c := exec.CommandContext(ctx, millctl, "migrate", "status", "--database-url", refused.String())
-	c.Env = env
-	out, err := c.CombinedOutput()
-	if err == nil {
+	c := testbin.Run(t, 2*time.Minute, testbin.Spec{Path: millctl, Args: []string{"migrate", "status", "--database-url", refused.String()}, Env: env})
+	out := c.Output()
+	if c.Err() == nil {
 		t.Errorf("migrate status against a closed port succeeded:\n%s", out)
 	}
-	outputs = append(outputs, "millctl migrate status (refused) output:\n"+string(out))
+	outputs = append(outputs, "millctl migrate status (refused) output:\n"+out)
 
 	// The dead letters themselves, body and attributes.
 	o, err := sqsc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: dlqURL.QueueUrl, MaxNumberOfMessages: 10,
@@ -297,8 +278,8 @@ func TestCredentialsNeverLogged(t *testing.T) {
 	}
 
 	// The run must have logged at debug level, or the check proves little.
-	if !strings.Contains(wout.String(), `"level":"DEBUG"`) {
-		t.Errorf("workman logged nothing at debug level:\n%s", wout.String())
+	if !strings.Contains(w.Output(), `"level":"DEBUG"`) {
+		t.Errorf("workman logged nothing at debug level:\n%s", w.Output())
 	}
 	total := 0
 	for _, out := range outputs {

@@ -15,7 +15,6 @@ import (
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
 	"github.com/millfleet/mill/internal/validate"
-	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/task"
 
 	"github.com/millfleet/mill/pkg/metrics"
@@ -53,8 +52,6 @@ type Config struct {
 	// FlushTimeout bounds the final publication when Run's ctx ends
 	// (default DefaultFlushTimeout).
 	FlushTimeout time.Duration
-	// Clock drives the interval (default the real clock).
-	Clock clock.Clock
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 	// TaskTypes are the task types published as themselves (the
@@ -74,7 +71,6 @@ func (c Config) WithDefaults() Config {
 	if c.FlushTimeout == 0 {
 		c.FlushTimeout = DefaultFlushTimeout
 	}
-	c.Clock = clock.Or(c.Clock)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -180,7 +176,7 @@ func (c *Recorder) Calls() int64 {
 // returned: metrics must never stop the worker.
 func (c *Recorder) Run(ctx context.Context) error {
 	for {
-		t := c.cfg.Clock.NewTimer(c.cfg.Interval)
+		t := time.NewTimer(c.cfg.Interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -190,7 +186,7 @@ func (c *Recorder) Run(ctx context.Context) error {
 			}
 			cancel()
 			return nil
-		case <-t.C():
+		case <-t.C:
 			if err := c.Flush(ctx); err != nil {
 				c.cfg.Logger.Warn("cloudwatch: publication failed; will retry with the next one", "error", err)
 			}
@@ -209,7 +205,7 @@ func (c *Recorder) Flush(ctx context.Context) error {
 	if len(tasks) == 0 && len(dead) == 0 {
 		return nil
 	}
-	now := c.cfg.Clock.Now()
+	now := time.Now()
 	data := datums(tasks, dead, now)
 	var errs []error
 	for len(data) > 0 {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/metrics/cloudwatchmetrics"
 	"github.com/millfleet/mill/pkg/task"
@@ -30,7 +29,7 @@ func unknownTypes(r metrics.Recorder, n int, registered []task.Type) {
 // dimension value, in one call.
 func TestCloudWatchLabelsBounded(t *testing.T) {
 	cc := &counting{}
-	cw, err := cloudwatchmetrics.New(cc, cloudwatchmetrics.Config{Clock: clock.NewFake(time.Time{}), TaskTypes: []task.Type{task.TypeBit}})
+	cw, err := cloudwatchmetrics.New(cc, cloudwatchmetrics.Config{TaskTypes: []task.Type{task.TypeBit}})
 	if err != nil {
 		t.Fatal(err)
 	}

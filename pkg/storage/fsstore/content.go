@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/ctxio"
@@ -316,7 +317,7 @@ func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts sto
 		return nil, err
 	}
 	committed = true // the temporary file is gone; commit cleans up the blob
-	m.Modified = s.clock.Now().UTC()
+	m.Modified = time.Now().UTC()
 	if err := s.commit(space, id, it, m, old, storage.ReplacedByOverwrite); err != nil {
 		return nil, err
 	}
@@ -343,7 +344,7 @@ func (s *Store) SetProperties(ctx context.Context, space, id string, props map[s
 	for k, v := range props {
 		m.Properties[k] = v
 	}
-	m.Modified = s.clock.Now().UTC()
+	m.Modified = time.Now().UTC()
 	b, err := json.Marshal(m)
 	if err == nil {
 		err = s.writeFileAtomic(it.metaPath, b)

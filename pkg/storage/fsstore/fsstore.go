@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/storage"
 )
 
@@ -41,7 +40,6 @@ type Store struct {
 	dir       string   // the absolute root, for messages
 	root      *os.Root // every file access goes through it
 	retention time.Duration
-	clock     clock.Clock
 	// mu serialises changes of sidecars, space records, directories and
 	// the trash; content streams outside it.
 	mu        sync.Mutex
@@ -54,10 +52,6 @@ type Option func(*Store)
 // WithRetention sets how long the trash keeps what the store deleted or
 // replaced (default storage.DefaultRetention).
 func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
-
-// WithClock sets the clock of modified times, trash entries and their
-// expiry (default the system clock).
-func WithClock(c clock.Clock) Option { return func(s *Store) { s.clock = c } }
 
 // New opens (creating when missing) the store rooted at root and purges
 // its expired trash. The store holds the directory open until Close.
@@ -80,7 +74,6 @@ func New(root string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	s.clock = clock.Or(s.clock)
 	if s.retention <= 0 {
 		r.Close()
 		return nil, fmt.Errorf("fsstore: new %q: retention %v is not positive", root, s.retention)
@@ -91,7 +84,7 @@ func New(root string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("fsstore: new %q: %w", root, err)
 		}
 	}
-	s.lastPurge = s.clock.Now()
+	s.lastPurge = time.Now()
 	if _, err := s.purge(context.Background(), s.lastPurge); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("fsstore: new %q: purge the trash: %w", root, err)

@@ -60,7 +60,7 @@ func versionTime(v string) (time.Time, bool) {
 }
 
 func (s *Store) newVersion() (string, time.Time) {
-	now := s.clock.Now().UTC()
+	now := time.Now().UTC()
 	return now.Format(stampLayout) + "-" + randHex(), now
 }
 
@@ -147,7 +147,7 @@ func (s *Store) versions(space, id string) ([]version, error) {
 	if err != nil {
 		return nil, err
 	}
-	cutoff := s.clock.Now().Add(-s.retention)
+	cutoff := time.Now().Add(-s.retention)
 	var out []version
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), metaSuffix)
@@ -253,7 +253,7 @@ func (s *Store) restore(space, id, versionID string) (*storage.Info, error) {
 	}
 	m := v.t.Item
 	m.Blob = blobName(it.seg)
-	m.Modified = s.clock.Now().UTC()
+	m.Modified = time.Now().UTC()
 	m.Properties = maps.Clone(m.Properties)
 	if err := s.linkOrCopy(filepath.Join(trashItemDir(space, id), v.name+blobSuffix), it.blob(&m)); err != nil {
 		return nil, err
@@ -304,7 +304,7 @@ func (s *Store) commit(space, id string, it item, m, old *meta, reason string) e
 // maybePurge runs PurgeTrash when it last ran more than purgeEvery ago.
 // s.mu is held.
 func (s *Store) maybePurge() {
-	now := s.clock.Now()
+	now := time.Now()
 	if now.Sub(s.lastPurge) < purgeEvery {
 		return
 	}
@@ -319,7 +319,7 @@ func (s *Store) maybePurge() {
 func (s *Store) PurgeTrash(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.purge(ctx, s.clock.Now())
+	return s.purge(ctx, time.Now())
 }
 
 func (s *Store) purge(ctx context.Context, now time.Time) (int, error) {

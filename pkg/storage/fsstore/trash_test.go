@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 )
@@ -44,11 +44,16 @@ func trashFiles(t *testing.T, root string) int {
 	return n
 }
 
+// TestTrashExpiresAfterRetention runs in a synctest bubble: its Sleeps move
+// the bubble's clock, which the store reads, at once.
 func TestTrashExpiresAfterRetention(t *testing.T) {
+	synctest.Test(t, testTrashExpiresAfterRetention)
+}
+
+func testTrashExpiresAfterRetention(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	root := t.TempDir()
-	s, err := fsstore.New(root, fsstore.WithClock(clk), fsstore.WithRetention(48*time.Hour))
+	s, err := fsstore.New(root, fsstore.WithRetention(48*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,14 +62,14 @@ func TestTrashExpiresAfterRetention(t *testing.T) {
 	}
 	put(t, s, "sp", "a", "first")
 	put(t, s, "sp", "a", "second") // keeps "first"
-	clk.Advance(47 * time.Hour)
+	time.Sleep(47 * time.Hour)
 	if err := s.Delete(ctx, "sp", "a"); err != nil { // keeps "second"
 		t.Fatal(err)
 	}
 	if n := countVersions(t, s, "sp", "a"); n != 2 {
 		t.Fatalf("within the retention: %d versions, want 2", n)
 	}
-	clk.Advance(2 * time.Hour) // "first" is 49 h old, "second" 2 h
+	time.Sleep(2 * time.Hour) // "first" is 49 h old, "second" 2 h
 	vs, err := s.Versions(ctx, "sp", "a")
 	if err != nil || len(vs) != 1 || vs[0].Reason != storage.ReplacedByDelete {
 		t.Fatalf("after the first expired: %+v, %v; want only the deleted version", vs, err)
@@ -77,7 +82,7 @@ func TestTrashExpiresAfterRetention(t *testing.T) {
 		t.Errorf("after the purge: %d trash files, want 2 (one sidecar, one blob)", f)
 	}
 	// A write more than an hour after the last purge purges too.
-	clk.Advance(47 * time.Hour)
+	time.Sleep(47 * time.Hour)
 	put(t, s, "sp", "b", "x")
 	put(t, s, "sp", "b", "y")
 	if f := trashFiles(t, root); f != 2 {
@@ -87,8 +92,8 @@ func TestTrashExpiresAfterRetention(t *testing.T) {
 		t.Errorf("a: %d versions after they all expired", n)
 	}
 	// Opening the store purges as well.
-	clk.Advance(49 * time.Hour)
-	if _, err := fsstore.New(root, fsstore.WithClock(clk), fsstore.WithRetention(48*time.Hour)); err != nil {
+	time.Sleep(49 * time.Hour)
+	if _, err := fsstore.New(root, fsstore.WithRetention(48*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if f := trashFiles(t, root); f != 0 {
