@@ -41,7 +41,7 @@ build: ## build every binary into bin/
 .PHONY: test
 test: up ## start the services if needed, then go vet and every test with -race (-count=1: the services are state the test cache cannot see); fails when the tests left a queue, bucket, table, alarm, stack or schema behind
 	$(WITH_ENV) $(GO) vet ./...
-	$(WITH_ENV) $(GO) run ./internal/testenv/leftovers $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(WITH_ENV) $(GO) run ./internal/testkit/testenv/leftovers $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test/unit
 test/unit: ## unit tests only (-short: integration tests are skipped), no services needed
@@ -49,7 +49,7 @@ test/unit: ## unit tests only (-short: integration tests are skipped), no servic
 
 .PHONY: test/integration
 test/integration: up ## every test, verbose, against the local services
-	$(WITH_ENV) $(GO) run ./internal/testenv/leftovers $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | tee .local/test.log | { grep -E '^(--- (PASS|FAIL|SKIP)|ok|FAIL|PASS)' || true; }
+	$(WITH_ENV) $(GO) run ./internal/testkit/testenv/leftovers $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -v ./... 2>&1 | tee .local/test.log | { grep -E '^(--- (PASS|FAIL|SKIP)|ok|FAIL|PASS)' || true; }
 
 .PHONY: test/faults
 test/faults: up ## fault tests with real processes: SQS outage, PostgreSQL restart, kill -9 (MILL_FAULTS_SCALE=0.2 for a quick run)

@@ -55,7 +55,7 @@ docker_ok() { command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; 
 
 
 # ---------------------------------------------------------------- Chromium
-# The console's browser tests (internal/console) drive Debian's chromium,
+# The console's browser tests (internal/app/console) drive Debian's chromium,
 # headless. It is installed here, as PostgreSQL is, so that `make test` on a
 # fresh machine has it. MILL_NO_CHROMIUM=1 skips this; the browser tests are
 # then skipped, or fail under CI=true.

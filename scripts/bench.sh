@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every benchmark of the module once (-benchtime 1x) against the local
-# services and prints one summary table (internal/benchtable): SQS requests
+# services and prints one summary table (internal/testkit/benchtable): SQS requests
 # per task, throughput against raw SDK / md5sum baselines, peak memory for
 # big objects; it writes the same table, with the date, the machine and the
 # settings, to docs/PERFORMANCE.md. `make bench` runs this script.

@@ -28,7 +28,7 @@ export CI=true
 # (S3), the audit log and leases (DynamoDB), setup (all of them), metrics
 # (CloudWatch), S3 event notifications and the operators' notifications (SNS).
 pkgs=(./pkg/queue/sqsqueue ./pkg/queue/claimcheck/s3blobs ./pkg/storage/s3store
-  ./pkg/auditlog/dynamoauditlog ./pkg/lease/dynamolease ./pkg/setup
+  ./pkg/auditlog/dynamoauditlog ./pkg/lease/dynamolease ./internal/ops/setup
   ./pkg/metrics/cloudwatchmetrics ./pkg/s3event ./pkg/notify/snsnotify)
 e2e=(./test/e2e -run 'TestAuditDuplicationEndToEnd')
 
@@ -38,7 +38,7 @@ case "$mode" in
     # alarms, Workman's long-task extension, millctl (setup, dlq, enqueue,
     # content), the audit and duplication processors, the stores registry
     # and the CloudFormation stack.
-    pkgs+=(./pkg/alarms ./pkg/workman ./cmd/millctl ./processors/audit ./processors/dup ./pkg/stores ./infra)
+    pkgs+=(./internal/ops/alarms ./pkg/workman ./cmd/millctl ./processors/audit ./processors/dup ./pkg/stores ./infra)
     endpoint=$(localstack/host.sh env | sed -n 's/^export AWS_ENDPOINT_URL=//p')
     started=0
     curl -sf -o /dev/null --max-time 2 "$endpoint/_localstack/health" || started=1

@@ -21,7 +21,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/millfleet/mill/internal/producercmd"
+	"github.com/millfleet/mill/internal/cli/producercmd"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/producers/bit"

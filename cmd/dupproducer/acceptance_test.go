@@ -16,14 +16,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/millfleet/mill/internal/testbin"
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/ops/setup"
+	"github.com/millfleet/mill/internal/testkit/testbin"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/storage/s3store"
@@ -35,7 +35,7 @@ import (
 	"github.com/millfleet/mill/processors/noop"
 	"github.com/millfleet/mill/producers/looping"
 
-	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/internal/testkit/slogtest"
 	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 )
 

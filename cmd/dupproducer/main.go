@@ -15,7 +15,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/millfleet/mill/internal/producercmd"
+	"github.com/millfleet/mill/internal/cli/producercmd"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/producers/dup"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/millfleet/mill/internal/producercmd"
+	"github.com/millfleet/mill/internal/cli/producercmd"
 )
 
 func TestHelpNamesEveryFlagAndVariable(t *testing.T) {

@@ -3,9 +3,9 @@ package main
 import (
 	"flag"
 
-	"github.com/millfleet/mill/pkg/alarms"
+	"github.com/millfleet/mill/internal/ops/alarms"
+	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/pkg/awsconfig"
-	"github.com/millfleet/mill/pkg/setup"
 )
 
 // alarmOptions are setup's --alarms flags.

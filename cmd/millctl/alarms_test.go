@@ -8,8 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 
-	"github.com/millfleet/mill/internal/testenv"
-	"github.com/millfleet/mill/pkg/alarms"
+	"github.com/millfleet/mill/internal/ops/alarms"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 )
 
 // TestSetupAlarms runs setup --alarms twice: the second run has nothing to

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/contentindex"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/millfleet/mill/internal/envflag"
+	"github.com/millfleet/mill/internal/cli/envflag"
 	"github.com/millfleet/mill/internal/wiring"
 )
 

@@ -7,11 +7,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
 	"github.com/millfleet/mill/pkg/configstore/s3configstore"
 	"github.com/millfleet/mill/pkg/policy"
-	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/stores"
 )
 

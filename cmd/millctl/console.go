@@ -11,8 +11,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/millfleet/mill/internal/console"
-	"github.com/millfleet/mill/internal/console/auth"
+	"github.com/millfleet/mill/internal/app/console"
+	"github.com/millfleet/mill/internal/app/console/auth"
+	"github.com/millfleet/mill/internal/ops/queuestats"
+	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
@@ -26,11 +28,9 @@ import (
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/queue/queuestats"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
 	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
-	"github.com/millfleet/mill/pkg/setup"
 )
 
 // defaultChangeLogPrefix is where the change log lives in the config

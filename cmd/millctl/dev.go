@@ -5,7 +5,7 @@ import (
 	"flag"
 	"log/slog"
 
-	"github.com/millfleet/mill/internal/devmode"
+	"github.com/millfleet/mill/internal/app/devmode"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 )

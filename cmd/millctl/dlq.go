@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/millfleet/mill/internal/progress"
+	"github.com/millfleet/mill/internal/cli/progress"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"

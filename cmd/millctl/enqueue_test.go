@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/millfleet/mill/internal/ops/queuestats"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/queue/queuestats"
 )
 
 // TestEnqueueRunQueues: validation, files, --count, queues --json and the

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/ops/queuestats"
+	"github.com/millfleet/mill/internal/ops/setup"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/queue/queuestats"
-	"github.com/millfleet/mill/pkg/setup"
 )
 
 // TestFleetPauseResume: millctl fleet shows the records in the table with

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/milldb"
 )
 

@@ -11,11 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/s3event"
-	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
 )
@@ -25,7 +25,7 @@ const setupUsage = `Create what Mill needs, or check that it is there: the seven
 reports buckets, the audit-log, lease and fleet tables, and the database schema.
 Safe to run again: each resource is reported as created, exists or updated,
 and a second run changes nothing. --dry-run prints the plan only. --alarms
-also creates the CloudWatch queue-depth alarms of infra/ (see pkg/alarms).
+also creates the CloudWatch queue-depth alarms of infra/ (see internal/ops/alarms).
 Every s3 store bucket of the registry (accounts.json in the config bucket, or
 --config-dir; skipped with a note while there is none) is checked too: setup
 never creates a store bucket nor changes its versioning, but it adds a

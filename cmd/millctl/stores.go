@@ -8,10 +8,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/configstore"
 	"github.com/millfleet/mill/pkg/policy"
-	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/stores"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testbin"
+	"github.com/millfleet/mill/internal/testkit/testbin"
 )
 
 // offlineCommands touch no service: they are not expected to fail when

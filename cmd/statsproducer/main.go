@@ -20,7 +20,7 @@ import (
 	"flag"
 	"io"
 
-	"github.com/millfleet/mill/internal/producercmd"
+	"github.com/millfleet/mill/internal/cli/producercmd"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 	"github.com/millfleet/mill/producers/looping"

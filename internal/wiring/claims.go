@@ -5,12 +5,12 @@ import (
 	"context"
 	"flag"
 
+	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/queue/claimcheck/s3blobs"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/setup"
 )
 
 // Claims configures the claim check (pkg/queue/claimcheck) every Mill

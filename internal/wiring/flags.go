@@ -4,8 +4,8 @@ import (
 	"errors"
 	"flag"
 
+	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/setup"
 )
 
 // The flag groups the Mill binaries share, each defined once here with its

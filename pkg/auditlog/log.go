@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/millfleet/mill/internal/paging"
+	"github.com/millfleet/mill/internal/base/paging"
 	"github.com/millfleet/mill/pkg/task"
 )
 

@@ -21,7 +21,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/millfleet/mill/internal/paging"
+	"github.com/millfleet/mill/internal/base/paging"
 )
 
 // Result is the outcome of one bit check, or of a space's report.

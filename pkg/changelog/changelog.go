@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/millfleet/mill/internal/paging"
+	"github.com/millfleet/mill/internal/base/paging"
 )
 
 // Change is one entry.

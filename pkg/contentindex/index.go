@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/millfleet/mill/internal/paging"
+	"github.com/millfleet/mill/internal/base/paging"
 )
 
 // Errors of every implementation (test with errors.Is).

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/millfleet/mill/internal/validate"
+	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"

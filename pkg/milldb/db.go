@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/millfleet/mill/internal/validate"
+	"github.com/millfleet/mill/internal/base/validate"
 )
 
 // Defaults for Config.

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/millfleet/mill/pkg/setup"
+	"github.com/millfleet/mill/internal/ops/setup"
 )
 
 // QueueAPI is the part of *sqs.Client the notification setup uses.

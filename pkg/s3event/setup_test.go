@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/ops/setup"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/s3event"
-	"github.com/millfleet/mill/pkg/setup"
 )
 
 // TestNotificationResourcesOnEmulator: the first setup creates the queue

@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/millfleet/mill/internal/paging"
+	"github.com/millfleet/mill/internal/base/paging"
 )
 
 // ErrInvalid is wrapped by the errors of rows that lack a required field or

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/task"

@@ -15,7 +15,7 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 
-	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/internal/testkit/slogtest"
 )
 
 // harness runs a Manager over memqueues on a fake clock.

@@ -14,7 +14,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
 
-	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/internal/testkit/slogtest"
 )
 
 // policies is a policy.Reader over parsed policies; every account of the

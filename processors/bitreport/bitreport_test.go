@@ -26,7 +26,7 @@ import (
 	"github.com/millfleet/mill/processors/bit"
 	"github.com/millfleet/mill/processors/bitreport"
 
-	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/internal/testkit/slogtest"
 	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 )

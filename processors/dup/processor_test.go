@@ -21,7 +21,7 @@ import (
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/dup"
 
-	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/internal/testkit/slogtest"
 	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
 
-	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/internal/testkit/slogtest"
 	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 )
 

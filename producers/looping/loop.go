@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/millfleet/mill/internal/validate"
+	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/notify"

@@ -17,7 +17,7 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/looping"
 
-	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/internal/testkit/slogtest"
 )
 
 // fakeMorsel is the Data a fakeProducer keeps in each morsel.

@@ -1,6 +1,6 @@
 // Command benchtable reads `go test -bench` output (files named as
 // arguments, or stdin) and prints Mill's benchmark summary table; see
-// internal/benchtable. With -markdown FILE it also writes the table, the
+// internal/testkit/benchtable. With -markdown FILE it also writes the table, the
 // date, the machine and the run's MILL_BENCH_* settings to FILE as
 // Markdown (scripts/bench.sh: docs/PERFORMANCE.md).
 package main
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/millfleet/mill/internal/benchtable"
+	"github.com/millfleet/mill/internal/testkit/benchtable"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testbin"
+	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/workman"
 )

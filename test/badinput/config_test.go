@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testbin"
+	"github.com/millfleet/mill/internal/testkit/testbin"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/ops/setup"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/setup"
 )
 
 // snapshot lists a bucket's keys with their ETags and a directory's files

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testbin"
+	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/wiring"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,7 +24,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/ops/setup"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/deadletter"
@@ -32,7 +33,6 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/setup"
 	"github.com/millfleet/mill/pkg/task"
 )
 

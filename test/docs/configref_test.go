@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testbin"
+	"github.com/millfleet/mill/internal/testkit/testbin"
 )
 
 var update = flag.Bool("update", false, "rewrite the configuration reference in docs/CONFIGURATION.md")

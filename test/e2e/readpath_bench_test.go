@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/memstat"
+	"github.com/millfleet/mill/internal/testkit/memstat"
 	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 
 	"github.com/millfleet/mill/pkg/auditlog"

@@ -1,8 +1,8 @@
 // Package faults holds Mill's fault tests: real binaries (workman,
 // dupproducer, bitproducer built into a temporary directory) against the
 // local AWS emulator and PostgreSQL, with faults injected from outside —
-// the SQS endpoint cut for 30 s (internal/faultproxy), a PostgreSQL restart
-// during a bit-integrity run (internal/pgcluster), workman and producers
+// the SQS endpoint cut for 30 s (internal/testkit/faultproxy), a PostgreSQL restart
+// during a bit-integrity run (internal/testkit/pgcluster), workman and producers
 // killed with SIGKILL, two producers of one kind started together.
 //
 // The tests carry the build tag "faults" so `make test` does not run them;

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/faultproxy"
-	"github.com/millfleet/mill/internal/testbin"
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/testkit/faultproxy"
+	"github.com/millfleet/mill/internal/testkit/testbin"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 )
 
 // sample is the recorder's line count at a moment.

@@ -16,9 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/millfleet/mill/internal/faultproxy"
-	"github.com/millfleet/mill/internal/testbin"
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/testkit/faultproxy"
+	"github.com/millfleet/mill/internal/testkit/testbin"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testbin"
+	"github.com/millfleet/mill/internal/testkit/testbin"
 )
 
 // TestMakeLocal runs scripts/local.sh (make local after make up and make

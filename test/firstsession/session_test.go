@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/devmode"
-	"github.com/millfleet/mill/internal/testbin"
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/app/devmode"
+	"github.com/millfleet/mill/internal/testkit/testbin"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/policy"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testbin"
+	"github.com/millfleet/mill/internal/testkit/testbin"
 )
 
 func TestMain(m *testing.M) { testbin.Main(m) }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/millfleet/mill/internal/testbin"
+	"github.com/millfleet/mill/internal/testkit/testbin"
 )
 
 // sqlMethods are the pgx calls that take SQL text, with the index of the
@@ -44,7 +44,7 @@ type sqlCall struct {
 
 // sqlFiles returns the non-test Go files of database code: pkg/milldb and
 // every other production file that imports pgx (test support under
-// internal/testenv and internal/pgcluster excluded: they are not shipped).
+// internal/testkit/testenv and internal/testkit/pgcluster excluded: they are not shipped).
 func sqlFiles(t *testing.T, root string) map[string][]string {
 	t.Helper()
 	byDir := map[string][]string{}
@@ -54,7 +54,7 @@ func sqlFiles(t *testing.T, root string) map[string][]string {
 		}
 		rel, _ := filepath.Rel(root, p)
 		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || rel == "internal/testenv" || rel == "internal/pgcluster" {
+			if strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || rel == "internal/testkit/testenv" || rel == "internal/testkit/pgcluster" {
 				return filepath.SkipDir
 			}
 			return nil

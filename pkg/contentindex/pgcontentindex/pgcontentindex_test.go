@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/contentindextest"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/notify/notifytest"
 	"github.com/millfleet/mill/pkg/notify/snsnotify"

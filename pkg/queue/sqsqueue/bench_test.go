@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testenv"
+	"github.com/millfleet/mill/internal/ops/setup"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
-	"github.com/millfleet/mill/pkg/setup"
 )
 
 // BenchmarkSendReceiveDelete moves benchMessages messages through a queue in

@@ -19,6 +19,6 @@
 //
 // Meter counts SQS requests per operation as an SDK middleware, so retried
 // HTTP attempts count too; benchmarks and metrics use it. Queues are
-// provisioned by pkg/setup (`millctl setup`, and setup.Queue.Ensure in
+// provisioned by internal/ops/setup (`millctl setup`, and setup.Queue.Ensure in
 // tests), not here.
 package sqsqueue

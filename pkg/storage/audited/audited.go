@@ -20,7 +20,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/millfleet/mill/internal/validate"
+	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"

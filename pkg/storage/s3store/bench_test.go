@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/memstat"
+	"github.com/millfleet/mill/internal/testkit/memstat"
 
 	"github.com/millfleet/mill/pkg/storage"
 )

@@ -31,7 +31,7 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors/bit"
 
-	"github.com/millfleet/mill/internal/slogtest"
+	"github.com/millfleet/mill/internal/testkit/slogtest"
 	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 )

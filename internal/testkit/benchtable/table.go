@@ -1,0 +1,233 @@
+package benchtable
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Pick chooses a metric: the first unit (in sorted order) matching the
+// first pattern that matches any unit.
+type Pick []*regexp.Regexp
+
+func units(patterns ...string) Pick {
+	p := make(Pick, len(patterns))
+	for i, s := range patterns {
+		p[i] = regexp.MustCompile(s)
+	}
+	return p
+}
+
+func (p Pick) from(m map[string]float64) (unit string, v float64, ok bool) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, re := range p {
+		for _, k := range keys {
+			if re.MatchString(k) {
+				return k, m[k], true
+			}
+		}
+	}
+	return "", 0, false
+}
+
+// Row is one line of the table.
+type Row struct {
+	Measure string
+	Pkg     string         // package path suffix (a trailing "/" matches a subtree)
+	Name    *regexp.Regexp // benchmark name
+	// Value is required; Baseline and Ratio are optional. Without a Ratio
+	// metric the ratio is Value/Baseline when both are present.
+	Value, Baseline, Ratio Pick
+	// Expect describes the benchmark for the "not in this tree" note.
+	Expect string
+}
+
+// Rows is Mill's table, in print order. The units are those the benchmarks
+// pass to b.ReportMetric; alternatives cover benchmarks still landing.
+var Rows = []Row{
+	{Measure: "SQS requests/task: Workman steady state (NOOP)", Pkg: "pkg/workman", Name: regexp.MustCompile(`^BenchmarkEmulatorNoop`),
+		Value: units(`^req/task$`), Expect: "pkg/workman BenchmarkEmulatorNoop"},
+	{Measure: "SQS requests/task: producer enqueue", Pkg: "producers/", Name: regexp.MustCompile(`^Benchmark`),
+		Value: units(`^req/task$`, `^req/msg$`, `^req/`), Expect: "a producers/... benchmark reporting req/task"},
+	{Measure: "SQS requests/msg: sqsqueue send+receive+delete", Pkg: "pkg/queue/sqsqueue", Name: regexp.MustCompile(`^BenchmarkSendReceiveDelete`),
+		Value: units(`^req/msg$`), Expect: "pkg/queue/sqsqueue BenchmarkSendReceiveDelete"},
+	{Measure: "DynamoDB writes/heartbeat: fleet registry (one per worker per interval)", Pkg: "pkg/fleet", Name: regexp.MustCompile(`^BenchmarkHeartbeat`),
+		Value: units(`^writes/beat$`), Expect: "pkg/fleet BenchmarkHeartbeat"},
+	{Measure: "DynamoDB reads/heartbeat: fleet registry (the pauses, one Query)", Pkg: "pkg/fleet", Name: regexp.MustCompile(`^BenchmarkHeartbeat`),
+		Value: units(`^reads/beat$`), Expect: "pkg/fleet BenchmarkHeartbeat"},
+	{Measure: "Throughput: Workman vs raw SDK loop (tasks/s)", Pkg: "pkg/workman", Name: regexp.MustCompile(`^BenchmarkEmulatorNoop`),
+		Value: units(`^tasks/s$`), Baseline: units(`^raw-tasks/s$`), Ratio: units(`^ratio$`), Expect: "pkg/workman BenchmarkEmulatorNoop"},
+	{Measure: "SQS requests/task: Workman, six queues (one busy) vs one", Pkg: "pkg/workman", Name: regexp.MustCompile(`^BenchmarkEmulatorSixQueues`),
+		Value: units(`^six-req/task$`), Baseline: units(`^one-req/task$`), Expect: "pkg/workman BenchmarkEmulatorSixQueues"},
+	{Measure: "Throughput: Workman six queues (one busy) vs one (tasks/s)", Pkg: "pkg/workman", Name: regexp.MustCompile(`^BenchmarkEmulatorSixQueues`),
+		Value: units(`^six-tasks/s$`), Baseline: units(`^one-tasks/s$`), Ratio: units(`^six/one$`), Expect: "pkg/workman BenchmarkEmulatorSixQueues"},
+	{Measure: "Latency: dup-high start while dup-low busy vs low task + 1 s (s)", Pkg: "pkg/workman", Name: regexp.MustCompile(`^BenchmarkEmulatorHighPickup`),
+		Value: units(`^pickup-s$`), Baseline: units(`^bound-s$`), Expect: "pkg/workman BenchmarkEmulatorHighPickup"},
+	{Measure: "Share: bit of tasks done while dup-high flooded, --min-share bit=0.2 (%)", Pkg: "pkg/workman", Name: regexp.MustCompile(`^BenchmarkEmulatorMinShare`),
+		Value: units(`^bit-%-share$`), Expect: "pkg/workman BenchmarkEmulatorMinShare"},
+	{Measure: "Share: bit of tasks done while dup-high flooded, strict (%)", Pkg: "pkg/workman", Name: regexp.MustCompile(`^BenchmarkEmulatorMinShare`),
+		Value: units(`^bit-%-strict$`), Expect: "pkg/workman BenchmarkEmulatorMinShare"},
+	{Measure: "Throughput: dup copy vs minimal SDK multipart copy, unshaped (MB/s)", Pkg: "processors/dup", Name: regexp.MustCompile(`^Benchmark`),
+		Value: units(`^(copy|dup|mill)[-_]?Mi?B/s$`, `^[^rs].*Mi?B/s$`), Baseline: units(`^(sdk|raw)[-_].*Mi?B/s$`), Ratio: units(`^mill/sdk$`, `^mill/raw$`, `ratio`, `/raw$`),
+		Expect: "a processors/dup benchmark (1 GiB copy)"},
+	{Measure: "Throughput: bit check read path vs md5sum (MB/s)", Pkg: "test/e2e", Name: regexp.MustCompile(`^BenchmarkBitCheck`),
+		Value: units(`^bitcheck[-_]Mi?B/s$`, `^(hash|bit|mill)[-_]?Mi?B/s$`), Baseline: units(`^md5sum[-_]Mi?B/s$`, `md5sum`), Ratio: units(`^ratio$`, `/md5sum$`),
+		Expect: "test/e2e BenchmarkBitCheckReadPath (hashing vs md5sum)"},
+	{Measure: "Throughput: s3store big object put (MiB/s)", Pkg: "pkg/storage/s3store", Name: regexp.MustCompile(`^BenchmarkBigObject`),
+		Value: units(`^put-MiB/s$`), Expect: "pkg/storage/s3store BenchmarkBigObject"},
+	{Measure: "Throughput: s3store big object get+MD5 (MiB/s)", Pkg: "pkg/storage/s3store", Name: regexp.MustCompile(`^BenchmarkBigObject`),
+		Value: units(`^get-MiB/s$`), Expect: "pkg/storage/s3store BenchmarkBigObject"},
+	{Measure: "Peak RSS MiB: s3store big object put+get", Pkg: "pkg/storage/s3store", Name: regexp.MustCompile(`^BenchmarkBigObject`),
+		Value: units(`^peak-rss-MiB$`, `^peak.*MiB$`), Expect: "pkg/storage/s3store BenchmarkBigObject"},
+	{Measure: "Peak RSS MiB: dup copy", Pkg: "processors/dup", Name: regexp.MustCompile(`^Benchmark`),
+		Value: units(`^peak-rss-MiB$`, `^VmHWM-MiB$`, `^mill-peak.*MiB$`, `^peak.*MiB$`), Expect: "a processors/dup benchmark reporting peak-rss-MiB"},
+	{Measure: "Peak RSS MiB: bit check (download + hash)", Pkg: "test/e2e", Name: regexp.MustCompile(`^BenchmarkBitCheck`),
+		Value: units(`^peak-rss-MiB$`, `^VmHWM-MiB$`, `^(mill|hash)-peak.*MiB$`, `^peak.*MiB$`), Expect: "test/e2e BenchmarkBitCheckReadPath reporting peak memory"},
+	{Measure: "Console: dead-letter page, first page of 5,000 dead letters (ms; from the index of the console's scan)", Pkg: "internal/app/console", Name: regexp.MustCompile(`^BenchmarkDeadLetterFirstPage`),
+		Value: units(`^first-page-ms$`), Baseline: units(`^bound-ms$`), Expect: "internal/app/console BenchmarkDeadLetterFirstPage"},
+	{Measure: "Console: dead-letter page, from the console's start to a first page vs 5 raw receives (ms)", Pkg: "internal/app/console", Name: regexp.MustCompile(`^BenchmarkDeadLetterFirstPage`),
+		Value: units(`^cold-first-page-ms$`), Baseline: units(`^raw-50-ms$`), Ratio: units(`^cold/raw$`), Expect: "internal/app/console BenchmarkDeadLetterFirstPage"},
+	{Measure: "SQS requests/dead letter: the console's dead-letter scan", Pkg: "internal/app/console", Name: regexp.MustCompile(`^BenchmarkDeadLetterFirstPage`),
+		Value: units(`^req/letter$`), Expect: "internal/app/console BenchmarkDeadLetterFirstPage"},
+	{Measure: "Shaped like S3: streamed copy vs the aggregate limit of its streams (MB/s)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^copy-MB/s$`), Baseline: units(`^copy-limit-MB/s$`), Ratio: units(`^copy/limit$`), Expect: "test/transfer BenchmarkShapedTransfers"},
+	{Measure: "Shaped like S3: streamed copy vs rclone, same object and buckets (MB/s)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^copy-MB/s$`), Baseline: units(`^rclone-MB/s$`), Ratio: units(`^copy/rclone$`), Expect: "test/transfer BenchmarkShapedTransfers (with rclone installed)"},
+	{Measure: "Shaped like S3: streamed copy vs a minimal SDK copy, same streams and parts (MB/s)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^copy-MB/s$`), Baseline: units(`^sdk-copy-MB/s$`), Ratio: units(`^copy/sdk-copy$`), Expect: "test/transfer BenchmarkShapedTransfers"},
+	{Measure: "Shaped like S3: streamed copy with one stream (MB/s)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^copy-1stream-MB/s$`), Expect: "test/transfer BenchmarkShapedTransfers"},
+	{Measure: "Shaped like S3: bit check vs the aggregate limit of its streams (MB/s)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^check-MB/s$`), Baseline: units(`^check-limit-MB/s$`), Ratio: units(`^check/limit$`), Expect: "test/transfer BenchmarkShapedTransfers"},
+	{Measure: "Shaped like S3: bit check vs rclone md5sum --download (MB/s)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^check-MB/s$`), Baseline: units(`^rclone-md5sum-MB/s$`), Ratio: units(`^check/rclone-md5sum$`), Expect: "test/transfer BenchmarkShapedTransfers (with rclone installed)"},
+	{Measure: "Shaped like S3: bit check vs minimal SDK ranged GETs, same streams and parts (MB/s)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^check-MB/s$`), Baseline: units(`^sdk-get-MB/s$`), Ratio: units(`^check/sdk-get$`), Expect: "test/transfer BenchmarkShapedTransfers"},
+	{Measure: "Shaped like S3: bit check with one stream (MB/s)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^check-1stream-MB/s$`), Expect: "test/transfer BenchmarkShapedTransfers"},
+	{Measure: "Shaped like S3: s3store put (MB/s)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^put-MB/s$`), Expect: "test/transfer BenchmarkShapedTransfers"},
+	{Measure: "Shaped like S3: s3store get + MD5 (MB/s)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^get-MB/s$`), Expect: "test/transfer BenchmarkShapedTransfers"},
+	{Measure: "Peak RSS MiB: shaped 1 GiB copy (default settings)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^copy-peak-rss-MiB$`), Expect: "test/transfer BenchmarkShapedTransfers"},
+	{Measure: "Peak RSS MiB: shaped 1 GiB bit check (default settings)", Pkg: "test/transfer", Name: regexp.MustCompile(`^BenchmarkShaped`),
+		Value: units(`^check-peak-rss-MiB$`), Expect: "test/transfer BenchmarkShapedTransfers"},
+	{Measure: "Producer state bytes/changed morsel, 20,000 spaces: journal vs whole-state rewrite", Pkg: "producers/looping", Name: regexp.MustCompile(`^BenchmarkStateWrites`),
+		Value: units(`^B/changed-morsel$`), Baseline: units(`^old-B/changed-morsel$`), Ratio: units(`^journal/old$`), Expect: "producers/looping BenchmarkStateWrites20000Spaces"},
+	{Measure: "Producer state objects left current after a 20,000-space run vs versions kept for good by the rewrite", Pkg: "producers/looping", Name: regexp.MustCompile(`^BenchmarkStateWrites`),
+		Value: units(`^current-objects$`), Baseline: units(`^old-versions$`), Expect: "producers/looping BenchmarkStateWrites20000Spaces"},
+	{Measure: "Bit log retention: rows in the log (MILL_BENCH_BITLOG_ROWS)", Pkg: "pkg/bitlog/pgbitlog", Name: regexp.MustCompile(`^BenchmarkBitLogRetention`),
+		Value: units(`^rows$`), Expect: "pkg/bitlog/pgbitlog BenchmarkBitLogRetention"},
+	{Measure: "Bit log retention: drop 7 expired months vs DELETE of their rows (ms)", Pkg: "pkg/bitlog/pgbitlog", Name: regexp.MustCompile(`^BenchmarkBitLogRetention`),
+		Value: units(`^drop-ms$`), Baseline: units(`^delete-est-ms$`), Ratio: units(`^drop/delete$`), Expect: "pkg/bitlog/pgbitlog BenchmarkBitLogRetention"},
+}
+
+// Line is one computed row.
+type Line struct {
+	Measure, Value, Baseline, Ratio, Source string
+	NA                                      bool
+}
+
+func num(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+func short(pkg string) string {
+	if i := strings.Index(pkg, "/mill/"); i >= 0 {
+		return pkg[i+len("/mill/"):]
+	}
+	return pkg
+}
+
+// Compute evaluates rows against r.
+func Compute(r *Result, rows []Row) []Line {
+	out := make([]Line, 0, len(rows))
+	for _, row := range rows {
+		l := Line{Measure: row.Measure, Value: "n/a", Baseline: "", Ratio: ""}
+		b := r.Find(row.Pkg, row.Name)
+		switch {
+		case b == nil:
+			l.NA = true
+			if why, ok := r.pkgFailure(row.Pkg); ok {
+				l.Source = "package failed: " + why
+			} else {
+				l.Source = "not run: " + row.Expect + " is not in this tree (or was filtered out)"
+			}
+		case b.Status == "skip":
+			l.NA, l.Source = true, fmt.Sprintf("%s %s skipped: %s", short(b.Pkg), b.Name, b.Reason)
+		case b.Status == "fail":
+			l.NA, l.Source = true, fmt.Sprintf("%s %s failed: %s", short(b.Pkg), b.Name, b.Reason)
+		default:
+			l.Source = short(b.Pkg) + " " + b.Name
+			vu, v, ok := row.Value.from(b.Metrics)
+			if !ok {
+				l.NA = true
+				l.Source += ": did not report " + describe(row.Value)
+				break
+			}
+			l.Value = num(v) + " " + vu
+			var base float64
+			haveBase := false
+			if row.Baseline != nil {
+				if bu, bv, ok := row.Baseline.from(b.Metrics); ok {
+					l.Baseline, base, haveBase = num(bv)+" "+bu, bv, true
+				} else {
+					l.Baseline = "n/a"
+				}
+			}
+			if row.Ratio != nil {
+				if _, rv, ok := row.Ratio.from(b.Metrics); ok {
+					l.Ratio = num(rv) + "x"
+				} else if haveBase && base != 0 {
+					l.Ratio = num(v/base) + "x"
+				} else {
+					l.Ratio = "n/a"
+				}
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func describe(p Pick) string {
+	s := make([]string, len(p))
+	for i, re := range p {
+		s[i] = re.String()
+	}
+	return "a metric matching " + strings.Join(s, " or ")
+}
+
+// Write prints lines as one aligned table.
+func Write(w io.Writer, lines []Line) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEASURE\tVALUE\tBASELINE\tRATIO\tBENCHMARK / WHY N/A")
+	for _, l := range lines {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Measure, l.Value, dash(l.Baseline), dash(l.Ratio), l.Source)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

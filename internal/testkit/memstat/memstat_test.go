@@ -1,0 +1,59 @@
+package memstat
+
+import (
+	"os"
+	"testing"
+
+	"github.com/millfleet/mill/internal/testkit/testenv"
+)
+
+func TestPeakRSSGrowsWithAnAllocation(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		// The benchmarks' peak-memory figures need /proc: CI must not
+		// pass without it.
+		if testenv.InCI() {
+			t.Fatalf("CI=true: no /proc/self/status, so peak RSS cannot be measured: %v", err)
+		}
+		t.Skip("no /proc on this system")
+	}
+	before := PeakRSSMiB()
+	if before <= 0 {
+		t.Fatalf("PeakRSSMiB = %v, want > 0", before)
+	}
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	if after := PeakRSSMiB(); after < before+32 {
+		t.Fatalf("peak RSS %v MiB after touching 64 MiB (was %v)", after, before)
+	}
+	_ = buf[len(buf)-1]
+}
+
+// TestResetPeak: after a big allocation is freed, the reset brings the
+// peak back under it.
+func TestResetPeak(t *testing.T) {
+	big := make([]byte, 256<<20)
+	for i := range big {
+		big[i] = 1
+	}
+	before := PeakRSSMiB()
+	if before < 256 {
+		// As above: CI must not pass without the figures the benchmarks need.
+		if testenv.InCI() {
+			t.Fatalf("CI=true: peak %.0f MiB after touching 256 MiB: /proc not available", before)
+		}
+		t.Skipf("peak %.0f MiB: /proc not available", before)
+	}
+	big = nil
+	if !ResetPeak() {
+		if testenv.InCI() {
+			t.Fatal("CI=true: the kernel refused to reset the peak (/proc/self/clear_refs), so the benchmarks' per-phase peaks are wrong")
+		}
+		t.Skip("the kernel refused to reset the peak")
+	}
+	if after := PeakRSSMiB(); after >= before-128 {
+		t.Errorf("peak %.0f MiB after the reset, %.0f before", after, before)
+	}
+	_ = big
+}
