@@ -12,6 +12,7 @@ import (
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/lifecycle"
+	"github.com/millfleet/mill/pkg/workman/fleetmember"
 )
 
 // fleetOptions are the flags of the fleet registry and the instance
@@ -53,12 +54,12 @@ func version() string {
 
 // newMember returns this worker's fleet member, or nil when the registry
 // is off.
-func newMember(o *fleetOptions, awsCfg *awsconfig.Config, workerID, prefix string, queues []string, pool int, logger *slog.Logger) (*fleet.Member, error) {
+func newMember(o *fleetOptions, awsCfg *awsconfig.Config, workerID, prefix string, queues []string, pool int, logger *slog.Logger) (*fleetmember.Member, error) {
 	if o.table == "" {
 		return nil, nil
 	}
 	host, _ := os.Hostname()
-	return fleet.NewMember(fleet.MemberConfig{
+	return fleetmember.New(fleetmember.Config{
 		Registry: dynamofleet.New(awsCfg.DynamoDB(), o.table, nil), QueuePrefix: prefix, Interval: o.interval, Logger: logger,
 		Self: fleet.Worker{ID: workerID, Hostname: host, PID: os.Getpid(), Version: version(), Started: time.Now(), Queues: queues, Pool: pool},
 	})
@@ -67,7 +68,7 @@ func newMember(o *fleetOptions, awsCfg *awsconfig.Config, workerID, prefix strin
 // watchInstance reads the instance's identity (giving it to member) and
 // then watches for a termination notice, which it sends on notices. Off
 // EC2 it logs that at debug level and returns.
-func watchInstance(ctx context.Context, o *fleetOptions, md lifecycle.MetadataAPI, member *fleet.Member, logger *slog.Logger, notices chan<- lifecycle.Notice) {
+func watchInstance(ctx context.Context, o *fleetOptions, md lifecycle.MetadataAPI, member *fleetmember.Member, logger *slog.Logger, notices chan<- lifecycle.Notice) {
 	id, err := lifecycle.Identify(ctx, md, lifecycle.DefaultIdentifyTTL)
 	if err != nil {
 		logger.Debug("no instance metadata (not on EC2?): no termination notices are watched", "error", err)

@@ -13,8 +13,8 @@
 // reads the pauses with its heartbeat: it stops receiving from a paused
 // queue and from the queues that carry a paused type (TypeQueues), and a
 // task of a paused type that it holds or runs is released (visibility 0),
-// so a pause takes effect within one interval. Member is a Workman's side
-// of all this.
+// so a pause takes effect within one interval. A Workman's side of all
+// this is pkg/workman/fleetmember.
 //
 // Two implementations of Registry, one sub-package each, share one
 // contract (fleettest.Run): dynamofleet, one DynamoDB table with a

@@ -1,4 +1,4 @@
-package dynamofleet_test
+package fleetmember_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/workman/fleetmember"
 	"github.com/millfleet/mill/processors"
 )
 
@@ -22,7 +23,7 @@ import (
 // for three task types. It reports writes, reads and requests per beat
 // (a beat is one interval of one worker). Run with:
 //
-//	go test -run '^$' -bench Heartbeat -benchtime 1x ./pkg/fleet/
+//	go test -run '^$' -bench Heartbeat -benchtime 1x ./pkg/workman/fleetmember/
 func BenchmarkHeartbeat(b *testing.B) {
 	const beats = 50
 	cfg := testenv.AWS(b)
@@ -38,7 +39,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 		}
 	}
 	for range b.N {
-		m, err := fleet.NewMember(fleet.MemberConfig{
+		m, err := fleetmember.New(fleetmember.Config{
 			Registry: reg, QueuePrefix: "mill-", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Self: fleet.Worker{ID: "bench", Queues: []string{"mill-audit", "mill-dup-high", "mill-bit"}, Pool: 16, Started: time.Now()},
 		})

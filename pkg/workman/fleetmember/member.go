@@ -1,4 +1,4 @@
-package fleet
+package fleetmember
 
 import (
 	"cmp"
@@ -11,51 +11,52 @@ import (
 
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 )
 
-// MemberConfig configures a Member. Registry and Self.ID are required.
-type MemberConfig struct {
-	Registry Registry
+// Config configures a Member. Registry and Self.ID are required.
+type Config struct {
+	Registry fleet.Registry
 	// Self is what the worker says of itself: ID, Hostname, PID,
 	// InstanceID, Zone, Version, Started, Queues (full names) and Pool.
 	// The rest of the record is filled in at every beat.
-	Self Worker
+	Self fleet.Worker
 	// QueuePrefix names Mill's queues, to find those that carry a paused
-	// type (TypeQueues).
+	// type (fleet.TypeQueues).
 	QueuePrefix string
-	// Interval between beats (DefaultInterval).
+	// Interval between beats (fleet.DefaultInterval).
 	Interval time.Duration
 	// KeepLost and KeepGone are how long a record outlives its last beat
-	// (DefaultKeepLost) and a clean goodbye (DefaultKeepGone).
+	// (fleet.DefaultKeepLost) and a clean goodbye (fleet.DefaultKeepGone).
 	KeepLost, KeepGone time.Duration
 	Clock              clock.Clock
 	Logger             *slog.Logger
 }
 
-func (c MemberConfig) withDefaults() MemberConfig {
+func (c Config) withDefaults() Config {
 	if c.Interval == 0 {
-		c.Interval = DefaultInterval
+		c.Interval = fleet.DefaultInterval
 	}
 	if c.KeepLost == 0 {
-		c.KeepLost = DefaultKeepLost
+		c.KeepLost = fleet.DefaultKeepLost
 	}
 	if c.KeepGone == 0 {
-		c.KeepGone = DefaultKeepGone
+		c.KeepGone = fleet.DefaultKeepGone
 	}
 	c.Clock = clock.Or(c.Clock)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
-func (c MemberConfig) validate() error {
-	p := validate.New("fleet: MemberConfig")
+func (c Config) validate() error {
+	p := validate.New("fleetmember: Config")
 	p.Require("Registry", c.Registry != nil)
 	p.Require("Self.ID", c.Self.ID != "")
 	p.Check(c.Interval >= 100*time.Millisecond, "Interval", c.Interval, "be at least 100ms")
-	p.Check(c.KeepLost > LostAfter*c.Interval, "KeepLost", c.KeepLost,
-		"be longer than %d intervals (%v), or a lost worker would vanish instead", LostAfter, LostAfter*c.Interval)
+	p.Check(c.KeepLost > fleet.LostAfter*c.Interval, "KeepLost", c.KeepLost,
+		"be longer than %d intervals (%v), or a lost worker would vanish instead", fleet.LostAfter, fleet.LostAfter*c.Interval)
 	p.Check(c.KeepGone > 0, "KeepGone", c.KeepGone, "be positive")
 	return p.Err()
 }
@@ -78,7 +79,7 @@ type run struct {
 // (it is a metrics.Recorder). All methods are safe for concurrent use.
 //
 // Pausing a type stops receiving from the queues that carry it in Mill's
-// layout (TypeQueues); a task of a paused type that arrives anyway (from
+// layout (fleet.TypeQueues); a task of a paused type that arrives anyway (from
 // another queue, or received before the pause was read) is handed back
 // with processors.Release, a running one is cancelled and handed back, and
 // the queue it came from is not received from either while the type stays
@@ -86,18 +87,18 @@ type run struct {
 // read keeps the pauses last read: an outage of the registry never lifts
 // a pause.
 type Member struct {
-	cfg MemberConfig
+	cfg Config
 	log *slog.Logger
 
 	beatMu sync.Mutex // one beat at a time
 	kick   chan struct{}
 
 	mu        sync.Mutex
-	pauses    PauseSet
+	pauses    fleet.PauseSet
 	pauseKeys []string
 	learned   map[string]task.Type // queue → a paused type seen on it
 	runs      map[*run]struct{}
-	counts    map[string]Counts
+	counts    map[string]fleet.Counts
 	held      int
 	draining  bool
 	note      string
@@ -106,7 +107,7 @@ type Member struct {
 }
 
 // NewMember validates cfg and returns a Member.
-func NewMember(cfg MemberConfig) (*Member, error) {
+func New(cfg Config) (*Member, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -114,7 +115,7 @@ func NewMember(cfg MemberConfig) (*Member, error) {
 	return &Member{
 		cfg: cfg, log: cfg.Logger.With("component", "fleet"),
 		kick:    make(chan struct{}, 1),
-		learned: map[string]task.Type{}, runs: map[*run]struct{}{}, counts: map[string]Counts{},
+		learned: map[string]task.Type{}, runs: map[*run]struct{}{}, counts: map[string]fleet.Counts{},
 	}, nil
 }
 
@@ -201,7 +202,7 @@ func (m *Member) Leave(ctx context.Context) error {
 	m.left = true
 	w := m.recordLocked(m.cfg.Clock.Now())
 	m.mu.Unlock()
-	w.State = StateGone
+	w.State = fleet.StateGone
 	w.Expires = w.Heartbeat.Add(m.cfg.KeepGone)
 	cctx, cancel := context.WithTimeout(ctx, m.cfg.Interval)
 	defer cancel()
@@ -213,7 +214,7 @@ func (m *Member) Leave(ctx context.Context) error {
 }
 
 // recordLocked is the worker's record at now.
-func (m *Member) recordLocked(now time.Time) Worker {
+func (m *Member) recordLocked(now time.Time) fleet.Worker {
 	w := m.cfg.Self
 	w.Queues = slices.Clone(w.Queues)
 	w.Heartbeat, w.Interval, w.Expires = now, m.cfg.Interval, now.Add(m.cfg.KeepLost)
@@ -222,17 +223,17 @@ func (m *Member) recordLocked(now time.Time) Worker {
 	for r := range m.runs {
 		w.Running[string(r.t)]++
 	}
-	w.Counts = make(map[string]Counts, len(m.counts))
+	w.Counts = make(map[string]fleet.Counts, len(m.counts))
 	for t, c := range m.counts {
 		w.Counts[t] = c
 	}
 	w.Pauses = slices.Clone(m.pauseKeys)
-	w.State, w.Note = StateRunning, ""
+	w.State, w.Note = fleet.StateRunning, ""
 	switch {
 	case m.draining:
-		w.State, w.Note = StateDraining, m.note
+		w.State, w.Note = fleet.StateDraining, m.note
 	case len(w.Queues) > 0 && !slices.ContainsFunc(w.Queues, func(q string) bool { return !m.queuePausedLocked(q) }):
-		w.State = StatePaused
+		w.State = fleet.StatePaused
 	}
 	return w
 }
@@ -242,18 +243,18 @@ func (m *Member) recordLocked(now time.Time) Worker {
 // and waited for, at most one interval, so that once apply returns (and
 // the beat acknowledges the pause) no task of a paused type completes on
 // this worker; queues learned for resumed types are received from again.
-func (m *Member) apply(ps []Pause) {
+func (m *Member) apply(ps []fleet.Pause) {
 	keys := make([]string, len(ps))
 	for i, p := range ps {
 		keys[i] = p.Key()
 	}
-	set := NewPauseSet(ps, m.cfg.QueuePrefix)
+	set := fleet.NewPauseSet(ps, m.cfg.QueuePrefix)
 	m.mu.Lock()
 	if slices.Equal(keys, m.pauseKeys) {
 		m.mu.Unlock()
 		return
 	}
-	var added []Pause
+	var added []fleet.Pause
 	for _, p := range ps {
 		if !slices.Contains(m.pauseKeys, p.Key()) {
 			added = append(added, p)

@@ -1,4 +1,4 @@
-package fleet_test
+package fleetmember_test
 
 import (
 	"context"
@@ -19,12 +19,13 @@ import (
 	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
+	"github.com/millfleet/mill/pkg/workman/fleetmember"
 	"github.com/millfleet/mill/processors"
 )
 
 var (
-	_ workman.Pauser   = (*fleet.Member)(nil)
-	_ metrics.Recorder = (*fleet.Member)(nil)
+	_ workman.Pauser   = (*fleetmember.Member)(nil)
+	_ metrics.Recorder = (*fleetmember.Member)(nil)
 )
 
 // flaky is a Registry whose calls fail while down is set.
@@ -59,14 +60,14 @@ func (f *flaky) Pauses(ctx context.Context) ([]fleet.Pause, error) {
 type memberHarness struct {
 	clk *clock.Fake
 	reg *flaky
-	m   *fleet.Member
+	m   *fleetmember.Member
 }
 
 func newMember(t *testing.T, queues ...string) *memberHarness {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	reg := &flaky{Registry: memfleet.New(clk)}
-	m, err := fleet.NewMember(fleet.MemberConfig{
+	m, err := fleetmember.New(fleetmember.Config{
 		Registry: reg, QueuePrefix: "mill-", Interval: 10 * time.Second, Clock: clk,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Self: fleet.Worker{ID: "w1", Hostname: "h", PID: 7, InstanceID: "i-1", Zone: "us-east-1a", Version: "v1",
@@ -95,11 +96,11 @@ func (h *memberHarness) pause(t *testing.T, kind fleet.PauseKind, name string) {
 }
 
 func TestMemberConfigValidation(t *testing.T) {
-	_, err := fleet.NewMember(fleet.MemberConfig{Interval: time.Minute, KeepLost: 2 * time.Minute})
+	_, err := fleetmember.New(fleetmember.Config{Interval: time.Minute, KeepLost: 2 * time.Minute})
 	if err == nil {
 		t.Fatal("no registry, no ID and a keep-lost shorter than three intervals were accepted")
 	}
-	for _, want := range []string{"MemberConfig.Registry is required", "MemberConfig.Self.ID is required", "MemberConfig.KeepLost"} {
+	for _, want := range []string{"fleetmember: Config.Registry is required", "fleetmember: Config.Self.ID is required", "fleetmember: Config.KeepLost"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
