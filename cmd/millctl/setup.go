@@ -15,7 +15,6 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/s3event"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
 )
@@ -207,9 +206,9 @@ func errorCodeIs(err error, code string) bool {
 // store bucket's object events at the audit queue. Each bucket is
 // configured with its store's own client (region, endpoint, role).
 func notificationResources(awsCfg *awsconfig.Config, c setup.Config, refs []storeBucketRef) []setup.Resource {
-	buckets := make([]s3event.Bucket, 0, len(refs))
+	buckets := make([]setup.EventBucket, 0, len(refs))
 	for _, b := range refs {
-		buckets = append(buckets, s3event.Bucket{Name: b.name, Client: b.client})
+		buckets = append(buckets, setup.EventBucket{Name: b.name, Client: b.client})
 	}
-	return s3event.NotificationResources(awsCfg.SQS(), queue.Name(c.QueuePrefix, queue.KeyAudit), buckets)
+	return setup.NotificationResources(awsCfg.SQS(), queue.Name(c.QueuePrefix, queue.KeyAudit), buckets)
 }

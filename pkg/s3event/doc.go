@@ -17,5 +17,6 @@
 //     refused (ErrNotConfirmed).
 //   - ConfigureBucketNotifications points a bucket's ObjectCreated:* and
 //     ObjectRemoved:* notifications at the audit queue, and QueuePolicy is
-//     the queue policy that lets S3 send them.
+//     the queue policy that lets S3 send them; `millctl setup` applies
+//     both as setup resources (internal/ops/setup, NotificationResources).
 package s3event

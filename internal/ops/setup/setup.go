@@ -13,9 +13,10 @@
 // reported as notes on the Result; any other error fails the resource.
 //
 // The list is open: other resource kinds (the CloudWatch alarms of
-// internal/ops/alarms behind `millctl setup --alarms`, the store bucket notifications
-// of pkg/s3event behind --store-notifications) are further Resources
-// appended to the list, with no change to Plan or Apply.
+// internal/ops/alarms behind `millctl setup --alarms`, the store buckets'
+// event notifications behind --store-notifications: NotificationResources,
+// over pkg/s3event) are further Resources appended to the list, with no
+// change to Plan or Apply.
 package setup
 
 import (

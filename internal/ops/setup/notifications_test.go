@@ -1,4 +1,4 @@
-package s3event_test
+package setup_test
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func TestNotificationResourcesOnEmulator(t *testing.T) {
 	}
 	testenv.CleanupBucket(t, s3c, bucket)
 
-	rs := s3event.NotificationResources(sq, qname, []s3event.Bucket{{Name: bucket, Client: s3c}})
+	rs := setup.NotificationResources(sq, qname, []setup.EventBucket{{Name: bucket, Client: s3c}})
 	sum, err := setup.Apply(ctx, rs, func(r setup.Result) { t.Log(r) })
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestNotificationResourcesOnEmulator(t *testing.T) {
 	if sum.Created != 2 {
 		t.Fatalf("first setup: %d created, want 2 (queue policy, bucket events)", sum.Created)
 	}
-	rs = s3event.NotificationResources(sq, qname, []s3event.Bucket{{Name: bucket, Client: s3c}})
+	rs = setup.NotificationResources(sq, qname, []setup.EventBucket{{Name: bucket, Client: s3c}})
 	sum, err = setup.Apply(ctx, rs, nil)
 	if err != nil {
 		t.Fatal(err)

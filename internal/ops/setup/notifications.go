@@ -1,4 +1,4 @@
-package s3event
+package setup
 
 import (
 	"context"
@@ -14,22 +14,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/millfleet/mill/internal/ops/setup"
+	"github.com/millfleet/mill/pkg/s3event"
 )
 
-// QueueAPI is the part of *sqs.Client the notification setup uses.
-type QueueAPI interface {
+// EventQueueAPI is the part of *sqs.Client the notification setup uses.
+type EventQueueAPI interface {
 	GetQueueUrl(context.Context, *sqs.GetQueueUrlInput, ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 	SetQueueAttributes(context.Context, *sqs.SetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error)
 }
 
-// Bucket is one store bucket whose object events should reach the audit
+// EventBucket is one store bucket whose object events should reach the audit
 // queue, with the S3 client that may configure it (the store's own region,
 // endpoint and role).
-type Bucket struct {
+type EventBucket struct {
 	Name   string
-	Client NotificationAPI
+	Client s3event.NotificationAPI
 }
 
 // NotificationResources returns the `millctl setup` resources that make
@@ -37,7 +37,7 @@ type Bucket struct {
 // audit queue auditQueue: first the queue's policy (S3 must be allowed to
 // send before a bucket may name the queue), then one resource per bucket.
 // Each is idempotent: Plan compares what is configured with what is wanted.
-func NotificationResources(api QueueAPI, auditQueue string, buckets []Bucket) []setup.Resource {
+func NotificationResources(api EventQueueAPI, auditQueue string, buckets []EventBucket) []Resource {
 	q := &auditQueueRef{api: api, name: auditQueue}
 	names := make([]string, 0, len(buckets))
 	for _, b := range buckets {
@@ -45,7 +45,7 @@ func NotificationResources(api QueueAPI, auditQueue string, buckets []Bucket) []
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
-	rs := []setup.Resource{&queuePolicy{q: q, buckets: names}}
+	rs := []Resource{&queuePolicy{q: q, buckets: names}}
 	for _, b := range buckets {
 		rs = append(rs, &bucketNotification{q: q, bucket: b})
 	}
@@ -54,7 +54,7 @@ func NotificationResources(api QueueAPI, auditQueue string, buckets []Bucket) []
 
 // auditQueueRef resolves the audit queue's URL and ARN once they exist.
 type auditQueueRef struct {
-	api       QueueAPI
+	api       EventQueueAPI
 	name      string
 	url, arn  string
 	policyNow string
@@ -101,55 +101,55 @@ type queuePolicy struct {
 func (r *queuePolicy) Kind() string { return "policy" }
 func (r *queuePolicy) Name() string { return r.q.name }
 
-func (r *queuePolicy) Plan(ctx context.Context) (setup.Change, error) {
+func (r *queuePolicy) Plan(ctx context.Context) (Change, error) {
 	ok, err := r.q.resolve(ctx)
 	if err != nil {
-		return setup.Change{}, err
+		return Change{}, err
 	}
 	if !ok {
-		return setup.Change{Action: setup.ActionCreate, Reasons: []string{fmt.Sprintf("S3 may send events of %d buckets (the queue is created first)", len(r.buckets))}}, nil
+		return Change{Action: ActionCreate, Reasons: []string{fmt.Sprintf("S3 may send events of %d buckets (the queue is created first)", len(r.buckets))}}, nil
 	}
-	want, err := QueuePolicy(r.q.arn, account(r.q.arn), r.buckets...)
+	want, err := s3event.QueuePolicy(r.q.arn, account(r.q.arn), r.buckets...)
 	if err != nil {
-		return setup.Change{}, err
+		return Change{}, err
 	}
 	if r.q.policyNow == "" {
-		return setup.Change{Action: setup.ActionCreate, Reasons: []string{fmt.Sprintf("S3 may send events of %d buckets", len(r.buckets))}}, nil
+		return Change{Action: ActionCreate, Reasons: []string{fmt.Sprintf("S3 may send events of %d buckets", len(r.buckets))}}, nil
 	}
 	if !sameJSON(r.q.policyNow, want) {
-		return setup.Change{Action: setup.ActionUpdate, Reasons: []string{"queue policy differs: S3 may send events of " + strings.Join(r.buckets, ", ")}}, nil
+		return Change{Action: ActionUpdate, Reasons: []string{"queue policy differs: S3 may send events of " + strings.Join(r.buckets, ", ")}}, nil
 	}
-	return setup.Change{Action: setup.ActionNone}, nil
+	return Change{Action: ActionNone}, nil
 }
 
-func (r *queuePolicy) Apply(ctx context.Context, c setup.Change) (setup.Result, error) {
+func (r *queuePolicy) Apply(ctx context.Context, c Change) (Result, error) {
 	if ok, err := r.q.resolve(ctx); err != nil || !ok {
 		if err == nil {
 			err = fmt.Errorf("s3event: audit queue %s does not exist", r.q.name)
 		}
-		return setup.Result{}, err
+		return Result{}, err
 	}
-	want, err := QueuePolicy(r.q.arn, account(r.q.arn), r.buckets...)
+	want, err := s3event.QueuePolicy(r.q.arn, account(r.q.arn), r.buckets...)
 	if err != nil {
-		return setup.Result{}, err
+		return Result{}, err
 	}
 	if _, err := r.q.api.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
 		QueueUrl:   aws.String(r.q.url),
 		Attributes: map[string]string{string(sqstypes.QueueAttributeNamePolicy): want},
 	}); err != nil {
-		return setup.Result{}, fmt.Errorf("s3event: set policy of %s: %w", r.q.name, err)
+		return Result{}, fmt.Errorf("s3event: set policy of %s: %w", r.q.name, err)
 	}
 	r.q.policyNow = want
-	st := setup.StatusCreated
-	if c.Action == setup.ActionUpdate {
-		st = setup.StatusUpdated
+	st := StatusCreated
+	if c.Action == ActionUpdate {
+		st = StatusUpdated
 	}
-	return setup.Result{Status: st, Details: c.Reasons}, nil
+	return Result{Status: st, Details: c.Reasons}, nil
 }
 
 type bucketNotification struct {
 	q      *auditQueueRef
-	bucket Bucket
+	bucket EventBucket
 }
 
 func (r *bucketNotification) Kind() string { return "events" }
@@ -157,21 +157,21 @@ func (r *bucketNotification) Name() string { return r.bucket.Name }
 
 var wantEvents = []string{"s3:ObjectCreated:*", "s3:ObjectRemoved:*"}
 
-func (r *bucketNotification) Plan(ctx context.Context) (setup.Change, error) {
+func (r *bucketNotification) Plan(ctx context.Context) (Change, error) {
 	ok, err := r.q.resolve(ctx)
 	if err != nil {
-		return setup.Change{}, err
+		return Change{}, err
 	}
 	reason := "object created/removed events → " + r.q.name
 	if !ok {
-		return setup.Change{Action: setup.ActionCreate, Reasons: []string{reason}}, nil
+		return Change{Action: ActionCreate, Reasons: []string{reason}}, nil
 	}
 	cur, err := r.bucket.Client.GetBucketNotificationConfiguration(ctx, &s3.GetBucketNotificationConfigurationInput{Bucket: aws.String(r.bucket.Name)})
 	if err != nil {
-		return setup.Change{}, fmt.Errorf("s3event: notifications of bucket %s: %w", r.bucket.Name, err)
+		return Change{}, fmt.Errorf("s3event: notifications of bucket %s: %w", r.bucket.Name, err)
 	}
 	for _, qc := range cur.QueueConfigurations {
-		if aws.ToString(qc.Id) != NotificationID {
+		if aws.ToString(qc.Id) != s3event.NotificationID {
 			continue
 		}
 		var evs []string
@@ -180,28 +180,28 @@ func (r *bucketNotification) Plan(ctx context.Context) (setup.Change, error) {
 		}
 		slices.Sort(evs)
 		if aws.ToString(qc.QueueArn) == r.q.arn && slices.Equal(evs, wantEvents) {
-			return setup.Change{Action: setup.ActionNone}, nil
+			return Change{Action: ActionNone}, nil
 		}
-		return setup.Change{Action: setup.ActionUpdate, Reasons: []string{reason}}, nil
+		return Change{Action: ActionUpdate, Reasons: []string{reason}}, nil
 	}
-	return setup.Change{Action: setup.ActionCreate, Reasons: []string{reason}}, nil
+	return Change{Action: ActionCreate, Reasons: []string{reason}}, nil
 }
 
-func (r *bucketNotification) Apply(ctx context.Context, c setup.Change) (setup.Result, error) {
+func (r *bucketNotification) Apply(ctx context.Context, c Change) (Result, error) {
 	if ok, err := r.q.resolve(ctx); err != nil || !ok {
 		if err == nil {
 			err = fmt.Errorf("s3event: audit queue %s does not exist", r.q.name)
 		}
-		return setup.Result{}, err
+		return Result{}, err
 	}
-	if err := ConfigureBucketNotifications(ctx, r.bucket.Client, r.bucket.Name, r.q.arn); err != nil {
-		return setup.Result{}, err
+	if err := s3event.ConfigureBucketNotifications(ctx, r.bucket.Client, r.bucket.Name, r.q.arn); err != nil {
+		return Result{}, err
 	}
-	st := setup.StatusCreated
-	if c.Action == setup.ActionUpdate {
-		st = setup.StatusUpdated
+	st := StatusCreated
+	if c.Action == ActionUpdate {
+		st = StatusUpdated
 	}
-	return setup.Result{Status: st, Details: c.Reasons}, nil
+	return Result{Status: st, Details: c.Reasons}, nil
 }
 
 // sameJSON reports whether two JSON documents are equal as values.
