@@ -2,9 +2,10 @@ package storage
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/millfleet/mill/internal/base/shortid"
 )
 
 // ID limits every provider accepts at least (providers may refuse less, with
@@ -69,37 +70,14 @@ func hasControl(s string) bool {
 const DefaultMimeType = "application/octet-stream"
 
 // MaxShownIDLen is how many bytes of an ID ShortID and QuoteID keep.
-const MaxShownIDLen = 200
+const MaxShownIDLen = shortid.MaxLen
 
 // ShortID returns id unchanged when it is at most MaxShownIDLen bytes, else
 // its first MaxShownIDLen bytes (cut at a rune boundary) followed by
 // "…(N bytes)". Errors and log attributes name IDs through it, so a hostile
 // 10 KiB ID neither hides the reason that follows it (a dead letter keeps
 // only the start of an error) nor fills the logs.
-func ShortID(id string) string {
-	if len(id) <= MaxShownIDLen {
-		return id
-	}
-	return cutRunes(id, MaxShownIDLen) + "…(" + strconv.Itoa(len(id)) + " bytes)"
-}
+func ShortID(id string) string { return shortid.Short(id) }
 
 // QuoteID is ShortID with the kept part quoted as %q quotes it.
-func QuoteID(id string) string {
-	if len(id) <= MaxShownIDLen {
-		return strconv.Quote(id)
-	}
-	return strconv.Quote(cutRunes(id, MaxShownIDLen)) + "…(" + strconv.Itoa(len(id)) + " bytes)"
-}
-
-// cutRunes returns s cut to at most n bytes without splitting a valid rune.
-func cutRunes(s string, n int) string {
-	s = s[:n]
-	for i := 0; i < utf8.UTFMax && len(s) > 0; i++ {
-		r, size := utf8.DecodeLastRuneInString(s)
-		if r != utf8.RuneError || size != 1 {
-			break
-		}
-		s = s[:len(s)-1]
-	}
-	return s
-}
+func QuoteID(id string) string { return shortid.Quote(id) }

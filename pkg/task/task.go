@@ -4,7 +4,7 @@ import (
 	"maps"
 	"strconv"
 
-	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/internal/base/shortid"
 )
 
 // Type names a kind of task. The names are DuraCloud's, so operators and
@@ -90,12 +90,12 @@ func (t *Task) Clone() *Task {
 
 // LogAttrs returns the identifying properties of t as slog key/value pairs
 // (task_type, attempts, account, store_id, space_id, content_id), omitting
-// empty ones; long IDs are shortened (storage.ShortID).
+// empty ones; long IDs are shortened (shortid.Short, as storage.ShortID).
 func (t *Task) LogAttrs() []any {
 	out := []any{"task_type", string(t.Type), "attempts", t.Attempts}
 	for _, kv := range [][2]string{{"account", KeyAccount}, {"store_id", KeyStoreID}, {"space_id", KeySpaceID}, {"content_id", KeyContentID}} {
 		if v := t.Get(kv[1]); v != "" {
-			out = append(out, kv[0], storage.ShortID(v))
+			out = append(out, kv[0], shortid.Short(v))
 		}
 	}
 	return out
@@ -106,7 +106,7 @@ func (t *Task) String() string {
 	s := string(t.Type) + " attempts=" + strconv.Itoa(t.Attempts)
 	for _, k := range []string{KeyAccount, KeyStoreID, KeySpaceID, KeyContentID} {
 		if v := t.Get(k); v != "" {
-			s += " " + k + "=" + storage.QuoteID(v)
+			s += " " + k + "=" + shortid.Quote(v)
 		}
 	}
 	return s
