@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -69,22 +67,24 @@ func Permanentf(format string, args ...any) error {
 	return Permanent(fmt.Errorf(format, args...))
 }
 
-// IsPermanent reports whether err (or an error it wraps) was marked
-// Permanent, or says that the task names what cannot exist: an account or
-// store the registry does not know (stores.ErrUnknownAccount,
+// Permanent implements the interface IsPermanent looks for.
+func (e *permanentError) Permanent() bool { return true }
+
+// IsPermanent reports whether err (or an error it wraps) says that
+// retrying cannot help: it was marked Permanent, or it says so of itself
+// with a method Permanent() bool that reports true. The domain's errors
+// for what a task names but cannot exist do (internal/base/permanent): an
+// account or store the registry does not know (stores.ErrUnknownAccount,
 // stores.ErrUnknownStore), an ID no store accepts (storage.ErrInvalidID),
-// or an item a store refuses to touch because its files are not as the
+// an item a store refuses to touch because its files are not as the
 // provider writes them (storage.ErrUnsafe: a symbolic link or a forged
-// sidecar), or bytes in an archival storage class with no restored copy
+// sidecar), bytes in an archival storage class with no restored copy
 // (storage.ErrArchived: a restore takes hours, Workman's retries minutes).
 // Those fail the same way on every retry whichever processor resolves
 // them, so they are dead-lettered at once (docs/ARCHITECTURE.md, Safety).
 func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p) ||
-		errors.Is(err, stores.ErrUnknownAccount) || errors.Is(err, stores.ErrUnknownStore) ||
-		errors.Is(err, storage.ErrInvalidID) || errors.Is(err, storage.ErrUnsafe) ||
-		errors.Is(err, storage.ErrArchived)
+	var p interface{ Permanent() bool }
+	return errors.As(err, &p) && p.Permanent()
 }
 
 // releasedError marks a task handed back to its queue untouched.

@@ -38,6 +38,27 @@ func TestUnresolvableNamesArePermanent(t *testing.T) {
 	}
 }
 
+// An error says of itself whether retrying can help: IsPermanent reads its
+// Permanent method, so a package declares its errors permanent (as
+// pkg/storage and pkg/stores do) without the processors naming them.
+func TestErrorsDeclareThemselvesPermanent(t *testing.T) {
+	if err := fmt.Errorf("open: %w", declared(true)); !processors.IsPermanent(err) {
+		t.Errorf("IsPermanent(%v) = false; the error says it is permanent", err)
+	}
+	if err := fmt.Errorf("open: %w", declared(false)); processors.IsPermanent(err) {
+		t.Errorf("IsPermanent(%v) = true; the error says it is not", err)
+	}
+	if err := processors.Permanent(declared(false)); !processors.IsPermanent(err) {
+		t.Errorf("IsPermanent(%v) = false; marked Permanent", err)
+	}
+}
+
+// declared is an error that says whether it is permanent.
+type declared bool
+
+func (d declared) Error() string   { return fmt.Sprintf("declared permanent=%t", bool(d)) }
+func (d declared) Permanent() bool { return bool(d) }
+
 // A store whose files are not as its provider writes them (a symbolic link
 // or a forged sidecar in a filesystem store) is refused by the provider
 // (storage.ErrUnsafe) on every retry: the task is dead-lettered at once

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/millfleet/mill/internal/base/permanent"
 )
 
 // Kind names a kind of store.
@@ -17,7 +19,10 @@ const (
 )
 
 // Portable errors. Every provider maps its native errors onto these in one
-// place; callers test them with errors.Is.
+// place; callers test them with errors.Is. ErrInvalidID, ErrUnsafe and
+// ErrArchived say of themselves that retrying cannot help (a Permanent
+// method, which processors.IsPermanent reads: Workman dead-letters the
+// task at once).
 var (
 	// ErrNotFound: the space or content item does not exist.
 	ErrNotFound = errors.New("storage: not found")
@@ -28,7 +33,7 @@ var (
 	ErrChecksumMismatch = errors.New("storage: checksum mismatch")
 	// ErrInvalidID: a space or content ID the provider refuses (empty, NUL,
 	// escaping the store's root, too long, …).
-	ErrInvalidID = errors.New("storage: invalid id")
+	ErrInvalidID = permanent.New("storage: invalid id")
 	// ErrPropertiesTooLarge: properties exceed what the provider can store
 	// (S3 user metadata is limited to 2 KB).
 	ErrPropertiesTooLarge = errors.New("storage: properties too large")
@@ -36,12 +41,12 @@ var (
 	// writes them (a symbolic link or a forged sidecar in a filesystem
 	// store), so the provider refuses to read, write or delete through
 	// them. Retrying cannot help: an operator must look at the store.
-	ErrUnsafe = errors.New("storage: unsafe")
+	ErrUnsafe = permanent.New("storage: unsafe")
 	// ErrArchived: the item's bytes are in an archival storage class (S3
 	// Glacier Flexible Retrieval, Deep Archive, an Intelligent-Tiering
 	// archive tier) and no restored copy is available, so they cannot be
 	// read now; Head still answers. See Info.Readable and Restorer.
-	ErrArchived = errors.New("storage: archived (restore it before reading)")
+	ErrArchived = permanent.New("storage: archived (restore it before reading)")
 )
 
 // Info describes one content item.

@@ -46,10 +46,10 @@ package stores
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/millfleet/mill/internal/base/permanent"
 	"github.com/millfleet/mill/pkg/storage"
 )
 
@@ -132,10 +132,12 @@ type Registry struct {
 	Accounts []Account `json:"accounts"`
 }
 
-// Errors of lookups.
+// Errors of lookups. Both say of themselves that retrying cannot help (a
+// Permanent method, which processors.IsPermanent reads): a task naming an
+// account or store the registry does not know is dead-lettered at once.
 var (
-	ErrUnknownAccount = errors.New("stores: unknown account")
-	ErrUnknownStore   = errors.New("stores: unknown store")
+	ErrUnknownAccount = permanent.New("stores: unknown account")
+	ErrUnknownStore   = permanent.New("stores: unknown store")
 )
 
 // Account returns the account with id, or nil.
