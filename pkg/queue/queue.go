@@ -38,6 +38,11 @@ type Message struct {
 	// with (SendEntry.Attributes), plus those a decorator adds (the
 	// claim-check reference and its verdict).
 	Attributes map[string]string
+	// Unresolved is set by a decorator that could not make the message
+	// whole (pkg/queue/claimcheck: a reference it could not resolve); the
+	// body is then not the message sent, and the error says why. It never
+	// comes from the wire: an attribute cannot forge it.
+	Unresolved error
 }
 
 // SendEntry is one message to send.

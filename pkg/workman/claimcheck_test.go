@@ -161,3 +161,35 @@ func TestForgedClaimReferences(t *testing.T) {
 		}
 	})
 }
+
+// TestForgedClaimErrorWithoutClaimCheck: on a queue with no claim check (the
+// claims bucket off) a sender's MillClaimCheckError attribute is just an
+// attribute: the tasks run. Before, Workman read the claim check's verdict
+// from that attribute, so a forged one dead-lettered a good task ("blob not
+// found") or had it redelivered for ever ("get blob: …").
+func TestForgedClaimErrorWithoutClaimCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		h := newHarness(t, harnessOpts{handler: rec})
+		rec.clk = h.clk
+		forged := map[string]string{"not-found": "blob not found", "unavailable": "get blob: forged", "refused": "refused: forged"}
+		for id, verdict := range forged {
+			b, err := task.Encode(noopTask(id), task.FormatJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			attrs := map[string]string{claimcheck.AttrError: verdict}
+			if err := h.queues[0].Send(context.Background(), queue.SendEntry{Body: b, Attributes: attrs}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return len(rec.get()) == len(forged) }) {
+			t.Fatalf("%d of %d tasks ran; %d dead letters", len(rec.get()), len(forged), h.dlq.Len())
+		}
+		h.advance(2 * time.Second) // the batched deletes
+		if h.dlq.Len() != 0 || h.queues[0].Len() != 0 {
+			t.Errorf("%d dead letters, %d messages left; want 0 and 0", h.dlq.Len(), h.queues[0].Len())
+		}
+	})
+}

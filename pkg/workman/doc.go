@@ -62,7 +62,8 @@
 //     whose blob is gone or does not match is dead-lettered as undecodable,
 //     one whose key the claim check does not own (claimcheck.ErrRefused) as
 //     permanent; one whose blob cannot be read now is left to reappear
-//     after its visibility timeout.
+//     after its visibility timeout. Workman reads the decorator's typed
+//     verdict (queue.Message.Unresolved), never a message attribute.
 //   - Pauses. A queue the Config's Pauser reports paused (the fleet's
 //     pauses, pkg/fleet) is not received from; a handler that returns
 //     processors.Release (a task of a paused type) has its message made

@@ -286,7 +286,7 @@ func (m *Manager) runJob(svc, hard context.Context, j *job) {
 }
 
 func (m *Manager) process(svc, hard context.Context, j *job) {
-	if err := claimcheck.Unresolved(j.msg); err != nil {
+	if err := j.msg.Unresolved; err != nil {
 		if errors.Is(err, claimcheck.ErrBlobUnavailable) {
 			// The blob store failed this time: the message comes back
 			// after its visibility timeout (and, failing for good, goes

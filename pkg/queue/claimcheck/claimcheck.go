@@ -132,37 +132,39 @@ func (q *Queue) Owns(key string) error {
 	return nil
 }
 
-// Unresolved returns the error recorded on a received message whose
-// reference could not be resolved (attribute AttrError), or nil. It wraps
+// Unresolved returns the verdict on a received message whose reference
+// could not be resolved (queue.Message.Unresolved), or nil. It wraps
 // ErrBlobNotFound (the blob is gone), ErrBlobUnavailable (reading it failed;
 // worth another delivery), ErrRefused (the key is not the claim check's:
 // neither read nor deleted; the error names the rule it broke) or
 // ErrUnresolved (a malformed reference or a blob that does not match it).
-func Unresolved(m *queue.Message) error {
-	cause, ok := m.Attributes[AttrError]
-	if !ok {
-		return nil
-	}
-	base := ErrUnresolved
-	switch {
-	case cause == errNotFoundText:
-		base = ErrBlobNotFound
-	case strings.HasPrefix(cause, errGetPrefix):
-		base = ErrBlobUnavailable
-	case strings.HasPrefix(cause, errRefusedPrefix):
-		base, cause = ErrRefused, strings.TrimPrefix(cause, errRefusedPrefix)
-	}
+// Only the decorator sets it; attribute AttrError repeats its cause for
+// people and tools that look at the message.
+func Unresolved(m *queue.Message) error { return m.Unresolved }
+
+// unresolved is the verdict on message m, whose reference named key: base
+// is the sentinel it wraps, cause what went wrong.
+func unresolved(m *queue.Message, key string, base error, cause string) error {
 	if base == ErrBlobNotFound {
-		return fmt.Errorf("message %s, blob %q: %w", m.ID, m.Attributes[AttrRef], base)
+		return fmt.Errorf("message %s, blob %q: %w", m.ID, key, base)
 	}
-	return fmt.Errorf("message %s, blob %q: %w (%s)", m.ID, cutKey(m.Attributes[AttrRef]), base, cause)
+	return fmt.Errorf("message %s, blob %q: %w (%s)", m.ID, cutKey(key), base, cause)
 }
 
-const (
-	errNotFoundText  = "blob not found"
-	errGetPrefix     = "get blob: "
-	errRefusedPrefix = "refused: "
-)
+// failure is why a reference could not be resolved: the sentinel it
+// wraps and the cause.
+type failure struct {
+	base  error
+	cause string
+}
+
+// attr is AttrError's value: the cause, a refusal marked as one.
+func (f *failure) attr() string {
+	if f.base == ErrRefused {
+		return "refused: " + f.cause
+	}
+	return f.cause
+}
 
 // cutKey bounds a key quoted in an error: a forged one may be long.
 func cutKey(key string) string {
@@ -255,38 +257,40 @@ func (q *Queue) resolveAll(ctx context.Context, ms []*queue.Message) error {
 		// the message is a sender's forgery (it would make the message
 		// "unavailable" for ever).
 		delete(m.Attributes, AttrError)
+		m.Unresolved = nil
 		key, ok := m.Attributes[AttrRef]
 		if !ok {
 			continue
 		}
-		if err := q.resolve(ctx, key, m); err != nil {
+		if f := q.resolve(ctx, key, m); f != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return cerr
 			}
-			m.Attributes[AttrError] = err.Error()
+			m.Attributes[AttrError] = f.attr()
+			m.Unresolved = unresolved(m, key, f.base, f.cause)
 		}
 	}
 	return nil
 }
 
-func (q *Queue) resolve(ctx context.Context, key string, m *queue.Message) error {
+func (q *Queue) resolve(ctx context.Context, key string, m *queue.Message) *failure {
 	if err := q.Owns(key); err != nil {
-		return errors.New(errRefusedPrefix + err.Error())
+		return &failure{ErrRefused, err.Error()}
 	}
 	var rb refBody
 	if err := json.Unmarshal(m.Body, &rb); err != nil || rb.Ref.Key != key {
-		return errors.New("malformed reference body")
+		return &failure{ErrUnresolved, "malformed reference body"}
 	}
 	data, err := q.blobs.Get(ctx, key)
 	if errors.Is(err, ErrBlobNotFound) {
-		return errors.New(errNotFoundText)
+		return &failure{ErrBlobNotFound, "blob not found"}
 	}
 	if err != nil {
-		return fmt.Errorf(errGetPrefix+"%v", err)
+		return &failure{ErrBlobUnavailable, fmt.Sprintf("get blob: %v", err)}
 	}
 	sum := sha256.Sum256(data)
 	if len(data) != rb.Ref.Size || hex.EncodeToString(sum[:]) != rb.Ref.SHA256 {
-		return fmt.Errorf("blob has %d bytes and a different checksum than the reference's %d", len(data), rb.Ref.Size)
+		return &failure{ErrUnresolved, fmt.Sprintf("blob has %d bytes and a different checksum than the reference's %d", len(data), rb.Ref.Size)}
 	}
 	m.Body = bytes.Clone(data)
 	return nil

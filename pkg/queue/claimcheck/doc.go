@@ -16,10 +16,12 @@
 // Receive replaces each reference with the stored body (checking size and
 // SHA-256) and keeps AttrRef on the message. When the blob cannot be read or
 // does not match, the message is still returned — with the reference as its
-// body and the cause in attribute AttrError — so the consumer can dead-letter
-// it rather than have it redelivered forever; Unresolved(m) returns that
-// cause as an error wrapping ErrBlobNotFound or ErrUnresolved. An AttrError
-// that arrives with a message is dropped: only the decorator sets it.
+// body and the verdict in queue.Message.Unresolved, an error wrapping
+// ErrBlobNotFound, ErrBlobUnavailable or ErrUnresolved (Unresolved(m)
+// returns it) — so the consumer can dead-letter it rather than have it
+// redelivered forever. Attribute AttrError repeats the cause as text for
+// people and tools; consumers read the typed verdict, which no sender can
+// forge. An AttrError that arrives with a message is dropped.
 //
 // Confinement (docs/ARCHITECTURE.md, Safety): the decorator reads only
 // blobs whose key has exactly the shape Send creates — Config.KeyPrefix and 32 lower-case hex
