@@ -72,9 +72,10 @@ localstack/down: ## stop the LocalStack that localstack/up started
 	./localstack/host.sh down
 
 .PHONY: lint
-lint: ## gofmt, go vet, go mod tidy check, staticcheck, cfn-lint on infra/, govulncheck
+lint: ## gofmt, go vet, the layers' import directions (test/layers), go mod tidy check, staticcheck, cfn-lint on infra/, govulncheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) test -count=1 ./test/layers
 	$(GO) mod tidy -diff
 	$(GO) run $(STATICCHECK) ./...
 	./infra/lint.sh
