@@ -42,6 +42,7 @@
 // whole state) and a journal of the changes since (journal.go), so a save
 // writes what the bite changed, not the whole state: one atomic write per
 // save, a new base when the run's morsels change, when the journal would
-// outgrow the base (amortised O(change)) or reach 1000 entries, and the old
-// entries deleted then.
+// outgrow the base (amortised O(change)) or reach its entry cap (1000, or
+// one per 256 bytes of a larger base, so that the cap's compactions stay
+// proportional to the change too), and the old entries deleted then.
 package looping

@@ -3,6 +3,7 @@ package looping
 import (
 	"context"
 	"errors"
+	"math"
 )
 
 // Hooks for the external tests (looping_test) into the stores' journal.
@@ -21,12 +22,12 @@ func journalOf(s StateStore) *journal {
 	return nil
 }
 
-// SetMaxEntries sets the journal's entry limit until the returned func
-// is called.
+// SetMaxEntries sets the journal's entry limit, whatever the base's size,
+// until the returned func is called.
 func SetMaxEntries(n int) (restore func()) {
-	old := maxEntries
-	maxEntries = n
-	return func() { maxEntries = old }
+	old, oldFloor := maxEntries, entryFloor
+	maxEntries, entryFloor = n, math.MaxInt
+	return func() { maxEntries, entryFloor = old, oldFloor }
 }
 
 // Written returns the bytes and blobs s's saves wrote.

@@ -32,13 +32,29 @@ import (
 // those of the base (a new run), when the journal would outgrow the base
 // (so the bytes a compaction writes are paid for by the journal bytes
 // before it: every save costs O(change), amortised), when it holds
-// maxEntries entries (bounding the reads of a load), and after a failed
+// entryCap entries (bounding the reads of a load: at least maxEntries,
+// more for a larger base, so that compactions stay paid for by the
+// entries before them however large the state), and after a failed
 // write (whose outcome is unknown); it then deletes the entries of older
 // generations. A version 1 state (one object, before the journal) loads
 // as a base without a journal, and the first save rewrites it.
 
-// maxEntries bounds the entries of a journal (a load reads each).
+// maxEntries is the entry cap of a journal over a small base (a load
+// reads each entry).
 var maxEntries = 1000
+
+// entryFloor is the size an entry is counted at when the cap grows with
+// the base: one entry per entryFloor bytes of base. An entry holds at
+// least the run fields and the changed counts, so entries are rarely
+// smaller; a compaction forced by the cap then writes at most about
+// entryFloor/(entry size) times the bytes the journal wrote since the
+// last one, a constant, and the state's bytes stay proportional to the
+// change (BenchmarkDupproducerState).
+var entryFloor = 256
+
+// entryCap is the number of entries a journal over a base of baseBytes
+// may hold.
+func entryCap(baseBytes int) int { return max(maxEntries, baseBytes/entryFloor) }
 
 // loadWorkers is how many journal entries a load reads at once.
 const loadWorkers = 16
@@ -272,7 +288,7 @@ func (e *entry) apply(st *State) error {
 func (j *journal) Save(ctx context.Context, s *State) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.known && j.gen > 0 && sameMorsels(j.last, s) && j.seq < maxEntries {
+	if j.known && j.gen > 0 && sameMorsels(j.last, s) && j.seq < entryCap(j.baseBytes) {
 		e, ok := j.diff(s)
 		if ok {
 			b, err := encodeJSON(e)

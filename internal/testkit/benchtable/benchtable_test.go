@@ -104,3 +104,41 @@ func TestMissingMetric(t *testing.T) {
 		t.Errorf("%+v", l)
 	}
 }
+
+// A broad row ("producers/", any benchmark) takes the benchmark that
+// reports its metric, not the first one its pattern matches; the
+// dupproducer's sub-benchmarks each feed their own rows.
+func TestRowTakesTheBenchmarkReportingItsValue(t *testing.T) {
+	const out = `pkg: github.com/millfleet/mill/producers/dup
+BenchmarkDupproducerState/spaces=2000-2         	       1	396211407323 ns/op	       588.6 B/changed-morsel	    343334 old-B/changed-morsel	         0.001714 journal/old	      4104 state-PUTs	         0 unexpiring
+BenchmarkDupproducerState/spaces=20000-2         	       1	396211407323 ns/op	       600.0 B/changed-morsel	    3000000 old-B/changed-morsel	         0.0002 journal/old	      40000 state-PUTs	         0 unexpiring
+ok  	github.com/millfleet/mill/producers/dup	434.795s
+pkg: github.com/millfleet/mill/producers/looping
+BenchmarkProducerEnqueue-2   	       1	100 ns/op	         0.1000 req/task
+ok  	github.com/millfleet/mill/producers/looping	1.0s
+`
+	r, err := Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Line{}
+	for _, l := range Compute(r, Rows) {
+		got[l.Measure] = l
+	}
+	for measure, want := range map[string][3]string{ // value, ratio, source
+		"SQS requests/task: producer enqueue": {"0.1 req/task", "", "producers/looping BenchmarkProducerEnqueue"},
+		"Dupproducer run, 20,000 spaces: state bytes/changed morsel, journal vs whole-state rewrite": {
+			"600 B/changed-morsel", "0.0002x", "producers/dup BenchmarkDupproducerState/spaces=20000"},
+		"Dupproducer run, 2,000 spaces: state bytes/changed morsel, journal vs whole-state rewrite": {
+			"589 B/changed-morsel", "0.00171x", "producers/dup BenchmarkDupproducerState/spaces=2000"},
+		"Dupproducer run, 20,000 spaces: state PUTs (one per save or base)": {
+			"40000 state-PUTs", "", "producers/dup BenchmarkDupproducerState/spaces=20000"},
+		"Dupproducer run, 20,000 spaces: state versions left that no lifecycle rule expires": {
+			"0 unexpiring", "", "producers/dup BenchmarkDupproducerState/spaces=20000"},
+	} {
+		l := got[measure]
+		if g := [3]string{l.Value, l.Ratio, l.Source}; g != want {
+			t.Errorf("%s: got %q, want %q", measure, g, want)
+		}
+	}
+}

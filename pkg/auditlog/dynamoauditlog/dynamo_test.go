@@ -1,11 +1,8 @@
 package dynamoauditlog_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
@@ -31,13 +28,5 @@ func TestDynamo(t *testing.T) {
 // deletes it when the test ends.
 func CreateTable(t *testing.T, c *dynamodb.Client, table string) {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := c.CreateTable(ctx, dynamoauditlog.CreateTableInput(table)); err != nil {
-		t.Fatalf("create table %s: %v", table, err)
-	}
-	testenv.CleanupTable(t, c, table)
-	w := dynamodb.NewTableExistsWaiter(c)
-	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 30*time.Second); err != nil {
-		t.Fatalf("wait for table %s: %v", table, err)
-	}
+	testenv.CreateTable(t, c, dynamoauditlog.CreateTableInput(table), nil)
 }
