@@ -9,13 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
-	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
@@ -49,10 +46,7 @@ func TestForgedBitErrors(t *testing.T) {
 			sums[id] = m.put(s, space, id, body).Checksum
 		}
 	}
-	pool, err := pgxpool.New(ctx, m.dbURL)
-	must(t, err)
-	t.Cleanup(pool.Close)
-	bl := pgbitlog.New(pool)
+	bl := m.bitLog()
 
 	// A report waiting for its space's results asks again after 2 s.
 	w := m.startWorkman("--recheck-delay", "2s", "--task-types", "NOOP,AUDIT,DUP,BIT,BIT_ERROR,BIT_REPORT,STORAGE_STATS",
@@ -181,7 +175,7 @@ func TestForgedBitErrors(t *testing.T) {
 		t.Errorf("%d changes to the stores:\n%s", len(d), strings.Join(d, "\n"))
 	}
 	otherClaims(t, m, w, bl)
-	stats, err := pgspacestats.New(pool).Latest(ctx, spacestats.Filter{})
+	stats, err := pgspacestats.New(m.db()).Latest(ctx, spacestats.Filter{})
 	must(t, err)
 	if len(stats) != 0 {
 		t.Errorf("space statistics recorded from a forged continuation: %+v", stats)

@@ -27,6 +27,7 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -53,6 +54,7 @@ const (
 // an escape would reach.
 type mill struct {
 	t       *testing.T
+	pool    *pgxpool.Pool // db()
 	ctx     context.Context
 	cfg     *awsconfig.Config
 	prefix  string
@@ -124,6 +126,23 @@ func newMill(t *testing.T, ctx context.Context) *mill {
 	m.stores["3"] = p3
 	return m
 }
+
+// db is the mill's PostgreSQL pool (opened on first use, closed when the
+// test ends), where Workman and the producers keep the bit log and the
+// statistics.
+func (m *mill) db() *pgxpool.Pool {
+	m.t.Helper()
+	if m.pool == nil {
+		pool, err := pgxpool.New(m.ctx, m.dbURL)
+		must(m.t, err)
+		m.t.Cleanup(pool.Close)
+		m.pool = pool
+	}
+	return m.pool
+}
+
+// bitLog is the mill's bit log in PostgreSQL.
+func (m *mill) bitLog() *pgbitlog.Log { return pgbitlog.New(m.db()) }
 
 // writeConfig writes the registry and the policies: acme as above, plus
 // m.extraAccounts, listed in duplication-accounts.json with listed.

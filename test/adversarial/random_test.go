@@ -13,11 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/pkg/bitlog"
-	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
@@ -290,10 +287,7 @@ func TestRandomizedTasks(t *testing.T) {
 	// Nothing forged became a recorded fact: no run was started by the
 	// producer, so there is no report and no report notification, and no
 	// bit-log row carries a forged run id or description.
-	pool, err := pgxpool.New(ctx, m.dbURL)
-	must(t, err)
-	defer pool.Close()
-	blog := pgbitlog.New(pool)
+	blog := m.bitLog()
 	reps, err := blog.Reports(ctx, bitlog.ReportFilter{Account: "acme"})
 	must(t, err)
 	if len(reps) != 0 {

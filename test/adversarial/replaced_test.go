@@ -11,11 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/pkg/bitlog"
-	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -127,10 +125,7 @@ func TestReplacedReplicas(t *testing.T) {
 
 	// What the bit log says: the re-check of each repaired replica, case 1,
 	// with the repair it followed; every other copy case 1 as it was.
-	pool, err := pgxpool.New(ctx, m.dbURL)
-	must(t, err)
-	defer pool.Close()
-	rows, _, err := pgbitlog.New(pool).Results(ctx, bitlog.Filter{Account: "acme", SpaceID: space, Limit: 100})
+	rows, _, err := m.bitLog().Results(ctx, bitlog.Filter{Account: "acme", SpaceID: space, Limit: 100})
 	must(t, err)
 	seen := map[string]bitlog.Row{}
 	for _, r := range rows {

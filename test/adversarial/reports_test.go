@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/pkg/bitlog"
@@ -39,10 +38,7 @@ func TestForgedReportsDoNotSilenceFixity(t *testing.T) {
 	// Only store 1 holds the spaces: the policy ignores them, so the run
 	// checks single copies and no duplication muddies the counts.
 	m.writeConfig(nil, map[string]string{"acme-duplication-policy.json": `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}], "spacesToIgnore": ["photos", "maps", "docs", "vacant"]}`})
-	pool, err := pgxpool.New(ctx, m.dbURL)
-	must(t, err)
-	defer pool.Close()
-	blog := pgbitlog.New(pool)
+	blog := m.bitLog()
 	w := m.startWorkman("--recheck-delay", "1s")
 
 	items := map[string][]string{"photos": {"a", "b", "c"}, "maps": {"m1", "m2"}, "docs": {"x"}}
