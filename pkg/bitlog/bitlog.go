@@ -56,6 +56,44 @@ func (r Result) Valid() bool {
 	return r == ResultSuccess || r == ResultFailure || r == ResultError
 }
 
+// Method is how a verdict's content checksum (C) was made.
+type Method string
+
+// Methods.
+const (
+	// MethodRead: Mill read the bytes and hashed them.
+	MethodRead Method = "read"
+	// MethodAtRest: the provider computed the checksum of the stored
+	// bytes (S3 Batch Operations' Compute checksum).
+	MethodAtRest Method = "at-rest"
+	// MethodStored: no byte was hashed; only the stored checksums were
+	// compared. Not a fresh verdict.
+	MethodStored Method = "stored"
+)
+
+// Fresh reports whether a verdict made this way observed the bytes.
+func (m Method) Fresh() bool { return m == MethodRead || m == MethodAtRest }
+
+// Verdict is the latest fresh verdict of one copy: the newest row of the
+// copy, over every run, whose Method is fresh and whose Result is SUCCESS
+// or FAILURE (an ERROR reached no verdict).
+type Verdict struct {
+	ContentID string
+	Result    Result
+	Method    Method
+	Archived  bool
+	CheckedAt time.Time
+}
+
+// Verdicts lists the latest fresh verdict of each copy of a space.
+type Verdicts interface {
+	// Verdicts returns the verdicts of a space's copies in ascending
+	// byte-wise ContentID order, starting after `after` ("" = from the
+	// start), at most limit (clamped by PageSize); more is true when
+	// further ones follow.
+	Verdicts(ctx context.Context, account, storeID, spaceID, after string, limit int) (vs []Verdict, more bool, err error)
+}
+
 // Errors of every Log implementation (test with errors.Is).
 var (
 	// ErrInvalid: a row or report lacks a required field or has an unknown
@@ -99,6 +137,14 @@ type Row struct {
 	AuditChecksum   string // A
 	// Details is a human explanation ("" when there is nothing to add).
 	Details string
+	// Method is how C was obtained: MethodRead, MethodAtRest, or
+	// MethodStored when no byte was hashed ("" on rows written before
+	// methods were recorded: not fresh).
+	Method Method
+	// Bytes is how many bytes were hashed to make C (0 when none).
+	Bytes int64
+	// Archived: the copy was in an archival storage class when checked.
+	Archived bool
 	// CheckedAt is when the check happened; zero means "now" (the
 	// implementation's clock). Stored with microsecond precision, UTC.
 	CheckedAt time.Time
