@@ -115,14 +115,12 @@ func (d *dispatcher) receive(ctx context.Context, i int) {
 			}
 			continue
 		}
-		// A batch receive runs to completion even when ctx ends (what it
-		// returns is released at once), so no message is left invisible
-		// by a cancelled request; a watch (long poll) is cancelled.
-		rctx := context.WithoutCancel(ctx)
-		if g.kind == watchRecv {
-			rctx = ctx
-		}
-		rctx, cancel := context.WithTimeout(rctx, g.wait+m.cfg.CallTimeout)
+		// A receive runs to completion even when ctx ends, and what it
+		// returns is released at once. A long poll too: SQS goes on
+		// waiting when its caller hangs up, and a message it takes then
+		// would stay invisible for the whole visibility timeout. So
+		// shutdown waits for the polls in flight (at most IdlePollWait).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.wait+m.cfg.CallTimeout)
 		asked := m.clk.Now()
 		stopSettle := d.settleAfter(g, asked)
 		msgs, err := qs.q.Receive(rctx, g.n, g.wait)

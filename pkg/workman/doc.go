@@ -70,6 +70,10 @@
 //     visible again at once, without counting an attempt.
 //   - Shutdown. When Run's ctx ends the manager stops receiving, releases
 //     held messages (visibility 0), lets running tasks finish within
-//     GracePeriod, then cancels them and releases their messages, flushes
-//     pending deletes and returns nil.
+//     GracePeriod (counted from then), then cancels them and releases their
+//     messages, flushes pending deletes and returns nil. A long poll in
+//     flight is not hung up on but waited for (at most IdlePollWait), and
+//     what it brings is released: SQS goes on waiting for a caller that hung
+//     up and would hand it a message that then stays invisible for the
+//     whole visibility timeout.
 package workman

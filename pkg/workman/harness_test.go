@@ -40,6 +40,10 @@ type harnessOpts struct {
 	// latency is how long queue q's receives take to answer (fake time,
 	// before the queue is asked), like a network round trip.
 	latency func(q int) time.Duration
+	// serverSidePolls makes a receive behave as SQS's does when its caller
+	// hangs up: the poll goes on waiting on the server, and a message it
+	// takes is lost to the caller (in flight until its visibility timeout).
+	serverSidePolls bool
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -68,6 +72,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		if o.latency != nil {
 			rq.delay = o.latency(i)
 		}
+		rq.serverSide = o.serverSidePolls
 		h.recs = append(h.recs, rq)
 		qs = append(qs, rq)
 	}
@@ -172,12 +177,14 @@ func noopTask(id string) *task.Task {
 // that brought messages; it delays each receive by delay.
 type recQueue struct {
 	queue.Queue
-	clk     clock.Clock
-	h       *harness
-	delay   time.Duration
-	mu      sync.Mutex
-	times   []time.Time
-	answers []time.Time
+	clk   clock.Clock
+	h     *harness
+	delay time.Duration
+	// serverSide: see harnessOpts.serverSidePolls.
+	serverSide bool
+	mu         sync.Mutex
+	times      []time.Time
+	answers    []time.Time
 }
 
 func (r *recQueue) Receive(ctx context.Context, n int, wait time.Duration) ([]*queue.Message, error) {
@@ -187,7 +194,14 @@ func (r *recQueue) Receive(ctx context.Context, n int, wait time.Duration) ([]*q
 	if err := clock.Sleep(ctx, r.clk, r.delay); err != nil {
 		return nil, err
 	}
+	caller := ctx
+	if r.serverSide {
+		ctx = context.WithoutCancel(ctx)
+	}
 	msgs, err := r.Queue.Receive(ctx, n, wait)
+	if caller.Err() != nil {
+		return nil, caller.Err() // the answer never reaches the caller
+	}
 	if len(msgs) > 0 {
 		r.mu.Lock()
 		r.answers = append(r.answers, r.clk.Now())

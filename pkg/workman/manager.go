@@ -141,25 +141,27 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.ready.Store(true)
 	m.log.Info("workman started", "queues", m.queueNames(), "workers", m.cfg.Workers)
 
-	var receivers sync.WaitGroup
-	for i := range m.queues {
-		receivers.Go(func() { d.receive(ctx, i) })
-	}
-	receivers.Wait()
-
-	// Shutdown.
-	m.ready.Store(false)
-	m.stopping.Store(true)
-	m.log.Info("workman stopping: no more receives", "grace_period", m.cfg.GracePeriod)
-	d.stop()
-	close(d.jobs)
+	// The grace period counts from the moment shutdown begins: the long
+	// polls in flight then are waited for (dispatch.go), while the workers
+	// go on with their tasks.
+	// Shutdown begins when ctx ends. The grace period counts from then,
+	// while the long polls in flight are waited for (dispatch.go) and the
+	// workers go on with their tasks.
 	workersDone := make(chan struct{})
 	go func() { workers.Wait(); close(workersDone) }()
-	grace := m.clk.NewTimer(m.cfg.GracePeriod)
-	select {
-	case <-workersDone:
-		grace.Stop()
-	case <-grace.C():
+	stopped := make(chan struct{})
+	context.AfterFunc(ctx, func() {
+		defer close(stopped)
+		m.ready.Store(false)
+		m.stopping.Store(true)
+		m.log.Info("workman stopping: no more receives", "grace_period", m.cfg.GracePeriod)
+		grace := m.clk.NewTimer(m.cfg.GracePeriod)
+		select {
+		case <-workersDone:
+			grace.Stop()
+			return
+		case <-grace.C():
+		}
 		m.mu.Lock()
 		n := len(m.running)
 		m.mu.Unlock()
@@ -172,7 +174,15 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-hardStop.C():
 			m.releaseStuck(svc)
 		}
+	})
+	var receivers sync.WaitGroup
+	for i := range m.queues {
+		receivers.Go(func() { d.receive(ctx, i) })
 	}
+	receivers.Wait() // only once ctx has ended
+	d.stop()
+	close(d.jobs)
+	<-stopped
 	hardCancel()
 	for _, qs := range m.queues {
 		qs.del.close()
