@@ -80,6 +80,12 @@ rc=0
   exit $rc
 ) >"$log" 2>&1 || rc=$?
 grep -E '^(--- (FAIL|SKIP)|ok|FAIL|panic)' "$log" || true
+# What each failed test said (its t.Log/t.Error lines), so a CI log shows
+# why without the file.
+for name in $(sed -n 's/^--- FAIL: \([^ ]*\).*/\1/p' "$log" | sort -u); do
+  echo "test/aws: $name said:"
+  sed -n "/^=== RUN   $name\$/,/^--- FAIL: $name /p" "$log" | grep -E '^ +[A-Za-z0-9_]+\.go:[0-9]+: ' | cut -c1-300 | tail -40
+done
 skipped=$(grep -c -- '--- SKIP' "$log" || true)
 passed=$(grep -c -- '--- PASS' "$log" || true)
 failed=$(grep -c -- '--- FAIL' "$log" || true)
