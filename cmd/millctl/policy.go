@@ -103,7 +103,7 @@ func (o *policyPutOptions) run(ctx context.Context, a *app, args []string) error
 		return err
 	}
 	fmt.Fprintf(a.stdout, "stored %s in %s (%d spaces listed, %d default store policies)\n",
-		policy.FileName(account), o.src.where(), len(p.SpacePolicies), len(p.Default))
+		policy.FileName(account), o.src.String(), len(p.SpacePolicies), len(p.Default))
 	return nil
 }
 
@@ -134,14 +134,14 @@ func (o *policyDeleteOptions) run(ctx context.Context, a *app, args []string) er
 	if err != nil {
 		return err
 	}
-	if !o.yes && !confirm(a, fmt.Sprintf("Delete the duplication policy of %s from %s?", account, o.src.where())) {
+	if !o.yes && !confirm(a, fmt.Sprintf("Delete the duplication policy of %s from %s?", account, o.src.String())) {
 		fmt.Fprintln(a.stdout, "policy delete: cancelled, nothing deleted")
 		return nil
 	}
 	if err := repo.Delete(ctx, account); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "deleted %s and its entry in %s from %s\n", policy.FileName(account), policy.AccountsFile, o.src.where())
+	fmt.Fprintf(a.stdout, "deleted %s and its entry in %s from %s\n", policy.FileName(account), policy.AccountsFile, o.src.String())
 	return nil
 }
 

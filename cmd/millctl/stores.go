@@ -49,7 +49,7 @@ func (o *storesValidateOptions) run(ctx context.Context, a *app, args []string) 
 	}
 	var reg *stores.Registry
 	var err error
-	where := o.src.where()
+	where := o.src.String()
 	if len(args) == 1 {
 		where = args[0]
 		reg, err = stores.LoadFile(args[0])
