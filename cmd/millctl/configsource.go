@@ -26,6 +26,12 @@ func configFlags(fs *flag.FlagSet, a *app) *configSource {
 	return &configSource{ConfigSource: wiring.ConfigFlags(fs), a: a}
 }
 
+// configOptions are the options of a command whose only flags are the
+// config source's.
+type configOptions struct{ src *configSource }
+
+func (o *configOptions) define(fs *flag.FlagSet, a *app) { o.src = configFlags(fs, a) }
+
 // s3 is the client of the config bucket; nil for a directory.
 func (c *configSource) s3(ctx context.Context) (*s3.Client, error) {
 	if c.Dir == "" && c.cachedS3Client == nil {
