@@ -21,9 +21,6 @@ import (
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/changelog/fschangelog"
 	"github.com/millfleet/mill/pkg/changelog/s3changelog"
-	"github.com/millfleet/mill/pkg/configstore"
-	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
-	"github.com/millfleet/mill/pkg/configstore/s3configstore"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/milldb"
@@ -199,16 +196,11 @@ func (o *consoleOptions) access() (auth.Authenticator, []string, error) {
 // config is the console's configuration: the config files, the change
 // log, the queues and the dead letters, and where they are.
 func (o *consoleOptions) config(ctx context.Context, a *app, awsCfg *awsconfig.Config, s3c *s3.Client) (console.Config, []string, error) {
-	var files configstore.Store
-	var err error
-	if *o.src.dir != "" {
-		if files, err = fsconfigstore.New(*o.src.dir, 0); err != nil {
-			return console.Config{}, nil, err
-		}
-	} else {
-		files = s3configstore.New(s3c, *o.src.bucket, *o.src.prefix, 0)
+	files, err := o.src.Files(s3c, 0)
+	if err != nil {
+		return console.Config{}, nil, err
 	}
-	changes, err := openChangeLog(o.changeLog, s3c, *o.src.bucket, *o.src.prefix, *o.src.dir)
+	changes, err := openChangeLog(o.changeLog, s3c, o.src.Bucket, o.src.Prefix, o.src.Dir)
 	if err != nil {
 		return console.Config{}, nil, err
 	}

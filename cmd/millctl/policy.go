@@ -16,13 +16,7 @@ import (
 const policyGetUsage = "millctl policy get ACCOUNT\n\nPrints ACCOUNT-duplication-policy.json from the config source."
 
 // policyGetOptions are the options of policy get.
-type policyGetOptions struct {
-	src *configSource
-}
-
-func (o *policyGetOptions) define(fs *flag.FlagSet, a *app) {
-	o.src = configFlags(fs, a)
-}
+type policyGetOptions struct{ configOptions }
 
 func (o *policyGetOptions) run(ctx context.Context, a *app, args []string) error {
 	if len(args) != 1 {
@@ -55,13 +49,7 @@ writes ACCOUNT-duplication-policy.json and adds ACCOUNT to
 duplication-accounts.json. Nothing is written when validation fails.`
 
 // policyPutOptions are the options of policy put.
-type policyPutOptions struct {
-	src *configSource
-}
-
-func (o *policyPutOptions) define(fs *flag.FlagSet, a *app) {
-	o.src = configFlags(fs, a)
-}
+type policyPutOptions struct{ configOptions }
 
 func (o *policyPutOptions) run(ctx context.Context, a *app, args []string) error {
 	if len(args) != 2 {
@@ -103,7 +91,7 @@ func (o *policyPutOptions) run(ctx context.Context, a *app, args []string) error
 		return err
 	}
 	fmt.Fprintf(a.stdout, "stored %s in %s (%d spaces listed, %d default store policies)\n",
-		policy.FileName(account), o.src.where(), len(p.SpacePolicies), len(p.Default))
+		policy.FileName(account), o.src.String(), len(p.SpacePolicies), len(p.Default))
 	return nil
 }
 
@@ -134,14 +122,14 @@ func (o *policyDeleteOptions) run(ctx context.Context, a *app, args []string) er
 	if err != nil {
 		return err
 	}
-	if !o.yes && !confirm(a, fmt.Sprintf("Delete the duplication policy of %s from %s?", account, o.src.where())) {
+	if !o.yes && !confirm(a, fmt.Sprintf("Delete the duplication policy of %s from %s?", account, o.src.String())) {
 		fmt.Fprintln(a.stdout, "policy delete: cancelled, nothing deleted")
 		return nil
 	}
 	if err := repo.Delete(ctx, account); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "deleted %s and its entry in %s from %s\n", policy.FileName(account), policy.AccountsFile, o.src.where())
+	fmt.Fprintf(a.stdout, "deleted %s and its entry in %s from %s\n", policy.FileName(account), policy.AccountsFile, o.src.String())
 	return nil
 }
 
@@ -195,13 +183,7 @@ func (o *policyValidateOptions) run(ctx context.Context, a *app, args []string) 
 const policyListUsage = "millctl policy list\n\nPrints each account of duplication-accounts.json with its policy's spaces."
 
 // policyListOptions are the options of policy list.
-type policyListOptions struct {
-	src *configSource
-}
-
-func (o *policyListOptions) define(fs *flag.FlagSet, a *app) {
-	o.src = configFlags(fs, a)
-}
+type policyListOptions struct{ configOptions }
 
 func (o *policyListOptions) run(ctx context.Context, a *app, args []string) error {
 	if len(args) != 0 {

@@ -78,7 +78,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 				}
 				d, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
 					AWS: cfg, Claims: claims, QueuePrefix: *prefix, QueueNames: map[string]string{key: name},
-					Config:     wiring.ConfigSource{Dir: *cfgSrc.dir, Bucket: *cfgSrc.bucket, Prefix: *cfgSrc.prefix},
+					Config:     *cfgSrc.ConfigSource,
 					AuditTable: *auditTable, DatabaseURL: *dbURL, ReportsBucket: *reportsBucket,
 					Types: types, RecheckDelay: *recheck,
 					Noop: noop.Config{Sleep: *noopSleep}, Logger: a.logger,

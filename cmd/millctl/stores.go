@@ -49,7 +49,7 @@ func (o *storesValidateOptions) run(ctx context.Context, a *app, args []string) 
 	}
 	var reg *stores.Registry
 	var err error
-	where := o.src.where()
+	where := o.src.String()
 	if len(args) == 1 {
 		where = args[0]
 		reg, err = stores.LoadFile(args[0])
@@ -99,9 +99,7 @@ Nothing is written when any check fails. The previous version stays in the
 bucket's history (or under .history/ of --config-dir).`
 
 // storesPutOptions are the options of stores put.
-type storesPutOptions struct{ src *configSource }
-
-func (o *storesPutOptions) define(fs *flag.FlagSet, a *app) { o.src = configFlags(fs, a) }
+type storesPutOptions struct{ configOptions }
 
 func (o *storesPutOptions) run(ctx context.Context, a *app, args []string) error {
 	if len(args) != 1 {
@@ -153,9 +151,7 @@ Prints accounts.json, the registry of accounts and stores, as stored in the
 config source (--config-bucket under --config-prefix, or --config-dir).`
 
 // storesGetOptions are the options of stores get.
-type storesGetOptions struct{ src *configSource }
-
-func (o *storesGetOptions) define(fs *flag.FlagSet, a *app) { o.src = configFlags(fs, a) }
+type storesGetOptions struct{ configOptions }
 
 func (o *storesGetOptions) run(ctx context.Context, a *app, args []string) error {
 	if len(args) != 0 {
@@ -179,9 +175,7 @@ func (o *storesGetOptions) run(ctx context.Context, a *app, args []string) error
 const storesListUsage = "millctl stores list\n\nPrints one line per store of every account in the registry."
 
 // storesListOptions are the options of stores list.
-type storesListOptions struct{ src *configSource }
-
-func (o *storesListOptions) define(fs *flag.FlagSet, a *app) { o.src = configFlags(fs, a) }
+type storesListOptions struct{ configOptions }
 
 func (o *storesListOptions) run(ctx context.Context, a *app, args []string) error {
 	if len(args) != 0 {

@@ -10,6 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/configstore/fsconfigstore"
+	"github.com/millfleet/mill/pkg/configstore/s3configstore"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
@@ -32,21 +35,23 @@ func (c ConfigSource) String() string {
 	return "s3://" + c.Bucket + "/" + c.Prefix
 }
 
-// Registry loads accounts.json; s3c is used when the source is a bucket.
+// Registry loads accounts.json (LoadRegistry), its error naming the source.
 func (c ConfigSource) Registry(ctx context.Context, s3c *s3.Client) (*stores.Registry, error) {
-	var (
-		reg *stores.Registry
-		err error
-	)
-	if c.Dir != "" {
-		reg, err = stores.LoadFile(filepath.Join(c.Dir, stores.FileName))
-	} else {
-		reg, err = stores.LoadS3(ctx, s3c, c.Bucket, c.Prefix+stores.FileName)
-	}
+	reg, err := c.LoadRegistry(ctx, s3c)
 	if err != nil {
 		return nil, fmt.Errorf("store registry (%s): %w", c, err)
 	}
 	return reg, nil
+}
+
+// LoadRegistry loads accounts.json; s3c is used when the source is a
+// bucket. Its error is the loader's own (a file's problems joined, each
+// at file:line:col), for commands that list them.
+func (c ConfigSource) LoadRegistry(ctx context.Context, s3c *s3.Client) (*stores.Registry, error) {
+	if c.Dir != "" {
+		return stores.LoadFile(filepath.Join(c.Dir, stores.FileName))
+	}
+	return stores.LoadS3(ctx, s3c, c.Bucket, c.Prefix+stores.FileName)
 }
 
 // Policies returns the duplication policy repository of the source.
@@ -55,6 +60,16 @@ func (c ConfigSource) Policies(s3c *s3.Client) policy.Repository {
 		return policy.NewDir(c.Dir)
 	}
 	return policy.NewS3(s3c, c.Bucket, c.Prefix)
+}
+
+// Files is the versioned store of the source's files (conditional writes,
+// history), refusing files over maxSize (0: the store's default); s3c is
+// used when the source is a bucket.
+func (c ConfigSource) Files(s3c *s3.Client, maxSize int64) (configstore.Store, error) {
+	if c.Dir != "" {
+		return fsconfigstore.New(c.Dir, maxSize)
+	}
+	return s3configstore.New(s3c, c.Bucket, c.Prefix, maxSize), nil
 }
 
 // NewOpener opens the stores of reg: fs stores with fsstore, s3 stores with

@@ -5,6 +5,7 @@ package clock
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -45,6 +46,15 @@ func Or(c Clock) Clock {
 		return Real{}
 	}
 	return c
+}
+
+// Ambient returns the two services every component's Config defaults the
+// same way: c, or Real{} when nil (Or), and l, or slog.Default() when nil.
+func Ambient(c Clock, l *slog.Logger) (Clock, *slog.Logger) {
+	if l == nil {
+		l = slog.Default()
+	}
+	return Or(c), l
 }
 
 // Sleep waits d on c or until ctx is done; it returns ctx.Err() in that case.

@@ -2,6 +2,7 @@ package clock
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -52,5 +53,16 @@ func TestSleepAndBlockUntil(t *testing.T) {
 	ccancel()
 	if err := Sleep(cctx, f, time.Hour); err == nil {
 		t.Fatal("Sleep on a cancelled context should fail")
+	}
+}
+
+func TestAmbient(t *testing.T) {
+	c, l := Ambient(nil, nil)
+	if _, ok := c.(Real); !ok || l != slog.Default() {
+		t.Errorf("Ambient(nil, nil) = %T, %p; want Real, slog.Default()", c, l)
+	}
+	fake, own := NewFake(time.Unix(0, 0)), slog.New(slog.DiscardHandler)
+	if c, l := Ambient(fake, own); c != fake || l != own {
+		t.Errorf("Ambient(fake, own) = %v, %p; want them unchanged", c, l)
 	}
 }

@@ -65,8 +65,7 @@ func (c Config) withDefaults() Config {
 		c.Wait = DefaultWait
 	}
 	c.Wait = max(c.Wait, 0)
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -55,8 +54,7 @@ func (c CacheConfig) WithDefaults() CacheConfig {
 	if c.LoadTimeout <= 0 {
 		c.LoadTimeout = DefaultLoadTimeout
 	}
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 

@@ -162,6 +162,13 @@ type Provider interface {
 	Delete(ctx context.Context, space, contentID string) error
 }
 
+// Opener opens the provider of a registered store, an account's store by
+// its id; *stores.Opener implements it. The processors and producers take
+// one (or an interface embedding it) in their Config.
+type Opener interface {
+	Open(ctx context.Context, account, storeID string) (Provider, error)
+}
+
 // DefaultRetention is how long providers keep what Mill deletes or
 // replaces recoverable, unless configured otherwise.
 const DefaultRetention = 30 * 24 * time.Hour

@@ -1,7 +1,6 @@
 package workman
 
 import (
-	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -187,8 +186,7 @@ func (c Config) WithDefaults() Config {
 	if c.WorkerID == "" {
 		c.WorkerID = DefaultWorkerID()
 	}
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}

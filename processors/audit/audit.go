@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,9 +33,7 @@ var ErrNotConfirmed = errors.New("audit: not confirmed by the store")
 const DefaultEchoWindow = 5 * time.Minute
 
 // Opener opens a registered store's provider; *stores.Opener satisfies it.
-type Opener interface {
-	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
-}
+type Opener = storage.Opener
 
 // Config holds the processor's dependencies.
 type Config struct {
@@ -71,12 +68,11 @@ type Config struct {
 
 // WithDefaults returns c with defaults filled in.
 func (c Config) WithDefaults() Config {
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	c.Notifier = notify.Or(c.Notifier, c.Logger)
 	if c.EchoWindow == 0 {
 		c.EchoWindow = DefaultEchoWindow
 	}
-	c.Clock = clock.Or(c.Clock)
 	return c
 }
 

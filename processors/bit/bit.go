@@ -1,7 +1,6 @@
 package bit
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,7 +39,7 @@ const KeyRecheckOf = "recheckOf"
 // Stores opens the storage providers of registered stores and exposes the
 // registry; *stores.Opener implements it.
 type Stores interface {
-	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
+	storage.Opener
 	Registry() *stores.Registry
 }
 
@@ -85,8 +84,7 @@ func (c Config) WithDefaults() Config {
 	if c.UserID == "" {
 		c.UserID = DefaultUserID
 	}
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 

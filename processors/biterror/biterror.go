@@ -92,7 +92,6 @@
 package biterror
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -161,8 +160,7 @@ func (c Config) WithDefaults() Config {
 	if c.UserID == "" {
 		c.UserID = DefaultUserID
 	}
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 

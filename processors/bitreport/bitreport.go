@@ -2,7 +2,6 @@ package bitreport
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,7 +47,7 @@ const (
 // Stores opens registered stores and exposes the registry (*stores.Opener
 // implements it).
 type Stores interface {
-	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
+	storage.Opener
 	Registry() *stores.Registry
 }
 
@@ -111,8 +110,7 @@ func (c Config) WithDefaults() Config {
 	if c.PageSize <= 0 {
 		c.PageSize = 1000
 	}
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	c.Notifier = notify.Or(c.Notifier, c.Logger)
 	return c
 }

@@ -1,7 +1,6 @@
 package dup
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,9 +37,7 @@ const UserID = "mill-duplication"
 
 // Opener opens the storage provider of an account's store;
 // *stores.Opener implements it.
-type Opener interface {
-	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
-}
+type Opener = storage.Opener
 
 // AuditFunc wraps the destination provider so that its writes are audited
 // (normally audited.New; see AuditTo).
@@ -161,8 +158,7 @@ func (c Config) WithDefaults() Config {
 	if c.ContinueAfter == 0 {
 		c.ContinueAfter = DefaultContinueAfter
 	}
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 

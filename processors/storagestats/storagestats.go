@@ -1,7 +1,6 @@
 package storagestats
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +27,7 @@ const RunIDFormat = "20060102T150405Z"
 // Stores opens registered stores and exposes the registry (*stores.Opener
 // implements it).
 type Stores interface {
-	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
+	storage.Opener
 	Registry() *stores.Registry
 }
 
@@ -62,8 +61,7 @@ func (c Config) withDefaults() Config {
 	if c.PageSize <= 0 {
 		c.PageSize = storage.DefaultPageSize
 	}
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 

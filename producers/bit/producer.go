@@ -24,9 +24,7 @@ import (
 const Kind = "bitproducer"
 
 // Opener opens a registered store (*stores.Opener implements it).
-type Opener interface {
-	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
-}
+type Opener = storage.Opener
 
 // Config configures a Producer. Registry, Opener and BitLog are required.
 type Config struct {

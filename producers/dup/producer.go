@@ -62,9 +62,7 @@ const Kind = "dupproducer"
 
 // Opener opens the storage provider of an account's store;
 // *stores.Opener implements it. The producer only reads.
-type Opener interface {
-	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
-}
+type Opener = storage.Opener
 
 // Config configures a Producer. Registry, Policies and Opener are required.
 type Config struct {

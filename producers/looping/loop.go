@@ -1,7 +1,6 @@
 package looping
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -98,8 +97,7 @@ type Config struct {
 
 // WithDefaults returns c with unset optional fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	if c.Holder.ID == "" {
 		c.Holder = lease.Self(c.Clock.Now())
 	}

@@ -66,21 +66,18 @@ type Skip struct{ ID, Reason string }
 // MaxSkipsShown bounds the skipped morsels Write lists one by one.
 const MaxSkipsShown = 20
 
-func skipped(ms []Morsel) []Skip {
-	var out []Skip
-	for _, m := range ms {
-		if m.Skipped != "" {
-			out = append(out, Skip{ID: m.ID, Reason: m.Skipped})
-		}
-	}
-	return out
-}
+// skipped lists the morsels left out of the run, with Morsel.Skipped.
+func skipped(ms []Morsel) []Skip { return morselsWith(ms, func(m Morsel) string { return m.Skipped }) }
 
-func failed(ms []Morsel) []Skip {
+// failed lists the morsels given up, with Morsel.Failed.
+func failed(ms []Morsel) []Skip { return morselsWith(ms, func(m Morsel) string { return m.Failed }) }
+
+// morselsWith lists the morsels whose reason is not empty, with it.
+func morselsWith(ms []Morsel, reason func(Morsel) string) []Skip {
 	var out []Skip
 	for _, m := range ms {
-		if m.Failed != "" {
-			out = append(out, Skip{ID: m.ID, Reason: m.Failed})
+		if r := reason(m); r != "" {
+			out = append(out, Skip{ID: m.ID, Reason: r})
 		}
 	}
 	return out

@@ -132,8 +132,7 @@ func (c Config) withDefaults() Config {
 	c.ScanBudget = cmp.Or(c.ScanBudget, DefaultScanBudget)
 	c.DeadLetterRescan = cmp.Or(c.DeadLetterRescan, DefaultDeadLetterRescan)
 	c.DeadLetterMax = cmp.Or(c.DeadLetterMax, DefaultDeadLetterMax)
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 

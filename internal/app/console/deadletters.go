@@ -94,17 +94,11 @@ var dlNotices = map[string]string{
 	"redrive":    "Redrive started. Progress shows below; every change is in the change log.",
 	"purge":      "Purge started. Progress shows below; every change is in the change log.",
 	"rescan":     "Rescanning the queue.",
-	"unrecorded": "The change was made, but the change log could not record it (see the console's log).",
+	"unrecorded": unrecordedNotice,
 }
 
 func (s *Server) dlNotice(r *http.Request) string {
-	var out []string
-	for _, k := range r.URL.Query()["msg"] {
-		if t, ok := dlNotices[k]; ok {
-			out = append(out, t)
-		}
-	}
-	return strings.Join(out, " ")
+	return strings.Join(noticeTexts(r, dlNotices), " ")
 }
 
 func taskTypes() []string {

@@ -169,11 +169,7 @@ func (s *Server) renderEditor(w http.ResponseWriter, r *http.Request, u *auth.Us
 // editPost applies an editor action (add or remove a row, check, preview)
 // to the draft the form holds and shows the result. Nothing is written.
 func (s *Server) editPost(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	acct, ok := s.account(w, r)
-	if !ok {
-		return
-	}
-	f, ok := s.readForm(w, r, u, maxEditorForm)
+	acct, f, ok := s.accountForm(w, r, u, maxEditorForm)
 	if !ok {
 		return
 	}
@@ -239,11 +235,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, u *auth.User, a
 // savePolicy stores the previewed policy when the file is still at the
 // version the edit started from.
 func (s *Server) savePolicy(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	acct, ok := s.account(w, r)
-	if !ok {
-		return
-	}
-	f, ok := s.readForm(w, r, u, maxEditorForm)
+	acct, f, ok := s.accountForm(w, r, u, maxEditorForm)
 	if !ok {
 		return
 	}

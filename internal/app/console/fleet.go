@@ -50,7 +50,7 @@ var fleetNotices = map[string]string{
 	"paused":     "Paused. Every Workman stops it within one heartbeat interval (30 s by default).",
 	"resumed":    "Resumed. Every Workman takes it up again within one heartbeat interval.",
 	"notpaused":  "That was not paused.",
-	"unrecorded": "The change was made, but the change log could not record it (see the console's log).",
+	"unrecorded": unrecordedNotice,
 }
 
 func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request, u *auth.User) {

@@ -142,11 +142,7 @@ func (s *Server) versionPage(w http.ResponseWriter, r *http.Request, u *auth.Use
 }
 
 func (s *Server) restorePolicy(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	acct, ok := s.account(w, r)
-	if !ok {
-		return
-	}
-	f, ok := s.readForm(w, r, u, 8<<10)
+	acct, f, ok := s.accountForm(w, r, u, 8<<10)
 	if !ok {
 		return
 	}

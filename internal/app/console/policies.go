@@ -53,6 +53,10 @@ type policiesData struct {
 	Files       string
 }
 
+// unrecordedNotice is the notice (?msg=unrecorded) of a change the change
+// log could not record, on every page that makes changes.
+const unrecordedNotice = "The change was made, but the change log could not record it (see the console's log)."
+
 // messages of the notice shown after a redirect (?msg=…): fixed texts, so
 // nothing from the query string is shown as is.
 var notices = map[string]string{
@@ -64,20 +68,29 @@ var notices = map[string]string{
 	"unlisted":   "The account left duplication-accounts.json: it is no longer duplicated.",
 	"unchanged":  "Nothing to change.",
 	"listfailed": "Adding the account to duplication-accounts.json failed (see the console's log); use the switch on the policies page.",
-	"unrecorded": "The change was made, but the change log could not record it (see the console's log).",
+	"unrecorded": unrecordedNotice,
 }
 
 func (s *Server) notice(r *http.Request) string {
-	var out []string
-	for _, k := range r.URL.Query()["msg"] {
-		if t, ok := notices[k]; ok {
-			if strings.Contains(t, "%s") {
-				t = fmt.Sprintf(t, human(s.cfg.PolicyRefresh))
-			}
-			out = append(out, t)
+	out := noticeTexts(r, notices)
+	for i, t := range out {
+		if strings.Contains(t, "%s") {
+			out[i] = fmt.Sprintf(t, human(s.cfg.PolicyRefresh))
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// noticeTexts are the texts of the fixed notices the ?msg= keys of r name
+// (a key not in texts is ignored: the query is anyone's).
+func noticeTexts(r *http.Request, texts map[string]string) []string {
+	var out []string
+	for _, k := range r.URL.Query()["msg"] {
+		if t, ok := texts[k]; ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func (s *Server) policiesPage(w http.ResponseWriter, r *http.Request, u *auth.User) {
@@ -160,6 +173,17 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) (string, bool) 
 	return a, true
 }
 
+// accountForm returns the {account} of the path and the posted form (at
+// most limit bytes), or writes the error page.
+func (s *Server) accountForm(w http.ResponseWriter, r *http.Request, u *auth.User, limit int64) (string, *form, bool) {
+	acct, ok := s.account(w, r)
+	if !ok {
+		return "", nil, false
+	}
+	f, ok := s.readForm(w, r, u, limit)
+	return acct, f, ok
+}
+
 // accountDoc returns the {account} of the path and its policy file, or
 // writes the error page.
 func (s *Server) accountDoc(w http.ResponseWriter, r *http.Request) (string, *policyedit.Doc, bool) {
@@ -214,11 +238,7 @@ func (s *Server) policyPage(w http.ResponseWriter, r *http.Request, u *auth.User
 
 // setListed is the switch of duplication-accounts.json.
 func (s *Server) setListed(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	acct, ok := s.account(w, r)
-	if !ok {
-		return
-	}
-	f, ok := s.readForm(w, r, u, 4<<10)
+	acct, f, ok := s.accountForm(w, r, u, 4<<10)
 	if !ok {
 		return
 	}
@@ -279,11 +299,7 @@ func (s *Server) deletePage(w http.ResponseWriter, r *http.Request, u *auth.User
 }
 
 func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	acct, ok := s.account(w, r)
-	if !ok {
-		return
-	}
-	f, ok := s.readForm(w, r, u, 8<<10)
+	acct, f, ok := s.accountForm(w, r, u, 8<<10)
 	if !ok {
 		return
 	}

@@ -1,9 +1,9 @@
 package dynamofleet
 
 import (
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/millfleet/mill/pkg/dynamotable"
 )
 
 // The fleet table's schema: worker records and pauses in one table, billed
@@ -25,27 +25,10 @@ const (
 // CreateTableInput describes the fleet table for CreateTable. TTL cannot be
 // set at creation: follow with TimeToLiveInput once the table is ACTIVE.
 func CreateTableInput(table string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		TableName:   aws.String(table),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(AttrKind), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AttrID), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(AttrKind), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(AttrID), KeyType: types.KeyTypeRange},
-		},
-	}
+	return dynamotable.Create(table, AttrKind, AttrID)
 }
 
 // TimeToLiveInput enables TTL on AttrExpiresAt.
 func TimeToLiveInput(table string) *dynamodb.UpdateTimeToLiveInput {
-	return &dynamodb.UpdateTimeToLiveInput{
-		TableName: aws.String(table),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String(AttrExpiresAt),
-			Enabled:       aws.Bool(true),
-		},
-	}
+	return dynamotable.TTL(table, AttrExpiresAt)
 }

@@ -1,9 +1,9 @@
 package dynamolease
 
 import (
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/millfleet/mill/pkg/dynamotable"
 )
 
 // The lease table's schema: one item per lease, keyed by its name, billed
@@ -19,25 +19,10 @@ const (
 // CreateTableInput describes the lease table for CreateTable. TTL cannot
 // be set at creation: follow with TimeToLiveInput once the table is ACTIVE.
 func CreateTableInput(table string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		TableName:   aws.String(table),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(AttrName), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(AttrName), KeyType: types.KeyTypeHash},
-		},
-	}
+	return dynamotable.Create(table, AttrName, "")
 }
 
 // TimeToLiveInput enables TTL on AttrExpiresAt.
 func TimeToLiveInput(table string) *dynamodb.UpdateTimeToLiveInput {
-	return &dynamodb.UpdateTimeToLiveInput{
-		TableName: aws.String(table),
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String(AttrExpiresAt),
-			Enabled:       aws.Bool(true),
-		},
-	}
+	return dynamotable.TTL(table, AttrExpiresAt)
 }

@@ -27,35 +27,6 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 )
 
-// Action is a write action an AUDIT task records: task.Action.
-type Action = task.Action
-
-// The audited actions (aliases of pkg/task's, the one source of the names).
-const (
-	CreateSpace          = task.ActionCreateSpace
-	DeleteSpace          = task.ActionDeleteSpace
-	SetSpaceACLs         = task.ActionSetSpaceACLs
-	AddContent           = task.ActionAddContent
-	CopyContent          = task.ActionCopyContent
-	DeleteContent        = task.ActionDeleteContent
-	SetContentProperties = task.ActionSetContentProperties
-)
-
-// AUDIT property keys (DuraCloud's names), as pkg/task names them.
-const (
-	KeyAction            = task.KeyAction
-	KeyUserID            = task.KeyUserID
-	KeyDateTime          = task.KeyDateTime
-	KeyContentChecksum   = task.KeyContentChecksum
-	KeyContentMimetype   = task.KeyContentMimetype
-	KeyContentSize       = task.KeyContentSize
-	KeyContentProperties = task.KeyContentProperties
-	KeySpaceACLs         = task.KeySpaceACLs
-	KeyStoreType         = task.KeyStoreType
-	KeySourceSpaceID     = task.KeySourceSpaceID
-	KeySourceContentID   = task.KeySourceContentID
-)
-
 // KeyRestoredVersion names, in the AUDIT task of a restore, the version
 // restored (the audit log records the restore as COPY_CONTENT whose
 // source is the item itself).
@@ -182,7 +153,7 @@ func (p *Provider) CreateSpaceIfAbsent(ctx context.Context, space string) (bool,
 	if err != nil || !created {
 		return false, err
 	}
-	return true, p.emit(ctx, p.event(CreateSpace, space, ""))
+	return true, p.emit(ctx, p.event(task.ActionCreateSpace, space, ""))
 }
 
 // DeleteSpace implements storage.Provider and emits DELETE_SPACE.
@@ -190,7 +161,7 @@ func (p *Provider) DeleteSpace(ctx context.Context, space string) error {
 	if err := p.inner.DeleteSpace(ctx, space); err != nil {
 		return err
 	}
-	return p.emit(ctx, p.event(DeleteSpace, space, ""))
+	return p.emit(ctx, p.event(task.ActionDeleteSpace, space, ""))
 }
 
 // SetSpaceACLs implements storage.Provider and emits SET_SPACE_ACLS with
@@ -199,11 +170,11 @@ func (p *Provider) SetSpaceACLs(ctx context.Context, space string, acls map[stri
 	if err := p.inner.SetSpaceACLs(ctx, space, acls); err != nil {
 		return err
 	}
-	e := p.event(SetSpaceACLs, space, "")
+	e := p.event(task.ActionSetSpaceACLs, space, "")
 	if acls == nil {
 		acls = map[string]string{}
 	}
-	e.Props[KeySpaceACLs] = jsonObject(acls)
+	e.Props[task.KeySpaceACLs] = jsonObject(acls)
 	return p.emit(ctx, e)
 }
 
@@ -216,7 +187,7 @@ func (p *Provider) Put(ctx context.Context, space, contentID string, r io.Reader
 	if err != nil {
 		return nil, err
 	}
-	e := p.event(AddContent, space, contentID)
+	e := p.event(task.ActionAddContent, space, contentID)
 	withInfo(e, info)
 	return info, p.emit(ctx, e)
 }
@@ -229,14 +200,14 @@ func (p *Provider) SetProperties(ctx context.Context, space, contentID string, p
 	if err := p.inner.SetProperties(ctx, space, contentID, props); err != nil {
 		return err
 	}
-	e := p.event(SetContentProperties, space, contentID)
+	e := p.event(task.ActionSetContentProperties, space, contentID)
 	if info, err := p.inner.Head(ctx, space, contentID); err == nil {
 		withInfo(e, info)
 	}
 	if props == nil {
 		props = map[string]string{}
 	}
-	e.Props[KeyContentProperties] = jsonObject(props)
+	e.Props[task.KeyContentProperties] = jsonObject(props)
 	return p.emit(ctx, e)
 }
 
@@ -255,7 +226,7 @@ func (p *Provider) Delete(ctx context.Context, space, contentID string) error {
 	if err := p.inner.Delete(ctx, space, contentID); err != nil {
 		return err
 	}
-	e := p.event(DeleteContent, space, contentID)
+	e := p.event(task.ActionDeleteContent, space, contentID)
 	withInfo(e, before)
 	return p.emit(ctx, e)
 }
@@ -367,10 +338,10 @@ func (p *Provider) Copy(ctx context.Context, src storage.Provider, srcSpace, src
 }
 
 func (p *Provider) copyEvent(info *storage.Info, srcSpace, srcID, dstSpace, dstID string) *task.Task {
-	e := p.event(CopyContent, dstSpace, dstID)
+	e := p.event(task.ActionCopyContent, dstSpace, dstID)
 	withInfo(e, info)
-	e.Props[KeySourceSpaceID] = srcSpace
-	e.Props[KeySourceContentID] = srcID
+	e.Props[task.KeySourceSpaceID] = srcSpace
+	e.Props[task.KeySourceContentID] = srcID
 	return e
 }
 
@@ -385,20 +356,20 @@ func unwrap(p storage.Provider) storage.Provider {
 }
 
 // event returns an AUDIT task with the properties every action carries.
-func (p *Provider) event(a Action, space, contentID string) *task.Task {
+func (p *Provider) event(a task.Action, space, contentID string) *task.Task {
 	props := map[string]string{
-		task.KeyAccount: p.cfg.Account,
-		task.KeyStoreID: p.cfg.StoreID,
-		task.KeySpaceID: space,
-		KeyAction:       string(a),
-		KeyDateTime:     strconv.FormatInt(p.cfg.Clock.Now().UnixMilli(), 10),
-		KeyStoreType:    string(p.cfg.StoreKind),
+		task.KeyAccount:   p.cfg.Account,
+		task.KeyStoreID:   p.cfg.StoreID,
+		task.KeySpaceID:   space,
+		task.KeyAction:    string(a),
+		task.KeyDateTime:  strconv.FormatInt(p.cfg.Clock.Now().UnixMilli(), 10),
+		task.KeyStoreType: string(p.cfg.StoreKind),
 	}
 	if contentID != "" {
 		props[task.KeyContentID] = contentID
 	}
 	if p.cfg.UserID != "" {
-		props[KeyUserID] = p.cfg.UserID
+		props[task.KeyUserID] = p.cfg.UserID
 	}
 	return task.New(task.TypeAudit, props)
 }
@@ -409,25 +380,25 @@ func withInfo(e *task.Task, info *storage.Info) {
 		return
 	}
 	if info.Checksum != "" {
-		e.Props[KeyContentChecksum] = info.Checksum
+		e.Props[task.KeyContentChecksum] = info.Checksum
 	}
 	if info.MimeType != "" {
-		e.Props[KeyContentMimetype] = info.MimeType
+		e.Props[task.KeyContentMimetype] = info.MimeType
 	}
 	if info.Size >= 0 {
-		e.Props[KeyContentSize] = strconv.FormatInt(info.Size, 10)
+		e.Props[task.KeyContentSize] = strconv.FormatInt(info.Size, 10)
 	}
 	props := info.Properties
 	if props == nil {
 		props = map[string]string{}
 	}
-	e.Props[KeyContentProperties] = jsonObject(props)
+	e.Props[task.KeyContentProperties] = jsonObject(props)
 }
 
 // emit puts e on the audit queue. The write has happened: a failure here is
 // reported as ErrNotAudited with what was written, never dropped.
 func (p *Provider) emit(ctx context.Context, e *task.Task) error {
-	what := e.Props[KeyAction] + " " + e.Props[task.KeySpaceID]
+	what := e.Props[task.KeyAction] + " " + e.Props[task.KeySpaceID]
 	if id := e.Props[task.KeyContentID]; id != "" {
 		what += "/" + id
 	}

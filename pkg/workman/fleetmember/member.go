@@ -1,7 +1,6 @@
 package fleetmember
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -45,8 +44,7 @@ func (c Config) withDefaults() Config {
 	if c.KeepGone == 0 {
 		c.KeepGone = fleet.DefaultKeepGone
 	}
-	c.Clock = clock.Or(c.Clock)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 
