@@ -94,12 +94,43 @@ func (s *Server) Status(id string) string {
 	return ""
 }
 
+// WaitFor blocks until the job's status is one of statuses (or ctx ends).
+func (s *Server) WaitFor(ctx context.Context, id string, statuses ...string) (string, error) {
+	for {
+		s.mu.Lock()
+		j, ok := s.jobs[id]
+		if !ok {
+			s.mu.Unlock()
+			return "", fmt.Errorf("s3controlstub: no job %s", id)
+		}
+		st, ch := j.status, s.changed
+		s.mu.Unlock()
+		for _, want := range statuses {
+			if st == want {
+				return st, nil
+			}
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return st, fmt.Errorf("s3controlstub: job %s is %s: %w", id, st, ctx.Err())
+		}
+	}
+}
+
+// notify wakes WaitFor; s.mu is held.
+func (s *Server) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
 // set changes the job's status unless it is being cancelled.
 func (s *Server) set(j *job, status string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !j.cancelled {
 		j.status = status
+		s.notify()
 	}
 }
 
@@ -108,6 +139,7 @@ func (s *Server) finish(j *job, status, code, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j.status = status
+	s.notify()
 	if code != "" {
 		j.failures = append(j.failures, failureXML{FailureCode: code, FailureReason: reason})
 	}
@@ -141,6 +173,7 @@ func (s *Server) run(j *job) {
 	confirm := j.req.ConfirmationRequired != nil && *j.req.ConfirmationRequired
 	if confirm && !j.cancelled {
 		j.status, j.suspended = "Suspended", time.Now()
+		s.notify()
 	}
 	s.mu.Unlock()
 	// Suspended until confirmed, held until released: wait for a poke.
@@ -176,6 +209,7 @@ func (s *Server) run(j *job) {
 		final = "Cancelled"
 	} else {
 		j.status = "Completing"
+		s.notify()
 	}
 	s.mu.Unlock()
 	if len(rows) > 0 && j.req.Report.Enabled {

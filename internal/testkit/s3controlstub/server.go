@@ -50,6 +50,8 @@ type Server struct {
 	jobs   map[string]*job
 	order  []string          // job IDs by creation
 	tokens map[string]string // ClientRequestToken → job ID
+	// changed is closed, and replaced, at every status change.
+	changed chan struct{}
 }
 
 // New returns a stand-in that reads manifests and objects from, and writes
@@ -62,7 +64,7 @@ func New(s3c *s3.Client, o Options) *Server {
 		o.Region = "us-east-1"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{s3: s3c, o: o, ctx: ctx, cancel: cancel, jobs: map[string]*job{}, tokens: map[string]string{}}
+	return &Server{s3: s3c, o: o, ctx: ctx, cancel: cancel, jobs: map[string]*job{}, tokens: map[string]string{}, changed: make(chan struct{})}
 }
 
 // Start listens on 127.0.0.1 (a free port) and serves.
@@ -348,10 +350,12 @@ func (s *Server) updateJobStatus(w http.ResponseWriter, r *http.Request, id stri
 		j.status = "Cancelling"
 		j.reason = reason
 		j.poke()
+		s.notify()
 	case want == "Ready" && j.status == "Suspended":
 		j.confirmed = true
 		j.status = "Ready"
 		j.poke()
+		s.notify()
 	default:
 		st := j.status
 		s.mu.Unlock()
