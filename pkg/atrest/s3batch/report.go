@@ -27,10 +27,16 @@ const (
 
 // LineError is a completion-report line (or a manifest object without
 // one) that yields no checksum. Results goes on after it.
+//
+// Object is the manifest object whose result this error is: each manifest
+// object gets exactly one outcome, a Result or a LineError naming it.
+// Object is zero when the line names no object of the manifest, or one
+// already reported: such an error is about the report, not about an
+// object.
 type LineError struct {
 	File   string // s3://bucket/key of the results CSV; "" for a missing line
 	Line   int
-	Object atrest.Object // as far as the line names one
+	Object atrest.Object
 	Err    error
 }
 
