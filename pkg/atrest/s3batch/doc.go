@@ -22,15 +22,19 @@
 // the manifest back (by its ETag), reads <prefix>/job-<id>/manifest.json,
 // and reads each results CSV it names only from under
 // <prefix>/job-<id>/results/ in the report bucket, after checking the
-// file's MD5 against manifest.json. A line yields a checksum only when it
-// names an object of the manifest not yet reported, its task succeeded,
-// and its ResultMessage is the Compute checksum JSON
-// ({"checksum_base64", "checksum_hex", "checksumAlgorithm",
+// file's MD5 against the MD5Checksum manifest.json gives it (a check
+// against corruption: whoever can rewrite the report can rewrite both). A
+// line yields a checksum only when it names an object of the manifest not
+// yet reported, its task succeeded, and its ResultMessage is the Compute
+// checksum JSON ({"checksum_base64", "checksum_hex", "checksumAlgorithm",
 // "checksumType"}) of the job's algorithm, FULL_OBJECT, with a value of
 // the algorithm's length (both encodings agreeing when both are given).
 // Any other line is a *LineError and the iteration goes on; manifest
-// objects without a line end it with one *LineError each. The report's
-// documented schema lists ErrorCode before HTTPStatusCode while its
+// objects without a line end it with one *LineError each, so every
+// manifest object has exactly one outcome. AWS's report pages show the
+// columns but no Compute checksum line: the JSON's field names are those
+// of published readers of real reports, and make test/aws checks them. The
+// documented schema lists ErrorCode before HTTPStatusCode while the
 // documented example lines put the status code first: the numeric one of
 // the two columns is taken as the status code.
 //
