@@ -102,6 +102,19 @@ func TestComputeChecksumOfEveryStorageClass(t *testing.T) {
 			if r := res[missing]; r.OK || r.Checksum != "" || !strings.Contains(r.Error, "NoSuch") {
 				t.Errorf("a missing object: %+v", r)
 			}
+			// Mill read no object and restored none: it wrote the manifest
+			// and read the report, under the report prefix only.
+			puts, gets := 0, 0
+			for _, req := range e.calls.requests() {
+				if !strings.Contains(req, "/atrest/reports/") || strings.Contains(req, "restore") || strings.HasPrefix(req, "HEAD") {
+					t.Errorf("the checker sent %s", req)
+				}
+				puts += strings.Count(req[:4], "PUT")
+				gets += strings.Count(req[:4], "GET")
+			}
+			if puts == 0 || gets < 3 {
+				t.Errorf("the checker's client recorded %d PUTs and %d GETs: the recorder sees nothing", puts, gets)
+			}
 		})
 	}
 }
