@@ -99,7 +99,8 @@ func TestComputeChecksumOfEveryStorageClass(t *testing.T) {
 					t.Errorf("%q (version %q): %+v, want %s %s", o.Key, o.VersionID, r, alg, want)
 				}
 			}
-			if r := res[missing]; r.OK || r.Checksum != "" || !strings.Contains(r.Error, "NoSuch") {
+			// The stand-in's own tests pin the error code (NoSuchKey).
+			if r := res[missing]; r.OK || r.Checksum != "" || r.Error == "" {
 				t.Errorf("a missing object: %+v", r)
 			}
 			// Mill read no object and restored none: it wrote the manifest
