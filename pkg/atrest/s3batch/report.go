@@ -68,6 +68,7 @@ type job struct {
 	reportBucket, prefix string
 	manifestBucket, mkey string
 	manifestETag         string
+	manifestVersion      string
 	fields               []ctltypes.JobManifestFieldName
 }
 
@@ -114,6 +115,7 @@ func (c *Checker) parseJob(j *ctltypes.JobDescriptor) (job, error) {
 	}
 	out.manifestBucket, out.mkey = mb, mk
 	out.manifestETag = strings.Trim(aws.ToString(m.Location.ETag), `"`)
+	out.manifestVersion = aws.ToString(m.Location.ObjectVersionId)
 	out.fields = m.Spec.Fields
 	return out, nil
 }
@@ -193,9 +195,13 @@ func show(o atrest.Object) string {
 }
 
 // readManifest reads back the job's manifest, as it was when the job was
-// created (its ETag).
+// created (its version, when the bucket keeps versions, and its ETag).
 func (c *Checker) readManifest(ctx context.Context, j job) ([]atrest.Object, error) {
-	out, err := c.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(j.manifestBucket), Key: aws.String(j.mkey)})
+	in := &s3.GetObjectInput{Bucket: aws.String(j.manifestBucket), Key: aws.String(j.mkey)}
+	if j.manifestVersion != "" {
+		in.VersionId = aws.String(j.manifestVersion)
+	}
+	out, err := c.s3.GetObject(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("s3batch: job %s: read manifest s3://%s/%s: %w", j.id, j.manifestBucket, j.mkey, err)
 	}
