@@ -6,11 +6,11 @@
 //
 // Submit writes the manifest (S3BatchOperations_CSV_20180820: Bucket,Key
 // or Bucket,Key,VersionId; keys URL-encoded, see EncodeKey) to
-// <ReportPrefix>/manifests/ in the report bucket, then calls CreateJob with
-// the manifest's ETag, a completion report of all tasks
-// (Report_CSV_20180820) under ReportPrefix, ConfirmationRequired false and
-// Spec.Token as the ClientRequestToken, so a retried Submit never makes a
-// second job.
+// <ReportPrefix>/manifests/ in the report bucket, once (its key names its
+// content; If-None-Match), then calls CreateJob with the manifest's ETag
+// and version, a completion report of all tasks (Report_CSV_20180820)
+// under ReportPrefix, ConfirmationRequired false and Spec.Token as the
+// ClientRequestToken, so a repeated Submit never makes a second job.
 //
 // Describe maps DescribeJob's status: Complete, Failed and Cancelled are
 // themselves; every other documented state (New, Preparing, Suspended,
@@ -19,7 +19,7 @@
 //
 // Results trusts nothing in the report it did not ask for. It takes the
 // manifest, the report location and the algorithm from DescribeJob, reads
-// the manifest back (by its ETag), reads <prefix>/job-<id>/manifest.json,
+// the manifest back (by its version and ETag), reads <prefix>/job-<id>/manifest.json,
 // and reads each results CSV it names only from under
 // <prefix>/job-<id>/results/ in the report bucket, after checking the
 // file's MD5 against the MD5Checksum manifest.json gives it (a check
