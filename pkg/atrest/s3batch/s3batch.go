@@ -151,7 +151,7 @@ func (c *Checker) Submit(ctx context.Context, s atrest.Spec) (string, error) {
 	}
 	desc := s.Description
 	if len(desc) > 256 {
-		desc = desc[:256]
+		desc = strings.ToValidUTF8(desc[:256], "")
 	}
 	in := &s3control.CreateJobInput{
 		AccountId:            aws.String(account),
