@@ -40,7 +40,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 	if revision != "" {
 		in.IfMatch = aws.String(revision)
 	}
-	out, err := s.client.GetObject(ctx, in, noResponseValidation)
+	out, err := s.client.GetObject(ctx, in, getOptions(ctx)...)
 	if err != nil {
 		var api smithy.APIError
 		if errors.As(err, &api) && api.ErrorCode() == "InvalidRange" {
