@@ -298,7 +298,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 		Observer: observer, BitErrorQueue: q[queue.KeyBitError],
 		Requeue: q[queue.KeyBitReport], RecheckDelay: d.RecheckDelay, Format: d.Format,
 		TempDir: d.TempDir, Notifier: d.Notifier, AdminSpace: d.ReportAdminSpace, AuditQueue: q[queue.KeyAudit],
-		Prices: d.Prices, Clock: d.Clock, Logger: d.Logger,
+		Prices: d.Prices, ReadPartSize: d.Transfer.PartSize, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeBitReport, rp, err)
 

@@ -100,8 +100,12 @@ type Config struct {
 	// Prices is the price table a report's cost is estimated with
 	// (default pricing.Default(): published us-east-1 list prices).
 	Prices *pricing.Table
-	Clock  clock.Clock  // default the system clock
-	Logger *slog.Logger // default slog.Default()
+	// ReadPartSize is the size of the bit check's ranged GETs (its
+	// Transfer.PartSize; default storage.DefaultPartSize): the estimate
+	// counts a read of n bytes as ⌈n/ReadPartSize⌉ GETs.
+	ReadPartSize int64
+	Clock        clock.Clock  // default the system clock
+	Logger       *slog.Logger // default slog.Default()
 }
 
 // WithDefaults returns c with the zero defaults filled in.

@@ -29,6 +29,7 @@ const MaxProblems = 20
 // It counts what the rows' checks did (their methods and bytes) for the
 // run's cost.
 func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete bool, w io.Writer, log *slog.Logger) (rep bitlog.Report, problems []bitlog.Row, usage pricing.Usage, err error) {
+	usage.PartSize = p.cfg.ReadPartSize
 	rep, err = p.compareRows(ctx, r, kind, prov, complete, w, log, func(row bitlog.Row) {
 		if row.Result != bitlog.ResultSuccess && len(problems) < MaxProblems {
 			problems = append(problems, row)

@@ -26,7 +26,7 @@ func TestReportCost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rec("a", bitlog.MethodRead, 3*pricing.GB, false) // 192 GETs of 16 MiB
+	rec("a", bitlog.MethodRead, 3*pricing.GB, false) // 3 GETs of 1 GiB
 	rec("b", bitlog.MethodAtRest, pricing.GB, true)
 	rec("c", bitlog.MethodStored, 0, true)
 	prices := pricing.Default()
@@ -34,7 +34,7 @@ func TestReportCost(t *testing.T) {
 	prices.GetPer1000, prices.HeadPer1000, prices.TransferInRegionPerGB = 1, 2, 0.5
 	prices.BatchJob, prices.BatchPerMillionObjects, prices.ComputeChecksumPerGB = 0.25, 1e6, 3
 	prices.RestoreFlexiblePer1000, prices.RestoreFlexiblePerGB = 1000, 7
-	p := e.processor(t, func(c *bitreport.Config) { c.Prices = prices })
+	p := e.processor(t, func(c *bitreport.Config) { c.Prices, c.ReadPartSize = prices, 1<<30 })
 	if err := p.Handle(t.Context(), e.report(t, 3, nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestReportCost(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	near("read", c.Read, 192.0/1000*1+3*0.5)
+	near("read", c.Read, 3.0/1000*1+3*0.5)
 	near("at rest", c.AtRest, 0.25+1+1*3)
 	near("stored", c.Stored, 1.0/1000*2)
 	near("total", c.Total, c.Read+c.AtRest+c.Stored)

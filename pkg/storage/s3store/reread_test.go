@@ -147,3 +147,29 @@ func TestNewConnectionDialsItsOwn(t *testing.T) {
 		}
 	})
 }
+
+// TestNewConnectionClients: the SDK's buildable client is copied with a
+// pool of its own (a new *BuildableClient); any other client gets its
+// requests marked Connection: close.
+func TestNewConnectionClients(t *testing.T) {
+	bc := awshttp.NewBuildableClient()
+	o := s3.Options{HTTPClient: bc}
+	newConnection(&o)
+	if c, ok := o.HTTPClient.(*awshttp.BuildableClient); !ok || c == bc {
+		t.Fatalf("buildable client: %T %p; want a copy of %p", o.HTTPClient, o.HTTPClient, bc)
+	}
+	var closed bool
+	o = s3.Options{HTTPClient: doFunc(func(r *http.Request) (*http.Response, error) {
+		closed = r.Close
+		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+	})}
+	newConnection(&o)
+	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+	if _, err := o.HTTPClient.Do(req); err != nil || !closed {
+		t.Fatalf("other client: Do %v, Close %v; want the request marked Connection: close", err, closed)
+	}
+}
+
+type doFunc func(*http.Request) (*http.Response, error)
+
+func (f doFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
