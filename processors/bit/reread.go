@@ -23,7 +23,9 @@ import (
 // the disagreement stands. Either way the row's details say a re-read was
 // needed and what the first read hashed. An item rewritten between the
 // reads (ErrChanged) is an ordinary error: Workman retries the whole
-// check, and nothing of the first read is recorded.
+// check, and nothing of the first read is recorded. The price: a copy
+// that did go sour is read twice (its row's Bytes count the second read;
+// the first is in its details).
 
 // readDisagrees reports whether the bytes were read and their MD5 (C)
 // disagrees with what the storage side says of them: with S, or — when
