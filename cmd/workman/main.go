@@ -42,6 +42,7 @@ import (
 	"github.com/millfleet/mill/pkg/metrics/cloudwatchmetrics"
 	"github.com/millfleet/mill/pkg/metrics/prometheusmetrics"
 	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -122,6 +123,7 @@ type options struct {
 	recheckDelay                       time.Duration
 	notifyTopic                        *string
 	adminReports                       bool
+	priceTable                         string
 	dupRestoreDays                     int
 	claims                             *wiring.Claims
 	fleet                              *fleetOptions
@@ -158,6 +160,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.reportsBucket, "reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` the bit-integrity reports are written to")
 	fs.StringVar(&o.reportsPrefix, "reports-prefix", "", "key `prefix` of the reports in the reports bucket")
 	fs.BoolVar(&o.adminReports, "report-admin-space", false, "also store each bit-integrity report in the account's primary store, space\nx-duracloud-admin, named as the Java Mill names them (audited writes)")
+	fs.StringVar(&o.priceTable, "price-table", "", "JSON price `file` the bit reports' cost estimates use (default: the built-in\nus-east-1 list prices, dated; see docs/CAPACITY.md)")
 	fs.IntVar(&o.dupRestoreDays, "dup-restore-days", 0, "when a DUP must copy an archived source item (S3 Glacier, Deep Archive), ask S3 to\nrestore it for this many `days` before dead-lettering the task (redrive it once restored);\n0: dead-letter it without asking")
 	o.notifyTopic = wiring.NotifyFlag(fs)
 	fs.IntVar(&o.transferStreams, "transfer-streams", storage.DefaultStreams, "parts in flight of one streamed copy or bit check read (ranged GETs, parts uploaded);\nmemory per transfer is streams x part size")
@@ -266,6 +269,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		errs = append(errs, err)
 	}
+	var prices *pricing.Table
+	if o.priceTable != "" {
+		if prices, err = pricing.Load(o.priceTable); err != nil {
+			errs = append(errs, fmt.Errorf("price-table: %w", err))
+		}
+	}
 	if o.dupRestoreDays < 0 {
 		errs = append(errs, fmt.Errorf("dup-restore-days %d: must not be negative", o.dupRestoreDays))
 	}
@@ -324,7 +333,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		AWS: awsCfg, SQSOptions: []func(*sqs.Options){meter.Option()}, Claims: o.claims, QueuePrefix: *o.prefix,
 		Config: *o.config, PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: *o.databaseURL,
 		ReportsBucket: o.reportsBucket, ReportsPrefix: o.reportsPrefix, Types: types,
-		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports,
+		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports, Prices: prices,
 		DupRestoreDays:   o.dupRestoreDays,
 		CheckpointBucket: o.checkpointBucket, CheckpointPrefix: o.checkpointPrefix,
 		Transfer:      storage.Transfer{Streams: o.transferStreams, PartSize: o.transferPartSize},

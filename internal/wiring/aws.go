@@ -23,6 +23,7 @@ import (
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/notify/snsnotify"
 	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
@@ -77,6 +78,8 @@ type AWSConfig struct {
 	NotifyTopicARN string
 	// ReportAdminSpace: see Deps.ReportAdminSpace.
 	ReportAdminSpace bool
+	// Prices: see Deps.Prices.
+	Prices *pricing.Table
 	// DupRestoreDays: see Deps.DupRestoreDays.
 	DupRestoreDays int
 
@@ -178,7 +181,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		BitLog:   pgbitlog.New(db.Pool),
 		Stats:    pgspacestats.New(db.Pool),
 		Reports:  s3reportstore.Store{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
-		Notifier: notifier, ReportAdminSpace: cfg.ReportAdminSpace,
+		Notifier: notifier, ReportAdminSpace: cfg.ReportAdminSpace, Prices: cfg.Prices,
 		DupRestoreDays: cfg.DupRestoreDays,
 		Format:         cfg.Format, RecheckDelay: cfg.RecheckDelay, Noop: cfg.Noop,
 		Transfer: cfg.Transfer, ResumeMinSize: cfg.ResumeMinSize, CheckpointEvery: cfg.CheckpointEvery,

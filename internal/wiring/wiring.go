@@ -41,6 +41,7 @@ import (
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/policy"
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/s3event"
 	"github.com/millfleet/mill/pkg/spacestats"
@@ -116,6 +117,9 @@ type Deps struct {
 	// ReportAdminSpace also stores each bit report in the account's
 	// primary store's x-duracloud-admin space (bitreport.Config.AdminSpace).
 	ReportAdminSpace bool
+	// Prices is the price table of the bit reports' cost estimates
+	// (bitreport.Config.Prices; nil: pricing.Default()).
+	Prices *pricing.Table
 	// Noop configures the NOOP processor (tests and benchmarks).
 	Noop noop.Config
 	// DupRetry bounds the dup processor's in-processor retries (default
@@ -294,7 +298,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 		Observer: observer, BitErrorQueue: q[queue.KeyBitError],
 		Requeue: q[queue.KeyBitReport], RecheckDelay: d.RecheckDelay, Format: d.Format,
 		TempDir: d.TempDir, Notifier: d.Notifier, AdminSpace: d.ReportAdminSpace, AuditQueue: q[queue.KeyAudit],
-		Clock: d.Clock, Logger: d.Logger,
+		Prices: d.Prices, ReadPartSize: d.Transfer.PartSize, Clock: d.Clock, Logger: d.Logger,
 	})
 	add(task.TypeBitReport, rp, err)
 

@@ -74,6 +74,15 @@ func TestArchivedOnEmulator(t *testing.T) {
 			if !tc.read && (r.ContentChecksum != "" || !archivedNote) {
 				t.Errorf("%s: C %q, details %q; want C N/A for an archived item", tc.class, r.ContentChecksum, r.Details)
 			}
+			// The row says how C was made, how many bytes were hashed and
+			// whether the copy's class is archival.
+			wantMethod, wantBytes := bitlog.MethodStored, int64(0)
+			if tc.read {
+				wantMethod, wantBytes = bitlog.MethodRead, int64(len(bt.Good))
+			}
+			if r.Method != wantMethod || r.Bytes != wantBytes || r.Archived != !tc.read {
+				t.Errorf("%s: method %q bytes %d archived %v; want %q %d %v", tc.class, r.Method, r.Bytes, r.Archived, wantMethod, wantBytes, !tc.read)
+			}
 		})
 	}
 }

@@ -203,7 +203,8 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		SpaceID: b.SpaceID, ContentID: b.ContentID, Result: result, Case: o.caseNumber,
 		ContentChecksum: o.cChecksum(), StorageChecksum: o.sChecksum(),
 		IndexChecksum: o.Sums.Index, AuditChecksum: o.Sums.Audit,
-		Details:   strings.Join(append([]string{CaseText(o.caseNumber)}, o.Details...), "; "),
+		Details: strings.Join(append([]string{CaseText(o.caseNumber)}, o.Details...), "; "),
+		Method:  o.Method(), Bytes: o.Bytes, Archived: o.Archived(),
 		CheckedAt: p.cfg.Clock.Now(),
 	}
 	row.Details += RecheckNote(b.Extra[KeyRecheckOf])

@@ -97,6 +97,24 @@
 // Every combination of present, missing (404/null/N/A) and disagreeing
 // values meets exactly one rule, so the procedure is total.
 //
+// # Re-read before a disagreement is recorded
+//
+// When the bytes were read and C disagrees with S (or, when there is no
+// S, with I or A), the item is read again before anything is decided: from
+// byte 0, over a new connection (storage.WithNewConnection), pinned to the
+// revision the first read saw (storage.Reopen). The second observation is
+// decided on: a healthy copy whose first read went wrong is SUCCESS, a
+// copy that disagrees again keeps its case; the row's details say a
+// re-read was needed, what the first read hashed and what the re-read
+// found. A revision gone by the re-read is a plain error (Workman retries
+// the check); nothing of the first read is recorded. See reread.go.
+//
+// Each row records its Method (bitlog.MethodRead when bytes were hashed,
+// bitlog.MethodStored when none were: C N/A or not in storage), Bytes
+// (the bytes hashed by the read whose C the row holds — the re-read's
+// when there was one) and Archived (the copy's storage class is archival,
+// storage.Info.Archived).
+//
 // # Outcomes (Processor.Handle)
 //
 // "Last attempt" means task attempts ≥ limit−1, where the limit is

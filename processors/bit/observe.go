@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -48,9 +49,30 @@ type Observation struct {
 	// Copy is which checksum the store's copy has (storage.ChecksumOf of
 	// what was read or headed); zero when the item is not in storage.
 	Copy storage.CopyChecksum
+	// Bytes is how many bytes were hashed to make C: the item's size
+	// when its bytes were read (by the read whose C this is: the re-read's
+	// when there was one), else 0.
+	Bytes int64
+	// Reread: the first read's C disagreed and the bytes were read again
+	// (see reread.go); Sums and Info are the second read's.
+	Reread bool
 	// Details are notes for the bit log ("content not read", …).
 	Details []string
 }
+
+// Method is how C was made: bitlog.MethodRead when the bytes were read
+// and hashed, bitlog.MethodStored when none were (C N/A, or the item is
+// not in storage).
+func (o *Observation) Method() bitlog.Method {
+	if o.Sums.Found && o.Sums.ContentRead {
+		return bitlog.MethodRead
+	}
+	return bitlog.MethodStored
+}
+
+// Archived reports whether the copy was in an archival storage class
+// (storage.Info.Archived, restored or not).
+func (o *Observation) Archived() bool { return o.Info != nil && o.Info.Archived }
 
 // Case is the decision table's case of the observation (Decide).
 func (o *Observation) Case() int { return Decide(o.Sums) }
@@ -92,9 +114,14 @@ func (ob *Observer) observeItem(ctx context.Context, account, storeID, spaceID, 
 	}
 	b := task.Bit{Account: account, StoreID: storeID, SpaceID: spaceID, ContentID: contentID}
 	o := &Observation{StoreKind: st.Kind}
-	err = ob.observeStorage(ctx, b, prov, ob.readable(account, st), resumeKey, o)
+	err = ob.observeStorage(ctx, b, prov, ob.readable(account, st), func() (*storage.Info, *storage.Sums, error) {
+		return ob.read(ctx, prov, b.SpaceID, b.ContentID, resumeKey)
+	}, o)
 	if err == nil {
 		err = ob.observe(ctx, b, o)
+	}
+	if err == nil && o.readDisagrees() {
+		o, err = ob.readAgain(ctx, b, prov, o)
 	}
 	if err != nil {
 		if errors.Is(err, storage.ErrInvalidID) && !processors.IsPermanent(err) {
@@ -147,12 +174,14 @@ func (ob *Observer) observe(ctx context.Context, b task.Bit, o *Observation) err
 // checksum the copy has is storage.ChecksumOf's answer, the rule the audit
 // processor and duplication use too; S is chosen from it so that a source
 // contradicting the bytes shows as C ≠ S.
-func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, readable bool, resumeKey string, o *Observation) error {
+// read reads the bytes (called when readable).
+func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, readable bool,
+	read func() (*storage.Info, *storage.Sums, error), o *Observation) error {
 	var info *storage.Info
 	var sums *storage.Sums // nil: the bytes were not read
 	archived := false      // Get said the bytes are archived
 	if readable {
-		in, s, err := ob.read(ctx, prov, b.SpaceID, b.ContentID, resumeKey)
+		in, s, err := read()
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			o.Details = append(o.Details, "not found in storage (item or space)")
@@ -166,7 +195,7 @@ func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage
 			return fmt.Errorf("bit: read %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
 		default:
 			info, sums = in, s
-			o.Sums.ContentRead, o.Sums.Content = true, s.MD5()
+			o.Sums.ContentRead, o.Sums.Content, o.Bytes = true, s.MD5(), s.Len()
 		}
 	}
 	if !readable {

@@ -35,6 +35,24 @@ type readCheckpoint struct {
 	Sums     []byte `json:"sums"`
 }
 
+// reread reads the item whole again, from byte 0, over new connections
+// and pinned to revision (storage.Reopen; "" when the provider has none),
+// into new sums: the second read of a check whose first one disagreed
+// (see observe.go). No checkpoint is used or kept.
+func (ob *Observer) reread(ctx context.Context, prov storage.Provider, space, id, revision string) (*storage.Info, *storage.Sums, error) {
+	t := ob.Transfer.WithDefaults()
+	rc, info, err := storage.Reopen(ctx, prov, space, id, revision, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rc.Close()
+	sums := storage.NewSums()
+	if _, err := storage.ReadAll(ctx, rc, info.Size, t, sums); err != nil {
+		return nil, nil, err
+	}
+	return info, sums, nil
+}
+
 // read reads the item whole into sums and returns its Info; resumeKey ""
 // keeps no checkpoint.
 func (ob *Observer) read(ctx context.Context, prov storage.Provider, space, id, resumeKey string) (*storage.Info, *storage.Sums, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/notify"
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -95,8 +96,15 @@ type Config struct {
 	// required.
 	AdminSpace bool
 	AuditQueue queue.Queue
-	Clock      clock.Clock  // default the system clock
-	Logger     *slog.Logger // default slog.Default()
+	// Prices is the price table a report's cost is estimated with
+	// (default pricing.Default(): published us-east-1 list prices).
+	Prices *pricing.Table
+	// ReadPartSize is the size of the bit check's ranged GETs (its
+	// Transfer.PartSize; default storage.DefaultPartSize): the estimate
+	// counts a read of n bytes as ⌈n/ReadPartSize⌉ GETs.
+	ReadPartSize int64
+	Clock        clock.Clock  // default the system clock
+	Logger       *slog.Logger // default slog.Default()
 }
 
 // WithDefaults returns c with the zero defaults filled in.
@@ -109,6 +117,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.PageSize <= 0 {
 		c.PageSize = 1000
+	}
+	if c.Prices == nil {
+		c.Prices = pricing.Default()
 	}
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	c.Notifier = notify.Or(c.Notifier, c.Logger)
@@ -215,7 +226,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	defer os.Remove(f.Name())
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 64<<10)
-	rep, problems, err := p.compare(ctx, r, st.Kind, prov, complete, w, log)
+	rep, problems, usage, err := p.compare(ctx, r, st.Kind, prov, complete, w, log)
 	if err != nil {
 		return err
 	}
@@ -232,6 +243,10 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	now := p.cfg.Clock.Now()
 	rep.Location, err = p.cfg.Reports.Put(ctx, Key(r, now), f, size)
 	if err != nil {
+		return err
+	}
+	cost := p.cfg.Prices.Estimate(usage)
+	if err := p.putCost(ctx, CostKey(r, now), cost); err != nil {
 		return err
 	}
 	adminLocation := ""
@@ -255,7 +270,9 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		lvl = slog.LevelWarn
 	}
 	log.Log(ctx, lvl, "bit integrity report", "result", string(rep.Result), "location", rep.Location,
-		"total", rep.Counts.Total, "success", rep.Counts.Success, "failure", rep.Counts.Failure, "error", rep.Counts.Error)
+		"total", rep.Counts.Total, "success", rep.Counts.Success, "failure", rep.Counts.Failure, "error", rep.Counts.Error,
+		"estimated_cost_usd", cost.Total, "estimated_read_usd", cost.Read, "estimated_at_rest_usd", cost.AtRest,
+		"estimated_stored_usd", cost.Stored, "prices_taken_on", cost.TakenOn)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
@@ -25,13 +26,17 @@ const MaxProblems = 20
 // order, one page of each in memory), records ERROR rows for items missing
 // from storage or from the index, writes every row to w and counts them.
 // It also returns the first MaxProblems rows that are not SUCCESS.
-func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete bool, w io.Writer, log *slog.Logger) (rep bitlog.Report, problems []bitlog.Row, err error) {
+// It counts what the rows' checks did (their methods and bytes) for the
+// run's cost.
+func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete bool, w io.Writer, log *slog.Logger) (rep bitlog.Report, problems []bitlog.Row, usage pricing.Usage, err error) {
+	usage.PartSize = p.cfg.ReadPartSize
 	rep, err = p.compareRows(ctx, r, kind, prov, complete, w, log, func(row bitlog.Row) {
 		if row.Result != bitlog.ResultSuccess && len(problems) < MaxProblems {
 			problems = append(problems, row)
 		}
+		usage.Add(row.Method, row.Bytes, row.Archived)
 	})
-	return rep, problems, err
+	return rep, problems, usage, err
 }
 
 // compareRows is compare, telling seen about every row of the report.

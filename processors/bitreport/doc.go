@@ -43,7 +43,14 @@
 //  3. Write the TSV report (Header, then one Line per item with a row) to
 //     Reports under bit-integrity/{account}/{store}/{space}/{run}.tsv —
 //     a reportstore.Store: s3reportstore for the reports bucket,
-//     fsreportstore for the dev mode.
+//     fsreportstore for the dev mode. Each line ends with the verdict's
+//     method, bytes hashed and archived flag. Beside it, under the same
+//     key with ".cost.json" for ".tsv" (CostKey), the run's estimated
+//     cost: the rows counted by method (read: ranged GETs and bytes;
+//     at-rest: Batch Operations jobs, objects and GB; stored: a HEAD
+//     each) and priced with Config.Prices (pkg/pricing: an estimate from
+//     the table, labelled with it and its date), with what restoring the
+//     archived copies would have cost, for comparison.
 //  4. Record the bit_report row: result FAILURE when any item failed,
 //     else ERROR when any item is in error (or the space never completed),
 //     else SUCCESS; the counts; the report's location. A run that checked

@@ -44,4 +44,8 @@
 //     principal; each refused naming its rule or recorded only as
 //     observed, and no bit-log row, report or notification states anything
 //     Mill did not observe.
+//   - reread_test.go: Workman reaches S3 through an HTTP proxy
+//     (internal/testkit/faultproxy) that cuts the body of one GET of a bit
+//     check and frames the half as the whole object; the check reads the
+//     item again and the run ends with 0 FAILURE rows and a SUCCESS report.
 package adversarial

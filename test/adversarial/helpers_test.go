@@ -71,7 +71,8 @@ type mill struct {
 	// directory no store may touch (symbolic links in store 3 point there).
 	bucket1, bucket2, root3, outside, claimsBucket string
 	stores                                         map[string]storage.Provider
-	extraAccounts                                  string // more accounts.json entries
+	extraAccounts                                  string   // more accounts.json entries
+	extraEnv                                       []string // more variables of the children's environment
 }
 
 func newMill(t *testing.T, ctx context.Context) *mill {
@@ -207,8 +208,8 @@ func (m *mill) startWorkman(extra ...string) *worker {
 
 // env is the children's environment: the emulator's, and this Mill's.
 func (m *mill) env() []string {
-	return testbin.Env("MILL_CONFIG_DIR="+m.conf, "MILL_DATABASE_URL="+m.dbURL, "MILL_AUDIT_TABLE="+m.table,
-		"MILL_REPORTS_BUCKET="+m.prefix+"reports", "MILL_CLAIMS_BUCKET="+m.claimsBucket, "MILL_QUEUE_PREFIX="+m.prefix)
+	return append(testbin.Env("MILL_CONFIG_DIR="+m.conf, "MILL_DATABASE_URL="+m.dbURL, "MILL_AUDIT_TABLE="+m.table,
+		"MILL_REPORTS_BUCKET="+m.prefix+"reports", "MILL_CLAIMS_BUCKET="+m.claimsBucket, "MILL_QUEUE_PREFIX="+m.prefix), m.extraEnv...)
 }
 
 // alive checks that workman still runs and its /healthz answers 200.

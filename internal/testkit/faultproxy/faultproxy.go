@@ -23,6 +23,10 @@
 // connection — HTTP/1.1 request/response turns). Stats counts the bytes
 // each way, so a test can tell how much was sent again after a failure.
 // All methods are safe for concurrent use.
+//
+// HTTP (http.go) is an HTTP reverse proxy for faults inside a response:
+// armed with CutBody, it cuts one matching response to half its body and
+// frames the half as the whole (a read that goes wrong without an error).
 package faultproxy
 
 import (

@@ -3,8 +3,11 @@ package faultproxy
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -202,5 +205,56 @@ func TestShape(t *testing.T) {
 	wantBytes := int64(len("turn\nturnx\nturnxx\n") + len(big) + 1)
 	if st.BytesUp != wantBytes || st.BytesDown != wantBytes {
 		t.Errorf("stats %+v, want %d bytes each way", st, wantBytes)
+	}
+}
+
+// TestHTTPCutBody: the armed proxy cuts exactly one matching response to
+// half its body, framed as complete (no Content-Length, a Content-Range
+// of the half); the client reads it without an error; every other
+// response passes unchanged.
+func TestHTTPCutBody(t *testing.T) {
+	body := strings.Repeat("0123456789", 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		if r.Header.Get("Range") != "" {
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes 0-%d/%d", len(body)-1, len(body)))
+			w.WriteHeader(http.StatusPartialContent)
+		}
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	p, err := NewHTTP(strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, p.URL()+path, nil)
+		req.Header.Set("Range", "bytes=0-999")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("read %s: %v; want a clean end", path, err)
+		}
+		return resp, string(b)
+	}
+	p.CutBody(func(r *http.Request) bool { return r.URL.Path == "/b" })
+	if _, got := get("/a"); got != body {
+		t.Fatalf("/a: %q; want it whole", got)
+	}
+	resp, got := get("/b")
+	if got != body[:50] || resp.ContentLength != -1 || resp.Header.Get("Content-Range") != "bytes 0-49/50" {
+		t.Fatalf("/b: %q, length %d, range %q; want the first half framed as whole", got, resp.ContentLength, resp.Header.Get("Content-Range"))
+	}
+	if _, got := get("/b"); got != body {
+		t.Fatalf("/b again: %q; want it whole (one cut only)", got)
+	}
+	if p.Cuts() != 1 || len(p.Requests()) != 3 {
+		t.Fatalf("cuts %d, requests %v", p.Cuts(), p.Requests())
 	}
 }

@@ -21,8 +21,9 @@ import (
 // off..off+n-1 (If-Match the revision, an ETag, when given). The Info is
 // the whole object's: its size from Content-Range. When a ranged response
 // carries no whole-object checksum for a multipart object (S3 need not
-// return one for a range), the first range (no revision yet) asks
-// HeadObject for it, so Info.ProviderChecksum is what Get would report.
+// return one for a range), the range at byte 0 (of a read pinned to a
+// revision or not) asks HeadObject for it, so Info.ProviderChecksum is
+// what Get would report.
 func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, revision string) (io.ReadCloser, *storage.Info, error) {
 	key, err := s.contentKey(space, id)
 	if err != nil {
@@ -40,7 +41,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 	if revision != "" {
 		in.IfMatch = aws.String(revision)
 	}
-	out, err := s.client.GetObject(ctx, in, noResponseValidation)
+	out, err := s.client.GetObject(ctx, in, getOptions(ctx)...)
 	if err != nil {
 		var api smithy.APIError
 		if errors.As(err, &api) && api.ErrorCode() == "InvalidRange" {
@@ -57,7 +58,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 		a.size = aws.Int64(total)
 	}
 	info, err := a.info(id)
-	if err == nil && revision == "" && info.ProviderChecksum == "" && aws.ToInt64(a.size) > aws.ToInt64(out.ContentLength) {
+	if err == nil && off == 0 && info.ProviderChecksum == "" && aws.ToInt64(a.size) > aws.ToInt64(out.ContentLength) {
 		var h *storage.Info
 		if h, err = s.head(ctx, key, id); err == nil {
 			if h.Revision != info.Revision {

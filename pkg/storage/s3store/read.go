@@ -195,7 +195,7 @@ func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *stor
 		Bucket:       aws.String(s.cfg.Bucket),
 		Key:          aws.String(key),
 		ChecksumMode: types.ChecksumModeEnabled,
-	}, noResponseValidation)
+	}, getOptions(ctx)...)
 	if err != nil {
 		return nil, nil, wrap("get", space+"/"+id, err)
 	}

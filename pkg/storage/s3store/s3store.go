@@ -375,3 +375,37 @@ func randHex() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// getOptions are the options of a GetObject: the object's checksums
+// without response validation and, when ctx asks for a new connection
+// (storage.WithNewConnection), an HTTP client of its own.
+func getOptions(ctx context.Context) []func(*s3.Options) {
+	if storage.NewConnection(ctx) {
+		return []func(*s3.Options){noResponseValidation, newConnection}
+	}
+	return []func(*s3.Options){noResponseValidation}
+}
+
+// newConnection gives one request an HTTP client whose connection pool is
+// its own and keeps nothing: the request dials a new connection, used for
+// it alone. A client that cannot be copied that way (not the SDK's
+// buildable client every Mill client is) gets the request marked
+// Connection: close, which at least keeps its connection from being
+// reused afterwards.
+func newConnection(o *s3.Options) {
+	switch c := o.HTTPClient.(type) {
+	case *awshttp.BuildableClient:
+		o.HTTPClient = c.WithTransportOptions(func(t *http.Transport) { t.DisableKeepAlives = true })
+	case nil:
+		o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) { t.DisableKeepAlives = true })
+	default:
+		o.HTTPClient = closingClient{c}
+	}
+}
+
+type closingClient struct{ next aws.HTTPClient }
+
+func (c closingClient) Do(r *http.Request) (*http.Response, error) {
+	r.Close = true
+	return c.next.Do(r)
+}

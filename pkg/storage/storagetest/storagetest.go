@@ -101,6 +101,7 @@ func Run(t *testing.T, h Harness) {
 		{"Entries", testEntries},
 		{"InfoFields", testInfoFields},
 		{"Overwrite", testOverwrite},
+		{"Reopen", testReopen},
 		{"Properties", testProperties},
 		{"ChecksumMismatch", testChecksumMismatch},
 		{"FailedPut", testFailedPut},
@@ -686,6 +687,63 @@ func testOverwrite(t *testing.T, h *subject) {
 	wantContent(t, p, "over", "item", []byte("second"))
 	if info.MimeType != "application/json" || len(info.Properties) != 0 || info.Size != 6 {
 		t.Errorf("after overwrite: %+v", info)
+	}
+}
+
+// testReopen: storage.Reopen reads an item whole again, over a new
+// connection, and only the revision the first read saw: once the item is
+// rewritten, a provider that reports revisions refuses the old one
+// (ErrChanged).
+func testReopen(t *testing.T, h *subject) {
+	p, ctx := h.Provider, ctxT(t)
+	mustCreate(t, p, "reopen")
+	data := []byte("the bytes the first read saw")
+	mustPut(t, p, "reopen", "item", data, storage.PutOptions{})
+	rc, info, err := storage.Open(ctx, p, "reopen", "item", storage.Transfer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	reread := func(revision string) ([]byte, *storage.Info, error) {
+		rc, info, err := storage.Reopen(ctx, p, "reopen", "item", revision, storage.Transfer{})
+		if err != nil {
+			return nil, nil, err
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		return b, info, err
+	}
+	got, again, err := reread(info.Revision)
+	if err != nil || !bytes.Equal(got, data) || again.Revision != info.Revision || again.Size != info.Size {
+		t.Fatalf("Reopen(%q) = %q, %+v, %v; want the same bytes and revision", info.Revision, got, again, err)
+	}
+	if got, _, err := storage.Open(storage.WithNewConnection(ctx), p, "reopen", "item", storage.Transfer{}); err != nil {
+		t.Fatalf("Open under WithNewConnection: %v", err)
+	} else {
+		b, err := io.ReadAll(got)
+		got.Close()
+		if err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("Open under WithNewConnection read %q, %v", b, err)
+		}
+	}
+	mustPut(t, p, "reopen", "item", []byte("rewritten"), storage.PutOptions{})
+	if info.Revision == "" {
+		// No revisions: the re-read reads what is there now.
+		if got, _, err := reread(""); err != nil || string(got) != "rewritten" {
+			t.Fatalf("Reopen without a revision = %q, %v; want the new bytes", got, err)
+		}
+		return
+	}
+	if _, _, err := reread(info.Revision); !errors.Is(err, storage.ErrChanged) {
+		t.Fatalf("Reopen of the revision before a rewrite: %v; want ErrChanged", err)
+	}
+	rc, now, err := storage.Open(ctx, p, "reopen", "item", storage.Transfer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	if got, _, err := reread(now.Revision); err != nil || string(got) != "rewritten" {
+		t.Fatalf("Reopen(%q) of the new revision = %q, %v", now.Revision, got, err)
 	}
 }
 
