@@ -239,7 +239,9 @@ func TestCrashSafety(t *testing.T) {
 		return len(seen) == n
 	})
 	_ = cmd2.Cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd2.Wait(t, 20*time.Second); err != nil {
+	// Shutdown waits for the long poll in flight (at most the 20 s idle
+	// poll wait), then the grace period has long been enough.
+	if err := cmd2.Wait(t, 45*time.Second); err != nil {
 		t.Fatalf("second run exit: %v", err)
 	}
 	ids := p.recorded()

@@ -133,6 +133,19 @@ type Queue interface {
 	VisibilityTimeout(ctx context.Context) (time.Duration, error)
 }
 
+// HangUpSafe is implemented by a queue whose Receive, cancelled while it
+// waits, takes no message (an in-process queue). SQS's long poll is not:
+// it goes on waiting on the server when its caller hangs up, and a message
+// it takes then stays invisible for the whole visibility timeout.
+type HangUpSafe interface{ HangUpSafe() bool }
+
+// SafeToHangUp reports whether cancelling q's Receive strands no message
+// (q implements HangUpSafe and says so).
+func SafeToHangUp(q Queue) bool {
+	h, ok := q.(HangUpSafe)
+	return ok && h.HangUpSafe()
+}
+
 // CheckVisibility returns an ErrInvalid error for a ReceiveOptions
 // Visibility outside 0..MaxVisibility.
 func (o ReceiveOptions) CheckVisibility() error {

@@ -116,11 +116,16 @@ func (d *dispatcher) receive(ctx context.Context, i int) {
 			continue
 		}
 		// A receive runs to completion even when ctx ends, and what it
-		// returns is released at once. A long poll too: SQS goes on
-		// waiting when its caller hangs up, and a message it takes then
-		// would stay invisible for the whole visibility timeout. So
-		// shutdown waits for the polls in flight (at most IdlePollWait).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.wait+m.cfg.CallTimeout)
+		// returns is released at once. A long poll too, unless the queue
+		// is safe to hang up on: SQS goes on waiting when its caller hangs
+		// up, and a message it takes then would stay invisible for the
+		// whole visibility timeout. So shutdown waits for the polls in
+		// flight (at most IdlePollWait).
+		rctx := context.WithoutCancel(ctx)
+		if g.kind == watchRecv && qs.hangUpSafe {
+			rctx = ctx
+		}
+		rctx, cancel := context.WithTimeout(rctx, g.wait+m.cfg.CallTimeout)
 		asked := m.clk.Now()
 		stopSettle := d.settleAfter(g, asked)
 		msgs, err := qs.q.Receive(rctx, g.n, g.wait)

@@ -75,5 +75,6 @@
 //     flight is not hung up on but waited for (at most IdlePollWait), and
 //     what it brings is released: SQS goes on waiting for a caller that hung
 //     up and would hand it a message that then stays invisible for the
-//     whole visibility timeout.
+//     whole visibility timeout. Only a queue that is safe to hang up on
+//     (queue.HangUpSafe: the in-memory one) has its poll cancelled.
 package workman

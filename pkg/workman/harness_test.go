@@ -210,6 +210,9 @@ func (r *recQueue) Receive(ctx context.Context, n int, wait time.Duration) ([]*q
 	return msgs, err
 }
 
+// HangUpSafe is the memqueue's, unless receives act as SQS's do.
+func (r *recQueue) HangUpSafe() bool { return !r.serverSide && queue.SafeToHangUp(r.Queue) }
+
 func (r *recQueue) answered() []time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -38,10 +38,13 @@ type Manager struct {
 
 // qstate is one work queue and what the manager knows of it.
 type qstate struct {
-	q   queue.Queue
-	vt  time.Duration // visibility timeout
-	log *slog.Logger
-	del *deleter
+	q  queue.Queue
+	vt time.Duration // visibility timeout
+	// hangUpSafe: a long poll may be cancelled at shutdown
+	// (queue.SafeToHangUp).
+	hangUpSafe bool
+	log        *slog.Logger
+	del        *deleter
 }
 
 // job is one received message on its way through the manager.
@@ -68,7 +71,7 @@ func New(cfg Config) (*Manager, error) {
 	m.handler = processors.Chain(cfg.Handler, processors.Recover(), processors.Timeout(cfg.TaskTimeouts, cfg.DefaultTaskTimeout))
 	m.ext = newExtender(m)
 	for _, q := range cfg.Queues {
-		qs := &qstate{q: q, log: m.log.With("queue", q.Name())}
+		qs := &qstate{q: q, log: m.log.With("queue", q.Name()), hangUpSafe: queue.SafeToHangUp(q)}
 		qs.del = newDeleter(m, qs)
 		m.queues = append(m.queues, qs)
 	}

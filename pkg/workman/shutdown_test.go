@@ -68,3 +68,22 @@ func TestGracePeriodCountsFromShutdown(t *testing.T) {
 		}
 	})
 }
+
+// A queue that is safe to hang up on (the in-memory one) has its long
+// poll cancelled: shutdown does not wait for it.
+func TestShutdownCancelsASafePoll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, harnessOpts{vt: 5 * time.Minute,
+			handler: processors.HandlerFunc(func(context.Context, *task.Task) error { return nil }),
+			cfg:     func(c *Config) { c.IdlePollWait = 20 * time.Second }})
+		h.start()
+		h.advance(3 * time.Second)
+		stopAt := h.clk.Now()
+		if err := h.stop(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if took := h.clk.Now().Sub(stopAt); took >= time.Second {
+			t.Fatalf("shutdown took %v of a 20s poll; a safe poll is cancelled at once", took)
+		}
+	})
+}

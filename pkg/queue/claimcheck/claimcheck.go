@@ -178,6 +178,9 @@ func cutKey(key string) string {
 // Name returns the inner queue's name.
 func (q *Queue) Name() string { return q.inner.Name() }
 
+// HangUpSafe is the inner queue's (queue.HangUpSafe).
+func (q *Queue) HangUpSafe() bool { return queue.SafeToHangUp(q.inner) }
+
 // Send stores each body above the threshold as a blob and sends a reference
 // in its place. An entry whose blob cannot be stored fails in the
 // *queue.BatchError without being sent.

@@ -117,6 +117,10 @@ func New(name string, cfg Config) *Queue {
 // Name returns the queue's name.
 func (q *Queue) Name() string { return q.name }
 
+// HangUpSafe: a Receive cancelled while it waits takes no message
+// (queue.HangUpSafe).
+func (q *Queue) HangUpSafe() bool { return true }
+
 // VisibilityTimeout returns the configured visibility timeout.
 func (q *Queue) VisibilityTimeout(context.Context) (time.Duration, error) {
 	return q.cfg.VisibilityTimeout, nil
