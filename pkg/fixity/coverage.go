@@ -1,0 +1,256 @@
+package fixity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/stores"
+)
+
+// Index is the part of the content index coverage reads
+// (contentindex.Index implements it): a space's live rows in ascending
+// byte-wise content-id order, paged.
+type Index interface {
+	List(ctx context.Context, account, storeID, spaceID, after string, limit int) ([]contentindex.Entry, bool, error)
+}
+
+// Source is where coverage is read from. Index and Verdicts are required.
+type Source struct {
+	Index    Index
+	Verdicts bitlog.Verdicts
+	// Clock tells the time coverage is measured at (default the system
+	// clock).
+	Clock clock.Clock
+	// PageSize is the page of both listings (default the larger of the
+	// two packages' maximum page sizes, clamped by each).
+	PageSize int
+}
+
+// ErrOrder: a listing broke its contract (a page out of order, or "more"
+// with an empty page); the coverage it would give cannot be trusted.
+var ErrOrder = errors.New("fixity: listing out of order")
+
+// Space names one space of a store.
+type Space struct{ Account, StoreID, SpaceID string }
+
+func (s Space) String() string { return s.Account + "/" + s.StoreID + "/" + s.SpaceID }
+
+// Coverage is the fixity coverage of one space, or the roll-up of a
+// store's spaces (SpaceID "", see Totals). Copies = Within + Overdue +
+// NotCovered.
+type Coverage struct {
+	Account, StoreID, SpaceID string
+	// Spaces counts the spaces summed (1 for a space).
+	Spaces int64
+	// Target is the store's fixity target the copies were held to.
+	Target stores.Fixity
+	// Copies counts the live rows of the content index.
+	Copies int64
+	// Within counts the copies whose verdict is younger than their
+	// interval.
+	Within int64
+	// Overdue counts the copies whose verdict is as old as their interval
+	// or older, or that have none (NeverVerified of them).
+	Overdue       int64
+	NeverVerified int64
+	// NotCovered counts the archived copies of a store whose archived
+	// method is "none": never within target.
+	NotCovered int64
+	// Failed counts the copies whose verdict is a FAILURE.
+	Failed int64
+	// Read and AtRest count the copies whose verdict was made that way.
+	Read, AtRest int64
+	// Oldest is when the oldest verdict was made (zero: no copy has one).
+	Oldest time.Time
+	// MaxLate is how far past its target the most overdue verdict is
+	// (0 when none is overdue; never-verified copies are not in it).
+	MaxLate time.Duration
+	// NextDue is the earliest time a copy within target falls due (zero
+	// when none is within target).
+	NextDue time.Time
+	// At is when the coverage was measured.
+	At time.Time
+}
+
+// OldestAge is the age of the oldest verdict at At (0 when none).
+func (c Coverage) OldestAge() time.Duration {
+	if c.Oldest.IsZero() {
+		return 0
+	}
+	return max(c.At.Sub(c.Oldest), 0)
+}
+
+// Share returns n as a share of the copies (0 for no copy).
+func (c Coverage) Share(n int64) float64 {
+	if c.Copies == 0 {
+		return 0
+	}
+	return float64(n) / float64(c.Copies)
+}
+
+// Covered reports whether every copy of the space is within target and
+// stays so for margin after At: the space has copies, none overdue or
+// not covered, and none falls due before At + margin. A space whose
+// content index lists no copy is not covered (the index may lag its
+// store).
+func (c Coverage) Covered(margin time.Duration) bool {
+	return c.Copies > 0 && c.Within == c.Copies && c.NextDue.After(c.At.Add(max(margin, 0)))
+}
+
+// add counts one copy with its verdict (nil: none).
+func (c *Coverage) add(v *bitlog.Verdict) {
+	c.Copies++
+	if v == nil {
+		c.Overdue++
+		c.NeverVerified++
+		return
+	}
+	switch v.Method {
+	case bitlog.MethodRead:
+		c.Read++
+	case bitlog.MethodAtRest:
+		c.AtRest++
+	}
+	if v.Result == bitlog.ResultFailure {
+		c.Failed++
+	}
+	if c.Oldest.IsZero() || v.CheckedAt.Before(c.Oldest) {
+		c.Oldest = v.CheckedAt
+	}
+	if v.Archived && c.Target.ArchivedMethod == stores.ArchivedNone {
+		c.NotCovered++
+		return
+	}
+	due := v.CheckedAt.Add(c.Target.IntervalFor(v.Archived))
+	if due.After(c.At) {
+		c.Within++
+		if c.NextDue.IsZero() || due.Before(c.NextDue) {
+			c.NextDue = due
+		}
+		return
+	}
+	c.Overdue++
+	c.MaxLate = max(c.MaxLate, c.At.Sub(due))
+}
+
+// Compute measures the coverage of one space against target (whose unset
+// fields take their defaults: Target). It merges the space's content-index
+// rows with its verdicts page by page, in content-id order: memory stays
+// two pages whatever the size of the space.
+func (src Source) Compute(ctx context.Context, sp Space, target stores.Fixity) (Coverage, error) {
+	if src.Index == nil || src.Verdicts == nil {
+		return Coverage{}, errors.New("fixity: Source needs Index and Verdicts")
+	}
+	c := Coverage{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID, Spaces: 1,
+		Target: Target(target, ""), At: clock.Or(src.Clock).Now()}
+	vs := verdictStream{src: src, sp: sp, n: bitlog.PageSize(src.pageSize()), more: true}
+	n := contentindex.PageSize(src.pageSize())
+	after := ""
+	for {
+		entries, more, err := src.Index.List(ctx, sp.Account, sp.StoreID, sp.SpaceID, after, n)
+		if err != nil {
+			return Coverage{}, fmt.Errorf("fixity: coverage of %s: %w", sp, err)
+		}
+		if more && len(entries) == 0 {
+			return Coverage{}, fmt.Errorf("%w: content index of %s after %q: more, but an empty page", ErrOrder, sp, after)
+		}
+		for _, e := range entries {
+			if e.ContentID <= after {
+				return Coverage{}, fmt.Errorf("%w: content index of %s: %q after %q", ErrOrder, sp, e.ContentID, after)
+			}
+			after = e.ContentID
+			v, err := vs.find(ctx, e.ContentID)
+			if err != nil {
+				return Coverage{}, err
+			}
+			c.add(v)
+		}
+		if !more {
+			return c, nil
+		}
+	}
+}
+
+func (src Source) pageSize() int {
+	if src.PageSize > 0 {
+		return src.PageSize
+	}
+	return max(contentindex.MaxPageSize, bitlog.MaxPageSize)
+}
+
+// verdictStream walks a space's verdicts in content-id order, one page at
+// a time.
+type verdictStream struct {
+	src   Source
+	sp    Space
+	n     int
+	page  []bitlog.Verdict
+	i     int
+	after string // the last content id read
+	more  bool   // further pages may follow
+}
+
+// find returns the verdict of id, or nil; ids must be asked in ascending
+// order. Verdicts of ids before id (copies the index no longer lists)
+// are passed over.
+func (s *verdictStream) find(ctx context.Context, id string) (*bitlog.Verdict, error) {
+	for {
+		if s.i == len(s.page) {
+			if !s.more {
+				return nil, nil
+			}
+			page, more, err := s.src.Verdicts.Verdicts(ctx, s.sp.Account, s.sp.StoreID, s.sp.SpaceID, s.after, s.n)
+			if err != nil {
+				return nil, fmt.Errorf("fixity: verdicts of %s: %w", s.sp, err)
+			}
+			if more && len(page) == 0 {
+				return nil, fmt.Errorf("%w: verdicts of %s after %q: more, but an empty page", ErrOrder, s.sp, s.after)
+			}
+			for _, v := range page {
+				if v.ContentID <= s.after {
+					return nil, fmt.Errorf("%w: verdicts of %s: %q after %q", ErrOrder, s.sp, v.ContentID, s.after)
+				}
+				s.after = v.ContentID
+			}
+			s.page, s.i, s.more = page, 0, more
+			if len(page) == 0 {
+				return nil, nil
+			}
+		}
+		v := &s.page[s.i]
+		switch {
+		case v.ContentID < id:
+			s.i++
+		case v.ContentID == id:
+			s.i++
+			return v, nil
+		default:
+			return nil, nil
+		}
+	}
+}
+
+// Target returns f with its unset fields at their defaults
+// (stores.DefaultFixityInterval, stores.DefaultArchivedFixityInterval,
+// ArchivedComputeChecksum on an s3 store, a sample rate of 1). kind is
+// the store's kind ("" when unknown: the method is left as it is).
+func Target(f stores.Fixity, kind string) stores.Fixity {
+	if f.Interval <= 0 {
+		f.Interval = stores.DefaultFixityInterval
+	}
+	if f.ArchivedInterval <= 0 {
+		f.ArchivedInterval = stores.DefaultArchivedFixityInterval
+	}
+	if f.ArchivedMethod == "" && kind == "s3" {
+		f.ArchivedMethod = stores.ArchivedComputeChecksum
+	}
+	if f.SampleRate <= 0 || f.SampleRate > 1 {
+		f.SampleRate = 1
+	}
+	return f
+}
