@@ -235,6 +235,12 @@ func (s *verdictStream) find(ctx context.Context, id string) (*bitlog.Verdict, e
 	}
 }
 
+// StoreTarget returns the fixity target of a registered store, its unset
+// fields at their defaults (Target).
+func StoreTarget(s stores.Store) stores.Fixity {
+	return Target(stores.Fixity{}, string(s.Kind))
+}
+
 // Target returns f with its unset fields at their defaults
 // (stores.DefaultFixityInterval, stores.DefaultArchivedFixityInterval,
 // ArchivedComputeChecksum on an s3 store, a sample rate of 1). kind is
