@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/millfleet/mill/pkg/bitlog"
@@ -140,26 +141,40 @@ func (c *Coverage) add(v *bitlog.Verdict) {
 
 // Compute measures the coverage of one space against target (whose unset
 // fields take their defaults: Target). It merges the space's content-index
-// rows with its verdicts page by page, in content-id order: memory stays
-// two pages whatever the size of the space.
+// rows with its verdicts page by page, in content-id order: memory stays a
+// few pages whatever the size of the space. Each listing is read one page
+// ahead in its own goroutine, so the two queries and the merge overlap;
+// both have ended when Compute returns.
 func (src Source) Compute(ctx context.Context, sp Space, target stores.Fixity) (Coverage, error) {
 	if src.Index == nil || src.Verdicts == nil {
 		return Coverage{}, errors.New("fixity: Source needs Index and Verdicts")
 	}
 	c := Coverage{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID, Spaces: 1,
 		Target: Target(target, ""), At: clock.Or(src.Clock).Now()}
-	vs := verdictStream{src: src, sp: sp, n: bitlog.PageSize(src.pageSize()), more: true}
-	n := contentindex.PageSize(src.pageSize())
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	ni, nv := contentindex.PageSize(src.pageSize()), bitlog.PageSize(src.pageSize())
+	entries := prefetch(ctx, &wg, func(ctx context.Context, after string) ([]contentindex.Entry, bool, error) {
+		return src.Index.List(ctx, sp.Account, sp.StoreID, sp.SpaceID, after, ni)
+	}, func(e contentindex.Entry) string { return e.ContentID })
+	vs := verdictStream{sp: sp, more: true, pages: prefetch(ctx, &wg, func(ctx context.Context, after string) ([]bitlog.Verdict, bool, error) {
+		return src.Verdicts.Verdicts(ctx, sp.Account, sp.StoreID, sp.SpaceID, after, nv)
+	}, func(v bitlog.Verdict) string { return v.ContentID })}
 	after := ""
 	for {
-		entries, more, err := src.Index.List(ctx, sp.Account, sp.StoreID, sp.SpaceID, after, n)
-		if err != nil {
-			return Coverage{}, fmt.Errorf("fixity: coverage of %s: %w", sp, err)
+		p, ok := <-entries
+		if !ok {
+			return Coverage{}, fmt.Errorf("fixity: coverage of %s: %w", sp, context.Cause(ctx))
 		}
-		if more && len(entries) == 0 {
+		if p.err != nil {
+			return Coverage{}, fmt.Errorf("fixity: coverage of %s: %w", sp, p.err)
+		}
+		if p.more && len(p.items) == 0 {
 			return Coverage{}, fmt.Errorf("%w: content index of %s after %q: more, but an empty page", ErrOrder, sp, after)
 		}
-		for _, e := range entries {
+		for _, e := range p.items {
 			if e.ContentID <= after {
 				return Coverage{}, fmt.Errorf("%w: content index of %s: %q after %q", ErrOrder, sp, e.ContentID, after)
 			}
@@ -170,10 +185,44 @@ func (src Source) Compute(ctx context.Context, sp Space, target stores.Fixity) (
 			}
 			c.add(v)
 		}
-		if !more {
+		if !p.more {
 			return c, nil
 		}
 	}
+}
+
+// page is one page of a listing, or its error.
+type page[T any] struct {
+	items []T
+	more  bool
+	err   error
+}
+
+// prefetch reads a listing's pages in a goroutine (counted in wg), one page
+// ahead of the reader: the next page starts after the last id of the one
+// before. It stops after an error, the last page, an empty page, or when
+// ctx is done; the channel is closed then.
+func prefetch[T any](ctx context.Context, wg *sync.WaitGroup, list func(ctx context.Context, after string) ([]T, bool, error), id func(T) string) <-chan page[T] {
+	ch := make(chan page[T], 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ch)
+		after := ""
+		for {
+			items, more, err := list(ctx, after)
+			select {
+			case ch <- page[T]{items, more, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || !more || len(items) == 0 {
+				return
+			}
+			after = id(items[len(items)-1])
+		}
+	}()
+	return ch
 }
 
 func (src Source) pageSize() int {
@@ -186,9 +235,8 @@ func (src Source) pageSize() int {
 // verdictStream walks a space's verdicts in content-id order, one page at
 // a time.
 type verdictStream struct {
-	src   Source
 	sp    Space
-	n     int
+	pages <-chan page[bitlog.Verdict]
 	page  []bitlog.Verdict
 	i     int
 	after string // the last content id read
@@ -204,21 +252,24 @@ func (s *verdictStream) find(ctx context.Context, id string) (*bitlog.Verdict, e
 			if !s.more {
 				return nil, nil
 			}
-			page, more, err := s.src.Verdicts.Verdicts(ctx, s.sp.Account, s.sp.StoreID, s.sp.SpaceID, s.after, s.n)
-			if err != nil {
-				return nil, fmt.Errorf("fixity: verdicts of %s: %w", s.sp, err)
+			p, ok := <-s.pages
+			if !ok {
+				return nil, fmt.Errorf("fixity: verdicts of %s: %w", s.sp, context.Cause(ctx))
 			}
-			if more && len(page) == 0 {
+			if p.err != nil {
+				return nil, fmt.Errorf("fixity: verdicts of %s: %w", s.sp, p.err)
+			}
+			if p.more && len(p.items) == 0 {
 				return nil, fmt.Errorf("%w: verdicts of %s after %q: more, but an empty page", ErrOrder, s.sp, s.after)
 			}
-			for _, v := range page {
+			for _, v := range p.items {
 				if v.ContentID <= s.after {
 					return nil, fmt.Errorf("%w: verdicts of %s: %q after %q", ErrOrder, s.sp, v.ContentID, s.after)
 				}
 				s.after = v.ContentID
 			}
-			s.page, s.i, s.more = page, 0, more
-			if len(page) == 0 {
+			s.page, s.i, s.more = p.items, 0, p.more
+			if len(p.items) == 0 {
 				return nil, nil
 			}
 		}

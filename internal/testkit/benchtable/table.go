@@ -153,6 +153,12 @@ var Rows = []Row{
 		Value: units(`^rows$`), Expect: "pkg/bitlog/pgbitlog BenchmarkBitLogRetention"},
 	{Measure: "Bit log retention: drop 7 expired months vs DELETE of their rows (ms)", Pkg: "pkg/bitlog/pgbitlog", Name: regexp.MustCompile(`^BenchmarkBitLogRetention`),
 		Value: units(`^drop-ms$`), Baseline: units(`^delete-est-ms$`), Ratio: units(`^drop/delete$`), Expect: "pkg/bitlog/pgbitlog BenchmarkBitLogRetention"},
+	{Measure: "Fixity coverage: copies/s, content index + bit log verdicts on PostgreSQL (MILL_BENCH_FIXITY_COPIES, 1,000,000)", Pkg: "pkg/fixity", Name: regexp.MustCompile(`^BenchmarkCoverage`),
+		Value: units(`^copies/s$`), Expect: "pkg/fixity BenchmarkCoverage"},
+	{Measure: "Fixity coverage: seconds for 1,000,000 copies (acceptance: under 10)", Pkg: "pkg/fixity", Name: regexp.MustCompile(`^BenchmarkCoverage`),
+		Value: units(`^s/1M-copies$`), Expect: "pkg/fixity BenchmarkCoverage"},
+	{Measure: "Peak RSS MiB: fixity coverage, 1,000,000 copies vs 100,000 (flat memory: alike)", Pkg: "pkg/fixity", Name: regexp.MustCompile(`^BenchmarkCoverage`),
+		Value: units(`^peak-MiB-big$`), Baseline: units(`^peak-MiB-100k$`), Expect: "pkg/fixity BenchmarkCoverage"},
 }
 
 // Line is one computed row.
