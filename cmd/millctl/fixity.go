@@ -218,17 +218,8 @@ func sumAll(all, t fixity.Coverage) fixity.Coverage {
 	return fixity.Totals([]fixity.Coverage{all, t})[0]
 }
 
-// targetCell writes a store's target: "90d/365d compute-checksum".
-func targetCell(f stores.Fixity) string {
-	s := formatDays(f.Interval, true) + "/" + formatDays(f.ArchivedInterval, true)
-	if f.ArchivedMethod != "" {
-		s += " " + string(f.ArchivedMethod)
-	}
-	if f.SampleRate > 0 && f.SampleRate < 1 {
-		s += fmt.Sprintf(" sample %g", f.SampleRate)
-	}
-	return tsv.Cell(s)
-}
+// targetCell writes a store's target (stores.Fixity.String).
+func targetCell(f stores.Fixity) string { return tsv.Cell(f.String()) }
 
 // coverageJSON is a line of `fixity coverage --json`.
 type coverageJSON struct {

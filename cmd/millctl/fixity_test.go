@@ -39,8 +39,8 @@ func TestFixityCoverageCommand(t *testing.T) {
 		}
 	}
 	accounts := `{"accounts": [{"id": "acme", "status": "active", "stores": [
-	  {"id": "1", "primary": true, "kind": "fs", "root": "` + filepath.Join(dir, "store1") + `"},
-	  {"id": "2", "kind": "fs", "root": "` + filepath.Join(dir, "store2") + `"}]}]}`
+	  {"id": "1", "primary": true, "kind": "fs", "root": "` + filepath.Join(dir, "store1") + `", "fixity": {"interval": "30d"}},
+	  {"id": "2", "kind": "fs", "root": "` + filepath.Join(dir, "store2") + `", "fixity": {"interval": "7d"}}]}]}`
 	if err := os.WriteFile(filepath.Join(dir, "accounts.json"), []byte(accounts), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +71,10 @@ func TestFixityCoverageCommand(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for i, want := range []string{
 		`^ACCOUNT +STORE +SPACE +COPIES +WITHIN TARGET +OVERDUE +NEVER +NOT COVERED +OLDEST +READ +AT-REST +TARGET`,
-		`^acme +1 +docs +3 +1 \(33\.3%\) +2 +1 +0 +100d +66\.7% +0\.0% +90d/365d`,
-		`^acme +1 +photos +2 +1 \(50\.0%\) +1 +1 +0 +200d +0\.0% +50\.0% +90d/365d`,
+		`^acme +1 +docs +3 +1 \(33\.3%\) +2 +1 +0 +100d +66\.7% +0\.0% +30d +$`,
+		`^acme +1 +photos +2 +1 \(50\.0%\) +1 +1 +0 +200d +0\.0% +50\.0% +30d +$`,
 		`^acme +1 +\(total\) +5 +2 \(40\.0%\) +3 +2 +0 +200d +40\.0% +20\.0%`,
-		`^acme +2 +empty +0 +0 \(0\.0%\) +0 +0 +0 +- +0\.0% +0\.0%`,
+		`^acme +2 +empty +0 +0 \(0\.0%\) +0 +0 +0 +- +0\.0% +0\.0% +7d +$`,
 		`^acme +2 +\(total\) +0 `,
 		`^all: 5 copies in 3 spaces, 2 \(40\.0%\) within target, 3 overdue \(2 never verified\), 0 not covered; oldest verdict 200d$`,
 	} {
@@ -94,7 +94,7 @@ func TestFixityCoverageCommand(t *testing.T) {
 	}
 	if code != 0 || len(rows) != 3 || rows[0].SpaceID != "docs" || rows[0].Level != "space" || rows[0].Within != 1 || rows[0].Overdue != 2 ||
 		rows[1].AtRest != 1 || rows[1].NeverVerified != 1 || rows[2].Level != "store" || rows[2].Copies != 5 || rows[2].OldestVerdict == nil ||
-		rows[2].OldestAgeSeconds < 200*86400 || rows[2].IntervalSeconds != 90*86400 || rows[2].ShareWithin != 0.4 {
+		rows[2].OldestAgeSeconds < 200*86400 || rows[2].IntervalSeconds != 30*86400 || rows[2].ShareWithin != 0.4 {
 		t.Fatalf("--json: %d %+v", code, rows)
 	}
 

@@ -287,10 +287,8 @@ func (s *verdictStream) find(ctx context.Context, id string) (*bitlog.Verdict, e
 }
 
 // StoreTarget returns the fixity target of a registered store, its unset
-// fields at their defaults (Target).
-func StoreTarget(s stores.Store) stores.Fixity {
-	return Target(stores.Fixity{}, string(s.Kind))
-}
+// fields at their defaults (stores.Store.FixityTarget).
+func StoreTarget(s stores.Store) stores.Fixity { return s.FixityTarget() }
 
 // Target returns f with its unset fields at their defaults
 // (stores.DefaultFixityInterval, stores.DefaultArchivedFixityInterval,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/fixity"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
@@ -112,7 +113,8 @@ type morselData struct {
 	Account string `json:"account"`
 	StoreID string `json:"store"`
 	SpaceID string `json:"space"`
-	// Listed counts the items queued by the morsel's earlier bites.
+	// Listed counts the items queued by the morsel's earlier bites (with
+	// a sample rate below 1, fewer than the listing held).
 	Listed int64 `json:"listed"`
 }
 
@@ -323,11 +325,18 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 		return looping.BiteResult{}, fmt.Errorf("bit: store %q of account %q: listing of %q after %q said more but returned nothing",
 			d.StoreID, d.Account, d.SpaceID, m.Marker)
 	}
+	// The store's sample rate: a run checks that share of its items
+	// (fixity.Sampled, the same choice if this bite is sent again); the
+	// record and the report count the items queued.
+	rate := p.target(d.Account, d.StoreID).SampleRate
+	sp := fixity.Space{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID}
 	tasks := make([]*task.Task, 0, len(ids)+1)
 	for _, id := range ids {
-		tasks = append(tasks, task.Bit{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, ContentID: id, RunID: run.ID}.Task())
+		if fixity.Sampled(run.ID, sp, id, rate) {
+			tasks = append(tasks, task.Bit{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, ContentID: id, RunID: run.ID}.Task())
+		}
 	}
-	d.Listed += int64(len(ids))
+	d.Listed += int64(len(tasks))
 	if !more {
 		// The record first: the report processor refuses a report of a
 		// space whose listing the producer did not record as finished.
