@@ -97,7 +97,7 @@ func (o *fixityCoverageOptions) run(ctx context.Context, a *app, args []string) 
 		covs, err := src.Spaces(ctx, list, func(account, storeID string) stores.Fixity {
 			s, err := reg.Store(account, storeID)
 			if err != nil {
-				return fixity.Target(stores.Fixity{}, "")
+				return stores.Store{}.FixityTarget()
 			}
 			return fixity.StoreTarget(*s)
 		})

@@ -140,7 +140,7 @@ func (c *Coverage) add(v *bitlog.Verdict) {
 }
 
 // Compute measures the coverage of one space against target (whose unset
-// fields take their defaults: Target). It merges the space's content-index
+// fields take their defaults, as stores.Store.FixityTarget gives them). It merges the space's content-index
 // rows with its verdicts page by page, in content-id order: memory stays a
 // few pages whatever the size of the space. Each listing is read one page
 // ahead in its own goroutine, so the two queries and the merge overlap;
@@ -150,7 +150,7 @@ func (src Source) Compute(ctx context.Context, sp Space, target stores.Fixity) (
 		return Coverage{}, errors.New("fixity: Source needs Index and Verdicts")
 	}
 	c := Coverage{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID, Spaces: 1,
-		Target: Target(target, ""), At: clock.Or(src.Clock).Now()}
+		Target: stores.Store{Fixity: target}.FixityTarget(), At: clock.Or(src.Clock).Now()}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -289,23 +289,3 @@ func (s *verdictStream) find(ctx context.Context, id string) (*bitlog.Verdict, e
 // StoreTarget returns the fixity target of a registered store, its unset
 // fields at their defaults (stores.Store.FixityTarget).
 func StoreTarget(s stores.Store) stores.Fixity { return s.FixityTarget() }
-
-// Target returns f with its unset fields at their defaults
-// (stores.DefaultFixityInterval, stores.DefaultArchivedFixityInterval,
-// ArchivedComputeChecksum on an s3 store, a sample rate of 1). kind is
-// the store's kind ("" when unknown: the method is left as it is).
-func Target(f stores.Fixity, kind string) stores.Fixity {
-	if f.Interval <= 0 {
-		f.Interval = stores.DefaultFixityInterval
-	}
-	if f.ArchivedInterval <= 0 {
-		f.ArchivedInterval = stores.DefaultArchivedFixityInterval
-	}
-	if f.ArchivedMethod == "" && kind == "s3" {
-		f.ArchivedMethod = stores.ArchivedComputeChecksum
-	}
-	if f.SampleRate <= 0 || f.SampleRate > 1 {
-		f.SampleRate = 1
-	}
-	return f
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,18 +195,43 @@ func TestTotalsAndUrgency(t *testing.T) {
 	}
 }
 
-// TestTargetDefaults: unset fields take the defaults; compute-checksum is
-// the default archived method of an s3 store only; "none" stays.
-func TestTargetDefaults(t *testing.T) {
-	got := fixity.Target(stores.Fixity{}, "s3")
-	if got != (stores.Fixity{Interval: 90 * day, ArchivedInterval: 365 * day, ArchivedMethod: stores.ArchivedComputeChecksum, SampleRate: 1}) {
-		t.Fatalf("s3 defaults: %+v", got)
+// failingVerdicts fails on its second page.
+type failingVerdicts struct{ calls int }
+
+func (f *failingVerdicts) Verdicts(_ context.Context, _, _, _, after string, _ int) ([]bitlog.Verdict, bool, error) {
+	f.calls++
+	if f.calls > 1 {
+		return nil, false, errors.New("connection reset")
 	}
-	if got := fixity.Target(stores.Fixity{}, "fs"); got.ArchivedMethod != "" {
-		t.Fatalf("fs: %+v", got)
+	return []bitlog.Verdict{{ContentID: "a", Result: bitlog.ResultSuccess, Method: bitlog.MethodRead}}, true, nil
+}
+
+// TestComputeFailsWithItsListing: an error of either listing, mid-way,
+// is Compute's error (never a partial count), and both readers have
+// stopped when it returns (the race detector watches the counter).
+func TestComputeFailsWithItsListing(t *testing.T) {
+	ctx := context.Background()
+	idx := memcontentindex.New()
+	put(t, idx, "a", "1", "s", "a", "b", "c")
+	fv := &failingVerdicts{}
+	_, err := fixity.Source{Index: idx, Verdicts: fv, PageSize: 1}.Compute(ctx, fixity.Space{Account: "a", StoreID: "1", SpaceID: "s"}, stores.Fixity{})
+	if err == nil || !strings.Contains(err.Error(), "connection reset") || fv.calls != 2 {
+		t.Fatalf("err %v after %d calls, want the second page's error", err, fv.calls)
 	}
-	f := stores.Fixity{Interval: day, ArchivedInterval: 2 * day, ArchivedMethod: stores.ArchivedNone, SampleRate: 0.5}
-	if got := fixity.Target(f, "s3"); got != f {
-		t.Fatalf("set fields changed: %+v", got)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = fixity.Source{Index: ctxIndex{idx}, Verdicts: &fakeVerdicts{}}.Compute(cancelled, fixity.Space{Account: "a", StoreID: "1", SpaceID: "s"}, stores.Fixity{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: err %v", err)
 	}
+}
+
+// ctxIndex is an index that honours cancellation, as PostgreSQL does.
+type ctxIndex struct{ contentindex.Index }
+
+func (c ctxIndex) List(ctx context.Context, account, storeID, spaceID, after string, limit int) ([]contentindex.Entry, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	return c.Index.List(ctx, account, storeID, spaceID, after, limit)
 }

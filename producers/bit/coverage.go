@@ -20,7 +20,7 @@ type Coverage interface {
 func (p *Producer) target(account, storeID string) stores.Fixity {
 	s, err := p.cfg.Registry.Store(account, storeID)
 	if err != nil { // a listed store is registered; the defaults else
-		return fixity.Target(stores.Fixity{}, "")
+		return stores.Store{}.FixityTarget()
 	}
 	return fixity.StoreTarget(*s)
 }

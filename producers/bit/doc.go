@@ -34,7 +34,9 @@
 // A store's sampleRate (stores.Fixity) below 1 queues a BIT only for the
 // copies fixity.Sampled picks (a hash of the run ID and the copy, so a
 // bite sent again queues the same ones and the next run others); the run
-// record and the BIT_REPORT count the items queued.
+// record and the BIT_REPORT count the items queued, so SkipRecent trusts a
+// SUCCESS that covered the run's sample. Coverage is not sampled: the
+// copies a run left out age like any other and come due.
 //
 // Wiring (what cmd/bitproducer does):
 //
