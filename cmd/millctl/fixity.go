@@ -31,8 +31,8 @@ index) have a fresh verdict within the store's fixity target, how many are
 overdue (an old verdict, or none: NEVER) or not covered (archived on a store
 whose archived method is none), the age of the oldest verdict, and the share
 of the copies whose verdict was read and hashed (READ) or computed at rest
-(AT-REST); then the store's total. A fresh verdict is one the bit processor
-recorded from the bytes it observed (docs/ARCHITECTURE.md, Bit integrity).
+(AT-REST); then the store's total. A fresh verdict is one Mill's processors
+recorded from the bytes they observed (docs/ARCHITECTURE.md, Bit integrity).
 The spaces are those the stores list, as the bit producer sees them.
 
 Exit status 1 when a store could not be listed (the others are shown).

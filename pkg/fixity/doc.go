@@ -9,8 +9,9 @@
 // whose method observed the bytes (bitlog.Method.Fresh: read and hashed by
 // the bit processor, or computed at rest by the provider) and that reached
 // a result (SUCCESS or FAILURE; bitlog.Verdicts). A row that only compared
-// stored checksums is not a verdict. Only the bit processor writes bit-log
-// rows, from what it observed, so a queue message cannot make a copy
+// stored checksums is not a verdict. Bit-log rows are written only by
+// Mill's processors, from what they observed (a queue message names a copy
+// to check; it carries no verdict), so a message cannot make a copy
 // covered.
 //
 // A copy is within target when its verdict is younger than the store's

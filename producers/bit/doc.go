@@ -18,8 +18,8 @@
 //
 // With Config.Coverage (cmd/bitproducer always sets it) a run starts by
 // measuring the fixity coverage of every space (pkg/fixity: the content
-// index merged with the bit log's latest fresh verdicts, which only the
-// bit processor records from what it observed, so no message can make a
+// index merged with the bit log's latest fresh verdicts, which only Mill's
+// processors record, from what they observed, so no message can make a
 // copy covered). It logs each store's figures ("fixity coverage", the
 // overdue-copies metric) and orders the spaces most overdue first:
 // never-verified or unindexed spaces, then by how late their worst copy
