@@ -72,7 +72,7 @@ func (o *fixityCoverageOptions) run(ctx context.Context, a *app, args []string) 
 			return printFileErrors(a, err)
 		}
 		if o.account != "" && reg.Account(o.account) == nil {
-			return fmt.Errorf("account %q is not in the registry (%s)", o.account, o.src.where())
+			return fmt.Errorf("%w %q", stores.ErrUnknownAccount, o.account)
 		}
 		if o.store != "" {
 			if _, err := reg.Store(o.account, o.store); err != nil {
