@@ -29,6 +29,8 @@
 #                         takes a few minutes to write and about 4 GB)
 #   MILL_BENCH_VERDICTS   copies of the space whose bit verdicts are read
 #                         (default 1000000)
+#   MILL_BENCH_FIXITY_COPIES copies of the fixity coverage benchmark's large
+#                         space (default and acceptance size 1000000)
 #   BENCH                 -bench pattern (default .)
 #   BENCH_TIMEOUT         go test -timeout (default 30m)
 #   BENCH_LOG             where the raw go test output is kept

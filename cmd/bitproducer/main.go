@@ -23,6 +23,8 @@ import (
 
 	"github.com/millfleet/mill/internal/cli/producercmd"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
+	"github.com/millfleet/mill/pkg/fixity"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
@@ -46,7 +48,12 @@ there each space of its runs and how many items it listed, and the report
 processor makes reports only for runs recorded there. --skip-recent leaves
 out spaces whose latest report is a SUCCESS younger than the age that covered
 every item of a run the producer recorded (the Java Mill skips 60 days); the
-summary names each with its report. --start-at makes runs begin at a time of day.
+summary names each with its report. Each run measures the fixity coverage of
+every space at its start (the content index and the bit log's latest fresh
+verdicts), checks the most overdue spaces first and logs each store's
+figures ("fixity coverage": the overdue-copies metric); --skip-covered leaves
+out spaces whose every copy is within its store's fixity target and stays so
+for the margin given. A space is left out when either rule says so. --start-at makes runs begin at a time of day.
 --notify-topic-arn announces completed runs and failed invocations.
 
 Usage: bitproducer [flags]`
@@ -60,14 +67,23 @@ var command = producercmd.Command{
 		bitQueue := fs.String("bit-queue", "", "bit queue `name` (default prefix + bit)")
 		reportQueue := fs.String("report-queue", "", "bit-report queue `name` (default prefix + bit-report)")
 		skipRecentFlag := fs.String("skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`, covering every\nitem of a run this producer recorded: Nd (days) or a duration (the Java Mill: 60d); 0: check every space")
-		var skipRecent time.Duration
+		skipCoveredFlag := fs.String("skip-covered", "off", "leave out spaces whose every copy is within its store's fixity target and stays so for this `margin`:\nNd (days) or a duration (the run frequency keeps every copy within target until the next run);\noff: check every space (the most overdue first either way)")
+		var skipRecent, coveredMargin time.Duration
+		skipCovered := false
 		return producercmd.Own{
 			Check: func() []error {
 				var err error
+				var errs []error
 				if skipRecent, err = bit.ParseAge(*skipRecentFlag); err != nil {
-					return []error{fmt.Errorf("--skip-recent: %w", err)}
+					errs = append(errs, fmt.Errorf("--skip-recent: %w", err))
 				}
-				return nil
+				if *skipCoveredFlag != "off" {
+					skipCovered = true
+					if coveredMargin, err = bit.ParseAge(*skipCoveredFlag); err != nil {
+						errs = append(errs, fmt.Errorf("--skip-covered: %w (or off)", err))
+					}
+				}
+				return errs
 			},
 			Build: func(ctx context.Context, e *producercmd.Env) (looping.Config, error) {
 				sqsc := e.AWS.SQS()
@@ -79,8 +95,11 @@ var command = producercmd.Command{
 				if err != nil {
 					return looping.Config{}, err
 				}
+				bitLog := pgbitlog.New(e.DB.Pool)
 				p, err := bit.New(bit.Config{Registry: e.Registry, Opener: e.Opener, Filter: e.Filter, SkipRecent: skipRecent,
-					BitLog: pgbitlog.New(e.DB.Pool), Logger: e.Logger})
+					BitLog: bitLog, Logger: e.Logger,
+					Coverage:    &fixity.Source{Index: pgcontentindex.New(e.DB.Pool), Verdicts: bitLog},
+					SkipCovered: skipCovered, CoveredMargin: coveredMargin})
 				return looping.Config{Kind: bit.Kind, Producer: p, Queue: &bit.Router{Bit: bitQ, Report: reportQ}}, err
 			},
 		}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,10 @@ import (
 	"github.com/millfleet/mill/internal/cli/producercmd"
 	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
+	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/storage"
@@ -40,6 +45,7 @@ func TestUsageErrors(t *testing.T) {
 			nil, []string{"--progress \"fancy\"", "--message-format", "--bite-size 0", "bad.txt:2", "--database-url (MILL_DATABASE_URL) is required"}},
 		{"bad frequency from the environment", nil, map[string]string{"MILL_FREQUENCY": "5x"}, []string{"MILL_FREQUENCY"}},
 		{"stray argument", []string{"now"}, nil, []string{"unexpected arguments"}},
+		{"bad skip margins", []string{"--skip-covered", "soon", "--skip-recent", "-1d"}, nil, []string{"--skip-covered", "(or off)", "--skip-recent"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -108,6 +114,18 @@ func TestRunOnEmulator(t *testing.T) {
 	if _, err := milldb.Up(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
+	// Two of docs' three copies are indexed; one has a fresh verdict.
+	idx := pgcontentindex.New(pool)
+	for _, id := range []string{"a", "d"} {
+		if _, err := idx.Upsert(ctx, contentindex.Entry{Item: contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "docs", ContentID: id},
+			Modified: time.Now().Add(-time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pgbitlog.New(pool).Record(ctx, bitlog.Row{Account: "acme", StoreID: "1", SpaceID: "docs", ContentID: "a",
+		Result: bitlog.ResultSuccess, Case: 1, Method: bitlog.MethodRead, Bytes: 1}); err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{
 		"MILL_DATABASE_URL": dbURL,
 		"MILL_QUEUE_PREFIX": prefix,
@@ -140,6 +158,10 @@ func TestRunOnEmulator(t *testing.T) {
 		if d.Visible != want {
 			t.Errorf("%s: %d visible, want %d", k, d.Visible, want)
 		}
+	}
+	// The store's fixity coverage is logged at the run's start.
+	if !regexp.MustCompile(`"msg":"fixity coverage","account":"acme","store_id":"1","spaces":1,"copies":2,"within":1,"overdue":1,"never_verified":1,`).MatchString(errOut.String()) {
+		t.Errorf("no coverage line in the log:\n%s", errOut.String())
 	}
 	// The run is recorded in the bit log: the space and the items listed.
 	var runID, account, space string

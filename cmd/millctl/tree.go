@@ -79,6 +79,9 @@ func commandTree() []group {
 			{name: "bitlog reports", summary: "list bit integrity reports, newest first", usage: bitlogReportsUsage, flags: bind[bitlogReportsOptions]},
 			{name: "bitlog retention", summary: "show, and with --apply apply, the retention of the bit log and of content-index tombstones", usage: bitlogRetentionUsage, flags: bind[bitlogRetentionOptions]},
 		}},
+		{name: "fixity", summary: "fixity coverage: which copies have a fresh verdict within their store's target", commands: []*command{
+			{name: "fixity coverage", summary: "per store and space: copies, within target, overdue, oldest verdict, share by method", usage: fixityCoverageUsage, flags: bind[fixityCoverageOptions]},
+		}},
 	}
 }
 

@@ -41,6 +41,7 @@ var serviceArgs = map[string][]string{
 	"dlq show":          {"some-id"},
 	"enqueue":           {"--type", "NOOP", "--queue", "audit"},
 	"fleet":             nil,
+	"fixity coverage":   nil,
 	"migrate down":      nil,
 	"migrate status":    nil,
 	"migrate up":        nil,

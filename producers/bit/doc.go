@@ -16,6 +16,28 @@
 // item listed (and more than none); a report of any other run (one made
 // before the record existed included) is not trusted.
 //
+// With Config.Coverage (cmd/bitproducer always sets it) a run starts by
+// measuring the fixity coverage of every space (pkg/fixity: the content
+// index merged with the bit log's latest fresh verdicts, which only Mill's
+// processors record, from what they observed, so no message can make a
+// copy covered). It logs each store's figures ("fixity coverage", the
+// overdue-copies metric) and orders the spaces most overdue first:
+// never-verified or unindexed spaces, then by how late their worst copy
+// is, then by how soon their first copy falls due (ties in registry
+// order). With SkipCovered (--skip-covered MARGIN) a space is skipped when
+// every copy is within target and stays so for CoveredMargin; a space
+// whose index lists no copy is never skipped. The two skips combine: a
+// space is left out when either says so. Skipping never hides a copy for
+// long: a space is checked again as soon as its first copy would fall due
+// within the margin, and then every item its store lists is queued.
+//
+// A store's sampleRate (stores.Fixity) below 1 queues a BIT only for the
+// copies fixity.Sampled picks (a hash of the run ID and the copy, so a
+// bite sent again queues the same ones and the next run others); the run
+// record and the BIT_REPORT count the items queued, so SkipRecent trusts a
+// SUCCESS that covered the run's sample. Coverage is not sampled: the
+// copies a run left out age like any other and come due.
+//
 // Wiring (what cmd/bitproducer does):
 //
 //	p, _ := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: f, BitLog: pgbitlog.New(pool)})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/fixity"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
@@ -48,6 +49,19 @@ type Config struct {
 	// the space, and it covered every item the producer listed (more than
 	// none). The run's summary names each skipped space with the reason.
 	SkipRecent time.Duration
+	// Coverage, when set, measures the fixity coverage of each space at
+	// the start of a run (fixity.Source): the spaces are checked most
+	// overdue first (fixity.ByUrgency; ties keep the registry order), and
+	// each store's figures are logged ("fixity coverage") for the
+	// overdue-copies metric.
+	Coverage Coverage
+	// SkipCovered, with Coverage, leaves out of a run every space whose
+	// every copy is within its fixity target and stays so for
+	// CoveredMargin (fixity.Coverage.Covered); set the margin to the run
+	// frequency so no copy falls due before the next run. A space is left
+	// out when SkipRecent or SkipCovered says so.
+	SkipCovered   bool
+	CoveredMargin time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -81,6 +95,10 @@ func New(cfg Config) (*Producer, error) {
 	p.Require("Opener", cfg.Opener != nil)
 	p.Require("BitLog", cfg.BitLog != nil)
 	p.Check(cfg.SkipRecent >= 0, "SkipRecent", cfg.SkipRecent, "not be negative")
+	p.Check(cfg.CoveredMargin >= 0, "CoveredMargin", cfg.CoveredMargin, "not be negative")
+	if cfg.SkipCovered {
+		p.Require("Coverage (for SkipCovered)", cfg.Coverage != nil)
+	}
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
@@ -93,7 +111,8 @@ type morselData struct {
 	Account string `json:"account"`
 	StoreID string `json:"store"`
 	SpaceID string `json:"space"`
-	// Listed counts the items queued by the morsel's earlier bites.
+	// Listed counts the items queued by the morsel's earlier bites (with
+	// a sample rate below 1, fewer than the listing held).
 	Listed int64 `json:"listed"`
 }
 
@@ -162,6 +181,8 @@ func ListSpacesEach(ctx context.Context, reg *stores.Registry, o Opener, filter 
 // When no store at all can be listed the run's start fails instead (the
 // next invocation tries again): a sweep that lists nothing is not a sweep.
 // With SkipRecent, a space whose latest report is a recent SUCCESS is a
+// skipped morsel. With Coverage, the spaces come most overdue first, and
+// with SkipCovered a space whose every copy stays within target is a
 // skipped morsel.
 func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.Morsel, error) {
 	spaces, failed := ListSpacesEach(ctx, p.cfg.Registry, p.cfg.Opener, p.cfg.Filter)
@@ -176,7 +197,11 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 	for _, f := range failed {
 		out = append(out, looping.Morsel{ID: f.Account + "/" + f.StoreID + "/(store)", Failed: f.Err.Error()})
 	}
-	for _, sp := range spaces {
+	covs, err := p.coverage(ctx, spaces)
+	if err != nil {
+		return nil, err
+	}
+	for i, sp := range spaces {
 		data, err := json.Marshal(morselData{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID})
 		if err != nil {
 			return nil, err
@@ -184,6 +209,9 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 		m := looping.Morsel{ID: MorselID(sp.Account, sp.StoreID, sp.SpaceID), Data: data}
 		if m.Skipped, err = p.recent(ctx, sp, run.Start); err != nil {
 			return nil, err
+		}
+		if m.Skipped == "" && covs != nil {
+			m.Skipped = p.covered(covs[i])
 		}
 		out = append(out, m)
 	}
@@ -295,11 +323,18 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 		return looping.BiteResult{}, fmt.Errorf("bit: store %q of account %q: listing of %q after %q said more but returned nothing",
 			d.StoreID, d.Account, d.SpaceID, m.Marker)
 	}
+	// The store's sample rate: a run checks that share of its items
+	// (fixity.Sampled, the same choice if this bite is sent again); the
+	// record and the report count the items queued.
+	rate := p.target(d.Account, d.StoreID).SampleRate
+	sp := fixity.Space{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID}
 	tasks := make([]*task.Task, 0, len(ids)+1)
 	for _, id := range ids {
-		tasks = append(tasks, task.Bit{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, ContentID: id, RunID: run.ID}.Task())
+		if fixity.Sampled(run.ID, sp, id, rate) {
+			tasks = append(tasks, task.Bit{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, ContentID: id, RunID: run.ID}.Task())
+		}
 	}
-	d.Listed += int64(len(ids))
+	d.Listed += int64(len(tasks))
 	if !more {
 		// The record first: the report processor refuses a report of a
 		// space whose listing the producer did not record as finished.

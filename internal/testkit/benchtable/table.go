@@ -157,6 +157,12 @@ var Rows = []Row{
 		Value: units(`^copies/s$`), Expect: "pkg/bitlog/pgbitlog BenchmarkVerdicts/vacuumed"},
 	{Measure: "Bit verdicts of a 1,000,000-copy space read in pages (copies/s), just written (before a vacuum)", Pkg: "pkg/bitlog/pgbitlog", Name: regexp.MustCompile(`^BenchmarkVerdicts/unvacuumed$`),
 		Value: units(`^copies/s$`), Expect: "pkg/bitlog/pgbitlog BenchmarkVerdicts/unvacuumed"},
+	{Measure: "Fixity coverage: copies/s, content index + bit log verdicts on PostgreSQL (MILL_BENCH_FIXITY_COPIES, 1,000,000)", Pkg: "pkg/fixity", Name: regexp.MustCompile(`^BenchmarkCoverage`),
+		Value: units(`^copies/s$`), Expect: "pkg/fixity BenchmarkCoverage"},
+	{Measure: "Fixity coverage: seconds for 1,000,000 copies (acceptance: under 10)", Pkg: "pkg/fixity", Name: regexp.MustCompile(`^BenchmarkCoverage`),
+		Value: units(`^s/1M-copies$`), Expect: "pkg/fixity BenchmarkCoverage"},
+	{Measure: "Peak RSS MiB: fixity coverage, 1,000,000 copies vs 100,000 (flat memory: alike)", Pkg: "pkg/fixity", Name: regexp.MustCompile(`^BenchmarkCoverage`),
+		Value: units(`^peak-MiB-big$`), Baseline: units(`^peak-MiB-100k$`), Expect: "pkg/fixity BenchmarkCoverage"},
 }
 
 // Line is one computed row.
