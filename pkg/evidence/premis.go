@@ -45,13 +45,13 @@ type (
 		Type     authorityValue `xml:"eventType"`
 		DateTime string         `xml:"eventDateTime"`
 		Detail   *struct {
-			Detail    string            `xml:"eventDetail,omitempty"`
+			Detail    string           `xml:"eventDetail,omitempty"`
 			Extension *fixityExtension `xml:"eventDetailExtension,omitempty"`
 		} `xml:"eventDetailInformation,omitempty"`
 		Outcome struct {
 			Outcome authorityValue `xml:"eventOutcome"`
 			Detail  *struct {
-				Note      string            `xml:"eventOutcomeDetailNote"`
+				Note      string           `xml:"eventOutcomeDetailNote"`
 				Extension *fixityExtension `xml:"eventOutcomeDetailExtension,omitempty"`
 			} `xml:"eventOutcomeDetail,omitempty"`
 		} `xml:"eventOutcomeInformation"`
@@ -181,7 +181,7 @@ func premisEventOf(e *Event) premisEvent {
 	}
 	if len(detail) > 0 || (e.Fixity != nil && e.Fixity.Expected != "") {
 		p.Detail = &struct {
-			Detail    string            `xml:"eventDetail,omitempty"`
+			Detail    string           `xml:"eventDetail,omitempty"`
 			Extension *fixityExtension `xml:"eventDetailExtension,omitempty"`
 		}{Detail: strings.Join(detail, "; ")}
 		if e.Fixity != nil && e.Fixity.Expected != "" {
@@ -195,7 +195,7 @@ func premisEventOf(e *Event) premisEvent {
 			note += fmt.Sprintf(", expected %s", f.Expected)
 		}
 		p.Outcome.Detail = &struct {
-			Note      string            `xml:"eventOutcomeDetailNote"`
+			Note      string           `xml:"eventOutcomeDetailNote"`
 			Extension *fixityExtension `xml:"eventOutcomeDetailExtension,omitempty"`
 		}{Note: note}
 		if f.Digest != "" {
