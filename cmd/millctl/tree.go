@@ -79,6 +79,11 @@ func commandTree() []group {
 			{name: "bitlog reports", summary: "list bit integrity reports, newest first", usage: bitlogReportsUsage, flags: bind[bitlogReportsOptions]},
 			{name: "bitlog retention", summary: "show, and with --apply apply, the retention of the bit log and of content-index tombstones", usage: bitlogRetentionUsage, flags: bind[bitlogRetentionOptions]},
 		}},
+		{name: "evidence", summary: "the tamper-evident evidence log: verify it offline, export and check inclusion proofs", commands: []*command{
+			{name: "evidence verify", summary: "verify an evidence log with only its blobs and public key; names each mismatch", usage: evidenceVerifyUsage, flags: bind[evidenceVerifyOptions]},
+			{name: "evidence proof", summary: "export an event's inclusion proof as a self-contained file", usage: evidenceProofUsage, flags: bind[evidenceProofOptions]},
+			{name: "evidence check-proof", summary: "check an inclusion proof file with the log's public key", usage: evidenceCheckProofUsage, flags: bind[evidenceCheckProofOptions]},
+		}},
 	}
 }
 
