@@ -153,6 +153,12 @@ var Rows = []Row{
 		Value: units(`^rows$`), Expect: "pkg/bitlog/pgbitlog BenchmarkBitLogRetention"},
 	{Measure: "Bit log retention: drop 7 expired months vs DELETE of their rows (ms)", Pkg: "pkg/bitlog/pgbitlog", Name: regexp.MustCompile(`^BenchmarkBitLogRetention`),
 		Value: units(`^drop-ms$`), Baseline: units(`^delete-est-ms$`), Ratio: units(`^drop/delete$`), Expect: "pkg/bitlog/pgbitlog BenchmarkBitLogRetention"},
+	{Measure: "Evidence log: events appended/s, batches of 1,000, fs store, vs 20x a 100M-item archive checked every 90 days", Pkg: "pkg/evidence", Name: regexp.MustCompile(`^BenchmarkEvidenceLog`),
+		Value: units(`^events/s$`), Baseline: units(`^goal-events/s$`), Ratio: units(`^events/goal$`), Expect: "pkg/evidence BenchmarkEvidenceLog"},
+	{Measure: "Evidence log: verification time per million events (s; extrapolated from MILL_BENCH_EVIDENCE_EVENTS, default 100,000)", Pkg: "pkg/evidence", Name: regexp.MustCompile(`^BenchmarkEvidenceLog`),
+		Value: units(`^verify-s/Mevents$`), Expect: "pkg/evidence BenchmarkEvidenceLog"},
+	{Measure: "Evidence log: size of one inclusion proof file (bytes)", Pkg: "pkg/evidence", Name: regexp.MustCompile(`^BenchmarkEvidenceLog`),
+		Value: units(`^proof-B$`), Expect: "pkg/evidence BenchmarkEvidenceLog"},
 }
 
 // Line is one computed row.
