@@ -50,7 +50,10 @@ type Log struct {
 	verifier note.Verifier
 	opts     Options
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// stale is set when a batch failed part-way: what it wrote may include
+	// its checkpoint, so the next Append reads the log's state again.
+	stale   bool
 	latest  *Checkpoint
 	partial [][]byte // the leaves of the last, partial data tile
 	ids     map[string]tlog.Hash
@@ -230,6 +233,13 @@ func (l *Log) Checkpoint() *Checkpoint {
 func (l *Log) Append(ctx context.Context, events []*Event) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.stale {
+		l.latest, l.partial, l.ids, l.order = nil, nil, map[string]tlog.Hash{}, nil
+		if err := l.load(ctx); err != nil {
+			return AppendResult{}, err
+		}
+		l.stale = false
+	}
 	var res AppendResult
 	var leaves [][]byte
 	batch := map[string]tlog.Hash{}
@@ -259,6 +269,7 @@ func (l *Log) Append(ctx context.Context, events []*Event) (AppendResult, error)
 	}
 	cp, err := l.write(ctx, leaves)
 	if err != nil {
+		l.stale = true
 		return AppendResult{}, err
 	}
 	l.latest = cp

@@ -240,3 +240,39 @@ func TestOpenRejectsForeignKey(t *testing.T) {
 		t.Fatal("opened a log with another key")
 	}
 }
+
+// TestRetryOnSameLogAfterCommittedFailure: a batch whose checkpoint landed
+// but whose Append failed (the latest checkpoint's put) leaves the writer
+// to read the log again, so a different batch retried on the same Log
+// extends the committed one instead of forking it.
+func TestRetryOnSameLogAfterCommittedFailure(t *testing.T) {
+	ctx := context.Background()
+	skey, v := testKey(t)
+	dir := Dir(t.TempDir())
+	f := &faultyBlobs{Blobs: dir, failAt: 1 << 30}
+	l, err := Open(ctx, f, skey, Options{Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, fixityEvents(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	// The second batch's puts: tile, data tile, history, latest; the
+	// history lands, the latest fails.
+	f.puts, f.failAt = 0, 3
+	if _, err := l.Append(ctx, fixityEvents(100, 50)); !errors.Is(err, errInjected) {
+		t.Fatalf("append: %v, want the injected fault", err)
+	}
+	f.failAt = 1 << 30
+	res, err := l.Append(ctx, fixityEvents(120, 60)) // overlaps the committed batch
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Appended != 30 || len(res.Duplicates) != 30 || res.Checkpoint.Size != 180 {
+		t.Fatalf("retry: %d appended, %d duplicates, size %d; want 30, 30, 180", res.Appended, len(res.Duplicates), res.Checkpoint.Size)
+	}
+	mustVerify(t, dir, v)
+	if got := leafIDs(t, dir, v); len(got) != 180 || got[179] != fixityEvent(179).ID {
+		t.Fatalf("%d leaves", len(got))
+	}
+}
