@@ -108,7 +108,8 @@ func TestValidate(t *testing.T) {
 // TestEventID: the same parts give the same ID, and parts do not run
 // together.
 func TestEventID(t *testing.T) {
-	if EventID("a", "b") != EventID("a", "b") || EventID("ab", "c") == EventID("a", "bc") || EventID("a") == EventID("a", "") {
+	parts := []string{"a", "b"}
+	if EventID(parts...) != EventID("a", "b") || EventID("ab", "c") == EventID("a", "bc") || EventID("a") == EventID("a", "") {
 		t.Fatal("EventID is not a function of its parts")
 	}
 }
