@@ -64,7 +64,10 @@
 // one); that every leaf is a canonical event, each ID once; that the leaves
 // hash to the signed roots; and that every stored hash tile is the one the
 // leaves give. Each mismatch is named (the checkpoint, the tile, the leaf).
-// Prove exports an event's inclusion proof (tlog.ProveRecord) with its
+// Events reads the events up to the latest checkpoint, checking each data
+// tile's leaves against the signed tree as it goes (an export needs no
+// full verification to trust what it prints). Prove exports an event's
+// inclusion proof (tlog.ProveRecord) with its
 // canonical bytes and the signed checkpoint as one self-contained file;
 // CheckProof checks such a file with only the verifier key.
 //

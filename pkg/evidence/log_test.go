@@ -1,11 +1,15 @@
 package evidence
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -318,5 +322,38 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 	if len(ids) != 2000 || len(seen) != 2000 {
 		t.Fatalf("%d leaves, %d distinct; want 2000", len(ids), len(seen))
+	}
+}
+
+// TestEventsChecksLeaves: Events returns every event in log order, and
+// refuses a data tile changed after its checkpoint.
+func TestEventsChecksLeaves(t *testing.T) {
+	ctx := context.Background()
+	skey, v := testKey(t)
+	dir := Dir(t.TempDir())
+	l, _ := Open(ctx, dir, skey, Options{})
+	if _, err := l.Append(ctx, fixityEvents(0, 300)); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	cp, err := Events(ctx, dir, v, func(x int64, e *Event) error {
+		if x != n || e.ID != fixityEvent(int(x)).ID {
+			t.Fatalf("event %d is %s", x, e.ID)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != 300 || cp.Size != 300 {
+		t.Fatalf("read %d events, size %v: %v", n, cp, err)
+	}
+	p := filepath.Join(string(dir), "tile", "8", "data", "001.p", "44")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(p, bytes.Replace(b, []byte(`"outcome":"success"`), []byte(`"outcome":"failure"`), 1), 0o644)
+	_, err = Events(ctx, dir, v, func(int64, *Event) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "leaf 256") {
+		t.Fatalf("read a changed leaf: %v", err)
 	}
 }

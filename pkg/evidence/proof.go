@@ -32,30 +32,28 @@ var ErrNoEvent = errors.New("evidence: no such event in the log")
 
 // Prove finds the event with the ID in the log (up to its latest
 // checkpoint, which it checks with v) and returns its inclusion proof.
-// It reads the data tiles until it finds the event.
+// It reads the log (Events) until it finds the event.
 func Prove(ctx context.Context, blobs Blobs, v note.Verifier, id string) (*Proof, error) {
-	msg, err := blobs.Get(ctx, latestKey)
-	if err != nil {
-		return nil, fmt.Errorf("evidence: proof: %w", err)
-	}
-	cp, err := OpenCheckpoint(msg, v)
-	if err != nil {
-		return nil, fmt.Errorf("evidence: proof: %s: %w", latestKey, err)
-	}
-	for start := int64(0); start < cp.Size; start += 1 << TileHeight {
-		leaves, err := readDataTile(ctx, blobs, dataTile(start, cp.Size))
-		if err != nil {
-			return nil, err
+	var found *Event
+	var at int64
+	cp, err := Events(ctx, blobs, v, func(x int64, e *Event) error {
+		if e.ID != id {
+			return nil
 		}
-		for i, leaf := range leaves {
-			e, err := ParseCanonical(leaf)
-			if err != nil || e.ID != id {
-				continue
-			}
-			return proveLeaf(ctx, blobs, cp, start+int64(i), leaf)
-		}
+		found, at = e, x
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%w: %s (checkpoint size %d)", ErrNoEvent, id, cp.Size)
+	if found == nil {
+		return nil, fmt.Errorf("%w: %s (checkpoint size %d)", ErrNoEvent, id, cp.Size)
+	}
+	leaf, err := found.Canonical()
+	if err != nil {
+		return nil, err
+	}
+	return proveLeaf(ctx, blobs, cp, at, leaf)
 }
 
 // proveLeaf makes the proof of leaf x of the checkpoint's tree.
