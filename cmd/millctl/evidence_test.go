@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,5 +152,50 @@ func TestEvidenceVerifyS3(t *testing.T) {
 	code, out, errOut := runMillctl(t, "evidence", "proof", "--log", log, "--key", key, "--event", id)
 	if code != 0 || !strings.Contains(out, `"format": "mill-evidence-proof/v1"`) {
 		t.Fatalf("proof: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestEvidenceEvents: events exports the filtered events as canonical
+// JSON lines, or as PREMIS XML valid against the PREMIS 3 schema.
+func TestEvidenceEvents(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := evidenceLog(t, evidence.Dir(dir))
+	code, out, errOut := runMillctl(t, "evidence", "events", "--log", dir, "--key", key, "--since", "2026-07-01T00:01:00Z", "--until", "2026-07-01T00:02:00Z")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(lines) != 60 || !strings.Contains(errOut, "60 of 600 events") {
+		t.Fatalf("jsonl: exit %d, %d lines\n%s", code, len(lines), errOut)
+	}
+	for _, l := range lines {
+		e, err := evidence.ParseCanonical([]byte(l))
+		if err != nil || e.Time < "2026-07-01T00:01:00Z" || e.Time >= "2026-07-01T00:02:00Z" {
+			t.Fatalf("line %s: %v", l, err)
+		}
+	}
+	if code, out, _ := runMillctl(t, "evidence", "events", "--log", dir, "--key", key, "--account", "other"); code != 0 || out != "" {
+		t.Fatalf("no match, jsonl: exit %d, %q", code, out)
+	}
+	if code, _, _ := runMillctl(t, "evidence", "events", "--log", dir, "--key", key, "--account", "other", "--format", "premis-xml"); code != 1 {
+		t.Fatalf("no match, premis-xml: exit %d, want 1", code)
+	}
+	if code, _, _ := runMillctl(t, "evidence", "events", "--log", dir, "--key", key, "--format", "csv"); code != 2 {
+		t.Fatalf("--format csv: exit %d, want 2", code)
+	}
+	xmlFile := filepath.Join(t.TempDir(), "events.xml")
+	code, _, errOut = runMillctl(t, "evidence", "events", "--log", dir, "--key", key, "--item", "item.tif", "--space", "photos", "--format", "premis-xml", "--out", xmlFile)
+	if code != 0 {
+		t.Fatalf("premis-xml: exit %d\n%s", code, errOut)
+	}
+	xmllint, err := exec.LookPath("xmllint")
+	if err != nil {
+		testenv.Unavailable(t, "xmllint (Debian package libxml2-utils; localstack/up.sh installs it)", err)
+		return
+	}
+	schema := filepath.Join("..", "..", "pkg", "evidence", "testdata", "premis", "premis-v3-0.xsd")
+	if msg, err := exec.Command(xmllint, "--noout", "--nonet", "--schema", schema, xmlFile).CombinedOutput(); err != nil {
+		t.Fatalf("xmllint: %v\n%s", err, msg)
+	}
+	b, _ := os.ReadFile(xmlFile)
+	if n := strings.Count(string(b), "<event>"); n != 600 {
+		t.Fatalf("%d events in the PREMIS export, want 600", n)
 	}
 }
