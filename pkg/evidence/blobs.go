@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,7 +16,8 @@ import (
 // keys ("tile/8/0/000", "checkpoint"). The log only adds and replaces
 // blobs; it never deletes one.
 type Blobs interface {
-	// Get returns a blob's bytes; ErrNotFound when there is none.
+	// Get returns a blob's bytes; ErrNotFound when there is none, an
+	// error when it is larger than MaxBlob.
 	Get(ctx context.Context, key string) ([]byte, error)
 	// Put writes a blob whole, replacing any blob of that key: a reader
 	// sees the old bytes or the new ones, never a part.
@@ -23,6 +25,11 @@ type Blobs interface {
 	// List returns the keys that begin with prefix, sorted.
 	List(ctx context.Context, prefix string) ([]string, error)
 }
+
+// MaxBlob bounds the blobs a log reads: a data tile holds at most 256
+// events of at most 16 KiB each (4 MiB); a larger blob is refused, so a
+// hostile store cannot exhaust a verifier's memory one blob at a time.
+const MaxBlob = 5 << 20
 
 // ErrNotFound is Blobs.Get's error for a key with no blob.
 var ErrNotFound = errors.New("evidence: blob not found")
@@ -67,11 +74,22 @@ func (d Dir) Get(_ context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(p)
+	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxBlob+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxBlob {
+		return nil, fmt.Errorf("evidence: blob %s is larger than %d bytes", key, MaxBlob)
+	}
+	return b, nil
 }
 
 // Put implements Blobs.

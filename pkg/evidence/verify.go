@@ -170,8 +170,10 @@ func readHistory(ctx context.Context, blobs Blobs, v note.Verifier, r *Report) (
 // canonical event with an ID of its own, and returns the tree's stored
 // hashes; ok is false when a data tile could not be read whole.
 func verifyLeaves(ctx context.Context, blobs Blobs, n int64, r *Report) (hashes []tlog.Hash, ok bool) {
-	hashes = make([]tlog.Hash, 0, tlog.StoredHashCount(n))
-	seen := make(map[string]int64, n)
+	// The capacity is bounded: n comes from a signed checkpoint, but the
+	// leaves must be there before memory is spent on them.
+	hashes = make([]tlog.Hash, 0, tlog.StoredHashCount(min(n, 1<<20)))
+	seen := make(map[string]int64, min(n, 1<<20))
 	for start := int64(0); start < n; start += 1 << TileHeight {
 		t := dataTile(start, n)
 		leaves, err := readDataTile(ctx, blobs, t)

@@ -54,6 +54,12 @@ func Run(t *testing.T, newBlobs func(t *testing.T) evidence.Blobs) {
 		if got, err := b.Get(ctx, "tile/8/data/000"); err != nil || !bytes.Equal(got, big) {
 			t.Fatalf("a 1 MiB blob did not read back: %d bytes, %v", len(got), err)
 		}
+		if err := b.Put(ctx, "tile/8/data/001", make([]byte, evidence.MaxBlob+1)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.Get(ctx, "tile/8/data/001"); err == nil || errors.Is(err, evidence.ErrNotFound) {
+			t.Fatalf("a blob larger than MaxBlob: %d bytes, %v; want an error", len(got), err)
+		}
 	})
 	t.Run("HostileKeys", func(t *testing.T) {
 		ctx := context.Background()

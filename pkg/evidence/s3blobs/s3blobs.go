@@ -39,10 +39,6 @@ type Store struct {
 
 var _ evidence.Blobs = Store{}
 
-// maxBlob bounds what Get reads: a checkpoint or tile is far smaller (a
-// data tile of 256 events of at most 16 KiB each is 4 MiB).
-const maxBlob = 5 << 20
-
 func (s Store) key(k string) (string, error) {
 	if err := evidence.CheckKey(k); err != nil {
 		return "", err
@@ -68,12 +64,12 @@ func (s Store) Get(ctx context.Context, k string) ([]byte, error) {
 		return nil, fmt.Errorf("s3blobs: get s3://%s/%s: %w", s.Bucket, key, err)
 	}
 	defer out.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(out.Body, maxBlob+1))
+	b, err := io.ReadAll(io.LimitReader(out.Body, evidence.MaxBlob+1))
 	if err != nil {
 		return nil, fmt.Errorf("s3blobs: read s3://%s/%s: %w", s.Bucket, key, err)
 	}
-	if len(b) > maxBlob {
-		return nil, fmt.Errorf("s3blobs: s3://%s/%s is larger than %d bytes", s.Bucket, key, maxBlob)
+	if len(b) > evidence.MaxBlob {
+		return nil, fmt.Errorf("s3blobs: s3://%s/%s is larger than %d bytes", s.Bucket, key, evidence.MaxBlob)
 	}
 	return b, nil
 }
