@@ -129,10 +129,19 @@ func (d Dir) List(_ context.Context, prefix string) ([]string, error) {
 		return nil, errors.New("evidence: blob directory not set")
 	}
 	root := string(d)
+	// Walk only the directory the prefix names ("checkpoints/" is the
+	// directory checkpoints), not the whole root.
+	start := root
+	if i := strings.LastIndexByte(prefix, '/'); i > 0 {
+		if err := CheckKey(prefix[:i]); err != nil {
+			return nil, err
+		}
+		start = filepath.Join(root, filepath.FromSlash(prefix[:i]))
+	}
 	var keys []string
-	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+	err := filepath.WalkDir(start, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
-			if p == root && errors.Is(err, fs.ErrNotExist) {
+			if p == start && errors.Is(err, fs.ErrNotExist) {
 				return filepath.SkipDir
 			}
 			return err
