@@ -54,6 +54,13 @@
 // two processes appending to one log at once overwrite each other's
 // uncommitted tiles and checkpoints (Verify names the damage).
 //
+// Committer is how a process's many workers share one Log: Record waits
+// until the batch holding its event is committed (group commit: a batch
+// closes at MaxBatch events or MaxDelay after its first), so a worker that
+// acknowledges its task only after Record returns loses no event when the
+// process is killed, and one that records again after an error adds none
+// twice.
+//
 // # Verification
 //
 // Verify needs only the blobs and the verifier key. It checks every
