@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -71,6 +73,10 @@ func OpenCheckpoint(msg []byte, v note.Verifier) (*Checkpoint, error) {
 // signer key (secret: configuration, never the repository) and the
 // verifier key (public: what auditors get).
 func GenerateKey(name string) (signer, verifier string, err error) {
+	if name == "" || len(name) > 256 || !utf8.ValidString(name) || strings.Contains(name, "+") ||
+		strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return "", "", fmt.Errorf("evidence: key name %q: want 1 to 256 bytes of UTF-8 without spaces, control characters or +", name)
+	}
 	return note.GenerateKey(nil, name)
 }
 

@@ -17,6 +17,11 @@ func TestKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, bad := range []string{"", "a b", "a+b", "a\x00b", "\xff", strings.Repeat("n", 300)} {
+		if _, _, err := GenerateKey(bad); err == nil {
+			t.Errorf("GenerateKey(%q) succeeded", bad)
+		}
+	}
 	if got, err := VerifierKey(skey); err != nil || got != vkey {
 		t.Fatalf("VerifierKey: %q, %v; want %q", got, err, vkey)
 	}
