@@ -199,3 +199,57 @@ func TestEvidenceEvents(t *testing.T) {
 		t.Fatalf("%d events in the PREMIS export, want 600", n)
 	}
 }
+
+// TestEvidenceKeygen: keygen writes a signer key only its owner can read
+// that a log opens with, and the verifier key that checks that log; it
+// never replaces an existing key file.
+func TestEvidenceKeygen(t *testing.T) {
+	dir := t.TempDir()
+	signer, verifier := filepath.Join(dir, "signer.key"), filepath.Join(dir, "verifier.key")
+	code, out, errOut := runMillctl(t, "evidence", "keygen", "--name", "evidence.test/mill", "--signer", signer, "--verifier", verifier)
+	if code != 0 || !strings.HasPrefix(out, "evidence.test/mill+") {
+		t.Fatalf("keygen: exit %d\n%s%s", code, out, errOut)
+	}
+	if fi, err := os.Stat(signer); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("signer key file: %v, %v", fi.Mode(), err)
+	}
+	s, err := evidence.LoadSigner(signer, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDir := t.TempDir()
+	skey, _ := os.ReadFile(signer)
+	l, err := evidence.Open(context.Background(), evidence.Dir(logDir), string(skey), evidence.Options{})
+	if err != nil || s.Name() != "evidence.test/mill" {
+		t.Fatal(err)
+	}
+	e := &evidence.Event{V: 1, ID: "e1", Type: evidence.Deletion, Time: "2026-07-01T00:00:00Z", Outcome: evidence.Success, Rule: "test",
+		Object: evidence.Copy{Account: "a", Store: "s", Space: "sp", ContentID: "c"}, Agent: evidence.Agent{Kind: evidence.Person, Name: "op"}}
+	if _, err := l.Append(context.Background(), []*evidence.Event{e}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runMillctl(t, "evidence", "verify", "--log", logDir, "--key", verifier); code != 0 {
+		t.Fatalf("verify with the new key: exit %d\n%s%s", code, out, errOut)
+	}
+	before, _ := os.ReadFile(signer)
+	if code, _, _ := runMillctl(t, "evidence", "keygen", "--name", "evidence.test/mill", "--signer", signer, "--verifier", filepath.Join(dir, "v2")); code != 1 {
+		t.Fatalf("keygen over an existing signer key: exit %d, want 1", code)
+	}
+	if after, _ := os.ReadFile(signer); string(after) != string(before) {
+		t.Fatal("keygen replaced an existing signer key")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "v2")); err == nil {
+		t.Fatal("keygen wrote a verifier key for a key it did not make")
+	}
+	for _, args := range [][]string{
+		{"evidence", "keygen", "--name", "x", "--signer", filepath.Join(dir, "a")},
+		{"evidence", "keygen", "--name", "x", "--signer", filepath.Join(dir, "b"), "--verifier", filepath.Join(dir, "b")},
+	} {
+		if code, _, _ := runMillctl(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	if code, _, _ := runMillctl(t, "evidence", "keygen", "--name", "bad name+x", "--signer", filepath.Join(dir, "c"), "--verifier", filepath.Join(dir, "d")); code != 1 {
+		t.Errorf("a name with a space and a plus: exit %d, want 1", code)
+	}
+}
