@@ -2,9 +2,11 @@ package evidence
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -40,20 +42,6 @@ type VerifyOptions struct {
 	Trusted []byte
 }
 
-// hashSlice is a HashReader over every stored hash of a tree, by index.
-type hashSlice []tlog.Hash
-
-func (s hashSlice) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
-	out := make([]tlog.Hash, len(indexes))
-	for i, x := range indexes {
-		if x < 0 || x >= int64(len(s)) {
-			return nil, fmt.Errorf("hash %d not computed", x)
-		}
-		out[i] = s[x]
-	}
-	return out, nil
-}
-
 // Verify checks the log in blobs with only its verifier key: every
 // checkpoint's signature and origin, the history's consistency (each
 // checkpoint with the next, by a tlog tree proof from the stored tiles),
@@ -62,9 +50,17 @@ func (s hashSlice) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 // leaves hash to every checkpoint's root, and that every stored hash tile
 // is the one the leaves give. Every mismatch is a Problem of the report;
 // the error is for a store that cannot be read or a bad Trusted.
-// It holds two hashes per leaf in memory (64 bytes) and the IDs.
+// It reads the leaves once, holding O(log n) hashes, one tile a level
+// and a 16-byte digest of each event ID.
 func Verify(ctx context.Context, blobs Blobs, v note.Verifier, opts VerifyOptions) (*Report, error) {
 	r := &Report{}
+	var trusted *Checkpoint
+	if opts.Trusted != nil {
+		var err error
+		if trusted, err = OpenCheckpoint(opts.Trusted, v); err != nil {
+			return nil, fmt.Errorf("evidence: trusted checkpoint: %w", err)
+		}
+	}
 	history, err := readHistory(ctx, blobs, v, r)
 	if err != nil {
 		return nil, err
@@ -95,6 +91,9 @@ func Verify(ctx context.Context, blobs Blobs, v note.Verifier, opts VerifyOption
 		}
 	}
 	if len(history) == 0 {
+		if trusted != nil {
+			r.add("trusted checkpoint", "size %d, but the log has no checkpoint: the log was rolled back", trusted.Size)
+		}
 		return r, nil
 	}
 	r.Latest = history[len(history)-1]
@@ -110,34 +109,28 @@ func Verify(ctx context.Context, blobs Blobs, v note.Verifier, opts VerifyOption
 			r.add(historyKey(old.Size), "not consistent with %s: the history was rewritten between them (or a tile was): %v", historyKey(cur.Size), err)
 		}
 	}
-	hashes, ok := verifyLeaves(ctx, blobs, r.Latest.Size, r)
-	if !ok {
-		return r, checkTrusted(opts.Trusted, v, r, nil)
-	}
-	r.Leaves = r.Latest.Size
-	hs := hashSlice(hashes)
+	checks := make([]rootCheck, 0, len(history)+1)
 	for _, cp := range history {
-		root, err := tlog.TreeHash(cp.Size, hs)
-		if err != nil || root != cp.Root {
-			r.add(historyKey(cp.Size), "its root hash is not the leaves': the log's content changed after it was signed")
+		checks = append(checks, rootCheck{cp.Size, cp.Root, historyKey(cp.Size), "its root hash is not the leaves': the log's content changed after it was signed"})
+	}
+	if trusted != nil {
+		if trusted.Size > r.Latest.Size {
+			r.add("trusted checkpoint", "size %d, but the log's newest checkpoint is smaller: the log was rolled back", trusted.Size)
+		} else {
+			checks = append(checks, rootCheck{trusted.Size, trusted.Root, "trusted checkpoint",
+				fmt.Sprintf("size %d: the log's leaves no longer give its root: history was rewritten", trusted.Size)})
 		}
 	}
-	for _, t := range tlog.NewTiles(TileHeight, 0, r.Latest.Size) {
-		want, err := tlog.ReadTileData(t, hs)
-		if err != nil {
-			return nil, err
-		}
-		got, err := blobs.Get(ctx, t.Path())
-		switch {
-		case errors.Is(err, ErrNotFound):
-			r.add(t.Path(), "missing")
-		case err != nil:
-			return nil, err
-		case !bytes.Equal(got, want):
-			r.add(t.Path(), "rewritten: its hashes are not those of the leaves")
-		}
+	slices.SortStableFunc(checks, func(a, b rootCheck) int { return cmp.Compare(a.size, b.size) })
+	s := &leafStream{ctx: ctx, blobs: blobs, r: r, checks: checks}
+	ok, err := s.run(r.Latest.Size)
+	if err != nil {
+		return nil, err
 	}
-	return r, checkTrusted(opts.Trusted, v, r, hs)
+	if ok {
+		r.Leaves = r.Latest.Size
+	}
+	return r, nil
 }
 
 // readHistory reads and checks the checkpoint history, sorted by size.
@@ -164,63 +157,4 @@ func readHistory(ctx context.Context, blobs Blobs, v note.Verifier, r *Report) (
 		history = append(history, cp)
 	}
 	return history, nil
-}
-
-// verifyLeaves reads the leaves of a tree of size n, checks each is a
-// canonical event with an ID of its own, and returns the tree's stored
-// hashes; ok is false when a data tile could not be read whole.
-func verifyLeaves(ctx context.Context, blobs Blobs, n int64, r *Report) (hashes []tlog.Hash, ok bool) {
-	// The capacity is bounded: n comes from a signed checkpoint, but the
-	// leaves must be there before memory is spent on them.
-	hashes = make([]tlog.Hash, 0, tlog.StoredHashCount(min(n, 1<<20)))
-	seen := make(map[string]int64, min(n, 1<<20))
-	for start := int64(0); start < n; start += 1 << TileHeight {
-		t := dataTile(start, n)
-		leaves, err := readDataTile(ctx, blobs, t)
-		if err != nil {
-			r.add(t.Path(), "%v: leaves %d and after not checked", err, start)
-			return nil, false
-		}
-		for i, leaf := range leaves {
-			x := start + int64(i)
-			if e, err := ParseCanonical(leaf); err != nil {
-				r.add(fmt.Sprintf("leaf %d", x), "in %s: %v", t.Path(), err)
-			} else if prev, dup := seen[e.ID]; dup {
-				r.add(fmt.Sprintf("leaf %d", x), "event %s is also leaf %d", e.ID, prev)
-			} else {
-				seen[e.ID] = x
-			}
-			hs, err := tlog.StoredHashes(x, leaf, hashSlice(hashes))
-			if err != nil {
-				r.add(fmt.Sprintf("leaf %d", x), "%v", err)
-				return nil, false
-			}
-			hashes = append(hashes, hs...)
-		}
-	}
-	return hashes, true
-}
-
-// checkTrusted checks that the log still holds a checkpoint the verifier
-// trusted before.
-func checkTrusted(trusted []byte, v note.Verifier, r *Report, hs hashSlice) error {
-	if trusted == nil {
-		return nil
-	}
-	tc, err := OpenCheckpoint(trusted, v)
-	if err != nil {
-		return fmt.Errorf("evidence: trusted checkpoint: %w", err)
-	}
-	if r.Latest == nil || r.Latest.Size < tc.Size {
-		r.add("trusted checkpoint", "size %d, but the log's newest checkpoint is smaller: the log was rolled back", tc.Size)
-		return nil
-	}
-	if hs == nil {
-		return nil
-	}
-	root, err := tlog.TreeHash(tc.Size, hs)
-	if err != nil || root != tc.Root {
-		r.add("trusted checkpoint", "size %d: the log's leaves no longer give its root: history was rewritten", tc.Size)
-	}
-	return nil
 }
