@@ -50,7 +50,10 @@
 // again) nor doubled. A writer that dies after the checkpoint but before its
 // caller saw the success gets the same events again: the log drops every
 // event whose ID it holds within its deduplication window (the last
-// DedupWindow leaves, read back when the log opens). One writer per log:
+// DedupWindow leaves, read back when the log opens). After a failed
+// Append a Log reads its state back from the blobs before the next one, as
+// a reopened log does, since the failed batch may have been committed.
+// One writer per log:
 // two processes appending to one log at once overwrite each other's
 // uncommitted tiles and checkpoints (Verify names the damage).
 //
@@ -74,9 +77,18 @@
 // Events reads the events up to the latest checkpoint, checking each data
 // tile's leaves against the signed tree as it goes (an export needs no
 // full verification to trust what it prints). Prove exports an event's
-// inclusion proof (tlog.ProveRecord) with its
-// canonical bytes and the signed checkpoint as one self-contained file;
-// CheckProof checks such a file with only the verifier key.
+// inclusion proof (tlog.ProveRecord) with its canonical bytes and the
+// signed checkpoint as one self-contained file; CheckProof checks such a
+// file with only the verifier key.
+//
+// # Keys
+//
+// GenerateKey (millctl evidence keygen) makes a key pair named after the
+// log (the checkpoints' origin). The signer key is configuration of the
+// one process that writes the log (LoadSigner: a file only its owner can
+// read, or an environment variable), never in the repository; the verifier
+// key is public and goes to auditors. A new key starts a new log: the old
+// one stays verifiable with its own verifier key.
 //
 // # What the log proves, and what it does not
 //
@@ -87,7 +99,8 @@
 // a proof and the public key can check one event without trusting Mill.
 //
 // It does not prove that an event is true (that Mill observed what it
-// recorded): it proves what Mill said, when it said it. It does not prove
+// recorded): it proves what Mill said, and in what order (a checkpoint
+// carries no time; an event's time is what its emitter wrote). It does not prove
 // that every action was logged: completeness is checked by comparing the
 // log with the bit log, audit log and content index (not in this package).
 // A holder of the signing key can write a different history from the
