@@ -24,6 +24,7 @@ require (
 	github.com/minio/crc64nvme v1.1.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
+	golang.org/x/mod v0.41.0
 	golang.org/x/sync v0.23.0
 	golang.org/x/term v0.47.0
 )

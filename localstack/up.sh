@@ -8,8 +8,9 @@
 #     compose file's PostgreSQL (Docker) or a cluster these scripts own under
 #     .local/pgdata on port 55432 (the Debian postgresql package is installed with
 #     apt-get when missing and we are root; the server runs as a non-root user);
-#   - Debian's chromium, for the console's browser tests (installed when
-#     missing and we are root).
+#   - Debian's chromium, for the console's browser tests, and libxml2-utils
+#     (xmllint), for the PREMIS schema test (installed when missing and we
+#     are root).
 # Idempotent: services that already answer are left alone. localstack/down.sh stops
 # only what this script started (it records that under .local/).
 set -euo pipefail
@@ -62,6 +63,13 @@ docker_ok() { command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; 
 if [[ "${MILL_NO_CHROMIUM:-}" != 1 ]] && ! command -v chromium >/dev/null 2>&1; then
   ensure_apt_packages chromium || log "chromium is not installed: the console's browser tests will be skipped (and fail under CI=true)"
 fi
+
+# ---------------------------------------------------------------- xmllint
+# The PREMIS export's test (pkg/evidence) validates its XML against the
+# PREMIS 3 schema with xmllint (Debian's libxml2-utils), installed here so
+# that `make test` on a fresh machine has it.
+command -v xmllint >/dev/null 2>&1 ||
+  ensure_apt_packages libxml2-utils || log "xmllint is not installed: the PREMIS schema test will be skipped (and fail under CI=true)"
 
 # ---------------------------------------------------------------- Docker path
 if docker_ok && [[ "${MILL_NO_DOCKER:-}" != 1 ]]; then

@@ -31,6 +31,9 @@
 #                         (default 1000000)
 #   MILL_BENCH_FIXITY_COPIES copies of the fixity coverage benchmark's large
 #                         space (default and acceptance size 1000000)
+#   MILL_BENCH_EVIDENCE_EVENTS events of the evidence log benchmark
+#                         (default 100000; its verification time is given
+#                         per million events, extrapolated)
 #   BENCH                 -bench pattern (default .)
 #   BENCH_TIMEOUT         go test -timeout (default 30m)
 #   BENCH_LOG             where the raw go test output is kept

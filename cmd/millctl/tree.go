@@ -82,6 +82,13 @@ func commandTree() []group {
 		{name: "fixity", summary: "fixity coverage: which copies have a fresh verdict within their store's target", commands: []*command{
 			{name: "fixity coverage", summary: "per store and space: copies, within target, overdue, oldest verdict, share by method", usage: fixityCoverageUsage, flags: bind[fixityCoverageOptions]},
 		}},
+		{name: "evidence", summary: "the tamper-evident evidence log: verify it offline, export and check inclusion proofs", commands: []*command{
+			{name: "evidence verify", summary: "verify an evidence log with only its blobs and public key; names each mismatch", usage: evidenceVerifyUsage, flags: bind[evidenceVerifyOptions]},
+			{name: "evidence proof", summary: "export an event's inclusion proof as a self-contained file", usage: evidenceProofUsage, flags: bind[evidenceProofOptions]},
+			{name: "evidence events", summary: "export an evidence log's events (filtered) as JSON lines or PREMIS 3 XML", usage: evidenceEventsUsage, flags: bind[evidenceEventsOptions]},
+			{name: "evidence keygen", summary: "make an evidence log's key pair: the secret signer key and the public verifier key", usage: evidenceKeygenUsage, flags: bind[evidenceKeygenOptions]},
+			{name: "evidence check-proof", summary: "check an inclusion proof file with the log's public key", usage: evidenceCheckProofUsage, flags: bind[evidenceCheckProofOptions]},
+		}},
 	}
 }
 

@@ -163,6 +163,12 @@ var Rows = []Row{
 		Value: units(`^s/1M-copies$`), Expect: "pkg/fixity BenchmarkCoverage"},
 	{Measure: "Peak RSS MiB: fixity coverage, 1,000,000 copies vs 100,000 (flat memory: alike)", Pkg: "pkg/fixity", Name: regexp.MustCompile(`^BenchmarkCoverage`),
 		Value: units(`^peak-MiB-big$`), Baseline: units(`^peak-MiB-100k$`), Expect: "pkg/fixity BenchmarkCoverage"},
+	{Measure: "Evidence log: events appended/s, batches of 1,000, fs store, vs 20x a 100M-item archive checked every 90 days", Pkg: "pkg/evidence", Name: regexp.MustCompile(`^BenchmarkEvidenceLog`),
+		Value: units(`^events/s$`), Baseline: units(`^goal-events/s$`), Ratio: units(`^events/goal$`), Expect: "pkg/evidence BenchmarkEvidenceLog"},
+	{Measure: "Evidence log: verification time per million events (s; extrapolated from MILL_BENCH_EVIDENCE_EVENTS, default 100,000)", Pkg: "pkg/evidence", Name: regexp.MustCompile(`^BenchmarkEvidenceLog`),
+		Value: units(`^verify-s/Mevents$`), Expect: "pkg/evidence BenchmarkEvidenceLog"},
+	{Measure: "Evidence log: size of one inclusion proof file (bytes)", Pkg: "pkg/evidence", Name: regexp.MustCompile(`^BenchmarkEvidenceLog`),
+		Value: units(`^proof-B$`), Expect: "pkg/evidence BenchmarkEvidenceLog"},
 }
 
 // Line is one computed row.
