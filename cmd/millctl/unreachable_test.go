@@ -17,7 +17,13 @@ var offlineCommands = map[string]bool{
 	"version":         true,
 	"policy validate": true, // local files
 	"console token":   true, // prints or appends to a local file
+	// local files only
+	"evidence keygen":      true,
+	"evidence check-proof": true,
 }
+
+// evidenceTestKey is a verifier key (public) of no real log.
+var evidenceTestKey = filepath.Join("..", "..", "testdata", "evidence", "verifier.key")
 
 // serviceArgs are arguments that get each command that needs AWS or the
 // database past its usage checks, to its first request.
@@ -26,6 +32,9 @@ var serviceArgs = map[string][]string{
 	"bitlog results":    nil,
 	"bitlog retention":  nil,
 	"console":           {"--listen", "127.0.0.1:0"},
+	"evidence verify":   {"--log", "s3://evidence/log", "--key", evidenceTestKey},
+	"evidence proof":    {"--log", "s3://evidence/log", "--key", evidenceTestKey, "--event", "e1"},
+	"evidence events":   {"--log", "s3://evidence/log", "--key", evidenceTestKey},
 	"content get":       {"acct", "1", "space", "item"},
 	"content ls":        {"acct", "1"},
 	"content props":     {"acct", "1", "space", "item"},
