@@ -45,6 +45,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("OneRowAcrossMonths", func(t *testing.T) { testAcrossMonths(t, newLog(t)) })
 	t.Run("DropMonths", func(t *testing.T) { testDropMonths(t, newLog(t)) })
 	t.Run("RunSpaces", func(t *testing.T) { testRunSpaces(t, newLog(t)) })
+	t.Run("AtRestJobs", func(t *testing.T) { testAtRest(t, newLog(t)) })
 }
 
 // testOneItem: Filter.ContentID selects one item's rows; with the run,

@@ -22,6 +22,7 @@ type Log struct {
 	rows    map[bitlog.PageKey]bitlog.Row
 	reports map[[4]string]bitlog.Report
 	runs    map[[4]string]bitlog.RunSpace
+	atRest  map[bitlog.AtRestKey]*atRest
 }
 
 var (
