@@ -176,7 +176,7 @@ func (o *storesGetOptions) run(ctx context.Context, a *app, args []string) error
 	return err
 }
 
-const storesListUsage = "millctl stores list\n\nPrints one line per store of every account in the registry."
+const storesListUsage = "millctl stores list\n\nPrints one line per store of every account in the registry, with its fixity\ntarget (the store's \"fixity\" object, defaults filled in)."
 
 // storesListOptions are the options of stores list.
 type storesListOptions struct{ src *configSource }
@@ -192,7 +192,7 @@ func (o *storesListOptions) run(ctx context.Context, a *app, args []string) erro
 		return printFileErrors(a, err)
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ACCOUNT\tSTATUS\tSTORE\tPRIMARY\tKIND\tLOCATION\tREGION\tCREDENTIALS")
+	fmt.Fprintln(tw, "ACCOUNT\tSTATUS\tSTORE\tPRIMARY\tKIND\tLOCATION\tREGION\tCREDENTIALS\tFIXITY TARGET")
 	for _, acct := range reg.Accounts {
 		for _, s := range acct.Stores {
 			loc := s.Root
@@ -202,7 +202,8 @@ func (o *storesListOptions) run(ctx context.Context, a *app, args []string) erro
 					loc += " @ " + s.Endpoint
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", acct.ID, acct.Status, s.ID, s.Primary, s.Kind, loc, dash(s.Region), storeCredentials(s))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", acct.ID, acct.Status, s.ID, s.Primary, s.Kind, loc, dash(s.Region),
+				storeCredentials(s), s.FixityTarget())
 		}
 	}
 	return tw.Flush()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"io"
 	"log/slog"
 	"os"
@@ -34,6 +35,20 @@ func TestStoresValidate(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "account1  active    2      false    s3    s3://mill-account1-replica/mill/") ||
 		!strings.Contains(out, "role arn:aws:iam::123456789012:role/mill-replica") || !strings.Contains(out, "s3://archive/ @ https://s3.example.org") ||
 		!strings.Contains(out, "profile archive") || !strings.Contains(out, "default chain") {
+		t.Fatalf("list:\n%s", out)
+	}
+	// The fixity target, as written or by default (an fs store has no
+	// archived copies).
+	targets := map[string]string{"FIXITY TARGET": "", "mill-acme-glacier-staging": "  30d; archived 180d compute-checksum",
+		"mill-acme-primary": "  90d; archived 365d compute-checksum", "/srv/mill/globex": "  90d"}
+	for _, line := range strings.Split(out, "\n") {
+		for k, want := range targets {
+			if strings.Contains(line, k) && strings.HasSuffix(line, cmp.Or(want, k)) {
+				delete(targets, k)
+			}
+		}
+	}
+	if len(targets) != 0 {
 		t.Fatalf("list:\n%s", out)
 	}
 }

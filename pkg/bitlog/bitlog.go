@@ -1,9 +1,14 @@
 // Package bitlog is the bit log (docs/ARCHITECTURE.md, Bit integrity): one
 // row per content item per bit-integrity run, holding the outcome of the bit
 // check (SUCCESS, FAILURE or ERROR), the row of the decision table that
-// applied and the four checksums the check compared, plus one report per
-// space per run, and the bit producer's record of each space of its runs
-// (RunSpace: when it listed the space and how many items it listed). The
+// applied, the four checksums the check compared and how the content
+// checksum was made (Method: read and hashed, computed at rest by the
+// provider, or only the stored checksums compared; with the bytes hashed
+// and whether the copy was archived), plus one report per space per run,
+// the bit producer's record of each space of its runs (RunSpace: when it
+// listed the space and how many items it listed), and the latest fresh
+// verdict of each copy over every run (Verdicts: what fixity coverage is
+// computed from; it survives the retention of old months). The
 // record is written only by the producer, never from a queue message; a
 // report is made only for a recorded run, and counts what the rows of the
 // run hold.
@@ -73,6 +78,19 @@ const (
 
 // Fresh reports whether a verdict made this way observed the bytes.
 func (m Method) Fresh() bool { return m == MethodRead || m == MethodAtRest }
+
+// Valid reports whether m is "" (a row of a caller that records no
+// method: not fresh) or one of the methods.
+func (m Method) Valid() bool { return m == "" || m.Fresh() || m == MethodStored }
+
+// Verdict returns the verdict r makes and true when r is a fresh verdict
+// (Method fresh, Result SUCCESS or FAILURE), false otherwise.
+func (r Row) Verdict() (Verdict, bool) {
+	if !r.Method.Fresh() || (r.Result != ResultSuccess && r.Result != ResultFailure) {
+		return Verdict{}, false
+	}
+	return Verdict{ContentID: r.ContentID, Result: r.Result, Method: r.Method, Archived: r.Archived, CheckedAt: r.CheckedAt}, true
+}
 
 // Verdict is the latest fresh verdict of one copy: the newest row of the
 // copy, over every run, whose Method is fresh and whose Result is SUCCESS
@@ -155,8 +173,8 @@ func (r Row) Key() string {
 	return fmt.Sprintf("%s:%s/%s/%s/%s", r.RunID, r.Account, r.StoreID, r.SpaceID, r.ContentID)
 }
 
-// Validate reports a missing required field or an unknown result (wrapping
-// ErrInvalid).
+// Validate reports a missing required field, an unknown result or method,
+// or a negative case or byte count (wrapping ErrInvalid).
 func (r Row) Validate() error {
 	var errs []error
 	for _, f := range [][2]string{{"account", r.Account}, {"store", r.StoreID}, {"space", r.SpaceID}, {"content", r.ContentID}} {
@@ -169,6 +187,12 @@ func (r Row) Validate() error {
 	}
 	if r.Case < 0 {
 		errs = append(errs, fmt.Errorf("%w: row %s: negative case %d", ErrInvalid, r.Key(), r.Case))
+	}
+	if !r.Method.Valid() {
+		errs = append(errs, fmt.Errorf("%w: row %s: unknown method %q", ErrInvalid, r.Key(), string(r.Method)))
+	}
+	if r.Bytes < 0 {
+		errs = append(errs, fmt.Errorf("%w: row %s: negative byte count %d", ErrInvalid, r.Key(), r.Bytes))
 	}
 	return errors.Join(errs...)
 }
@@ -296,6 +320,15 @@ type ReportFilter struct {
 //     SpaceID). Reports returns the reports matching f, newest CreatedAt
 //     first (ties in key order), at most f.Limit.
 //   - Runs: the bit producer's record of its runs (see Runs).
+//   - Verdicts: the latest fresh verdict of each copy (Row.Verdict), kept
+//     apart from the rows and updated by Record in the same write: it only
+//     moves forward in time (a row checked before the copy's verdict, such
+//     as a replayed older check, leaves it as it is; one checked at the
+//     same instant replaces it), a row that is not a fresh verdict (ERROR,
+//     MethodStored, no method) never touches it, and it outlives the rows
+//     that made it (the retention of old months, a redelivered check that
+//     replaced its row with an ERROR). Copies of other spaces, stores or
+//     accounts never show.
 //   - Safe for concurrent use; cancelling ctx abandons the call.
 type Log interface {
 	Record(ctx context.Context, r Row) error
@@ -304,6 +337,7 @@ type Log interface {
 	PutReport(ctx context.Context, r Report) error
 	Reports(ctx context.Context, f ReportFilter) ([]Report, error)
 	Runs
+	Verdicts
 }
 
 // Truncate is the precision the log keeps (PostgreSQL's microseconds),

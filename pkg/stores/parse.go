@@ -32,7 +32,10 @@ func looksLikeCredential(key string) bool {
 // absolute, is "/" or has a ".." segment, two stores (of any accounts)
 // sharing or nesting a location (unique.go), and an active account without
 // exactly one primary store (an inactive one may have none, never
-// several).
+// several). A store's "fixity" object is checked value by value
+// (fixityparse.go): durations positive, a known archivedMethod, a
+// sampleRate in (0, 1], no unknown key, no archival setting on an fs
+// store; each problem at the value's own line and column.
 func Parse(name string, data []byte) (*Registry, error) {
 	if err := jsonpos.Check(name, data); err != nil {
 		return nil, err
@@ -152,12 +155,12 @@ func parseAccount(w *jsonpos.Walker) (posAccount, []error, error) {
 				return a, nil, err
 			}
 			for w.More() {
-				s, soff, serrs, err := parseStore(w)
+				s, soff, serrs, fa, err := parseStore(w)
 				if err != nil {
 					return a, nil, err
 				}
 				errs = append(errs, serrs...)
-				stores = append(stores, storeAt{s: s, off: soff})
+				stores = append(stores, storeAt{s: s, off: soff, fixity: fa})
 			}
 			if err := w.End(); err != nil {
 				return a, nil, err
@@ -202,6 +205,9 @@ func parseAccount(w *jsonpos.Walker) (posAccount, []error, error) {
 		for _, msg := range storeProblems(s) {
 			errs = append(errs, w.Errorf(st.off, "%s: %s", slabel, msg))
 		}
+		for _, p := range append(st.fixity.problems, st.fixity.kindProblems(s.Kind)...) {
+			errs = append(errs, w.Errorf(p.off, "%s: %s", slabel, p.msg))
+		}
 		if s.Primary {
 			primaries = append(primaries, st.off)
 		}
@@ -217,11 +223,12 @@ func parseAccount(w *jsonpos.Walker) (posAccount, []error, error) {
 	return a, errs, nil
 }
 
-func parseStore(w *jsonpos.Walker) (Store, int64, []error, error) {
+func parseStore(w *jsonpos.Walker) (Store, int64, []error, fixityAt, error) {
 	var s Store
+	var fa fixityAt
 	off, err := w.Delim('{', "a store")
 	if err != nil {
-		return s, off, nil, err
+		return s, off, nil, fa, err
 	}
 	var errs []error
 	have := map[string]bool{}
@@ -235,7 +242,7 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, error) {
 	for w.More() {
 		key, koff, err := w.String("key")
 		if err != nil {
-			return s, off, nil, err
+			return s, off, nil, fa, err
 		}
 		if have[key] {
 			errs = append(errs, w.Errorf(koff, "store: key %q appears twice", key))
@@ -258,6 +265,11 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, error) {
 			continue
 		}
 		switch key {
+		case "fixity":
+			if fa, err = parseFixity(w); err != nil {
+				return s, off, nil, fa, err
+			}
+			s.Fixity = fa.f
 		case "kind":
 			v, _, err := w.String(key)
 			if err != nil {
@@ -268,17 +280,17 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, error) {
 			if looksLikeCredential(key) {
 				errs = append(errs, w.Errorf(koff, "store: %q looks like a credential: accounts.json holds no secrets (use the AWS SDK chain or roleArn)", key))
 			} else {
-				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, endpoint, allowInsecureEndpoint, roleArn, profile, ambientCredentials, root)", key))
+				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, endpoint, allowInsecureEndpoint, roleArn, profile, ambientCredentials, root, fixity)", key))
 			}
 			if err := w.Skip(); err != nil {
-				return s, off, nil, err
+				return s, off, nil, fa, err
 			}
 		}
 	}
 	if err := w.End(); err != nil {
-		return s, off, nil, err
+		return s, off, nil, fa, err
 	}
-	return s, off, errs, nil
+	return s, off, errs, fa, nil
 }
 
 // storeProblems lists what is wrong with one store's fields.

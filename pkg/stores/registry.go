@@ -26,6 +26,17 @@
 // not AWS's names the credentials it gets (roleArn or profile), or says
 // "ambientCredentials": true.
 //
+// Fixity targets: a store's optional "fixity" object sets the interval
+// within which each of its copies must get a fresh fixity verdict
+// ("interval", default 90 days; "archivedInterval" for copies in an
+// archival storage class, default 365 days; a Go duration or whole days,
+// "90d"), how archived copies are verified ("archivedMethod":
+// compute-checksum, the default on s3, restore, or none, which must be
+// written out and leaves them not covered) and the share of copies a run
+// checks ("sampleRate", more than 0 and at most 1; default 1). An fs store
+// has no archival storage class: it takes no archivedInterval and no
+// archivedMethod but none. Store.FixityTarget fills in the defaults.
+//
 //	{
 //	  "accounts": [
 //	    {
@@ -34,9 +45,11 @@
 //	      "stores": [
 //	        {"id": "1", "primary": true, "kind": "s3", "bucket": "acct1-primary", "region": "us-east-1"},
 //	        {"id": "2", "kind": "s3", "bucket": "acct1-replica", "prefix": "mill/", "region": "us-west-2",
-//	         "roleArn": "arn:aws:iam::123456789012:role/mill-replica"},
-//	        {"id": "3", "kind": "s3", "bucket": "archive", "endpoint": "https://s3.example.org", "profile": "archive"},
-//	        {"id": "4", "kind": "fs", "root": "/srv/mill/account1-4"}
+//	         "roleArn": "arn:aws:iam::123456789012:role/mill-replica",
+//	         "fixity": {"interval": "30d", "archivedInterval": "180d", "archivedMethod": "compute-checksum"}},
+//	        {"id": "3", "kind": "s3", "bucket": "archive", "endpoint": "https://s3.example.org", "profile": "archive",
+//	         "fixity": {"archivedMethod": "none", "sampleRate": 0.5}},
+//	        {"id": "4", "kind": "fs", "root": "/srv/mill/account1-4", "fixity": {"interval": "2160h"}}
 //	      ]
 //	    }
 //	  ]
@@ -95,6 +108,9 @@ type Store struct {
 	AmbientCredentials bool `json:"ambientCredentials,omitempty"`
 	// Root is the directory of an fs store.
 	Root string `json:"root,omitempty"`
+	// Fixity is the store's fixity target as accounts.json writes it
+	// (zero fields: unset); FixityTarget fills in the defaults.
+	Fixity Fixity `json:"fixity,omitzero"`
 }
 
 // Account is one account and its stores.

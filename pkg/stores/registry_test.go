@@ -138,6 +138,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"accounts": [{"id": "a", "status": "inactive", "stores": [{"id": "1", "kind": "s3", "bucket": "b", "endpoint": "http://127.0.0.1:4566"}]}]}`))
+	f.Add([]byte(`{"accounts": [{"id": "a", "stores": [{"id": "1", "primary": true, "kind": "s3", "bucket": "b", "fixity": {"interval": "90d", "archivedInterval": "36h", "archivedMethod": "none", "sampleRate": 0.5}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := stores.Parse("f.json", data)
 		if err != nil {

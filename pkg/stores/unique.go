@@ -53,6 +53,7 @@ type storeAt struct {
 	account string
 	s       Store
 	off     int64
+	fixity  fixityAt // its "fixity" object as parsed (parse.go)
 }
 
 // location is where a store keeps its content, as compared for aliasing.

@@ -57,8 +57,9 @@ type AtRest struct {
 	// provider runs them as; Priority their priority.
 	ReportBucket, ReportPrefix, RoleARN string
 	Priority                            int32
-	// Method returns a store's archived method; nil: compute-checksum for
-	// every s3 store.
+	// Method returns a store's archived method; nil: its fixity target's
+	// (stores.Store.FixityTarget: compute-checksum on s3 stores unless the
+	// registry says otherwise).
 	Method func(st *stores.Store) stores.ArchivedMethod
 	// Format of the queued tasks (default task.FormatJSON).
 	Format task.Format
@@ -97,11 +98,9 @@ func (p *Producer) atRestRoute(account, storeID string, prov storage.Provider) (
 	if err != nil {
 		return nil, nil, false
 	}
-	method := stores.ArchivedMethod("")
+	method := st.FixityTarget().ArchivedMethod
 	if a.Method != nil {
 		method = a.Method(st)
-	} else if st.Kind == storage.KindS3 {
-		method = stores.ArchivedComputeChecksum
 	}
 	if method != stores.ArchivedComputeChecksum {
 		return nil, nil, false

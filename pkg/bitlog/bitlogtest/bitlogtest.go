@@ -26,7 +26,7 @@ var t0 = time.Date(2024, 3, 5, 14, 7, 9, 123_456_000, time.UTC)
 func row(run, space, content string, res bitlog.Result) bitlog.Row {
 	return bitlog.Row{RunID: run, Account: "acme", StoreID: "1", StoreKind: "fs", SpaceID: space,
 		ContentID: content, Result: res, Case: 1, ContentChecksum: "c", StorageChecksum: "s",
-		IndexChecksum: "i", AuditChecksum: "a", Details: "ok", CheckedAt: t0}
+		IndexChecksum: "i", AuditChecksum: "a", Details: "ok", Method: bitlog.MethodRead, Bytes: 1234, CheckedAt: t0}
 }
 
 // Run runs the suite.
@@ -45,6 +45,11 @@ func Run(t *testing.T, h Harness) {
 	t.Run("OneRowAcrossMonths", func(t *testing.T) { testAcrossMonths(t, newLog(t)) })
 	t.Run("DropMonths", func(t *testing.T) { testDropMonths(t, newLog(t)) })
 	t.Run("RunSpaces", func(t *testing.T) { testRunSpaces(t, newLog(t)) })
+	t.Run("VerdictsOrderAndPages", func(t *testing.T) { testVerdictPages(t, newLog(t)) })
+	t.Run("VerdictsForwardOnly", func(t *testing.T) { testVerdictForward(t, newLog(t)) })
+	t.Run("VerdictsOnlyFresh", func(t *testing.T) { testVerdictFresh(t, newLog(t)) })
+	t.Run("VerdictsSurviveRetention", func(t *testing.T) { testVerdictRetention(t, newLog(t)) })
+	t.Run("VerdictsIsolated", func(t *testing.T) { testVerdictIsolation(t, newLog(t)) })
 	t.Run("AtRestJobs", func(t *testing.T) { testAtRest(t, newLog(t)) })
 }
 
@@ -324,10 +329,13 @@ func testReports(t *testing.T, l bitlog.Log) {
 func testInvalid(t *testing.T, l bitlog.Log) {
 	ctx := context.Background()
 	bad := []bitlog.Row{
-		{Account: "acme", StoreID: "1", SpaceID: "s", Result: bitlog.ResultSuccess},                // no content
-		{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "c", Result: "MAYBE"},             // bad result
-		{StoreID: "1", SpaceID: "s", ContentID: "c", Result: bitlog.ResultSuccess},                 // no account
-		{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "c", Result: "SUCCESS", Case: -1}, // bad case
+		{Account: "acme", StoreID: "1", SpaceID: "s", Result: bitlog.ResultSuccess},                                 // no content
+		{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "c", Result: "MAYBE"},                              // bad result
+		{StoreID: "1", SpaceID: "s", ContentID: "c", Result: bitlog.ResultSuccess},                                  // no account
+		{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "c", Result: "SUCCESS", Case: -1},                  // bad case
+		{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "c", Result: "SUCCESS", Method: "guess"},           // bad method
+		{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "c", Result: "SUCCESS", Method: "READ"},            // bad method
+		{Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "c", Result: "SUCCESS", Method: "read", Bytes: -1}, // bad byte count
 	}
 	for _, r := range bad {
 		if err := l.Record(ctx, r); !errors.Is(err, bitlog.ErrInvalid) {
@@ -336,6 +344,9 @@ func testInvalid(t *testing.T, l bitlog.Log) {
 	}
 	if rows, _ := results(t, l, bitlog.Filter{}); len(rows) != 0 {
 		t.Errorf("invalid rows were stored: %+v", rows)
+	}
+	if vs, _, err := l.Verdicts(ctx, "acme", "1", "s", "", 0); err != nil || len(vs) != 0 {
+		t.Errorf("invalid rows made verdicts: %+v %v", vs, err)
 	}
 	if err := l.PutReport(ctx, bitlog.Report{Account: "acme", StoreID: "1", SpaceID: "s", Result: "SUCCESS",
 		Counts: bitlog.Counts{Total: -1}}); !errors.Is(err, bitlog.ErrInvalid) {

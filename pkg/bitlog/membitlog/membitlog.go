@@ -23,6 +23,9 @@ type Log struct {
 	reports map[[4]string]bitlog.Report
 	runs    map[[4]string]bitlog.RunSpace
 	atRest  map[bitlog.AtRestKey]*atRest
+	// verdicts holds the latest fresh verdict of each copy, by space
+	// (account, store, space).
+	verdicts map[[3]string]*spaceVerdicts
 }
 
 var (
@@ -33,7 +36,8 @@ var (
 // New returns an empty log using clk for zero times (nil: the system
 // clock).
 func New(clk clock.Clock) *Log {
-	return &Log{clock: clock.Or(clk), rows: map[bitlog.PageKey]bitlog.Row{}, reports: map[[4]string]bitlog.Report{}, runs: map[[4]string]bitlog.RunSpace{}}
+	return &Log{clock: clock.Or(clk), rows: map[bitlog.PageKey]bitlog.Row{}, reports: map[[4]string]bitlog.Report{}, runs: map[[4]string]bitlog.RunSpace{},
+		verdicts: map[[3]string]*spaceVerdicts{}}
 }
 
 // Record implements bitlog.Log.
@@ -51,6 +55,9 @@ func (m *Log) Record(ctx context.Context, r bitlog.Row) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rows[bitlog.KeyOf(r)] = r
+	if v, ok := r.Verdict(); ok {
+		m.putVerdict(r.Account, r.StoreID, r.SpaceID, v)
+	}
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // The bit producer's record of its at-rest jobs: bitlog.AtRestJobs on the
-// bit_at_rest_job and bit_at_rest_object tables (migration 008).
+// bit_at_rest_job and bit_at_rest_object tables (migration 009).
 
 var _ bitlog.AtRestJobs = (*Log)(nil)
 

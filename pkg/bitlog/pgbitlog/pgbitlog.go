@@ -1,6 +1,6 @@
 // Package pgbitlog is the bit log (bitlog.Log, bitlog.Runs, bitlog.Pruner)
-// on PostgreSQL: the bit_log, bit_report and bit_run_space tables that
-// pkg/milldb's migrations create. It passes bitlogtest.Run.
+// on PostgreSQL: the bit_log, bit_report, bit_run_space and bit_verdict
+// tables that pkg/milldb's migrations create. It passes bitlogtest.Run.
 package pgbitlog
 
 import (
@@ -18,8 +18,9 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 )
 
-// Log is bitlog.Log and bitlog.Pruner on the bit_log, bit_report and
-// bit_run_space tables (migrations 002, 003, 005 and 007). bit_log is partitioned by month
+// Log is bitlog.Log and bitlog.Pruner on the bit_log, bit_report,
+// bit_run_space and bit_verdict tables (migrations 002, 003, 005, 007 and
+// 008). bit_log is partitioned by month
 // (run_month, bitlog.Month of the row): a partition per month, named
 // bit_log_yYYYYmMM, created by Record when a row first needs it (with the
 // next month's, so the month's first rows do not wait for it), dropped by
@@ -64,12 +65,17 @@ func noPartition(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23514" && strings.HasPrefix(pe.Message, "no partition of relation")
 }
 
-const sqlBitRecord = `
+// sqlBitInsert upserts a row: $1 run, $2 account, $3 store, $4 store kind,
+// $5 space, $6 content, $7 result, $8 case, $9..$12 checksums, $13 details,
+// $14 checked at, $15 month, $16 method, $17 bytes, $18 archived.
+const sqlBitInsert = `
 INSERT INTO bit_log AS b
     (run_id, account, store_id, store_kind, space_id, content_id, result, case_number,
-     content_checksum, storage_checksum, index_checksum, audit_checksum, details, checked_at, run_month)
+     content_checksum, storage_checksum, index_checksum, audit_checksum, details, checked_at, run_month,
+     method, bytes, archived)
 VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8::integer, 0),
-     NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), $13, $14, $15)
+     NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), $13, $14, $15,
+     NULLIF($16, ''), $17, $18)
 ON CONFLICT (run_id, account, store_id, space_id, content_id, run_month) DO UPDATE SET
     store_kind       = excluded.store_kind,
     result           = excluded.result,
@@ -79,16 +85,41 @@ ON CONFLICT (run_id, account, store_id, space_id, content_id, run_month) DO UPDA
     index_checksum   = excluded.index_checksum,
     audit_checksum   = excluded.audit_checksum,
     details          = excluded.details,
-    checked_at       = excluded.checked_at`
+    checked_at       = excluded.checked_at,
+    method           = excluded.method,
+    bytes            = excluded.bytes,
+    archived         = excluded.archived`
 
-// sqlBitRecordMoving is sqlBitRecord for a row outside any producer run,
-// whose month is the month it is recorded in: its row of an earlier month
-// goes, so the item keeps one row.
-const sqlBitRecordMoving = `
-WITH moved AS (
+// cteMoved, for a row outside any producer run, whose month is the month it
+// is recorded in: its row of an earlier month goes, so the item keeps one
+// row.
+const cteMoved = `
+moved AS (
     DELETE FROM bit_log
     WHERE run_id = $1 AND account = $2 AND store_id = $3 AND space_id = $5 AND content_id = $6 AND run_month <> $15
-)` + sqlBitRecord
+)`
+
+// cteVerdict, for a row that is a fresh verdict (bitlog.Row.Verdict):
+// the copy's latest verdict (migration 008's bit_verdict) becomes this
+// one unless the copy has one checked later. In the statement that
+// records the row, so both are written or neither.
+const cteVerdict = `
+verdict AS (
+    INSERT INTO bit_verdict AS v (account, store_id, space_id, content_id, result, method, archived, checked_at)
+    VALUES ($2, $3, $5, $6, $7, $16, $18, $14)
+    ON CONFLICT (account, store_id, space_id, content_id) DO UPDATE SET
+        result     = excluded.result,
+        method     = excluded.method,
+        archived   = excluded.archived,
+        checked_at = excluded.checked_at
+    WHERE v.checked_at <= excluded.checked_at
+)`
+
+// sqlBitRecord[moving][verdict] is the statement that records a row.
+var sqlBitRecord = [2][2]string{
+	{sqlBitInsert, "WITH" + cteVerdict + sqlBitInsert},
+	{"WITH" + cteMoved + sqlBitInsert, "WITH" + cteMoved + "," + cteVerdict + sqlBitInsert},
+}
 
 // optTime is nil for the zero time (the database then uses now()).
 func optTime(t time.Time) *time.Time {
@@ -97,6 +128,13 @@ func optTime(t time.Time) *time.Time {
 	}
 	t = bitlog.Truncate(t)
 	return &t
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Record implements bitlog.Log.
@@ -110,19 +148,17 @@ func (l *Log) Record(ctx context.Context, r bitlog.Row) error {
 	at := bitlog.Truncate(r.CheckedAt)
 	month := bitlog.Month(r.RunID, at)
 	_, inRun := bitlog.RunMonth(r.RunID)
+	r.CheckedAt = at
+	_, fresh := r.Verdict()
+	sql := sqlBitRecord[b2i(!inRun)][b2i(fresh)]
 	args := []any{r.RunID, r.Account, r.StoreID, r.StoreKind, r.SpaceID, r.ContentID,
 		string(r.Result), r.Case, r.ContentChecksum, r.StorageChecksum, r.IndexChecksum, r.AuditChecksum,
-		r.Details, at, month}
+		r.Details, at, month, string(r.Method), r.Bytes, r.Archived}
 	for try := 0; ; try++ {
 		if err := l.ensureMonth(ctx, month); err != nil {
 			return err
 		}
-		var err error
-		if inRun {
-			_, err = l.pool.Exec(ctx, sqlBitRecord, args...)
-		} else {
-			_, err = l.pool.Exec(ctx, sqlBitRecordMoving, args...)
-		}
+		_, err := l.pool.Exec(ctx, sql, args...)
 		if noPartition(err) && try == 0 {
 			l.known.Delete(month.Format("2006-01")) // dropped since: make it again
 			continue
@@ -141,7 +177,7 @@ func (l *Log) Record(ctx context.Context, r bitlog.Row) error {
 const sqlBitResults = `
 SELECT run_id, account, store_id, store_kind, space_id, content_id, result, COALESCE(case_number, 0),
        COALESCE(content_checksum, ''), COALESCE(storage_checksum, ''), COALESCE(index_checksum, ''),
-       COALESCE(audit_checksum, ''), details, checked_at
+       COALESCE(audit_checksum, ''), details, checked_at, COALESCE(method, ''), bytes, archived
 FROM bit_log
 WHERE ($1 = '' OR run_id = $1)
   AND ($2 = '' OR account = $2)
@@ -186,10 +222,11 @@ func (l *Log) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, strin
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (bitlog.Row, error) {
 		var r bitlog.Row
-		var res string
+		var res, method string
 		err := row.Scan(&r.RunID, &r.Account, &r.StoreID, &r.StoreKind, &r.SpaceID, &r.ContentID, &res, &r.Case,
-			&r.ContentChecksum, &r.StorageChecksum, &r.IndexChecksum, &r.AuditChecksum, &r.Details, &r.CheckedAt)
-		r.Result = bitlog.Result(res)
+			&r.ContentChecksum, &r.StorageChecksum, &r.IndexChecksum, &r.AuditChecksum, &r.Details, &r.CheckedAt,
+			&method, &r.Bytes, &r.Archived)
+		r.Result, r.Method = bitlog.Result(res), bitlog.Method(method)
 		r.CheckedAt = r.CheckedAt.UTC()
 		return r, err
 	})

@@ -1,0 +1,4 @@
+DROP TABLE IF EXISTS bit_verdict;
+ALTER TABLE bit_log DROP CONSTRAINT IF EXISTS bit_log_bytes_check;
+ALTER TABLE bit_log DROP CONSTRAINT IF EXISTS bit_log_method_check;
+ALTER TABLE bit_log DROP COLUMN IF EXISTS archived, DROP COLUMN IF EXISTS bytes, DROP COLUMN IF EXISTS method;
