@@ -137,7 +137,7 @@ func Load(ctx context.Context, o Options) (*Config, error) {
 			return nil, err
 		}
 	}
-	for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_CLOUDWATCH"} {
+	for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_ENDPOINT_URL_S3_CONTROL"} {
 		if raw := o.Getenv(v); raw != "" {
 			if err := override(raw, v); err != nil {
 				return nil, err
