@@ -10,6 +10,7 @@ import (
 
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/atrest"
+	"github.com/millfleet/mill/pkg/atrest/s3batch"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
@@ -264,7 +265,15 @@ func (p *Producer) ingest(ctx context.Context, j bitlog.AtRestJob) error {
 		return nil
 	}
 	for r, err := range a.Checker.Results(ctx, j.JobID) {
-		if err != nil {
+		var le *s3batch.LineError
+		switch {
+		case errors.As(err, &le):
+			// A line (or a manifest object without one) that yields no
+			// checksum: the object's result is that error.
+			r = atrest.Result{Object: le.Object, Error: le.Err.Error()}
+		case err != nil:
+			// The report could not be read: the job stays submitted and
+			// the next invocation reads it again.
 			return fmt.Errorf("bit: read the completion report of at-rest job %s: %w", j.JobID, err)
 		}
 		id, ok := strings.CutPrefix(r.Key, prefix)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testkit/slogtest"
 	"github.com/millfleet/mill/pkg/atrest"
+	"github.com/millfleet/mill/pkg/atrest/s3batch"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -62,11 +63,12 @@ type fakeChecker struct {
 	tokens   map[string]string
 	status   map[string]atrest.Status
 	results  map[string][]atrest.Result
+	errs     map[string][]error // yielded after the results
 	describe int
 }
 
 func newChecker() *fakeChecker {
-	return &fakeChecker{tokens: map[string]string{}, status: map[string]atrest.Status{}, results: map[string][]atrest.Result{}}
+	return &fakeChecker{tokens: map[string]string{}, status: map[string]atrest.Status{}, results: map[string][]atrest.Result{}, errs: map[string][]error{}}
 }
 
 func (c *fakeChecker) Submit(ctx context.Context, s atrest.Spec) (string, error) {
@@ -100,6 +102,11 @@ func (c *fakeChecker) Results(ctx context.Context, id string) iter.Seq2[atrest.R
 		c.mu.Unlock()
 		for _, r := range rs {
 			if !yield(r, nil) {
+				return
+			}
+		}
+		for _, err := range c.errs[id] {
+			if !yield(atrest.Result{}, err) {
 				return
 			}
 		}
@@ -376,5 +383,45 @@ func TestAtRestFollowedEveryInvocation(t *testing.T) {
 	}
 	if n := len(decodeAll(t, e.bits)); n != len(archivedIDs(2500)) {
 		t.Fatalf("%d BITs queued by the not-due invocation, want %d", n, len(archivedIDs(2500)))
+	}
+}
+
+// TestAtRestReportErrors: a report line that yields no checksum is that
+// object's error (an ERROR row through its BIT task); a report that cannot
+// be read leaves the job submitted, to be read again next time.
+func TestAtRestReportErrors(t *testing.T) {
+	c := newChecker()
+	e, p, l := atRestEnv(t, c, stores.ArchivedComputeChecksum)
+	ctx := t.Context()
+	sum, err := l.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decodeAll(t, e.bits)
+	arch := archivedIDs(2500)
+	k := bitlog.AtRestKey{RunID: sum.RunID, Account: "acme", StoreID: "1", SpaceID: "photos"}
+	c.status["job-1"] = atrest.Status{ID: "job-1", State: atrest.StateComplete}
+	c.errs["job-1"] = []error{errors.New("report unreadable: connection reset")}
+	if err := p.Follow(ctx); err == nil || !strings.Contains(err.Error(), "connection reset") {
+		t.Fatalf("follow with an unreadable report: %v", err)
+	}
+	if j, _ := e.log.AtRestJob(ctx, k); j.State != bitlog.AtRestSubmitted || len(decodeAll(t, e.bits)) != 0 {
+		t.Fatalf("job %+v after an unreadable report, want still submitted, nothing queued", j)
+	}
+	for _, id := range arch[1:] {
+		c.results["job-1"] = append(c.results["job-1"], atrest.Result{Object: atrest.Object{Bucket: "b", Key: "pfx/photos/" + id}, OK: true, Algorithm: atrest.MD5, Checksum: md5Of(id)})
+	}
+	c.errs["job-1"] = []error{
+		&s3batch.LineError{Object: atrest.Object{Bucket: "b", Key: "pfx/photos/" + arch[0]}, Err: errors.New("the completion report has no line for it")},
+		&s3batch.LineError{File: "s3://reports/x.csv", Line: 7, Err: errors.New("not CSV")},
+	}
+	if err := p.Follow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := e.log.AtRestObject(ctx, k, arch[0]); err != nil || !o.Reported || o.OK || o.Error != "the completion report has no line for it" {
+		t.Fatalf("object %s: %+v %v", arch[0], o, err)
+	}
+	if n := len(decodeAll(t, e.bits)); n != len(arch) {
+		t.Fatalf("%d BITs, want %d", n, len(arch))
 	}
 }
