@@ -363,7 +363,9 @@ func TestColdCopiesAtRestEndToEnd(t *testing.T) {
 	if gets != 0 || restores != 0 {
 		t.Errorf("Mill sent %d GETs and %d restores of archived objects, want none", gets, restores)
 	}
-	hotGets := counted.count(func(r countedReq) bool { return r.method == http.MethodGet && r.bucket == hotBucket && strings.HasPrefix(r.key, "mill/"+space+"/") })
+	hotGets := counted.count(func(r countedReq) bool {
+		return r.method == http.MethodGet && r.bucket == hotBucket && strings.HasPrefix(r.key, "mill/"+space+"/")
+	})
 	if heads == 0 || hotGets < n {
 		t.Errorf("the proxy counted %d HEADs of archived objects and %d GETs of hot ones: it did not see Mill's requests", heads, hotGets)
 	}
