@@ -16,6 +16,12 @@
 // item listed (and more than none); a report of any other run (one made
 // before the record existed included) is not trusted.
 //
+// With Config.AtRest, the archived items of stores whose archived method is
+// compute-checksum are checked at rest instead: one at-rest checksum job
+// per space and run, followed by Follow on every invocation, which queues
+// one BIT task naming the job per object once its report is in the bit log
+// (see atrest.go and docs/ARCHITECTURE.md, Cold storage).
+//
 // Wiring (what cmd/bitproducer does):
 //
 //	p, _ := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: f, BitLog: pgbitlog.New(pool)})
