@@ -19,10 +19,17 @@ import (
 func TestBitProducerGrantsWhatS3BatchCalls(t *testing.T) {
 	body := readTemplate(t, "producers.yaml")
 	s3Calls, ctlCalls := s3batchCalls(t)
+	// The IAM action of each call: HeadObject is allowed by s3:GetObject.
+	action := map[string]string{"HeadObject": "GetObject"}
 	want := func(calls []string) []string {
 		var out []string
 		for _, c := range calls {
-			out = append(out, "s3:"+c)
+			if a, ok := action[c]; ok {
+				c = a
+			}
+			if a := "s3:" + c; !slices.Contains(out, a) {
+				out = append(out, a)
+			}
 		}
 		slices.Sort(out)
 		return out

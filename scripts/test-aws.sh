@@ -61,6 +61,10 @@ case "$mode" in
       eval "$(env -i PATH="$PATH" bash localstack/env.sh | grep '^export MILL_DATABASE_URL=')"
     fi
     export AWS_REGION=${AWS_REGION:-us-east-1}
+    # S3 Batch Operations (Compute checksum jobs): against AWS itself, as
+    # the role MILL_TEST_BATCH_ROLE_ARN names; elsewhere the tests use the
+    # S3 Control stand-in, so it is in neither list above.
+    pkgs+=(./pkg/atrest/s3batch)
     target="AWS account $MILL_TEST_REAL_AWS ($AWS_REGION)"
     ;;
   *)

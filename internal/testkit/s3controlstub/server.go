@@ -199,38 +199,38 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 func check(r *createJobRequest) error {
 	switch {
 	case !tokenRE.MatchString(r.ClientRequestToken):
-		return errors.New("ClientRequestToken: 1 to 64 characters required")
+		return errors.New("field ClientRequestToken: 1 to 64 characters required")
 	case r.Priority == nil || *r.Priority < 0:
-		return errors.New("Priority: a number from 0 to 2147483647 is required")
+		return errors.New("field Priority: a number from 0 to 2147483647 is required")
 	case r.RoleArn == "" || !strings.HasPrefix(r.RoleArn, "arn:"):
-		return errors.New("RoleArn: an IAM role ARN is required")
+		return errors.New("field RoleArn: an IAM role ARN is required")
 	case len(r.Description) > 256:
-		return errors.New("Description: at most 256 characters")
+		return errors.New("field Description: at most 256 characters")
 	}
 	if r.ManifestGenerator != nil {
-		return errors.New("ManifestGenerator: this stand-in reads CSV manifests only")
+		return errors.New("field ManifestGenerator: this stand-in reads CSV manifests only")
 	}
 	if r.Manifest == nil || r.Manifest.Spec.Format != "S3BatchOperations_CSV_20180820" || r.Manifest.Location.ObjectArn == "" || r.Manifest.Location.ETag == "" {
-		return errors.New("Manifest: an S3BatchOperations_CSV_20180820 manifest with an ObjectArn and an ETag is required")
+		return errors.New("field Manifest: an S3BatchOperations_CSV_20180820 manifest with an ObjectArn and an ETag is required")
 	}
 	if f := strings.Join(r.Manifest.Spec.Fields, ","); f != "Bucket,Key" && f != "Bucket,Key,VersionId" {
-		return fmt.Errorf("Manifest Fields %q: Bucket,Key or Bucket,Key,VersionId", f)
+		return fmt.Errorf("field Manifest Fields %q: Bucket,Key or Bucket,Key,VersionId", f)
 	}
 	if r.Report == nil || (r.Report.Enabled && (r.Report.Format != "Report_CSV_20180820" || r.Report.Bucket == "")) {
-		return errors.New("Report: required; an enabled report needs Format Report_CSV_20180820 and a Bucket")
+		return errors.New("field Report: required; an enabled report needs Format Report_CSV_20180820 and a Bucket")
 	}
 	if r.Report.Enabled && r.Report.ReportScope != "AllTasks" && r.Report.ReportScope != "FailedTasksOnly" {
-		return fmt.Errorf("Report ReportScope %q: AllTasks or FailedTasksOnly", r.Report.ReportScope)
+		return fmt.Errorf("field Report ReportScope %q: AllTasks or FailedTasksOnly", r.Report.ReportScope)
 	}
 	op := r.Operation.S3ComputeObjectChecksum
 	if len(r.Operation.Others) > 0 || op == nil {
-		return errors.New("Operation: this stand-in implements S3ComputeObjectChecksum only")
+		return errors.New("field Operation: this stand-in implements S3ComputeObjectChecksum only")
 	}
 	if op.ChecksumAlgorithm != "MD5" && op.ChecksumAlgorithm != "CRC64NVME" {
-		return fmt.Errorf("ChecksumAlgorithm %q: this stand-in computes MD5 and CRC64NVME", op.ChecksumAlgorithm)
+		return fmt.Errorf("field ChecksumAlgorithm %q: this stand-in computes MD5 and CRC64NVME", op.ChecksumAlgorithm)
 	}
 	if op.ChecksumType != "FULL_OBJECT" {
-		return fmt.Errorf("ChecksumType %q: this stand-in computes FULL_OBJECT", op.ChecksumType)
+		return fmt.Errorf("field ChecksumType %q: this stand-in computes FULL_OBJECT", op.ChecksumType)
 	}
 	return nil
 }

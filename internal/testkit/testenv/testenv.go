@@ -155,7 +155,7 @@ func RealAWS() bool { return os.Getenv(RealAWSVar) != "" }
 // endpointVars are the variables that point the SDK at an emulator.
 var endpointVars = []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_SQS",
 	"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_ENDPOINT_URL_STS",
-	"AWS_ENDPOINT_URL_CLOUDFORMATION"}
+	"AWS_ENDPOINT_URL_CLOUDFORMATION", "AWS_ENDPOINT_URL_S3_CONTROL"}
 
 // AWS returns SDK configuration for the local emulator named by
 // AWS_ENDPOINT_URL, failing or skipping the test when it does not answer.

@@ -2,7 +2,9 @@ package s3batch_test
 
 import (
 	"context"
+	"net/http"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +35,29 @@ type env struct {
 	account string
 	role    string
 	bucket  string // report bucket, versioned, also holds the objects
+	calls   *recorder
+}
+
+// recorder is an HTTP client that records the requests it sends.
+type recorder struct {
+	inner interface {
+		Do(*http.Request) (*http.Response, error)
+	}
+	mu   sync.Mutex
+	reqs []string // "METHOD path?query"
+}
+
+func (r *recorder) Do(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req.Method+" "+req.URL.EscapedPath()+"?"+req.URL.RawQuery)
+	r.mu.Unlock()
+	return r.inner.Do(req)
+}
+
+func (r *recorder) requests() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.reqs...)
 }
 
 func newEnv(t *testing.T, o s3controlstub.Options) *env {
@@ -56,7 +81,10 @@ func newEnv(t *testing.T, o s3controlstub.Options) *env {
 		e.account = e.stub.Account()
 		e.ctl = cfg.S3Control(func(o *s3control.Options) { o.BaseEndpoint = aws.String(e.stub.URL()) })
 	}
-	e.checker = s3batch.New(e.ctl, e.s3, s3batch.Options{AccountID: e.account})
+	// The checker's own S3 client records every request it makes.
+	e.calls = &recorder{}
+	checkerS3 := cfg.S3(func(o *s3.Options) { e.calls.inner = o.HTTPClient; o.HTTPClient = e.calls })
+	e.checker = s3batch.New(e.ctl, checkerS3, s3batch.Options{AccountID: e.account})
 	e.bucket = testenv.Prefix(t) + "atrest"
 	ctx := context.Background()
 	if _, err := e.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(e.bucket)}); err != nil {

@@ -121,20 +121,40 @@ func TestATamperedCompletionReportYieldsNoFalseChecksum(t *testing.T) {
 		}
 	})
 
-	t.Run("the manifest changed since the job was created", func(t *testing.T) {
+	t.Run("the manifest rewritten since the job was created", func(t *testing.T) {
 		e.write(t, mkey, orig)
-		var mk string
+		e.write(t, rkey, []byte(strings.Join(lines, "\n")+"\n"))
 		out, err := e.s3.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(e.bucket), Prefix: aws.String("atrest/reports/manifests/")})
 		if err != nil || len(out.Contents) != 1 {
 			t.Fatalf("manifests: %v %v", out, err)
 		}
-		mk = aws.ToString(out.Contents[0].Key)
+		mk := aws.ToString(out.Contents[0].Key)
+		first := aws.ToString(e.s3Version(t, mk))
+		// A new version naming one object: the job's version is read.
 		e.write(t, mk, []byte(e.bucket+",hot/plain.txt\n"))
 		res, errs := e.results(t, id)
-		if len(res) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "ETag") {
+		if len(res) != len(objs) || len(errs) != 0 {
+			t.Fatalf("%d results, %v", len(res), errs)
+		}
+		// The job's version gone: no results.
+		if _, err := e.s3.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(e.bucket), Key: aws.String(mk), VersionId: aws.String(first)}); err != nil {
+			t.Fatal(err)
+		}
+		res, errs = e.results(t, id)
+		if len(res) != 0 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "read manifest") {
 			t.Fatalf("%v %v", res, errs)
 		}
 	})
+}
+
+// s3Version returns the oldest version of key.
+func (e *env) s3Version(t *testing.T, key string) *string {
+	t.Helper()
+	out, err := e.s3.ListObjectVersions(context.Background(), &s3.ListObjectVersionsInput{Bucket: aws.String(e.bucket), Prefix: aws.String(key)})
+	if err != nil || len(out.Versions) == 0 {
+		t.Fatalf("versions of %s: %v", key, err)
+	}
+	return out.Versions[len(out.Versions)-1].VersionId
 }
 
 func indexOf(objs []object, o atrest.Object) int {

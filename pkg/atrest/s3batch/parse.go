@@ -63,7 +63,8 @@ func parseReport(r io.Reader, name string, alg atrest.Algorithm, pending map[atr
 }
 
 // parseLine turns one report line into a Result. On error the Result
-// carries the object as far as the line names it, and nothing else.
+// carries the manifest object whose one result the error is, or nothing
+// when the line is of no manifest object or of one already reported.
 func parseLine(rec []string, alg atrest.Algorithm, pending map[atrest.Object]bool) (atrest.Result, error) {
 	if len(rec) != 7 {
 		return atrest.Result{}, fmt.Errorf("%d fields, want 7 (Bucket, Key, VersionId, TaskStatus, ErrorCode, HTTPStatusCode, ResultMessage)", len(rec))
@@ -85,9 +86,9 @@ func parseLine(rec []string, alg atrest.Algorithm, pending map[atrest.Object]boo
 	}
 	switch {
 	case !ok:
-		return res, fmt.Errorf("%s is not in the job's manifest", show(o))
+		return atrest.Result{}, fmt.Errorf("%s is not in the job's manifest", show(o))
 	case done:
-		return res, fmt.Errorf("%s is reported twice", show(o))
+		return atrest.Result{}, fmt.Errorf("%s is reported again", show(o))
 	}
 	pending[o] = true
 	status, code := rec[4], rec[5] // the documented example lines: HTTPStatusCode, ErrorCode

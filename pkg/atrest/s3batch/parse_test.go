@@ -194,11 +194,27 @@ func TestHostileReportLinesGiveErrorsNeverChecksums(t *testing.T) {
 		if !strings.Contains(errs[0].Error(), "s3://r/f.csv line 1") {
 			t.Errorf("%s: %v does not name the line", name, errs[0])
 		}
+		// The error is the object's one result only when the line is of
+		// an object of the manifest.
+		var le *LineError
+		errors.As(errs[0], &le)
+		ofManifest := le.Object == atrest.Object{Bucket: "b", Key: "a b+c"}
+		if want := !strings.HasPrefix(name, "not in") && name != "another bucket" && name != "six fields" &&
+			name != "eight fields" && name != "bad key encoding" && name != "bare quote"; ofManifest != want || (!want && le.Object != atrest.Object{}) {
+			t.Errorf("%s: the error names %+v", name, le.Object)
+		}
 	}
 	// A line reported twice: the first counts, the second is an error.
 	res, errs, _ := report(t, atrest.MD5, "b,a%20b%2Bc,,succeeded,200,,"+md5Msg+"\nb,a%20b%2Bc,,succeeded,200,,"+md5Msg+"\n")
-	if len(res) != 1 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "line 2") || !strings.Contains(errs[0].Error(), "twice") {
+	var le *LineError
+	if len(res) != 1 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "line 2") || !strings.Contains(errs[0].Error(), "reported again") ||
+		!errors.As(errs[0], &le) || le.Object != (atrest.Object{}) {
 		t.Errorf("a duplicate line: %+v %v", res, errs)
+	}
+	// A broken line does not hide the next one.
+	res, errs, _ = report(t, atrest.MD5, "b,x\"y,,succeeded,200,,{}\nb,a%20b%2Bc,,succeeded,200,,"+md5Msg+"\n")
+	if len(res) != 1 || !res[0].OK || len(errs) != 1 {
+		t.Errorf("a broken line before a good one: %+v %v", res, errs)
 	}
 }
 

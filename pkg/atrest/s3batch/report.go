@@ -27,10 +27,16 @@ const (
 
 // LineError is a completion-report line (or a manifest object without
 // one) that yields no checksum. Results goes on after it.
+//
+// Object is the manifest object whose result this error is: each manifest
+// object gets exactly one outcome, a Result or a LineError naming it.
+// Object is zero when the line names no object of the manifest, or one
+// already reported: such an error is about the report, not about an
+// object.
 type LineError struct {
 	File   string // s3://bucket/key of the results CSV; "" for a missing line
 	Line   int
-	Object atrest.Object // as far as the line names one
+	Object atrest.Object
 	Err    error
 }
 
@@ -62,6 +68,7 @@ type job struct {
 	reportBucket, prefix string
 	manifestBucket, mkey string
 	manifestETag         string
+	manifestVersion      string
 	fields               []ctltypes.JobManifestFieldName
 }
 
@@ -108,6 +115,7 @@ func (c *Checker) parseJob(j *ctltypes.JobDescriptor) (job, error) {
 	}
 	out.manifestBucket, out.mkey = mb, mk
 	out.manifestETag = strings.Trim(aws.ToString(m.Location.ETag), `"`)
+	out.manifestVersion = aws.ToString(m.Location.ObjectVersionId)
 	out.fields = m.Spec.Fields
 	return out, nil
 }
@@ -187,9 +195,13 @@ func show(o atrest.Object) string {
 }
 
 // readManifest reads back the job's manifest, as it was when the job was
-// created (its ETag).
+// created (its version, when the bucket keeps versions, and its ETag).
 func (c *Checker) readManifest(ctx context.Context, j job) ([]atrest.Object, error) {
-	out, err := c.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(j.manifestBucket), Key: aws.String(j.mkey)})
+	in := &s3.GetObjectInput{Bucket: aws.String(j.manifestBucket), Key: aws.String(j.mkey)}
+	if j.manifestVersion != "" {
+		in.VersionId = aws.String(j.manifestVersion)
+	}
+	out, err := c.s3.GetObject(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("s3batch: job %s: read manifest s3://%s/%s: %w", j.id, j.manifestBucket, j.mkey, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3control"
 	ctltypes "github.com/aws/aws-sdk-go-v2/service/s3control/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
 
 	"github.com/millfleet/mill/pkg/atrest"
 )
@@ -144,20 +145,13 @@ func (c *Checker) Submit(ctx context.Context, s atrest.Spec) (string, error) {
 	sum := sha256.Sum256(body)
 	p := prefix(s.ReportPrefix)
 	key := under(p, "manifests/"+s.Token+"-"+hex.EncodeToString(sum[:8])+".csv")
-	put, err := c.s3.PutObject(ctx, &s3.PutObjectInput{
-		Bucket: aws.String(s.ReportBucket), Key: aws.String(key),
-		Body: bytes.NewReader(body), ContentType: aws.String("text/csv"),
-	})
+	etag, version, err := c.writeManifest(ctx, s.ReportBucket, key, body)
 	if err != nil {
-		return "", fmt.Errorf("s3batch: write manifest s3://%s/%s: %w", s.ReportBucket, key, err)
-	}
-	etag := strings.Trim(aws.ToString(put.ETag), `"`)
-	if etag == "" {
-		return "", fmt.Errorf("s3batch: write manifest s3://%s/%s: no ETag", s.ReportBucket, key)
+		return "", err
 	}
 	desc := s.Description
 	if len(desc) > 256 {
-		desc = desc[:256]
+		desc = strings.ToValidUTF8(desc[:256], "")
 	}
 	in := &s3control.CreateJobInput{
 		AccountId:            aws.String(account),
@@ -178,6 +172,9 @@ func (c *Checker) Submit(ctx context.Context, s atrest.Spec) (string, error) {
 		RoleArn:  aws.String(s.RoleARN),
 		Priority: aws.Int32(s.Priority),
 	}
+	if version != "" && version != "null" {
+		in.Manifest.Location.ObjectVersionId = aws.String(version)
+	}
 	if p != "" {
 		in.Report.Prefix = aws.String(p)
 	}
@@ -193,4 +190,38 @@ func (c *Checker) Submit(ctx context.Context, s atrest.Spec) (string, error) {
 		return "", fmt.Errorf("s3batch: create job: the answer's job ID %q is not one", id)
 	}
 	return id, nil
+}
+
+// writeManifest writes a manifest once: its key names its content, so
+// when the key exists (a Submit repeated after its CreateJob answer was
+// lost) the object there is this manifest, and its ETag and version are
+// the ones the first CreateJob named. Writing it again would make a new
+// version, and CreateJob with the same token but another manifest version
+// is another request.
+func (c *Checker) writeManifest(ctx context.Context, bucket, key string, body []byte) (etag, version string, err error) {
+	put, err := c.s3.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(bucket), Key: aws.String(key), IfNoneMatch: aws.String("*"),
+		Body: bytes.NewReader(body), ContentType: aws.String("text/csv"),
+	})
+	var api smithy.APIError
+	switch {
+	case err == nil:
+		etag, version = aws.ToString(put.ETag), aws.ToString(put.VersionId)
+	case errors.As(err, &api) && api.ErrorCode() == "PreconditionFailed":
+		head, herr := c.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if herr != nil {
+			return "", "", fmt.Errorf("s3batch: manifest s3://%s/%s exists but cannot be read: %w", bucket, key, herr)
+		}
+		if aws.ToInt64(head.ContentLength) != int64(len(body)) {
+			return "", "", fmt.Errorf("s3batch: manifest s3://%s/%s exists with %d bytes, not this manifest's %d", bucket, key, aws.ToInt64(head.ContentLength), len(body))
+		}
+		etag, version = aws.ToString(head.ETag), aws.ToString(head.VersionId)
+	default:
+		return "", "", fmt.Errorf("s3batch: write manifest s3://%s/%s: %w", bucket, key, err)
+	}
+	etag = strings.Trim(etag, `"`)
+	if etag == "" {
+		return "", "", fmt.Errorf("s3batch: write manifest s3://%s/%s: no ETag", bucket, key)
+	}
+	return etag, version, nil
 }

@@ -99,8 +99,22 @@ func TestComputeChecksumOfEveryStorageClass(t *testing.T) {
 					t.Errorf("%q (version %q): %+v, want %s %s", o.Key, o.VersionID, r, alg, want)
 				}
 			}
-			if r := res[missing]; r.OK || r.Checksum != "" || !strings.Contains(r.Error, "NoSuch") {
+			// The stand-in's own tests pin the error code (NoSuchKey).
+			if r := res[missing]; r.OK || r.Checksum != "" || r.Error == "" {
 				t.Errorf("a missing object: %+v", r)
+			}
+			// Mill read no object and restored none: it wrote the manifest
+			// and read the report, under the report prefix only.
+			puts, gets := 0, 0
+			for _, req := range e.calls.requests() {
+				if !strings.Contains(req, "/atrest/reports/") || strings.Contains(req, "restore") {
+					t.Errorf("the checker sent %s", req)
+				}
+				puts += strings.Count(req[:4], "PUT")
+				gets += strings.Count(req[:4], "GET")
+			}
+			if puts == 0 || gets < 3 {
+				t.Errorf("the checker's client recorded %d PUTs and %d GETs: the recorder sees nothing", puts, gets)
 			}
 		})
 	}
