@@ -207,6 +207,11 @@ func (m *Log) DropMonths(ctx context.Context, before time.Time) ([]bitlog.MonthI
 			delete(m.rows, k)
 		}
 	}
+	for k := range m.atRest {
+		if mo, ok := bitlog.RunMonth(k.RunID); ok && mo.Before(before) {
+			delete(m.atRest, k)
+		}
+	}
 	return out, nil
 }
 

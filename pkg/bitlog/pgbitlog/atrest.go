@@ -60,6 +60,12 @@ FROM bit_at_rest_job
 WHERE state IN ('submitted', 'ingested')
 ORDER BY submitted_at, run_id, account, store_id, space_id`
 
+// sqlAtRestDrop deletes the jobs of runs (IDs of the producer's form,
+// which sort as their start) before $1.
+const sqlAtRestDrop = `
+DELETE FROM bit_at_rest_job
+WHERE run_id ~ '^[1-9][0-9]{3}(0[1-9]|1[0-2])[0-9]{2}T[0-9]{6}Z$' AND run_id < $1`
+
 func keyArgs(k bitlog.AtRestKey) []any { return []any{k.RunID, k.Account, k.StoreID, k.SpaceID} }
 
 // lockJob reads the job's record (FOR UPDATE inside tx).
