@@ -27,6 +27,8 @@
 #   MILL_BENCH_BITLOG_ROWS rows of the bit log retention benchmark (default
 #                         200000; the acceptance size is 10000000, which
 #                         takes a few minutes to write and about 4 GB)
+#   MILL_BENCH_VERDICTS   copies of the space whose bit verdicts are read
+#                         (default 1000000)
 #   BENCH                 -bench pattern (default .)
 #   BENCH_TIMEOUT         go test -timeout (default 30m)
 #   BENCH_LOG             where the raw go test output is kept

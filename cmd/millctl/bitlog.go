@@ -110,6 +110,11 @@ type resultJSON struct {
 	AuditChecksum   string    `json:"audit_checksum,omitempty"`
 	Details         string    `json:"details,omitempty"`
 	CheckedAt       time.Time `json:"checked_at"`
+	// How C was made (bitlog.Method; none on rows recorded without one),
+	// the bytes hashed, and whether the copy was archived.
+	Method   string `json:"method,omitempty"`
+	Bytes    int64  `json:"bytes,omitempty"`
+	Archived bool   `json:"archived,omitempty"`
 }
 
 // printResults pages through the results, printing at most f.limit rows.
@@ -133,7 +138,8 @@ func printResults(ctx context.Context, a *app, l bitlog.Log, f *bitlogFilter, fl
 		for _, r := range rows {
 			if *f.json {
 				if err := enc.Encode(resultJSON{r.RunID, r.Account, r.StoreID, r.StoreKind, r.SpaceID, r.ContentID, string(r.Result), r.Case,
-					r.ContentChecksum, r.StorageChecksum, r.IndexChecksum, r.AuditChecksum, r.Details, r.CheckedAt.UTC()}); err != nil {
+					r.ContentChecksum, r.StorageChecksum, r.IndexChecksum, r.AuditChecksum, r.Details, r.CheckedAt.UTC(),
+					string(r.Method), r.Bytes, r.Archived}); err != nil {
 					return err
 				}
 			} else {

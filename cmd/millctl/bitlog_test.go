@@ -39,13 +39,14 @@ func TestBitlogCommands(t *testing.T) {
 	l := pgbitlog.New(db.Pool)
 	at := time.Date(2026, 5, 1, 3, 4, 5, 0, time.UTC)
 	for i, id := range []string{"a", "b", "c\tx"} {
-		res := bitlog.ResultSuccess
+		res, method, bytes := bitlog.ResultSuccess, bitlog.Method(""), int64(0)
 		if i == 1 {
-			res = bitlog.ResultFailure
+			res, method, bytes = bitlog.ResultFailure, bitlog.MethodAtRest, 42
 		}
 		for _, run := range []string{"r1", "r2"} {
 			if err := l.Record(ctx, bitlog.Row{RunID: run, Account: "acme", StoreID: "1", StoreKind: "fs", SpaceID: "photos",
-				ContentID: id, Result: res, Case: 1 + i, Details: "line1\nline2", CheckedAt: at}); err != nil {
+				ContentID: id, Result: res, Case: 1 + i, Details: "line1\nline2", CheckedAt: at,
+				Method: method, Bytes: bytes, Archived: i == 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -71,7 +72,8 @@ func TestBitlogCommands(t *testing.T) {
 		}
 		rows = append(rows, r)
 	}
-	if code != 0 || len(rows) != 2 || rows[0].RunID != "r1" || rows[1].RunID != "r2" || rows[0].ContentID != "b" || rows[0].Case != 2 || !rows[0].CheckedAt.Equal(at) {
+	if code != 0 || len(rows) != 2 || rows[0].RunID != "r1" || rows[1].RunID != "r2" || rows[0].ContentID != "b" || rows[0].Case != 2 || !rows[0].CheckedAt.Equal(at) ||
+		rows[0].Method != "at-rest" || rows[0].Bytes != 42 || !rows[0].Archived {
 		t.Fatalf("results --json (exit %d): %+v", code, rows)
 	}
 	// --limit pages across the log.

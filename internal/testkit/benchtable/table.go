@@ -153,6 +153,10 @@ var Rows = []Row{
 		Value: units(`^rows$`), Expect: "pkg/bitlog/pgbitlog BenchmarkBitLogRetention"},
 	{Measure: "Bit log retention: drop 7 expired months vs DELETE of their rows (ms)", Pkg: "pkg/bitlog/pgbitlog", Name: regexp.MustCompile(`^BenchmarkBitLogRetention`),
 		Value: units(`^drop-ms$`), Baseline: units(`^delete-est-ms$`), Ratio: units(`^drop/delete$`), Expect: "pkg/bitlog/pgbitlog BenchmarkBitLogRetention"},
+	{Measure: "Bit verdicts of a 1,000,000-copy space read in pages (copies/s), vacuumed", Pkg: "pkg/bitlog/pgbitlog", Name: regexp.MustCompile(`^BenchmarkVerdicts/vacuumed$`),
+		Value: units(`^copies/s$`), Expect: "pkg/bitlog/pgbitlog BenchmarkVerdicts/vacuumed"},
+	{Measure: "Bit verdicts of a 1,000,000-copy space read in pages (copies/s), just written (before a vacuum)", Pkg: "pkg/bitlog/pgbitlog", Name: regexp.MustCompile(`^BenchmarkVerdicts/unvacuumed$`),
+		Value: units(`^copies/s$`), Expect: "pkg/bitlog/pgbitlog BenchmarkVerdicts/unvacuumed"},
 }
 
 // Line is one computed row.

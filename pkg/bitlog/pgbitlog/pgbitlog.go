@@ -27,8 +27,10 @@ import (
 // DropMonths. Rows are upserted through the bit_log_item_per_run and
 // bit_report_space_per_run constraints, so a redelivered task updates its
 // row and concurrent writers cannot duplicate it; queries of one run read
-// only its month's partition. Empty checksums and case 0 are stored as
-// NULL. Keys are ordered byte-wise (COLLATE "C"), as the memory
+// only its month's partition. A row that is a fresh verdict also upserts
+// its copy's bit_verdict row, in the same statement and only forward in
+// time; bit_verdict is not partitioned, so DropMonths leaves it. Empty
+// checksums, case 0 and an empty method are stored as NULL. Keys are ordered byte-wise (COLLATE "C"), as the memory
 // implementation orders them. Every statement takes its values as
 // parameters. Safe for concurrent use.
 type Log struct {

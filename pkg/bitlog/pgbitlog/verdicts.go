@@ -11,10 +11,12 @@ import (
 // The latest fresh verdict of each copy: bitlog.Verdicts on the bit_verdict
 // table (migration 008), which Record keeps (cteVerdict).
 
-// sqlVerdicts reads one page of a space's verdicts: a range scan of
-// bit_verdict's primary key from (account, store, space, after).
+// sqlVerdicts reads one page of a space's verdicts: an index-only range
+// scan of bit_verdict's primary key from (account, store, space, after).
+// The result and method come as booleans (the table allows two of each),
+// so a page allocates little more than its content IDs.
 const sqlVerdicts = `
-SELECT content_id, result, method, archived, checked_at
+SELECT content_id, result = 'FAILURE', method = 'at-rest', archived, checked_at
 FROM bit_verdict
 WHERE account = $1 AND store_id = $2 AND space_id = $3 AND content_id > $4
 ORDER BY content_id
@@ -28,14 +30,21 @@ func (l *Log) Verdicts(ctx context.Context, account, storeID, spaceID, after str
 		return nil, false, fmt.Errorf("milldb: bit verdicts %s/%s/%s: %w", account, storeID, spaceID, err)
 	}
 	defer rows.Close()
-	out := make([]bitlog.Verdict, 0, min(limit+1, 1024))
-	var res, method string
+	out := make([]bitlog.Verdict, 0, limit+1) // the page the caller asked for, allocated once
+	var failure, atRest bool
 	var v bitlog.Verdict
+	dest := []any{&v.ContentID, &failure, &atRest, &v.Archived, &v.CheckedAt} // made once, not per copy
 	for rows.Next() {
-		if err := rows.Scan(&v.ContentID, &res, &method, &v.Archived, &v.CheckedAt); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, false, fmt.Errorf("milldb: bit verdicts %s/%s/%s: %w", account, storeID, spaceID, err)
 		}
-		v.Result, v.Method, v.CheckedAt = bitlog.Result(res), bitlog.Method(method), v.CheckedAt.In(time.UTC)
+		v.Result, v.Method, v.CheckedAt = bitlog.ResultSuccess, bitlog.MethodRead, v.CheckedAt.In(time.UTC)
+		if failure {
+			v.Result = bitlog.ResultFailure
+		}
+		if atRest {
+			v.Method = bitlog.MethodAtRest
+		}
 		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
