@@ -19,9 +19,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/millfleet/mill/internal/cli/producercmd"
+	"github.com/millfleet/mill/pkg/atrest/s3batch"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/fixity"
@@ -56,6 +58,13 @@ out spaces whose every copy is within its store's fixity target and stays so
 for the margin given. A space is left out when either rule says so. --start-at makes runs begin at a time of day.
 --notify-topic-arn announces completed runs and failed invocations.
 
+Cold copies: with --at-rest-report-bucket, the archived items of stores whose
+archived method is compute-checksum get no BIT task from the listing but one
+S3 Batch Operations Compute checksum job (MD5) per space and run; every
+invocation follows the jobs it created and, once a job is complete, queues one
+BIT task per object naming the job (C is the computed checksum: no GET, no
+restore). A failed or cancelled job's items are recorded as ERRORs.
+
 Usage: bitproducer [flags]`
 
 var command = producercmd.Command{
@@ -66,6 +75,11 @@ var command = producercmd.Command{
 	Define: func(fs *flag.FlagSet) producercmd.Own {
 		bitQueue := fs.String("bit-queue", "", "bit queue `name` (default prefix + bit)")
 		reportQueue := fs.String("report-queue", "", "bit-report queue `name` (default prefix + bit-report)")
+		atRestBucket := fs.String("at-rest-report-bucket", "", "S3 `bucket` of the at-rest checksum jobs' manifests and completion reports; set, the archived\nitems (GLACIER, DEEP_ARCHIVE) of stores whose archived method is compute-checksum are checked at\nrest by one S3 Batch Operations job per space and run, never read; empty: they are not read (C N/A)")
+		atRestPrefix := fs.String("at-rest-report-prefix", "at-rest/", "key `prefix` of the jobs' manifests and reports in --at-rest-report-bucket")
+		atRestRole := fs.String("at-rest-role-arn", "", "`ARN` of the role S3 Batch Operations runs the jobs as (required with --at-rest-report-bucket)")
+		atRestPriority := fs.Int("at-rest-priority", 10, "`priority` of the jobs (higher first)")
+		atRestAccount := fs.String("at-rest-account-id", "", "AWS `account` that owns the jobs (default: the caller's)")
 		skipRecentFlag := fs.String("skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`, covering every\nitem of a run this producer recorded: Nd (days) or a duration (the Java Mill: 60d); 0: check every space")
 		skipCoveredFlag := fs.String("skip-covered", "off", "leave out spaces whose every copy is within its store's fixity target and stays so for this `margin`:\nNd (days) or a duration (the run frequency keeps every copy within target until the next run);\noff: check every space (the most overdue first either way)")
 		var skipRecent, coveredMargin time.Duration
@@ -83,6 +97,12 @@ var command = producercmd.Command{
 						errs = append(errs, fmt.Errorf("--skip-covered: %w (or off)", err))
 					}
 				}
+				if *atRestBucket != "" && *atRestRole == "" {
+					errs = append(errs, fmt.Errorf("--at-rest-role-arn: required with --at-rest-report-bucket"))
+				}
+				if *atRestPriority < 0 || *atRestPriority > math.MaxInt32 {
+					errs = append(errs, fmt.Errorf("--at-rest-priority: %d is not within 0..%d", *atRestPriority, math.MaxInt32))
+				}
 				return errs
 			},
 			Build: func(ctx context.Context, e *producercmd.Env) (looping.Config, error) {
@@ -96,8 +116,16 @@ var command = producercmd.Command{
 					return looping.Config{}, err
 				}
 				bitLog := pgbitlog.New(e.DB.Pool)
+				var atRest *bit.AtRest
+				if *atRestBucket != "" {
+					atRest = &bit.AtRest{
+						Checker: s3batch.New(e.AWS.S3Control(), e.S3, s3batch.Options{AccountID: *atRestAccount, STS: e.AWS.STS()}),
+						Log:     bitLog, Queue: bitQ,
+						ReportBucket: *atRestBucket, ReportPrefix: *atRestPrefix, RoleARN: *atRestRole, Priority: int32(*atRestPriority),
+					}
+				}
 				p, err := bit.New(bit.Config{Registry: e.Registry, Opener: e.Opener, Filter: e.Filter, SkipRecent: skipRecent,
-					BitLog: bitLog, Logger: e.Logger,
+					BitLog: bitLog, AtRest: atRest, Logger: e.Logger,
 					Coverage:    &fixity.Source{Index: pgcontentindex.New(e.DB.Pool), Verdicts: bitLog},
 					SkipCovered: skipCovered, CoveredMargin: coveredMargin})
 				return looping.Config{Kind: bit.Kind, Producer: p, Queue: &bit.Router{Bit: bitQ, Report: reportQ}}, err

@@ -286,7 +286,12 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	})
 	add(task.TypeBit, bp, err)
 
-	observer := &bit.Observer{Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, UnreadableKinds: d.UnreadableKinds, Transfer: d.Transfer}
+	// HeadFirst: these look at few items, and never GET an archived one.
+	observer := &bit.Observer{Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, UnreadableKinds: d.UnreadableKinds, Transfer: d.Transfer,
+		HeadFirst: true}
+	if jobs, ok := d.BitLog.(bitlog.AtRestJobs); ok {
+		observer.AtRest = jobs
+	}
 	ep, err := biterror.New(biterror.Config{
 		Stores: d.Stores, Observer: observer, BitLog: d.BitLog, AuditQueue: q[queue.KeyAudit], BitQueue: q[queue.KeyBit],
 		RecheckDelay: d.RecheckDelay, Format: d.Format, Clock: d.Clock, Logger: d.Logger,

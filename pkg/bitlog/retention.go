@@ -67,7 +67,8 @@ type MonthInfo struct {
 //
 //   - Months returns the months that hold history, oldest first.
 //   - DropMonths deletes every row of the months starting before `before`
-//     and returns those months (with their rows as Months counted them).
+//     and returns those months (with their rows as Months counted them);
+//     the at-rest jobs (AtRestJobs) of runs of those months go with them.
 type Pruner interface {
 	Months(ctx context.Context) ([]MonthInfo, error)
 	DropMonths(ctx context.Context, before time.Time) ([]MonthInfo, error)

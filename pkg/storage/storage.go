@@ -110,6 +110,11 @@ type PutOptions struct {
 	Checksum   string
 	MimeType   string
 	Properties map[string]string
+	// StorageClass, when set, is the provider's storage class to write
+	// the item in (Info.StorageClass: S3 "GLACIER", "DEEP_ARCHIVE", …; a
+	// repair keeps the class of the copy it replaces). Providers without
+	// classes ignore it.
+	StorageClass string
 	// Transfer tunes a provider that writes in parts (zero: defaults).
 	Transfer Transfer
 	// Resume, when set, makes a long write resumable: a provider that

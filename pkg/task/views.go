@@ -35,6 +35,10 @@ const (
 	// BIT and BIT_REPORT (Mill's additions)
 	KeyRunID    = "runId"
 	KeyExpected = "expected" // BIT_REPORT: items listed for the space in the run
+	// KeyAtRestJob (BIT): the at-rest checksum job whose computed checksum
+	// is the item's C (the bit producer's record of the job in the bit
+	// log is what the processor trusts, never this name alone).
+	KeyAtRestJob = "atRestJob"
 
 	// BIT_ERROR
 	KeyDescription          = "description"
@@ -160,6 +164,9 @@ type Bit struct {
 	SpaceID   string // required
 	ContentID string // required
 	RunID     string // the bitproducer run; optional
+	// AtRestJob names the at-rest checksum job of the run whose result is
+	// the item's C (no byte is read); optional, only with RunID.
+	AtRestJob string
 	Attempts  int
 	Extra     map[string]string
 }
@@ -170,6 +177,7 @@ var bitFields = []field[Bit]{
 	str(KeySpaceID, true, func(x *Bit) *string { return &x.SpaceID }),
 	str(KeyContentID, true, func(x *Bit) *string { return &x.ContentID }),
 	str(KeyRunID, false, func(x *Bit) *string { return &x.RunID }),
+	str(KeyAtRestJob, false, func(x *Bit) *string { return &x.AtRestJob }),
 }
 
 func (x *Bit) common() common { return common{&x.Attempts, &x.Extra} }

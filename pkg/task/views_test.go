@@ -48,6 +48,7 @@ func TestViewsRoundTripKeepUnknownProperties(t *testing.T) {
 	tasks := []*Task{
 		{Type: TypeDup, Attempts: 2, Props: with(KeyDestStoreID, "2")},
 		{Type: TypeBit, Props: with(KeyRunID, "run-1")},
+		{Type: TypeBit, Props: with(KeyRunID, "run-1", KeyAtRestJob, "job-1")},
 		{Type: TypeBitReport, Props: with(KeyRunID, "run-1", KeyExpected, "0")},
 		{Type: TypeBitError, Props: with(KeyCase, "3", KeyInternallyResolvable, "true", KeyDescription, "d",
 			KeyChecksumContent, "c", KeyChecksumStore, "s", KeyChecksumManifest, "i", KeyChecksumAudit, "a", KeyBitStoreType, "AMAZON_S3")},

@@ -113,9 +113,13 @@ func New(cfg Config) (*Processor, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Processor{cfg: cfg, obs: &Observer{Stores: cfg.Stores, Index: cfg.Index, AuditLog: cfg.AuditLog,
+	obs := &Observer{Stores: cfg.Stores, Index: cfg.Index, AuditLog: cfg.AuditLog,
 		UnreadableKinds: cfg.UnreadableKinds, UnreadableStores: cfg.UnreadableStores,
-		Transfer: cfg.Transfer, Checkpoints: cfg.Checkpoints, ResumeMinSize: cfg.ResumeMinSize, CheckpointEvery: cfg.CheckpointEvery}}, nil
+		Transfer: cfg.Transfer, Checkpoints: cfg.Checkpoints, ResumeMinSize: cfg.ResumeMinSize, CheckpointEvery: cfg.CheckpointEvery}
+	if jobs, ok := cfg.BitLog.(bitlog.AtRestJobs); ok {
+		obs.AtRest = jobs // the producer's record: C of a task naming a job
+	}
+	return &Processor{cfg: cfg, obs: obs}, nil
 }
 
 // Name is the processor's name.
@@ -134,8 +138,21 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if err != nil {
 		return processors.Permanent(err)
 	}
-	ob, err := p.obs.observeItem(ctx, b.Account, b.StoreID, b.SpaceID, b.ContentID,
-		storage.CheckpointKey("bit", b.Account, b.StoreID, b.SpaceID, b.ContentID, b.RunID))
+	opts := observeOpts{resumeKey: storage.CheckpointKey("bit", b.Account, b.StoreID, b.SpaceID, b.ContentID, b.RunID),
+		headFirst: b.Extra[KeyRecheckOf] != ""}
+	if b.AtRestJob != "" {
+		// C is the job's computed checksum, as the producer recorded it;
+		// a reference the record does not hold is refused.
+		res, err := p.atRestOf(ctx, b)
+		if err != nil {
+			return err
+		}
+		if !res.ok {
+			return p.recordAtRestFailure(ctx, b, res)
+		}
+		opts = observeOpts{atRest: res}
+	}
+	ob, err := p.obs.observeItem(ctx, b.Account, b.StoreID, b.SpaceID, b.ContentID, opts)
 	if err != nil {
 		return err
 	}
@@ -208,6 +225,9 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		CheckedAt: p.cfg.Clock.Now(),
 	}
 	row.Details += RecheckNote(b.Extra[KeyRecheckOf])
+	if o.AtRestJob != "" {
+		row.Method, row.Bytes, row.Archived = bitlog.MethodAtRest, o.Info.Size, o.Info.Archived
+	}
 	if err := p.cfg.BitLog.Record(ctx, row); err != nil {
 		return fmt.Errorf("bit: %w", err)
 	}

@@ -14,7 +14,18 @@
 //     Deep Archive, Intelligent-Tiering's archive tiers: Get answers
 //     storage.ErrArchived), whatever the store's configuration; the bit log
 //     row says "archived: storage class …". A restored copy is read.
-//     "404" when the item is not in storage.
+//     "404" when the item is not in storage. A BIT task that names an
+//     at-rest job (task.Bit.AtRestJob, queued by the bit producer for an
+//     archived item) takes C from that job instead: the MD5 the provider
+//     computed at rest (S3 Batch Operations' Compute checksum), read from
+//     the producer's record in the bit log (bitlog.AtRestJobs), never from
+//     the message; the item is only headed (no Get, no restore), and C is
+//     not used when the item changed after the job was created. A job the
+//     record does not hold for the task's run, space and item is a forged
+//     reference (ErrAtRestRef, permanent); an item the provider could not
+//     compute is an ERROR row with its error. The row's Method is at-rest.
+//     A re-check after a repair (KeyRecheckOf) heads first and reads no
+//     archived item (Observer.HeadFirst).
 //   - S (storage provider): what the store says the item's MD5 is. Which
 //     checksum a copy has is storage.ChecksumOf's rule, shared with the
 //     audit processor and duplication: the bytes as read, else the

@@ -1,11 +1,13 @@
 package bit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
@@ -31,6 +33,14 @@ type Observer struct {
 	// Transfer: the ranged reads in flight and their size (zero: the
 	// defaults, 4 of 16 MiB).
 	Transfer storage.Transfer
+	// HeadFirst: Head each item before reading it, and read none whose
+	// bytes are archived (not restored): no GET of an archived object is
+	// ever sent, at the cost of one HEAD per read. The bit-error and
+	// report processors' looks use it (few items); so does a re-check.
+	HeadFirst bool
+	// AtRest, when set, is the bit producer's record of its at-rest jobs:
+	// ObserveRun takes C of an archived item from the run's job there.
+	AtRest bitlog.AtRestJobs
 	// Checkpoints, when set, makes the bit check's reads of items of at
 	// least ResumeMinSize (default 256 MiB) resumable, saving progress
 	// every CheckpointEvery bytes (default 1 GiB); see read.go.
@@ -58,6 +68,9 @@ type Observation struct {
 	Reread bool
 	// Details are notes for the bit log ("content not read", …).
 	Details []string
+	// AtRestJob names the at-rest checksum job whose computed MD5 is C
+	// ("" when C was read or is N/A).
+	AtRestJob string
 }
 
 // Method is how C was made: bitlog.MethodRead when the bytes were read
@@ -99,11 +112,21 @@ func (o *Observation) CopyDiffers(want string) bool {
 // (processors.Permanent); provider, index and audit log errors are
 // returned as they are.
 func (ob *Observer) Observe(ctx context.Context, account, storeID, spaceID, contentID string) (*Observation, error) {
-	return ob.observeItem(ctx, account, storeID, spaceID, contentID, "")
+	return ob.observeItem(ctx, account, storeID, spaceID, contentID, observeOpts{headFirst: ob.HeadFirst})
 }
 
-// observeItem is Observe; resumeKey names the read's checkpoint ("" none).
-func (ob *Observer) observeItem(ctx context.Context, account, storeID, spaceID, contentID, resumeKey string) (*Observation, error) {
+// observeOpts are the options of one look.
+type observeOpts struct {
+	resumeKey string   // names the read's checkpoint ("" none)
+	headFirst bool     // see Observer.HeadFirst
+	atRest    *atRestC // C computed at rest: Head only, never a Get
+	// read reads the bytes when readable (default: ob.read with
+	// resumeKey); the re-read of a disagreeing read sets its own.
+	read func() (*storage.Info, *storage.Sums, error)
+}
+
+// observeItem is Observe with options.
+func (ob *Observer) observeItem(ctx context.Context, account, storeID, spaceID, contentID string, opts observeOpts) (*Observation, error) {
 	st, err := ob.Stores.Registry().Store(account, storeID)
 	if err != nil {
 		return nil, processors.Permanent(fmt.Errorf("bit: %w", err))
@@ -114,13 +137,13 @@ func (ob *Observer) observeItem(ctx context.Context, account, storeID, spaceID, 
 	}
 	b := task.Bit{Account: account, StoreID: storeID, SpaceID: spaceID, ContentID: contentID}
 	o := &Observation{StoreKind: st.Kind}
-	err = ob.observeStorage(ctx, b, prov, ob.readable(account, st), func() (*storage.Info, *storage.Sums, error) {
-		return ob.read(ctx, prov, b.SpaceID, b.ContentID, resumeKey)
-	}, o)
+	err = ob.observeStorage(ctx, b, prov, ob.readable(account, st), opts, o)
 	if err == nil {
 		err = ob.observe(ctx, b, o)
 	}
-	if err == nil && o.readDisagrees() {
+	// A disagreeing read is read again; a checksum computed at rest is
+	// not (a read of an archived copy is what the route avoids).
+	if err == nil && opts.atRest == nil && o.readDisagrees() {
 		o, err = ob.readAgain(ctx, b, prov, o)
 	}
 	if err != nil {
@@ -174,12 +197,29 @@ func (ob *Observer) observe(ctx context.Context, b task.Bit, o *Observation) err
 // checksum the copy has is storage.ChecksumOf's answer, the rule the audit
 // processor and duplication use too; S is chosen from it so that a source
 // contradicting the bytes shows as C ≠ S.
-// read reads the bytes (called when readable).
-func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, readable bool,
-	read func() (*storage.Info, *storage.Sums, error), o *Observation) error {
+func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage.Provider, readable bool, opts observeOpts, o *Observation) error {
+	read := opts.read
+	if read == nil {
+		read = func() (*storage.Info, *storage.Sums, error) {
+			return ob.read(ctx, prov, b.SpaceID, b.ContentID, opts.resumeKey)
+		}
+	}
 	var info *storage.Info
 	var sums *storage.Sums // nil: the bytes were not read
-	archived := false      // Get said the bytes are archived
+	archived := false      // the bytes are archived
+	if opts.atRest != nil || (readable && opts.headFirst) {
+		in, err := prov.Head(ctx, b.SpaceID, b.ContentID)
+		if errors.Is(err, storage.ErrNotFound) {
+			o.Details = append(o.Details, "not found in storage (item or space)")
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
+		}
+		if opts.atRest != nil || !in.Readable() {
+			info, readable, archived = in, false, in.Archived && !in.Readable()
+		}
+	}
 	if readable {
 		in, s, err := read()
 		switch {
@@ -199,32 +239,49 @@ func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage
 		}
 	}
 	if !readable {
-		in, err := prov.Head(ctx, b.SpaceID, b.ContentID)
-		if errors.Is(err, storage.ErrNotFound) {
-			o.Details = append(o.Details, "not found in storage (item or space)")
-			return nil
+		if info == nil {
+			in, err := prov.Head(ctx, b.SpaceID, b.ContentID)
+			if errors.Is(err, storage.ErrNotFound) {
+				o.Details = append(o.Details, "not found in storage (item or space)")
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
+			}
+			info = in
 		}
-		if err != nil {
-			return fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
-		}
-		info = in
-		if archived || (in.Archived && !in.Readable()) {
-			o.Details = append(o.Details, fmt.Sprintf("content not read (archived: storage class %s)", in.StorageClass))
-		} else {
+		switch {
+		case opts.atRest != nil:
+		case archived || (info.Archived && !info.Readable()):
+			o.Details = append(o.Details, fmt.Sprintf("content not read (archived: storage class %s)", info.StorageClass))
+		default:
 			o.Details = append(o.Details, "content not read (store configured unreadable)")
 		}
 	}
 	o.Sums.Found, o.Info = true, info
-	cs := storage.ChecksumOf(info, sums)
+	known := sums != nil // the MD5 of the bytes is known
+	var cs storage.CopyChecksum
+	if opts.atRest != nil && opts.atRest.holds(info) {
+		cs, known = atRestChecksumOf(info, opts.atRest.md5), true
+		o.Sums.ContentRead, o.Sums.Content, o.AtRestJob = true, opts.atRest.md5, opts.atRest.job
+		o.Details = append(o.Details, fmt.Sprintf("content not read: C computed at rest by compute-checksum job %s (storage class %s)",
+			opts.atRest.job, cmp.Or(info.StorageClass, "STANDARD")))
+	} else {
+		if opts.atRest != nil {
+			o.Details = append(o.Details, fmt.Sprintf("content not read; C of compute-checksum job %s not used: the item changed (%s) after the job was created (%s)",
+				opts.atRest.job, info.Modified.UTC().Format(time.RFC3339), opts.atRest.submitted.UTC().Format(time.RFC3339)))
+		}
+		cs = storage.ChecksumOf(info, sums)
+	}
 	o.Copy, o.Sums.Claim = cs, cs.Claim
 	alg, val, ok := storage.SplitProviderChecksum(info.ProviderChecksum)
 	switch {
-	case ok && alg == storage.AlgMD5 && readable && !cs.ProviderContradicted && cs.ClaimContradicted:
+	case ok && alg == storage.AlgMD5 && known && !cs.ProviderContradicted && cs.ClaimContradicted:
 		// The provider vouches for the bytes; Mill's claim does not.
 		o.Sums.Storage = cs.Claim
 	case ok && alg == storage.AlgMD5:
 		o.Sums.Storage = strings.ToLower(val)
-	case ok && alg == storage.AlgCRC64NVME && readable:
+	case ok && alg == storage.AlgCRC64NVME && sums != nil:
 		if cs.ProviderVerified {
 			o.Sums.Storage = cs.Claim
 			if cs.Claim == "" {

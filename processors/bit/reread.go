@@ -50,9 +50,9 @@ func (o *Observation) readDisagrees() bool {
 func (ob *Observer) readAgain(ctx context.Context, b task.Bit, prov storage.Provider, first *Observation) (*Observation, error) {
 	revision := first.Info.Revision
 	o := &Observation{StoreKind: first.StoreKind, Reread: true}
-	err := ob.observeStorage(ctx, b, prov, true, func() (*storage.Info, *storage.Sums, error) {
+	err := ob.observeStorage(ctx, b, prov, true, observeOpts{read: func() (*storage.Info, *storage.Sums, error) {
 		return ob.reread(ctx, prov, b.SpaceID, b.ContentID, revision)
-	}, o)
+	}}, o)
 	if errors.Is(err, storage.ErrChanged) {
 		return nil, fmt.Errorf("bit: re-read %s/%s: rewritten since the first read, whose checksum disagreed; check again: %w",
 			b.SpaceID, storage.ShortID(b.ContentID), err)

@@ -206,7 +206,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if err != nil {
 		return err
 	}
-	now, err := p.cfg.Observer.Observe(ctx, claim.Account, claim.StoreID, claim.SpaceID, claim.ContentID)
+	now, err := p.cfg.Observer.ObserveRun(ctx, claim.Account, claim.StoreID, claim.SpaceID, claim.ContentID, claim.RunID)
 	if err != nil {
 		if errors.Is(err, storage.ErrInvalidID) && !processors.IsPermanent(err) {
 			return processors.Permanent(err) // a store refuses the ID: a retry cannot help

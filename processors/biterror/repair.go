@@ -80,16 +80,21 @@ func (p *Processor) repair(ctx context.Context, be task.BitError, now *bit.Obser
 	if err != nil {
 		return resolution{}, fmt.Errorf("biterror: %w", err)
 	}
-	if why, err := replace(ctx, srcProv, src, dst, be.SpaceID, be.ContentID, want); why != "" || err != nil {
+	class := "" // the replaced copy's storage class is kept (an archived store stays archived)
+	if now.Info != nil {
+		class = now.Info.StorageClass
+	}
+	if why, err := replace(ctx, srcProv, src, dst, be.SpaceID, be.ContentID, want, class); why != "" || err != nil {
 		return external("%s", why), err
 	}
 	return repaired(fmt.Sprintf("case %d: repaired from store %s", be.Case, src), 0), nil
 }
 
 // replace writes src's copy of the item to dst with want as the expected
-// MD5: the provider commits nothing unless the bytes hash to want. It
-// returns why when the copy cannot be made safely (a person must act).
-func replace(ctx context.Context, src storage.Provider, srcID string, dst storage.Provider, space, id, want string) (why string, err error) {
+// MD5, in storage class class ("" the default): the provider commits
+// nothing unless the bytes hash to want. It returns why when the copy
+// cannot be made safely (a person must act).
+func replace(ctx context.Context, src storage.Provider, srcID string, dst storage.Provider, space, id, want, class string) (why string, err error) {
 	rc, info, err := src.Get(ctx, space, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return fmt.Sprintf("the copy in store %s is gone", srcID), nil
@@ -102,7 +107,7 @@ func replace(ctx context.Context, src storage.Provider, srcID string, dst storag
 		return fmt.Sprintf("the copy in store %s changed to checksum %s", srcID, info.Checksum), nil
 	}
 	out, err := dst.Put(ctx, space, id, rc, storage.PutOptions{Size: info.Size, Checksum: want,
-		MimeType: info.MimeType, Properties: storage.UserProperties(info.Properties)})
+		MimeType: info.MimeType, Properties: storage.UserProperties(info.Properties), StorageClass: class})
 	switch {
 	case errors.Is(err, storage.ErrChecksumMismatch):
 		return fmt.Sprintf("the copy in store %s does not match its own checksum", srcID), nil

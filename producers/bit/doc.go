@@ -31,12 +31,18 @@
 // long: a space is checked again as soon as its first copy would fall due
 // within the margin, and then every item its store lists is queued.
 //
-// A store's sampleRate (stores.Fixity) below 1 queues a BIT only for the
-// copies fixity.Sampled picks (a hash of the run ID and the copy, so a
+// A store's sampleRate (stores.Fixity) below 1 checks (by a BIT, or at
+// rest) only the copies fixity.Sampled picks (a hash of the run ID and the copy, so a
 // bite sent again queues the same ones and the next run others); the run
 // record and the BIT_REPORT count the items queued, so SkipRecent trusts a
 // SUCCESS that covered the run's sample. Coverage is not sampled: the
 // copies a run left out age like any other and come due.
+//
+// With Config.AtRest, the archived items of stores whose archived method is
+// compute-checksum are checked at rest instead: one at-rest checksum job
+// per space and run, followed by Follow on every invocation, which queues
+// one BIT task naming the job per object once its report is in the bit log
+// (see atrest.go and docs/ARCHITECTURE.md, Cold storage).
 //
 // Wiring (what cmd/bitproducer does):
 //

@@ -62,6 +62,10 @@ type Config struct {
 	// out when SkipRecent or SkipCovered says so.
 	SkipCovered   bool
 	CoveredMargin time.Duration
+	// AtRest, when set, routes the archived items of stores whose
+	// archived method is compute-checksum to one at-rest checksum job per
+	// space and run instead of BIT tasks (see atrest.go).
+	AtRest *AtRest
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -102,6 +106,11 @@ func New(cfg Config) (*Producer, error) {
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
+	if cfg.AtRest != nil {
+		if err := cfg.AtRest.validate(); err != nil {
+			return nil, err
+		}
+	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Producer{cfg: cfg, log: cfg.Logger}, nil
 }
@@ -111,9 +120,12 @@ type morselData struct {
 	Account string `json:"account"`
 	StoreID string `json:"store"`
 	SpaceID string `json:"space"`
-	// Listed counts the items queued by the morsel's earlier bites (with
-	// a sample rate below 1, fewer than the listing held).
+	// Listed counts the items of the run's sample the morsel's earlier
+	// bites queued a BIT for or recorded for an at-rest job (with a sample
+	// rate below 1, fewer than the listing held).
 	Listed int64 `json:"listed"`
+	// AtRest counts those of them recorded for the space's at-rest job.
+	AtRest int64 `json:"atRest,omitempty"`
 }
 
 // MorselID names the morsel of a space: "account/store/space".
@@ -308,7 +320,24 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 			return looping.BiteResult{}, fmt.Errorf("bit: record the run: %w", err)
 		}
 	}
-	ids, more, err := prov.ListContent(ctx, d.SpaceID, m.Marker, max)
+	lister, loc, atRest := p.atRestRoute(d.Account, d.StoreID, prov)
+	var ids []string
+	var archived []bitlog.AtRestObject
+	atRestIDs := map[string]bool{}
+	var more bool
+	if atRest {
+		var es []storage.Entry
+		es, more, err = lister.ListEntries(ctx, d.SpaceID, m.Marker, max)
+		for _, e := range es {
+			ids = append(ids, e.ID)
+			if ArchivedClass(e.StorageClass) {
+				archived = append(archived, bitlog.AtRestObject{ContentID: e.ID, Size: e.Size, StorageClass: e.StorageClass})
+				atRestIDs[e.ID] = true
+			}
+		}
+	} else {
+		ids, more, err = prov.ListContent(ctx, d.SpaceID, m.Marker, max)
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		// The space was deleted since the run started: nothing left to
 		// check, and nothing to report on.
@@ -324,18 +353,35 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 			d.StoreID, d.Account, d.SpaceID, m.Marker)
 	}
 	// The store's sample rate: a run checks that share of its items
-	// (fixity.Sampled, the same choice if this bite is sent again); the
-	// record and the report count the items queued.
+	// (fixity.Sampled, the same choice if this bite is sent again), by a
+	// BIT task or at rest; the record and the report count them.
 	rate := p.target(d.Account, d.StoreID).SampleRate
 	sp := fixity.Space{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID}
+	sampled := func(id string) bool { return fixity.Sampled(run.ID, sp, id, rate) }
+	archived = slices.DeleteFunc(archived, func(o bitlog.AtRestObject) bool { return !sampled(o.ContentID) })
+	key := bitlog.AtRestKey{RunID: run.ID, Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID}
+	if len(archived) > 0 {
+		// Recorded before the marker moves: a repeated bite records them again.
+		if err := p.recordArchived(ctx, key, archived); err != nil {
+			return looping.BiteResult{}, err
+		}
+		d.AtRest += int64(len(archived))
+	}
 	tasks := make([]*task.Task, 0, len(ids)+1)
 	for _, id := range ids {
-		if fixity.Sampled(run.ID, sp, id, rate) {
-			tasks = append(tasks, task.Bit{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, ContentID: id, RunID: run.ID}.Task())
+		if !sampled(id) || atRestIDs[id] {
+			continue // not in this run's sample, or checked at rest
 		}
+		tasks = append(tasks, task.Bit{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, ContentID: id, RunID: run.ID}.Task())
 	}
-	d.Listed += int64(len(tasks))
+	d.Listed += int64(len(tasks) + len(archived))
 	if !more {
+		if d.AtRest > 0 {
+			// The job before the count: the report waits for its items.
+			if err := p.submit(ctx, key, loc); err != nil {
+				return looping.BiteResult{}, err
+			}
+		}
 		// The record first: the report processor refuses a report of a
 		// space whose listing the producer did not record as finished.
 		rs.Expected = d.Listed

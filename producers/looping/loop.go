@@ -211,6 +211,15 @@ func (l *Loop) Run(ctx context.Context) (sum Summary, err error) {
 		}
 	}()
 
+	if h, ok := c.Producer.(Follower); ok {
+		if ferr := h.Follow(kctx); ferr != nil {
+			if kctx.Err() != nil {
+				return sum, fmt.Errorf("looping: %s: follow: %w", c.Kind, ferr)
+			}
+			// The run goes on; the next invocation follows again.
+			l.log.Warn("following the producer's outstanding work failed", "error", ferr)
+		}
+	}
 	r := &runner{Loop: l, ctx: kctx, sum: &sum}
 	return sum, r.run()
 }

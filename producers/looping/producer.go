@@ -70,6 +70,16 @@ type Deleter interface {
 	Deletes(ctx context.Context, run RunInfo, m Morsel, emit Emit) (BiteResult, error)
 }
 
+// Follower is implemented by producers with work that outlives a run (the
+// bit producer's at-rest checksum jobs). Run calls Follow once per
+// invocation, under the lease and before anything else — also when no run
+// is due — so the work is followed on every invocation. An error is
+// logged and the invocation goes on (the next one follows again), unless
+// ctx ended.
+type Follower interface {
+	Follow(ctx context.Context) error
+}
+
 // ProducerFuncs adapts plain functions to Producer (and Deleter when
 // DeletesFunc is set, through AsProducer).
 type ProducerFuncs struct {

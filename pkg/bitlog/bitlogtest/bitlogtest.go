@@ -50,6 +50,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("VerdictsOnlyFresh", func(t *testing.T) { testVerdictFresh(t, newLog(t)) })
 	t.Run("VerdictsSurviveRetention", func(t *testing.T) { testVerdictRetention(t, newLog(t)) })
 	t.Run("VerdictsIsolated", func(t *testing.T) { testVerdictIsolation(t, newLog(t)) })
+	t.Run("AtRestJobs", func(t *testing.T) { testAtRest(t, newLog(t)) })
 }
 
 // testOneItem: Filter.ContentID selects one item's rows; with the run,
@@ -133,9 +134,27 @@ func testDropMonths(t *testing.T, l bitlog.Log) {
 	if fmt.Sprint(have) != fmt.Sprint([]time.Time{jan, feb, mar}) {
 		t.Fatalf("months %+v, want January, February and March 2024, oldest first", months)
 	}
+	// At-rest jobs of the runs of dropped months go too.
+	jobs, _ := l.(bitlog.AtRestJobs)
+	if jobs != nil {
+		for _, run := range []string{"20240229T235959Z", "20240301T000000Z"} {
+			if err := jobs.AddAtRestObjects(ctx, bitlog.AtRestKey{RunID: run, Account: "acme", StoreID: "1", SpaceID: "photos"},
+				[]bitlog.AtRestObject{{ContentID: "x"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	dropped, err := p.DropMonths(ctx, mar)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if jobs != nil {
+		if _, err := jobs.AtRestJob(ctx, bitlog.AtRestKey{RunID: "20240229T235959Z", Account: "acme", StoreID: "1", SpaceID: "photos"}); !errors.Is(err, bitlog.ErrNoAtRestJob) {
+			t.Errorf("the at-rest job of a February run after dropping February: %v, want gone", err)
+		}
+		if _, err := jobs.AtRestObject(ctx, bitlog.AtRestKey{RunID: "20240301T000000Z", Account: "acme", StoreID: "1", SpaceID: "photos"}, "x"); err != nil {
+			t.Errorf("the at-rest job of a March run after dropping February: %v, want kept", err)
+		}
 	}
 	var gone []time.Time
 	for _, m := range dropped {

@@ -22,6 +22,7 @@ type Log struct {
 	rows    map[bitlog.PageKey]bitlog.Row
 	reports map[[4]string]bitlog.Report
 	runs    map[[4]string]bitlog.RunSpace
+	atRest  map[bitlog.AtRestKey]*atRest
 	// verdicts holds the latest fresh verdict of each copy, by space
 	// (account, store, space).
 	verdicts map[[3]string]*spaceVerdicts
@@ -204,6 +205,11 @@ func (m *Log) DropMonths(ctx context.Context, before time.Time) ([]bitlog.MonthI
 	for k, r := range m.rows {
 		if bitlog.Month(r.RunID, r.CheckedAt).Before(before) {
 			delete(m.rows, k)
+		}
+	}
+	for k := range m.atRest {
+		if mo, ok := bitlog.RunMonth(k.RunID); ok && mo.Before(before) {
+			delete(m.atRest, k)
 		}
 	}
 	return out, nil

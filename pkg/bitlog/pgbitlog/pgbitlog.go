@@ -381,6 +381,11 @@ func (l *Log) DropMonths(ctx context.Context, before time.Time) ([]bitlog.MonthI
 	if err != nil {
 		return nil, fmt.Errorf("milldb: bit log drop months before %s: %w", before.Format("2006-01"), err)
 	}
+	// The at-rest jobs of the runs of those months go with them (their
+	// objects by the foreign key's cascade).
+	if _, err := l.pool.Exec(ctx, sqlAtRestDrop, bitlog.MonthOf(before).Format("20060102T150405Z")); err != nil {
+		return nil, fmt.Errorf("milldb: at-rest jobs of runs before %s: %w", before.Format("2006-01"), err)
+	}
 	var dropped []bitlog.MonthInfo
 	for _, g := range gone {
 		m := bitlog.MonthInfo{Month: g.UTC(), Rows: -1}

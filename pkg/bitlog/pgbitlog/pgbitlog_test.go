@@ -20,7 +20,7 @@ func TestBitLog(t *testing.T) {
 	}
 	// One schema for the suite; each subtest starts from empty tables.
 	bitlogtest.Run(t, bitlogtest.Harness{New: func(t *testing.T) bitlog.Log {
-		if _, err := pool.Exec(ctx, "TRUNCATE bit_log, bit_report, bit_run_space, bit_verdict"); err != nil {
+		if _, err := pool.Exec(ctx, "TRUNCATE bit_log, bit_report, bit_run_space, bit_verdict, bit_at_rest_job, bit_at_rest_object"); err != nil {
 			t.Fatal(err)
 		}
 		return pgbitlog.New(pool)

@@ -51,6 +51,12 @@ func (o object) copySource() string {
 // once: the bytes never pass through this process, so no buffers). It returns the
 // version ID S3 gave the copy ("" in an unversioned bucket).
 func (s *Store) copyObject(ctx context.Context, from object, dstKey string, size int64, meta map[string]string, mime string) (string, error) {
+	return s.copyObjectClass(ctx, from, dstKey, size, meta, mime, "")
+}
+
+// copyObjectClass is copyObject writing the copy in storage class class
+// ("" the bucket's default).
+func (s *Store) copyObjectClass(ctx context.Context, from object, dstKey string, size int64, meta map[string]string, mime, class string) (string, error) {
 	src := from.copySource()
 	if size <= s.cfg.CopyThreshold {
 		out, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
@@ -60,6 +66,7 @@ func (s *Store) copyObject(ctx context.Context, from object, dstKey string, size
 			MetadataDirective: types.MetadataDirectiveReplace,
 			Metadata:          meta,
 			ContentType:       aws.String(mime),
+			StorageClass:      types.StorageClass(class),
 		})
 		if err != nil {
 			return "", err
@@ -73,6 +80,7 @@ func (s *Store) copyObject(ctx context.Context, from object, dstKey string, size
 		Metadata:          meta,
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
 		ChecksumType:      types.ChecksumTypeFullObject,
+		StorageClass:      types.StorageClass(class),
 	})
 	if err != nil {
 		return "", err

@@ -144,6 +144,7 @@ func (p *putter) single(ctx context.Context, data []byte) (*storage.Info, error)
 		ContentMD5:    aws.String(base64.StdEncoding.EncodeToString(sum[:])),
 		ContentType:   aws.String(p.mime),
 		Metadata:      meta,
+		StorageClass:  types.StorageClass(p.opts.StorageClass),
 	}, unsignedPayload)
 	if err != nil {
 		undo()
@@ -213,9 +214,11 @@ func (u *upload) completed() []types.CompletedPart {
 // checkpoint keeps it for a resume.
 func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, err error) {
 	s := p.s
-	target := p.key
+	target, targetClass := p.key, p.opts.StorageClass
 	if p.want == "" {
-		target = s.cfg.Prefix + tmpPrefix + randHex()
+		// The temporary object stays in the default class: an archived
+		// one could not be copied.
+		target, targetClass = s.cfg.Prefix+tmpPrefix+randHex(), ""
 	}
 	meta, err := metadata(p.want, p.opts.Properties)
 	if err != nil {
@@ -237,6 +240,7 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 			Metadata:          meta,
 			ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
 			ChecksumType:      types.ChecksumTypeFullObject,
+			StorageClass:      types.StorageClass(targetClass),
 		})
 		if err != nil {
 			return nil, err
@@ -412,7 +416,7 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.copyObject(ctx, object{bucket: s.cfg.Bucket, key: target}, p.key, total, fullMeta, p.mime); err != nil {
+	if _, err := s.copyObjectClass(ctx, object{bucket: s.cfg.Bucket, key: target}, p.key, total, fullMeta, p.mime, p.opts.StorageClass); err != nil {
 		undo()
 		return nil, err
 	}

@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS bit_at_rest_object;
+DROP TABLE IF EXISTS bit_at_rest_job;
