@@ -23,7 +23,7 @@ var offlineCommands = map[string]bool{
 }
 
 // evidenceTestKey is a verifier key (public) of no real log.
-var evidenceTestKey = filepath.Join("..", "..", "testdata", "evidence", "verifier.key")
+var evidenceTestKey = filepath.Join("testdata", "evidence-verifier.key")
 
 // serviceArgs are arguments that get each command that needs AWS or the
 // database past its usage checks, to its first request.
