@@ -126,7 +126,7 @@ var command = producercmd.Command{
 				}
 				p, err := bit.New(bit.Config{Registry: e.Registry, Opener: e.Opener, Filter: e.Filter, SkipRecent: skipRecent,
 					BitLog: bitLog, AtRest: atRest, Logger: e.Logger,
-					Coverage:    &fixity.Source{Index: pgcontentindex.New(e.DB.Pool), Verdicts: bitLog},
+					Coverage: &fixity.Source{Index: pgcontentindex.New(e.DB.Pool), Verdicts: bitLog}, Verdicts: bitLog,
 					SkipCovered: skipCovered, CoveredMargin: coveredMargin})
 				return looping.Config{Kind: bit.Kind, Producer: p, Queue: &bit.Router{Bit: bitQ, Report: reportQ}}, err
 			},

@@ -60,8 +60,15 @@ type Config struct {
 	// CoveredMargin (fixity.Coverage.Covered); set the margin to the run
 	// frequency so no copy falls due before the next run. A space is left
 	// out when SkipRecent or SkipCovered says so.
+	// Inside a space that is checked, SkipCovered queues only the copies
+	// that are due (see due.go): those without a fresh verdict, or whose
+	// verdict falls out of target within CoveredMargin; the others are
+	// neither given a BIT nor put in an at-rest job.
 	SkipCovered   bool
 	CoveredMargin time.Duration
+	// Verdicts are the latest fresh verdicts SkipCovered reads copy by
+	// copy (default BitLog, when it implements bitlog.Verdicts).
+	Verdicts bitlog.Verdicts
 	// AtRest, when set, routes the archived items of stores whose
 	// archived method is compute-checksum to one at-rest checksum job per
 	// space and run instead of BIT tasks (see atrest.go).
@@ -102,6 +109,10 @@ func New(cfg Config) (*Producer, error) {
 	p.Check(cfg.CoveredMargin >= 0, "CoveredMargin", cfg.CoveredMargin, "not be negative")
 	if cfg.SkipCovered {
 		p.Require("Coverage (for SkipCovered)", cfg.Coverage != nil)
+		if vs, ok := cfg.BitLog.(bitlog.Verdicts); ok && cfg.Verdicts == nil {
+			cfg.Verdicts = vs
+		}
+		p.Require("Verdicts (for SkipCovered)", cfg.Verdicts != nil)
 	}
 	if err := p.Err(); err != nil {
 		return nil, err
@@ -126,6 +137,8 @@ type morselData struct {
 	Listed int64 `json:"listed"`
 	// AtRest counts those of them recorded for the space's at-rest job.
 	AtRest int64 `json:"atRest,omitempty"`
+	// Within counts the items SkipCovered left out: within target.
+	Within int64 `json:"within,omitempty"`
 }
 
 // MorselID names the morsel of a space: "account/store/space".
@@ -355,10 +368,16 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 	// The store's sample rate: a run checks that share of its items
 	// (fixity.Sampled, the same choice if this bite is sent again), by a
 	// BIT task or at rest; the record and the report count them.
+	// With SkipCovered, only the copies that are due (due.go).
 	rate := p.target(d.Account, d.StoreID).SampleRate
 	sp := fixity.Space{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID}
-	sampled := func(id string) bool { return fixity.Sampled(run.ID, sp, id, rate) }
-	archived = slices.DeleteFunc(archived, func(o bitlog.AtRestObject) bool { return !sampled(o.ContentID) })
+	due, within, err := p.filterDue(ctx, p.dueFilter(d, run.Start, m.Marker, len(ids)), m.Marker, ids)
+	if err != nil {
+		return looping.BiteResult{}, err
+	}
+	d.Within += within
+	inRun := func(id string) bool { return (due == nil || due[id]) && fixity.Sampled(run.ID, sp, id, rate) }
+	archived = slices.DeleteFunc(archived, func(o bitlog.AtRestObject) bool { return !inRun(o.ContentID) })
 	key := bitlog.AtRestKey{RunID: run.ID, Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID}
 	if len(archived) > 0 {
 		// Recorded before the marker moves: a repeated bite records them again.
@@ -369,8 +388,8 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 	}
 	tasks := make([]*task.Task, 0, len(ids)+1)
 	for _, id := range ids {
-		if !sampled(id) || atRestIDs[id] {
-			continue // not in this run's sample, or checked at rest
+		if !inRun(id) || atRestIDs[id] {
+			continue // within target, not in this run's sample, or checked at rest
 		}
 		tasks = append(tasks, task.Bit{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, ContentID: id, RunID: run.ID}.Task())
 	}
@@ -387,6 +406,10 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 		rs.Expected = d.Listed
 		if err := p.cfg.BitLog.FinishSpace(ctx, rs); err != nil {
 			return looping.BiteResult{}, fmt.Errorf("bit: record the run: %w", err)
+		}
+		if d.Within > 0 {
+			p.log.Info("copies within target left out", "account", d.Account, "store_id", d.StoreID,
+				"space_id", d.SpaceID, "within", d.Within, "queued", d.Listed, "run_id", run.ID)
 		}
 		expected := d.Listed // a hint only: the processor reads the record
 		tasks = append(tasks, task.BitReport{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, RunID: run.ID, Expected: &expected}.Task())
