@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -97,7 +99,10 @@ func (c *counter) count(match func(countedReq) bool) int {
 // proxy. The rewritten copy is found by the compute-checksum path (case
 // 2, FAILURE, at rest), every other archived copy is SUCCESS at rest, the
 // copy is repaired from store 1 in its own storage class, and Mill sent
-// no GET and no RestoreObject of an archived object.
+// no GET and no RestoreObject of an archived object. `millctl fixity
+// coverage` then says every copy of both stores is within target; one
+// copy's verdict is aged in PostgreSQL, and the next run (--skip-covered)
+// checks that copy and nothing else, after which coverage is whole again.
 func TestColdCopiesAtRestEndToEnd(t *testing.T) {
 	cfg := testenv.AWS(t)
 	dbURL := testenv.Schema(t)
@@ -371,9 +376,74 @@ func TestColdCopiesAtRestEndToEnd(t *testing.T) {
 	}
 	t.Logf("requests to the archived objects through the proxy: %d HEAD, %d GET, %d restore", heads, gets, restores)
 
-	// 6. Coverage. `millctl fixity coverage` is not part of this build
-	// yet: once it is, assert here that it reports 100 % of acme's copies
-	// within target after this loop (store 2: every copy at rest).
+	// 6. Coverage: after the loop every copy of both stores is within
+	// target (store 1's read, store 2's at rest).
+	coverage := func() map[string]map[string]any {
+		t.Helper()
+		out := runCmd(bins["millctl"], "fixity", "coverage", "--account", account, "--json")
+		stores := map[string]map[string]any{}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			var c map[string]any
+			if err := json.Unmarshal([]byte(l), &c); err != nil {
+				t.Fatalf("fixity coverage --json: %q: %v", l, err)
+			}
+			if c["level"] == "store" {
+				stores[c["store_id"].(string)] = c
+			}
+		}
+		return stores
+	}
+	fullyCovered := func(when string) {
+		t.Helper()
+		cov := coverage()
+		for _, st := range []string{"1", "2"} {
+			c := cov[st]
+			if c == nil || c["copies"] != float64(n) || c["within_target"] != float64(n) || c["share_within_target"] != 1.0 || c["overdue"] != 0.0 {
+				t.Errorf("%s: coverage of store %s: %v, want %d of %d copies within target", when, st, c, n, n)
+			}
+		}
+		if c := cov["2"]; c != nil && c["at_rest"] != float64(n) {
+			t.Errorf("%s: store 2's copies verified at rest: %v, want %d", when, c["at_rest"], n)
+		}
+	}
+	fullyCovered("after one loop")
+
+	// 7. Store 1's copy of item 5 made overdue: its verdict aged past the
+	// 90 days of the default target. The next run, with --skip-covered,
+	// checks it first — and alone: every other copy stays within target,
+	// store 2's space is left out whole.
+	const aged = 5
+	if tag, err := pool.Exec(ctx, `UPDATE bit_verdict SET checked_at = checked_at - interval '100 days'
+WHERE account = $1 AND store_id = '1' AND space_id = $2 AND content_id = $3`, account, space, id(aged)); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("age the verdict: %v %v", tag, err)
+	}
+	if c := coverage()["1"]; c == nil || c["overdue"] != 1.0 || c["within_target"] != float64(n-1) {
+		t.Fatalf("coverage of store 1 with one verdict aged: %v, want 1 overdue", c)
+	}
+	runCmd(bins["bitproducer"], "--frequency", "1s", "--skip-covered", "1d", "--queue-prefix", prefix, "--database-url", dbURL,
+		"--at-rest-report-bucket", atRestBucket, "--at-rest-role-arn", "arn:aws:iam::"+stub.Account()+":role/mill-batch-operations",
+		"--at-rest-account-id", stub.Account())
+	var next *bitlog.Report
+	if !testbin.Poll(2*time.Minute, 500*time.Millisecond, func() bool {
+		reps, err := bitLog.Reports(ctx, bitlog.ReportFilter{Account: account, StoreID: "1", SpaceID: space, Limit: 1})
+		if err == nil && len(reps) == 1 && reps[0].RunID != job.RunID {
+			next = &reps[0]
+		}
+		return next != nil && depth(queue.KeyBit) == 0
+	}) {
+		t.Fatalf("no report of the next run (bit queue %d)", depth(queue.KeyBit))
+	}
+	if rec, err := bitLog.RunSpace(ctx, next.RunID, account, "1", space); err != nil || rec.Expected != 1 || next.Counts.Total != 1 || next.Result != bitlog.ResultSuccess {
+		t.Errorf("the next run in store 1: record %+v %v, report %+v; want 1 item queued, checked, SUCCESS", rec, err, next)
+	}
+	if rows, _, err := bitLog.Results(ctx, bitlog.Filter{RunID: next.RunID, Limit: 100}); err != nil || len(rows) != 1 ||
+		rows[0].StoreID != "1" || rows[0].ContentID != id(aged) || rows[0].Result != bitlog.ResultSuccess {
+		t.Errorf("the next run checked %+v (%v), want only store 1's %s", rows, err, id(aged))
+	}
+	if _, err := bitLog.RunSpace(ctx, next.RunID, account, "2", space); !errors.Is(err, bitlog.ErrNoRun) {
+		t.Errorf("store 2's space in the next run: %v, want left out (every copy within target)", err)
+	}
+	fullyCovered("after the next run")
 }
 
 func enableBucketVersioning(t *testing.T, c *s3.Client, bucket string) {
