@@ -55,7 +55,8 @@ every space at its start (the content index and the bit log's latest fresh
 verdicts), checks the most overdue spaces first and logs each store's
 figures ("fixity coverage": the overdue-copies metric); --skip-covered leaves
 out spaces whose every copy is within its store's fixity target and stays so
-for the margin given. A space is left out when either rule says so. --start-at makes runs begin at a time of day.
+for the margin given, and in the other spaces queues only the copies that are
+due (the most overdue copy first). A space is left out when either rule says so. --start-at makes runs begin at a time of day.
 --notify-topic-arn announces completed runs and failed invocations.
 
 Cold copies: with --at-rest-report-bucket, the archived items of stores whose
@@ -81,7 +82,7 @@ var command = producercmd.Command{
 		atRestPriority := fs.Int("at-rest-priority", 10, "`priority` of the jobs (higher first)")
 		atRestAccount := fs.String("at-rest-account-id", "", "AWS `account` that owns the jobs (default: the caller's)")
 		skipRecentFlag := fs.String("skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`, covering every\nitem of a run this producer recorded: Nd (days) or a duration (the Java Mill: 60d); 0: check every space")
-		skipCoveredFlag := fs.String("skip-covered", "off", "leave out spaces whose every copy is within its store's fixity target and stays so for this `margin`:\nNd (days) or a duration (the run frequency keeps every copy within target until the next run);\noff: check every space (the most overdue first either way)")
+		skipCoveredFlag := fs.String("skip-covered", "off", "leave out the copies that are within their store's fixity target and stay so for this `margin`\n(whole spaces, or copy by copy in a space that is due): Nd (days) or a duration (the run frequency\nkeeps every copy within target until the next run); off: check every copy (the most overdue spaces first either way)")
 		var skipRecent, coveredMargin time.Duration
 		skipCovered := false
 		return producercmd.Own{

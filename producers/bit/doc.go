@@ -27,9 +27,17 @@
 // order). With SkipCovered (--skip-covered MARGIN) a space is skipped when
 // every copy is within target and stays so for CoveredMargin; a space
 // whose index lists no copy is never skipped. The two skips combine: a
-// space is left out when either says so. Skipping never hides a copy for
-// long: a space is checked again as soon as its first copy would fall due
-// within the margin, and then every item its store lists is queued.
+// space is left out when either says so. In a space that is checked,
+// SkipCovered queues only the copies that are due — no fresh verdict
+// made before the run started, or one that falls out of target (the
+// archived interval for a copy its verdict says was archived) within the
+// margin — so an overdue copy is checked at once, alone when it is the
+// only one: each bite merges its page of the listing with the space's
+// verdicts (Config.Verdicts), both in byte-wise content-id order, in
+// bounded memory (due.go). A copy within target gets no BIT and is not
+// put in an at-rest job; the run record and the BIT_REPORT count the
+// items queued. Skipping never hides a copy for long: it is queued as
+// soon as it would fall due within the margin.
 //
 // A store's sampleRate (stores.Fixity) below 1 checks (by a BIT, or at
 // rest) only the copies fixity.Sampled picks (a hash of the run ID and the copy, so a
