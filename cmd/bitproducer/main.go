@@ -56,7 +56,8 @@ verdicts), checks the most overdue spaces first and logs each store's
 figures ("fixity coverage": the overdue-copies metric); --skip-covered leaves
 out spaces whose every copy is within its store's fixity target and stays so
 for the margin given, and in the other spaces queues only the copies that are
-due (the most overdue copy first). A space is left out when either rule says so. --start-at makes runs begin at a time of day.
+due (an overdue copy is checked at once). A space is left out when either rule
+says so. --start-at makes runs begin at a time of day.
 --notify-topic-arn announces completed runs and failed invocations.
 
 Cold copies: with --at-rest-report-bucket, the archived items of stores whose
