@@ -98,6 +98,9 @@ var command = producercmd.Command{
 					if coveredMargin, err = bit.ParseAge(*skipCoveredFlag); err != nil {
 						errs = append(errs, fmt.Errorf("--skip-covered: %w (or off)", err))
 					}
+					if skipRecent > 0 {
+						errs = append(errs, fmt.Errorf("--skip-recent and --skip-covered: use one (--skip-covered checks copy by copy, so a recent report covers only the copies its run found due)"))
+					}
 				}
 				if *atRestBucket != "" && *atRestRole == "" {
 					errs = append(errs, fmt.Errorf("--at-rest-role-arn: required with --at-rest-report-bucket"))

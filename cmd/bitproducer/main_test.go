@@ -46,6 +46,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad frequency from the environment", nil, map[string]string{"MILL_FREQUENCY": "5x"}, []string{"MILL_FREQUENCY"}},
 		{"stray argument", []string{"now"}, nil, []string{"unexpected arguments"}},
 		{"bad skip margins", []string{"--skip-covered", "soon", "--skip-recent", "-1d"}, nil, []string{"--skip-covered", "(or off)", "--skip-recent"}},
+		{"both skips", []string{"--skip-covered", "1d", "--skip-recent", "60d"}, nil, []string{"--skip-recent and --skip-covered: use one"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer

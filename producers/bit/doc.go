@@ -26,8 +26,8 @@
 // is, then by how soon their first copy falls due (ties in registry
 // order). With SkipCovered (--skip-covered MARGIN) a space is skipped when
 // every copy is within target and stays so for CoveredMargin; a space
-// whose index lists no copy is never skipped. The two skips combine: a
-// space is left out when either says so. In a space that is checked,
+// whose index lists no copy is never skipped. SkipRecent cannot come with
+// it (New refuses the pair). In a space that is checked,
 // SkipCovered queues only the copies that are due — no fresh verdict
 // made before the run started, or one that falls out of target (the
 // archived interval for a copy its verdict says was archived) within the
@@ -42,8 +42,9 @@
 // A store's sampleRate (stores.Fixity) below 1 checks (by a BIT, or at
 // rest) only the copies fixity.Sampled picks (a hash of the run ID and the copy, so a
 // bite sent again queues the same ones and the next run others); the run
-// record and the BIT_REPORT count the items queued, so SkipRecent trusts a
-// SUCCESS that covered the run's sample. Coverage is not sampled: the
+// record and the BIT_REPORT count the items queued. SkipRecent never skips
+// a space of a sampled store (no run checked the whole space), and cannot
+// be combined with SkipCovered (whose runs check only the due copies). Coverage is not sampled: the
 // copies a run left out age like any other and come due.
 //
 // With Config.AtRest, the archived items of stores whose archived method is

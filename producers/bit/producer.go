@@ -58,8 +58,8 @@ type Config struct {
 	// SkipCovered, with Coverage, leaves out of a run every space whose
 	// every copy is within its fixity target and stays so for
 	// CoveredMargin (fixity.Coverage.Covered); set the margin to the run
-	// frequency so no copy falls due before the next run. A space is left
-	// out when SkipRecent or SkipCovered says so.
+	// frequency so no copy falls due before the next run. SkipRecent must
+	// be 0 with it.
 	// Inside a space that is checked, SkipCovered queues only the copies
 	// that are due (see due.go): those without a fresh verdict, or whose
 	// verdict falls out of target within CoveredMargin; the others are
@@ -107,6 +107,9 @@ func New(cfg Config) (*Producer, error) {
 	p.Require("BitLog", cfg.BitLog != nil)
 	p.Check(cfg.SkipRecent >= 0, "SkipRecent", cfg.SkipRecent, "not be negative")
 	p.Check(cfg.CoveredMargin >= 0, "CoveredMargin", cfg.CoveredMargin, "not be negative")
+	// A run with SkipCovered checks only the copies that are due: its
+	// SUCCESS speaks of those, not of the space SkipRecent would skip.
+	p.Check(!cfg.SkipCovered || cfg.SkipRecent == 0, "SkipRecent", cfg.SkipRecent, "be 0 with SkipCovered, which decides copy by copy")
 	if cfg.SkipCovered {
 		p.Require("Coverage (for SkipCovered)", cfg.Coverage != nil)
 		if vs, ok := cfg.BitLog.(bitlog.Verdicts); ok && cfg.Verdicts == nil {
@@ -253,6 +256,9 @@ func (p *Producer) Morsels(ctx context.Context, run looping.RunInfo) ([]looping.
 func (p *Producer) recent(ctx context.Context, sp Space, start time.Time) (string, error) {
 	if p.cfg.SkipRecent <= 0 {
 		return "", nil
+	}
+	if p.target(sp.Account, sp.StoreID).SampleRate < 1 {
+		return "", nil // a run of a sampled store never checked the whole space
 	}
 	reps, err := p.cfg.BitLog.Reports(ctx, bitlog.ReportFilter{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID, Limit: 1})
 	if err != nil {

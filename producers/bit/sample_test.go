@@ -1,10 +1,14 @@
 package bit_test
 
 import (
+	"log/slog"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
+	"github.com/millfleet/mill/pkg/fixity"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
@@ -67,5 +71,49 @@ func TestSampleRate(t *testing.T) {
 	}
 	if run1 == run2 || len(second) == 0 || same == len(second) || same == 0 {
 		t.Fatalf("runs %s and %s: %d and %d sampled, %d in both: want another sample", run1, run2, len(first), len(second), same)
+	}
+}
+
+// TestSkipRecentNeverTrustsASample: a run of a store that samples its
+// copies checked only its sample, so its SUCCESS says nothing of the rest
+// of the space: --skip-recent never skips such a space. And a run with
+// SkipCovered checks only the copies that are due, so SkipRecent cannot
+// come with it.
+func TestSkipRecentNeverTrustsASample(t *testing.T) {
+	e := newEnv()
+	e.open["acme/1"].spaces = map[string]int{"photos": 4}
+	delete(e.open, "acme/2")
+	e.reg.Accounts[0].Stores = e.reg.Accounts[0].Stores[:1]
+	e.reg.Accounts[0].Stores[0].Fixity = stores.Fixity{SampleRate: 0.5}
+	day := 24 * time.Hour
+	rs := bitlog.RunSpace{RunID: "r-sample", Account: "acme", StoreID: "1", SpaceID: "photos", Expected: 2}
+	if err := e.log.StartSpace(t.Context(), rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.log.FinishSpace(t.Context(), rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.log.PutReport(t.Context(), bitlog.Report{RunID: "r-sample", Account: "acme", StoreID: "1", SpaceID: "photos",
+		Result: bitlog.ResultSuccess, Counts: bitlog.Counts{Total: 2, Success: 2}, CreatedAt: e.clk.Now().Add(-day)}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, SkipRecent: 60 * day, BitLog: e.log, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := looping.New(looping.Config{Kind: bit.Kind, Producer: p, Queue: &bit.Router{Bit: e.bits, Report: e.reports},
+		State: e.state, Lease: e.lease, Clock: e.clk, Logger: slog.New(slog.DiscardHandler), Progress: looping.ProgressOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := l.Run(t.Context()); err != nil || sum.Stopped != looping.StopDone {
+		t.Fatal(sum, err)
+	}
+	if n := e.reports.Len(); n != 1 {
+		t.Fatalf("%d reports queued: the sampled space's recent SUCCESS was trusted", n)
+	}
+	if _, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, BitLog: e.log, SkipRecent: day,
+		Coverage: &fixity.Source{Index: memcontentindex.New(), Verdicts: e.log}, SkipCovered: true}); err == nil {
+		t.Error("SkipRecent with SkipCovered accepted")
 	}
 }
