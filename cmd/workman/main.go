@@ -62,8 +62,9 @@ sets floors for lower queues). Retries failures with backoff and sends a
 task that failed --max-attempts times to the dead-letter queue. Task bodies
 too big for SQS travel through S3 (--claims-bucket). Serves /healthz,
 /readyz and /metrics, and publishes CloudWatch metrics once per interval.
-SIGTERM/SIGINT: stop receiving, let running tasks finish within the grace
-period, release the rest, exit 0. On EC2 an Auto Scaling termination or a
+SIGTERM/SIGINT: stop receiving (a long poll in flight is waited for, at
+most --long-poll-wait), let running tasks finish within the grace period,
+release the rest, exit 0; a second signal ends it at once. On EC2 an Auto Scaling termination or a
 Spot interruption notice does the same, then completes the termination
 lifecycle hook (--lifecycle-hook). Every --heartbeat-interval it writes its
 heartbeat to the fleet registry (--fleet-table; see millctl fleet) and reads
@@ -74,6 +75,7 @@ Usage: workman [flags]`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop) // a second signal ends the process at once
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	if errors.Is(err, flag.ErrHelp) {

@@ -175,7 +175,7 @@ func TestSIGTERMWithTasksInFlight(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // let the workers pick them up
 	start := time.Now()
 	cmd.Signal(t, syscall.SIGTERM)
-	if err := cmd.Wait(t, 20*time.Second); err != nil {
+	if err := cmd.Wait(t, 45*time.Second); err != nil { // SIGTERM waits for the long poll in flight
 		t.Fatalf("exit: %v (want status 0)", err)
 	}
 	t.Logf("exited %v after SIGTERM", time.Since(start).Round(time.Millisecond))
@@ -294,7 +294,7 @@ func TestMetricLabelsBounded(t *testing.T) {
 		t.Errorf("no 30 dead letters under other:\n%s", body)
 	}
 	cmd.Signal(t, syscall.SIGTERM)
-	if err := cmd.Wait(t, 20*time.Second); err != nil {
+	if err := cmd.Wait(t, 45*time.Second); err != nil { // SIGTERM waits for the long poll in flight
 		t.Fatalf("exit: %v", err)
 	}
 }

@@ -413,7 +413,7 @@ func TestAdversarialInputs(t *testing.T) {
 		t.Errorf("workman logged a panic")
 	}
 	w.Signal(t, syscall.SIGINT)
-	_ = w.Wait(t, 20*time.Second)
+	_ = w.Wait(t, 45*time.Second) // SIGINT waits for the long poll in flight
 	if code := w.ExitCode(); code != 0 {
 		t.Errorf("workman exit code after SIGINT: %d", code)
 	}

@@ -386,7 +386,7 @@ func TestWorkmanSurvivesBadInput(t *testing.T) {
 	// A clean stop: SIGINT, exit 0. (Wait reports the cancelled context
 	// even after a clean exit; the exit code is what counts.)
 	w.Signal(t, syscall.SIGINT)
-	_ = w.Wait(t, 20*time.Second)
+	_ = w.Wait(t, 45*time.Second) // SIGINT waits for the long poll in flight
 	if code := w.ExitCode(); code != 0 {
 		t.Errorf("workman exit code after SIGINT: %d, want 0", code)
 	}
