@@ -29,6 +29,9 @@ var dynamicSQL = map[string]string{
 	// compiled into the binary, never derived from input. The test checks
 	// that sql is only ever assigned m.Up or m.Down.
 	"pkg/milldb/migrate.go runStep sql": "m.Up m.Down",
+	// One of four constant statements (sqlBitRecord, a [2][2]string of
+	// literals), picked by two booleans; the values are $n parameters.
+	"pkg/bitlog/pgbitlog/pgbitlog.go Record sql": "sqlBitRecord[…][…]",
 }
 
 // sqlCall is one call passing SQL text.
@@ -215,6 +218,8 @@ func exprText(e ast.Expr) string {
 		return exprText(x.Fun) + "(…)"
 	case *ast.ParenExpr:
 		return "(" + exprText(x.X) + ")"
+	case *ast.IndexExpr:
+		return exprText(x.X) + "[…]"
 	}
 	return fmt.Sprintf("%T", e)
 }
