@@ -76,7 +76,7 @@ type enqueueOptions struct {
 }
 
 func (o *enqueueOptions) define(fs *flag.FlagSet, _ *app) {
-	queuePrefixVar(fs, &o.prefix)
+	wiring.QueuePrefixVar(fs, &o.prefix)
 	fs.StringVar(&o.typ, "type", "", "task `type` (DUP, BIT, BIT_REPORT, BIT_ERROR, AUDIT, STORAGE_STATS, NOOP)")
 	o.props = propsFlag{}
 	fs.Var(o.props, "prop", "task property `key=value` (repeat)")
