@@ -14,7 +14,6 @@ import (
 	"github.com/millfleet/mill/internal/app/console"
 	"github.com/millfleet/mill/internal/app/console/auth"
 	"github.com/millfleet/mill/internal/ops/queuestats"
-	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
@@ -80,7 +79,8 @@ type consoleOptions struct {
 	logoutURL, changeLog                           string
 	secure                                         bool
 	prefix, dbURL                                  string
-	reportsBucket, reportsPrefix, reportsDir       string
+	reports                                        *wiring.Reports
+	reportsDir                                     string
 	refresh, sampleEvery, policyRefresh, dlqRescan time.Duration
 	dlqMax                                         int
 	dlqHold                                        time.Duration
@@ -98,10 +98,9 @@ func (o *consoleOptions) define(fs *flag.FlagSet, a *app) {
 	fs.StringVar(&o.logoutURL, "logout-url", "", "`URL` of the identity provider's sign-out page, linked after signing out (--auth alb)")
 	fs.BoolVar(&o.secure, "secure-cookies", false, "mark the login cookie Secure (set it when users reach the console over HTTPS)")
 	fs.StringVar(&o.changeLog, "change-log", "", "where changes are recorded: s3://`BUCKET/PREFIX` or a directory (default: the config bucket under "+defaultChangeLogPrefix+", or CONFIG_DIR/console-changes)")
-	queuePrefixVar(fs, &o.prefix)
+	wiring.QueuePrefixVar(fs, &o.prefix)
 	databaseURLVar(fs, &o.dbURL)
-	fs.StringVar(&o.reportsBucket, "reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
-	fs.StringVar(&o.reportsPrefix, "reports-prefix", "", "key `prefix` of the reports in --reports-bucket")
+	o.reports = wiring.ReportsFlags(fs)
 	fs.StringVar(&o.reportsDir, "reports-dir", "", "local `directory` of the reports, instead of --reports-bucket")
 	fs.DurationVar(&o.refresh, "refresh", console.DefaultRefresh, "how often live pages refresh (`duration`)")
 	fs.DurationVar(&o.sampleEvery, "sample-every", console.DefaultSampleEvery, "how often the queues are sampled for the depth charts (`duration`)")
@@ -163,8 +162,8 @@ func (o *consoleOptions) run(ctx context.Context, a *app, args []string) error {
 	}
 	if o.reportsDir != "" {
 		cfg.Reports = fsreportstore.Store{Dir: o.reportsDir}
-	} else if o.reportsBucket != "" {
-		cfg.Reports = s3reportstore.Store{Client: s3c, Bucket: o.reportsBucket, Prefix: o.reportsPrefix}
+	} else if o.reports.Bucket != "" {
+		cfg.Reports = s3reportstore.Store{Client: s3c, Bucket: o.reports.Bucket, Prefix: o.reports.Prefix}
 	}
 	cfg.Where = strings.Join(where, " · ")
 	return o.serve(ctx, a, cfg)

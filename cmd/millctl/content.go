@@ -37,7 +37,7 @@ type contentEnv struct {
 func (e *contentEnv) define(fs *flag.FlagSet, a *app, writes bool) {
 	e.a, e.src = a, configFlags(fs, a)
 	if writes {
-		queuePrefixVar(fs, &e.queuePrefix)
+		wiring.QueuePrefixVar(fs, &e.queuePrefix)
 		fs.StringVar(&e.userID, "user-id", "millctl", "user `id` recorded in the AUDIT tasks")
 		fs.StringVar(&e.format, "audit-format", "json", "AUDIT message `format`: json, or properties for DuraCloud's Java workers")
 		e.claims = wiring.ClaimsFlags(fs)

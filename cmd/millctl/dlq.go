@@ -26,7 +26,7 @@ type dlqEnv struct {
 }
 
 func (e *dlqEnv) define(fs *flag.FlagSet, _ *app) {
-	queuePrefixVar(fs, &e.prefix)
+	wiring.QueuePrefixVar(fs, &e.prefix)
 	fs.StringVar(&e.name, "dead-letter-queue", "", "dead-letter queue `name` (default: the prefix + dead-letter)")
 	fs.DurationVar(&e.hold, "hold", deadletter.DefaultHold, "visibility timeout of messages looked at (they are released when done)")
 	fs.StringVar(&e.filter.Type, "type", "", "only tasks of this `type` (DUP, BIT, …)")

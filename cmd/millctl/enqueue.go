@@ -76,7 +76,7 @@ type enqueueOptions struct {
 }
 
 func (o *enqueueOptions) define(fs *flag.FlagSet, _ *app) {
-	queuePrefixVar(fs, &o.prefix)
+	wiring.QueuePrefixVar(fs, &o.prefix)
 	fs.StringVar(&o.typ, "type", "", "task `type` (DUP, BIT, BIT_REPORT, BIT_ERROR, AUDIT, STORAGE_STATS, NOOP)")
 	o.props = propsFlag{}
 	fs.Var(o.props, "prop", "task property `key=value` (repeat)")
@@ -95,8 +95,8 @@ func (o *enqueueOptions) run(ctx context.Context, a *app, args []string) error {
 	if o.count < 1 {
 		return usagef("--count must be at least 1")
 	}
-	if o.delay < 0 || o.delay > queue.MaxDelay {
-		return usagef("--delay %v: want 0 to %v", o.delay, queue.MaxDelay)
+	if err := queue.CheckDelay(o.delay); err != nil {
+		return usagef("--delay: %v", err)
 	}
 	tasks, err := o.tasks(a, args)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
@@ -50,7 +51,7 @@ type fleetOptions struct {
 
 func (o *fleetOptions) define(fs *flag.FlagSet, _ *app) {
 	fleetTableVar(fs, &o.table)
-	queuePrefixVar(fs, &o.prefix)
+	wiring.QueuePrefixVar(fs, &o.prefix)
 	fs.BoolVar(&o.watch, "watch", false, "refresh until interrupted")
 	fs.DurationVar(&o.interval, "interval", 5*time.Second, "refresh `interval` with --watch")
 	fs.BoolVar(&o.json, "json", false, "print JSON")
@@ -91,7 +92,7 @@ type pauseOptions struct{ table, prefix, reason string }
 
 func (o *pauseOptions) define(fs *flag.FlagSet, _ *app) {
 	fleetTableVar(fs, &o.table)
-	queuePrefixVar(fs, &o.prefix)
+	wiring.QueuePrefixVar(fs, &o.prefix)
 	fs.StringVar(&o.reason, "reason", "", "why (shown in millctl fleet)")
 }
 
@@ -137,7 +138,7 @@ type resumeOptions struct{ table, prefix string }
 
 func (o *resumeOptions) define(fs *flag.FlagSet, _ *app) {
 	fleetTableVar(fs, &o.table)
-	queuePrefixVar(fs, &o.prefix)
+	wiring.QueuePrefixVar(fs, &o.prefix)
 }
 
 func (o *resumeOptions) run(ctx context.Context, a *app, args []string) error {

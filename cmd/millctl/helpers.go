@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/milldb"
-	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
@@ -32,29 +32,11 @@ func (a *app) awsConfig(ctx context.Context) (*awsconfig.Config, error) {
 	return awsconfig.Load(ctx, awsconfig.Options{Logger: a.logger, Getenv: a.getenv})
 }
 
-// queuePrefixVar defines --queue-prefix (MILL_QUEUE_PREFIX) into p.
-func queuePrefixVar(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "queue-prefix", queue.DefaultPrefix, "prefix of every queue name (the queue `prefix`)")
-}
-
-// queuePrefixFlag defines --queue-prefix (MILL_QUEUE_PREFIX).
-func queuePrefixFlag(fs *flag.FlagSet) *string {
-	p := new(string)
-	queuePrefixVar(fs, p)
-	return p
-}
-
 // databaseURLVar defines --database-url (MILL_DATABASE_URL) into p.
-func databaseURLVar(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "database-url", "", "PostgreSQL connection `URL` (postgres://user:pass@host:port/db?sslmode=disable)")
-}
+func databaseURLVar(fs *flag.FlagSet, p *string) { wiring.DatabaseURLVar(fs, p, "", "") }
 
 // databaseURLFlag defines --database-url (MILL_DATABASE_URL).
-func databaseURLFlag(fs *flag.FlagSet) *string {
-	p := new(string)
-	databaseURLVar(fs, p)
-	return p
-}
+func databaseURLFlag(fs *flag.FlagSet) *string { return wiring.DatabaseURLFlag(fs, "", "") }
 
 // fleetTableVar defines --fleet-table (MILL_FLEET_TABLE) into p.
 func fleetTableVar(fs *flag.FlagSet, p *string) {
@@ -127,7 +109,7 @@ func withDB(ctx context.Context, url string, args []string, f func(*milldb.DB) e
 		return err
 	}
 	if url == "" {
-		return usagef("--database-url (MILL_DATABASE_URL) is required")
+		return usagef("%v", wiring.DatabaseURLRequired(""))
 	}
 	db, err := milldb.Open(ctx, url, milldb.Config{MaxConns: 2})
 	if err != nil {

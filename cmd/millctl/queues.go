@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/ops/queuestats"
+	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/queue"
@@ -41,7 +42,7 @@ type queuesOptions struct {
 }
 
 func (o *queuesOptions) define(fs *flag.FlagSet, _ *app) {
-	queuePrefixVar(fs, &o.prefix)
+	wiring.QueuePrefixVar(fs, &o.prefix)
 	fs.BoolVar(&o.watch, "watch", false, "refresh until interrupted")
 	fs.DurationVar(&o.interval, "interval", 5*time.Second, "refresh `interval` with --watch")
 	fs.BoolVar(&o.json, "json", false, "print JSON")

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/queue"
@@ -36,7 +35,7 @@ The processors are Workman's own (internal/wiring), for the task types
 config bucket or directory, the audit-log table, PostgreSQL, the reports
 bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 		flags: func(fs *flag.FlagSet, a *app) func(context.Context, []string) error {
-			prefix := queuePrefixFlag(fs)
+			prefix := wiring.QueuePrefixFlag(fs)
 			qflag := fs.String("queue", "", "queue `key` or name to process (required)")
 			workers := fs.Int("workers", 4, "tasks run at once")
 			maxAttempts := fs.Int("max-attempts", workman.DefaultMaxAttempts, "failures before a task is dead-lettered")
@@ -47,7 +46,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 			cfgSrc := configFlags(fs, a)
 			dbURL := databaseURLFlag(fs)
 			auditTable := fs.String("audit-table", auditlog.DefaultTable, "DynamoDB audit log `table`")
-			reportsBucket := fs.String("reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` for bit-integrity reports")
+			reports := wiring.ReportsFlags(fs)
 			recheck := fs.Duration("recheck-delay", bit.DefaultRecheckDelay, "the bit check's \"wait 5 minutes\" before re-checking an item")
 			claims := wiring.ClaimsFlags(fs)
 			return func(ctx context.Context, args []string) error {
@@ -79,7 +78,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 				d, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
 					AWS: cfg, Claims: claims, QueuePrefix: *prefix, QueueNames: map[string]string{key: name},
 					Config:     *cfgSrc.ConfigSource,
-					AuditTable: *auditTable, DatabaseURL: *dbURL, ReportsBucket: *reportsBucket,
+					AuditTable: *auditTable, DatabaseURL: *dbURL, ReportsBucket: reports.Bucket, ReportsPrefix: reports.Prefix,
 					Types: types, RecheckDelay: *recheck,
 					Noop: noop.Config{Sleep: *noopSleep}, Logger: a.logger,
 				})

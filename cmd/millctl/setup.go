@@ -50,7 +50,7 @@ type setupOptions struct {
 
 func (o *setupOptions) define(fs *flag.FlagSet, _ *app) {
 	c := &o.c
-	queuePrefixVar(fs, &o.prefix)
+	wiring.QueuePrefixVar(fs, &o.prefix)
 	databaseURLVar(fs, &o.dbURL)
 	fs.DurationVar(&c.VisibilityTimeout, "visibility-timeout", setup.DefaultVisibilityTimeout, "visibility timeout of every queue")
 	fs.DurationVar(&c.WorkRetention, "queue-retention", setup.DefaultWorkRetention, "message retention of the work queues")

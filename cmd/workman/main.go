@@ -116,8 +116,7 @@ type options struct {
 	policyRefresh                      time.Duration
 	auditTable                         string
 	databaseURL                        *string
-	reportsBucket                      string
-	reportsPrefix                      string
+	reports                            *wiring.Reports
 	checkpointBucket, checkpointPrefix string
 	transferStreams                    int
 	transferPartSize, resumeMinSize    int64
@@ -159,8 +158,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.policyRefresh, "policy-refresh", policy.DefaultRefresh, "how long duplication policies are cached before they are read again")
 	fs.StringVar(&o.auditTable, "audit-table", auditlog.DefaultTable, "DynamoDB `table` of the audit log")
 	o.databaseURL = wiring.DatabaseURLFlag(fs, "the content index and bit log", "required unless --task-types is NOOP")
-	fs.StringVar(&o.reportsBucket, "reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` the bit-integrity reports are written to")
-	fs.StringVar(&o.reportsPrefix, "reports-prefix", "", "key `prefix` of the reports in the reports bucket")
+	o.reports = wiring.ReportsFlags(fs)
 	fs.BoolVar(&o.adminReports, "report-admin-space", false, "also store each bit-integrity report in the account's primary store, space\nx-duracloud-admin, named as the Java Mill names them (audited writes)")
 	fs.StringVar(&o.priceTable, "price-table", "", "JSON price `file` the bit reports' cost estimates use (default: the built-in\nus-east-1 list prices, dated; see docs/CAPACITY.md)")
 	fs.IntVar(&o.dupRestoreDays, "dup-restore-days", 0, "when a DUP must copy an archived source item (S3 Glacier, Deep Archive), ask S3 to\nrestore it for this many `days` before dead-lettering the task (redrive it once restored);\n0: dead-letter it without asking")
@@ -334,7 +332,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	deps, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
 		AWS: awsCfg, SQSOptions: []func(*sqs.Options){meter.Option()}, Claims: o.claims, QueuePrefix: *o.prefix,
 		Config: *o.config, PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: *o.databaseURL,
-		ReportsBucket: o.reportsBucket, ReportsPrefix: o.reportsPrefix, Types: types,
+		ReportsBucket: o.reports.Bucket, ReportsPrefix: o.reports.Prefix, Types: types,
 		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports, Prices: prices,
 		DupRestoreDays:   o.dupRestoreDays,
 		CheckpointBucket: o.checkpointBucket, CheckpointPrefix: o.checkpointPrefix,

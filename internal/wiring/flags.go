@@ -31,16 +31,53 @@ func (c ConfigSource) Check() error {
 	return nil
 }
 
+// Reports says where the bit-integrity reports are kept: an S3 bucket and
+// a key prefix in it.
+type Reports struct {
+	Bucket, Prefix string
+}
+
+// ReportsFlags defines --reports-bucket and --reports-prefix on fs.
+func ReportsFlags(fs *flag.FlagSet) *Reports {
+	r := &Reports{}
+	fs.StringVar(&r.Bucket, "reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` of the bit-integrity reports")
+	fs.StringVar(&r.Prefix, "reports-prefix", "", "key `prefix` of the reports in --reports-bucket")
+	return r
+}
+
 // QueuePrefixFlag defines --queue-prefix on fs.
 func QueuePrefixFlag(fs *flag.FlagSet) *string {
-	return fs.String("queue-prefix", queue.DefaultPrefix, "`prefix` of the queue names made from queue keys")
+	p := new(string)
+	QueuePrefixVar(fs, p)
+	return p
+}
+
+// QueuePrefixVar defines --queue-prefix on fs into p.
+func QueuePrefixVar(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "queue-prefix", queue.DefaultPrefix, "`prefix` of the queue names made from queue keys")
 }
 
 // DatabaseURLFlag defines --database-url (MILL_DATABASE_URL) on fs: the
 // PostgreSQL connection URL of what (the command's tables), required as
 // required says.
 func DatabaseURLFlag(fs *flag.FlagSet, what, required string) *string {
-	return fs.String("database-url", "", "PostgreSQL connection `URL` of "+what+"\n(postgres://user:pass@host:port/db?sslmode=disable); "+required)
+	p := new(string)
+	DatabaseURLVar(fs, p, what, required)
+	return p
+}
+
+// DatabaseURLVar is DatabaseURLFlag into p; an empty what or required
+// leaves that part out of the help text.
+func DatabaseURLVar(fs *flag.FlagSet, p *string, what, required string) {
+	usage := "PostgreSQL connection `URL`"
+	if what != "" {
+		usage += " of " + what
+	}
+	usage += "\n(postgres://user:pass@host:port/db?sslmode=disable)"
+	if required != "" {
+		usage += "; " + required
+	}
+	fs.StringVar(p, "database-url", "", usage)
 }
 
 // DatabaseURLRequired is the error of a command run without the

@@ -280,15 +280,15 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	bp, err := bit.New(bit.Config{
 		Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, BitLog: d.BitLog,
 		AuditQueue: q[queue.KeyAudit], BitErrorQueue: q[queue.KeyBitError],
-		RecheckDelay:    d.RecheckDelay,
-		UnreadableKinds: d.UnreadableKinds, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
-		Transfer: d.Transfer, Checkpoints: d.Checkpoints, ResumeMinSize: d.ResumeMinSize, CheckpointEvery: d.CheckpointEvery,
+		RecheckDelay: d.RecheckDelay, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
+		ReadSettings: bit.ReadSettings{UnreadableKinds: d.UnreadableKinds,
+			Transfer: d.Transfer, Checkpoints: d.Checkpoints, ResumeMinSize: d.ResumeMinSize, CheckpointEvery: d.CheckpointEvery},
 	})
 	add(task.TypeBit, bp, err)
 
 	// HeadFirst: these look at few items, and never GET an archived one.
-	observer := &bit.Observer{Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, UnreadableKinds: d.UnreadableKinds, Transfer: d.Transfer,
-		HeadFirst: true}
+	observer := &bit.Observer{Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog,
+		ReadSettings: bit.ReadSettings{UnreadableKinds: d.UnreadableKinds, Transfer: d.Transfer}, HeadFirst: true}
 	if jobs, ok := d.BitLog.(bitlog.AtRestJobs); ok {
 		observer.AtRest = jobs
 	}

@@ -261,10 +261,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 			}
 		}
 	}
-	if err := w.End(); err != nil {
-		return nil, err
-	}
-	if err := w.EndOfDocument(); err != nil {
+	if err := w.EndDocument(); err != nil {
 		return nil, err
 	}
 	for _, s := range p.Ignore {
@@ -471,10 +468,7 @@ func ParseAccounts(name string, data []byte) ([]string, error) {
 			out = append(out, a)
 		}
 	}
-	if err := w.End(); err != nil {
-		return nil, err
-	}
-	if err := w.EndOfDocument(); err != nil {
+	if err := w.EndDocument(); err != nil {
 		return nil, err
 	}
 	if len(errs) > 0 {

@@ -1,6 +1,10 @@
 package queue
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // ErrReceiptInvalid reports that a receipt handle no longer names an
 // in-flight delivery: the message was deleted, or its visibility timeout
@@ -18,3 +22,12 @@ var ErrReceiptInvalid = errors.New("queue: receipt handle no longer valid")
 // ErrInvalid reports an argument outside the contract's limits, such as a
 // delay above MaxDelay or a visibility timeout above MaxVisibility.
 var ErrInvalid = errors.New("queue: invalid argument")
+
+// CheckDelay returns an error wrapping ErrInvalid unless d, the delay of a
+// sent message, is within 0..MaxDelay.
+func CheckDelay(d time.Duration) error {
+	if d < 0 || d > MaxDelay {
+		return fmt.Errorf("delay %v outside 0..%v: %w", d, MaxDelay, ErrInvalid)
+	}
+	return nil
+}

@@ -94,10 +94,7 @@ func Parse(name string, data []byte) (*Registry, error) {
 			}
 		}
 	}
-	if err := w.End(); err != nil {
-		return nil, err
-	}
-	if err := w.EndOfDocument(); err != nil {
+	if err := w.EndDocument(); err != nil {
 		return nil, err
 	}
 	if !sawAccounts {

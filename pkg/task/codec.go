@@ -73,6 +73,14 @@ func (f Format) String() string {
 	return "Format(" + strconv.Itoa(int(f)) + ")"
 }
 
+// Validate returns an error unless f is one of the wire formats.
+func (f Format) Validate() error {
+	if f != FormatJSON && f != FormatProperties {
+		return fmt.Errorf("task: unknown format %v (want json or properties)", f)
+	}
+	return nil
+}
+
 // ParseFormat parses a format name: "json" or "properties" (case-insensitive).
 func ParseFormat(s string) (Format, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {

@@ -82,7 +82,7 @@ func (c Config) validate() error {
 	p.Require("Index", c.Index != nil)
 	p.Require("DupHigh", c.DupHigh != nil)
 	p.Require("Policies", c.Policies != nil)
-	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
+	p.Add("Format", c.Format.Validate())
 	p.Check(c.EchoWindow >= 0, "EchoWindow", c.EchoWindow, "not be negative")
 	p.Require("Stores", c.Stores != nil)
 	return p.Err()

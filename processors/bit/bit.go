@@ -54,20 +54,9 @@ type Config struct {
 	// RecheckDelay is the wait of cases 4, 8, 9 and 10 before the next
 	// attempt (default DefaultRecheckDelay; at most queue.MaxDelay).
 	RecheckDelay time.Duration
-	// UnreadableKinds are store kinds whose content cannot be read back
-	// cheaply: C is N/A for them (only Head is called).
-	UnreadableKinds []storage.Kind
-	// UnreadableStores are stores ("account/storeID") whose content is not
-	// read, as UnreadableKinds.
-	UnreadableStores []string
-	// Transfer: ranged reads in flight and their size (zero: defaults).
-	Transfer storage.Transfer
-	// Checkpoints, when set, makes checks of items of at least
-	// ResumeMinSize resumable, saving progress every CheckpointEvery
-	// bytes (see Observer).
-	Checkpoints     storage.Checkpoints
-	ResumeMinSize   int64
-	CheckpointEvery int64
+	// ReadSettings are how the check reads content (see Observer): no
+	// store is unreadable, the default transfer, no checkpoints when zero.
+	ReadSettings
 	// UserID is the user-id of emitted AUDIT tasks (default DefaultUserID).
 	UserID string
 	// Format of emitted task bodies (default task.FormatJSON).
@@ -96,8 +85,8 @@ func (c Config) validate() error {
 	p.Require("BitLog", c.BitLog != nil)
 	p.Require("AuditQueue", c.AuditQueue != nil)
 	p.Require("BitErrorQueue", c.BitErrorQueue != nil)
-	p.Check(c.RecheckDelay >= 0 && c.RecheckDelay <= queue.MaxDelay, "RecheckDelay", c.RecheckDelay, "be within 0..%s", queue.MaxDelay)
-	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
+	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
+	p.Add("Format", c.Format.Validate())
 	return p.Err()
 }
 
@@ -113,9 +102,7 @@ func New(cfg Config) (*Processor, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	obs := &Observer{Stores: cfg.Stores, Index: cfg.Index, AuditLog: cfg.AuditLog,
-		UnreadableKinds: cfg.UnreadableKinds, UnreadableStores: cfg.UnreadableStores,
-		Transfer: cfg.Transfer, Checkpoints: cfg.Checkpoints, ResumeMinSize: cfg.ResumeMinSize, CheckpointEvery: cfg.CheckpointEvery}
+	obs := &Observer{Stores: cfg.Stores, Index: cfg.Index, AuditLog: cfg.AuditLog, ReadSettings: cfg.ReadSettings}
 	if jobs, ok := cfg.BitLog.(bitlog.AtRestJobs); ok {
 		obs.AtRest = jobs // the producer's record: C of a task naming a job
 	}

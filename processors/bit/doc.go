@@ -8,7 +8,7 @@
 //
 //   - C (content): the MD5 of the bytes, computed while streaming Get. "N/A"
 //     when the store is configured as one that cannot be read back cheaply
-//     (Config.UnreadableKinds, Config.UnreadableStores); then only Head is
+//     (ReadSettings.UnreadableKinds, .UnreadableStores); then only Head is
 //     called. "N/A" too for an item whose storage class keeps its bytes
 //     from being read without a restore (S3 Glacier Flexible Retrieval,
 //     Deep Archive, Intelligent-Tiering's archive tiers: Get answers

@@ -26,13 +26,9 @@ type Observer struct {
 	Stores   Stores             // required
 	Index    contentindex.Index // required
 	AuditLog auditlog.Log       // required
-	// UnreadableKinds and UnreadableStores ("account/storeID") are stores
-	// whose content is not read: C is N/A, only Head is called.
-	UnreadableKinds  []storage.Kind
-	UnreadableStores []string
-	// Transfer: the ranged reads in flight and their size (zero: the
-	// defaults, 4 of 16 MiB).
-	Transfer storage.Transfer
+	// ReadSettings are how content is read (the bit check's Config holds
+	// its own and passes them on).
+	ReadSettings
 	// HeadFirst: Head each item before reading it, and read none whose
 	// bytes are archived (not restored): no GET of an archived object is
 	// ever sent, at the cost of one HEAD per read. The bit-error and
@@ -41,6 +37,17 @@ type Observer struct {
 	// AtRest, when set, is the bit producer's record of its at-rest jobs:
 	// ObserveRun takes C of an archived item from the run's job there.
 	AtRest bitlog.AtRestJobs
+}
+
+// ReadSettings are how an Observer reads an item's content.
+type ReadSettings struct {
+	// UnreadableKinds and UnreadableStores ("account/storeID") are stores
+	// whose content is not read: C is N/A, only Head is called.
+	UnreadableKinds  []storage.Kind
+	UnreadableStores []string
+	// Transfer: the ranged reads in flight and their size (zero: the
+	// defaults, 4 of 16 MiB).
+	Transfer storage.Transfer
 	// Checkpoints, when set, makes the bit check's reads of items of at
 	// least ResumeMinSize (default 256 MiB) resumable, saving progress
 	// every CheckpointEvery bytes (default 1 GiB); see read.go.
@@ -193,6 +200,23 @@ func (ob *Observer) observe(ctx context.Context, b task.Bit, o *Observation) err
 	return nil
 }
 
+// detailNotFound is the bit log's note for an item not in storage.
+const detailNotFound = "not found in storage (item or space)"
+
+// headItem Heads the item b names; a nil Info with a nil error means it is
+// not in storage, which o's Details then say.
+func headItem(ctx context.Context, prov storage.Provider, b task.Bit, o *Observation) (*storage.Info, error) {
+	in, err := prov.Head(ctx, b.SpaceID, b.ContentID)
+	if errors.Is(err, storage.ErrNotFound) {
+		o.Details = append(o.Details, detailNotFound)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
+	}
+	return in, nil
+}
+
 // observeStorage fills C, S and the claim (see the package doc). Which
 // checksum the copy has is storage.ChecksumOf's answer, the rule the audit
 // processor and duplication use too; S is chosen from it so that a source
@@ -208,13 +232,9 @@ func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage
 	var sums *storage.Sums // nil: the bytes were not read
 	archived := false      // the bytes are archived
 	if opts.atRest != nil || (readable && opts.headFirst) {
-		in, err := prov.Head(ctx, b.SpaceID, b.ContentID)
-		if errors.Is(err, storage.ErrNotFound) {
-			o.Details = append(o.Details, "not found in storage (item or space)")
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
+		in, err := headItem(ctx, prov, b, o)
+		if err != nil || in == nil {
+			return err
 		}
 		if opts.atRest != nil || !in.Readable() {
 			info, readable, archived = in, false, in.Archived && !in.Readable()
@@ -224,7 +244,7 @@ func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage
 		in, s, err := read()
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
-			o.Details = append(o.Details, "not found in storage (item or space)")
+			o.Details = append(o.Details, detailNotFound)
 			return nil
 		case errors.Is(err, storage.ErrArchived):
 			// The object's storage class keeps its bytes from being read
@@ -240,13 +260,9 @@ func (ob *Observer) observeStorage(ctx context.Context, b task.Bit, prov storage
 	}
 	if !readable {
 		if info == nil {
-			in, err := prov.Head(ctx, b.SpaceID, b.ContentID)
-			if errors.Is(err, storage.ErrNotFound) {
-				o.Details = append(o.Details, "not found in storage (item or space)")
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("bit: head %s/%s: %w", b.SpaceID, storage.ShortID(b.ContentID), err)
+			in, err := headItem(ctx, prov, b, o)
+			if err != nil || in == nil {
+				return err
 			}
 			info = in
 		}

@@ -66,7 +66,7 @@ func TestReadHostileCheckpoint(t *testing.T) {
 	truth.Write(data)
 
 	cps := &storage.MemoryCheckpoints{}
-	ob := &Observer{Transfer: storage.Transfer{Streams: 2, PartSize: part}, Checkpoints: cps, ResumeMinSize: 1, CheckpointEvery: part}
+	ob := &Observer{ReadSettings: ReadSettings{Transfer: storage.Transfer{Streams: 2, PartSize: part}, Checkpoints: cps, ResumeMinSize: 1, CheckpointEvery: part}}
 	const key = "bit/k"
 	for _, c := range []struct {
 		name string

@@ -171,8 +171,8 @@ func (c Config) validate() error {
 	p.Require("BitLog", c.BitLog != nil)
 	p.Require("AuditQueue", c.AuditQueue != nil)
 	p.Require("BitQueue", c.BitQueue != nil)
-	p.Check(c.RecheckDelay >= 0 && c.RecheckDelay <= queue.MaxDelay, "RecheckDelay", c.RecheckDelay, "be within 0..%s", queue.MaxDelay)
-	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
+	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
+	p.Add("Format", c.Format.Validate())
 	return p.Err()
 }
 

@@ -266,7 +266,8 @@ func TestRepairUnprovableCopyRefused(t *testing.T) {
 	f := setup(t)
 	f.healthy(true)
 	f.Wrap("1", func(p storage.Provider) storage.Provider { return noChecksum{p} })
-	ob := &bit.Observer{Stores: f.Opener, Index: f.Index, AuditLog: f.Audit, UnreadableStores: []string{bt.Account + "/1"}}
+	ob := &bit.Observer{Stores: f.Opener, Index: f.Index, AuditLog: f.Audit,
+		ReadSettings: bit.ReadSettings{UnreadableStores: []string{bt.Account + "/1"}}}
 	p, err := biterror.New(biterror.Config{Stores: f.Opener, Observer: ob, BitLog: f.BitLog, AuditQueue: f.AuditQ,
 		BitQueue: f.bitQ, Clock: f.Clock, Logger: f.Logger()})
 	if err != nil {

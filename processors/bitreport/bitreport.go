@@ -134,7 +134,7 @@ func (c Config) validate() error {
 	p.Require("Reports", c.Reports != nil)
 	p.Require("Observer", c.Observer != nil)
 	p.Require("BitErrorQueue", c.BitErrorQueue != nil)
-	p.Check(c.RecheckDelay >= 0 && c.RecheckDelay <= queue.MaxDelay, "RecheckDelay", c.RecheckDelay, "be within 0..%s", queue.MaxDelay)
+	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
 	p.Check(c.MaxRechecks >= 0, "MaxRechecks", c.MaxRechecks, "not be negative")
 	if c.AdminSpace { // the copy into the admin space is an audited write
 		p.Require("AuditQueue", c.AuditQueue != nil)

@@ -211,7 +211,7 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	newBit := func(tr storage.Transfer) *bit.Processor {
 		p, err := bit.New(bit.Config{Stores: bitOpener, Index: index, AuditLog: alog, BitLog: blog,
 			AuditQueue: memqueue.New("audit", memqueue.Config{}), BitErrorQueue: memqueue.New("bit-error", memqueue.Config{}),
-			Transfer: tr, Logger: slog.New(slog.DiscardHandler)})
+			ReadSettings: bit.ReadSettings{Transfer: tr}, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}

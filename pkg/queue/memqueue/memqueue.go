@@ -180,8 +180,8 @@ func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
 			failed[i] = err
 			continue
 		}
-		if e.Delay < 0 || e.Delay > queue.MaxDelay {
-			failed[i] = fmt.Errorf("delay %v outside 0..%v: %w", e.Delay, queue.MaxDelay, queue.ErrInvalid)
+		if err := queue.CheckDelay(e.Delay); err != nil {
+			failed[i] = err
 			continue
 		}
 		if n := size(e); n > q.cfg.MaxBodyBytes {

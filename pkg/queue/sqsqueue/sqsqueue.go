@@ -322,8 +322,8 @@ func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
 }
 
 func validateEntry(e queue.SendEntry, maxBytes int) error {
-	if e.Delay < 0 || e.Delay > queue.MaxDelay {
-		return fmt.Errorf("delay %v outside 0..%v: %w", e.Delay, queue.MaxDelay, queue.ErrInvalid)
+	if err := queue.CheckDelay(e.Delay); err != nil {
+		return err
 	}
 	if n := entrySize(e); n > maxBytes {
 		return fmt.Errorf("%d bytes > %d: %w", n, maxBytes, queue.ErrTooLarge)

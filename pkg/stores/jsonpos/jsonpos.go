@@ -316,6 +316,16 @@ func Describe(t json.Token) string {
 	return fmt.Sprintf("%v", t)
 }
 
+// EndDocument reads the closing delimiter of the top-level container and
+// requires that nothing but whitespace follows it: the last step of a
+// document's parse.
+func (w *Walker) EndDocument() error {
+	if err := w.End(); err != nil {
+		return err
+	}
+	return w.EndOfDocument()
+}
+
 // EndOfDocument requires that nothing but whitespace follows the value read.
 func (w *Walker) EndOfDocument() error {
 	off := w.Next()
