@@ -66,6 +66,10 @@ type Config struct {
 	// archived method is compute-checksum to one at-rest checksum job per
 	// space and run instead of BIT tasks (see atrest.go).
 	AtRest *AtRest
+	// Restore, when set, asks for restores of the archived items of
+	// stores whose archived method is restore instead of queueing BIT
+	// tasks that cannot read them (see restore.go).
+	Restore *Restore
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -111,6 +115,11 @@ func New(cfg Config) (*Producer, error) {
 			return nil, err
 		}
 	}
+	if cfg.Restore != nil {
+		if err := cfg.Restore.validate(); err != nil {
+			return nil, err
+		}
+	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Producer{cfg: cfg, log: cfg.Logger}, nil
 }
@@ -126,6 +135,8 @@ type morselData struct {
 	Listed int64 `json:"listed"`
 	// AtRest counts those of them recorded for the space's at-rest job.
 	AtRest int64 `json:"atRest,omitempty"`
+	// Restores: the restore route's figures (restore.go).
+	Restores *restoreTally `json:"restores,omitempty"`
 }
 
 // MorselID names the morsel of a space: "account/store/space".
@@ -321,16 +332,20 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 		}
 	}
 	lister, loc, atRest := p.atRestRoute(d.Account, d.StoreID, prov)
+	rl, restorer := p.restoreRoute(d.Account, d.StoreID, prov)
+	if rl != nil {
+		lister = rl
+	}
+	var es []storage.Entry
 	var ids []string
 	var archived []bitlog.AtRestObject
 	atRestIDs := map[string]bool{}
 	var more bool
-	if atRest {
-		var es []storage.Entry
+	if atRest || rl != nil {
 		es, more, err = lister.ListEntries(ctx, d.SpaceID, m.Marker, max)
 		for _, e := range es {
 			ids = append(ids, e.ID)
-			if ArchivedClass(e.StorageClass) {
+			if atRest && ArchivedClass(e.StorageClass) {
 				archived = append(archived, bitlog.AtRestObject{ContentID: e.ID, Size: e.Size, StorageClass: e.StorageClass})
 				atRestIDs[e.ID] = true
 			}
@@ -359,6 +374,10 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 	sp := fixity.Space{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID}
 	sampled := func(id string) bool { return fixity.Sampled(run.ID, sp, id, rate) }
 	archived = slices.DeleteFunc(archived, func(o bitlog.AtRestObject) bool { return !sampled(o.ContentID) })
+	held, err := p.holdArchived(ctx, &d, prov, restorer, es, sampled) // no BIT: a restore asked for
+	if err != nil {
+		return looping.BiteResult{}, err
+	}
 	key := bitlog.AtRestKey{RunID: run.ID, Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID}
 	if len(archived) > 0 {
 		// Recorded before the marker moves: a repeated bite records them again.
@@ -369,8 +388,8 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 	}
 	tasks := make([]*task.Task, 0, len(ids)+1)
 	for _, id := range ids {
-		if !sampled(id) || atRestIDs[id] {
-			continue // not in this run's sample, or checked at rest
+		if !sampled(id) || atRestIDs[id] || held[id] {
+			continue // not in this run's sample, checked at rest, or being restored
 		}
 		tasks = append(tasks, task.Bit{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, ContentID: id, RunID: run.ID}.Task())
 	}
@@ -388,6 +407,7 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 		if err := p.cfg.BitLog.FinishSpace(ctx, rs); err != nil {
 			return looping.BiteResult{}, fmt.Errorf("bit: record the run: %w", err)
 		}
+		p.logRestores(d, run.ID)
 		expected := d.Listed // a hint only: the processor reads the record
 		tasks = append(tasks, task.BitReport{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, RunID: run.ID, Expected: &expected}.Task())
 	}
