@@ -85,7 +85,7 @@ var command = producercmd.Command{
 		atRestRole := fs.String("at-rest-role-arn", "", "`ARN` of the role S3 Batch Operations runs the jobs as (required with --at-rest-report-bucket)")
 		atRestPriority := fs.Int("at-rest-priority", 10, "`priority` of the jobs (higher first)")
 		atRestAccount := fs.String("at-rest-account-id", "", "AWS `account` that owns the jobs (default: the caller's)")
-		restoreDays := fs.Int("restore-days", bit.DefaultRestoreDays, "`days` a restored copy of an archived item is kept (stores whose archived method is restore):\nlong enough for a later run to read it")
+		restoreDays := fs.Int("restore-days", bit.DefaultRestoreDays, "`days` a restored copy of an archived item is kept (stores whose archived method is restore):\nlonger than the time between runs plus the restore's hours (Bulk: up to 48), or it expires before\nthe next run reads it")
 		restoreTierFlag := fs.String("restore-tier", string(storage.RestoreBulk), "retrieval `tier` of those restores: Bulk (the cheapest; up to 48 hours from Deep Archive),\nStandard or Expedited (not for Deep Archive)")
 		skipRecentFlag := fs.String("skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`, covering every\nitem of a run this producer recorded: Nd (days) or a duration (the Java Mill: 60d); 0: check every space")
 		skipCoveredFlag := fs.String("skip-covered", "off", "leave out spaces whose every copy is within its store's fixity target and stays so for this `margin`:\nNd (days) or a duration (the run frequency keeps every copy within target until the next run);\noff: check every space (the most overdue first either way)")
@@ -130,6 +130,13 @@ var command = producercmd.Command{
 					return looping.Config{}, err
 				}
 				bitLog := pgbitlog.New(e.DB.Pool)
+				if f := e.Flags.Frequency; !f.IsZero() {
+					now := time.Now()
+					if gap := f.Next(now).Sub(now) + restoreHours; gap >= time.Duration(*restoreDays)*24*time.Hour {
+						e.Logger.Warn("--restore-days is shorter than the time between runs plus a restore's hours: a copy restored by one run may expire before the next run reads it",
+							"restore_days", *restoreDays, "frequency", f.String())
+					}
+				}
 				var atRest *bit.AtRest
 				if *atRestBucket != "" {
 					atRest = &bit.AtRest{
@@ -148,6 +155,9 @@ var command = producercmd.Command{
 		}
 	},
 }
+
+// restoreHours is how long a restore may take (S3 Bulk from Deep Archive).
+const restoreHours = 48 * time.Hour
 
 // orName is name, or the queue of key under prefix when name is empty.
 func orName(name, prefix, key string) string {

@@ -26,7 +26,9 @@ import (
 // Restore configures the restore route of archived items.
 type Restore struct {
 	// Days the restored copy is kept (RestoreObject's Days): long enough
-	// for a later run to read it. At least 1.
+	// for a later run to read it — more than the time between runs plus
+	// the restore's hours, or the copy expires unread and the next run
+	// asks again (cmd/bitproducer warns). At least 1.
 	Days int
 	// Tier of the restores (storage.RestoreBulk, the cheapest, when "").
 	Tier storage.RestoreTier
