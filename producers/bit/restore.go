@@ -156,7 +156,7 @@ func (p *Producer) holdArchived(ctx context.Context, d *morselData, prov storage
 	d.Restores.Bytes += t.Bytes
 	p.log.Info("archived copies held for a restore", "account", d.Account, "store_id", d.StoreID, "space_id", d.SpaceID,
 		"restores_requested", t.Requested, "restores_pending", t.Pending, "restores_failed", t.Failed, "bytes", t.Bytes,
-		"days", cfg.Days, "tier", string(cmpTier(cfg.Tier)))
+		"days", cfg.Days, "tier", string(tierOrBulk(cfg.Tier)))
 	return held, nil
 }
 
@@ -171,7 +171,8 @@ func (p *Producer) logRestores(d morselData, runID string) {
 		"restores_failed", d.Restores.Failed, "bytes", d.Restores.Bytes)
 }
 
-func cmpTier(t storage.RestoreTier) storage.RestoreTier {
+// tierOrBulk is t, or RestoreBulk when t is "".
+func tierOrBulk(t storage.RestoreTier) storage.RestoreTier {
 	if t == "" {
 		return storage.RestoreBulk
 	}
