@@ -28,6 +28,7 @@ import (
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/fixity"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -65,7 +66,11 @@ archived method is compute-checksum get no BIT task from the listing but one
 S3 Batch Operations Compute checksum job (MD5) per space and run; every
 invocation follows the jobs it created and, once a job is complete, queues one
 BIT task per object naming the job (C is the computed checksum: no GET, no
-restore). A failed or cancelled job's items are recorded as ERRORs.
+restore). A failed or cancelled job's items are recorded as ERRORs. In stores
+whose archived method is restore, an archived item that cannot be read gets a
+restore request (--restore-days, --restore-tier) instead of a BIT and is left
+out of the run's count; a later run, finding it restored, reads it. The log
+counts the restores requested per space.
 
 Usage: bitproducer [flags]`
 
@@ -82,9 +87,12 @@ var command = producercmd.Command{
 		atRestRole := fs.String("at-rest-role-arn", "", "`ARN` of the role S3 Batch Operations runs the jobs as (required with --at-rest-report-bucket)")
 		atRestPriority := fs.Int("at-rest-priority", 10, "`priority` of the jobs (higher first)")
 		atRestAccount := fs.String("at-rest-account-id", "", "AWS `account` that owns the jobs (default: the caller's)")
+		restoreDays := fs.Int("restore-days", bit.DefaultRestoreDays, "`days` a restored copy of an archived item is kept (stores whose archived method is restore):\nlonger than the time between runs plus the restore's hours (Bulk: up to 48), or it expires before\nthe next run reads it")
+		restoreTierFlag := fs.String("restore-tier", string(storage.RestoreBulk), "retrieval `tier` of those restores: Bulk (the cheapest; up to 48 hours from Deep Archive),\nStandard or Expedited (not for Deep Archive)")
 		skipRecentFlag := fs.String("skip-recent", "0", "leave out spaces whose latest report is a SUCCESS younger than this `age`, covering every\nitem of a run this producer recorded: Nd (days) or a duration (the Java Mill: 60d); 0: check every space")
 		skipCoveredFlag := fs.String("skip-covered", "off", "leave out the copies that are within their store's fixity target and stay so for this `margin`\n(whole spaces, or copy by copy in a space that is due): Nd (days) or a duration (the run frequency\nkeeps every copy within target until the next run); off: check every copy (the most overdue spaces first either way)")
 		var skipRecent, coveredMargin time.Duration
+		var restoreTier storage.RestoreTier
 		skipCovered := false
 		return producercmd.Own{
 			Check: func() []error {
@@ -105,6 +113,12 @@ var command = producercmd.Command{
 				if *atRestBucket != "" && *atRestRole == "" {
 					errs = append(errs, fmt.Errorf("--at-rest-role-arn: required with --at-rest-report-bucket"))
 				}
+				if *restoreDays < 1 || *restoreDays > 30000 {
+					errs = append(errs, fmt.Errorf("--restore-days: %d is not within 1..30000", *restoreDays))
+				}
+				if restoreTier, err = storage.ParseRestoreTier(*restoreTierFlag); err != nil || *restoreTierFlag == "" {
+					errs = append(errs, fmt.Errorf("--restore-tier: %q: want Bulk, Standard or Expedited", *restoreTierFlag))
+				}
 				if *atRestPriority < 0 || *atRestPriority > math.MaxInt32 {
 					errs = append(errs, fmt.Errorf("--at-rest-priority: %d is not within 0..%d", *atRestPriority, math.MaxInt32))
 				}
@@ -121,6 +135,13 @@ var command = producercmd.Command{
 					return looping.Config{}, err
 				}
 				bitLog := pgbitlog.New(e.DB.Pool)
+				if f := e.Flags.Frequency; !f.IsZero() {
+					now := time.Now()
+					if gap := f.Next(now).Sub(now) + restoreHours; gap >= time.Duration(*restoreDays)*24*time.Hour {
+						e.Logger.Warn("--restore-days is shorter than the time between runs plus a restore's hours: a copy restored by one run may expire before the next run reads it",
+							"restore_days", *restoreDays, "frequency", f.String())
+					}
+				}
 				var atRest *bit.AtRest
 				if *atRestBucket != "" {
 					atRest = &bit.AtRest{
@@ -131,6 +152,7 @@ var command = producercmd.Command{
 				}
 				p, err := bit.New(bit.Config{Registry: e.Registry, Opener: e.Opener, Filter: e.Filter, SkipRecent: skipRecent,
 					BitLog: bitLog, AtRest: atRest, Logger: e.Logger,
+					Restore:  &bit.Restore{Days: *restoreDays, Tier: restoreTier},
 					Coverage: &fixity.Source{Index: pgcontentindex.New(e.DB.Pool), Verdicts: bitLog}, Verdicts: bitLog,
 					SkipCovered: skipCovered, CoveredMargin: coveredMargin})
 				return looping.Config{Kind: bit.Kind, Producer: p, Queue: &bit.Router{Bit: bitQ, Report: reportQ}}, err
@@ -138,6 +160,9 @@ var command = producercmd.Command{
 		}
 	},
 }
+
+// restoreHours is how long a restore may take (S3 Bulk from Deep Archive).
+const restoreHours = 48 * time.Hour
 
 // orName is name, or the queue of key under prefix when name is empty.
 func orName(name, prefix, key string) string {

@@ -45,6 +45,8 @@ func TestUsageErrors(t *testing.T) {
 			nil, []string{"--progress \"fancy\"", "--message-format", "--bite-size 0", "bad.txt:2", "--database-url (MILL_DATABASE_URL) is required"}},
 		{"bad frequency from the environment", nil, map[string]string{"MILL_FREQUENCY": "5x"}, []string{"MILL_FREQUENCY"}},
 		{"stray argument", []string{"now"}, nil, []string{"unexpected arguments"}},
+		{"bad restore settings", []string{"--restore-days", "0", "--restore-tier", "Glacial"}, nil, []string{"--restore-days: 0", "--restore-tier: \"Glacial\""}},
+		{"bad restore settings from the environment", nil, map[string]string{"MILL_RESTORE_TIER": "Deep"}, []string{"\"Deep\""}},
 		{"bad skip margins", []string{"--skip-covered", "soon", "--skip-recent", "-1d"}, nil, []string{"--skip-covered", "(or off)", "--skip-recent"}},
 		{"both skips", []string{"--skip-covered", "1d", "--skip-recent", "60d"}, nil, []string{"--skip-recent and --skip-covered: use one"}},
 	} {

@@ -8,11 +8,14 @@ import (
 )
 
 // Entry is one item of a listing with what the listing itself tells about
-// it: its size and storage class (see Info.StorageClass).
+// it: its size and storage class (see Info.StorageClass), and the state of
+// its restore when the listing reports it (S3 does when asked; RestoreNone
+// also means "not reported": Head tells).
 type Entry struct {
 	ID           string
 	Size         int64
 	StorageClass string
+	Restore      RestoreState
 }
 
 // EntryLister is implemented by providers whose listing reports each item's

@@ -3,7 +3,9 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/millfleet/mill/internal/base/permanent"
@@ -212,12 +214,41 @@ type SpaceCreator interface {
 
 // Restorer is implemented by providers with archival storage classes (the
 // S3 provider): RequestRestore asks for a temporary readable copy of an
-// archived item for days days. It returns started == true when this call
-// started a restore, false when one is already in progress or done (both
-// are success: asking again is harmless), ErrNotFound for a missing item,
-// and an error when the item is not archived.
+// archived item for days days, at a retrieval tier (RestoreBulk — the
+// cheapest, and the default when tier is "" — RestoreStandard or
+// RestoreExpedited). It returns started == true when this call started a
+// restore, false when one is already in progress or done (both are
+// success: asking again is harmless), ErrNotFound for a missing item, and
+// an error when the item is not archived or the tier is not one of these.
 type Restorer interface {
-	RequestRestore(ctx context.Context, space, contentID string, days int) (started bool, err error)
+	RequestRestore(ctx context.Context, space, contentID string, days int, tier RestoreTier) (started bool, err error)
+}
+
+// RestoreTier is the retrieval tier of a restore: how fast, and at what
+// price (S3: Bulk 5–12 hours from Glacier Flexible Retrieval and up to 48
+// from Deep Archive; Standard 3–5 and 12 hours; Expedited minutes, not
+// for Deep Archive).
+type RestoreTier string
+
+// Restore tiers.
+const (
+	RestoreBulk      RestoreTier = "Bulk"
+	RestoreStandard  RestoreTier = "Standard"
+	RestoreExpedited RestoreTier = "Expedited"
+)
+
+// ParseRestoreTier reads a tier name (Bulk, Standard or Expedited, any
+// case); "" is RestoreBulk.
+func ParseRestoreTier(s string) (RestoreTier, error) {
+	for _, t := range []RestoreTier{RestoreBulk, RestoreStandard, RestoreExpedited} {
+		if strings.EqualFold(s, string(t)) {
+			return t, nil
+		}
+	}
+	if s == "" {
+		return RestoreBulk, nil
+	}
+	return "", fmt.Errorf("storage: restore tier %q: want Bulk, Standard or Expedited", s)
 }
 
 // Recoverer is implemented by providers that keep what they delete or

@@ -12,7 +12,12 @@ const (
 	// ArchivedComputeChecksum: S3 Batch Operations' Compute checksum
 	// computes each object's checksum at rest (no GET, no restore).
 	ArchivedComputeChecksum ArchivedMethod = "compute-checksum"
-	// ArchivedRestore: the copy is restored, then read and hashed.
+	// ArchivedRestore: the copy is restored, then read and hashed. The bit
+	// producer asks for a temporary restored copy (bitproducer
+	// --restore-days, --restore-tier) instead of queueing a BIT its run
+	// could not read; a later run, finding the copy restored, reads and
+	// hashes it. Until then the copy stays due: it costs a restore and a
+	// second run per verdict (docs/CAPACITY.md).
 	ArchivedRestore ArchivedMethod = "restore"
 	// ArchivedNone: archived copies are never verified; they count as not
 	// covered. It must be written out: it is never a default.

@@ -388,7 +388,7 @@ func (p *Processor) archived(ctx context.Context, j *job, si *storage.Info) erro
 	var started bool
 	err := p.retry(ctx, "restore request", func() error {
 		var err error
-		started, err = r.RequestRestore(ctx, d.SpaceID, d.ContentID, days)
+		started, err = r.RequestRestore(ctx, d.SpaceID, d.ContentID, days, storage.RestoreBulk)
 		return err
 	})
 	if err != nil {

@@ -53,6 +53,17 @@
 // one BIT task naming the job per object once its report is in the bit log
 // (see atrest.go and docs/ARCHITECTURE.md, Cold storage).
 //
+// With Config.Restore, an archived item of a store whose archived method
+// is restore, in the run's sample and not readable now, gets a restore
+// request (storage.Restorer: Restore.Days, Restore.Tier) instead of a BIT
+// task and is not counted in the run's record or report: it is checked by
+// a later run, which finds it restored and queues an ordinary BIT (read
+// and hashed). The restore state comes from the listing when the provider
+// reports it (S3's RestoreStatus attribute), else from a Head after a
+// request that answers "asked already". A request that fails leaves the
+// copy due (coverage shows it). The log names each space's restores
+// requested, pending and failed (see restore.go).
+//
 // Wiring (what cmd/bitproducer does):
 //
 //	p, _ := bit.New(bit.Config{Registry: reg, Opener: opener, Filter: f, BitLog: pgbitlog.New(pool)})

@@ -73,6 +73,10 @@ type Config struct {
 	// archived method is compute-checksum to one at-rest checksum job per
 	// space and run instead of BIT tasks (see atrest.go).
 	AtRest *AtRest
+	// Restore, when set, asks for restores of the archived items of
+	// stores whose archived method is restore instead of queueing BIT
+	// tasks that cannot read them (see restore.go).
+	Restore *Restore
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -125,6 +129,11 @@ func New(cfg Config) (*Producer, error) {
 			return nil, err
 		}
 	}
+	if cfg.Restore != nil {
+		if err := cfg.Restore.validate(); err != nil {
+			return nil, err
+		}
+	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Producer{cfg: cfg, log: cfg.Logger}, nil
 }
@@ -142,6 +151,8 @@ type morselData struct {
 	AtRest int64 `json:"atRest,omitempty"`
 	// Within counts the items SkipCovered left out: within target.
 	Within int64 `json:"within,omitempty"`
+	// Restores: the restore route's figures (restore.go).
+	Restores *restoreTally `json:"restores,omitempty"`
 }
 
 // MorselID names the morsel of a space: "account/store/space".
@@ -340,16 +351,20 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 		}
 	}
 	lister, loc, atRest := p.atRestRoute(d.Account, d.StoreID, prov)
+	rl, restorer := p.restoreRoute(d.Account, d.StoreID, prov)
+	if rl != nil {
+		lister = rl
+	}
+	var es []storage.Entry
 	var ids []string
 	var archived []bitlog.AtRestObject
 	atRestIDs := map[string]bool{}
 	var more bool
-	if atRest {
-		var es []storage.Entry
+	if atRest || rl != nil {
 		es, more, err = lister.ListEntries(ctx, d.SpaceID, m.Marker, max)
 		for _, e := range es {
 			ids = append(ids, e.ID)
-			if ArchivedClass(e.StorageClass) {
+			if atRest && ArchivedClass(e.StorageClass) {
 				archived = append(archived, bitlog.AtRestObject{ContentID: e.ID, Size: e.Size, StorageClass: e.StorageClass})
 				atRestIDs[e.ID] = true
 			}
@@ -384,6 +399,10 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 	d.Within += within
 	inRun := func(id string) bool { return (due == nil || due[id]) && fixity.Sampled(run.ID, sp, id, rate) }
 	archived = slices.DeleteFunc(archived, func(o bitlog.AtRestObject) bool { return !inRun(o.ContentID) })
+	held, err := p.holdArchived(ctx, &d, prov, restorer, es, inRun) // no BIT: a restore asked for
+	if err != nil {
+		return looping.BiteResult{}, err
+	}
 	key := bitlog.AtRestKey{RunID: run.ID, Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID}
 	if len(archived) > 0 {
 		// Recorded before the marker moves: a repeated bite records them again.
@@ -394,8 +413,8 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 	}
 	tasks := make([]*task.Task, 0, len(ids)+1)
 	for _, id := range ids {
-		if !inRun(id) || atRestIDs[id] {
-			continue // within target, not in this run's sample, or checked at rest
+		if !inRun(id) || atRestIDs[id] || held[id] {
+			continue // within target, not in this run's sample, checked at rest, or being restored
 		}
 		tasks = append(tasks, task.Bit{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, ContentID: id, RunID: run.ID}.Task())
 	}
@@ -417,6 +436,7 @@ func (p *Producer) Bite(ctx context.Context, run looping.RunInfo, m looping.Mors
 			p.log.Info("copies within target left out", "account", d.Account, "store_id", d.StoreID,
 				"space_id", d.SpaceID, "within", d.Within, "queued", d.Listed, "run_id", run.ID)
 		}
+		p.logRestores(d, run.ID)
 		expected := d.Listed // a hint only: the processor reads the record
 		tasks = append(tasks, task.BitReport{Account: d.Account, StoreID: d.StoreID, SpaceID: d.SpaceID, RunID: run.ID, Expected: &expected}.Task())
 	}

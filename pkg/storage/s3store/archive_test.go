@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -87,17 +88,23 @@ func TestArchived(t *testing.T) {
 	if _, _, err := s.Get(ctx, "cold", "a/item"); !errors.Is(err, storage.ErrArchived) {
 		t.Fatalf("Get of a Glacier item: %v, want ErrArchived", err)
 	}
-	if _, err := s.RequestRestore(ctx, "cold", "warm", 1); !errors.Is(err, ErrNotArchived) {
+	if _, err := s.RequestRestore(ctx, "cold", "warm", 1, ""); !errors.Is(err, ErrNotArchived) {
 		t.Errorf("RequestRestore of a STANDARD item: %v, want ErrNotArchived", err)
 	}
-	if _, err := s.RequestRestore(ctx, "cold", "gone", 1); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := s.RequestRestore(ctx, "cold", "gone", 1, ""); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("RequestRestore of a missing item: %v, want ErrNotFound", err)
 	}
-	started, err := s.RequestRestore(ctx, "cold", "a/item", 3)
+	if _, err := s.RequestRestore(ctx, "cold", "a/item", 3, "Glacial"); err == nil || !strings.Contains(err.Error(), "Bulk, Standard or Expedited") {
+		t.Errorf("RequestRestore at an unknown tier: %v, want a clear error", err)
+	}
+	if _, err := s.RequestRestore(ctx, "cold", "a/item", 0, ""); err == nil {
+		t.Errorf("RequestRestore for 0 days: no error")
+	}
+	started, err := s.RequestRestore(ctx, "cold", "a/item", 3, storage.RestoreBulk)
 	if err != nil || !started {
 		t.Fatalf("RequestRestore: started %v, %v", started, err)
 	}
-	again, err := s.RequestRestore(ctx, "cold", "a/item", 3)
+	again, err := s.RequestRestore(ctx, "cold", "a/item", 3, storage.RestoreStandard)
 	if err != nil || again {
 		t.Fatalf("RequestRestore again: started %v, %v (want false, nil)", again, err)
 	}
@@ -119,6 +126,25 @@ func TestArchived(t *testing.T) {
 		rc.Close()
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("restored copy: %q, %v", got, err)
+		}
+	}
+}
+
+// TestListedRestore reads the restore state a listing reports with the
+// RestoreStatus attribute (S3 does; the emulator reports none, so the
+// attribute is read here from the SDK's types).
+func TestListedRestore(t *testing.T) {
+	for _, c := range []struct {
+		in   *types.RestoreStatus
+		want storage.RestoreState
+	}{
+		{nil, storage.RestoreNone},
+		{&types.RestoreStatus{}, storage.RestoreNone},
+		{&types.RestoreStatus{IsRestoreInProgress: aws.Bool(true)}, storage.RestoreOngoing},
+		{&types.RestoreStatus{IsRestoreInProgress: aws.Bool(false)}, storage.RestoreRestored},
+	} {
+		if got := listedRestore(c.in); got != c.want {
+			t.Errorf("listedRestore(%+v) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
