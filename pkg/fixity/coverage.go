@@ -127,11 +127,6 @@ func (c *Coverage) add(v *bitlog.Verdict) {
 		c.NotCovered++
 		return
 	}
-	if v.Result == bitlog.ResultFailure {
-		// Found failed: due until a check finds it healthy (repaired).
-		c.Overdue++
-		return
-	}
 	due := v.CheckedAt.Add(c.Target.IntervalFor(v.Archived))
 	if due.After(c.At) {
 		c.Within++

@@ -57,7 +57,7 @@ func TestComputeClassifiesEveryCopy(t *testing.T) {
 	sp := fixity.Space{Account: "acme", StoreID: "1", SpaceID: "photos"}
 	want := fixity.Coverage{Account: "acme", StoreID: "1", SpaceID: "photos", Spaces: 1,
 		Target: stores.Fixity{Interval: 90 * day, ArchivedInterval: 365 * day, SampleRate: 1},
-		Copies: 6, Within: 2, Overdue: 4, NeverVerified: 1, Failed: 1, Read: 3, AtRest: 2, // e failed: due until found healthy
+		Copies: 6, Within: 3, Overdue: 3, NeverVerified: 1, Failed: 1, Read: 3, AtRest: 2,
 		Oldest: now.Add(-400 * day), MaxLate: 35 * day, NextDue: now.Add(80 * day), At: now}
 	for _, page := range []int{1, 2, 3, 1000} {
 		src := fixity.Source{Index: idx, Verdicts: vs, Clock: clk, PageSize: page}
@@ -70,7 +70,7 @@ func TestComputeClassifiesEveryCopy(t *testing.T) {
 		}
 	}
 	got, _ := fixity.Source{Index: idx, Verdicts: vs, Clock: clk}.Compute(ctx, sp, stores.Fixity{})
-	if got.OldestAge() != 400*day || got.Share(got.Within) != 2.0/6 || got.Covered(0) || got.Lateness() != math.MaxInt64 {
+	if got.OldestAge() != 400*day || got.Share(got.Within) != 0.5 || got.Covered(0) || got.Lateness() != math.MaxInt64 {
 		t.Fatalf("derived figures: age %v share %v covered %v lateness %v", got.OldestAge(), got.Share(got.Within), got.Covered(0), got.Lateness())
 	}
 
@@ -80,14 +80,14 @@ func TestComputeClassifiesEveryCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.NotCovered != 2 || got.Within != 1 || got.Overdue != 3 || got.Within+got.Overdue+got.NotCovered != got.Copies {
+	if got.NotCovered != 2 || got.Within != 2 || got.Overdue != 2 || got.Within+got.Overdue+got.NotCovered != got.Copies {
 		t.Fatalf("archived none: %+v", got)
 	}
 
-	// The store's own target: a 7-day interval makes a overdue too (the
-	// archived d stays within; e, failed, is overdue anyway).
+	// The store's own target: a 7-day interval makes a overdue too (e,
+	// 2 days old, and the archived d stay within).
 	got, _ = fixity.Source{Index: idx, Verdicts: vs, Clock: clk}.Compute(ctx, sp, stores.Fixity{Interval: 7 * day})
-	if got.Within != 1 || got.Overdue != 5 || got.MaxLate != 93*day || !got.NextDue.Equal(now.Add(165*day)) {
+	if got.Within != 2 || got.Overdue != 4 || got.MaxLate != 93*day || !got.NextDue.Equal(now.Add(5*day)) {
 		t.Fatalf("7-day target: %+v", got)
 	}
 }

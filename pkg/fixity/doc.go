@@ -21,10 +21,9 @@
 // knows a copy's storage class only from a check, so a never-verified copy
 // is held to the readable interval's clock, which has already run out). An
 // archived copy on a store whose ArchivedMethod is "none" is not covered: it
-// is never within target and is counted apart from the overdue ones. A copy
-// whose latest verdict is a FAILURE is overdue whatever its age, and
-// counted in Failed too: it was checked and found wrong, so it is due until
-// a check finds it healthy (repaired by the bit-error path).
+// is never within target and is counted apart from the overdue ones. A
+// verdict of FAILURE is a fresh verdict (the copy was checked; its repair
+// is the bit-error path's) and is counted in Failed too.
 //
 // So every copy is exactly one of within target, overdue or not covered.
 //

@@ -75,9 +75,6 @@ func (f *dueFilter) due(ctx context.Context, id string) (bool, error) {
 	if v.Archived && f.target.ArchivedMethod == stores.ArchivedNone {
 		return true, nil
 	}
-	if v.Result == bitlog.ResultFailure {
-		return true, nil // found failed: due until found healthy (fixity.Coverage)
-	}
 	return !v.CheckedAt.Add(f.target.IntervalFor(v.Archived)).After(f.horizon), nil
 }
 
