@@ -16,7 +16,8 @@ import (
 // the item's revision, the offset and the hash state — every
 // CheckpointEvery bytes, so a redelivered task or another worker after a
 // crash reads on from there instead of from byte 0 (see
-// docs/ARCHITECTURE.md, Transfers). A checkpoint is used only for the
+// docs/ARCHITECTURE.md, Transfers); a smaller item's check makes no
+// checkpoint request at all (see read). A checkpoint is used only for the
 // same revision and size of the item, with a well-formed hash state of
 // exactly the bytes before its offset; the resumed reads are conditional
 // on the revision (a rewritten item starts over).
@@ -54,28 +55,15 @@ func (ob *Observer) reread(ctx context.Context, prov storage.Provider, space, id
 }
 
 // read reads the item whole into sums and returns its Info; resumeKey ""
-// keeps no checkpoint.
+// keeps no checkpoint. The item is opened first, so its size comes from
+// the response of its first ranged GET: an item below ResumeMinSize costs
+// that GET (and the stream of the rest) and no checkpoint request at all —
+// no load, save or delete. A big item's checkpoint is loaded then, and
+// when one holds for the revision and size just seen, the item is opened
+// again at its offset (the first response is dropped unread).
 func (ob *Observer) read(ctx context.Context, prov storage.Provider, space, id, resumeKey string) (*storage.Info, *storage.Sums, error) {
 	t := ob.Transfer.WithDefaults()
 	cps := ob.Checkpoints
-	if cps == nil {
-		resumeKey = ""
-	}
-	sums := storage.NewSums()
-	var rc io.ReadCloser
-	var info *storage.Info
-	if resumeKey != "" {
-		rc, info, sums = ob.resume(ctx, prov, space, id, resumeKey, t)
-	}
-	if rc == nil {
-		var err error
-		rc, info, err = storage.Open(ctx, prov, space, id, t)
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	defer rc.Close()
-	var w io.Writer = sums
 	minSize, every := ob.ResumeMinSize, ob.CheckpointEvery
 	if minSize <= 0 {
 		minSize = DefaultResumeMinSize
@@ -83,7 +71,23 @@ func (ob *Observer) read(ctx context.Context, prov storage.Provider, space, id, 
 	if every <= 0 {
 		every = DefaultCheckpointEvery
 	}
-	if resumeKey != "" && info.Size >= minSize && info.Revision != "" {
+	rc, info, err := storage.Open(ctx, prov, space, id, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { rc.Close() }()
+	if cps == nil || info.Size < minSize {
+		resumeKey = ""
+	}
+	sums := storage.NewSums()
+	if resumeKey != "" {
+		if rrc, rinfo, rsums := ob.resume(ctx, prov, space, id, resumeKey, info, t); rrc != nil {
+			rc.Close()
+			rc, info, sums = rrc, rinfo, rsums
+		}
+	}
+	var w io.Writer = sums
+	if resumeKey != "" && info.Revision != "" {
 		w = &checkpointing{ctx: ctx, cps: cps, key: resumeKey, sums: sums, every: every, last: sums.Len(),
 			cp: readCheckpoint{V: 1, Revision: info.Revision, Size: info.Size}}
 	}
@@ -97,24 +101,26 @@ func (ob *Observer) read(ctx context.Context, prov storage.Provider, space, id, 
 }
 
 // resume opens the item where its checkpoint left off, or returns a nil
-// reader (start from 0) when there is none that holds.
-func (ob *Observer) resume(ctx context.Context, prov storage.Provider, space, id, key string, t storage.Transfer) (io.ReadCloser, *storage.Info, *storage.Sums) {
+// reader (read on from 0) when there is none that holds for the item as
+// opened (cur).
+func (ob *Observer) resume(ctx context.Context, prov storage.Provider, space, id, key string, cur *storage.Info, t storage.Transfer) (io.ReadCloser, *storage.Info, *storage.Sums) {
 	b, err := ob.Checkpoints.Load(ctx, key)
 	if err != nil {
-		return nil, nil, storage.NewSums()
+		return nil, nil, nil
 	}
 	var cp readCheckpoint
 	sums := storage.NewSums()
 	if json.Unmarshal(b, &cp) != nil || cp.V != 1 || cp.Revision == "" || cp.Offset <= 0 || cp.Offset > cp.Size ||
+		cp.Revision != cur.Revision || cp.Size != cur.Size ||
 		sums.UnmarshalBinary(cp.Sums) != nil || sums.Len() != cp.Offset {
-		return nil, nil, storage.NewSums()
+		return nil, nil, nil
 	}
 	rc, info, err := storage.OpenAt(ctx, prov, space, id, cp.Offset, cp.Revision, t)
 	if err != nil || info.Size != cp.Size || info.Revision != cp.Revision {
 		if rc != nil {
 			rc.Close()
 		}
-		return nil, nil, storage.NewSums()
+		return nil, nil, nil
 	}
 	return rc, info, sums
 }
