@@ -1,7 +1,6 @@
-package bit
+package bit_test
 
 import (
-	"bytes"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,12 +10,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
+	"github.com/millfleet/mill/processors/bit"
+	bt "github.com/millfleet/mill/processors/bit/bittest"
 )
 
-// countingHTTP counts every request an S3 client sends, by method, bucket
-// and key (path-style: /bucket/key).
+// countingHTTP records every request an S3 client sends, as method and
+// path (path-style: /bucket/key).
 type countingHTTP struct {
 	inner interface {
 		Do(*http.Request) (*http.Response, error)
@@ -40,11 +42,11 @@ func (c *countingHTTP) take() []string {
 	return r
 }
 
-// TestReadSmallItemS3Requests: on an S3 store with checkpoints in a
-// state bucket, at the default thresholds, the read of a BIT check of a
-// small item is exactly one S3 request — the item's GET — and none goes
-// to the checkpoints' prefix (transfers/).
-func TestReadSmallItemS3Requests(t *testing.T) {
+// TestBitSmallItemS3Requests: a BIT task of a small item on an S3 store,
+// with checkpoints in a state bucket at the default thresholds, makes
+// exactly one S3 request — the item's GET — and none to the checkpoints
+// (the state bucket's transfers/ prefix); the item is recorded healthy.
+func TestBitSmallItemS3Requests(t *testing.T) {
 	cfg := testenv.AWS(t)
 	counter := &countingHTTP{}
 	client := cfg.S3(func(o *s3.Options) {
@@ -64,33 +66,26 @@ func TestReadSmallItemS3Requests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := prov.CreateSpace(ctx, "s"); err != nil {
-		t.Fatal(err)
-	}
-	body := bytes.Repeat([]byte("small item "), 1000)
-	if _, err := prov.Put(ctx, "s", "item", bytes.NewReader(body), storage.PutOptions{Size: int64(len(body))}); err != nil {
-		t.Fatal(err)
-	}
-	ob := &Observer{ReadSettings: ReadSettings{Checkpoints: s3store.NewCheckpoints(client, state, "transfers/")}}
+	e := bt.New(t)
+	e.Wrap("1", func(storage.Provider) storage.Provider { return prov })
+	healthy(e, false)
+	p := e.Processor(func(c *bit.Config) {
+		c.Checkpoints = s3store.NewCheckpoints(client, state, "transfers/")
+	})
 	counter.take()
-	info, sums, err := ob.read(ctx, prov, "s", "item", storage.CheckpointKey("bit", "acct", "store", "s", "item", "run"))
-	if err != nil {
+	if err := p.Handle(ctx, bt.BitTask(0)); err != nil {
 		t.Fatal(err)
-	}
-	if info.Size != int64(len(body)) || sums.Len() != int64(len(body)) {
-		t.Fatalf("read %d of %d bytes, want %d", sums.Len(), info.Size, len(body))
 	}
 	reqs := counter.take()
-	gets := 0
 	for _, r := range reqs {
 		if strings.Contains(r, " /"+state) || strings.Contains(r, "/transfers/") {
 			t.Errorf("request to the checkpoints: %s", r)
 		}
-		if strings.HasPrefix(r, "GET /"+data+"/") {
-			gets++
-		}
 	}
-	if len(reqs) != 1 || gets != 1 {
-		t.Errorf("S3 requests of the read: %q; want exactly one GET of the item", reqs)
+	if want := "GET /" + data + "/" + bt.Space + "/" + bt.Item; len(reqs) != 1 || reqs[0] != want {
+		t.Errorf("S3 requests of the BIT task: %q; want exactly [%q]", reqs, want)
+	}
+	if row := e.Row(); row == nil || row.Result != bitlog.ResultSuccess {
+		t.Errorf("bit log row %+v, want SUCCESS", row)
 	}
 }
