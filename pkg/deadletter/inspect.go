@@ -35,7 +35,7 @@ type Config struct {
 	// (only from keys the claim check owns; see pkg/queue/claimcheck,
 	// Confinement). A blob outlives its message: the claims prefix's
 	// expiry removes it.
-	Queue queue.Queue
+	Queue queue.Queue `validate:"required"`
 	// Open opens a queue to redrive to, by its full name, behind the
 	// claim check as well (required for Redrive).
 	Open func(ctx context.Context, name string) (queue.Queue, error)
@@ -71,7 +71,7 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("deadletter: Config")
-	p.Require("Queue", c.Queue != nil)
+	p.Required(c)
 	p.Check(c.Hold >= time.Second && c.Hold <= queue.MaxVisibility, "Hold", c.Hold, "be within 1s..%v", queue.MaxVisibility)
 	return p.Err()
 }

@@ -53,9 +53,9 @@ type Config struct {
 	Queues []queue.Queue
 	// DeadLetter receives tasks that failed MaxAttempts times or cannot be
 	// processed at all, as DeadLetter envelopes.
-	DeadLetter queue.Queue
+	DeadLetter queue.Queue `validate:"required"`
 	// Handler processes tasks (usually a processors.Mux behind middleware).
-	Handler processors.Handler
+	Handler processors.Handler `validate:"required"`
 	// ProcessorName names the processor of a task type in dead-letter
 	// metadata (e.g. (*processors.Mux).ProcessorName); default the type.
 	ProcessorName func(task.Type) string
@@ -209,11 +209,10 @@ func (c Config) validate() error {
 		p.Check(!seen[q.Name()], "Queues", q.Name(), "be listed once")
 		seen[q.Name()] = true
 	}
-	p.Require("DeadLetter", c.DeadLetter != nil)
+	p.Required(c)
 	if c.DeadLetter != nil {
 		p.Check(!seen[c.DeadLetter.Name()], "DeadLetter", c.DeadLetter.Name(), "not be a work queue too")
 	}
-	p.Require("Handler", c.Handler != nil)
 	p.Check(c.Workers >= 1, "Workers", c.Workers, "be at least 1")
 	p.Check(c.ReceiveWait > 0 && c.ReceiveWait <= queue.MaxWait, "ReceiveWait", c.ReceiveWait,
 		"be within (0, %s] (a 0-second poll is not authoritative)", queue.MaxWait)

@@ -37,13 +37,13 @@ type Opener = storage.Opener
 
 // Config holds the processor's dependencies.
 type Config struct {
-	Log     auditlog.Log       // required
-	Index   contentindex.Index // required
-	DupHigh queue.Queue        // required: where DUP tasks go
+	Log     auditlog.Log       `validate:"required"`
+	Index   contentindex.Index `validate:"required"`
+	DupHigh queue.Queue        `validate:"required"` // where DUP tasks go
 	// Policies are read through policy.InForce: an account is duplicated
 	// when it is listed in duplication-accounts.json and has a policy file
 	// (usually a *policy.Cache).
-	Policies policy.Reader // required
+	Policies policy.Reader `validate:"required"`
 	// Notifier is told about new spaces (step 4: notify.SpaceCreated); an
 	// error fails the task, which is then retried with all its
 	// (idempotent) steps. Default notify.Log with Logger.
@@ -54,7 +54,7 @@ type Config struct {
 	Format task.Format
 	// Stores opens the store an AUDIT task or S3 event names, to check
 	// its claims against the store (required).
-	Stores Opener
+	Stores Opener `validate:"required"`
 	// Resolver maps S3 event notifications to registered items; without
 	// it an S3 event task is a permanent error.
 	Resolver s3event.Resolver
@@ -78,13 +78,9 @@ func (c Config) WithDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("audit: Config")
-	p.Require("Log", c.Log != nil)
-	p.Require("Index", c.Index != nil)
-	p.Require("DupHigh", c.DupHigh != nil)
-	p.Require("Policies", c.Policies != nil)
+	p.Required(c)
 	p.Add("Format", c.Format.Validate())
 	p.Check(c.EchoWindow >= 0, "EchoWindow", c.EchoWindow, "not be negative")
-	p.Require("Stores", c.Stores != nil)
 	return p.Err()
 }
 

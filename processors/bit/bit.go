@@ -45,12 +45,12 @@ type Stores interface {
 
 // Config configures the processor.
 type Config struct {
-	Stores        Stores             // required
-	Index         contentindex.Index // required
-	AuditLog      auditlog.Log       // required
-	BitLog        bitlog.Log         // required
-	AuditQueue    queue.Queue        // required: AUDIT tasks (cases 7, 9, 10)
-	BitErrorQueue queue.Queue        // required: BIT_ERROR tasks (cases 2, 3, 4, 6, 8)
+	Stores        Stores             `validate:"required"`
+	Index         contentindex.Index `validate:"required"`
+	AuditLog      auditlog.Log       `validate:"required"`
+	BitLog        bitlog.Log         `validate:"required"`
+	AuditQueue    queue.Queue        `validate:"required"` // AUDIT tasks (cases 7, 9, 10)
+	BitErrorQueue queue.Queue        `validate:"required"` // BIT_ERROR tasks (cases 2, 3, 4, 6, 8)
 	// RecheckDelay is the wait of cases 4, 8, 9 and 10 before the next
 	// attempt (default DefaultRecheckDelay; at most queue.MaxDelay).
 	RecheckDelay time.Duration
@@ -79,12 +79,7 @@ func (c Config) WithDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("bit: Config")
-	p.Require("Stores", c.Stores != nil)
-	p.Require("Index", c.Index != nil)
-	p.Require("AuditLog", c.AuditLog != nil)
-	p.Require("BitLog", c.BitLog != nil)
-	p.Require("AuditQueue", c.AuditQueue != nil)
-	p.Require("BitErrorQueue", c.BitErrorQueue != nil)
+	p.Required(c)
 	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
 	p.Add("Format", c.Format.Validate())
 	return p.Err()

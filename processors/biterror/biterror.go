@@ -134,13 +134,13 @@ var (
 
 // Config configures the processor.
 type Config struct {
-	Stores bit.Stores // required
+	Stores bit.Stores `validate:"required"`
 	// Observer looks at the item again (required; the bit check's
 	// Observer over the same stores, index and audit log).
-	Observer   *bit.Observer
-	BitLog     bitlog.Log  // required
-	AuditQueue queue.Queue // required: audited repairs and case 6 re-syncs
-	BitQueue   queue.Queue // required: re-checks of repaired items
+	Observer   *bit.Observer `validate:"required"`
+	BitLog     bitlog.Log    `validate:"required"`
+	AuditQueue queue.Queue   `validate:"required"` // audited repairs and case 6 re-syncs
+	BitQueue   queue.Queue   `validate:"required"` // re-checks of repaired items
 	// RecheckDelay delays the re-check after a case 6 audit re-sync
 	// (default bit.DefaultRecheckDelay; at most queue.MaxDelay).
 	RecheckDelay time.Duration
@@ -166,11 +166,7 @@ func (c Config) WithDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("biterror: Config")
-	p.Require("Stores", c.Stores != nil)
-	p.Require("Observer", c.Observer != nil)
-	p.Require("BitLog", c.BitLog != nil)
-	p.Require("AuditQueue", c.AuditQueue != nil)
-	p.Require("BitQueue", c.BitQueue != nil)
+	p.Required(c)
 	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
 	p.Add("Format", c.Format.Validate())
 	return p.Err()

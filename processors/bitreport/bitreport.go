@@ -55,17 +55,17 @@ type Stores interface {
 // Config configures the processor. Stores, Index, BitLog, Reports,
 // Observer and BitErrorQueue are required.
 type Config struct {
-	Stores  Stores
-	Index   contentindex.Index
-	BitLog  bitlog.Log
-	Reports Reports
+	Stores  Stores             `validate:"required"`
+	Index   contentindex.Index `validate:"required"`
+	BitLog  bitlog.Log         `validate:"required"`
+	Reports Reports            `validate:"required"`
 	// Observer looks again at an item the comparison finds missing from
 	// storage (the bit check's Observer over the same stores, index and
 	// audit log).
-	Observer *bit.Observer
+	Observer *bit.Observer `validate:"required"`
 	// BitErrorQueue receives the case-8 BIT_ERROR of an item missing in
 	// two consecutive runs.
-	BitErrorQueue queue.Queue
+	BitErrorQueue queue.Queue `validate:"required"`
 	// Requeue, when set, is the bit-report queue: a report whose space is
 	// not complete yet is sent there again after RecheckDelay with its
 	// "rechecks" property incremented, and the handler succeeds — so
@@ -128,12 +128,7 @@ func (c Config) WithDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("bitreport: Config")
-	p.Require("Stores", c.Stores != nil)
-	p.Require("Index", c.Index != nil)
-	p.Require("BitLog", c.BitLog != nil)
-	p.Require("Reports", c.Reports != nil)
-	p.Require("Observer", c.Observer != nil)
-	p.Require("BitErrorQueue", c.BitErrorQueue != nil)
+	p.Required(c)
 	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
 	p.Check(c.MaxRechecks >= 0, "MaxRechecks", c.MaxRechecks, "not be negative")
 	if c.AdminSpace { // the copy into the admin space is an audited write

@@ -96,16 +96,16 @@ type Retry struct {
 // Config configures a Processor. Opener, Audit and Live are required.
 type Config struct {
 	// Opener opens the source and destination stores.
-	Opener Opener
+	Opener Opener `validate:"required"`
 	// Audit wraps the destination so its writes are audited (AuditTo).
-	Audit AuditFunc
+	Audit AuditFunc `validate:"required"`
 	// Live is the source store's content index, consulted before deleting
 	// an item found only at the destination.
-	Live LiveChecker
+	Live LiveChecker `validate:"required"`
 	// Policies are the duplication policy files (usually a *policy.Cache):
 	// every task is checked against the policies in force
 	// (policy.Authorize) before any store is touched.
-	Policies policy.Reader
+	Policies policy.Reader `validate:"required"`
 	// Retry of transient provider errors (default DefaultRetryAttempts,
 	// DefaultRetryBase doubling up to DefaultRetryMax).
 	Retry Retry
@@ -164,10 +164,7 @@ func (c Config) WithDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("dup: Config")
-	p.Require("Opener", c.Opener != nil)
-	p.Require("Audit", c.Audit != nil)
-	p.Require("Live", c.Live != nil)
-	p.Require("Policies", c.Policies != nil)
+	p.Required(c)
 	p.Check(c.Retry.Attempts >= 1, "Retry.Attempts", c.Retry.Attempts, "be at least 1")
 	p.Check(c.Retry.Base > 0 && c.Retry.Max >= c.Retry.Base, "Retry", fmt.Sprintf("%s..%s", c.Retry.Base, c.Retry.Max), "be 0 < Base <= Max")
 	p.Check(c.RestoreArchivedDays >= 0, "RestoreArchivedDays", c.RestoreArchivedDays, "not be negative")

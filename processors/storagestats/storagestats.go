@@ -33,11 +33,11 @@ type Stores interface {
 
 // Config configures the processor. Stores, Stats and Continue are required.
 type Config struct {
-	Stores Stores
-	Stats  spacestats.Store
+	Stores Stores           `validate:"required"`
+	Stats  spacestats.Store `validate:"required"`
 	// Continue is the queue a continued count goes to: the queue
 	// STORAGE_STATS tasks travel on (bit, in Mill's layout).
-	Continue queue.Queue
+	Continue queue.Queue `validate:"required"`
 	// MaxItems is how many items one task counts before it hands on
 	// (default DefaultMaxItems).
 	MaxItems int64
@@ -67,9 +67,7 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("storagestats: Config")
-	p.Require("Stores", c.Stores != nil)
-	p.Require("Stats", c.Stats != nil)
-	p.Require("Continue", c.Continue != nil)
+	p.Required(c)
 	return p.Err()
 }
 

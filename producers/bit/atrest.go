@@ -45,19 +45,20 @@ type AtRestLog interface {
 
 // AtRest configures the at-rest route of archived items.
 type AtRest struct {
-	// Checker runs the jobs (s3batch in production). Required.
-	Checker atrest.Checker
-	// Log records the jobs. Required.
-	Log AtRestLog
+	// Checker runs the jobs (s3batch in production).
+	Checker atrest.Checker `validate:"required"`
+	// Log records the jobs.
+	Log AtRestLog `validate:"required"`
 	// Queue is the bit queue: Follow queues the BIT tasks of a completed
-	// job there. Required.
-	Queue queue.Queue
+	// job there.
+	Queue queue.Queue `validate:"required"`
 	// ReportBucket and ReportPrefix: where the jobs' manifests and
 	// completion reports go (a job's are under
 	// ReportPrefix/run/account/store/space/). RoleARN is the role the
 	// provider runs them as; Priority their priority.
-	ReportBucket, ReportPrefix, RoleARN string
-	Priority                            int32
+	ReportBucket          string `validate:"required"`
+	ReportPrefix, RoleARN string
+	Priority              int32
 	// Method returns a store's archived method; nil: its fixity target's
 	// (stores.Store.FixityTarget: compute-checksum on s3 stores unless the
 	// registry says otherwise).
@@ -69,10 +70,7 @@ type AtRest struct {
 
 func (a *AtRest) validate() error {
 	p := validate.New("bit producer: AtRest")
-	p.Require("Checker", a.Checker != nil)
-	p.Require("Log", a.Log != nil)
-	p.Require("Queue", a.Queue != nil)
-	p.Require("ReportBucket", a.ReportBucket != "")
+	p.Required(a)
 	return p.Err()
 }
 

@@ -33,16 +33,16 @@ const releaseTimeout = 10 * time.Second
 type Config struct {
 	// Kind names the producer ("dupproducer", "bitproducer"): the lease
 	// name and the state's kind.
-	Kind string
+	Kind string `validate:"required"`
 	// Producer makes the morsels and bites.
-	Producer Producer
+	Producer Producer `validate:"required"`
 	// Queue receives the tasks, and its visible depth is checked against
 	// MaxQueueSize before each bite.
-	Queue queue.Queue
+	Queue queue.Queue `validate:"required"`
 	// State keeps the state between invocations.
-	State StateStore
+	State StateStore `validate:"required"`
 	// Lease ensures one invocation of Kind runs at a time.
-	Lease lease.Lease
+	Lease lease.Lease `validate:"required"`
 	// Holder identifies this invocation to the lease (default
 	// lease.Self(now)).
 	Holder lease.Holder
@@ -125,11 +125,7 @@ func (c Config) WithDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("looping: Config")
-	p.Require("Kind", c.Kind != "")
-	p.Require("Producer", c.Producer != nil)
-	p.Require("Queue", c.Queue != nil)
-	p.Require("State", c.State != nil)
-	p.Require("Lease", c.Lease != nil)
+	p.Required(c)
 	p.Check(c.LeaseTTL >= 3*time.Second, "LeaseTTL", c.LeaseTTL, "be at least 3s")
 	p.Check(c.MaxQueueSize >= 0, "MaxQueueSize", c.MaxQueueSize, "not be negative")
 	p.Check(c.BiteSize >= 0, "BiteSize", c.BiteSize, "not be negative")

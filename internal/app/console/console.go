@@ -61,7 +61,7 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 // Config configures a console.
 type Config struct {
 	// Auth identifies users (required).
-	Auth auth.Authenticator
+	Auth auth.Authenticator `validate:"required"`
 	// AllowedHosts are the host names the console answers to: "host" or
 	// "host:port" as browsers send them in Host and Origin (see
 	// ParseAllowedHosts). A request naming another host gets 421, and a
@@ -75,11 +75,11 @@ type Config struct {
 	AllowedHosts []string
 	// Files are the configuration files: accounts.json,
 	// duplication-accounts.json, the policies (required).
-	Files configstore.Store
+	Files configstore.Store `validate:"required"`
 	// Changes records every change (required).
-	Changes changelog.Log
+	Changes changelog.Log `validate:"required"`
 	// Queues reads the seven queues (required).
-	Queues *queuestats.Reader
+	Queues *queuestats.Reader `validate:"required"`
 	// BitLog is the bit log; nil when no database is configured (the bit
 	// pages say so).
 	BitLog bitlog.Log
@@ -138,13 +138,10 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("console: Config")
-	p.Require("Auth", c.Auth != nil)
+	p.Required(c)
 	if c.Auth != nil {
 		p.Add("AllowedHosts", CheckAllowedHosts(c.AllowedHosts, c.Auth))
 	}
-	p.Require("Files", c.Files != nil)
-	p.Require("Changes", c.Changes != nil)
-	p.Require("Queues", c.Queues != nil)
 	p.Check(c.DeadLetterRescan >= time.Second, "DeadLetterRescan", c.DeadLetterRescan, "be at least 1s")
 	p.Check(c.DeadLetterMax >= 1, "DeadLetterMax", c.DeadLetterMax, "be positive")
 	p.Check(c.Refresh >= time.Second, "Refresh", c.Refresh, "be at least 1s")

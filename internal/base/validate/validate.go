@@ -12,6 +12,7 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"reflect"
 )
 
 // Problems collects the problems of one configuration. The zero value is
@@ -29,6 +30,20 @@ func New(prefix string) *Problems { return &Problems{prefix: prefix} }
 func (p *Problems) Require(field string, present bool) {
 	if !present {
 		p.errs = append(p.errs, fmt.Errorf("%s.%s is required", p.prefix, field))
+	}
+}
+
+// Required records "prefix.Field is required" for each field of the struct
+// cfg (or the struct cfg points to) tagged `validate:"required"` that holds
+// its zero value: a nil port, queue or function, an empty name. The tag
+// is the one place a Config says a field must be set.
+func (p *Problems) Required(cfg any) {
+	v := reflect.Indirect(reflect.ValueOf(cfg))
+	t := v.Type()
+	for i := range t.NumField() {
+		if t.Field(i).Tag.Get("validate") == "required" && v.Field(i).IsZero() {
+			p.Require(t.Field(i).Name, false)
+		}
 	}
 }
 

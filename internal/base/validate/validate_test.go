@@ -29,3 +29,24 @@ func TestProblems(t *testing.T) {
 		t.Fatalf("no problems: %v", err)
 	}
 }
+
+func TestRequired(t *testing.T) {
+	type port interface{ Do() }
+	type cfg struct {
+		Store   port   `validate:"required"`
+		Name    string `validate:"required"`
+		Hook    func() `validate:"required"`
+		Comment string
+	}
+	p := validate.New("x: Config")
+	p.Required(cfg{Name: "n"})
+	want := "x: Config.Store is required\nx: Config.Hook is required"
+	if err := p.Err(); err == nil || err.Error() != want {
+		t.Fatalf("err = %q, want %q", err, want)
+	}
+	p = validate.New("x: Config")
+	p.Required(&cfg{Store: port(nil), Name: "n", Hook: func() {}})
+	if err := p.Err(); err == nil || err.Error() != "x: Config.Store is required" {
+		t.Fatalf("through a pointer: err = %v", err)
+	}
+}

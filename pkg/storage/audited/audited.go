@@ -38,8 +38,8 @@ var ErrNotAudited = errors.New("audited: write done but AUDIT task not queued")
 
 // Config describes the store being wrapped and who writes.
 type Config struct {
-	Account string // required
-	StoreID string // required
+	Account string `validate:"required"`
+	StoreID string `validate:"required"`
 	// StoreKind is written as store-type (default: the provider's Kind()).
 	StoreKind storage.Kind
 	// UserID is written as user-id (may be empty).
@@ -62,8 +62,7 @@ func (c Config) WithDefaults(p storage.Provider) Config {
 
 func (c Config) validate() error {
 	p := validate.New("audited: Config")
-	p.Require("Account", c.Account != "")
-	p.Require("StoreID", c.StoreID != "")
+	p.Required(c)
 	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
 	return p.Err()
 }

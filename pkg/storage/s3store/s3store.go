@@ -52,7 +52,7 @@ const (
 // Config describes one store.
 type Config struct {
 	// Bucket holding the store (required).
-	Bucket string
+	Bucket string `validate:"required"`
 	// Prefix of every key of the store, normally ending in '/'; "" uses
 	// the whole bucket.
 	Prefix string
@@ -99,7 +99,7 @@ func (c Config) WithDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("s3store: Config")
-	p.Require("Bucket", c.Bucket != "")
+	p.Required(c)
 	p.Check(len(c.Prefix) <= MaxKeyLen/2, "Prefix", fmt.Sprintf("(%d bytes)", len(c.Prefix)), "be at most %d bytes", MaxKeyLen/2)
 	p.Check(c.MultipartThreshold >= 0 && c.MultipartThreshold <= MaxPartSize, "MultipartThreshold", c.MultipartThreshold, "be within 0..%d", int64(MaxPartSize))
 	p.Check(c.PartSize >= MinPartSize && c.PartSize <= MaxPartSize, "PartSize", c.PartSize, "be within %d..%d", MinPartSize, int64(MaxPartSize))

@@ -17,7 +17,7 @@ import (
 
 // Config configures a Member. Registry and Self.ID are required.
 type Config struct {
-	Registry fleet.Registry
+	Registry fleet.Registry `validate:"required"`
 	// Self is what the worker says of itself: ID, Hostname, PID,
 	// InstanceID, Zone, Version, Started, Queues (full names) and Pool.
 	// The rest of the record is filled in at every beat.
@@ -50,7 +50,7 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("fleetmember: Config")
-	p.Require("Registry", c.Registry != nil)
+	p.Required(c)
 	p.Require("Self.ID", c.Self.ID != "")
 	p.Check(c.Interval >= 100*time.Millisecond, "Interval", c.Interval, "be at least 100ms")
 	p.Check(c.KeepLost > fleet.LostAfter*c.Interval, "KeepLost", c.KeepLost,
