@@ -10,7 +10,7 @@
 : "${AWS_ACCESS_KEY_ID:=test}"
 : "${AWS_SECRET_ACCESS_KEY:=test}"
 : "${AWS_REGION:=us-east-1}"
-: "${MILL_PG_PORT:=55432}"
+: "${MILL_PG_PORT:=15432}"
 : "${MILL_DATABASE_URL:=postgres://postgres:mill@127.0.0.1:${MILL_PG_PORT}/mill?sslmode=disable}"
 export AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION MILL_DATABASE_URL MILL_PG_PORT
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then

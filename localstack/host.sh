@@ -173,9 +173,16 @@ up() {
   # host mode keeps everything under FILESYSTEM_ROOT.
   # SQS_ENDPOINT_STRATEGY=path: queue URLs on 127.0.0.1 (the default names a
   # host under localhost.localstack.cloud, which needs public DNS).
+  # LD_PRELOAD: LocalStack's gateway ignores GATEWAY_LISTEN's host and
+  # DynamoDB Local has no bind address; the shim keeps both on loopback.
+  # JAVA_TOOL_OPTIONS: DynamoDB Local on IPv4 sockets, so the shim binds it to
+  # 127.0.0.1, the address LocalStack reaches it on (not ::1).
+  local shim
+  shim=$(build_loopback_shim "$state")
   (
     cd "$state"
     env FILESYSTEM_ROOT="$fsroot" OVERRIDE_IN_DOCKER=0 \
+      LD_PRELOAD="$shim" JAVA_TOOL_OPTIONS="-Djava.net.preferIPv4Stack=true" \
       GATEWAY_LISTEN="127.0.0.1:$MILL_LOCALSTACK_PORT" \
       LOCALSTACK_HOST="127.0.0.1:$MILL_LOCALSTACK_PORT" \
       SERVICES=sqs,s3,dynamodb,cloudwatch,sts,cloudformation,sns \
@@ -192,6 +199,7 @@ up() {
   local i
   for ((i = 0; i < 480; i++)); do
     if answers && ready; then
+      assert_loopback LocalStack "$(cat "$pidfile")" || return 1
       log "ready"
       return 0
     fi

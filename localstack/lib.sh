@@ -30,3 +30,36 @@ stop_pidfile() { # name pidfile grace-seconds
   fi
   rm -f "$file"
 }
+
+# build_loopback_shim compiles localstack/loopback.c (an LD_PRELOAD shim that
+# turns wildcard binds into loopback binds) into .local/loopback.so when it is
+# missing or older than its source, and prints its path.
+build_loopback_shim() { # state-dir
+  local src lib
+  src="$(dirname "${BASH_SOURCE[0]}")/loopback.c" lib="$1/loopback.so"
+  if [[ ! -f "$lib" || "$src" -nt "$lib" ]]; then
+    command -v cc >/dev/null 2>&1 || ensure_apt_packages gcc libc6-dev
+    cc -shared -fPIC -O2 -o "$lib" "$src" -ldl
+  fi
+  printf '%s\n' "$lib"
+}
+
+# descendants prints pid and every process below it.
+descendants() { # pid
+  local p
+  printf '%s\n' "$1"
+  for p in $(pgrep -P "$1" 2>/dev/null); do descendants "$p"; done
+}
+
+# assert_loopback fails, naming each socket, when a process of pid's tree
+# listens on anything but 127.0.0.1 or ::1.
+assert_loopback() { # name pid
+  local name=$1 pids bad
+  command -v ss >/dev/null 2>&1 || ensure_apt_packages iproute2
+  pids=$(descendants "$2" | paste -sd'|')
+  bad=$(ss -ltnpH 2>/dev/null | grep -E "pid=($pids)," | awk '$4 !~ /^(127\.0\.0\.1|\[::1\]):/ {print $4}' || true)
+  if [[ -n "$bad" ]]; then
+    log "$name listens beyond loopback: $(echo $bad)"
+    return 1
+  fi
+}

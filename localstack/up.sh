@@ -6,7 +6,7 @@
 #     moto server from a Python venv inside the project (.venv/);
 #   - PostgreSQL: the server MILL_DATABASE_URL names if it answers; otherwise the
 #     compose file's PostgreSQL (Docker) or a cluster these scripts own under
-#     .local/pgdata on port 55432 (the Debian postgresql package is installed with
+#     .local/pgdata on port 15432 (the Debian postgresql package is installed with
 #     apt-get when missing and we are root; the server runs as a non-root user);
 #   - Debian's chromium, for the console's browser tests, and libxml2-utils
 #     (xmllint), for the PREMIS schema test (installed when missing and we
@@ -99,6 +99,7 @@ else
   nohup "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$state/moto.log" 2>&1 &
   echo $! >"$state/moto.pid"
   wait_for "moto server" 60 aws_answers
+  assert_loopback "moto server" "$(cat "$state/moto.pid")"
 fi
 
 # ---------------------------------------------------------------- PostgreSQL
@@ -137,6 +138,7 @@ touch "$state/postgres.log"
 echo "$pgbin" >"$state/postgres.started"
 pg_up() { "${as_pg[@]}" "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$MILL_PG_PORT"; }
 wait_for "PostgreSQL" 60 pg_up
+assert_loopback PostgreSQL "$(head -1 "$pgdata/postmaster.pid")"
 if ! "${as_pg[@]}" psql -h 127.0.0.1 -p "$MILL_PG_PORT" -U postgres -Atqc "select 1 from pg_database where datname='mill'" | grep -q 1; then
   "${as_pg[@]}" psql -h 127.0.0.1 -p "$MILL_PG_PORT" -U postgres -qc "create database mill" >/dev/null
 fi
