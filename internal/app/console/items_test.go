@@ -37,9 +37,9 @@ func (o fsOpener) Open(_ context.Context, account, storeID string) (storage.Prov
 // (and so recoverable) on store 3.
 type itemsEnv struct {
 	*env
-	index *memcontentindex.Index
-	stats *memspacestats.Store
-	audit *memqueue.Queue
+	index  *memcontentindex.Index
+	stats  *memspacestats.Store
+	audit  *memqueue.Queue
 	stores fsOpener
 }
 
