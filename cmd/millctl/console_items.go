@@ -76,4 +76,3 @@ func (o *consoleItemOptions) items(ctx context.Context, src *configSource, awsCf
 	cfg.AuditQueue = q
 	return where
 }
-

@@ -185,7 +185,7 @@ func (s *Server) homePage(w http.ResponseWriter, r *http.Request, u *auth.User) 
 			d.Problems = append(d.Problems, "fixity coverage: "+c.Err)
 		} else {
 			bad(figure{ID: "overdue", Label: "copies overdue for a fixity check", Link: "/bit", N: overdue, Bad: overdue > 0},
-				fmt.Sprintf("%d copies are not verified within their target", overdue))
+				plural(overdue, "copy is not verified within its target", "copies are not verified within their target"))
 		}
 	} else if !d.CoverageOn {
 		d.Figures = append(d.Figures, figure{ID: "overdue", Label: "copies overdue for a fixity check", Link: "/bit",
@@ -211,9 +211,9 @@ func (s *Server) homePage(w http.ResponseWriter, r *http.Request, u *auth.User) 
 			errs += rep.Counts.Error
 		}
 		bad(figure{ID: "failures", Label: "bit-integrity failures", Link: "/bit/results?result=FAILURE", N: fails, Bad: fails > 0},
-			fmt.Sprintf("%d bit-integrity failures are open", fails))
+			plural(fails, "bit-integrity failure is open", "bit-integrity failures are open"))
 		bad(figure{ID: "errors", Label: "bit-integrity errors", Link: "/bit/results?result=ERROR", N: errs, Bad: errs > 0},
-			fmt.Sprintf("%d bit-integrity errors are open", errs))
+			plural(errs, "bit-integrity error is open", "bit-integrity errors are open"))
 	} else {
 		d.Figures = append(d.Figures, figure{ID: "failures", Label: "bit-integrity failures", Link: "/bit", Missing: "needs the database"})
 	}
@@ -232,7 +232,7 @@ func (s *Server) homePage(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		}
 	}
 	dead.Bad = dead.N > 0 || dead.Missing != ""
-	bad(dead, fmt.Sprintf("%d dead letters wait", dead.N))
+	bad(dead, plural(dead.N, "dead letter waits", "dead letters wait"))
 	// The fleet.
 	if s.cfg.Fleet != nil {
 		snap, err := fleet.Read(ctx, s.cfg.Fleet, now)
@@ -241,9 +241,9 @@ func (s *Server) homePage(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		}
 		running, lost := int64(snap.Totals[fleet.StateRunning]), int64(snap.Totals[fleet.StateLost])
 		d.Figures = append(d.Figures, figure{ID: "running", Label: "workers running", Link: "/fleet", N: running})
-		bad(figure{ID: "lost", Label: "workers lost", Link: "/fleet", N: lost, Bad: lost > 0}, fmt.Sprintf("%d workers are lost", lost))
+		bad(figure{ID: "lost", Label: "workers lost", Link: "/fleet", N: lost, Bad: lost > 0}, plural(lost, "worker is lost", "workers are lost"))
 		paused := int64(len(snap.Pauses))
-		bad(figure{ID: "paused", Label: "pauses in force", Link: "/fleet#pauses", N: paused, Bad: paused > 0}, fmt.Sprintf("%d pauses are in force", paused))
+		bad(figure{ID: "paused", Label: "pauses in force", Link: "/fleet#pauses", N: paused, Bad: paused > 0}, plural(paused, "pause is in force", "pauses are in force"))
 	} else {
 		d.Figures = append(d.Figures, figure{ID: "running", Label: "workers", Link: "/fleet", Missing: "no fleet registry"})
 	}
@@ -258,9 +258,17 @@ func (s *Server) homePage(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		}
 		d.Alarms = as
 		if len(as) > 0 {
-			d.Problems = append(d.Problems, fmt.Sprintf("%d alarms are in ALARM", len(as)))
+			d.Problems = append(d.Problems, plural(int64(len(as)), "alarm is in ALARM", "alarms are in ALARM"))
 		}
 	}
 	d.Safe = len(d.Problems) == 0
 	s.render(w, r, http.StatusOK, "home", page{Title: "Home", Nav: "home", User: u, Data: d})
+}
+
+// plural writes n and the phrase for one or for several.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

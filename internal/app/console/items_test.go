@@ -175,7 +175,7 @@ func TestHomePage(t *testing.T) {
 	}
 	e.clock.Advance(10 * time.Second) // past the queue read's cache
 	_, body = e.do(e.viewer, "GET", "/", nil)
-	for _, want := range []string{"1 bit-integrity failures are open", "1 dead letters wait", "1 workers are lost",
+	for _, want := range []string{"1 bit-integrity failure is open", "1 dead letter waits", "1 worker is lost",
 		`id="fig-failures"><a href="/bit/results?result=FAILURE">`, `id="fig-dead-letters"><a href="/dead-letters">`, `id="fig-lost"><a href="/fleet">`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the home page lacks %q", want)
