@@ -212,3 +212,21 @@ func TestStatisticsPage(t *testing.T) {
 }
 
 func md5Sum(b []byte) [16]byte { return md5.Sum(b) }
+
+type fakeAlarms []console.Alarm
+
+func (f fakeAlarms) InAlarm(context.Context) ([]console.Alarm, error) { return f, nil }
+
+// TestHomeAlarms: an alarm in ALARM is named on the home page and makes
+// it say that not everything is safe.
+func TestHomeAlarms(t *testing.T) {
+	e := newEnv(t, func(c *console.Config) {
+		c.Alarms = fakeAlarms{{Name: "mill-dead-letter-not-empty", Reason: "Threshold Crossed", Since: time.Date(2026, 5, 1, 11, 0, 0, 0, time.UTC)}}
+	})
+	_, body := e.do(e.viewer, "GET", "/", nil)
+	for _, want := range []string{"1 alarm is in ALARM", "<code>mill-dead-letter-not-empty</code> since 2026-05-01 11:00:00 UTC: Threshold Crossed"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the home page lacks %q", want)
+		}
+	}
+}
