@@ -1,8 +1,8 @@
 package console_test
 
 import (
-	"bytes"
 	"context"
+	"crypto/md5"
 	"fmt"
 	"net/url"
 	"os"
@@ -17,7 +17,6 @@ import (
 	"github.com/millfleet/mill/internal/app/console"
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
-	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/fleet"
@@ -25,7 +24,6 @@ import (
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
-	"github.com/millfleet/mill/pkg/storage"
 )
 
 // axeSource is axe-core's script: MILL_AXE_CORE, or the copy
@@ -92,28 +90,8 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 
 	// One item on stores 1, 2 and 3, verified on each, then deleted from
 	// store 3 (so store 3 keeps it in its trash); hostile names beside it.
-	body := []byte("the bytes of image 42")
 	now := time.Now().UTC()
-	for _, st := range []string{"1", "2", "3"} {
-		p, _ := opener.Open(ctx, "acme", st)
-		if err := p.CreateSpace(ctx, "photos"); err != nil {
-			t.Fatal(err)
-		}
-		info, err := p.Put(ctx, "photos", itemID, bytes.NewReader(body), storage.PutOptions{Size: int64(len(body)), MimeType: "image/jpeg"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := info.Size
-		if _, err := index.Upsert(ctx, contentindex.Entry{Item: contentindex.Item{Account: "acme", StoreID: st, SpaceID: "photos", ContentID: itemID},
-			Checksum: info.Checksum, Size: &n, MimeType: "image/jpeg", Modified: now.Add(-time.Hour)}); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.bits.Record(ctx, bitlog.Row{RunID: b.bitRun, Account: "acme", StoreID: st, SpaceID: "photos", ContentID: itemID,
-			Result: bitlog.ResultSuccess, Case: 1, Method: bitlog.MethodRead, CheckedAt: now.Add(-90 * time.Minute),
-			ContentChecksum: info.Checksum, StorageChecksum: info.Checksum}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putCopies(t, opener, index, b.bits, b.bitRun, now.Add(-time.Hour), now.Add(-90*time.Minute))
 	p3, _ := opener.Open(ctx, "acme", "3")
 	if err := p3.Delete(ctx, "photos", itemID); err != nil {
 		t.Fatal(err)
@@ -195,7 +173,7 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 	var copies []string
 	b.run(viewer, chromedp.WaitVisible("#copies", chromedp.ByQuery),
 		eval(`[...document.querySelectorAll("#copies tr.copy")].map(tr => tr.querySelector(".md5").textContent + " | " + tr.querySelector(".last-verdict").textContent)`, &copies))
-	sum := fmt.Sprintf("%x", md5Sum(body))
+	sum := fmt.Sprintf("%x", md5.Sum(itemBody))
 	if len(copies) != 3 {
 		t.Fatalf("the item page shows %d copies, want 3", len(copies))
 	}
@@ -246,7 +224,7 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 	if !strings.Contains(notice, "Restored") {
 		t.Errorf("after the restore: %q", notice)
 	}
-	if info, err := p3.Head(ctx, "photos", itemID); err != nil || info.Size != int64(len(body)) {
+	if info, err := p3.Head(ctx, "photos", itemID); err != nil || info.Size != int64(len(itemBody)) {
 		t.Errorf("store 3 after the restore: %+v, %v", info, err)
 	}
 	var changes string

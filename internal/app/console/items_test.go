@@ -53,31 +53,46 @@ func newItemsEnv(t *testing.T) *itemsEnv {
 		c.Index, c.Stats, c.Stores, c.AuditQueue = ie.index, ie.stats, ie.stores, ie.audit
 	})
 	ctx := context.Background()
-	body := []byte("the bytes of image 42")
-	for _, st := range []string{"1", "2", "3"} {
-		p, _ := ie.stores.Open(ctx, "acme", st)
-		if err := p.CreateSpace(ctx, "photos"); err != nil {
-			t.Fatal(err)
-		}
-		info, err := p.Put(ctx, "photos", itemID, bytes.NewReader(body), storage.PutOptions{Size: int64(len(body)), MimeType: "image/jpeg"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := info.Size
-		if _, err := ie.index.Upsert(ctx, contentindex.Entry{Item: contentindex.Item{Account: "acme", StoreID: st, SpaceID: "photos", ContentID: itemID},
-			Checksum: info.Checksum, Size: &n, Modified: ie.clock.Now().Add(-time.Hour)}); err != nil {
-			t.Fatal(err)
-		}
-		if err := ie.bits.Record(ctx, bitlog.Row{RunID: "20260501T000000Z", Account: "acme", StoreID: st, SpaceID: "photos", ContentID: itemID,
-			Result: bitlog.ResultSuccess, Case: 1, Method: bitlog.MethodRead, CheckedAt: time.Date(2026, 4, 30, 3, 0, 0, 0, time.UTC)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putCopies(t, ie.stores, ie.index, ie.bits, "20260501T000000Z", ie.clock.Now().Add(-time.Hour), time.Date(2026, 4, 30, 3, 0, 0, 0, time.UTC))
 	p3, _ := ie.stores.Open(ctx, "acme", "3")
 	if err := p3.Delete(ctx, "photos", itemID); err != nil {
 		t.Fatal(err)
 	}
 	return ie
+}
+
+// itemBody is the content of the item of the item tests.
+var itemBody = []byte("the bytes of image 42")
+
+// putCopies writes the item on stores 1, 2 and 3 of acme's photos space,
+// its rows in the index (modified then), and a SUCCESS verdict of each copy
+// checked by reading at checked in run.
+func putCopies(t *testing.T, o storage.Opener, x contentindex.Index, bits bitlog.Log, run string, modified, checked time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	for _, st := range []string{"1", "2", "3"} {
+		p, err := o.Open(ctx, "acme", st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.CreateSpace(ctx, "photos"); err != nil {
+			t.Fatal(err)
+		}
+		info, err := p.Put(ctx, "photos", itemID, bytes.NewReader(itemBody), storage.PutOptions{Size: int64(len(itemBody)), MimeType: "image/jpeg"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := info.Size
+		if _, err := x.Upsert(ctx, contentindex.Entry{Item: contentindex.Item{Account: "acme", StoreID: st, SpaceID: "photos", ContentID: itemID},
+			Checksum: info.Checksum, Size: &n, MimeType: "image/jpeg", Modified: modified}); err != nil {
+			t.Fatal(err)
+		}
+		if err := bits.Record(ctx, bitlog.Row{RunID: run, Account: "acme", StoreID: st, SpaceID: "photos", ContentID: itemID,
+			Result: bitlog.ResultSuccess, Case: 1, Method: bitlog.MethodRead, CheckedAt: checked,
+			ContentChecksum: info.Checksum, StorageChecksum: info.Checksum}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestItemSearchAndPage: a prefix search finds the item's three copies;
@@ -92,7 +107,7 @@ func TestItemSearchAndPage(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("item: %d\n%s", resp.StatusCode, body)
 	}
-	sum := fmt.Sprintf("%x", md5Sum([]byte("the bytes of image 42")))
+	sum := fmt.Sprintf("%x", md5.Sum(itemBody))
 	copies, _, _ := strings.Cut(body[strings.Index(body, `id="copies"`):], "</table>")
 	if n := strings.Count(copies, sum); n != 3 {
 		t.Errorf("the item page shows the MD5 %d times, want 3 (one per copy)", n)
@@ -210,8 +225,6 @@ func TestStatisticsPage(t *testing.T) {
 		t.Errorf("by=nothing: %d", resp.StatusCode)
 	}
 }
-
-func md5Sum(b []byte) [16]byte { return md5.Sum(b) }
 
 type fakeAlarms []console.Alarm
 
