@@ -17,6 +17,8 @@ import (
 	"github.com/millfleet/mill/internal/app/console"
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/fleet"
@@ -24,6 +26,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
+	"github.com/millfleet/mill/pkg/task"
 )
 
 // axeSource is axe-core's script: MILL_AXE_CORE, or the copy
@@ -78,7 +81,12 @@ func (b *browserEnv) checkPage(ctx context.Context, axe, name string) {
 func TestBrowserHomeItemsStatistics(t *testing.T) {
 	axe := axeSource(t)
 	opener := fsOpener{t.TempDir()}
+	var auditLog *dynamoauditlog.Log
 	b := newBrowserEnv(t, func(b *browserEnv, c *console.Config) {
+		ddb := testenv.AWS(t).DynamoDB()
+		testenv.CreateTable(t, ddb, dynamoauditlog.CreateTableInput(b.prefix+"audit"), nil)
+		auditLog = dynamoauditlog.New(ddb, b.prefix+"audit")
+		c.Audit = auditLog
 		audit, err := sqsqueue.Open(context.Background(), b.sqs, queue.Name(b.prefix, queue.KeyAudit), sqsqueue.Config{})
 		if err != nil {
 			t.Fatal(err)
@@ -95,6 +103,12 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 	p3, _ := opener.Open(ctx, "acme", "3")
 	if err := p3.Delete(ctx, "photos", itemID); err != nil {
 		t.Fatal(err)
+	}
+	for _, st := range []string{"1", "2"} {
+		if _, err := auditLog.Put(ctx, auditlog.Entry{Account: "acme", StoreID: st, SpaceID: "photos", ContentID: itemID, Action: task.ActionAddContent,
+			UserID: "ingest@example.org", Time: now.Add(-time.Hour), Checksum: fmt.Sprintf("%x", md5.Sum(itemBody))}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	hostile := []string{`2026/<script>window.pwned=1</script>`, `2026/<img src=x onerror="window.pwned=1">`, "2026/javascript:window.pwned=1",
 		"2026/\u202Egpj.exe", "2026/" + strings.Repeat("x", 10_000)}
@@ -172,7 +186,7 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 	}
 	var copies []string
 	b.run(viewer, chromedp.WaitVisible("#copies", chromedp.ByQuery),
-		eval(`[...document.querySelectorAll("#copies tr.copy")].map(tr => tr.querySelector(".md5").textContent + " | " + tr.querySelector(".last-verdict").textContent)`, &copies))
+		eval(`[...document.querySelectorAll("#copies tr.copy")].map(tr => tr.querySelector(".md5").textContent + " | " + tr.querySelector(".last-verdict").textContent + " | " + tr.querySelector(".last-audit").textContent)`, &copies))
 	sum := fmt.Sprintf("%x", md5.Sum(itemBody))
 	if len(copies) != 3 {
 		t.Fatalf("the item page shows %d copies, want 3", len(copies))
@@ -180,6 +194,9 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 	for i, c := range copies {
 		if !strings.Contains(c, sum) || !strings.Contains(c, "SUCCESS") || !strings.Contains(c, "read") {
 			t.Errorf("copy %d: %q, want MD5 %s and a SUCCESS verdict made by reading", i+1, c, sum)
+		}
+		if audited := strings.Contains(c, "ADD_CONTENT") && strings.Contains(c, "ingest@example.org"); audited != (i < 2) {
+			t.Errorf("copy %d: %q: its audit event shown %v, want %v", i+1, c, audited, i < 2)
 		}
 	}
 	var restoreControls int
