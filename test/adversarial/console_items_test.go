@@ -92,37 +92,14 @@ func TestConsoleItemAttacks(t *testing.T) {
 	}
 	must(t, pgspacestats.New(pool).Put(ctx, spacestats.Stats{RunID: "r1", Account: "acme", StoreID: "1", SpaceID: "=HYPERLINK(\"http://evil\")", Items: 1, Bytes: 1}))
 
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "MILL_") {
-			env = append(env, kv)
-		}
-	}
+	env := consoleEnv()
 	addr := testbin.FreeAddr(t)
 	port := addr[strings.LastIndex(addr, ":")+1:]
 	console := testbin.Start(t, testbin.Spec{Path: millctl, Env: env, Args: []string{"console", "--config-dir", conf, "--change-log", changes,
 		"--database-url", dbURL, "--queue-prefix", prefix, "--claims-bucket", "", "--fleet-table", "", "--audit-table", "", "--alarms=false", "--listen", addr}})
 	console.WaitHealthy(t, 30*time.Second, addr)
-	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	self := "127.0.0.1:" + port
-	send := func(method, path, host, body string, hdr ...string) (int, string) {
-		t.Helper()
-		var rd io.Reader
-		if body != "" {
-			rd = strings.NewReader(body)
-		}
-		req, err := http.NewRequest(method, "http://"+addr+path, rd)
-		must(t, err)
-		req.Host = host
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := client.Do(req)
-		must(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	send := consoleSender(t, addr)
 
 	// Hostile names are served escaped.
 	st, page := send("GET", "/items?account=acme&space=photos", self, "")
@@ -193,5 +170,42 @@ func TestConsoleItemAttacks(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(changes); len(ents) != 1 {
 		t.Errorf("the restore recorded %d changes, want 1", len(ents))
+	}
+}
+
+// consoleEnv is the environment of a console under test: this one's,
+// without the MILL_ variables (the flags say everything).
+func consoleEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "MILL_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// consoleSender returns a function that sends a request to the console
+// at addr with the Host header host and the headers hdr (name, value…),
+// following no redirect, and returns the status and body.
+func consoleSender(t *testing.T, addr string) func(method, path, host, body string, hdr ...string) (int, string) {
+	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return func(method, path, host, body string, hdr ...string) (int, string) {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, err := http.NewRequest(method, "http://"+addr+path, rd)
+		must(t, err)
+		req.Host = host
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := client.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
 }

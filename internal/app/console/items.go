@@ -116,6 +116,16 @@ type itemData struct {
 	Self               string
 }
 
+// registry reads the registry, or writes the error page.
+func (s *Server) registry(w http.ResponseWriter, r *http.Request) (*stores.Registry, bool) {
+	reg, err := s.editor.Registry(r.Context())
+	if err != nil {
+		s.fail(w, r, "reading the registry", err)
+		return nil, false
+	}
+	return reg, true
+}
+
 // hasVersions reports whether a copy has versions (for the template).
 func hasVersions(cs []copyRow) bool {
 	for _, c := range cs {
@@ -148,9 +158,8 @@ func (s *Server) itemPage(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		return
 	}
 	ctx := r.Context()
-	reg, err := s.editor.Registry(ctx)
-	if err != nil {
-		s.fail(w, r, "reading the registry", err)
+	reg, ok := s.registry(w, r)
+	if !ok {
 		return
 	}
 	acct := reg.Account(account)
@@ -284,9 +293,8 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request, u *auth.User) {
 		return
 	}
 	ctx := r.Context()
-	reg, err := s.editor.Registry(ctx)
-	if err != nil {
-		s.fail(w, r, "reading the registry", err)
+	reg, ok := s.registry(w, r)
+	if !ok {
 		return
 	}
 	st, err := reg.Store(account, store)
