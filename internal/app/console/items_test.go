@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -241,5 +242,28 @@ func TestHomeAlarms(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("the home page lacks %q", want)
 		}
+	}
+}
+
+// TestItemSearchPages: a search of more than a page links the next page,
+// which starts after the last row shown.
+func TestItemSearchPages(t *testing.T) {
+	e := newItemsEnv(t)
+	ctx := context.Background()
+	for i := range 60 {
+		if _, err := e.index.Upsert(ctx, contentindex.Entry{Item: contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "photos",
+			ContentID: fmt.Sprintf("2027/p-%03d", i)}, Modified: e.clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, first := e.do(e.viewer, "GET", "/items?account=acme&space=photos&prefix=2027%2F", nil)
+	next := regexp.MustCompile(`href="([^"]*)" id="next"`).FindStringSubmatch(first)
+	if strings.Count(first, `<td class="content-id">`) != 50 || next == nil || !strings.Contains(first, "2027/p-049") {
+		t.Fatalf("the first page: %d rows, next %v", strings.Count(first, `<td class="content-id">`), next)
+	}
+	_, second := e.do(e.viewer, "GET", strings.ReplaceAll(next[1], "&amp;", "&"), nil)
+	if n := strings.Count(second, `<td class="content-id">`); n != 10 || strings.Contains(second, "2027/p-049") || !strings.Contains(second, "2027/p-050") ||
+		strings.Contains(second, `id="next"`) {
+		t.Errorf("the second page: %d rows\n%s", n, second)
 	}
 }
