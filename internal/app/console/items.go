@@ -279,7 +279,7 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request, u *auth.User) {
 	if !ok {
 		return
 	}
-	store, version := f.nonEmpty("store"), f.req("version")
+	store, version := f.nonEmpty("store"), f.nonEmpty("version")
 	account, space, id, perr := itemParams(f.nonEmpty)
 	if !s.checkForm(w, r, u, f) {
 		return
