@@ -64,6 +64,17 @@ if [[ "${MILL_NO_CHROMIUM:-}" != 1 ]] && ! command -v chromium >/dev/null 2>&1; 
   ensure_apt_packages chromium || log "chromium is not installed: the console's browser tests will be skipped (and fail under CI=true)"
 fi
 
+# ---------------------------------------------------------------- axe-core
+# The browser tests run axe-core (npm) on every console page. It is
+# installed here, pinned, under .local/npm, so that `make test` on a fresh
+# machine has it (npm from Debian when missing and we are root).
+AXE_CORE_VERSION=4.14.1
+if [[ "${MILL_NO_CHROMIUM:-}" != 1 ]] && ! grep -qs "axe v$AXE_CORE_VERSION" "$state/npm/node_modules/axe-core/axe.min.js"; then
+  command -v npm >/dev/null 2>&1 || ensure_apt_packages npm || true
+  npm install --prefix "$state/npm" --no-save --no-audit --no-fund --loglevel=error "axe-core@$AXE_CORE_VERSION" >/dev/null ||
+    log "axe-core is not installed: the console's browser tests will be skipped (and fail under CI=true)"
+fi
+
 # ---------------------------------------------------------------- xmllint
 # The PREMIS export's test (pkg/evidence) validates its XML against the
 # PREMIS 3 schema with xmllint (Debian's libxml2-utils), installed here so

@@ -42,7 +42,9 @@ depth chart of the last hour, the dead letters (filtered, shown, redriven
 and purged as millctl dlq does; the console scans the queue at most every
 --dlq-rescan while someone looks), the bit-integrity runs, reports and
 results (with --database-url), and the fleet with its pauses (--fleet-table;
-empty: no fleet page). Every change is logged with its user and recorded in
+empty: no fleet page). Its home page says whether everything is safe; with
+--database-url it also finds items (the content index), restores their
+versions (audited, as millctl content restore) and shows the statistics. Every change is logged with its user and recorded in
 the change log (--change-log; default the config bucket under
 console-changes/).
 
@@ -86,6 +88,7 @@ type consoleOptions struct {
 	dlqHold                                        time.Duration
 	claims                                         *wiring.Claims
 	fleetTable                                     string
+	items                                          consoleItemOptions
 }
 
 func (o *consoleOptions) define(fs *flag.FlagSet, a *app) {
@@ -110,6 +113,7 @@ func (o *consoleOptions) define(fs *flag.FlagSet, a *app) {
 	fs.DurationVar(&o.dlqHold, "dlq-hold", console.DefaultDeadLetterHold, "how long a scan keeps the dead letters it looked at invisible (`duration`; extended while it runs, released at its end)")
 	o.claims = wiring.ClaimsFlags(fs)
 	fleetTableVar(fs, &o.fleetTable)
+	o.items.define(fs)
 }
 
 // defineALB defines the flags of --auth alb.
@@ -151,15 +155,16 @@ func (o *consoleOptions) run(ctx context.Context, a *app, args []string) error {
 		cfg.Queues.WithFleet(cfg.Fleet)
 		where = append(where, "fleet registry "+o.fleetTable)
 	}
+	var db *milldb.DB
 	if o.dbURL != "" {
-		db, err := milldb.Open(ctx, o.dbURL, milldb.Config{MaxConns: 4})
-		if err != nil {
+		if db, err = milldb.Open(ctx, o.dbURL, milldb.Config{MaxConns: 4}); err != nil {
 			return err
 		}
 		defer db.Close()
 		cfg.BitLog = pgbitlog.New(db.Pool)
 		where = append(where, "bit log in PostgreSQL")
 	}
+	where = append(where, o.items.items(ctx, o.src, awsCfg, s3c, o.claims, o.prefix, db, &cfg)...)
 	if o.reportsDir != "" {
 		cfg.Reports = fsreportstore.Store{Dir: o.reportsDir}
 	} else if o.reports.Bucket != "" {

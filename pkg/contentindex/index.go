@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/millfleet/mill/internal/base/paging"
 )
@@ -139,3 +141,65 @@ func CheckItem(i Item) error { return i.validate() }
 // Truncate is the precision the index keeps (PostgreSQL's microseconds),
 // applied by every implementation so they agree on equal times.
 func Truncate(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }
+
+// Search: finding items by account, space and content-ID prefix (the
+// console's item search).
+//
+//   - Search returns the rows, tombstones included (a deleted item can be
+//     found, and restored), of account's space whose content ID starts
+//     with q.Prefix ("" = every item), in byte-wise ascending order of
+//     (content ID, store ID), strictly after q.After (a zero Cursor = from
+//     the start), at most PageSize(q.Limit), and whether more follow.
+//     Account and SpaceID are required (ErrInvalid otherwise).
+type Searcher interface {
+	Search(ctx context.Context, q Query) (entries []Entry, more bool, err error)
+}
+
+// Query is a Search.
+type Query struct {
+	Account, SpaceID string // required
+	Prefix           string
+	After            Cursor
+	Limit            int
+}
+
+// Cursor is where a Search page ends: the last row's content and store IDs.
+type Cursor struct{ ContentID, StoreID string }
+
+// IsZero reports whether c is the start.
+func (c Cursor) IsZero() bool { return c == Cursor{} }
+
+// CursorOf is the cursor after e.
+func CursorOf(e Entry) Cursor { return Cursor{ContentID: e.ContentID, StoreID: e.StoreID} }
+
+// Check validates a Search query.
+func (q Query) Check() error {
+	if q.Account == "" || q.SpaceID == "" {
+		return errors.Join(ErrInvalid, errors.New("search needs an account and a space"))
+	}
+	if !utf8.ValidString(q.Prefix) {
+		return errors.Join(ErrInvalid, errors.New("search prefix is not UTF-8 text"))
+	}
+	return nil
+}
+
+// PrefixEnd is the least string greater than every string starting with
+// prefix, in byte-wise order, and false when there is none (prefix is
+// empty): prefix with its last code point incremented (UTF-8 preserves
+// code-point order), surrogates and the largest code point skipped.
+// Stores use it to bound a prefix scan: id >= prefix AND id < end.
+func PrefixEnd(prefix string) (string, bool) {
+	rs := []rune(prefix)
+	for len(rs) > 0 {
+		last := rs[len(rs)-1] + 1
+		if last == 0xD800 {
+			last = 0xE000
+		}
+		if last <= unicode.MaxRune {
+			rs[len(rs)-1] = last
+			return string(rs), true
+		}
+		rs = rs[:len(rs)-1]
+	}
+	return "", false
+}

@@ -2,7 +2,6 @@ package adversarial
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -45,12 +44,7 @@ func TestConsoleAttacks(t *testing.T) {
 	pool.Close()
 	must(t, err)
 
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "MILL_") {
-			env = append(env, kv)
-		}
-	}
+	env := consoleEnv()
 	args := []string{"console", "--config-dir", conf, "--change-log", changes, "--database-url", dbURL,
 		"--queue-prefix", testenv.Prefix(t), "--reports-dir", t.TempDir(), "--claims-bucket", "", "--fleet-table", ""}
 
@@ -63,25 +57,7 @@ func TestConsoleAttacks(t *testing.T) {
 	addr := testbin.FreeAddr(t)
 	port := addr[strings.LastIndex(addr, ":")+1:]
 	console := testbin.Start(t, testbin.Spec{Path: millctl, Args: append(args, "--listen", addr), Env: env})
-	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	send := func(method, path, host, body string, hdr ...string) (int, string) {
-		t.Helper()
-		var rd io.Reader
-		if body != "" {
-			rd = strings.NewReader(body)
-		}
-		req, err := http.NewRequest(method, "http://"+addr+path, rd)
-		must(t, err)
-		req.Host = host
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := client.Do(req)
-		must(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	send := consoleSender(t, addr)
 	console.WaitHealthy(t, 30*time.Second, addr)
 	if !strings.Contains(console.Output(), "answers localhost:"+port+", 127.0.0.1:"+port+", [::1]:"+port) {
 		t.Errorf("the startup line does not say which hosts are answered:\n%s", console.Output())

@@ -18,13 +18,18 @@ import (
 	"github.com/millfleet/mill/internal/app/console/auth"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/internal/ops/queuestats"
+	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/configstore"
+	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/policyedit"
+	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/storage"
 )
 
 //go:embed templates/*.html
@@ -96,6 +101,23 @@ type Config struct {
 	// Fleet is the fleet registry; nil: the fleet page says it is not
 	// configured.
 	Fleet fleet.Registry
+	// Index is the content index (the item pages, the home page's fixity
+	// coverage; a contentindex.Searcher for the item search); Stats the
+	// storage statistics (the statistics page, the spaces the coverage
+	// covers); Audit the audit log (an item's history). nil: the pages
+	// say what they lack.
+	Index contentindex.Index
+	Stats spacestats.Store
+	Audit auditlog.Log
+	// Stores opens the registered stores, for an item's storage class,
+	// versions and trash; nil: not shown. AuditQueue is the audit queue a
+	// restore is audited on (as by millctl content restore); nil: no
+	// restore.
+	Stores     storage.Opener
+	AuditQueue queue.Queue
+	// Alarms lists Mill's alarms in ALARM (CloudWatchAlarms); nil: the
+	// home page shows none.
+	Alarms AlarmLister
 	// Refresh is how often live pages refresh (default DefaultRefresh).
 	Refresh time.Duration
 	// SampleEvery is how often the queues are sampled for the depth
@@ -159,6 +181,7 @@ type Server struct {
 	handler http.Handler
 	samples *sampler
 	dl      *dlIndex // nil without Config.DeadLetters
+	cov     coverageCache
 	// bg is the context of work that outlives a request (dead-letter
 	// scans and jobs, their change-log records); Serve cancels it.
 	bg   context.Context
@@ -280,9 +303,8 @@ func (s *Server) routes() http.Handler {
 	route := func(pattern string, need auth.Role, h func(http.ResponseWriter, *http.Request, *auth.User)) {
 		mux.Handle(pattern, s.authenticated(need, h))
 	}
-	route("GET /{$}", auth.RoleViewer, func(w http.ResponseWriter, r *http.Request, _ *auth.User) {
-		http.Redirect(w, r, "/queues", http.StatusSeeOther)
-	})
+	route("GET /{$}", auth.RoleViewer, s.homePage)
+	s.itemRoutes(route)
 	s.policyRoutes(route)
 	s.queueRoutes(route)
 	s.bitRoutes(route)

@@ -1,7 +1,8 @@
 // Package console is the Mill Console (docs/ARCHITECTURE.md, Console): a web
-// UI, served by `millctl console` and `millctl dev --console`, for the
+// UI, served by `millctl console` and `millctl dev --console`: a home page
+// that says whether everything is safe, the items and their copies, the
 // duplication policies, the queues, the dead letters, the bit-integrity
-// runs, the fleet and, as they arrive, the storage statistics.
+// runs, the fleet and the storage statistics.
 //
 // Pages are rendered on the server from embedded templates; the one script
 // is a vendored, pinned htmx (assets/), used for live refresh and in-place
@@ -12,7 +13,11 @@
 // pkg/policyedit (pkg/policy's validation, the config store's conditional
 // writes), queue depths through internal/ops/queuestats, dead letters through
 // pkg/deadletter, bit results through pkg/bitlog, the fleet and its pauses
-// through pkg/fleet. The console implements none of them itself.
+// through pkg/fleet, items through pkg/contentindex (Searcher), their
+// verdicts through pkg/bitlog, their versions through storage.Recoverer,
+// restores through pkg/storage/audited, statistics through pkg/spacestats,
+// fixity coverage through pkg/fixity, alarms through internal/ops/alarms'
+// names. The console implements none of them itself.
 //
 // Security: a user is authenticated by the configured auth.Authenticator
 // and has a role; pages show only the controls the role allows and every
@@ -85,6 +90,34 @@
 // (Inspector.Target per letter), then runs in the background at the chosen
 // rate, scanning again. Scans, redrives and purges take turns; two console
 // tasks' scans can hide messages from each other for up to a hold.
+//
+// Home (/): fixity coverage (fixity.Source over the spaces space_stats
+// knows, rolled up per store; measured in the background at most every
+// 10 min, the page showing the last), the failures and errors of each
+// space's latest bit report, the dead-letter queue's depth, the fleet's
+// running and lost workers and pauses, and Mill's CloudWatch alarms in
+// ALARM (one DescribeAlarms by the names alarms.Specs gives). Each figure
+// links to its page; a sentence says all is safe or lists what is not.
+//
+// Items: a search is contentindex.Searcher over one account's space by
+// content-ID prefix, tombstones included, 50 rows a page. An item's page
+// reads, per store of the account in the registry: the index row, the
+// store's Head (size, MD5, storage class; the CRC-64/NVME when the provider
+// reports one), the latest fresh verdict (bitlog.Verdicts from just before
+// the content ID), the latest audit event, the store policies naming the
+// store, and the store's versions. Restore (admin) is Recoverer.Restore
+// through the audited provider (an AUDIT task on the audit queue, as
+// millctl content restore), then recorded in the change log. Names longer
+// than 1,024 bytes are a 400; names are isolated (bdi) so a bidi override
+// cannot reorder the page.
+//
+// Statistics: spacestats Latest grouped as millctl stats --by groups it,
+// History as two SVG line charts drawn on the server, and both as CSV
+// (a value starting with =, +, -, @ is quoted so no spreadsheet runs it).
+//
+// Accessibility: the browser tests run axe-core on every page (no serious
+// or critical violation) and at 390 px wide (no page wider than the
+// screen).
 //
 // Deployment: infra/console.yaml, a task role that may write the policy
 // files and duplication-accounts.json but not the registry, append to the

@@ -36,9 +36,9 @@ var pending = map[string]missingData{
 			"each Workman's /readyz and /metrics (--http-addr)"},
 	},
 	"statistics": {
-		Heading: "Storage statistics: in millctl stats for now",
-		Text: "This page will show what Mill holds — items and bytes per account, store and space, and how they change. Mill records " +
-			"them (statsproducer and the STORAGE_STATS processor, the space_stats table in PostgreSQL); the console does not show them yet.",
+		Heading: "Storage statistics need the database",
+		Text: "Mill records what it holds (statsproducer and the STORAGE_STATS processor, the space_stats table in PostgreSQL); " +
+			"this console was started without --database-url, so it cannot read them.",
 		Instead: []string{"millctl stats --by account|store|space [--account A] [--store S] [--space SP] [--json]",
 			"millctl stats --account A --history [--since 2026-01-01]"},
 	},
@@ -63,7 +63,7 @@ func (s *Server) pendingPage(name string) func(http.ResponseWriter, *http.Reques
 }
 
 func (s *Server) otherRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
-	route("GET /statistics", auth.RoleViewer, s.pendingPage("statistics"))
+	s.statsRoutes(route)
 	route("GET /changes", auth.RoleViewer, s.changesPage)
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/app/console/auth"
+	"github.com/millfleet/mill/pkg/spacestats"
 )
 
 // page is what every template gets.
@@ -52,7 +53,9 @@ var funcs = template.FuncMap{
 	"seconds": func(d time.Duration) int {
 		return int(d / time.Second)
 	},
-	"hasPrefix": strings.HasPrefix,
+	"hasPrefix":   strings.HasPrefix,
+	"hasVersions": hasVersions,
+	"fmtBytes":    spacestats.FormatBytes,
 	// path and link build the URLs of links and forms (see urlPath and
 	// urlQuery): never interpolate a value into a URL in a template.
 	"path":  urlPath,

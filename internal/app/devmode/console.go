@@ -41,6 +41,10 @@ func (e *env) startConsole(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	auditQ, err := e.deps.Queues.Get(queue.KeyAudit)
+	if err != nil {
+		return "", err
+	}
 	// The dev mode's queues are in memory: a scan needs no long poll.
 	dead, err := deadletter.New(deadletter.Config{Queue: dlq, Prefix: queue.DefaultPrefix, Wait: -1, Clock: e.deps.Clock, Logger: e.cfg.Logger,
 		Open: func(_ context.Context, name string) (queue.Queue, error) {
@@ -51,6 +55,7 @@ func (e *env) startConsole(ctx context.Context) (string, error) {
 	}
 	srv, err := console.New(console.Config{
 		Auth: authn, Files: files, Changes: changes, Queues: queues, BitLog: e.deps.BitLog, DeadLetters: dead,
+		Index: e.deps.Index, Stats: e.deps.Stats, Audit: e.deps.AuditLog, Stores: e.deps.Stores, AuditQueue: auditQ,
 		Reports: fsreportstore.Store{Dir: e.r.ReportDir}, SampleEvery: consoleSampleEvery, Logger: e.cfg.Logger,
 		Where: "dev mode: " + e.r.Dir,
 	})

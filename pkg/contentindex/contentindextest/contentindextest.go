@@ -51,6 +51,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("SetMissing", func(t *testing.T) { testSetMissing(t, newIndex(t)) })
 	t.Run("PurgeTombstones", func(t *testing.T) { testPurge(t, newIndex(t)) })
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, newIndex(t)) })
+	t.Run("Search", func(t *testing.T) { testSearch(t, newIndex(t)) })
 }
 
 func upsert(t *testing.T, x ci.Index, e ci.Entry) bool {
@@ -360,5 +361,79 @@ func testPurge(t *testing.T, x ci.Index) {
 	}
 	if _, err := x.Get(ctx, item("old0")); !errors.Is(err, ci.ErrNotFound) {
 		t.Fatalf("purged tombstone still there: %v", err)
+	}
+}
+
+// testSearch: a prefix search over the stores of one space, tombstones
+// included, paged by (content ID, store ID); other accounts and spaces,
+// and IDs that only share a prefix byte-wise-after, never show.
+func testSearch(t *testing.T, x ci.Index) {
+	s, ok := x.(ci.Searcher)
+	if !ok {
+		t.Fatalf("%T does not implement contentindex.Searcher", x)
+	}
+	ctx := context.Background()
+	put := func(account, store, space, id string) {
+		e := entry(id, t0, "0cc175b9c0f1b6a831c399e269772661")
+		e.Item = ci.Item{Account: account, StoreID: store, SpaceID: space, ContentID: id}
+		upsert(t, x, e)
+	}
+	for _, st := range []string{"1", "2", "3"} {
+		put("acme", st, "photos", "2026/a.jpg")
+		put("acme", st, "photos", "2026/b.jpg")
+	}
+	put("acme", "1", "photos", "2026/é.jpg")
+	put("acme", "1", "photos", "2026")       // shorter than the prefix
+	put("acme", "1", "photos", "2027/a.jpg") // after the prefix
+	put("acme", "1", "photos", "2025/z.jpg") // before it
+	put("acme", "1", "docs", "2026/a.jpg")   // another space
+	put("globex", "1", "photos", "2026/a.jpg")
+	if _, err := x.MarkDeleted(ctx, ci.Item{Account: "acme", StoreID: "2", SpaceID: "photos", ContentID: "2026/b.jpg"}, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	q := ci.Query{Account: "acme", SpaceID: "photos", Prefix: "2026/", Limit: 3}
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("Search does not end")
+		}
+		es, more, err := s.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			if e.Account != "acme" || e.SpaceID != "photos" || e.Checksum == "" {
+				t.Errorf("Search row %s", describe(e))
+			}
+			got = append(got, fmt.Sprintf("%s@%s:%v", e.ContentID, e.StoreID, e.Deleted))
+		}
+		if !more {
+			break
+		}
+		if len(es) != 3 {
+			t.Fatalf("a page of %d rows with more to come, want 3", len(es))
+		}
+		q.After = ci.CursorOf(es[len(es)-1])
+	}
+	want := fmt.Sprint([]string{"2026/a.jpg@1:false", "2026/a.jpg@2:false", "2026/a.jpg@3:false", "2026/b.jpg@1:false",
+		"2026/b.jpg@2:true", "2026/b.jpg@3:false", "2026/é.jpg@1:false"})
+	if fmt.Sprint(got) != want {
+		t.Errorf("Search 2026/ paged by 3:\n got %v\nwant %s", got, want)
+	}
+	// No prefix: the whole space in order; a prefix of the last code point.
+	all, _, err := s.Search(ctx, ci.Query{Account: "acme", SpaceID: "photos"})
+	if err != nil || len(all) != 10 || all[0].ContentID != "2025/z.jpg" || all[9].ContentID != "2027/a.jpg" {
+		t.Errorf("Search without a prefix: %d rows, %v", len(all), err)
+	}
+	if es, _, err := s.Search(ctx, ci.Query{Account: "acme", SpaceID: "photos", Prefix: "2026/é"}); err != nil || len(es) != 1 {
+		t.Errorf("Search 2026/é: %d rows, %v", len(es), err)
+	}
+	if es, _, err := s.Search(ctx, ci.Query{Account: "acme", SpaceID: "photos", Prefix: "nothing"}); err != nil || len(es) != 0 {
+		t.Errorf("Search nothing: %d rows, %v", len(es), err)
+	}
+	for _, bad := range []ci.Query{{SpaceID: "photos"}, {Account: "acme"}, {Account: "acme", SpaceID: "photos", Prefix: "\xff"}} {
+		if _, _, err := s.Search(ctx, bad); !errors.Is(err, ci.ErrInvalid) {
+			t.Errorf("Search(%+v): %v, want ErrInvalid", bad, err)
+		}
 	}
 }

@@ -4,10 +4,12 @@
 package memcontentindex
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -167,6 +169,38 @@ func (m *Index) List(ctx context.Context, account, storeID, spaceID, after strin
 		out = append(out, *clone(m.rows[contentindex.Item{Account: account, StoreID: storeID, SpaceID: spaceID, ContentID: id}]))
 	}
 	m.mu.Unlock()
+	return out, more, nil
+}
+
+var _ contentindex.Searcher = (*Index)(nil)
+
+// Search implements contentindex.Searcher.
+func (m *Index) Search(ctx context.Context, q contentindex.Query) ([]contentindex.Entry, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if err := q.Check(); err != nil {
+		return nil, false, fmt.Errorf("contentindex: search %s/%s %q: %w", q.Account, q.SpaceID, q.Prefix, err)
+	}
+	after := func(k contentindex.Item) bool {
+		return q.After.IsZero() || k.ContentID > q.After.ContentID || (k.ContentID == q.After.ContentID && k.StoreID > q.After.StoreID)
+	}
+	m.mu.Lock()
+	var out []contentindex.Entry
+	for k, r := range m.rows {
+		if k.Account == q.Account && k.SpaceID == q.SpaceID && strings.HasPrefix(k.ContentID, q.Prefix) && after(k) {
+			out = append(out, *clone(r))
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b contentindex.Entry) int {
+		return cmp.Or(strings.Compare(a.ContentID, b.ContentID), strings.Compare(a.StoreID, b.StoreID))
+	})
+	n := contentindex.PageSize(q.Limit)
+	more := len(out) > n
+	if more {
+		out = out[:n]
+	}
 	return out, more, nil
 }
 

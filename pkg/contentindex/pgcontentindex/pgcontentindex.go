@@ -196,6 +196,68 @@ func (x *Index) List(ctx context.Context, account, storeID, spaceID, after strin
 	return out, more, nil
 }
 
+var _ contentindex.Searcher = (*Index)(nil)
+
+// searchSQL is keyset pagination over content_index_search_idx (account,
+// space_id, content_id, store_id): the prefix is a range of content_id
+// ($3 <= content_id < $4), so the first page reads about a page of index
+// entries however many rows the space or the account holds. The bounds
+// are left out of the statement rather than made optional in it (an OR
+// would keep the planner from using them as index bounds).
+func searchSQL(q contentindex.Query, limit int) (string, []any) {
+	sql := `SELECT store_id, ` + sqlColumns + ` FROM content_index
+WHERE account = $1 AND space_id = $2 AND content_id >= $3`
+	args := []any{q.Account, q.SpaceID, q.Prefix}
+	if end, ok := contentindex.PrefixEnd(q.Prefix); ok {
+		args = append(args, end)
+		sql += fmt.Sprintf(` AND content_id < $%d`, len(args))
+	}
+	if !q.After.IsZero() {
+		args = append(args, q.After.ContentID, q.After.StoreID)
+		sql += fmt.Sprintf(` AND (content_id, store_id COLLATE "C") > ($%d, $%d)`, len(args)-1, len(args))
+	}
+	args = append(args, limit)
+	return sql + fmt.Sprintf(`
+ORDER BY content_id, store_id COLLATE "C"
+LIMIT $%d`, len(args)), args
+}
+
+// Search implements contentindex.Searcher.
+func (x *Index) Search(ctx context.Context, q contentindex.Query) ([]contentindex.Entry, bool, error) {
+	what := fmt.Sprintf("%s/%s %q", q.Account, q.SpaceID, q.Prefix)
+	if err := q.Check(); err != nil {
+		return nil, false, fmt.Errorf("contentindex: search %s: %w", what, err)
+	}
+	n := contentindex.PageSize(q.Limit)
+	sql, args := searchSQL(q, n+1)
+	rows, err := x.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("contentindex: search %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []contentindex.Entry
+	for rows.Next() {
+		e := contentindex.Entry{Item: contentindex.Item{Account: q.Account, SpaceID: q.SpaceID}}
+		err := rows.Scan(&e.StoreID, &e.ContentID, &e.Checksum, &e.Size, &e.MimeType, &e.Properties, &e.Deleted, &e.Modified, &e.MissingRun)
+		if err != nil {
+			return nil, false, fmt.Errorf("contentindex: search %s: %w", what, err)
+		}
+		if e.Properties == nil {
+			e.Properties = map[string]string{}
+		}
+		e.Modified = e.Modified.UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("contentindex: search %s: %w", what, err)
+	}
+	more := len(out) > n
+	if more {
+		out = out[:n]
+	}
+	return out, more, nil
+}
+
 // SetChecksum implements contentindex.Index.
 func (x *Index) SetChecksum(ctx context.Context, i contentindex.Item, checksum string) error {
 	tag, err := x.pool.Exec(ctx, sqlSetChecksum, i.Account, i.StoreID, i.SpaceID, i.ContentID, checksum)

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS content_index_search_idx;
