@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -64,28 +63,7 @@ func TestEvidenceStackDeploys(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	_, err := cfn.CreateStack(ctx, &cloudformation.CreateStackInput{
-		StackName:    aws.String(stack),
-		TemplateBody: aws.String(readTemplate(t, "evidence.yaml")),
-		Parameters: []cfntypes.Parameter{
-			{ParameterKey: aws.String("Prefix"), ParameterValue: aws.String(prefix)},
-			{ParameterKey: aws.String("RetentionDays"), ParameterValue: aws.String("3")},
-		},
-	})
-	if err != nil {
-		t.Fatalf("create stack: %v", err)
-	}
-	w := cloudformation.NewStackCreateCompleteWaiter(cfn, func(o *cloudformation.StackCreateCompleteWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 500*time.Millisecond, 2*time.Second
-	})
-	out, err := w.WaitForOutput(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)}, 40*time.Second)
-	if err != nil {
-		t.Fatalf("stack %s did not reach CREATE_COMPLETE: %v%s", stack, err, stackEvents(ctx, cfn, stack))
-	}
-	outputs := map[string]string{}
-	for _, o := range out.Stacks[0].Outputs {
-		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
-	}
+	outputs := createStack(ctx, t, cfn, stack, "evidence.yaml", map[string]string{"Prefix": prefix, "RetentionDays": "3"})
 	if outputs["EvidenceBucketName"] != bucket || outputs["RetentionDays"] != "3" || !strings.HasSuffix(outputs["EvidenceBucketArn"], ":"+bucket) {
 		t.Errorf("outputs %v, want bucket %s", outputs, bucket)
 	}

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +14,7 @@ import (
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/evidence"
+	"github.com/millfleet/mill/pkg/evidence/pack"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 )
 
@@ -28,23 +26,15 @@ func untar(t *testing.T, path string) map[string]string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	_, files, err := pack.ReadBundle(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(zr)
 	out := map[string]string{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(tr)
-		out[filepath.Base(h.Name)] = string(b)
+	for name, b := range files {
+		out[name] = string(b)
 	}
+	return out
 }
 
 // TestEvidencePackCommand: a pack of a quarter from two fs stores in two

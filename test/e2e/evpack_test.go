@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +15,7 @@ import (
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/changelog/fschangelog"
 	"github.com/millfleet/mill/pkg/evidence"
+	"github.com/millfleet/mill/pkg/evidence/pack"
 )
 
 // TestEvidencePackEndToEnd runs the real millctl against the emulator and
@@ -219,21 +217,13 @@ func readTarGz(t *testing.T, path string) map[string]string {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	zr, err := gzip.NewReader(fh)
+	_, files, err := pack.ReadBundle(fh)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(zr)
 	out := map[string]string{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(tr)
-		out[filepath.Base(h.Name)] = string(b)
+	for name, b := range files {
+		out[name] = string(b)
 	}
+	return out
 }

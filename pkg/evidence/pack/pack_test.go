@@ -1,15 +1,12 @@
 package pack
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,31 +157,9 @@ func newFixture(t *testing.T) fixture {
 // readBundle reads the tar.gz back: file name to contents.
 func readBundle(t *testing.T, b []byte, dir string) map[string][]byte {
 	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	files := map[string][]byte{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeDir {
-			if h.Name != dir+"/" {
-				t.Fatalf("directory %q, want %q", h.Name, dir+"/")
-			}
-			continue
-		}
-		name, ok := strings.CutPrefix(h.Name, dir+"/")
-		if !ok || strings.Contains(name, "/") {
-			t.Fatalf("file %q outside %s/", h.Name, dir)
-		}
-		files[name], _ = io.ReadAll(tr)
+	got, files, err := ReadBundle(bytes.NewReader(b))
+	if err != nil || got != dir {
+		t.Fatalf("bundle directory %q (%v), want %q", got, err, dir)
 	}
 	return files
 }
