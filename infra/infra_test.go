@@ -119,30 +119,11 @@ func TestCoreStackDeploys(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	_, err := cfn.CreateStack(ctx, &cloudformation.CreateStackInput{
-		StackName:    aws.String(stack),
-		TemplateBody: aws.String(readTemplate(t, "core.yaml")),
-		Parameters: []cfntypes.Parameter{
-			{ParameterKey: aws.String("Prefix"), ParameterValue: aws.String(prefix)},
-			{ParameterKey: aws.String("VisibilityTimeoutSeconds"), ParameterValue: aws.String("120")},
-			// A throw-away stack: let the cleanup delete the retained tables.
-			{ParameterKey: aws.String("TableDeletionProtection"), ParameterValue: aws.String("false")},
-		},
+	outputs := createStack(ctx, t, cfn, stack, "core.yaml", map[string]string{
+		"Prefix": prefix, "VisibilityTimeoutSeconds": "120",
+		// A throw-away stack: let the cleanup delete the retained tables.
+		"TableDeletionProtection": "false",
 	})
-	if err != nil {
-		t.Fatalf("create stack: %v", err)
-	}
-	w := cloudformation.NewStackCreateCompleteWaiter(cfn, func(o *cloudformation.StackCreateCompleteWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 500*time.Millisecond, 2*time.Second
-	})
-	out, err := w.WaitForOutput(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)}, 40*time.Second)
-	if err != nil {
-		t.Fatalf("stack %s did not reach CREATE_COMPLETE: %v%s", stack, err, stackEvents(ctx, cfn, stack))
-	}
-	outputs := map[string]string{}
-	for _, o := range out.Stacks[0].Outputs {
-		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
-	}
 	if outputs["Prefix"] != prefix {
 		t.Errorf("output Prefix = %q, want %q", outputs["Prefix"], prefix)
 	}
@@ -349,6 +330,31 @@ func accountID(t *testing.T, cfg *awsconfig.Config) string {
 		t.Fatalf("get caller identity: %v", err)
 	}
 	return aws.ToString(id.Account)
+}
+
+// createStack creates stack from template with params, waits until it is
+// complete and returns its outputs; a failure ends the test.
+func createStack(ctx context.Context, t *testing.T, cfn *cloudformation.Client, stack, template string, params map[string]string) map[string]string {
+	t.Helper()
+	in := &cloudformation.CreateStackInput{StackName: aws.String(stack), TemplateBody: aws.String(readTemplate(t, template))}
+	for k, v := range params {
+		in.Parameters = append(in.Parameters, cfntypes.Parameter{ParameterKey: aws.String(k), ParameterValue: aws.String(v)})
+	}
+	if _, err := cfn.CreateStack(ctx, in); err != nil {
+		t.Fatalf("create stack: %v", err)
+	}
+	w := cloudformation.NewStackCreateCompleteWaiter(cfn, func(o *cloudformation.StackCreateCompleteWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 500*time.Millisecond, 2*time.Second
+	})
+	out, err := w.WaitForOutput(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)}, 40*time.Second)
+	if err != nil {
+		t.Fatalf("stack %s did not reach CREATE_COMPLETE: %v%s", stack, err, stackEvents(ctx, cfn, stack))
+	}
+	outputs := map[string]string{}
+	for _, o := range out.Stacks[0].Outputs {
+		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	return outputs
 }
 
 func deleteStack(t *testing.T, c *cloudformation.Client, stack string) {

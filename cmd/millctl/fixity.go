@@ -79,19 +79,9 @@ func (o *fixityCoverageOptions) run(ctx context.Context, a *app, args []string) 
 				return err
 			}
 		}
-		var base *aws.Config
-		pathStyle := false
-		if hasS3Store(reg) {
-			cfg, err := a.awsConfig(ctx)
-			if err != nil {
-				return err
-			}
-			base, pathStyle = &cfg.AWS, cfg.EndpointOverride
-		}
-		spaces, failed := bit.ListSpacesEach(ctx, o.selected(reg), wiring.NewOpener(reg, base, pathStyle), bit.Filter{})
-		list := make([]fixity.Space, 0, len(spaces))
-		for _, sp := range spaces {
-			list = append(list, fixity.Space{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID})
+		list, failed, err := listSpaces(ctx, a, reg, o.selected(reg))
+		if err != nil {
+			return err
 		}
 		src := fixity.Source{Index: pgcontentindex.New(db.Pool), Verdicts: pgbitlog.New(db.Pool)}
 		covs, err := src.Spaces(ctx, list, func(account, storeID string) stores.Fixity {
@@ -149,6 +139,27 @@ func (o *fixityCoverageOptions) selected(reg *stores.Registry) *stores.Registry 
 		out.Accounts = append(out.Accounts, acct)
 	}
 	return out
+}
+
+// listSpaces lists the spaces of the selected part of reg's stores, as
+// the bit producer sees them; the stores that could not be listed are
+// returned apart.
+func listSpaces(ctx context.Context, a *app, reg, selected *stores.Registry) ([]fixity.Space, []bit.StoreFailure, error) {
+	var base *aws.Config
+	pathStyle := false
+	if hasS3Store(selected) {
+		cfg, err := a.awsConfig(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		base, pathStyle = &cfg.AWS, cfg.EndpointOverride
+	}
+	spaces, failed := bit.ListSpacesEach(ctx, selected, wiring.NewOpener(reg, base, pathStyle), bit.Filter{})
+	list := make([]fixity.Space, 0, len(spaces))
+	for _, sp := range spaces {
+		list = append(list, fixity.Space{Account: sp.Account, StoreID: sp.StoreID, SpaceID: sp.SpaceID})
+	}
+	return list, failed, nil
 }
 
 func hasS3Store(reg *stores.Registry) bool {

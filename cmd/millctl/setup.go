@@ -35,7 +35,10 @@ noncurrent versions are never expired or expire before the retention.
 --store-buckets=false skips this. --store-notifications also makes every s3
 store bucket send its object created/removed events to the audit queue, so
 content written straight to a bucket is audited too; the audit queue's
-policy lets S3 send to it.`
+policy lets S3 send to it. --evidence-bucket also creates the evidence log's
+bucket with S3 Object Lock in compliance mode and a default retention of
+--evidence-retention-days (no version can be deleted before; in production
+prefer infra/evidence.yaml, a stack of its own).`
 
 // setupOptions are the options of setup.
 type setupOptions struct {
@@ -46,6 +49,7 @@ type setupOptions struct {
 	alarms                    *alarmOptions
 	retention                 time.Duration
 	cfgPrefix, cfgDir         string
+	evidenceDays              int
 }
 
 func (o *setupOptions) define(fs *flag.FlagSet, _ *app) {
@@ -64,6 +68,8 @@ func (o *setupOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&c.FleetTable, "fleet-table", setup.DefaultFleetTable, "DynamoDB `table` of the fleet registry (Workman heartbeats, pauses)")
 	fs.DurationVar(&c.TableTimeout, "table-timeout", setup.DefaultTableTimeout, "how long to wait for a new table to become ACTIVE")
 	fs.BoolVar(&c.SkipDB, "skip-db", false, "do not migrate the database")
+	fs.StringVar(&c.EvidenceBucket, "evidence-bucket", "", "also create this S3 `bucket` for the evidence log, with Object Lock in compliance mode (empty: none)")
+	fs.IntVar(&o.evidenceDays, "evidence-retention-days", setup.DefaultEvidenceRetentionDays, fmt.Sprintf("default Object Lock retention of the evidence bucket, in `days` (1 to %d); compliance mode: no version can be deleted before", setup.MaxEvidenceRetentionDays))
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print what would be created or updated; change nothing")
 	o.alarms = alarmFlags(fs)
 	fs.BoolVar(&o.notify, "store-notifications", false, "configure every registered s3 store bucket to send object events to the audit queue")
@@ -80,6 +86,10 @@ func (o *setupOptions) run(ctx context.Context, a *app, args []string) error {
 	c := o.c
 	c.QueuePrefix, c.DatabaseURL = o.prefix, o.dbURL
 	c.ClaimsBucket, c.ClaimsPrefix = o.claims.Bucket, o.claims.Prefix
+	if o.evidenceDays < 1 || o.evidenceDays > setup.MaxEvidenceRetentionDays {
+		return usagef("--evidence-retention-days %d: want 1 to %d", o.evidenceDays, setup.MaxEvidenceRetentionDays)
+	}
+	c.EvidenceRetentionDays = int32(o.evidenceDays)
 	if !c.SkipDB && c.DatabaseURL == "" {
 		return usagef("--database-url (MILL_DATABASE_URL) is required, or --skip-db")
 	}

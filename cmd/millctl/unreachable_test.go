@@ -35,6 +35,7 @@ var serviceArgs = map[string][]string{
 	"evidence verify":   {"--log", "s3://evidence/log", "--key", evidenceTestKey},
 	"evidence proof":    {"--log", "s3://evidence/log", "--key", evidenceTestKey, "--event", "e1"},
 	"evidence events":   {"--log", "s3://evidence/log", "--key", evidenceTestKey},
+	"evidence pack":     {"--log", "s3://evidence/log", "--key", evidenceTestKey, "--period", "2026-Q3"},
 	"content get":       {"acct", "1", "space", "item"},
 	"content ls":        {"acct", "1"},
 	"content props":     {"acct", "1", "space", "item"},

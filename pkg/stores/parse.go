@@ -28,7 +28,8 @@ func looksLikeCredential(key string) bool {
 // naming the account and store: invalid JSON, unknown keys, credential-like
 // fields, empty or repeated account and store ids, an unknown status or
 // kind, missing bucket (s3) or root (fs), fields that do not belong to the
-// store's kind, a malformed endpoint or role ARN, an fs root that is not
+// store's kind, a region, provider or threatZone that is not a short
+// label (place.go), a malformed endpoint or role ARN, an fs root that is not
 // absolute, is "/" or has a ".." segment, two stores (of any accounts)
 // sharing or nesting a location (unique.go), and an active account without
 // exactly one primary store (an inactive one may have none, never
@@ -228,9 +229,10 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, fixityAt, error) {
 		return s, off, nil, fa, err
 	}
 	var errs []error
+	var place []problemAt
 	have := map[string]bool{}
 	str := map[string]*string{
-		"id": &s.ID, "bucket": &s.Bucket, "prefix": &s.Prefix, "region": &s.Region,
+		"id": &s.ID, "bucket": &s.Bucket, "prefix": &s.Prefix,
 		"endpoint": &s.Endpoint, "roleArn": &s.RoleARN, "profile": &s.Profile, "root": &s.Root,
 	}
 	flags := map[string]*bool{
@@ -245,6 +247,15 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, fixityAt, error) {
 			errs = append(errs, w.Errorf(koff, "store: key %q appears twice", key))
 		}
 		have[key] = true
+		if placeKeys[key] {
+			dst := map[string]*string{"region": &s.Region, "provider": &s.Provider, "threatZone": &s.ThreatZone}[key]
+			ps, err := parsePlace(w, key, dst)
+			if err != nil {
+				return s, off, nil, fa, err
+			}
+			place = append(place, ps...)
+			continue
+		}
 		if p, ok := str[key]; ok {
 			v, _, err := w.String(key)
 			if err != nil {
@@ -277,7 +288,7 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, fixityAt, error) {
 			if looksLikeCredential(key) {
 				errs = append(errs, w.Errorf(koff, "store: %q looks like a credential: accounts.json holds no secrets (use the AWS SDK chain or roleArn)", key))
 			} else {
-				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, endpoint, allowInsecureEndpoint, roleArn, profile, ambientCredentials, root, fixity)", key))
+				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, endpoint, allowInsecureEndpoint, roleArn, profile, ambientCredentials, root, fixity, provider, threatZone)", key))
 			}
 			if err := w.Skip(); err != nil {
 				return s, off, nil, fa, err
@@ -287,6 +298,9 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, fixityAt, error) {
 	if err := w.End(); err != nil {
 		return s, off, nil, fa, err
 	}
+	// The place fields' problems are reported, labelled with the store,
+	// with the fixity object's (parseAccount).
+	fa.problems = append(fa.problems, place...)
 	return s, off, errs, fa, nil
 }
 
@@ -314,7 +328,7 @@ func storeProblems(s Store) []string {
 		if p := rootProblem(s.Root); p != "" {
 			out = append(out, p)
 		}
-		for k, v := range map[string]string{"bucket": s.Bucket, "prefix": s.Prefix, "region": s.Region, "endpoint": s.Endpoint, "roleArn": s.RoleARN, "profile": s.Profile} {
+		for k, v := range map[string]string{"bucket": s.Bucket, "prefix": s.Prefix, "endpoint": s.Endpoint, "roleArn": s.RoleARN, "profile": s.Profile} {
 			if v != "" {
 				out = append(out, k+" is for s3 stores, not fs")
 			}

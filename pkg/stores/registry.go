@@ -26,6 +26,14 @@
 // not AWS's names the credentials it gets (roleArn or profile), or says
 // "ambientCredentials": true.
 //
+// Places: a store may say where it is and who keeps it, for the evidence
+// an auditor reads (millctl evidence pack, pkg/ndsa): "region" (on an s3
+// store also the region the SDK signs for; on an fs store a label),
+// "provider" and "threatZone" (stores that share a threatZone share their
+// disaster threats: a flood plain, a fault line, a power grid). Each is a
+// label of 1 to MaxPlaceLen ASCII letters, digits, '.', '-' and '_'
+// (place.go), checked at the value's line and column.
+//
 // Fixity targets: a store's optional "fixity" object sets the interval
 // within which each of its copies must get a fresh fixity verdict
 // ("interval", default 90 days; "archivedInterval" for copies in an
@@ -49,7 +57,8 @@
 //	         "fixity": {"interval": "30d", "archivedInterval": "180d", "archivedMethod": "compute-checksum"}},
 //	        {"id": "3", "kind": "s3", "bucket": "archive", "endpoint": "https://s3.example.org", "profile": "archive",
 //	         "fixity": {"archivedMethod": "none", "sampleRate": 0.5}},
-//	        {"id": "4", "kind": "fs", "root": "/srv/mill/account1-4", "fixity": {"interval": "2160h"}}
+//	        {"id": "4", "kind": "fs", "root": "/srv/mill/account1-4", "fixity": {"interval": "2160h"},
+//	         "region": "eu-central", "provider": "on-premises", "threatZone": "rhine-valley"}
 //	      ]
 //	    }
 //	  ]
@@ -87,6 +96,9 @@ type Store struct {
 	// S3 stores.
 	Bucket string `json:"bucket,omitempty"`
 	Prefix string `json:"prefix,omitempty"`
+	// Region is an s3 store's AWS region (its bucket's location; the
+	// SDK's default when empty); on an fs store, where its disk is (a
+	// label only).
 	Region string `json:"region,omitempty"`
 	// Endpoint overrides the S3 endpoint (an S3-compatible service); it
 	// implies path-style addressing. It must be https — plain http only to
@@ -108,6 +120,13 @@ type Store struct {
 	AmbientCredentials bool `json:"ambientCredentials,omitempty"`
 	// Root is the directory of an fs store.
 	Root string `json:"root,omitempty"`
+	// Provider names who keeps the store's bytes ("aws", "wasabi",
+	// "on-premises") and ThreatZone the disaster threats it shares with
+	// other stores ("us-east-coast"): labels an operator chooses, with
+	// Region, so that an auditor can judge how diverse a space's copies
+	// are (pkg/ndsa). Optional; Mill never reads them to reach a store.
+	Provider   string `json:"provider,omitempty"`
+	ThreatZone string `json:"threatZone,omitempty"`
 	// Fixity is the store's fixity target as accounts.json writes it
 	// (zero fields: unset); FixityTarget fills in the defaults.
 	Fixity Fixity `json:"fixity,omitzero"`

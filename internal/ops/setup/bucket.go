@@ -26,6 +26,9 @@ type Bucket struct {
 	// Expire lists lifecycle rules that expire objects under a prefix
 	// (the claim check's blobs); rules of other IDs are kept as they are.
 	Expire []Expiry
+	// Lock, when set, creates the bucket with S3 Object Lock and keeps its
+	// default retention (objectlock.go): the evidence bucket.
+	Lock *ObjectLock
 }
 
 // Expiry is a lifecycle rule under Prefix: when Days > 0, objects expire
@@ -147,6 +150,8 @@ type bucketSetting struct {
 	what  string
 	check func(ctx context.Context) (bool, error)
 	put   func(ctx context.Context) error
+	// required: an endpoint that does not implement it fails the bucket.
+	required bool
 }
 
 func (b *Bucket) settings() []bucketSetting {
@@ -216,6 +221,9 @@ func (b *Bucket) settings() []bucketSetting {
 	for _, e := range b.Expire {
 		settings = append(settings, b.expirySetting(e))
 	}
+	if b.Lock != nil {
+		settings = append(settings, b.objectLockSetting())
+	}
 	return settings
 }
 
@@ -241,7 +249,7 @@ func (b *Bucket) inspect(ctx context.Context) (missing []bucketSetting, notes []
 	for _, s := range b.settings() {
 		ok, err := s.check(ctx)
 		switch {
-		case notImplemented(err):
+		case notImplemented(err) && !s.required:
 			notes = append(notes, fmt.Sprintf("%s: the endpoint does not implement it; not checked", s.what))
 		case err != nil:
 			return nil, nil, fmt.Errorf("bucket %s: check %s: %w", b.BucketName, s.what, err)
@@ -289,6 +297,9 @@ func (b *Bucket) Apply(ctx context.Context, c Change) (Result, error) {
 	settings := b.settings()
 	if !ok {
 		in := &s3.CreateBucketInput{Bucket: aws.String(b.BucketName)}
+		if b.Lock != nil {
+			in.ObjectLockEnabledForBucket = aws.Bool(true)
+		}
 		if b.Region != "" && b.Region != "us-east-1" {
 			in.CreateBucketConfiguration = &s3types.CreateBucketConfiguration{LocationConstraint: s3types.BucketLocationConstraint(b.Region)}
 		}
@@ -313,7 +324,7 @@ func (b *Bucket) Apply(ctx context.Context, c Change) (Result, error) {
 	for _, s := range settings {
 		err := s.put(ctx)
 		switch {
-		case notImplemented(err):
+		case notImplemented(err) && !s.required:
 			res.Notes = append(res.Notes, fmt.Sprintf("%s: the endpoint does not implement it; not set", s.what))
 		case err != nil:
 			return Result{}, fmt.Errorf("bucket %s: set %s: %w", b.BucketName, s.what, err)

@@ -75,6 +75,13 @@ type Config struct {
 	// TableTimeout bounds waiting for a new table to become ACTIVE.
 	TableTimeout time.Duration
 
+	// EvidenceBucket, when set, is the evidence log's bucket, created with
+	// S3 Object Lock in compliance mode and a default retention of
+	// EvidenceRetentionDays (default DefaultEvidenceRetentionDays):
+	// objectlock.go. infra/evidence.yaml is its stack.
+	EvidenceBucket        string
+	EvidenceRetentionDays int32
+
 	// DatabaseURL is migrated unless SkipDB.
 	DatabaseURL string
 	SkipDB      bool
@@ -108,6 +115,9 @@ func (c Config) WithDefaults() Config {
 	def(&c.LeaseTable, DefaultLeaseTable)
 	def(&c.FleetTable, DefaultFleetTable)
 	defDur(&c.TableTimeout, DefaultTableTimeout)
+	if c.EvidenceBucket != "" && c.EvidenceRetentionDays == 0 {
+		c.EvidenceRetentionDays = DefaultEvidenceRetentionDays
+	}
 	return c
 }
 
@@ -132,7 +142,19 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("queue prefix %q is too long for SQS's 80-character names", c.QueuePrefix))
 	}
 	buckets := map[string]string{}
-	for _, b := range []struct{ what, name string }{{"config", c.ConfigBucket}, {"state", c.StateBucket}, {"reports", c.ReportsBucket}} {
+	named := []struct{ what, name string }{{"config", c.ConfigBucket}, {"state", c.StateBucket}, {"reports", c.ReportsBucket}}
+	if c.EvidenceBucket != "" {
+		// Its own bucket: Object Lock would hold everything else in it
+		// for the retention.
+		named = append(named, struct{ what, name string }{"evidence", c.EvidenceBucket})
+		if c.EvidenceBucket == c.ClaimsBucket {
+			errs = append(errs, fmt.Errorf("evidence and claims bucket are both %q", c.EvidenceBucket))
+		}
+		if c.EvidenceRetentionDays < 1 || c.EvidenceRetentionDays > MaxEvidenceRetentionDays {
+			errs = append(errs, fmt.Errorf("evidence retention %d days: want 1 to %d", c.EvidenceRetentionDays, MaxEvidenceRetentionDays))
+		}
+	}
+	for _, b := range named {
 		if l := len(b.name); l < 3 || l > 63 {
 			errs = append(errs, fmt.Errorf("%s bucket %q: bucket names have 3 to 63 characters", b.what, b.name))
 		}
@@ -169,7 +191,8 @@ type Clients struct {
 
 // Resources returns everything Mill needs, in the order to apply it: the
 // dead-letter queue, the six work queues (highest priority first), the
-// config, state and reports buckets, the audit-log, lease and fleet tables, and
+// config, state and reports buckets (and the evidence bucket, when
+// cfg.EvidenceBucket is set), the audit-log, lease and fleet tables, and
 // the database (unless cfg.SkipDB). cfg is defaulted and validated.
 func Resources(cfg Config, cl Clients) ([]Resource, error) {
 	cfg = cfg.WithDefaults()
@@ -219,6 +242,9 @@ func Resources(cfg Config, cl Clients) ([]Resource, error) {
 		}
 		rs = append(rs, r)
 	}
+	if cfg.EvidenceBucket != "" {
+		rs = append(rs, &Bucket{Client: cl.S3, BucketName: cfg.EvidenceBucket, Region: region, Lock: &ObjectLock{Days: cfg.EvidenceRetentionDays}})
+	}
 	rs = append(rs,
 		&Table{Client: cl.DynamoDB, Create: dynamoauditlog.CreateTableInput(cfg.AuditTable), Timeout: cfg.TableTimeout},
 		&Table{Client: cl.DynamoDB, Create: dynamolease.CreateTableInput(cfg.LeaseTable), TTL: dynamolease.TimeToLiveInput(cfg.LeaseTable), Timeout: cfg.TableTimeout},
@@ -250,6 +276,8 @@ type (
 		PutPublicAccessBlock(context.Context, *s3.PutPublicAccessBlockInput, ...func(*s3.Options)) (*s3.PutPublicAccessBlockOutput, error)
 		GetBucketLifecycleConfiguration(context.Context, *s3.GetBucketLifecycleConfigurationInput, ...func(*s3.Options)) (*s3.GetBucketLifecycleConfigurationOutput, error)
 		PutBucketLifecycleConfiguration(context.Context, *s3.PutBucketLifecycleConfigurationInput, ...func(*s3.Options)) (*s3.PutBucketLifecycleConfigurationOutput, error)
+		GetObjectLockConfiguration(context.Context, *s3.GetObjectLockConfigurationInput, ...func(*s3.Options)) (*s3.GetObjectLockConfigurationOutput, error)
+		PutObjectLockConfiguration(context.Context, *s3.PutObjectLockConfigurationInput, ...func(*s3.Options)) (*s3.PutObjectLockConfigurationOutput, error)
 	}
 	DynamoDBAPI interface {
 		dynamodb.DescribeTableAPIClient

@@ -12,6 +12,12 @@
 // (a local emulator answering NotImplemented for, say, bucket versioning) are
 // reported as notes on the Result; any other error fails the resource.
 //
+// With Config.EvidenceBucket, setup also creates the evidence log's bucket
+// with S3 Object Lock in compliance mode and a default retention
+// (objectlock.go): a Bucket with a Lock, whose lock is required, never a
+// note. In production the bucket belongs in a stack of its own
+// (infra/evidence.yaml), owned apart from the main stack.
+//
 // The list is open: other resource kinds (the CloudWatch alarms of
 // internal/ops/alarms behind `millctl setup --alarms`, the store buckets'
 // event notifications behind --store-notifications: NotificationResources,
