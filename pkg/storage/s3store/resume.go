@@ -105,7 +105,7 @@ func (c *checkpointer) resume(ctx context.Context) error {
 		// Not resumable: start afresh, and leave nothing of it behind
 		// (only an upload of this very key is ever aborted).
 		if cp.UploadID != "" && cp.Bucket == c.u.bucket && cp.Key == c.u.target {
-			c.s.abort(ctx, cp.Key, cp.UploadID)
+			c.s.abort(ctx, object{bucket: cp.Bucket, key: cp.Key}, cp.UploadID)
 		}
 		c.drop(ctx)
 		return nil

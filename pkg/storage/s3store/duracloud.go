@@ -1,0 +1,494 @@
+package s3store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/millfleet/mill/internal/base/permanent"
+	"github.com/millfleet/mill/internal/base/validate"
+	"github.com/millfleet/mill/pkg/storage"
+)
+
+// Layouts (Config.Layout).
+const (
+	LayoutMill      = ""
+	LayoutDuraCloud = "duracloud"
+)
+
+// DuraCloud's layout, as its S3StorageProvider writes it (see the package
+// doc, DuraCloud layout).
+const (
+	// AccountPrefixLen is the length of the account prefix of DuraCloud's
+	// space buckets (an AWS access key ID).
+	AccountPrefixLen = 20
+	// DuraCloudMaxSpaceIDLen is DuraCloud's longest space ID.
+	DuraCloudMaxSpaceIDLen = 42
+	// DuraCloudMaxItem is the largest item of the layout: DuraCloud writes
+	// each item with one PutObject (S3's limit), so its ETag is its MD5.
+	DuraCloudMaxItem = 5 << 30
+
+	duraValuePrefix = "UTF-8''" // RFC 5987 value, URL-encoded as Java's URLEncoder
+	duraKeySuffix   = "*"
+	tagSpaceCreated = "space-created"
+	duraACL         = "acl-"
+	duraACLGroup    = "acl-group-"
+	duraACLDelim    = ":"
+	duraDateLayout  = "2006-01-02T15:04:05"
+	claimPrefix     = ".mill-spaces/"
+)
+
+// duraACLTags are the bucket tags DuraCloud packs a space's ACLs into, in
+// the order it unpacks them (a later one wins): users then groups, READ
+// then WRITE.
+var duraACLTags = []struct{ tag, prefix, right string }{
+	{"acl-user-read", duraACL, "READ"},
+	{"acl-user-write", duraACL, "WRITE"},
+	{"acl-group-read", duraACLGroup, "READ"},
+	{"acl-group-write", duraACLGroup, "WRITE"},
+}
+
+// duraShadowed are the property names DuraCloud computes when it reads an
+// item (and drops when it writes one): a user property of that name would
+// never be seen, so the layout refuses it and never reports one.
+var duraShadowed = map[string]bool{
+	"content-mimetype": true, "content-size": true, "content-checksum": true,
+	"content-md5": true, "content-modified": true, "content-type": true,
+	"content-length": true, "last-modified": true, "date": true, "etag": true,
+}
+
+// ErrTooLarge: an item larger than its layout can hold (DuraCloudMaxItem).
+var ErrTooLarge = permanent.New("s3store: item too large for the layout")
+
+func (s *Store) dura() bool { return s.cfg.Layout == LayoutDuraCloud }
+
+// duraBucket names a space's bucket: the account prefix, a dot, the space
+// ID (for a valid space ID DuraCloud's bucket-name rewriting changes
+// nothing).
+func (s *Store) duraBucket(space string) string { return s.cfg.AccountPrefix + "." + space }
+
+func (c Config) validateLayout(p *validate.Problems) {
+	switch c.Layout {
+	case LayoutMill:
+		p.Check(c.AccountPrefix == "", "AccountPrefix", c.AccountPrefix, "be empty unless Layout is %q", LayoutDuraCloud)
+	case LayoutDuraCloud:
+		p.Check(validAccountPrefix(c.AccountPrefix), "AccountPrefix", c.AccountPrefix, "be %d ASCII letters and digits (the access key ID DuraCloud names its buckets with)", AccountPrefixLen)
+		p.Check(!strings.HasPrefix(strings.ToLower(c.Bucket), strings.ToLower(c.AccountPrefix)+"."), "Bucket", c.Bucket,
+			"not be named like a space bucket (%s.<space>): it holds the store's trash and temporary uploads", strings.ToLower(c.AccountPrefix))
+	default:
+		p.Check(false, "Layout", c.Layout, "be %q (Mill's) or %q", LayoutMill, LayoutDuraCloud)
+	}
+}
+
+func validAccountPrefix(s string) bool {
+	if len(s) != AccountPrefixLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// validSpace checks a space ID: Mill's rules, and DuraCloud's too in its
+// layout.
+func (s *Store) validSpace(space string) error {
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return err
+	}
+	if s.dura() {
+		return ValidateDuraCloudSpaceID(space)
+	}
+	return nil
+}
+
+// ValidateDuraCloudSpaceID applies DuraCloud's space ID rules: 3 to 42
+// characters of lower-case letters, digits, '.' and '-'; starting with a
+// letter; not ending with '-'; no "..", "-." or ".-"; the last '.' not
+// followed by a digit. The error wraps storage.ErrInvalidID.
+func ValidateDuraCloudSpaceID(id string) error {
+	bad := func(rule string) error {
+		return fmt.Errorf("%w: space ID %s: DuraCloud's rule: %s", storage.ErrInvalidID, storage.QuoteID(id), rule)
+	}
+	if len(id) < 3 || len(id) > DuraCloudMaxSpaceIDLen {
+		return bad(fmt.Sprintf("3 to %d characters", DuraCloudMaxSpaceIDLen))
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-') {
+			return bad("only lower-case letters, digits, '.' and '-'")
+		}
+	}
+	switch {
+	case id[0] < 'a' || id[0] > 'z':
+		return bad("it begins with a lower-case letter")
+	case strings.HasSuffix(id, "-"):
+		return bad("it ends with a letter, a digit or '.'")
+	case strings.Contains(id, "..") || strings.Contains(id, "-.") || strings.Contains(id, ".-"):
+		return bad(`no "..", "-." or ".-"`)
+	}
+	if i := strings.LastIndexByte(id, '.'); i >= 0 && i+1 < len(id) && '0' <= id[i+1] && id[i+1] <= '9' {
+		return bad("the last '.' is not followed by a digit")
+	}
+	return nil
+}
+
+// duraFits refuses an item larger than the DuraCloud layout holds.
+func (s *Store) duraFits(size int64) error {
+	if s.dura() && size > DuraCloudMaxItem {
+		return fmt.Errorf("%w: %d bytes: DuraCloud's layout keeps an item as one S3 object of at most %d bytes (DuraCloud's clients chunk larger files)", ErrTooLarge, size, int64(DuraCloudMaxItem))
+	}
+	return nil
+}
+
+// encodeMeta is an item's user metadata in the store's layout.
+func (s *Store) encodeMeta(md5hex string, props map[string]string) (map[string]string, error) {
+	if s.dura() {
+		return duraMetadata(props)
+	}
+	return metadata(md5hex, props)
+}
+
+// duraMetadata encodes properties as DuraCloud writes them: the name
+// with spaces as "%20", the value as duraValuePrefix (RFC 5987) + its URL
+// encoding. (DuraCloud's addContent also appends '*' to the name, which its reader drops and its
+// setContentProperties does not write: Mill leaves it out, as some
+// S3-compatible services drop names with '*'.) The MD5 is the ETag, so it
+// is not written.
+func duraMetadata(props map[string]string) (map[string]string, error) {
+	m := make(map[string]string, len(props))
+	size := 0
+	for k, v := range props {
+		if err := duraPropertyName(k); err != nil {
+			return nil, err
+		}
+		mk := strings.ReplaceAll(k, " ", "%20")
+		mv := duraValuePrefix + javaURLEncode(v)
+		m[mk] = mv
+		size += len(mk) + len(mv)
+	}
+	if size > MaxMetadataSize {
+		return nil, fmt.Errorf("%w: the properties need %d bytes of S3 user metadata (limit %d)", storage.ErrPropertiesTooLarge, size, MaxMetadataSize)
+	}
+	return m, nil
+}
+
+// duraPropertyName refuses a name S3 would not keep as given in a header
+// name (upper case, non-ASCII, separators), a '%' (it would not decode as
+// written) and the names DuraCloud computes itself.
+func duraPropertyName(k string) error {
+	bad := func(rule string) error {
+		return fmt.Errorf("%w: property name %s: %s", storage.ErrInvalidProperty, storage.QuoteID(k), rule)
+	}
+	if k == "" || strings.HasSuffix(k, duraKeySuffix) {
+		return bad("empty, or ending with '*' (DuraCloud drops it when it reads the name)")
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == ' ', strings.IndexByte("!#$&'*+-.^_`|~", c) >= 0:
+		case 'A' <= c && c <= 'Z':
+			return bad("DuraCloud's layout keeps names as S3 metadata keys, which S3 lower-cases: use lower case")
+		default:
+			return bad("DuraCloud's layout keeps names as S3 metadata keys: only ASCII letters, digits, spaces and !#$&'*+-.^_`|~")
+		}
+	}
+	if duraShadowed[k] {
+		return bad("DuraCloud computes this property itself")
+	}
+	return nil
+}
+
+// duraDecode reads an item's checksum and properties as DuraCloud's
+// getContentProperties does: the MD5 is the single-part ETag; each user
+// metadata entry is a property (a trailing "*" dropped, "%20" a space, a
+// value with duraValuePrefix URL-decoded).
+func duraDecode(providerChecksum string, meta map[string]string) (string, map[string]string) {
+	var md5hex string
+	if alg, v, ok := storage.SplitProviderChecksum(providerChecksum); ok && alg == storage.AlgMD5 {
+		md5hex = v
+	}
+	props := make(map[string]string, len(meta))
+	for k, v := range meta {
+		name := strings.ReplaceAll(strings.TrimSuffix(k, duraKeySuffix), "%20", " ")
+		if duraShadowed[strings.ToLower(name)] {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(v, duraValuePrefix); ok {
+			if dec, ok := javaURLDecode(rest); ok {
+				v = dec
+			}
+		}
+		props[name] = v
+	}
+	return md5hex, props
+}
+
+// javaURLEncode encodes s as java.net.URLEncoder does in UTF-8: letters,
+// digits and ".-*_" as they are, ' ' as '+', every other byte as %XX.
+func javaURLEncode(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '*', c == '_':
+			b.WriteByte(c)
+		case c == ' ':
+			b.WriteByte('+')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+		}
+	}
+	return b.String()
+}
+
+// javaURLDecode undoes javaURLEncode ('+' is a space); ok is false for a
+// malformed escape.
+func javaURLDecode(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '+':
+			b.WriteByte(' ')
+		case '%':
+			if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
+				return "", false
+			}
+			b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
+			i += 2
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// duraSpaces lists the buckets named with the account prefix whose rest
+// is a valid space ID, in byte-wise order of the space IDs.
+func (s *Store) duraSpaces(ctx context.Context) ([]string, error) {
+	pre := s.cfg.AccountPrefix + "."
+	out := []string{}
+	p := s3.NewListBucketsPaginator(s.client, &s3.ListBucketsInput{Prefix: aws.String(pre)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, wrap("list spaces", pre, err)
+		}
+		for _, b := range page.Buckets {
+			space, ok := strings.CutPrefix(aws.ToString(b.Name), pre)
+			if ok && s.validSpace(space) == nil {
+				out = append(out, space)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// duraNeedSpace returns ErrNotFound unless the space's bucket exists.
+func (s *Store) duraNeedSpace(ctx context.Context, space string) error {
+	if err := s.validSpace(space); err != nil {
+		return err
+	}
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.duraBucket(space))})
+	if err != nil && errors.Is(mapErr(err), storage.ErrNotFound) {
+		return fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
+	}
+	return err
+}
+
+// duraCreateSpace creates the space's bucket, tagged with its creation
+// time as DuraCloud tags it, unless it exists. Among concurrent creators
+// the one whose claim (claimKey, If-None-Match: *) is written first is told
+// it created the space. DeleteSpace removes the claim; a space bucket
+// deleted by something else leaves it, and Mill's next creation of that
+// space is then not told it created it.
+func (s *Store) duraCreateSpace(ctx context.Context, space string) (bool, error) {
+	err := s.duraNeedSpace(ctx, space)
+	if err == nil || !errors.Is(err, storage.ErrNotFound) {
+		return false, err
+	}
+	bucket := s.duraBucket(space)
+	in := &s3.CreateBucketInput{Bucket: aws.String(bucket)}
+	if r := s.client.Options().Region; r != "" && r != "us-east-1" {
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(r)}
+	}
+	_, err = s.client.CreateBucket(ctx, in)
+	var owned *types.BucketAlreadyOwnedByYou
+	if err != nil && !errors.As(err, &owned) && errorCode(err) != "OperationAborted" {
+		return false, err
+	}
+	// S3 answers its owner re-creating a bucket with 200 in us-east-1, so
+	// who created the space is decided by a conditional write of a claim.
+	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:      aws.String(s.cfg.Bucket),
+		Key:         aws.String(s.claimKey(space)),
+		Body:        strings.NewReader(bucket),
+		IfNoneMatch: aws.String("*"),
+	})
+	if conditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	tags := map[string]string{tagSpaceCreated: time.Now().UTC().Format(duraDateLayout)}
+	return true, s.putTags(ctx, bucket, tags)
+}
+
+// claimKey is the key, in the store's bucket, of the claim of the space's
+// creation.
+func (s *Store) claimKey(space string) string { return s.cfg.Prefix + claimPrefix + space }
+
+// duraDeleteSpace deletes the (empty) space's bucket and its claim.
+func (s *Store) duraDeleteSpace(ctx context.Context, space string) error {
+	_, err := s.client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(s.duraBucket(space))})
+	if err == nil || errors.Is(mapErr(err), storage.ErrNotFound) {
+		s.deleteKey(ctx, object{bucket: s.cfg.Bucket, key: s.claimKey(space)})
+	}
+	switch {
+	case errors.Is(mapErr(err), storage.ErrNotFound):
+		return nil
+	case errorCode(err) == "BucketNotEmpty":
+		return fmt.Errorf("%w: the bucket still holds object versions: %w", storage.ErrSpaceNotEmpty, err)
+	}
+	return err
+}
+
+// tags reads a space bucket's tags (none is an empty map).
+func (s *Store) tags(ctx context.Context, space string) (map[string]string, error) {
+	if err := s.duraNeedSpace(ctx, space); err != nil {
+		return nil, err
+	}
+	out, err := s.client.GetBucketTagging(ctx, &s3.GetBucketTaggingInput{Bucket: aws.String(s.duraBucket(space))})
+	tags := map[string]string{}
+	if errorCode(err) == "NoSuchTagSet" {
+		return tags, nil
+	}
+	if err != nil {
+		if errors.Is(mapErr(err), storage.ErrNotFound) {
+			return nil, fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
+		}
+		return nil, err
+	}
+	for _, t := range out.TagSet {
+		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return tags, nil
+}
+
+func (s *Store) putTags(ctx context.Context, bucket string, tags map[string]string) error {
+	if len(tags) == 0 {
+		_, err := s.client.DeleteBucketTagging(ctx, &s3.DeleteBucketTaggingInput{Bucket: aws.String(bucket)})
+		return err
+	}
+	set := make([]types.Tag, 0, len(tags))
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		set = append(set, types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	_, err := s.client.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: aws.String(bucket), Tagging: &types.Tagging{TagSet: set}})
+	return err
+}
+
+// duraACLs unpacks the space's ACLs from its bucket tags as DuraCloud
+// does: "acl-<user>" and "acl-group-<group>" to READ or WRITE, '+' in a
+// tag value read as '@'.
+func (s *Store) duraACLs(ctx context.Context, space string) (map[string]string, error) {
+	tags, err := s.tags(ctx, space)
+	if err != nil {
+		return nil, err
+	}
+	acls := map[string]string{}
+	for _, t := range duraACLTags {
+		for _, name := range strings.Split(tags[t.tag], duraACLDelim) {
+			if name != "" {
+				acls[t.prefix+strings.ReplaceAll(name, "+", "@")] = t.right
+			}
+		}
+	}
+	return acls, nil
+}
+
+// duraSetACLs packs the ACLs into the space's bucket tags, keeping its
+// other tags (space-created, …).
+func (s *Store) duraSetACLs(ctx context.Context, space string, acls map[string]string) error {
+	packed := map[string][]string{}
+	for name, right := range acls {
+		tag, who, err := duraACLEntry(name, right)
+		if err != nil {
+			return err
+		}
+		packed[tag] = append(packed[tag], strings.ReplaceAll(who, "@", "+"))
+	}
+	tags, err := s.tags(ctx, space)
+	if err != nil {
+		return err
+	}
+	for _, t := range duraACLTags {
+		delete(tags, t.tag)
+		if names := packed[t.tag]; len(names) > 0 {
+			slices.Sort(names)
+			v := strings.Join(names, duraACLDelim) + duraACLDelim
+			if utf8.RuneCountInString(v) > 256 {
+				return fmt.Errorf("%w: ACL tag %s would be %d characters (S3's limit 256)", storage.ErrPropertiesTooLarge, t.tag, utf8.RuneCountInString(v))
+			}
+			tags[t.tag] = v
+		}
+	}
+	return s.putTags(ctx, s.duraBucket(space), tags)
+}
+
+// duraACLEntry checks one ACL entry and returns its tag and user or group
+// name: DuraCloud keeps only "acl-<user>" and "acl-group-<group>" with
+// READ or WRITE, in tag values of letters, digits, spaces and "_./=-@".
+func duraACLEntry(name, right string) (tag, who string, err error) {
+	bad := func(rule string) error {
+		return fmt.Errorf("%w: space ACL %s=%s: %s", storage.ErrInvalidProperty, storage.QuoteID(name), storage.QuoteID(right), rule)
+	}
+	if right != "READ" && right != "WRITE" {
+		return "", "", bad("DuraCloud's rights are READ and WRITE")
+	}
+	prefix, kind := duraACL, "user"
+	if strings.HasPrefix(name, duraACLGroup) {
+		prefix, kind = duraACLGroup, "group"
+	} else if !strings.HasPrefix(name, duraACL) {
+		return "", "", bad(`DuraCloud's ACL names are "acl-<user>" and "acl-group-<group>"`)
+	}
+	who = name[len(prefix):]
+	if who == "" {
+		return "", "", bad("no " + kind + " name")
+	}
+	for _, r := range who {
+		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Zs, r) || strings.ContainsRune("_./=-@", r)) {
+			return "", "", bad("DuraCloud keeps ACLs in S3 bucket tags: a name of letters, digits, spaces and _./=-@")
+		}
+	}
+	right = strings.ToLower(right)
+	return "acl-" + kind + "-" + right, who, nil
+}
