@@ -82,7 +82,7 @@ func (c Config) validateLayout(p *validate.Problems) {
 	case LayoutMill:
 		p.Check(c.AccountPrefix == "", "AccountPrefix", c.AccountPrefix, "be empty unless Layout is %q", LayoutDuraCloud)
 	case LayoutDuraCloud:
-		p.Check(validAccountPrefix(c.AccountPrefix), "AccountPrefix", c.AccountPrefix, "be %d ASCII letters and digits (the access key ID DuraCloud names its buckets with)", AccountPrefixLen)
+		p.Check(ValidAccountPrefix(c.AccountPrefix), "AccountPrefix", c.AccountPrefix, "be %d ASCII letters and digits (the access key ID DuraCloud names its buckets with)", AccountPrefixLen)
 		p.Check(!strings.HasPrefix(strings.ToLower(c.Bucket), strings.ToLower(c.AccountPrefix)+"."), "Bucket", c.Bucket,
 			"not be named like a space bucket (%s.<space>): it holds the store's trash and temporary uploads", strings.ToLower(c.AccountPrefix))
 	default:
@@ -90,7 +90,9 @@ func (c Config) validateLayout(p *validate.Problems) {
 	}
 }
 
-func validAccountPrefix(s string) bool {
+// ValidAccountPrefix reports whether s can be a DuraCloud account prefix:
+// AccountPrefixLen ASCII letters and digits.
+func ValidAccountPrefix(s string) bool {
 	if len(s) != AccountPrefixLen {
 		return false
 	}
