@@ -119,7 +119,9 @@ func (s *Store) validSpace(space string) error {
 // ValidateDuraCloudSpaceID applies DuraCloud's space ID rules: 3 to 42
 // characters of lower-case letters, digits, '.' and '-'; starting with a
 // letter; not ending with '-'; no "..", "-." or ".-"; the last '.' not
-// followed by a digit. The error wraps storage.ErrInvalidID.
+// followed by a digit. It also refuses an ID ending with '.', which
+// DuraCloud allows but would store in another space's bucket (it drops
+// the dot S3 refuses). The error wraps storage.ErrInvalidID.
 func ValidateDuraCloudSpaceID(id string) error {
 	bad := func(rule string) error {
 		return fmt.Errorf("%w: space ID %s: DuraCloud's rule: %s", storage.ErrInvalidID, storage.QuoteID(id), rule)
@@ -137,6 +139,10 @@ func ValidateDuraCloudSpaceID(id string) error {
 		return bad("it begins with a lower-case letter")
 	case strings.HasSuffix(id, "-"):
 		return bad("it ends with a letter, a digit or '.'")
+	case strings.HasSuffix(id, "."):
+		// DuraCloud allows it, but S3 does not end a bucket name with '.':
+		// DuraCloud would drop the dot, into the bucket of another space.
+		return fmt.Errorf("%w: space ID %s ends with '.': its bucket would be the bucket of the space without the dot", storage.ErrInvalidID, storage.QuoteID(id))
 	case strings.Contains(id, "..") || strings.Contains(id, "-.") || strings.Contains(id, ".-"):
 		return bad(`no "..", "-." or ".-"`)
 	}

@@ -19,7 +19,7 @@ func TestDuraCloudSpaceIDs(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"", "ab", strings.Repeat("a", 43), "Photos", "pho_tos", "pho tos", "9lives", ".dot", "-dash",
-		"dash-", "a..b", "a-.b", "a.-b", "host.9", "a.b.1c", "1.2.3.4", "a/b", "..", "ph\x00tos", "ünï"} {
+		"dash-", "photos.", "a..b", "a-.b", "a.-b", "host.9", "a.b.1c", "1.2.3.4", "a/b", "..", "ph\x00tos", "ünï"} {
 		if err := ValidateDuraCloudSpaceID(id); !errors.Is(err, storage.ErrInvalidID) {
 			t.Errorf("ValidateDuraCloudSpaceID(%q) = %v, want ErrInvalidID", id, err)
 		}
