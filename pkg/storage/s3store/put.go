@@ -490,14 +490,3 @@ func (s *Store) abort(ctx context.Context, key object, uploadID string) {
 		Bucket: aws.String(key.bucket), Key: aws.String(key.key), UploadId: aws.String(uploadID),
 	})
 }
-
-// keepForResume reports whether a multipart upload that failed with err
-// is worth resuming: not when its content or source proved wrong.
-func keepForResume(err error) bool {
-	for _, e := range []error{storage.ErrChecksumMismatch, storage.ErrChanged, storage.ErrNotFound, storage.ErrInvalidID, storage.ErrPropertiesTooLarge} {
-		if errors.Is(err, e) {
-			return false
-		}
-	}
-	return true
-}

@@ -333,3 +333,14 @@ func (c *Checkpoints) Delete(ctx context.Context, key string) error {
 	}
 	return wrap("delete checkpoint", key, err)
 }
+
+// keepForResume reports whether a multipart upload that failed with err
+// is worth resuming: not when its content or source proved wrong.
+func keepForResume(err error) bool {
+	for _, e := range []error{storage.ErrChecksumMismatch, storage.ErrChanged, storage.ErrNotFound, storage.ErrInvalidID, storage.ErrPropertiesTooLarge} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
+}
