@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/millfleet/mill/internal/base/permanent"
@@ -233,55 +234,15 @@ func duraDecode(providerChecksum string, meta map[string]string) (string, map[st
 }
 
 // javaURLEncode encodes s as java.net.URLEncoder does in UTF-8: letters,
-// digits and ".-*_" as they are, ' ' as '+', every other byte as %XX.
-func javaURLEncode(s string) string {
-	const hexDigits = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '*', c == '_':
-			b.WriteByte(c)
-		case c == ' ':
-			b.WriteByte('+')
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hexDigits[c>>4])
-			b.WriteByte(hexDigits[c&15])
-		}
-	}
-	return b.String()
-}
+// digits and ".-*_" as they are, ' ' as '+', every other byte as %XX (Go's
+// query escaping, but for '~' and '*').
+func javaURLEncode(s string) string { return javaEscapes.Replace(url.QueryEscape(s)) }
 
-// javaURLDecode undoes javaURLEncode ('+' is a space); ok is false for a
-// malformed escape.
+var javaEscapes = strings.NewReplacer("~", "%7E", "%2A", "*")
+
+// javaURLDecode undoes javaURLEncode ('+' is a space), as
+// java.net.URLDecoder does; ok is false for a malformed escape.
 func javaURLDecode(s string) (string, bool) {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '+':
-			b.WriteByte(' ')
-		case '%':
-			if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
-				return "", false
-			}
-			b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
-			i += 2
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), true
-}
-
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c-'a') + 10
-	case 'A' <= c && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
+	v, err := url.QueryUnescape(s)
+	return v, err == nil
 }

@@ -67,6 +67,7 @@ func TestJavaURLEncoding(t *testing.T) {
 		"a.b-c*d_e~f/g+h%i":          "a.b-c*d_e%7Ef%2Fg%2Bh%25i",
 		"":                           "",
 		"日本":                         "%E6%97%A5%E6%9C%AC",
+		"%2A*~":                      "%252A*%7E",
 	} {
 		if got := javaURLEncode(in); got != java {
 			t.Errorf("javaURLEncode(%q) = %q, want %q", in, got, java)
