@@ -2,7 +2,6 @@ package adversarial
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"slices"
 	"strings"
@@ -34,8 +33,8 @@ func TestDuraCloudLayoutHostileNames(t *testing.T) {
 	bins := testbin.Build(t, "millctl", "workman")
 	m := newMill(t, ctx)
 
-	acct := strings.ToLower(accessKeyID(t))
-	other := strings.ToLower(accessKeyID(t))
+	acct := strings.ToLower(testenv.AccessKeyID())
+	other := strings.ToLower(testenv.AccessKeyID())
 	books, dest := m.prefix+"dura-books", m.prefix+"dura-dest"
 	for _, b := range []string{books, dest, acct + ".photos", acct + ".photos-private", "hidden-" + acct + ".photos", other + ".photos"} {
 		_, err := m.s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)})
@@ -149,18 +148,4 @@ func spaceBuckets(t *testing.T, m *mill, acct string) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// accessKeyID makes a fresh AWS-style access key ID: the 20-character
-// prefix DuraCloud names an account's buckets with.
-func accessKeyID(t *testing.T) string {
-	t.Helper()
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-	b := make([]byte, 16)
-	_, err := rand.Read(b)
-	must(t, err)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "AKIA" + string(b)
 }

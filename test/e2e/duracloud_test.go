@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"crypto/md5"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -39,7 +38,7 @@ func TestDuraCloudDeploymentInPlace(t *testing.T) {
 	c := cfg.S3()
 	prefix := testenv.Prefix(t)
 
-	accessKey := accessKeyID(t)
+	accessKey := testenv.AccessKeyID()
 	account := strings.ToLower(accessKey)
 	bucket := func(name string, tags map[string]string) {
 		t.Helper()
@@ -72,7 +71,7 @@ func TestDuraCloudDeploymentInPlace(t *testing.T) {
 	bucket(account+".archive-2020", map[string]string{"space-created": "2020-01-01T00:00:00"})
 	bucket("hidden-"+account+".snapshots", nil)
 	bucket(account+".9lives", nil)
-	other := strings.ToLower(accessKeyID(t))
+	other := strings.ToLower(testenv.AccessKeyID())
 	bucket(other+".photos", nil)
 
 	sums := map[string]string{
@@ -134,19 +133,4 @@ func TestDuraCloudDeploymentInPlace(t *testing.T) {
 	if out := millctl("content", "get", "acme", "1", "photos", "2024/sunset.jpg"); out != "jpeg bytes" {
 		t.Errorf("content get: %q", out)
 	}
-}
-
-// accessKeyID makes a fresh 20-character AWS-style access key ID, the
-// prefix DuraCloud names an account's buckets with.
-func accessKeyID(t *testing.T) string {
-	t.Helper()
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "AKIA" + string(b)
 }

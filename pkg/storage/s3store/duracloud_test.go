@@ -3,7 +3,6 @@ package s3store
 import (
 	"context"
 	"crypto/md5"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"maps"
@@ -19,20 +18,6 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/storagetest"
 )
-
-// newAccountPrefix returns a fresh 20-character account prefix, as
-// DuraCloud names buckets with an access key ID (upper case, as AWS
-// issues them: the store lower-cases it).
-func newAccountPrefix(t testing.TB) string {
-	t.Helper()
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-	b := make([]byte, AccountPrefixLen)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return "MILLTEST" + string(b[8:])
-}
 
 // cleanupSpaceBuckets empties and deletes every bucket named with the
 // account prefix when the test ends.
@@ -64,7 +49,7 @@ func newDuraStore(t *testing.T, client *s3.Client, bucket string) (*Store, strin
 	t.Helper()
 	cfg := testConfig
 	cfg.Bucket, cfg.Prefix = bucket, "mill/"+testenv.Unique()+"/"
-	cfg.Layout, cfg.AccountPrefix = LayoutDuraCloud, newAccountPrefix(t)
+	cfg.Layout, cfg.AccountPrefix = LayoutDuraCloud, testenv.AccessKeyID()
 	cleanupSpaceBuckets(t, client, cfg.AccountPrefix)
 	s, err := New(client, cfg)
 	if err != nil {
@@ -182,7 +167,7 @@ func TestDuraCloudWritten(t *testing.T) {
 	f.bucket(account+".docs-2020", map[string]string{"space-created": "2020-01-01T00:00:00"})
 	f.bucket("hidden-"+account+".snapshots", nil) // a hidden space: never listed
 	f.bucket(account+".9lives", nil)              // no DuraCloud space ID
-	other := strings.ToLower(newAccountPrefix(t))
+	other := strings.ToLower(testenv.AccessKeyID())
 	f.bucket(other+".photos", nil) // another account's space
 	cleanupSpaceBuckets(t, client, other)
 
