@@ -1,6 +1,7 @@
 package s3store
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/base64"
@@ -249,4 +250,50 @@ func metaIncludes(got, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestDuraCloudCrossLayoutCopy: server-side copies between a DuraCloud-
+// layout store and a Mill-layout store on one client keep each item's
+// MD5, mimetype and properties in the destination's own form — both ways,
+// for a single-part item and a multipart one (whose copy into DuraCloud's
+// layout is one object, so its ETag is its MD5).
+func TestDuraCloudCrossLayoutCopy(t *testing.T) {
+	client, bucket := setupBucket(t)
+	dura, account := newDuraStore(t, client, bucket)
+	cfg := testConfig
+	cfg.Bucket, cfg.Prefix = bucket, "mill-layout/"
+	mill, err := New(client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, p := range []storage.Provider{dura, mill} {
+		for _, sp := range []string{"src", "dst"} {
+			if err := p.CreateSpace(ctx, sp); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	small := []byte("small item")
+	big := bytes.Repeat([]byte("0123456789abcdef"), (11<<20)/16) // multipart in both layouts
+	props := map[string]string{"creator": "ålice", "note": "a & b"}
+	for _, tc := range []struct {
+		name     string
+		from, to storage.Provider
+	}{{"mill to duracloud", mill, dura}, {"duracloud to mill", dura, mill}} {
+		for id, data := range map[string][]byte{"small": small, "big": big} {
+			if _, err := tc.from.Put(ctx, "src", id, bytes.NewReader(data), storage.PutOptions{Size: int64(len(data)), MimeType: "text/x-test", Properties: props}); err != nil {
+				t.Fatal(err)
+			}
+			info, done, err := tc.to.(storage.ServerSideCopier).ServerSideCopy(ctx, tc.from, "src", id, "dst", id)
+			sum := md5.Sum(data)
+			if err != nil || !done || info.Checksum != hex.EncodeToString(sum[:]) || info.MimeType != "text/x-test" || !maps.Equal(info.Properties, props) {
+				t.Errorf("%s %s: %+v, copied %v, %v", tc.name, id, info, done, err)
+			}
+		}
+	}
+	h, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(account + ".dst"), Key: aws.String("big")})
+	if sum := md5.Sum(big); err != nil || aws.ToString(h.ETag) != `"`+hex.EncodeToString(sum[:])+`"` || h.Metadata["creator"] != "UTF-8''%C3%A5lice" {
+		t.Errorf("the big item in DuraCloud's layout: ETag %s metadata %v, %v; want its MD5 and DuraCloud's metadata", aws.ToString(h.ETag), h.Metadata, err)
+	}
 }
