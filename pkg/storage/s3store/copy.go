@@ -58,6 +58,7 @@ func (s *Store) copyObject(ctx context.Context, from, dst object, size int64, me
 // ("" the bucket's default).
 func (s *Store) copyObjectClass(ctx context.Context, from, dst object, size int64, meta map[string]string, mime, class string) (string, error) {
 	src := from.copySource()
+	meta, enc := splitEncoding(meta)
 	if err := s.duraFits(size); err != nil {
 		return "", err
 	}
@@ -68,6 +69,7 @@ func (s *Store) copyObjectClass(ctx context.Context, from, dst object, size int6
 			CopySource:        aws.String(src),
 			MetadataDirective: types.MetadataDirectiveReplace,
 			Metadata:          meta,
+			ContentEncoding:   enc,
 			ContentType:       aws.String(mime),
 			StorageClass:      types.StorageClass(class),
 		})
@@ -81,6 +83,7 @@ func (s *Store) copyObjectClass(ctx context.Context, from, dst object, size int6
 		Key:               aws.String(dst.key),
 		ContentType:       aws.String(mime),
 		Metadata:          meta,
+		ContentEncoding:   enc,
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
 		ChecksumType:      types.ChecksumTypeFullObject,
 		StorageClass:      types.StorageClass(class),

@@ -26,6 +26,7 @@
 //	<account>.<space>     one bucket per space (account: Config.AccountPrefix,
 //	                      lower-cased); an item's key is its content ID
 //	Content-Type          the mimetype (DuraCloud's content-mimetype)
+//	Content-Encoding      the property "Content-Encoding", as DuraCloud keeps it
 //	ETag                  the MD5 (content-checksum): every item is one
 //	                      single-part object of at most 5 GiB (ErrTooLarge)
 //	x-amz-meta-<name>     a property: spaces in the name as "%20", the value

@@ -36,6 +36,9 @@ const (
 	duraACLDelim    = ":"
 	duraDateLayout  = "2006-01-02T15:04:05"
 	claimPrefix     = ".mill-spaces/"
+	// duraContentEncoding is the property DuraCloud keeps as the object's
+	// Content-Encoding rather than as metadata.
+	duraContentEncoding = "Content-Encoding"
 )
 
 // duraACLTags are the bucket tags DuraCloud packs a space's ACLs into, in
@@ -168,6 +171,10 @@ func duraMetadata(props map[string]string) (map[string]string, error) {
 	m := make(map[string]string, len(props))
 	size := 0
 	for k, v := range props {
+		if k == duraContentEncoding {
+			m[k] = v // the object's Content-Encoding (splitEncoding)
+			continue
+		}
 		if err := duraPropertyName(k); err != nil {
 			return nil, err
 		}
@@ -245,4 +252,21 @@ var javaEscapes = strings.NewReplacer("~", "%7E", "%2A", "*")
 func javaURLDecode(s string) (string, bool) {
 	v, err := url.QueryUnescape(s)
 	return v, err == nil
+}
+
+// splitEncoding takes the Content-Encoding out of metadata encodeMeta
+// built (only DuraCloud's layout puts one there: a metadata name is never
+// upper case), for the request's own header.
+func splitEncoding(meta map[string]string) (map[string]string, *string) {
+	v, ok := meta[duraContentEncoding]
+	if !ok {
+		return meta, nil
+	}
+	rest := make(map[string]string, len(meta)-1)
+	for k, x := range meta {
+		if k != duraContentEncoding {
+			rest[k] = x
+		}
+	}
+	return rest, &v
 }

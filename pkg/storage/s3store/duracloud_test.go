@@ -179,6 +179,12 @@ func TestDuraCloudWritten(t *testing.T) {
 		"source-location": "scanner 4",
 	})
 	readme := f.object(account+".docs-2020", "README", "text/plain", "read me", nil)
+	// DuraCloud keeps a Content-Encoding property as the object's header.
+	_, err := client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(account + ".docs-2020"), Key: aws.String("data.gz"),
+		Body: strings.NewReader("gz"), ContentType: aws.String("application/json"), ContentEncoding: aws.String("gzip")})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	ctx := t.Context()
 	spaces, err := s.ListSpaces(ctx)
@@ -203,6 +209,9 @@ func TestDuraCloudWritten(t *testing.T) {
 	if info, err := s.Head(ctx, "docs-2020", "README"); err != nil || info.Checksum != readme || info.MimeType != "text/plain" || len(info.Properties) != 0 {
 		t.Errorf("Head(docs-2020/README) = %+v, %v; want MD5 %s", info, err, readme)
 	}
+	if info, err := s.Head(ctx, "docs-2020", "data.gz"); err != nil || !maps.Equal(info.Properties, map[string]string{"Content-Encoding": "gzip"}) {
+		t.Errorf("Head(docs-2020/data.gz) = %+v, %v; want the property Content-Encoding gzip", info, err)
+	}
 	acls, err := s.SpaceACLs(ctx, "photos")
 	wantACLs := map[string]string{"acl-alice@example.org": "READ", "acl-bob": "WRITE", "acl-group-curators": "WRITE"}
 	if err != nil || !maps.Equal(acls, wantACLs) {
@@ -216,7 +225,7 @@ func TestDuraCloudWritten(t *testing.T) {
 
 	// What Mill writes, DuraCloud reads: the metadata and tags as it
 	// writes them (the other tags kept).
-	props := map[string]string{"title text": "Été & co", "creator": "mill"}
+	props := map[string]string{"title text": "Été & co", "creator": "mill", "Content-Encoding": "identity"}
 	if _, err := s.Put(ctx, "photos", "new.txt", strings.NewReader("new"), storage.PutOptions{Size: 3, MimeType: "text/plain", Properties: props}); err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +238,10 @@ func TestDuraCloudWritten(t *testing.T) {
 	if keepsMetadataName(t, client, bucket, "a%20b") {
 		wantMeta["title%20text"] = "UTF-8''%C3%89t%C3%A9+%26+co"
 	}
-	if aws.ToString(h.ETag) != `"`+hex.EncodeToString(sum[:])+`"` || aws.ToString(h.ContentType) != "text/plain" || !metaIncludes(h.Metadata, wantMeta) {
-		t.Errorf("Mill's object: ETag %s Content-Type %s metadata %v; want the MD5, text/plain and %v", aws.ToString(h.ETag), aws.ToString(h.ContentType), h.Metadata, wantMeta)
+	if aws.ToString(h.ETag) != `"`+hex.EncodeToString(sum[:])+`"` || aws.ToString(h.ContentType) != "text/plain" || !metaIncludes(h.Metadata, wantMeta) ||
+		aws.ToString(h.ContentEncoding) != "identity" || len(h.Metadata) != len(wantMeta) {
+		t.Errorf("Mill's object: ETag %s Content-Type %s Content-Encoding %s metadata %v; want the MD5, text/plain, identity and %v",
+			aws.ToString(h.ETag), aws.ToString(h.ContentType), aws.ToString(h.ContentEncoding), h.Metadata, wantMeta)
 	}
 	if err := s.SetSpaceACLs(ctx, "photos", map[string]string{"acl-carol@example.org": "WRITE", "acl-group-public": "READ"}); err != nil {
 		t.Fatal(err)

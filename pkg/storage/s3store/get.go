@@ -52,7 +52,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 		return nil, nil, wrap("get", space+"/"+id, err)
 	}
 	a := attrs{etag: aws.ToString(out.ETag), crc64nvme: aws.ToString(out.ChecksumCRC64NVME), checksumType: out.ChecksumType,
-		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata,
+		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata, encoding: out.ContentEncoding,
 		class: string(out.StorageClass), restore: out.Restore, dura: s.dura()}
 	if total, ok := rangeTotal(aws.ToString(out.ContentRange)); ok {
 		a.size = aws.Int64(total)

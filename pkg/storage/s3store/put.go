@@ -135,19 +135,21 @@ func (p *putter) single(ctx context.Context, data []byte) (*storage.Info, error)
 	if err != nil {
 		return nil, err
 	}
+	meta, enc := splitEncoding(meta)
 	undo, err := p.keep(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out, err := p.s.client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:        aws.String(p.key.bucket),
-		Key:           aws.String(p.key.key),
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
-		ContentMD5:    aws.String(base64.StdEncoding.EncodeToString(sum[:])),
-		ContentType:   aws.String(p.mime),
-		Metadata:      meta,
-		StorageClass:  types.StorageClass(p.opts.StorageClass),
+		Bucket:          aws.String(p.key.bucket),
+		Key:             aws.String(p.key.key),
+		Body:            bytes.NewReader(data),
+		ContentLength:   aws.Int64(int64(len(data))),
+		ContentMD5:      aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+		ContentType:     aws.String(p.mime),
+		Metadata:        meta,
+		ContentEncoding: enc,
+		StorageClass:    types.StorageClass(p.opts.StorageClass),
 	}, unsignedPayload)
 	if err != nil {
 		undo()
@@ -237,11 +239,13 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 		}
 	}
 	if u.id == "" {
+		meta, enc := splitEncoding(meta)
 		created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 			Bucket:            aws.String(target.bucket),
 			Key:               aws.String(target.key),
 			ContentType:       aws.String(p.mime),
 			Metadata:          meta,
+			ContentEncoding:   enc,
 			ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
 			ChecksumType:      types.ChecksumTypeFullObject,
 			StorageClass:      types.StorageClass(targetClass),

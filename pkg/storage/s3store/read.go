@@ -125,7 +125,8 @@ type attrs struct {
 	mime            *string
 	modified        *time.Time
 	metadata        map[string]string
-	dura            bool // DuraCloud's metadata (duracloud.go), not Mill's
+	encoding        *string // Content-Encoding
+	dura            bool    // DuraCloud's metadata (duracloud.go), not Mill's
 	class           string
 	archive         types.ArchiveStatus
 	restore         *string
@@ -154,6 +155,9 @@ func (a attrs) info(id string) (*storage.Info, error) {
 	info.ProviderChecksum = providerChecksum(a.etag, a.crc64nvme, a.checksumType)
 	if a.dura {
 		info.Checksum, info.Properties = duraDecode(info.ProviderChecksum, a.metadata)
+		if e := aws.ToString(a.encoding); e != "" {
+			info.Properties[duraContentEncoding] = e
+		}
 	} else {
 		info.Checksum, _ = metaGet(a.metadata, MetaMD5)
 		if v, ok := metaGet(a.metadata, MetaProps); ok && v != "" {
@@ -194,7 +198,7 @@ func (s *Store) head(ctx context.Context, key object, id string) (*storage.Info,
 	}
 	return attrs{
 		etag: aws.ToString(out.ETag), crc64nvme: aws.ToString(out.ChecksumCRC64NVME), checksumType: out.ChecksumType,
-		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata,
+		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata, encoding: out.ContentEncoding,
 		class: string(out.StorageClass), archive: out.ArchiveStatus, restore: out.Restore, dura: s.dura(),
 	}.info(id)
 }
@@ -225,7 +229,7 @@ func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *stor
 	}
 	info, err := attrs{
 		etag: aws.ToString(out.ETag), crc64nvme: aws.ToString(out.ChecksumCRC64NVME), checksumType: out.ChecksumType,
-		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata,
+		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata, encoding: out.ContentEncoding,
 		class: string(out.StorageClass), restore: out.Restore, dura: s.dura(),
 	}.info(id)
 	if err != nil {

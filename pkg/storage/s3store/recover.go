@@ -281,7 +281,7 @@ func (s *Store) headVersion(ctx context.Context, o object, id string) (*storage.
 	}
 	return attrs{
 		etag: aws.ToString(out.ETag), crc64nvme: aws.ToString(out.ChecksumCRC64NVME), checksumType: out.ChecksumType,
-		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata, dura: s.dura(),
+		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata, encoding: out.ContentEncoding, dura: s.dura(),
 	}.info(id)
 }
 
