@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -192,6 +193,10 @@ func (o *storesListOptions) run(ctx context.Context, a *app, args []string) erro
 			loc := s.Root
 			if s.Kind == "s3" {
 				loc = "s3://" + s.Bucket + "/" + s.Prefix
+				if s.Layout != "" {
+					// DuraCloud's layout: the spaces are buckets of their own.
+					loc += " + s3://" + strings.ToLower(s.AccountPrefix) + ".<space>/"
+				}
 				if s.Endpoint != "" {
 					loc += " @ " + s.Endpoint
 				}

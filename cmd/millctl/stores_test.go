@@ -126,3 +126,17 @@ func TestDevLoadKeepsOtherConfiguration(t *testing.T) {
 		t.Fatalf("a refused dev load wrote accounts.json: %v", err)
 	}
 }
+
+// stores list shows where a DuraCloud-layout store keeps its spaces.
+func TestStoresListDuraCloudLayout(t *testing.T) {
+	dir := t.TempDir()
+	reg := `{"accounts": [{"id": "dura", "status": "active", "stores": [
+  {"id": "1", "primary": true, "kind": "s3", "layout": "duracloud", "accountPrefix": "AKIAIOSFODNN7EXAMPLE", "bucket": "dura-books", "prefix": "mill/"}]}]}`
+	if err := os.WriteFile(filepath.Join(dir, "accounts.json"), []byte(reg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := pcsRun(t, map[string]string{"MILL_CONFIG_DIR": dir}, "", "stores", "list")
+	if code != 0 || !strings.Contains(out, "s3://dura-books/mill/ + s3://akiaiosfodnn7example.<space>/") {
+		t.Fatalf("stores list: exit %d\n%s%s", code, out, errOut)
+	}
+}

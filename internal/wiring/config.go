@@ -84,7 +84,7 @@ func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.O
 		PathStyle: pathStyle,
 		Profile:   awsconfig.ProfileCredentials,
 		S3: stores.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
-			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix})
+			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix, Layout: s.Layout, AccountPrefix: s.AccountPrefix})
 		}),
 		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
 	}

@@ -6,9 +6,11 @@
 //   - A Resolver maps a bucket and key to the registered account, store,
 //     space and content; RegistryResolver does it over pkg/stores'
 //     registry (s3 stores: bucket + prefix; key = prefix + space + "/" +
-//     content). Keys that are not content — a space marker (prefix +
-//     space), Mill's reserved ".…" keys — resolve to ErrIgnored; a bucket
-//     no store is registered for to ErrUnknownBucket.
+//     content; in DuraCloud's layout bucket = account prefix + "." +
+//     space, key = content). Keys that are not content — a space marker
+//     (prefix + space), Mill's reserved ".…" keys, anything in a DuraCloud
+//     store's own bucket — resolve to ErrIgnored; a bucket no store is
+//     registered for to ErrUnknownBucket.
 //   - Confirm checks a record against a HEAD of its object just made, so
 //     that only events the store confirms are acted on: a removal needs a
 //     404, a creation an object; an event the object changed after is

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/stores"
 )
 
@@ -30,7 +31,10 @@ type Resolver interface {
 	Resolve(bucket, key string) (Location, error)
 }
 
-// RegistryResolver resolves over the s3 stores of a registry. Stores of
+// RegistryResolver resolves over the s3 stores of a registry. An object
+// of a space bucket of a DuraCloud-layout store (<account prefix>.<space>)
+// is the item of that space whose content ID is the key; objects of such a
+// store's own bucket are Mill's bookkeeping, never content (ErrIgnored). Stores of
 // one bucket never share or nest prefixes (stores.Parse refuses it), so at
 // most one prefix matches; were there more, the longest would win.
 type RegistryResolver struct {
@@ -48,7 +52,19 @@ func (r RegistryResolver) Resolve(bucket, key string) (Location, error) {
 		for _, a := range r.Registry.Accounts {
 			for i := range a.Stores {
 				s := &a.Stores[i]
-				if s.Kind != storage.KindS3 || s.Bucket != bucket {
+				if s.Kind != storage.KindS3 {
+					continue
+				}
+				if s.Layout == s3store.LayoutDuraCloud {
+					if space, ok := strings.CutPrefix(bucket, strings.ToLower(s.AccountPrefix)+"."); ok {
+						return duraLocation(a.ID, s.ID, space, key)
+					}
+					if s.Bucket == bucket {
+						inBucket = true // Mill's bookkeeping: never content
+					}
+					continue
+				}
+				if s.Bucket != bucket {
 					continue
 				}
 				inBucket = true
@@ -65,6 +81,21 @@ func (r RegistryResolver) Resolve(bucket, key string) (Location, error) {
 		return Location{}, fmt.Errorf("%w: s3://%s/%s is outside every store's prefix", ErrIgnored, bucket, key)
 	}
 	return Split(account, best.ID, best.Prefix, key)
+}
+
+// duraLocation maps an object of a DuraCloud-layout store's space bucket
+// to its item: the bucket names the space, the key is the content ID.
+func duraLocation(account, storeID, space, key string) (Location, error) {
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return Location{}, fmt.Errorf("%w: bucket of space %q: %v", ErrIgnored, space, err)
+	}
+	if err := s3store.ValidateDuraCloudSpaceID(space); err != nil {
+		return Location{}, fmt.Errorf("%w: bucket of space %q: %v", ErrIgnored, space, err)
+	}
+	if err := storage.ValidateContentID(key); err != nil {
+		return Location{}, fmt.Errorf("%w: %q: %v", ErrIgnored, key, err)
+	}
+	return Location{Account: account, StoreID: storeID, SpaceID: space, ContentID: key}, nil
 }
 
 // Split maps key of a store with prefix to its item: key = prefix + space +

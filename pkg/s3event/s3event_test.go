@@ -47,7 +47,9 @@ func TestRegistryResolver(t *testing.T) {
 	   {"id":"1","primary":true,"kind":"s3","bucket":"shared","prefix":"data/","region":"us-east-1"},
 	   {"id":"2","kind":"s3","bucket":"shared","prefix":"mill/","region":"us-east-1"}]},
 	 {"id":"acct2","status":"active","stores":[
-	   {"id":"9","primary":true,"kind":"s3","bucket":"other","prefix":"p/","region":"us-east-1"}]}]}`))
+	   {"id":"9","primary":true,"kind":"s3","bucket":"other","prefix":"p/","region":"us-east-1"}]},
+	 {"id":"dura","status":"active","stores":[
+	   {"id":"1","primary":true,"kind":"s3","layout":"duracloud","accountPrefix":"AKIAIOSFODNN7EXAMPLE","bucket":"books","region":"us-east-1"}]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +68,15 @@ func TestRegistryResolver(t *testing.T) {
 		{"other", "q/s/c", s3event.Location{}, s3event.ErrIgnored},               // outside the prefix
 		{"other", "p/s/", s3event.Location{}, s3event.ErrIgnored},                // empty content ID
 		{"nobody", "s/c", s3event.Location{}, s3event.ErrUnknownBucket},
+		// DuraCloud's layout: the bucket is the space, the key the item.
+		{"akiaiosfodnn7example.photos", "2024/a b.jpg", s3event.Location{"dura", "1", "photos", "2024/a b.jpg"}, nil},
+		{"akiaiosfodnn7example.photos", "../x", s3event.Location{"dura", "1", "photos", "../x"}, nil},
+		{"akiaiosfodnn7example.9lives", "a", s3event.Location{}, s3event.ErrIgnored},              // no DuraCloud space ID
+		{"akiaiosfodnn7example.photos.", "a", s3event.Location{}, s3event.ErrIgnored},             // another space's bucket
+		{"hidden-akiaiosfodnn7example.photos", "a", s3event.Location{}, s3event.ErrUnknownBucket}, // a hidden space
+		{"books", "photos/a", s3event.Location{}, s3event.ErrIgnored},                             // Mill's bookkeeping
+		{"books", ".mill-trash/photos/x", s3event.Location{}, s3event.ErrIgnored},
+		{"otherprefix000000000.photos", "a", s3event.Location{}, s3event.ErrUnknownBucket}, // another account prefix
 	} {
 		got, err := r.Resolve(c.bucket, c.key)
 		if c.err != nil {

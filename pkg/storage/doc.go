@@ -14,7 +14,8 @@
 // ETag; a full-object CRC-64/NVME only confirms or contradicts bytes
 // read), which beats the MD5 Mill recorded with the copy (Info.Checksum:
 // S3 metadata "mill-md5", the fs sidecar — a claim anyone who rewrites the
-// object can keep). A claim a stronger source contradicts means the copy
+// object can keep; in DuraCloud's S3 layout the ETag is the only record,
+// so there the claim is the provider's digest). A claim a stronger source contradicts means the copy
 // is not the one Mill wrote (replaced or gone sour behind its back): such
 // a copy holds nothing (CopyChecksum.Holds), is in sync with nothing and
 // is never copied from.

@@ -21,8 +21,8 @@ const (
 )
 
 // Portable errors. Every provider maps its native errors onto these in one
-// place; callers test them with errors.Is. ErrInvalidID, ErrUnsafe and
-// ErrArchived say of themselves that retrying cannot help (a Permanent
+// place; callers test them with errors.Is. ErrInvalidID, ErrInvalidProperty,
+// ErrUnsafe and ErrArchived say of themselves that retrying cannot help (a Permanent
 // method, which processors.IsPermanent reads: Workman dead-letters the
 // task at once).
 var (
@@ -39,6 +39,10 @@ var (
 	// ErrPropertiesTooLarge: properties exceed what the provider can store
 	// (S3 user metadata is limited to 2 KB).
 	ErrPropertiesTooLarge = errors.New("storage: properties too large")
+	// ErrInvalidProperty: a property name or space ACL entry the provider
+	// cannot store as given (DuraCloud's S3 layout keeps property names as
+	// HTTP header names, which S3 lower-cases, and ACLs as bucket tags).
+	ErrInvalidProperty = permanent.New("storage: invalid property")
 	// ErrUnsafe: the store's own files or objects are not as the provider
 	// writes them (a symbolic link or a forged sidecar in a filesystem
 	// store), so the provider refuses to read, write or delete through

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
 
@@ -232,7 +233,7 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, fixityAt, error) {
 	var place []problemAt
 	have := map[string]bool{}
 	str := map[string]*string{
-		"id": &s.ID, "bucket": &s.Bucket, "prefix": &s.Prefix,
+		"id": &s.ID, "bucket": &s.Bucket, "prefix": &s.Prefix, "layout": &s.Layout, "accountPrefix": &s.AccountPrefix,
 		"endpoint": &s.Endpoint, "roleArn": &s.RoleARN, "profile": &s.Profile, "root": &s.Root,
 	}
 	flags := map[string]*bool{
@@ -288,7 +289,7 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, fixityAt, error) {
 			if looksLikeCredential(key) {
 				errs = append(errs, w.Errorf(koff, "store: %q looks like a credential: accounts.json holds no secrets (use the AWS SDK chain or roleArn)", key))
 			} else {
-				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, endpoint, allowInsecureEndpoint, roleArn, profile, ambientCredentials, root, fixity, provider, threatZone)", key))
+				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, layout, accountPrefix, endpoint, allowInsecureEndpoint, roleArn, profile, ambientCredentials, root, fixity, provider, threatZone)", key))
 			}
 			if err := w.Skip(); err != nil {
 				return s, off, nil, fa, err
@@ -324,11 +325,12 @@ func storeProblems(s Store) []string {
 			out = append(out, fmt.Sprintf("roleArn %q is not an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)", s.RoleARN))
 		}
 		out = append(out, s.accessProblems()...)
+		out = append(out, layoutProblems(s)...)
 	case storage.KindFS:
 		if p := rootProblem(s.Root); p != "" {
 			out = append(out, p)
 		}
-		for k, v := range map[string]string{"bucket": s.Bucket, "prefix": s.Prefix, "endpoint": s.Endpoint, "roleArn": s.RoleARN, "profile": s.Profile} {
+		for k, v := range map[string]string{"bucket": s.Bucket, "prefix": s.Prefix, "endpoint": s.Endpoint, "roleArn": s.RoleARN, "profile": s.Profile, "layout": s.Layout, "accountPrefix": s.AccountPrefix} {
 			if v != "" {
 				out = append(out, k+" is for s3 stores, not fs")
 			}
@@ -345,4 +347,24 @@ func storeProblems(s Store) []string {
 		out = append(out, fmt.Sprintf(`unknown kind %q (want "s3" or "fs")`, s.Kind))
 	}
 	return out
+}
+
+// layoutProblems lists what is wrong with an s3 store's layout fields.
+func layoutProblems(s Store) []string {
+	switch s.Layout {
+	case s3store.LayoutMill:
+		if s.AccountPrefix != "" {
+			return []string{fmt.Sprintf("accountPrefix is for stores with \"layout\": %q", s3store.LayoutDuraCloud)}
+		}
+	case s3store.LayoutDuraCloud:
+		if !s3store.ValidAccountPrefix(s.AccountPrefix) {
+			return []string{fmt.Sprintf("accountPrefix %q is not %d ASCII letters and digits (the access key ID DuraCloud names its space buckets with)", s.AccountPrefix, s3store.AccountPrefixLen)}
+		}
+		if strings.HasPrefix(strings.ToLower(s.Bucket), strings.ToLower(s.AccountPrefix)+".") {
+			return []string{fmt.Sprintf("bucket %q is named like one of the store's space buckets (%s.<space>): give Mill's bookkeeping a bucket of its own", s.Bucket, strings.ToLower(s.AccountPrefix))}
+		}
+	default:
+		return []string{fmt.Sprintf("unknown layout %q (want %q, the default, or %q)", s.Layout, s3store.LayoutMill, s3store.LayoutDuraCloud)}
+	}
+	return nil
 }

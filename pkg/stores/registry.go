@@ -34,6 +34,14 @@
 // label of 1 to MaxPlaceLen ASCII letters, digits, '.', '-' and '_'
 // (place.go), checked at the value's line and column.
 //
+// DuraCloud's layout: an s3 store with "layout": "duracloud" reads and
+// writes spaces where DuraCloud's S3StorageProvider keeps them, a bucket
+// per space named "accountPrefix" (lower-cased) + "." + the space ID, and
+// keeps only Mill's bookkeeping in its bucket and prefix (s3store, DuraCloud
+// layout). Its space buckets are a location of their own: two such stores
+// with one account prefix on one service collide, and so does a store
+// whose bucket is one of them.
+//
 // Fixity targets: a store's optional "fixity" object sets the interval
 // within which each of its copies must get a fresh fixity verdict
 // ("interval", default 90 days; "archivedInterval" for copies in an
@@ -58,7 +66,9 @@
 //	        {"id": "3", "kind": "s3", "bucket": "archive", "endpoint": "https://s3.example.org", "profile": "archive",
 //	         "fixity": {"archivedMethod": "none", "sampleRate": 0.5}},
 //	        {"id": "4", "kind": "fs", "root": "/srv/mill/account1-4", "fixity": {"interval": "2160h"},
-//	         "region": "eu-central", "provider": "on-premises", "threatZone": "rhine-valley"}
+//	         "region": "eu-central", "provider": "on-premises", "threatZone": "rhine-valley"},
+//	        {"id": "5", "kind": "s3", "layout": "duracloud", "accountPrefix": "AKIAIOSFODNN7EXAMPLE",
+//	         "bucket": "acct1-mill-bookkeeping", "region": "us-east-1"}
 //	      ]
 //	    }
 //	  ]
@@ -100,6 +110,14 @@ type Store struct {
 	// SDK's default when empty); on an fs store, where its disk is (a
 	// label only).
 	Region string `json:"region,omitempty"`
+	// Layout is how an s3 store keeps its spaces: "" (Mill's: the bucket
+	// and prefix hold them all) or "duracloud" (DuraCloud's: a bucket per
+	// space, AccountPrefix + "." + space ID; the bucket and prefix then
+	// hold only Mill's trash copies and temporary uploads). See s3store.
+	Layout string `json:"layout,omitempty"`
+	// AccountPrefix is the 20-character prefix of a duracloud store's
+	// space buckets (the access key ID DuraCloud was configured with).
+	AccountPrefix string `json:"accountPrefix,omitempty"`
 	// Endpoint overrides the S3 endpoint (an S3-compatible service); it
 	// implies path-style addressing. It must be https — plain http only to
 	// a loopback host or with AllowInsecureEndpoint — and never a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/endpoint"
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
 
@@ -61,22 +62,41 @@ type location struct {
 	ns, path string
 }
 
-// storeLocation returns a store's location; false when the store's fields
-// are already refused (no location to compare).
-func storeLocation(s Store) (location, bool) {
+// storeLocations returns a store's locations; none when the store's
+// fields are already refused (no location to compare). An s3 store's
+// bucket and prefix are one. A DuraCloud-layout store's space buckets are
+// another: the namespace of its account prefix on its service, the whole
+// of it; and a store whose bucket is named like a space bucket of some
+// account prefix (<20 letters and digits>.<rest>) lies at <rest>/<prefix>
+// in that namespace, so it collides with the DuraCloud store it is a
+// space of.
+func storeLocations(s Store) []location {
 	switch s.Kind {
 	case storage.KindS3:
 		if s.Bucket == "" || !validBucket(s.Bucket) {
-			return location{}, false
+			return nil
 		}
-		return location{ns: "s3 " + serviceOf(s) + " " + strings.ToLower(s.Bucket), path: s.Prefix}, true
+		bucket := strings.ToLower(s.Bucket)
+		locs := []location{{ns: "s3 " + serviceOf(s) + " " + bucket, path: s.Prefix}}
+		if s.Layout == s3store.LayoutDuraCloud && s3store.ValidAccountPrefix(s.AccountPrefix) {
+			locs = append(locs, location{ns: duraNS(s, strings.ToLower(s.AccountPrefix))})
+		}
+		if acct, rest, ok := strings.Cut(bucket, "."); ok && s3store.ValidAccountPrefix(acct) {
+			locs = append(locs, location{ns: duraNS(s, acct), path: rest + "/" + s.Prefix})
+		}
+		return locs
 	case storage.KindFS:
 		if rootProblem(s.Root) != "" {
-			return location{}, false
+			return nil
 		}
-		return location{ns: "fs", path: strings.TrimSuffix(filepath.Clean(s.Root), "/") + "/"}, true
+		return []location{{ns: "fs", path: strings.TrimSuffix(filepath.Clean(s.Root), "/") + "/"}}
 	}
-	return location{}, false
+	return nil
+}
+
+// duraNS is the namespace of the space buckets of an account prefix.
+func duraNS(s Store, accountPrefix string) string {
+	return "s3 " + serviceOf(s) + " duracloud spaces " + accountPrefix + ".*"
 }
 
 // serviceOf names the S3 service a store is on.
@@ -105,6 +125,9 @@ func describe(s Store) string {
 		return fmt.Sprintf("root %q", s.Root)
 	}
 	d := fmt.Sprintf("s3://%s/%s", s.Bucket, s.Prefix)
+	if s.Layout == s3store.LayoutDuraCloud {
+		d += fmt.Sprintf(" and space buckets %s.*", strings.ToLower(s.AccountPrefix))
+	}
 	if s.Endpoint != "" {
 		d += " at " + s.Endpoint
 	}
@@ -147,7 +170,7 @@ func collisions(w *jsonpos.Walker, all []storeAt) []error {
 	}
 	var es []entry
 	for _, st := range all {
-		if loc, ok := storeLocation(st.s); ok {
+		for _, loc := range storeLocations(st.s) {
 			es = append(es, entry{loc, st})
 		}
 	}
@@ -163,6 +186,9 @@ func collisions(w *jsonpos.Walker, all []storeAt) []error {
 				break
 			}
 			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].st.off == e.st.off {
+			continue // one store's own locations (its problems are reported apart)
 		}
 		if len(stack) > 0 {
 			outer := stack[len(stack)-1]

@@ -250,6 +250,21 @@ func Unique() string {
 	return hex.EncodeToString(b[:])
 }
 
+// AccessKeyID returns a fresh AWS-style access key ID ("AKIA" and 16 upper
+// case letters and digits), unique per call: the 20-character prefix
+// DuraCloud names an account's space buckets with (<prefix, lower
+// case>.<space>). Tests remove such buckets themselves: their names are
+// not Prefix's.
+func AccessKeyID() string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[b[i]%32]
+	}
+	return "AKIA" + string(b[:])
+}
+
 // RealAWSPrefix starts every resource name the tests create in a real AWS
 // account, so that leftovers of an interrupted run are easy to find.
 const RealAWSPrefix = "milltest-"

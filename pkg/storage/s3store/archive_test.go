@@ -18,7 +18,8 @@ import (
 // lifecycle transition does.
 func archive(t testing.TB, client *s3.Client, s *Store, space, id string, class types.StorageClass) {
 	t.Helper()
-	key, err := s.contentKey(space, id)
+	o, err := s.contentKey(space, id)
+	key := o.key
 	if err != nil {
 		t.Fatal(err)
 	}

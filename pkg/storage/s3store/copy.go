@@ -50,21 +50,26 @@ func (o object) copySource() string {
 // CopyObject up to CopyThreshold, UploadPartCopy above (Streams parts at
 // once: the bytes never pass through this process, so no buffers). It returns the
 // version ID S3 gave the copy ("" in an unversioned bucket).
-func (s *Store) copyObject(ctx context.Context, from object, dstKey string, size int64, meta map[string]string, mime string) (string, error) {
-	return s.copyObjectClass(ctx, from, dstKey, size, meta, mime, "")
+func (s *Store) copyObject(ctx context.Context, from, dst object, size int64, meta map[string]string, mime string) (string, error) {
+	return s.copyObjectClass(ctx, from, dst, size, meta, mime, "")
 }
 
 // copyObjectClass is copyObject writing the copy in storage class class
 // ("" the bucket's default).
-func (s *Store) copyObjectClass(ctx context.Context, from object, dstKey string, size int64, meta map[string]string, mime, class string) (string, error) {
+func (s *Store) copyObjectClass(ctx context.Context, from, dst object, size int64, meta map[string]string, mime, class string) (string, error) {
 	src := from.copySource()
-	if size <= s.cfg.CopyThreshold {
+	meta, enc := splitEncoding(meta)
+	if err := s.duraFits(size); err != nil {
+		return "", err
+	}
+	if size <= s.cfg.CopyThreshold || s.dura() {
 		out, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
-			Bucket:            aws.String(s.cfg.Bucket),
-			Key:               aws.String(dstKey),
+			Bucket:            aws.String(dst.bucket),
+			Key:               aws.String(dst.key),
 			CopySource:        aws.String(src),
 			MetadataDirective: types.MetadataDirectiveReplace,
 			Metadata:          meta,
+			ContentEncoding:   enc,
 			ContentType:       aws.String(mime),
 			StorageClass:      types.StorageClass(class),
 		})
@@ -74,10 +79,11 @@ func (s *Store) copyObjectClass(ctx context.Context, from object, dstKey string,
 		return aws.ToString(out.VersionId), nil
 	}
 	created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
-		Bucket:            aws.String(s.cfg.Bucket),
-		Key:               aws.String(dstKey),
+		Bucket:            aws.String(dst.bucket),
+		Key:               aws.String(dst.key),
 		ContentType:       aws.String(mime),
 		Metadata:          meta,
+		ContentEncoding:   enc,
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
 		ChecksumType:      types.ChecksumTypeFullObject,
 		StorageClass:      types.StorageClass(class),
@@ -91,7 +97,7 @@ func (s *Store) copyObjectClass(ctx context.Context, from object, dstKey string,
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
 			_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
-				Bucket: aws.String(s.cfg.Bucket), Key: aws.String(dstKey), UploadId: created.UploadId,
+				Bucket: aws.String(dst.bucket), Key: aws.String(dst.key), UploadId: created.UploadId,
 			})
 		}
 	}()
@@ -104,8 +110,8 @@ func (s *Store) copyObjectClass(ctx context.Context, from object, dstKey string,
 		end := min(off+partSize, size) - 1
 		g.Go(func() error {
 			out, err := s.client.UploadPartCopy(gctx, &s3.UploadPartCopyInput{
-				Bucket:          aws.String(s.cfg.Bucket),
-				Key:             aws.String(dstKey),
+				Bucket:          aws.String(dst.bucket),
+				Key:             aws.String(dst.key),
 				UploadId:        created.UploadId,
 				PartNumber:      aws.Int32(int32(i + 1)),
 				CopySource:      aws.String(src),
@@ -127,8 +133,8 @@ func (s *Store) copyObjectClass(ctx context.Context, from object, dstKey string,
 		return "", err
 	}
 	done, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
-		Bucket:          aws.String(s.cfg.Bucket),
-		Key:             aws.String(dstKey),
+		Bucket:          aws.String(dst.bucket),
+		Key:             aws.String(dst.key),
 		UploadId:        created.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 		ChecksumType:    types.ChecksumTypeFullObject,
@@ -174,7 +180,7 @@ func (s *Store) serverSideCopy(ctx context.Context, from *Store, srcSpace, srcID
 		// Replaced or gone sour behind Mill's back: never copied from.
 		return nil, fmt.Errorf("%w: source %s", storage.ErrChecksumMismatch, c)
 	}
-	meta, err := metadata(srcInfo.Checksum, srcInfo.Properties)
+	meta, err := s.encodeMeta(srcInfo.Checksum, srcInfo.Properties)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +188,7 @@ func (s *Store) serverSideCopy(ctx context.Context, from *Store, srcSpace, srcID
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.copyObject(ctx, object{bucket: from.cfg.Bucket, key: srcKey}, dstKey, srcInfo.Size, meta, srcInfo.MimeType); err != nil {
+	if _, err := s.copyObject(ctx, srcKey, dstKey, srcInfo.Size, meta, srcInfo.MimeType); err != nil {
 		undo()
 		return nil, err
 	}

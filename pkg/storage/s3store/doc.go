@@ -17,6 +17,44 @@
 // never spaces: they appear in no listing, no producer's sweep and no bit
 // check, and S3 events for their keys are ignored (pkg/s3event).
 //
+// # DuraCloud layout
+//
+// With Config.Layout LayoutDuraCloud the store reads and writes spaces as
+// DuraCloud's S3StorageProvider keeps them, so DuraStore and the Java
+// workers see what Mill writes and Mill sees theirs:
+//
+//	<account>.<space>     one bucket per space (account: Config.AccountPrefix,
+//	                      lower-cased); an item's key is its content ID
+//	Content-Type          the mimetype (DuraCloud's content-mimetype)
+//	Content-Encoding      the property "Content-Encoding", as DuraCloud keeps it
+//	ETag                  the MD5 (content-checksum): every item is one
+//	                      single-part object of at most 5 GiB (ErrTooLarge)
+//	x-amz-meta-<name>     a property: spaces in the name as "%20", the value
+//	                      "UTF-8''" + its URL encoding (java.net.URLEncoder)
+//	bucket tags           space-created, and the ACLs packed as DuraCloud
+//	                      packs them: acl-user-read, acl-user-write,
+//	                      acl-group-read, acl-group-write = "name:name:"
+//	                      ('@' as '+'), for ACL names acl-<user> and
+//	                      acl-group-<group> with rights READ and WRITE
+//
+// Space IDs follow DuraCloud's rules too (ValidateDuraCloudSpaceID), so
+// the bucket name is the account prefix, a dot and the space ID
+// unchanged, and only buckets so named are spaces. Names Mill cannot keep
+// as given are refused with storage.ErrInvalidProperty: property names
+// that are not lower-case ASCII header characters (S3 lower-cases
+// metadata names) or that DuraCloud computes itself (content-size, …),
+// ACL entries DuraCloud would drop or not read back. DuraCloud also reads
+// a '*' after a name and a value without the RFC 5987 prefix; Mill writes neither
+// (some S3-compatible services drop names with '*').
+//
+// Config.Bucket and Prefix then hold only the store's bookkeeping, never a
+// space: trash copies (the layout always keeps them, whatever the space
+// buckets' versioning), temporary uploads, and a claim per space Mill
+// created (P.mill-spaces/<space>, written If-None-Match: * so concurrent
+// creators agree on one). Content above MultipartThreshold is uploaded in
+// parts to P.mill-tmp/ and committed with one CopyObject, which gives the
+// item a single-part ETag, its MD5.
+//
 // # Objects
 //
 // An item's MD5 (DuraCloud's checksum, lower-case hex) travels as user

@@ -33,8 +33,8 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 		return nil, nil, wrap("get", space+"/"+id, fmt.Errorf("range of %d bytes at %d", n, off))
 	}
 	in := &s3.GetObjectInput{
-		Bucket:       aws.String(s.cfg.Bucket),
-		Key:          aws.String(key),
+		Bucket:       aws.String(key.bucket),
+		Key:          aws.String(key.key),
 		Range:        aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
 		ChecksumMode: types.ChecksumModeEnabled,
 	}
@@ -52,8 +52,8 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 		return nil, nil, wrap("get", space+"/"+id, err)
 	}
 	a := attrs{etag: aws.ToString(out.ETag), crc64nvme: aws.ToString(out.ChecksumCRC64NVME), checksumType: out.ChecksumType,
-		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata,
-		class: string(out.StorageClass), restore: out.Restore}
+		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata, encoding: out.ContentEncoding,
+		class: string(out.StorageClass), restore: out.Restore, dura: s.dura()}
 	if total, ok := rangeTotal(aws.ToString(out.ContentRange)); ok {
 		a.size = aws.Int64(total)
 	}
@@ -76,15 +76,15 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 
 // rangeFromHead answers a range S3 refused as past the end: an empty
 // stream with the object's Info.
-func (s *Store) rangeFromHead(ctx context.Context, key, id string, off int64, revision string) (io.ReadCloser, *storage.Info, error) {
+func (s *Store) rangeFromHead(ctx context.Context, key object, id string, off int64, revision string) (io.ReadCloser, *storage.Info, error) {
 	info, err := s.head(ctx, key, id)
 	switch {
 	case err != nil:
-		return nil, nil, wrap("get", key, err)
+		return nil, nil, wrap("get", key.key, err)
 	case revision != "" && info.Revision != revision:
-		return nil, nil, wrap("get", key, fmt.Errorf("%w: ETag %s, expected %s", storage.ErrChanged, info.Revision, revision))
+		return nil, nil, wrap("get", key.key, fmt.Errorf("%w: ETag %s, expected %s", storage.ErrChanged, info.Revision, revision))
 	case off < info.Size:
-		return nil, nil, wrap("get", key, fmt.Errorf("S3 refused the range at %d of %d bytes", off, info.Size))
+		return nil, nil, wrap("get", key.key, fmt.Errorf("S3 refused the range at %d of %d bytes", off, info.Size))
 	}
 	return io.NopCloser(bytes.NewReader(nil)), info, nil
 }

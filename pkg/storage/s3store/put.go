@@ -39,7 +39,10 @@ func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts sto
 	if err != nil {
 		return nil, err
 	}
-	if _, err := metadata(want, opts.Properties); err != nil {
+	if err := s.duraFits(opts.Size); err != nil {
+		return nil, err
+	}
+	if _, err := s.encodeMeta(want, opts.Properties); err != nil {
 		return nil, err
 	}
 	if err := s.needSpace(ctx, space); err != nil {
@@ -72,7 +75,7 @@ func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts sto
 
 type putter struct {
 	s    *Store
-	key  string
+	key  object
 	id   string
 	want string
 	opts storage.PutOptions
@@ -128,23 +131,25 @@ func (p *putter) single(ctx context.Context, data []byte) (*storage.Info, error)
 	if p.want != "" && got != p.want {
 		return nil, fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, got, p.want)
 	}
-	meta, err := metadata(got, p.opts.Properties)
+	meta, err := p.s.encodeMeta(got, p.opts.Properties)
 	if err != nil {
 		return nil, err
 	}
+	meta, enc := splitEncoding(meta)
 	undo, err := p.keep(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out, err := p.s.client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:        aws.String(p.s.cfg.Bucket),
-		Key:           aws.String(p.key),
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
-		ContentMD5:    aws.String(base64.StdEncoding.EncodeToString(sum[:])),
-		ContentType:   aws.String(p.mime),
-		Metadata:      meta,
-		StorageClass:  types.StorageClass(p.opts.StorageClass),
+		Bucket:          aws.String(p.key.bucket),
+		Key:             aws.String(p.key.key),
+		Body:            bytes.NewReader(data),
+		ContentLength:   aws.Int64(int64(len(data))),
+		ContentMD5:      aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+		ContentType:     aws.String(p.mime),
+		Metadata:        meta,
+		ContentEncoding: enc,
+		StorageClass:    types.StorageClass(p.opts.StorageClass),
 	}, unsignedPayload)
 	if err != nil {
 		undo()
@@ -215,16 +220,17 @@ func (u *upload) completed() []types.CompletedPart {
 func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, err error) {
 	s := p.s
 	target, targetClass := p.key, p.opts.StorageClass
-	if p.want == "" {
+	if p.want == "" || s.dura() {
 		// The temporary object stays in the default class: an archived
-		// one could not be copied.
-		target, targetClass = s.cfg.Prefix+tmpPrefix+randHex(), ""
+		// one could not be copied. (In DuraCloud's layout the copy makes
+		// the item a single-part object, whose ETag is its MD5.)
+		target, targetClass = object{bucket: s.cfg.Bucket, key: s.cfg.Prefix + tmpPrefix + randHex()}, ""
 	}
-	meta, err := metadata(p.want, p.opts.Properties)
+	meta, err := s.encodeMeta(p.want, p.opts.Properties)
 	if err != nil {
 		return nil, err
 	}
-	u := &upload{bucket: s.cfg.Bucket, target: target, partSize: p.partSize, size: p.opts.Size, parts: map[int32]cpPart{}, sums: storage.NewSums()}
+	u := &upload{bucket: target.bucket, target: target.key, partSize: p.partSize, size: p.opts.Size, parts: map[int32]cpPart{}, sums: storage.NewSums()}
 	var cp *checkpointer
 	if rs := p.opts.Resume; rs != nil && p.ra != nil && target == p.key && p.opts.Size >= rs.MinSize {
 		cp = &checkpointer{s: s, rs: rs, u: u, meta: metaDigest(meta, p.mime), want: p.want}
@@ -233,11 +239,13 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 		}
 	}
 	if u.id == "" {
+		meta, enc := splitEncoding(meta)
 		created, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
-			Bucket:            aws.String(s.cfg.Bucket),
-			Key:               aws.String(target),
+			Bucket:            aws.String(target.bucket),
+			Key:               aws.String(target.key),
 			ContentType:       aws.String(p.mime),
 			Metadata:          meta,
+			ContentEncoding:   enc,
 			ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme,
 			ChecksumType:      types.ChecksumTypeFullObject,
 			StorageClass:      types.StorageClass(targetClass),
@@ -327,8 +335,8 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 		}
 		crc := storage.CRC64NVMEBase64(storage.UpdateCRC64NVME(0, b))
 		out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
-			Bucket:            aws.String(s.cfg.Bucket),
-			Key:               aws.String(target),
+			Bucket:            aws.String(target.bucket),
+			Key:               aws.String(target.key),
 			UploadId:          aws.String(u.id),
 			PartNumber:        aws.Int32(num),
 			Body:              bytes.NewReader(b),
@@ -379,8 +387,8 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 		return nil, err
 	}
 	done, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
-		Bucket:            aws.String(s.cfg.Bucket),
-		Key:               aws.String(target),
+		Bucket:            aws.String(target.bucket),
+		Key:               aws.String(target.key),
 		UploadId:          aws.String(u.id),
 		MultipartUpload:   &types.CompletedMultipartUpload{Parts: u.completed()},
 		ChecksumCRC64NVME: aws.String(fullCRC),
@@ -398,7 +406,7 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 	if c := aws.ToString(done.ChecksumCRC64NVME); c != "" && c != fullCRC {
 		// Remove exactly the version just written: in a versioned bucket
 		// the previous one becomes current again.
-		s.deleteKey(ctx, target, aws.ToString(done.VersionId))
+		s.deleteKey(ctx, object{bucket: target.bucket, key: target.key, version: aws.ToString(done.VersionId)})
 		return nil, fmt.Errorf("%w: S3 reports CRC64NVME %s, the stream had %s", storage.ErrChecksumMismatch, c, fullCRC)
 	}
 	if target == p.key {
@@ -407,8 +415,8 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 	// Commit the temporary object under the item's key with its MD5, then
 	// remove the temporary object for good (its version, in a versioned
 	// bucket, rather than leave a noncurrent copy behind).
-	defer s.deleteKey(ctx, target, aws.ToString(done.VersionId))
-	fullMeta, err := metadata(got, p.opts.Properties)
+	defer s.deleteKey(ctx, object{bucket: target.bucket, key: target.key, version: aws.ToString(done.VersionId)})
+	fullMeta, err := s.encodeMeta(got, p.opts.Properties)
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +424,7 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.copyObjectClass(ctx, object{bucket: s.cfg.Bucket, key: target}, p.key, total, fullMeta, p.mime, p.opts.StorageClass); err != nil {
+	if _, err := s.copyObjectClass(ctx, target, p.key, total, fullMeta, p.mime, p.opts.StorageClass); err != nil {
 		undo()
 		return nil, err
 	}
@@ -479,21 +487,10 @@ func (u *upload) firstMissing() int64 {
 }
 
 // abort aborts a multipart upload, best effort, even after ctx ended.
-func (s *Store) abort(ctx context.Context, key, uploadID string) {
+func (s *Store) abort(ctx context.Context, key object, uploadID string) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
-		Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key), UploadId: aws.String(uploadID),
+		Bucket: aws.String(key.bucket), Key: aws.String(key.key), UploadId: aws.String(uploadID),
 	})
-}
-
-// keepForResume reports whether a multipart upload that failed with err
-// is worth resuming: not when its content or source proved wrong.
-func keepForResume(err error) bool {
-	for _, e := range []error{storage.ErrChecksumMismatch, storage.ErrChanged, storage.ErrNotFound, storage.ErrInvalidID, storage.ErrPropertiesTooLarge} {
-		if errors.Is(err, e) {
-			return false
-		}
-	}
-	return true
 }

@@ -32,15 +32,18 @@ func (s *Store) ListContent(ctx context.Context, space, after string, limit int)
 // ListEntries implements storage.EntryLister: ListContent with each
 // object's size and storage class, from the same ListObjectsV2 page.
 func (s *Store) ListEntries(ctx context.Context, space, after string, limit int) ([]storage.Entry, bool, error) {
-	if err := storage.ValidateSpaceID(space); err != nil {
+	if err := s.validSpace(space); err != nil {
 		return nil, false, wrap("list", space, err)
 	}
 	if limit <= 0 {
 		limit = storage.DefaultPageSize
 	}
-	prefix := s.cfg.Prefix + space + "/"
+	bucket, prefix := s.cfg.Bucket, s.cfg.Prefix+space+"/"
+	if s.dura() {
+		bucket, prefix = s.duraBucket(space), ""
+	}
 	in := &s3.ListObjectsV2Input{
-		Bucket:  aws.String(s.cfg.Bucket),
+		Bucket:  aws.String(bucket),
 		Prefix:  aws.String(prefix),
 		MaxKeys: aws.Int32(int32(min(limit, 1000))),
 		// The restore state of archived objects, at no extra request (S3
@@ -122,6 +125,8 @@ type attrs struct {
 	mime            *string
 	modified        *time.Time
 	metadata        map[string]string
+	encoding        *string // Content-Encoding
+	dura            bool    // DuraCloud's metadata (duracloud.go), not Mill's
 	class           string
 	archive         types.ArchiveStatus
 	restore         *string
@@ -147,13 +152,20 @@ func (a attrs) info(id string) (*storage.Info, error) {
 		Modified:   aws.ToTime(a.modified).UTC(),
 		Properties: map[string]string{},
 	}
-	info.Checksum, _ = metaGet(a.metadata, MetaMD5)
-	if v, ok := metaGet(a.metadata, MetaProps); ok && v != "" {
-		if err := json.Unmarshal([]byte(v), &info.Properties); err != nil {
-			return nil, fmt.Errorf("metadata %s: %w", MetaProps, err)
+	info.ProviderChecksum = providerChecksum(a.etag, a.crc64nvme, a.checksumType)
+	if a.dura {
+		info.Checksum, info.Properties = duraDecode(info.ProviderChecksum, a.metadata)
+		if e := aws.ToString(a.encoding); e != "" {
+			info.Properties[duraContentEncoding] = e
+		}
+	} else {
+		info.Checksum, _ = metaGet(a.metadata, MetaMD5)
+		if v, ok := metaGet(a.metadata, MetaProps); ok && v != "" {
+			if err := json.Unmarshal([]byte(v), &info.Properties); err != nil {
+				return nil, fmt.Errorf("metadata %s: %w", MetaProps, err)
+			}
 		}
 	}
-	info.ProviderChecksum = providerChecksum(a.etag, a.crc64nvme, a.checksumType)
 	info.Revision = a.etag
 	info.StorageClass = storageClass(a.class)
 	info.Archived = archived(info.StorageClass, a.archive)
@@ -175,10 +187,10 @@ func providerChecksum(etag, crc string, ct types.ChecksumType) string {
 	return ""
 }
 
-func (s *Store) head(ctx context.Context, key, id string) (*storage.Info, error) {
+func (s *Store) head(ctx context.Context, key object, id string) (*storage.Info, error) {
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
-		Bucket:       aws.String(s.cfg.Bucket),
-		Key:          aws.String(key),
+		Bucket:       aws.String(key.bucket),
+		Key:          aws.String(key.key),
 		ChecksumMode: types.ChecksumModeEnabled,
 	})
 	if err != nil {
@@ -186,8 +198,8 @@ func (s *Store) head(ctx context.Context, key, id string) (*storage.Info, error)
 	}
 	return attrs{
 		etag: aws.ToString(out.ETag), crc64nvme: aws.ToString(out.ChecksumCRC64NVME), checksumType: out.ChecksumType,
-		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata,
-		class: string(out.StorageClass), archive: out.ArchiveStatus, restore: out.Restore,
+		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata, encoding: out.ContentEncoding,
+		class: string(out.StorageClass), archive: out.ArchiveStatus, restore: out.Restore, dura: s.dura(),
 	}.info(id)
 }
 
@@ -208,8 +220,8 @@ func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *stor
 		return nil, nil, wrap("get", space+"/"+id, err)
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
-		Bucket:       aws.String(s.cfg.Bucket),
-		Key:          aws.String(key),
+		Bucket:       aws.String(key.bucket),
+		Key:          aws.String(key.key),
 		ChecksumMode: types.ChecksumModeEnabled,
 	}, getOptions(ctx)...)
 	if err != nil {
@@ -217,8 +229,8 @@ func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *stor
 	}
 	info, err := attrs{
 		etag: aws.ToString(out.ETag), crc64nvme: aws.ToString(out.ChecksumCRC64NVME), checksumType: out.ChecksumType,
-		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata,
-		class: string(out.StorageClass), restore: out.Restore,
+		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata, encoding: out.ContentEncoding,
+		class: string(out.StorageClass), restore: out.Restore, dura: s.dura(),
 	}.info(id)
 	if err != nil {
 		out.Body.Close()

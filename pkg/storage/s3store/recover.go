@@ -53,6 +53,11 @@ func errorCode(err error) string {
 // endpoint that does not implement it gets "": the store then keeps trash
 // copies, which is safe, only dearer.
 func (s *Store) versioning(ctx context.Context) (types.BucketVersioningStatus, error) {
+	if s.dura() {
+		// A bucket per space: trash copies in the store's own bucket,
+		// whatever the space buckets' versioning.
+		return "", nil
+	}
 	s.vmu.Lock()
 	defer s.vmu.Unlock()
 	if !s.vchecked.IsZero() && time.Since(s.vchecked) < versioningCheckEvery {
@@ -116,7 +121,7 @@ func parseTrashName(name string) (at time.Time, reason string, ok bool) {
 // side) under the trash prefix; info is the object's Info when the caller
 // has it, else it is read (a missing object — a first write — is not
 // copied). undo removes the copy when the replacement then fails.
-func (s *Store) preserve(ctx context.Context, key, space, id string, info *storage.Info, reason string) (undo func(), err error) {
+func (s *Store) preserve(ctx context.Context, key object, space, id string, info *storage.Info, reason string) (undo func(), err error) {
 	undo = func() {}
 	v, err := s.versioning(ctx)
 	if err != nil || v == types.BucketVersioningStatusEnabled {
@@ -131,15 +136,15 @@ func (s *Store) preserve(ctx context.Context, key, space, id string, info *stora
 			return undo, err
 		}
 	}
-	meta, err := metadata(info.Checksum, info.Properties)
+	meta, err := s.encodeMeta(info.Checksum, info.Properties)
 	if err != nil {
 		return undo, err
 	}
-	tkey := s.trashItemPrefix(space, id) + trashName(time.Now(), reason)
-	if _, err := s.copyObject(ctx, object{bucket: s.cfg.Bucket, key: key}, tkey, info.Size, meta, info.MimeType); err != nil {
+	tkey := object{bucket: s.cfg.Bucket, key: s.trashItemPrefix(space, id) + trashName(time.Now(), reason)}
+	if _, err := s.copyObject(ctx, key, tkey, info.Size, meta, info.MimeType); err != nil {
 		return undo, fmt.Errorf("keep the replaced object recoverable under %s: %w", TrashPrefix, err)
 	}
-	return func() { s.deleteKey(ctx, tkey, "") }, nil
+	return func() { s.deleteKey(ctx, tkey) }, nil
 }
 
 // Versions implements storage.Recoverer: the item's noncurrent S3
@@ -188,9 +193,10 @@ type listed struct {
 // apart from versions, with times to the second, so a marker made in the
 // same second as that version is not seen between them), properties when
 // the next newer version holds the same MD5, overwritten otherwise.
-func (s *Store) s3Versions(ctx context.Context, key, id string) ([]storage.Version, error) {
+func (s *Store) s3Versions(ctx context.Context, o object, id string) ([]storage.Version, error) {
+	key := o.key
 	var vers, markers []listed
-	p := s3.NewListObjectVersionsPaginator(s.client, &s3.ListObjectVersionsInput{Bucket: aws.String(s.cfg.Bucket), Prefix: aws.String(key)})
+	p := s3.NewListObjectVersionsPaginator(s.client, &s3.ListObjectVersionsInput{Bucket: aws.String(o.bucket), Prefix: aws.String(key)})
 	for p.HasMorePages() && len(vers) <= maxVersions {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -223,7 +229,7 @@ func (s *Store) s3Versions(ctx context.Context, key, id string) ([]storage.Versi
 	var out []storage.Version
 	var newer *storage.Info // the Info of vers[j-1]
 	for j, l := range vers {
-		info, err := s.headVersion(ctx, key, id, l.version)
+		info, err := s.headVersion(ctx, object{bucket: o.bucket, key: key, version: l.version}, id)
 		if err != nil {
 			return nil, err
 		}
@@ -251,10 +257,11 @@ func (s *Store) s3Versions(ctx context.Context, key, id string) ([]storage.Versi
 	return out, nil
 }
 
-func (s *Store) headVersion(ctx context.Context, key, id, version string) (*storage.Info, error) {
+func (s *Store) headVersion(ctx context.Context, o object, id string) (*storage.Info, error) {
+	version := o.version
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
-		Bucket:       aws.String(s.cfg.Bucket),
-		Key:          aws.String(key),
+		Bucket:       aws.String(o.bucket),
+		Key:          aws.String(o.key),
 		VersionId:    aws.String(version),
 		ChecksumMode: types.ChecksumModeEnabled,
 	})
@@ -274,7 +281,7 @@ func (s *Store) headVersion(ctx context.Context, key, id, version string) (*stor
 	}
 	return attrs{
 		etag: aws.ToString(out.ETag), crc64nvme: aws.ToString(out.ChecksumCRC64NVME), checksumType: out.ChecksumType,
-		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata,
+		size: out.ContentLength, mime: out.ContentType, modified: out.LastModified, metadata: out.Metadata, encoding: out.ContentEncoding, dura: s.dura(),
 	}.info(id)
 }
 
@@ -294,7 +301,7 @@ func (s *Store) trashVersions(ctx context.Context, space, id string) ([]storage.
 			if !ok {
 				continue // not a copy the store made
 			}
-			info, err := s.head(ctx, prefix+name, id)
+			info, err := s.head(ctx, object{bucket: s.cfg.Bucket, key: prefix + name}, id)
 			if errors.Is(mapErr(err), storage.ErrNotFound) {
 				continue // expired meanwhile
 			}
@@ -337,7 +344,7 @@ func (s *Store) restore(ctx context.Context, space, id, versionID string) (*stor
 		}
 		src = object{bucket: s.cfg.Bucket, key: s.trashItemPrefix(space, id) + name}
 	} else if v, ok := strings.CutPrefix(versionID, versionIDPrefix); ok && v != "" {
-		src = object{bucket: s.cfg.Bucket, key: key, version: v}
+		src = object{bucket: key.bucket, key: key.key, version: v}
 	} else {
 		return nil, fmt.Errorf("%w: no recoverable version %q", storage.ErrNotFound, storage.ShortID(versionID))
 	}
@@ -346,14 +353,14 @@ func (s *Store) restore(ctx context.Context, space, id, versionID string) (*stor
 	}
 	var from *storage.Info
 	if src.version != "" {
-		from, err = s.headVersion(ctx, src.key, id, src.version)
+		from, err = s.headVersion(ctx, src, id)
 	} else {
-		from, err = s.head(ctx, src.key, id)
+		from, err = s.head(ctx, src, id)
 	}
 	if err != nil {
 		return nil, err
 	}
-	meta, err := metadata(from.Checksum, from.Properties)
+	meta, err := s.encodeMeta(from.Checksum, from.Properties)
 	if err != nil {
 		return nil, err
 	}

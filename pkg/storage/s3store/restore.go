@@ -52,7 +52,7 @@ func (s *Store) RequestRestore(ctx context.Context, space, id string, days int, 
 		req.Days = aws.Int32(int32(days))
 	}
 	_, err = s.client.RestoreObject(ctx, &s3.RestoreObjectInput{
-		Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key), RestoreRequest: req,
+		Bucket: aws.String(key.bucket), Key: aws.String(key.key), RestoreRequest: req,
 	})
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "RestoreAlreadyInProgress" {

@@ -105,7 +105,7 @@ func (c *checkpointer) resume(ctx context.Context) error {
 		// Not resumable: start afresh, and leave nothing of it behind
 		// (only an upload of this very key is ever aborted).
 		if cp.UploadID != "" && cp.Bucket == c.u.bucket && cp.Key == c.u.target {
-			c.s.abort(ctx, cp.Key, cp.UploadID)
+			c.s.abort(ctx, object{bucket: cp.Bucket, key: cp.Key}, cp.UploadID)
 		}
 		c.drop(ctx)
 		return nil
@@ -332,4 +332,15 @@ func (c *Checkpoints) Delete(ctx context.Context, key string) error {
 		return nil
 	}
 	return wrap("delete checkpoint", key, err)
+}
+
+// keepForResume reports whether a multipart upload that failed with err
+// is worth resuming: not when its content or source proved wrong.
+func keepForResume(err error) bool {
+	for _, e := range []error{storage.ErrChecksumMismatch, storage.ErrChanged, storage.ErrNotFound, storage.ErrInvalidID, storage.ErrPropertiesTooLarge} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
 }

@@ -167,12 +167,13 @@ func TestResumeHostileCheckpoint(t *testing.T) {
 	data, other := resumeContent(1), resumeContent(2)
 	ctx := t.Context()
 	// Another item's live upload that a forged checkpoint will point at.
-	otherKey, _ := f.s.contentKey(resumeSpace, "other")
+	o, _ := f.s.contentKey(resumeSpace, "other")
+	otherKey := o.key
 	otherUp, err := f.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(f.bucket), Key: aws.String(otherKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.s.abort(context.Background(), otherKey, aws.ToString(otherUp.UploadId)) })
+	t.Cleanup(func() { f.s.abort(context.Background(), o, aws.ToString(otherUp.UploadId)) })
 
 	otherSums := storage.NewSums()
 	otherSums.Write(other[:2*testConfig.PartSize])

@@ -75,6 +75,16 @@ type Config struct {
 	CopyThreshold int64
 	// CopyPartSize of multipart server-side copies. Default 512 MiB.
 	CopyPartSize int64
+	// Layout is how spaces and items map onto S3: LayoutMill ("", the
+	// default: Bucket and Prefix hold every space) or LayoutDuraCloud
+	// (a bucket per space, as DuraCloud's S3StorageProvider keeps them;
+	// Bucket and Prefix then hold only the store's own bookkeeping: trash
+	// copies and temporary uploads). See the package doc.
+	Layout string
+	// AccountPrefix names the space buckets of LayoutDuraCloud: the
+	// 20-character prefix DuraCloud put before every space ID (the AWS
+	// access key ID it was configured with), in any case.
+	AccountPrefix string
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -94,6 +104,9 @@ func (c Config) WithDefaults() Config {
 	if c.CopyPartSize == 0 {
 		c.CopyPartSize = DefaultCopyPartSize
 	}
+	if c.Layout == LayoutDuraCloud {
+		c.AccountPrefix = strings.ToLower(c.AccountPrefix)
+	}
 	return c
 }
 
@@ -106,6 +119,7 @@ func (c Config) validate() error {
 	p.Check(c.Streams >= 1 && c.Streams <= MaxStreams, "Streams", c.Streams, "be within 1..%d", MaxStreams)
 	p.Check(c.CopyThreshold > 0 && c.CopyThreshold <= DefaultCopyThreshold, "CopyThreshold", c.CopyThreshold, "be within 1..%d", int64(DefaultCopyThreshold))
 	p.Check(c.CopyPartSize >= MinPartSize && c.CopyPartSize <= MaxPartSize, "CopyPartSize", c.CopyPartSize, "be within %d..%d", MinPartSize, int64(MaxPartSize))
+	c.validateLayout(p)
 	return p.Err()
 }
 
@@ -150,6 +164,9 @@ func (s *Store) Kind() storage.Kind { return storage.KindS3 }
 // MaxContentIDLen returns the longest content ID the store accepts in
 // space: S3's 1024-byte key limit less the prefix, the space and a slash.
 func (s *Store) MaxContentIDLen(space string) int {
+	if s.dura() {
+		return storage.MaxContentIDLen // the key is the content ID
+	}
 	return min(storage.MaxContentIDLen, MaxKeyLen-len(s.cfg.Prefix)-len(space)-1)
 }
 
@@ -160,7 +177,7 @@ func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, e := range []error{storage.ErrNotFound, storage.ErrInvalidID, storage.ErrChecksumMismatch, storage.ErrSpaceNotEmpty, storage.ErrPropertiesTooLarge, storage.ErrArchived, context.Canceled, context.DeadlineExceeded} {
+	for _, e := range []error{storage.ErrNotFound, storage.ErrInvalidID, storage.ErrChecksumMismatch, storage.ErrSpaceNotEmpty, storage.ErrPropertiesTooLarge, storage.ErrInvalidProperty, storage.ErrArchived, ErrTooLarge, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, e) {
 			return err
 		}
@@ -199,23 +216,28 @@ func wrap(op, key string, err error) error {
 }
 
 func (s *Store) spaceKey(space string) (string, error) {
-	if err := storage.ValidateSpaceID(space); err != nil {
+	if err := s.validSpace(space); err != nil {
 		return "", err
 	}
 	return s.cfg.Prefix + space, nil
 }
 
-func (s *Store) contentKey(space, id string) (string, error) {
-	if err := storage.ValidateSpaceID(space); err != nil {
-		return "", err
+// contentKey returns the object of an item: in the store's bucket under
+// its prefix, or (DuraCloud layout) in the space's own bucket.
+func (s *Store) contentKey(space, id string) (object, error) {
+	if err := s.validSpace(space); err != nil {
+		return object{}, err
 	}
 	if err := storage.ValidateContentID(id); err != nil {
-		return "", err
+		return object{}, err
 	}
 	if max := s.MaxContentIDLen(space); len(id) > max {
-		return "", fmt.Errorf("%w: content ID is %d bytes; with the store prefix and space %q the limit is %d", storage.ErrInvalidID, len(id), space, max)
+		return object{}, fmt.Errorf("%w: content ID is %d bytes; with the store prefix and space %q the limit is %d", storage.ErrInvalidID, len(id), space, max)
 	}
-	return s.cfg.Prefix + space + "/" + id, nil
+	if s.dura() {
+		return object{bucket: s.duraBucket(space), key: id}, nil
+	}
+	return object{bucket: s.cfg.Bucket, key: s.cfg.Prefix + space + "/" + id}, nil
 }
 
 // unsignedPayload lets a request carry a body the signer cannot hash
@@ -300,17 +322,17 @@ func mimeOr(m string) string {
 
 // deleteKey removes key (one version of it when version is set, which
 // leaves no delete marker) on a best-effort basis.
-func (s *Store) deleteKey(ctx context.Context, key, version string) {
+func (s *Store) deleteKey(ctx context.Context, o object) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if version != "" {
-		_, err := s.client.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key), VersionId: aws.String(version)})
+	if o.version != "" {
+		_, err := s.client.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(o.bucket), Key: aws.String(o.key), VersionId: aws.String(o.version)})
 		if err == nil {
 			return
 		}
 		// Not allowed to delete versions: at least make it not current.
 	}
-	_, _ = s.client.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
+	_, _ = s.client.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(o.bucket), Key: aws.String(o.key)})
 }
 
 // SetProperties replaces the item's properties with a copy of the object
@@ -324,7 +346,7 @@ func (s *Store) SetProperties(ctx context.Context, space, id string, props map[s
 	if err != nil {
 		return wrap("set properties", space+"/"+id, err)
 	}
-	meta, err := metadata(info.Checksum, props)
+	meta, err := s.encodeMeta(info.Checksum, props)
 	if err != nil {
 		return wrap("set properties", space+"/"+id, err)
 	}
@@ -332,7 +354,7 @@ func (s *Store) SetProperties(ctx context.Context, space, id string, props map[s
 	if err != nil {
 		return wrap("set properties", space+"/"+id, err)
 	}
-	if _, err := s.copyObject(ctx, object{bucket: s.cfg.Bucket, key: key}, key, info.Size, meta, info.MimeType); err != nil {
+	if _, err := s.copyObject(ctx, key, key, info.Size, meta, info.MimeType); err != nil {
 		undo()
 		return wrap("set properties", space+"/"+id, err)
 	}
@@ -360,7 +382,7 @@ func (s *Store) Delete(ctx context.Context, space, id string) error {
 	if err != nil {
 		return wrap("delete", space+"/"+id, err)
 	}
-	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
+	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(key.bucket), Key: aws.String(key.key)})
 	if errors.Is(mapErr(err), storage.ErrNotFound) {
 		return nil
 	}

@@ -81,7 +81,8 @@ func conformance(t *testing.T, versioned bool) {
 				Provider:        s,
 				MaxContentIDLen: s.MaxContentIDLen,
 				Corrupt: func(t *testing.T, space, id string) {
-					key, _ := s.contentKey(space, id)
+					o, _ := s.contentKey(space, id)
+					key := o.key
 					ctx := t.Context()
 					out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 					if err != nil {
@@ -96,7 +97,8 @@ func conformance(t *testing.T, versioned bool) {
 					}
 				},
 				Replace: func(t *testing.T, space, id string, data []byte) {
-					key, _ := s.contentKey(space, id)
+					o, _ := s.contentKey(space, id)
+					key := o.key
 					ctx := t.Context()
 					h, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 					if err != nil {

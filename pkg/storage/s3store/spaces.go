@@ -25,6 +25,9 @@ type spaceRecord struct {
 
 // ListSpaces returns the spaces (marker objects) in byte-wise order.
 func (s *Store) ListSpaces(ctx context.Context) ([]string, error) {
+	if s.dura() {
+		return s.duraSpaces(ctx)
+	}
 	out := []string{}
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
 		Bucket:    aws.String(s.cfg.Bucket),
@@ -89,6 +92,9 @@ func (s *Store) writeSpace(ctx context.Context, space string, rec *spaceRecord) 
 
 // needSpace returns ErrNotFound unless the space marker exists.
 func (s *Store) needSpace(ctx context.Context, space string) error {
+	if s.dura() {
+		return s.duraNeedSpace(ctx, space)
+	}
 	key, err := s.spaceKey(space)
 	if err != nil {
 		return err
@@ -115,6 +121,10 @@ var _ storage.SpaceCreator = (*Store)(nil)
 // only one writer is told it created the space. An S3-compatible store
 // that ignores the condition is back to last writer wins.
 func (s *Store) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, error) {
+	if s.dura() {
+		created, err := s.duraCreateSpace(ctx, space)
+		return created, wrap("create space", space, err)
+	}
 	err := s.needSpace(ctx, space)
 	if err == nil || !errors.Is(err, storage.ErrNotFound) {
 		return false, wrap("create space", space, err)
@@ -162,9 +172,13 @@ func (s *Store) DeleteSpace(ctx context.Context, space string) error {
 	if err != nil {
 		return wrap("delete space", space, err)
 	}
+	bucket, prefix, err := s.ObjectPrefix(space)
+	if err != nil {
+		return wrap("delete space", space, err)
+	}
 	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-		Bucket:  aws.String(s.cfg.Bucket),
-		Prefix:  aws.String(s.cfg.Prefix + space + "/"),
+		Bucket:  aws.String(bucket),
+		Prefix:  aws.String(prefix),
 		MaxKeys: aws.Int32(1),
 	})
 	if err != nil {
@@ -173,6 +187,9 @@ func (s *Store) DeleteSpace(ctx context.Context, space string) error {
 	if len(out.Contents) > 0 {
 		return wrap("delete space", space, storage.ErrSpaceNotEmpty)
 	}
+	if s.dura() {
+		return wrap("delete space", space, s.duraDeleteSpace(ctx, space))
+	}
 	key, _ := s.spaceKey(space)
 	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
 	return wrap("delete space", space, err)
@@ -180,6 +197,10 @@ func (s *Store) DeleteSpace(ctx context.Context, space string) error {
 
 // SpaceACLs returns the space's ACLs from its marker.
 func (s *Store) SpaceACLs(ctx context.Context, space string) (map[string]string, error) {
+	if s.dura() {
+		acls, err := s.duraACLs(ctx, space)
+		return acls, wrap("space acls", space, err)
+	}
 	rec, err := s.readSpace(ctx, space)
 	if err != nil {
 		return nil, wrap("space acls", space, err)
@@ -194,6 +215,9 @@ func (s *Store) SetSpaceACLs(ctx context.Context, space string, acls map[string]
 	}
 	if acls == nil {
 		acls = map[string]string{}
+	}
+	if s.dura() {
+		return wrap("set space acls", space, s.duraSetACLs(ctx, space, acls))
 	}
 	return wrap("set space acls", space, s.writeSpace(ctx, space, &spaceRecord{ACLs: acls}))
 }

@@ -44,6 +44,24 @@ type Harness struct {
 	// emulator known to compute them wrongly (moto without awscrt reports
 	// a CRC32 as CRC64NVME). Empty against a real service.
 	UnverifiedChecksums []string
+	// HeaderPropertyKeys says the provider keeps property names as HTTP
+	// header names (DuraCloud's S3 layout: S3 lower-cases them, and they
+	// are ASCII). The suite then uses lower-case ASCII names (headerSafe)
+	// and checks that other names are refused with
+	// storage.ErrInvalidProperty, changing nothing.
+	HeaderPropertyKeys bool
+	// PlainPropertyNames (with HeaderPropertyKeys) makes the suite's
+	// property names only letters, digits, '-', '_' and '.': for an
+	// emulator that drops other metadata names (moto drops "a%20b", which
+	// DuraCloud writes for a name with a space). Unset against a real
+	// service.
+	PlainPropertyNames bool
+	// ACLs, when set, is the space ACL set the suite writes and reads
+	// back, in the names and rights the provider keeps (nil: user, group
+	// and unicode names with READ and WRITE); InvalidACLs are sets it must
+	// refuse with storage.ErrInvalidProperty, changing nothing.
+	ACLs        map[string]string
+	InvalidACLs []map[string]string
 }
 
 // Fixture is one fresh store made for one subtest, with the hooks that
@@ -73,6 +91,48 @@ type Fixture struct {
 type subject struct {
 	Fixture
 	Harness
+}
+
+// props returns m with names the provider keeps as given: with
+// HeaderPropertyKeys, lower-case ASCII (a non-ASCII rune as its hex code).
+func (h *subject) props(m map[string]string) map[string]string {
+	if !h.HeaderPropertyKeys || m == nil {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		k = headerSafe(k)
+		if h.PlainPropertyNames {
+			k = strings.Map(func(r rune) rune {
+				if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '_' || r == '.' {
+					return r
+				}
+				return '-'
+			}, k)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func headerSafe(k string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(k) {
+		if r < 0x80 {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "u%04x", r)
+		}
+	}
+	return b.String()
+}
+
+// acls is the ACL set the suite writes (Harness.ACLs or the default).
+func (h *subject) acls() map[string]string {
+	if h.ACLs != nil {
+		return maps.Clone(h.ACLs)
+	}
+	return map[string]string{"user-alice": "WRITE", "group-curators": "READ", "Ünïcode user": "READ"}
 }
 
 func (h *subject) maxIDLen(space string) int {
@@ -280,7 +340,7 @@ func testCreateSpaceOnce(t *testing.T, h *subject) {
 	if n := created.Load(); n != 1 {
 		t.Errorf("%d of %d concurrent CreateSpaceIfAbsent calls say they created the space, want 1", n, callers)
 	}
-	acls := map[string]string{"user-alice": "WRITE"}
+	acls := h.acls()
 	if err := p.SetSpaceACLs(ctx, "once", acls); err != nil {
 		t.Fatal(err)
 	}
@@ -301,9 +361,15 @@ func testSpaceACLs(t *testing.T, h *subject) {
 	if err != nil || len(acls) != 0 {
 		t.Errorf("SpaceACLs(new space): %v, %v; want empty", acls, err)
 	}
-	want := map[string]string{"user-alice": "WRITE", "group-curators": "READ", "Ünïcode user": "READ"}
+	want := h.acls()
 	if err := p.SetSpaceACLs(ctx, "acls", want); err != nil {
 		t.Fatal(err)
+	}
+	for _, bad := range h.InvalidACLs {
+		wantErr(t, fmt.Sprintf("SetSpaceACLs(%v)", bad), p.SetSpaceACLs(ctx, "acls", bad), storage.ErrInvalidProperty)
+		if got, _ := p.SpaceACLs(ctx, "acls"); !maps.Equal(got, want) {
+			t.Errorf("SpaceACLs after a refused SetSpaceACLs(%v): %v, want %v", bad, got, want)
+		}
 	}
 	if got, err := p.SpaceACLs(ctx, "acls"); err != nil || !maps.Equal(got, want) {
 		t.Errorf("SpaceACLs: %v, %v; want %v", got, err, want)
@@ -750,14 +816,14 @@ func testReopen(t *testing.T, h *subject) {
 func testProperties(t *testing.T, h *subject) {
 	p, ctx := h.Provider, ctxT(t)
 	mustCreate(t, p, "props")
-	props := map[string]string{
+	props := h.props(map[string]string{
 		"creator":        "alice",
 		"Mixed-Case-Key": "Mixed Value",
 		"unicode-ключ":   "значение ✓",
 		"empty":          "",
 		"spaces in key":  "  padded  ",
 		"json-ish":       `{"a":[1,2]} \ "q"`,
-	}
+	})
 	data := []byte("properties test")
 	mustPut(t, p, "props", "item", data, storage.PutOptions{Properties: props})
 	if info, err := p.Head(ctx, "props", "item"); err != nil || !maps.Equal(info.Properties, props) {
@@ -772,6 +838,18 @@ func testProperties(t *testing.T, h *subject) {
 		t.Errorf("after SetProperties: %v, want %v", info.Properties, next)
 	}
 	wantContent(t, p, "props", "item", data)
+	if h.HeaderPropertyKeys {
+		for _, k := range []string{"Mixed-Case", "ключ", "tab\tkey", "colon:key"} {
+			bad := map[string]string{k: "v"}
+			_, err := p.Put(ctx, "props", "bad-name", bytes.NewReader(data), storage.PutOptions{Size: int64(len(data)), Properties: bad})
+			wantErr(t, fmt.Sprintf("Put(property %q)", k), err, storage.ErrInvalidProperty)
+			wantNotFound(t, p, "props", "bad-name")
+			wantErr(t, fmt.Sprintf("SetProperties(property %q)", k), p.SetProperties(ctx, "props", "item", bad), storage.ErrInvalidProperty)
+		}
+		if _, info := mustGet(t, p, "props", "item"); !maps.Equal(info.Properties, next) {
+			t.Errorf("after refused SetProperties: %v, want %v", info.Properties, next)
+		}
+	}
 	if err := p.SetProperties(ctx, "props", "item", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -973,7 +1051,7 @@ func testCopy(t *testing.T, h *subject) {
 	mustCreate(t, p, "src")
 	mustCreate(t, p, "dst")
 	data := []byte("copy me")
-	props := map[string]string{"creator": "alice", "ключ": "значение"}
+	props := h.props(map[string]string{"creator": "alice", "ключ": "значение"})
 	mustPut(t, p, "src", "dir/item.txt", data, storage.PutOptions{MimeType: "text/plain", Properties: props})
 	info, err := storage.Copy(ctx, p, "src", "dir/item.txt", p, "dst")
 	if err != nil {
@@ -1170,7 +1248,7 @@ func testRecoverable(t *testing.T, h *subject) {
 	mustCreate(t, p, "rec")
 	const id = "dir/ïtem one"
 	v1, v2 := []byte("version one"), []byte("version two, longer")
-	p1, p2, p3 := map[string]string{"v": "1"}, map[string]string{"v": "2", "ключ": "значение"}, map[string]string{"v": "3"}
+	p1, p2, p3 := map[string]string{"v": "1"}, h.props(map[string]string{"v": "2", "ключ": "значение"}), map[string]string{"v": "3"}
 	mustPut(t, p, "rec", id, v1, storage.PutOptions{MimeType: "text/plain", Properties: p1})
 	if vs := mustVersions(t, r, "rec", id); len(vs) != 0 {
 		t.Fatalf("after a first write: %d versions, want none (a first write keeps nothing)", len(vs))
@@ -1274,20 +1352,20 @@ func testRecoverableCopy(t *testing.T, h *subject) {
 	p := h.Provider
 	r := recoverer(t, h)
 	mustCreate(t, p, "from")
-	mustCreate(t, p, "to")
+	mustCreate(t, p, "dest")
 	old, cur := []byte("old at the destination"), []byte("current at the source")
 	mustPut(t, p, "from", "item", cur, storage.PutOptions{})
-	if _, err := storage.Copy(ctxT(t), p, "from", "item", p, "to"); err != nil {
+	if _, err := storage.Copy(ctxT(t), p, "from", "item", p, "dest"); err != nil {
 		t.Fatal(err)
 	}
-	if vs := mustVersions(t, r, "to", "item"); len(vs) != 0 {
+	if vs := mustVersions(t, r, "dest", "item"); len(vs) != 0 {
 		t.Errorf("after a copy to a new item: %d versions, want none", len(vs))
 	}
-	mustPut(t, p, "to", "item", old, storage.PutOptions{MimeType: "text/plain"})
-	if _, err := storage.Copy(ctxT(t), p, "from", "item", p, "to"); err != nil {
+	mustPut(t, p, "dest", "item", old, storage.PutOptions{MimeType: "text/plain"})
+	if _, err := storage.Copy(ctxT(t), p, "from", "item", p, "dest"); err != nil {
 		t.Fatal(err)
 	}
-	vs := mustVersions(t, r, "to", "item")
+	vs := mustVersions(t, r, "dest", "item")
 	if len(vs) != 2 {
 		t.Fatalf("after copying over an existing item twice: %d versions, want 2", len(vs))
 	}
