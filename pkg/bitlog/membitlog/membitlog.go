@@ -264,3 +264,42 @@ func (m *Log) RunSpace(ctx context.Context, runID, account, storeID, spaceID str
 	}
 	return s, nil
 }
+
+var _ bitlog.Checked = (*Log)(nil)
+
+// Checked implements bitlog.Checked.
+func (m *Log) Checked(ctx context.Context, since, until time.Time, after string, limit int) ([]bitlog.Row, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	from, hasFrom, err := bitlog.DecodeCheckedToken(after)
+	if err != nil {
+		return nil, "", fmt.Errorf("bitlog: checked: %w", err)
+	}
+	since, until = bitlog.Truncate(since), bitlog.Truncate(until)
+	m.mu.Lock()
+	var out []bitlog.Row
+	for _, r := range m.rows {
+		if r.CheckedAt.Before(since) || !r.CheckedAt.Before(until) || (hasFrom && !from.Less(bitlog.CheckedKeyOf(r))) {
+			continue
+		}
+		out = append(out, r)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b bitlog.Row) int {
+		ka, kb := bitlog.CheckedKeyOf(a), bitlog.CheckedKeyOf(b)
+		switch {
+		case ka.Less(kb):
+			return -1
+		case kb.Less(ka):
+			return 1
+		}
+		return 0
+	})
+	limit = bitlog.PageSize(limit)
+	if len(out) <= limit {
+		return out, "", nil
+	}
+	out = out[:limit]
+	return out, bitlog.CheckedToken(bitlog.CheckedKeyOf(out[limit-1])), nil
+}
