@@ -1,0 +1,289 @@
+package derive_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
+	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/bitlog/membitlog"
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/evidence"
+	"github.com/millfleet/mill/pkg/evidence/derive"
+	"github.com/millfleet/mill/pkg/task"
+)
+
+var t0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	md5a = "0123456789abcdef0123456789abcdef"
+	md5b = "fedcba9876543210fedcba9876543210"
+)
+
+type fixture struct {
+	bits  *membitlog.Log
+	audit *memauditlog.Log
+	blobs evidence.Blobs
+	skey  string
+	v     note.Verifier
+	clk   *clock.Fake
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	skey, vkey, err := evidence.GenerateKey("mill.test/derive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := evidence.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{bits: membitlog.New(nil), audit: memauditlog.New(), blobs: evidence.Dir(t.TempDir()), skey: skey, v: v,
+		clk: clock.NewFake(t0.Add(24 * time.Hour))}
+}
+
+func (f *fixture) row(t *testing.T, run, id string, at time.Time, res bitlog.Result) bitlog.Row {
+	t.Helper()
+	r := bitlog.Row{RunID: run, Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: id, Result: res,
+		ContentChecksum: md5a, IndexChecksum: md5a, Method: bitlog.MethodRead, CheckedAt: at, Case: 1}
+	if res == bitlog.ResultFailure {
+		r.ContentChecksum, r.Case = md5b, 3
+	}
+	if err := f.bits.Record(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (f *fixture) entry(t *testing.T, user string, action task.Action, id string, at time.Time) auditlog.Entry {
+	t.Helper()
+	e := auditlog.Entry{Account: "acme", StoreID: "2", SpaceID: "photos", ContentID: id, Action: action, UserID: user, Time: at}
+	if action != task.ActionDeleteContent {
+		e.Checksum = md5a
+	}
+	if _, err := f.audit.Put(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (f *fixture) appender(t *testing.T, blobs evidence.Blobs) *derive.Appender {
+	t.Helper()
+	l, err := evidence.Open(context.Background(), blobs, f.skey, evidence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &derive.Appender{Log: l, Blobs: blobs, Sources: derive.Sources{Bits: f.bits, Audit: f.audit}, Users: derive.DefaultUsers,
+		Settle: time.Hour, Start: t0.Add(-time.Hour), Page: 2, Clock: f.clk}
+}
+
+// logged returns the log's events by ID, failing on an ID seen twice.
+func (f *fixture) logged(t *testing.T) map[string]*evidence.Event {
+	t.Helper()
+	m := map[string]*evidence.Event{}
+	if _, err := evidence.Events(context.Background(), f.blobs, f.v, func(_ int64, e *evidence.Event) error {
+		if m[e.ID] != nil {
+			t.Errorf("event %s is in the log twice", e.ID)
+		}
+		m[e.ID] = e
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// seed records a duplication, two bit checks (one failing), a repair,
+// deletions, and records that are no events.
+func (f *fixture) seed(t *testing.T) {
+	f.row(t, "20260701T110000Z", "a", t0, bitlog.ResultSuccess)
+	f.row(t, "20260701T110000Z", "b", t0.Add(time.Second), bitlog.ResultFailure)
+	stored := bitlog.Row{RunID: "20260701T110000Z", Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "c",
+		Result: bitlog.ResultSuccess, Method: bitlog.MethodStored, CheckedAt: t0}
+	if err := f.bits.Record(context.Background(), stored); err != nil { // no bytes hashed: no fixity check
+		t.Fatal(err)
+	}
+	f.entry(t, derive.DefaultUsers.Duplication, task.ActionAddContent, "a", t0)
+	f.entry(t, derive.DefaultUsers.Repair, task.ActionAddContent, "b", t0.Add(30*time.Second))
+	f.entry(t, derive.DefaultUsers.Duplication, task.ActionDeleteContent, "gone", t0.Add(time.Second))
+	f.entry(t, "bob", task.ActionDeleteContent, "mine", t0.Add(2*time.Second))
+	f.entry(t, "bob", task.ActionAddContent, "new", t0.Add(3*time.Second)) // a user's ingest: no event
+}
+
+func TestAppendDerivesEveryActionOnce(t *testing.T) {
+	f := newFixture(t)
+	f.seed(t)
+	ctx := context.Background()
+	sum, err := f.appender(t, f.blobs).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Appended != 6 || sum.Records != 8 || len(sum.Underivable) != 0 {
+		t.Fatalf("summary %+v: want 6 events of 8 records", sum)
+	}
+	types := map[evidence.EventType]int{}
+	for _, e := range f.logged(t) {
+		types[e.Type]++
+		if e.Type == evidence.Deletion && e.Object.ContentID == "mine" && (e.Agent.Kind != evidence.Person || e.Agent.Name != "bob" || !strings.Contains(e.Rule, "bob")) {
+			t.Errorf("user deletion %+v: want bob as the person and in the rule", e)
+		}
+		if e.Type == evidence.FixityCheck && e.Object.ContentID == "b" && e.Outcome == evidence.Failure && (e.Fixity.Digest != md5b || e.Fixity.Expected != md5a) {
+			t.Errorf("failed check %+v: want digest %s expected %s", e.Fixity, md5b, md5a)
+		}
+	}
+	if types[evidence.FixityCheck] != 2 || types[evidence.Replication] != 1 || types[evidence.Repair] != 1 || types[evidence.Deletion] != 2 {
+		t.Fatalf("event types %v", types)
+	}
+	// A second pass two hours later adds the new records only: the
+	// re-check after the repair, which replaced the failed check's row
+	// in its run (the failure's event stays: superseded, not a mismatch).
+	f.row(t, "20260701T110000Z", "b", t0.Add(24*time.Hour), bitlog.ResultSuccess)
+	f.clk.Advance(2 * time.Hour)
+	sum, err = f.appender(t, f.blobs).Run(ctx)
+	if err != nil || sum.Appended != 1 || sum.Duplicates != 0 {
+		t.Fatalf("second pass: %+v %v, want the one new event", sum, err)
+	}
+	logged := f.logged(t)
+	if n := len(logged); n != 7 {
+		t.Fatalf("%d events, want 7", n)
+	}
+	r, err := derive.CrossCheck(ctx, derive.CheckSources{Sources: derive.Sources{Bits: f.bits, Audit: f.audit}, Rows: f.bits},
+		derive.DefaultUsers, logged, t0.Add(-time.Hour), t0.Add(25*time.Hour), 10)
+	if err != nil || len(r.Problems) != 0 || r.Superseded != 1 || r.Matched != 6 {
+		t.Fatalf("cross-check after the re-check: %+v %v, want the failure superseded", r, err)
+	}
+}
+
+// crashBlobs fails every save of the cursor after the first `after`,
+// as a kill between an Append and the cursor's save would.
+type crashBlobs struct {
+	evidence.Blobs
+	after int32
+	n     atomic.Int32
+}
+
+var errKilled = errors.New("killed")
+
+func (c *crashBlobs) Put(ctx context.Context, key string, b []byte) error {
+	if key == derive.CursorKey && c.n.Add(1) > c.after {
+		return errKilled
+	}
+	return c.Blobs.Put(ctx, key, b)
+}
+
+// TestAppendCrashAnywhere: killed after any page's Append (its cursor
+// not saved), the next pass neither loses nor doubles an event.
+func TestAppendCrashAnywhere(t *testing.T) {
+	for after := int32(0); after < 8; after++ {
+		f := newFixture(t)
+		f.seed(t)
+		ctx := context.Background()
+		_, err := f.appender(t, &crashBlobs{Blobs: f.blobs, after: after}).Run(ctx)
+		if !errors.Is(err, errKilled) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after < 6 { // 2 pages of rows, 3 of entries, the end of the pass
+				t.Fatalf("after %d saves: the pass ended without saving its cursor %d times", after, after+1)
+			}
+		}
+		sum, err := f.appender(t, f.blobs).Run(ctx)
+		if err != nil {
+			t.Fatalf("after %d saves: restart: %v", after, err)
+		}
+		if len(sum.Conflicts) != 0 {
+			t.Fatalf("after %d saves: conflicts %v", after, sum.Conflicts)
+		}
+		if n := len(f.logged(t)); n != 6 {
+			t.Fatalf("crash after %d cursor saves: %d events, want 6", after, n)
+		}
+		r, err := derive.CrossCheck(ctx, derive.CheckSources{Sources: derive.Sources{Bits: f.bits, Audit: f.audit}, Rows: f.bits},
+			derive.DefaultUsers, f.logged(t), t0.Add(-time.Hour), t0.Add(time.Hour), 3)
+		if err != nil || len(r.Problems) != 0 || r.Matched != 6 {
+			t.Fatalf("crash after %d: cross-check %+v %v", after, r, err)
+		}
+	}
+}
+
+// TestCrossCheckNamesEachChange: a changed bit-log result, an altered and
+// a deleted audit entry, a deleted bit-log row: each is named; a
+// redelivered check that replaced its row is not a mismatch.
+func TestCrossCheckNamesEachChange(t *testing.T) {
+	f := newFixture(t)
+	f.seed(t)
+	ctx := context.Background()
+	if _, err := f.appender(t, f.blobs).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func() *derive.CrossReport {
+		t.Helper()
+		r, err := derive.CrossCheck(ctx, derive.CheckSources{Sources: derive.Sources{Bits: f.bits, Audit: f.audit}, Rows: f.bits},
+			derive.DefaultUsers, f.logged(t), t0.Add(-time.Hour), t0.Add(time.Hour), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := check(); len(r.Problems) != 0 || r.Matched != 6 {
+		t.Fatalf("untouched: %+v", r)
+	}
+	// The failed check's row says SUCCESS now, at the same time.
+	changed := f.row(t, "20260701T110000Z", "b", t0.Add(time.Second), bitlog.ResultSuccess)
+	r := check()
+	if len(r.Problems) != 1 {
+		t.Fatalf("changed result: %v", r.Problems)
+	}
+	if p := r.Problems[0].String(); !strings.Contains(p, "bit-log row "+changed.Key()) || !strings.Contains(p, `outcome: log "failure", record "success"`) {
+		t.Fatalf("changed result named as %q", p)
+	}
+	// An audit entry altered: its checksum.
+	en := f.entry(t, derive.DefaultUsers.Duplication, task.ActionAddContent, "a", t0)
+	if err := f.audit.Delete(ctx, en.Key()); err != nil {
+		t.Fatal(err)
+	}
+	en.Checksum = md5b
+	if _, err := f.audit.Put(ctx, en); err != nil {
+		t.Fatal(err)
+	}
+	r = check()
+	found := 0
+	for _, p := range r.Problems {
+		if strings.Contains(p.Where, "audit-log entry") && strings.Contains(p.What, "no event") {
+			found++
+		}
+		if strings.Contains(p.Where, "event ") && strings.Contains(p.What, "no audit-log entry holds this replication") {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Fatalf("altered audit entry: %v", r.Problems)
+	}
+}
+
+func TestRecordsThatAreNoEvents(t *testing.T) {
+	r := bitlog.Row{RunID: "r", Account: "acme", StoreID: "1", SpaceID: "s", ContentID: "a\x01b", Result: bitlog.ResultSuccess,
+		ContentChecksum: md5a, Method: bitlog.MethodRead, CheckedAt: t0}
+	if e, err := derive.FromRow(r, derive.DefaultUsers); err == nil || e != nil {
+		t.Fatalf("a content ID with a control character: %v %v, want an error", e, err)
+	}
+	r.ContentID, r.ContentChecksum, r.Method = "a", "crc64nvme:AAAAAAAAAAE=", bitlog.MethodAtRest
+	e, err := derive.FromRow(r, derive.DefaultUsers)
+	if err != nil || e.Fixity.Algorithm != evidence.CRC64NVME || e.Fixity.Digest != "0000000000000001" || e.Fixity.Method != evidence.MethodAtRest {
+		t.Fatalf("at-rest CRC: %+v %v", e, err)
+	}
+	r.Method = bitlog.MethodStored
+	if e, err := derive.FromRow(r, derive.DefaultUsers); e != nil || err != nil {
+		t.Fatalf("stored checksums compared: %+v %v, want no event", e, err)
+	}
+	if run, ok := derive.RunOfDetail(derive.RowDetail(bitlog.Row{Case: 4})); !ok || run != "" {
+		t.Fatalf("ad-hoc detail reads back as %q %v", run, ok)
+	}
+}
