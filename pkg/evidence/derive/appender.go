@@ -217,3 +217,7 @@ func (a *Appender) append(ctx context.Context, events []*evidence.Event, sum *Su
 	sum.Checkpoint = res.Checkpoint
 	return nil
 }
+
+// EnvSignerKey is the environment variable that holds the log's signer key
+// itself when no key file is named.
+const EnvSignerKey = "MILL_EVIDENCE_SIGNER_KEY"

@@ -42,13 +42,18 @@ type CrossReport struct {
 func CrossCheck(ctx context.Context, src CheckSources, u Users, logged map[string]*evidence.Event, since, until time.Time, page int) (*CrossReport, error) {
 	r := &CrossReport{Since: since, Until: until}
 	seen := map[string]bool{}
+	type miss struct {
+		where string
+		e     *evidence.Event
+	}
+	var missing []miss
 	check := func(where string, e *evidence.Event, err error) {
 		switch {
 		case err != nil:
 			r.Problems = append(r.Problems, evidence.Problem{Where: where, What: "cannot be an event: " + err.Error()})
 		case e == nil:
 		case logged[e.ID] == nil:
-			r.Problems = append(r.Problems, evidence.Problem{Where: where, What: fmt.Sprintf("no event %s in the log (a %s of %s at %s): the record was changed, or never logged", e.ID, e.Type, evidence.CopyID(e.Object), e.Time)})
+			missing = append(missing, miss{where, e})
 		default:
 			seen[e.ID] = true
 			if d := Diff(logged[e.ID], e); d != "" {
@@ -86,6 +91,27 @@ func CrossCheck(ctx context.Context, src CheckSources, u Users, logged map[strin
 		if tok = next; tok == "" {
 			break
 		}
+	}
+	// A record with no event of its ID whose copy, type and time an
+	// unmatched event shares was changed in a field its ID is made of
+	// (an audit entry's hash covers its checksum and user): name the
+	// fields.
+	byAction := map[string][]string{}
+	for id, e := range logged {
+		if !seen[id] {
+			k := string(e.Type) + " " + evidence.CopyID(e.Object) + " " + e.Time
+			byAction[k] = append(byAction[k], id)
+		}
+	}
+	for _, m := range missing {
+		k := string(m.e.Type) + " " + evidence.CopyID(m.e.Object) + " " + m.e.Time
+		if c := byAction[k]; len(c) > 0 {
+			sort.Strings(c)
+			seen[c[0]], byAction[k] = true, c[1:]
+			r.Problems = append(r.Problems, evidence.Problem{Where: m.where, What: fmt.Sprintf("differs from its event %s (now %s): %s", c[0], m.e.ID, Diff(logged[c[0]], m.e))})
+			continue
+		}
+		r.Problems = append(r.Problems, evidence.Problem{Where: m.where, What: fmt.Sprintf("no event %s in the log (a %s of %s at %s): the record was changed, or never logged", m.e.ID, m.e.Type, evidence.CopyID(m.e.Object), m.e.Time)})
 	}
 	ids := make([]string, 0, len(logged))
 	for id := range logged {
@@ -142,9 +168,9 @@ func replaced(ctx context.Context, rows bitlog.Log, e *evidence.Event) (bool, er
 	}
 }
 
-// Diff names the fields in which the logged event and the one derived from
-// the record now differ ("" when none): "outcome: log "success", record
-// "failure"".
+// Diff names the fields other than the ID in which the logged event and
+// the one derived from the record now differ ("" when none): "outcome:
+// log "success", record "failure"".
 func Diff(logged, now *evidence.Event) string {
 	var a, b map[string]any
 	ja, _ := json.Marshal(logged) // events always marshal
@@ -173,6 +199,9 @@ func diffMaps(prefix string, a, b map[string]any, out *[]string) {
 		keys[k] = true
 	}
 	for k := range keys {
+		if prefix == "" && k == "id" {
+			continue // named beside the fields
+		}
 		am, aok := a[k].(map[string]any)
 		bm, bok := b[k].(map[string]any)
 		if aok && bok {

@@ -254,17 +254,20 @@ func TestCrossCheckNamesEachChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = check()
-	found := 0
-	for _, p := range r.Problems {
-		if strings.Contains(p.Where, "audit-log entry") && strings.Contains(p.What, "no event") {
-			found++
-		}
-		if strings.Contains(p.Where, "event ") && strings.Contains(p.What, "no audit-log entry holds this replication") {
-			found++
-		}
-	}
-	if found != 2 {
+	if len(r.Problems) != 2 {
 		t.Fatalf("altered audit entry: %v", r.Problems)
+	}
+	if p := r.Problems[1].String(); !strings.Contains(p, "audit-log entry acme/2/photos/a") || !strings.Contains(p, "differs from its event") ||
+		!strings.Contains(p, "checksum "+md5a+`", record "audit ADD_CONTENT; checksum `+md5b) {
+		t.Fatalf("altered audit entry named as %q", p)
+	}
+	// The entry deleted.
+	if err := f.audit.Delete(ctx, en.Key()); err != nil {
+		t.Fatal(err)
+	}
+	r = check()
+	if p := r.Problems[len(r.Problems)-1].String(); len(r.Problems) != 2 || !strings.Contains(p, "no audit-log entry holds this replication of acme/2/photos/a") {
+		t.Fatalf("deleted audit entry: %v", r.Problems)
 	}
 }
 
