@@ -48,7 +48,7 @@ type evidenceSourceFlags struct{ dbURL, auditTable string }
 
 func (f *evidenceSourceFlags) define(fs *flag.FlagSet) {
 	databaseURLVar(fs, &f.dbURL)
-	fs.StringVar(&f.auditTable, "audit-table", auditlog.DefaultTable, "DynamoDB `table` of the audit log")
+	fs.StringVar(&f.auditTable, "audit-table", auditlog.DefaultTable, "DynamoDB audit log `table`")
 }
 
 // open opens the sources; close the database after use.
