@@ -35,8 +35,9 @@ the log must still contain it (a log rolled back as a whole is detected).
 --cross-check (with --database-url and --audit-table) also compares Mill's
 records of --since to --until (default: to where the appender got) with the
 log's events: every bit-log row and audit-log entry that makes an event must
-have it, unchanged, and every event of the period its record; each mismatch
-is named (a record changed, an event or a record deleted). Changes nothing.`
+have it, unchanged, every event of the period its record, and the content
+index what the period's writes left; each mismatch is named (a record
+changed, an event or a record deleted). Changes nothing.`
 
 const evidenceProofUsage = `millctl evidence proof --log DIR|s3://BUCKET/PREFIX --key FILE --event ID [--out FILE]
 

@@ -10,6 +10,7 @@ import (
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
+	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/evidence"
 	"github.com/millfleet/mill/pkg/evidence/derive"
 	"github.com/millfleet/mill/pkg/lease"
@@ -65,7 +66,8 @@ func (f *evidenceSourceFlags) open(ctx context.Context, a *app) (derive.CheckSou
 		return derive.CheckSources{}, nil, err
 	}
 	bits := pgbitlog.New(db.Pool)
-	return derive.CheckSources{Sources: derive.Sources{Bits: bits, Audit: dynamoauditlog.New(cfg.DynamoDB(), f.auditTable)}, Rows: bits}, db, nil
+	return derive.CheckSources{Sources: derive.Sources{Bits: bits, Audit: dynamoauditlog.New(cfg.DynamoDB(), f.auditTable)}, Rows: bits,
+		Index: pgcontentindex.New(db.Pool)}, db, nil
 }
 
 // evidenceUsers are the user IDs of Mill's processors, from their constants.

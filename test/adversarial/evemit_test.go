@@ -104,11 +104,12 @@ func (e *evemit) mustMismatch(t *testing.T, attack string, extra []string, want 
 // events from the bit log and the audit log and `millctl evidence verify
 // --cross-check` passes. Then each tampering is detected and named: a
 // bit-log row's result changed in PostgreSQL, an audit-log entry altered in
-// DynamoDB, an event deleted from the log, a tile rewritten, the latest
+// DynamoDB, a content-index row's checksum changed, an event deleted from the log, a tile rewritten, the latest
 // checkpoint replaced by an older one, the log rolled back whole
 // (--trusted). Last, the appender is killed with SIGKILL in the middle of
 // a burst of records: after a restart verify passes and every record has
-// exactly one event.
+// exactly one event. `millctl evidence events --item` filters the derived
+// events.
 func TestEvidenceFromMillsRecords(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -214,6 +215,26 @@ func TestEvidenceFromMillsRecords(t *testing.T) {
 	}
 	vout := e.mustVerify(t, "after the runs")
 	t.Logf("verify: %s", vout)
+	// The derived events of one item, as `millctl evidence events` filters
+	// them: its fixity checks, replications and its repair, nothing else.
+	ep := testbin.Run(t, time.Minute, testbin.Spec{Path: e.millctl, Env: e.env(),
+		Args: []string{"evidence", "events", "--log", e.logURL, "--key", e.vkeyFile, "--space", space, "--item", "b"}})
+	if ep.Err() != nil {
+		t.Fatalf("millctl evidence events: %v\n%s", ep.Err(), ep.Output())
+	}
+	itemTypes := map[evidence.EventType]int{}
+	for _, line := range strings.Split(strings.TrimSpace(ep.Stdout()), "\n") {
+		ev, err := evidence.ParseCanonical([]byte(line))
+		must(t, err)
+		if ev.Object.ContentID != "b" || ev.Object.Space != space {
+			t.Fatalf("events --item b printed %s", line)
+		}
+		itemTypes[ev.Type]++
+	}
+	if itemTypes[evidence.Repair] != 1 || itemTypes[evidence.Replication] != 2 || itemTypes[evidence.FixityCheck] < 6 || itemTypes[evidence.Deletion] != 0 {
+		t.Fatalf("events of b by type %v: want its repair, 2 replications, 2 runs of fixity checks", itemTypes)
+	}
+
 	trusted := filepath.Join(t.TempDir(), "trusted.checkpoint")
 	latest := e.get(t, "checkpoint")
 	must(t, os.WriteFile(trusted, latest, 0o644))
@@ -248,6 +269,16 @@ func TestEvidenceFromMillsRecords(t *testing.T) {
 	e.mustMismatch(t, "an audit-log entry altered", nil, "audit-log entry "+en.Key().PK(), "differs from its event", "detail")
 	alter(en.Checksum)
 	e.mustVerify(t, "the entry restored")
+
+	// 2b. A content-index row's checksum changed in PostgreSQL.
+	setIndex := func(sum string) {
+		_, err := m.db().Exec(ctx, `UPDATE content_index SET checksum = $1 WHERE store_id = '2' AND content_id = 'c'`, sum)
+		must(t, err)
+	}
+	setIndex(md5hex("something else"))
+	e.mustMismatch(t, "a content-index row's checksum changed", nil, "content-index row acme/2/"+space+"/c", "while the replication")
+	setIndex(en.Checksum)
+	e.mustVerify(t, "the index row restored")
 
 	// 3. An event deleted from the log: a leaf cut out of a data tile.
 	size := e.readCheckpoint(t)

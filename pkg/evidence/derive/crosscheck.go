@@ -10,15 +10,17 @@ import (
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/evidence"
 )
 
-// CheckSources are the records the cross-check reads: Sources, and the bit
+// CheckSources are the records the cross-check reads: Sources, the bit
 // log's rows by key (to tell a row replaced by a later check from one
-// deleted).
+// deleted), and the content index (nil: not compared).
 type CheckSources struct {
 	Sources
-	Rows bitlog.Log
+	Rows  bitlog.Log
+	Index contentindex.Index
 }
 
 // CrossReport is what CrossCheck found.
@@ -135,6 +137,11 @@ func CrossCheck(ctx context.Context, src CheckSources, u Users, logged map[strin
 			continue
 		}
 		r.Problems = append(r.Problems, evidence.Problem{Where: "event " + id, What: fmt.Sprintf("no audit-log entry holds this %s of %s at %s: the entry was deleted, or changed", e.Type, evidence.CopyID(e.Object), e.Time)})
+	}
+	if src.Index != nil {
+		if err := indexFacts(ctx, src.Index, logged, r); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
 	"github.com/millfleet/mill/pkg/evidence"
 	"github.com/millfleet/mill/pkg/evidence/derive"
 	"github.com/millfleet/mill/pkg/task"
@@ -288,5 +290,65 @@ func TestRecordsThatAreNoEvents(t *testing.T) {
 	}
 	if run, ok := derive.RunOfDetail(derive.RowDetail(bitlog.Row{Case: 4})); !ok || run != "" {
 		t.Fatalf("ad-hoc detail reads back as %q %v", run, ok)
+	}
+}
+
+// TestCrossCheckContentIndex: the content index must hold what the
+// log's writes left: a checksum changed, a deletion undone, a row gone
+// are named; a row a later write changed is not.
+func TestCrossCheckContentIndex(t *testing.T) {
+	f := newFixture(t)
+	f.seed(t)
+	ctx := context.Background()
+	if _, err := f.appender(t, f.blobs).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	idx := memcontentindex.New()
+	item := func(id string) contentindex.Item {
+		return contentindex.Item{Account: "acme", StoreID: "2", SpaceID: "photos", ContentID: id}
+	}
+	upsert := func(id, sum string, at time.Time) {
+		t.Helper()
+		if _, err := idx.Upsert(ctx, contentindex.Entry{Item: item(id), Checksum: sum, Modified: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := func(id string, at time.Time) {
+		t.Helper()
+		if _, err := idx.MarkDeleted(ctx, item(id), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upsert("a", md5a, t0)
+	upsert("b", md5a, t0.Add(30*time.Second))
+	upsert("gone", md5a, t0.Add(-time.Minute))
+	del("gone", t0.Add(time.Second))
+	upsert("mine", md5a, t0.Add(-time.Minute))
+	del("mine", t0.Add(2*time.Second))
+	check := func() []evidence.Problem {
+		t.Helper()
+		r, err := derive.CrossCheck(ctx, derive.CheckSources{Sources: derive.Sources{Bits: f.bits, Audit: f.audit}, Rows: f.bits, Index: idx},
+			derive.DefaultUsers, f.logged(t), t0.Add(-time.Hour), t0.Add(time.Hour), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Problems
+	}
+	if p := check(); len(p) != 0 {
+		t.Fatalf("a consistent index: %v", p)
+	}
+	if err := idx.SetChecksum(ctx, item("a"), md5b); err != nil { // changed in place
+		t.Fatal(err)
+	}
+	if p := check(); len(p) != 1 || !strings.Contains(p[0].String(), "content-index row acme/2/photos/a: checksum \""+md5b+"\", while the replication") {
+		t.Fatalf("a changed checksum: %v", p)
+	}
+	upsert("a", md5b, t0.Add(time.Minute)) // a later write
+	if p := check(); len(p) != 0 {
+		t.Fatalf("a later write: %v", p)
+	}
+	upsert("gone", md5a, t0.Add(time.Second)) // the deletion undone at its own time
+	if p := check(); len(p) != 1 || !strings.Contains(p[0].String(), "live, while the log holds its deletion") {
+		t.Fatalf("an undone deletion: %v", p)
 	}
 }

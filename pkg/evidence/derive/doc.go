@@ -54,5 +54,20 @@
 // audit-log entry altered in DynamoDB likewise; a record whose event is
 // missing (deleted from the log, or the record's time or key changed); an
 // event whose record is gone. A fixity check whose row a later check of
-// the same run replaced (a redelivered check) is counted, not a mismatch.
+// the same run replaced (a redelivered check, or the re-check after a
+// repair) is counted, not a mismatch. With the content index given, the
+// row of each copy a replication, repair or deletion of the period was
+// the latest write of must hold what that write left (live with the
+// checksum written, or deleted); a row changed in place or a write lost
+// is named.
+//
+// # What the records cannot give
+//
+// The bit log keeps one row per run and copy: a failed check that the bit
+// error processor repaired and re-checked in the same run is replaced by
+// the re-check before a pass sees it, unless a pass ran in between; the
+// repair event (and the failure's BIT_ERROR report) stands for it. The
+// rows name no Workman instance or Mill version, and the audit log no
+// source store of a replication: the events say so (the bit check as
+// agent, the store Unrecorded) rather than guess.
 package derive
