@@ -33,7 +33,8 @@ log, signing a checkpoint after each page: the fixity checks of the bit log
 from cron, like the producers: one invocation at a time holds the lease
 "evidence-append" (--lease-table; "none": an in-memory lease, for a single
 local process), so the log has one writer. Killed at any moment, the next
-invocation goes on from the cursor and no event is lost or appended twice.
+invocation goes on from the cursor and no event is lost or appended twice;
+a log whose cursor is lost is read whole first, so none is appended again.
 The signer key is the file --signer-key-file (mode 0600) or the key itself in
 MILL_EVIDENCE_SIGNER_KEY. Prints what it appended; the exit code is 1 when a
 record could not be an event or changed after it was logged (each is named).`
@@ -116,6 +117,14 @@ func (o *evidenceAppendOptions) run(ctx context.Context, a *app, args []string) 
 	if err != nil {
 		return err
 	}
+	vkey, err := evidence.VerifierKey(skey)
+	if err != nil {
+		return err
+	}
+	verifier, err := evidence.NewVerifier(vkey)
+	if err != nil {
+		return err
+	}
 	blobs, err := evidenceBlobs(ctx, a, o.log)
 	if err != nil {
 		return err
@@ -139,7 +148,7 @@ func (o *evidenceAppendOptions) run(ctx context.Context, a *app, args []string) 
 			return err
 		}
 		ap := &derive.Appender{Log: log, Blobs: blobs, Sources: src.Sources, Users: evidenceUsers,
-			Settle: o.settle, Start: start, Page: o.page, Logger: a.logger}
+			Settle: o.settle, Start: start, Page: o.page, Logger: a.logger, Verifier: verifier}
 		sum, err := ap.Run(ctx)
 		return reportAppend(a, sum, err)
 	})

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
@@ -65,6 +67,13 @@ type Appender struct {
 	Page   int
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Verifier is the log's verifier key. A log with events and no cursor
+	// (lost, or removed as unreadable) is read whole with it first, and
+	// no event it holds is appended again, however far back the pass
+	// starts.
+	Verifier note.Verifier
+
+	seen map[string]bool // the log's event IDs, when read whole
 }
 
 // Summary is what one Run did.
@@ -125,6 +134,11 @@ func (a *Appender) Run(ctx context.Context) (Summary, error) {
 	}
 	if !ok {
 		c = Cursor{Done: a.Start.UTC()}
+		if cp := a.Log.Checkpoint(); cp != nil && cp.Size > 0 {
+			if err := a.readSeen(ctx); err != nil {
+				return Summary{}, err
+			}
+		}
 	}
 	if c.Until.IsZero() {
 		c.Until = a.Clock.Now().Add(-a.Settle).UTC().Truncate(time.Millisecond)
@@ -200,7 +214,35 @@ func (a *Appender) page(ctx context.Context, src string, c Cursor, sum *Summary)
 	}
 }
 
+// readSeen reads the IDs of the whole log.
+func (a *Appender) readSeen(ctx context.Context) error {
+	if a.Verifier == nil {
+		return errors.New("evidence: the log holds events but has no cursor: give the verifier key to read it first")
+	}
+	a.seen = map[string]bool{}
+	_, err := evidence.Events(ctx, a.Blobs, a.Verifier, func(_ int64, e *evidence.Event) error {
+		a.seen[e.ID] = true
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("evidence: the log has no cursor, and reading its events failed: %w", err)
+	}
+	a.Logger.Warn("evidence: no cursor: the log's events were read so that none is appended twice", "events", len(a.seen))
+	return nil
+}
+
 func (a *Appender) append(ctx context.Context, events []*evidence.Event, sum *Summary) error {
+	if a.seen != nil {
+		kept := events[:0]
+		for _, e := range events {
+			if a.seen[e.ID] {
+				sum.Duplicates++
+				continue
+			}
+			kept = append(kept, e)
+		}
+		events = kept
+	}
 	if len(events) == 0 {
 		return nil
 	}

@@ -3,6 +3,8 @@ package derive_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,7 +86,7 @@ func (f *fixture) appender(t *testing.T, blobs evidence.Blobs) *derive.Appender 
 		t.Fatal(err)
 	}
 	return &derive.Appender{Log: l, Blobs: blobs, Sources: derive.Sources{Bits: f.bits, Audit: f.audit}, Users: derive.DefaultUsers,
-		Settle: time.Hour, Start: t0.Add(-time.Hour), Page: 2, Clock: f.clk}
+		Settle: time.Hour, Start: t0.Add(-time.Hour), Page: 2, Clock: f.clk, Verifier: f.v}
 }
 
 // logged returns the log's events by ID, failing on an ID seen twice.
@@ -350,5 +352,34 @@ func TestCrossCheckContentIndex(t *testing.T) {
 	upsert("gone", md5a, t0.Add(time.Second)) // the deletion undone at its own time
 	if p := check(); len(p) != 1 || !strings.Contains(p[0].String(), "live, while the log holds its deletion") {
 		t.Fatalf("an undone deletion: %v", p)
+	}
+}
+
+// TestAppendCursorLost: a log whose cursor is gone is read whole before
+// the pass, which starts again at the beginning and appends no event
+// twice; with no verifier key the appender refuses.
+func TestAppendCursorLost(t *testing.T) {
+	f := newFixture(t)
+	f.seed(t)
+	ctx := context.Background()
+	if _, err := f.appender(t, f.blobs).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(string(f.blobs.(evidence.Dir)), filepath.FromSlash(derive.CursorKey))); err != nil {
+		t.Fatal(err)
+	}
+	f.row(t, "20260702T110000Z", "a", t0.Add(24*time.Hour), bitlog.ResultSuccess)
+	f.clk.Advance(2 * time.Hour)
+	blind := f.appender(t, f.blobs)
+	blind.Verifier = nil
+	if _, err := blind.Run(ctx); err == nil || !strings.Contains(err.Error(), "no cursor") {
+		t.Fatalf("no cursor, no verifier: %v, want a refusal", err)
+	}
+	sum, err := f.appender(t, f.blobs).Run(ctx)
+	if err != nil || sum.Appended != 1 || sum.Duplicates != 6 {
+		t.Fatalf("no cursor: %+v %v, want the one new event and the 6 logged ones dropped", sum, err)
+	}
+	if n := len(f.logged(t)); n != 7 {
+		t.Fatalf("%d events, want 7", n)
 	}
 }

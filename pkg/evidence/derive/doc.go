@@ -39,7 +39,9 @@
 // at any moment, the next pass resumes from the saved cursor: the one page
 // it derives again was the log's last Append, within the log's
 // deduplication window, so its events are dropped as duplicates — none
-// lost, none twice. A record written more than Settle after its time (an
+// lost, none twice. A log with events and no cursor (lost, or removed as
+// unreadable) is read whole first, and no event it holds is appended
+// again. A record written more than Settle after its time (an
 // audit queue backlog) is missed by the pass; the cross-check names it.
 // A record that cannot be an event (a field out of bounds) is skipped and
 // reported, never guessed at.
