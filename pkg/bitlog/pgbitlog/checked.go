@@ -34,7 +34,11 @@ func (l *Log) Checked(ctx context.Context, since, until time.Time, after string,
 		return nil, "", fmt.Errorf("milldb: bit log checked: %w", err)
 	}
 	limit = bitlog.PageSize(limit)
-	rows, err := l.pool.Query(ctx, sqlBitChecked, bitlog.Truncate(since), bitlog.Truncate(until),
+	lower := bitlog.Truncate(since)
+	if hasFrom && from.At.After(lower) {
+		lower = from.At // the index bounds the scan; the row comparison settles ties
+	}
+	rows, err := l.pool.Query(ctx, sqlBitChecked, lower, bitlog.Truncate(until),
 		hasFrom, from.At, from.RunID, from.Account, from.StoreID, from.SpaceID, from.ContentID, limit+1)
 	if err != nil {
 		return nil, "", fmt.Errorf("milldb: bit log checked: %w", err)
