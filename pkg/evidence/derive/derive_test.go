@@ -1,9 +1,11 @@
 package derive_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -12,6 +14,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
@@ -381,5 +384,40 @@ func TestAppendCursorLost(t *testing.T) {
 	}
 	if n := len(f.logged(t)); n != 7 {
 		t.Fatalf("%d events, want 7", n)
+	}
+}
+
+// TestDerivedEventsArePREMIS: the events derived from every kind of
+// record export as PREMIS 3 XML the schema accepts (xmllint --schema).
+func TestDerivedEventsArePREMIS(t *testing.T) {
+	f := newFixture(t)
+	f.seed(t)
+	if _, err := f.appender(t, f.blobs).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var events []*evidence.Event
+	for _, e := range f.logged(t) {
+		events = append(events, e)
+	}
+	var buf bytes.Buffer
+	if err := evidence.EncodePREMIS(&buf, events); err != nil {
+		t.Fatal(err)
+	}
+	xmllint, err := exec.LookPath("xmllint")
+	if err != nil {
+		testenv.Unavailable(t, "xmllint (Debian package libxml2-utils; localstack/up.sh installs it)", err)
+	}
+	doc := filepath.Join(t.TempDir(), "events.xml")
+	if err := os.WriteFile(doc, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	schema := filepath.Join("..", "testdata", "premis", "premis-v3-0.xsd")
+	if msg, err := exec.Command(xmllint, "--noout", "--nonet", "--schema", schema, doc).CombinedOutput(); err != nil {
+		t.Fatalf("xmllint: %v\n%s\n%s", err, msg, buf.String())
+	}
+	for _, want := range []string{"fixity check", "replication", "deletion", "repair"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the export has no %q", want)
+		}
 	}
 }
