@@ -32,7 +32,12 @@ root; and that every hash tile is the one the events give. Prints each
 mismatch, naming the checkpoint, tile or leaf; the exit code is 1 when there
 is any. --trusted names a checkpoint this verifier kept from an earlier run:
 the log must still contain it (a log rolled back as a whole is detected).
-Changes nothing.`
+--cross-check (with --database-url and --audit-table) also compares Mill's
+records of --since to --until (default: to where the appender got) with the
+log's events: every bit-log row and audit-log entry that makes an event must
+have it, unchanged, every event of the period its record, and the content
+index what the period's writes left; each mismatch is named (a record
+changed, an event or a record deleted). Changes nothing.`
 
 const evidenceProofUsage = `millctl evidence proof --log DIR|s3://BUCKET/PREFIX --key FILE --event ID [--out FILE]
 
@@ -98,11 +103,13 @@ func evidenceBlobs(ctx context.Context, a *app, loc string) (evidence.Blobs, err
 type evidenceVerifyOptions struct {
 	evidenceLogFlags
 	trusted string
+	cross   evidenceCrossFlags
 }
 
 func (o *evidenceVerifyOptions) define(fs *flag.FlagSet, _ *app) {
 	o.evidenceLogFlags.define(fs)
 	fs.StringVar(&o.trusted, "trusted", "", "`file` holding a signed checkpoint verified before, which the log must still contain")
+	o.cross.define(fs)
 }
 
 func (o *evidenceVerifyOptions) run(ctx context.Context, a *app, args []string) error {
@@ -128,6 +135,13 @@ func (o *evidenceVerifyOptions) run(ctx context.Context, a *app, args []string) 
 	}
 	if r.Latest != nil {
 		fmt.Fprintf(a.stdout, "%s: log %s, %d checkpoints, newest of size %d; %d events checked\n", o.log, r.Latest.Origin, r.Checkpoints, r.Latest.Size, r.Leaves)
+	}
+	if o.cross.on {
+		cr, err := o.cross.run(ctx, a, b, v)
+		if err != nil {
+			return err
+		}
+		r.Problems = append(r.Problems, cr...)
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(a.stdout, "MISMATCH %s\n", p)

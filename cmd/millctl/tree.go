@@ -86,6 +86,7 @@ func commandTree() []group {
 			{name: "evidence verify", summary: "verify an evidence log with only its blobs and public key; names each mismatch", usage: evidenceVerifyUsage, flags: bind[evidenceVerifyOptions]},
 			{name: "evidence proof", summary: "export an event's inclusion proof as a self-contained file", usage: evidenceProofUsage, flags: bind[evidenceProofOptions]},
 			{name: "evidence events", summary: "export an evidence log's events (filtered) as JSON lines or PREMIS 3 XML", usage: evidenceEventsUsage, flags: bind[evidenceEventsOptions]},
+			{name: "evidence append", summary: "derive the evidence events from the bit log and the audit log and append them to the log (cron, one at a time)", usage: evidenceAppendUsage, flags: bind[evidenceAppendOptions]},
 			{name: "evidence keygen", summary: "make an evidence log's key pair: the secret signer key and the public verifier key", usage: evidenceKeygenUsage, flags: bind[evidenceKeygenOptions]},
 			{name: "evidence pack", summary: "write a dated bundle of a period's evidence with the NDSA Levels matrix, for an auditor", usage: evidencePackUsage, flags: bind[evidencePackOptions]},
 			{name: "evidence check-proof", summary: "check an inclusion proof file with the log's public key", usage: evidenceCheckProofUsage, flags: bind[evidenceCheckProofOptions]},

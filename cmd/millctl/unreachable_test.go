@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/testkit/testbin"
+	"github.com/millfleet/mill/pkg/evidence"
+	"github.com/millfleet/mill/pkg/evidence/derive"
 )
 
 // offlineCommands touch no service: they are not expected to fail when
@@ -36,6 +38,7 @@ var serviceArgs = map[string][]string{
 	"evidence proof":    {"--log", "s3://evidence/log", "--key", evidenceTestKey, "--event", "e1"},
 	"evidence events":   {"--log", "s3://evidence/log", "--key", evidenceTestKey},
 	"evidence pack":     {"--log", "s3://evidence/log", "--key", evidenceTestKey, "--period", "2026-Q3"},
+	"evidence append":   {"--log", "s3://evidence/log"}, // the signer key in the environment
 	"content get":       {"acct", "1", "space", "item"},
 	"content ls":        {"acct", "1"},
 	"content props":     {"acct", "1", "space", "item"},
@@ -92,6 +95,7 @@ func TestEmulatorStopped(t *testing.T) {
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"AWS_ENDPOINT_URL=" + awsEndpoint, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
 		"MILL_DATABASE_URL=postgres://postgres:mill@" + dbAddr + "/mill?sslmode=disable",
+		derive.EnvSignerKey + "=" + unreachableSignerKey(t),
 	}
 	for name, args := range serviceArgs {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
@@ -116,4 +120,13 @@ func TestEmulatorStopped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unreachableSignerKey is a new signer key of no real log.
+func unreachableSignerKey(t *testing.T) string {
+	skey, _, err := evidence.GenerateKey("mill.test/unreachable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return skey
 }

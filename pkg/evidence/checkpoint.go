@@ -102,24 +102,36 @@ func NewVerifier(vkey string) (note.Verifier, error) {
 // path is empty from the environment variable env (the key itself). A key
 // file must not be readable by group or others.
 func LoadSigner(path, env string, getenv func(string) string) (note.Signer, error) {
+	k, err := LoadSignerKey(path, env, getenv)
+	if err != nil {
+		return nil, err
+	}
+	return NewSigner(k)
+}
+
+// LoadSignerKey reads the signer key's text as LoadSigner does (what Open
+// takes), checking that it is a signer key.
+func LoadSignerKey(path, env string, getenv func(string) string) (string, error) {
 	if path == "" {
 		if k := getenv(env); k != "" {
-			return NewSigner(k)
+			_, err := NewSigner(k)
+			return k, err
 		}
-		return nil, fmt.Errorf("evidence: no signer key: set a key file or %s", env)
+		return "", fmt.Errorf("evidence: no signer key: set a key file or %s", env)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("evidence: signer key: %w", err)
+		return "", fmt.Errorf("evidence: signer key: %w", err)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("evidence: signer key %s is readable by others (mode %v): chmod 600", path, fi.Mode().Perm())
+		return "", fmt.Errorf("evidence: signer key %s is readable by others (mode %v): chmod 600", path, fi.Mode().Perm())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("evidence: signer key: %w", err)
+		return "", fmt.Errorf("evidence: signer key: %w", err)
 	}
-	return NewSigner(string(b))
+	_, err = NewSigner(string(b))
+	return string(b), err
 }
 
 // LoadVerifier reads a verifier key file.

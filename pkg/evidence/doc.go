@@ -25,9 +25,10 @@
 // UTC strings and only valid UTF-8: one event has exactly one encoding,
 // and ParseCanonical accepts only that encoding, so a leaf of the log reads
 // back to the same event and hashes to the same leaf hash. An event's ID is
-// chosen by its emitter from the action's identity (EventID: e.g. the bit
-// check task and the copy), so the same action reported twice — a Workman
-// retrying a task after a crash — has the same ID, and the log keeps it
+// chosen by its emitter from the action's identity (EventID; package
+// derive, the log's one writer, uses the identity of the Mill record the
+// event is derived from), so the same action reported twice — an appender
+// re-deriving a page after a crash — has the same ID, and the log keeps it
 // once.
 //
 // # The log
@@ -102,7 +103,8 @@
 // recorded): it proves what Mill said, and in what order (a checkpoint
 // carries no time; an event's time is what its emitter wrote). It does not prove
 // that every action was logged: completeness is checked by comparing the
-// log with the bit log, audit log and content index (not in this package).
+// log with the bit log and the audit log (package derive, millctl evidence
+// verify --cross-check; the content index is not compared yet).
 // A holder of the signing key can write a different history from the
 // start; an attacker who can delete the blobs can delete the log. Keeping
 // the signing key away from the blobs' writers and the blobs in an S3

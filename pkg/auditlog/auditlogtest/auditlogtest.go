@@ -49,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Delete", func(t *testing.T) { testDelete(t, newLog(t)) })
 	t.Run("TooLarge", func(t *testing.T) { testTooLarge(t, newLog(t)) })
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, newLog(t)) })
+	t.Run("BetweenAcrossSpaces", func(t *testing.T) { testBetween(t, newLog(t)) })
 }
 
 func put(t *testing.T, l auditlog.Log, e auditlog.Entry) bool {

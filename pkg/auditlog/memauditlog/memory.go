@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/millfleet/mill/pkg/auditlog"
 )
@@ -180,4 +182,44 @@ func (m *Log) Delete(ctx context.Context, keys ...auditlog.Key) error {
 		delete(m.items, [2]string{k.PK(), sk})
 	}
 	return nil
+}
+
+var _ auditlog.Between = (*Log)(nil)
+
+// Between implements auditlog.Between.
+func (m *Log) Between(ctx context.Context, since, until time.Time, pageToken string, limit int) ([]auditlog.Entry, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	apk, ask, hasAfter, err := auditlog.DecodeBetweenToken(pageToken)
+	if err != nil {
+		return nil, "", fmt.Errorf("auditlog: between: %w", err)
+	}
+	from, to := since.UnixMilli(), until.UnixMilli()
+	m.mu.Lock()
+	var all []memItem
+	for _, it := range m.items {
+		ms, err := strconv.ParseInt(it.attrs[auditlog.AttrTime], 10, 64)
+		if err != nil || ms < from || ms >= to || (hasAfter && cmp.Or(cmp.Compare(it.pk, apk), cmp.Compare(it.sk, ask)) <= 0) {
+			continue
+		}
+		all = append(all, it)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(all, func(a, b memItem) int { return cmp.Or(cmp.Compare(a.pk, b.pk), cmp.Compare(a.sk, b.sk)) })
+	n := auditlog.PageSize(limit)
+	next := ""
+	if len(all) > n {
+		all = all[:n]
+		next = auditlog.BetweenToken(all[n-1].pk, all[n-1].sk)
+	}
+	out := make([]auditlog.Entry, 0, len(all))
+	for _, it := range all {
+		e, err := it.entry()
+		if err != nil {
+			return nil, "", fmt.Errorf("auditlog: between: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, next, nil
 }

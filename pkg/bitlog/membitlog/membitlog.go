@@ -90,22 +90,30 @@ func (m *Log) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, strin
 		}
 	}
 	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b bitlog.Row) int {
-		ka, kb := bitlog.KeyOf(a), bitlog.KeyOf(b)
+	out, next := sortPage(out, func(a, b bitlog.Row) bool { return bitlog.KeyOf(a).Less(bitlog.KeyOf(b)) }, f.Limit,
+		func(r bitlog.Row) string { return bitlog.EncodeToken(bitlog.KeyOf(r)) })
+	return out, next, nil
+}
+
+// sortPage sorts rows by less and keeps the first page of limit (clamped
+// by bitlog.PageSize), with the token of the next page made from its last
+// row ("" when no more follow).
+func sortPage(rows []bitlog.Row, less func(a, b bitlog.Row) bool, limit int, token func(bitlog.Row) string) ([]bitlog.Row, string) {
+	slices.SortFunc(rows, func(a, b bitlog.Row) int {
 		switch {
-		case ka.Less(kb):
+		case less(a, b):
 			return -1
-		case kb.Less(ka):
+		case less(b, a):
 			return 1
 		}
 		return 0
 	})
-	limit := bitlog.PageSize(f.Limit)
-	if len(out) <= limit {
-		return out, "", nil
+	limit = bitlog.PageSize(limit)
+	if len(rows) <= limit {
+		return rows, ""
 	}
-	out = out[:limit]
-	return out, bitlog.EncodeToken(bitlog.KeyOf(out[limit-1])), nil
+	rows = rows[:limit]
+	return rows, token(rows[limit-1])
 }
 
 // Count implements bitlog.Log.
@@ -263,4 +271,30 @@ func (m *Log) RunSpace(ctx context.Context, runID, account, storeID, spaceID str
 		return bitlog.RunSpace{}, fmt.Errorf("%w: %s:%s/%s/%s", bitlog.ErrNoRun, runID, account, storeID, spaceID)
 	}
 	return s, nil
+}
+
+var _ bitlog.Checked = (*Log)(nil)
+
+// Checked implements bitlog.Checked.
+func (m *Log) Checked(ctx context.Context, since, until time.Time, after string, limit int) ([]bitlog.Row, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	from, hasFrom, err := bitlog.DecodeCheckedToken(after)
+	if err != nil {
+		return nil, "", fmt.Errorf("bitlog: checked: %w", err)
+	}
+	since, until = bitlog.Truncate(since), bitlog.Truncate(until)
+	m.mu.Lock()
+	var out []bitlog.Row
+	for _, r := range m.rows {
+		if r.CheckedAt.Before(since) || !r.CheckedAt.Before(until) || (hasFrom && !from.Less(bitlog.CheckedKeyOf(r))) {
+			continue
+		}
+		out = append(out, r)
+	}
+	m.mu.Unlock()
+	out, next := sortPage(out, func(a, b bitlog.Row) bool { return bitlog.CheckedKeyOf(a).Less(bitlog.CheckedKeyOf(b)) }, limit,
+		func(r bitlog.Row) string { return bitlog.CheckedToken(bitlog.CheckedKeyOf(r)) })
+	return out, next, nil
 }

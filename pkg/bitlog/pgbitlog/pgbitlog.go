@@ -222,16 +222,7 @@ func (l *Log) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, strin
 	if err != nil {
 		return nil, "", fmt.Errorf("milldb: bit log results: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (bitlog.Row, error) {
-		var r bitlog.Row
-		var res, method string
-		err := row.Scan(&r.RunID, &r.Account, &r.StoreID, &r.StoreKind, &r.SpaceID, &r.ContentID, &res, &r.Case,
-			&r.ContentChecksum, &r.StorageChecksum, &r.IndexChecksum, &r.AuditChecksum, &r.Details, &r.CheckedAt,
-			&method, &r.Bytes, &r.Archived)
-		r.Result, r.Method = bitlog.Result(res), bitlog.Method(method)
-		r.CheckedAt = r.CheckedAt.UTC()
-		return r, err
-	})
+	out, err := pgx.CollectRows(rows, scanRow)
 	if err != nil {
 		return nil, "", fmt.Errorf("milldb: bit log results: %w", err)
 	}
@@ -240,6 +231,18 @@ func (l *Log) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, strin
 	}
 	out = out[:limit]
 	return out, bitlog.EncodeToken(bitlog.KeyOf(out[limit-1])), nil
+}
+
+// scanRow reads a row of the columns of sqlBitResults.
+func scanRow(row pgx.CollectableRow) (bitlog.Row, error) {
+	var r bitlog.Row
+	var res, method string
+	err := row.Scan(&r.RunID, &r.Account, &r.StoreID, &r.StoreKind, &r.SpaceID, &r.ContentID, &res, &r.Case,
+		&r.ContentChecksum, &r.StorageChecksum, &r.IndexChecksum, &r.AuditChecksum, &r.Details, &r.CheckedAt,
+		&method, &r.Bytes, &r.Archived)
+	r.Result, r.Method = bitlog.Result(res), bitlog.Method(method)
+	r.CheckedAt = r.CheckedAt.UTC()
+	return r, err
 }
 
 const sqlBitCount = `

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS bit_log_checked_idx;
