@@ -10,7 +10,9 @@
 // an empty list, as in Java; ignored spaces and "x-" system spaces have
 // none) whose source or destination holds the space. Spaces that exist only
 // at a destination are visited too, so a source space deleted while its
-// DELETE_SPACE event was lost is still cleaned up. Morsels are ordered by
+// DELETE_SPACE event was lost is still cleaned up — of what Mill's
+// duplication put there only: the dup processor leaves the rest of such a
+// space, and the space, alone (processors/dup, Destination-only spaces). Morsels are ordered by
 // account (file order), space, then the space's policy order, so the two
 // policies of one space are nibbled one after the other, as DuraCloud's
 // producer does.
