@@ -32,6 +32,7 @@ type fixture struct {
 	q        *memqueue.Queue
 	loop     *looping.Loop
 	stores   map[string]*fsstore.Store // "account/store"
+	reg      *stores.Registry
 }
 
 func write(t *testing.T, path, data string) {
@@ -90,7 +91,7 @@ func newFixtureWith(t *testing.T, biteSize int, acmePolicy string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{stores: map[string]*fsstore.Store{}, policies: policy.NewDir(cfgDir)}
+	f := &fixture{stores: map[string]*fsstore.Store{}, policies: policy.NewDir(cfgDir), reg: reg}
 	f.opener = stores.NewOpener(reg, stores.OpenerConfig{FS: func(_ context.Context, s stores.Store) (storage.Provider, error) {
 		return fsstore.New(s.Root)
 	}})
