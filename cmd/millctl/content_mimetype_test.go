@@ -1,10 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/task"
 )
 
 // TestPropsSetChangesTheMimetype: content-mimetype is the item's mimetype
@@ -64,5 +74,66 @@ func TestPropsSetChangesTheMimetype(t *testing.T) {
 	}
 	if n := len(auditTasks(t, q)); n != before+2 {
 		t.Errorf("refused changes audited: %d tasks", n-before-2)
+	}
+}
+
+// Against the emulator: the mimetype change of an item of an s3 store is
+// its S3 Content-Type, and its AUDIT message, with MILL_WIRE_FORMAT=
+// properties, is .properties text on the SQS audit queue.
+func TestPropsSetMimetypeS3(t *testing.T) {
+	cfg := testenv.AWS(t)
+	ctx := context.Background()
+	s3c, sqsc := cfg.S3(), cfg.SQS()
+	prefix := testenv.Prefix(t)
+	bucket := prefix + "store"
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupBucket(t, s3c, bucket)
+	testenv.CleanupQueues(t, sqsc, prefix)
+	qurl, err := sqsc.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + "audit")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pcsWrite(t, dir, "accounts.json", fmt.Sprintf(`{"accounts": [{"id": "acct", "status": "active", "stores": [
+  {"id": "1", "primary": true, "kind": "s3", "bucket": %q, "prefix": "p/", "region": "us-east-1"}]}]}`, bucket))
+	env := map[string]string{"MILL_CONFIG_DIR": dir, "MILL_QUEUE_PREFIX": prefix, "MILL_WIRE_FORMAT": "properties",
+		"AWS_ENDPOINT_URL": testenv.Endpoint()}
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"} {
+		env[k] = os.Getenv(k)
+	}
+	file := pcsWrite(t, dir, "f.txt", "some content")
+	if code, _, errOut := pcsRun(t, env, "", "content", "put", "--create-space", "--mimetype", "text/plain", "acct", "1", "docs", "f.txt", file); code != 0 {
+		t.Fatalf("content put: %s", errOut)
+	}
+	if code, _, errOut := pcsRun(t, env, "", "content", "props", "set", "acct", "1", "docs", "f.txt", "content-mimetype=text/csv"); code != 0 {
+		t.Fatalf("props set: %s", errOut)
+	}
+	head, err := s3c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("p/docs/f.txt")})
+	if err != nil || aws.ToString(head.ContentType) != "text/csv" {
+		t.Fatalf("S3 Content-Type %q (%v), want text/csv", aws.ToString(head.ContentType), err)
+	}
+	var bodies []string
+	for deadline := time.Now().Add(10 * time.Second); len(bodies) < 3 && time.Now().Before(deadline); {
+		out, err := sqsc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: qurl.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			bodies = append(bodies, aws.ToString(m.Body))
+		}
+	}
+	found := false
+	for _, b := range bodies {
+		if !strings.HasPrefix(b, "#") {
+			t.Errorf("AUDIT message not in .properties text: %.80q", b)
+		}
+		if tk, err := task.Decode([]byte(b)); err == nil && tk.Get(task.KeyContentMimetype) == "text/csv" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no AUDIT of the change among %q", bodies)
 	}
 }
