@@ -41,8 +41,8 @@ func TestUsageErrors(t *testing.T) {
 		env  map[string]string
 		want []string
 	}{
-		{"every problem at once", []string{"--progress", "fancy", "--message-format", "xml", "--bite-size", "0", "--exclude", bad},
-			nil, []string{"--progress \"fancy\"", "--message-format", "--bite-size 0", "bad.txt:2", "--database-url (MILL_DATABASE_URL) is required"}},
+		{"every problem at once", []string{"--progress", "fancy", "--wire-format", "xml", "--bite-size", "0", "--exclude", bad},
+			nil, []string{"--progress \"fancy\"", "--wire-format", "--bite-size 0", "bad.txt:2", "--database-url (MILL_DATABASE_URL) is required"}},
 		{"bad frequency from the environment", nil, map[string]string{"MILL_FREQUENCY": "5x"}, []string{"MILL_FREQUENCY"}},
 		{"stray argument", []string{"now"}, nil, []string{"unexpected arguments"}},
 		{"bad restore settings", []string{"--restore-days", "0", "--restore-tier", "Glacial"}, nil, []string{"--restore-days: 0", "--restore-tier: \"Glacial\""}},

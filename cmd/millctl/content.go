@@ -17,7 +17,6 @@ import (
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/audited"
-	"github.com/millfleet/mill/pkg/task"
 )
 
 // contentEnv is the flag group of the content commands (and dev load):
@@ -28,7 +27,7 @@ type contentEnv struct {
 	src         *configSource
 	queuePrefix string
 	userID      string
-	format      string
+	format      *wiring.WireFormat
 	claims      *wiring.Claims
 }
 
@@ -39,7 +38,7 @@ func (e *contentEnv) define(fs *flag.FlagSet, a *app, writes bool) {
 	if writes {
 		wiring.QueuePrefixVar(fs, &e.queuePrefix)
 		fs.StringVar(&e.userID, "user-id", "millctl", "user `id` recorded in the AUDIT tasks")
-		fs.StringVar(&e.format, "audit-format", "json", "AUDIT message `format`: json, or properties for DuraCloud's Java workers")
+		e.format = wiring.WireFormatFlag(fs)
 		e.claims = wiring.ClaimsFlags(fs)
 	}
 }
@@ -85,9 +84,9 @@ func (e *contentEnv) provider(ctx context.Context, account, storeID string, audi
 	if err != nil || !audit {
 		return p, err
 	}
-	format, err := task.ParseFormat(e.format)
+	format, err := e.format.Parse()
 	if err != nil {
-		return nil, usagef("--audit-format: %v", err)
+		return nil, usagef("%v", err)
 	}
 	q, err := openAuditQueue(ctx, e.a, queue.Name(e.queuePrefix, queue.KeyAudit), e.claims)
 	if err != nil {

@@ -60,9 +60,9 @@ func (o *devLoadOptions) run(ctx context.Context, a *app, args []string) error {
 	if o.items < devmode.MinItems {
 		return usagef("--items must be at least %d", devmode.MinItems)
 	}
-	format, err := task.ParseFormat(o.format)
+	format, err := o.format.Parse()
 	if err != nil {
-		return usagef("--audit-format: %v", err)
+		return usagef("%v", err)
 	}
 	reg, err := devmode.DemoRegistry(func(acct, id string, primary bool) stores.Store {
 		return stores.Store{ID: id, Primary: primary, Kind: storage.KindS3, Bucket: o.prefix + acct + "-" + id}

@@ -68,11 +68,12 @@ load test); NOOP copies get the property id=<id or "noop">-<n>.`
 
 // enqueueOptions are the options of enqueue.
 type enqueueOptions struct {
-	prefix, typ, queue, format string
-	props                      propsFlag
-	count                      int
-	delay                      time.Duration
-	claims                     *wiring.Claims
+	prefix, typ, queue string
+	format             *wiring.WireFormat
+	props              propsFlag
+	count              int
+	delay              time.Duration
+	claims             *wiring.Claims
 }
 
 func (o *enqueueOptions) define(fs *flag.FlagSet, _ *app) {
@@ -83,14 +84,14 @@ func (o *enqueueOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&o.queue, "queue", "", "queue `key` or name (default: by task type)")
 	fs.IntVar(&o.count, "count", 1, "send each task `n` times")
 	fs.DurationVar(&o.delay, "delay", 0, "deliver after this `delay` (at most 15m)")
-	fs.StringVar(&o.format, "format", "json", "wire `format`: json or properties")
+	o.format = wiring.WireFormatFlag(fs)
 	o.claims = wiring.ClaimsFlags(fs)
 }
 
 func (o *enqueueOptions) run(ctx context.Context, a *app, args []string) error {
-	f, err := task.ParseFormat(o.format)
+	f, err := o.format.Parse()
 	if err != nil {
-		return usagef("--format: %v", err)
+		return usagef("%v", err)
 	}
 	if o.count < 1 {
 		return usagef("--count must be at least 1")

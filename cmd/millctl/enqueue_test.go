@@ -28,7 +28,7 @@ func TestEnqueueRunQueues(t *testing.T) {
 	if err := os.WriteFile(file, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := e.must("", "enqueue", "--format", "properties", file)
+	out := e.must("", "enqueue", "--wire-format", "properties", file)
 	if !strings.Contains(out, "1 sent to "+e.prefix+"dup-high") || !strings.Contains(out, "1 sent to "+e.prefix+"bit\n") &&
 		!strings.Contains(out, "1 sent to "+e.prefix+"bit (") {
 		t.Errorf("enqueue file: %s", out)

@@ -25,12 +25,12 @@ import (
 
 func TestUsageErrors(t *testing.T) {
 	var stderr bytes.Buffer
-	err := run(t.Context(), []string{"--progress", "fancy", "--message-format", "xml", "--max-queue-size", "0",
+	err := run(t.Context(), []string{"--progress", "fancy", "--wire-format", "xml", "--max-queue-size", "0",
 		"--frequency", "6h", "--start-at", "02:00"}, func(string) string { return "" }, &bytes.Buffer{}, &stderr)
 	if code := producercmd.ExitCode("statsproducer", err, &stderr); code != 2 {
 		t.Fatalf("exit %d, err %v", code, err)
 	}
-	for _, w := range []string{`--progress "fancy"`, "--message-format", "--max-queue-size 0", "--start-at 02:00", "--database-url"} {
+	for _, w := range []string{`--progress "fancy"`, "--wire-format", "--max-queue-size 0", "--start-at 02:00", "--database-url"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error lacks %q: %v", w, err)
 		}

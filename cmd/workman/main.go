@@ -108,7 +108,7 @@ type options struct {
 	maxAttempts                        int
 	workerID                           string
 	logLevel                           string
-	format                             string
+	format                             *wiring.WireFormat
 	noopSleep                          time.Duration
 	noopRecord                         string
 	taskTypes                          string
@@ -152,7 +152,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.IntVar(&o.maxAttempts, "max-attempts", workman.DefaultMaxAttempts, "failures after which a task goes to the dead-letter queue")
 	fs.StringVar(&o.workerID, "worker-id", "", "this worker's `id` in logs and dead letters (default hostname-pid)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
-	fs.StringVar(&o.format, "format", "json", "wire `format` of the tasks workman sends (re-sent tasks and the processors' AUDIT, DUP,\nBIT and BIT_ERROR tasks): json or properties (DuraCloud's Java format)")
+	o.format = wiring.WireFormatFlag(fs)
 	fs.StringVar(&o.taskTypes, "task-types", "all", "task types this worker processes: all, or a comma-separated `list` (e.g. NOOP);\nothers are dead-lettered. A NOOP-only worker needs no registry, audit table or database")
 	o.config = wiring.ConfigFlags(fs)
 	fs.DurationVar(&o.policyRefresh, "policy-refresh", policy.DefaultRefresh, "how long duplication policies are cached before they are read again")
@@ -253,9 +253,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		errs = append(errs, fmt.Errorf("log-level: %w", err))
 	}
-	format, err := task.ParseFormat(o.format)
+	format, err := o.format.Parse()
 	if err != nil {
-		errs = append(errs, fmt.Errorf("format: %w", err))
+		errs = append(errs, err)
 	}
 	timeouts, err := parseTimeouts(o.timeouts)
 	if err != nil {

@@ -34,7 +34,7 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 	}
 	for _, v := range []string{"MILL_QUEUES", "MILL_QUEUE_PREFIX", "MILL_WORKERS", "MILL_RECEIVE_WAIT", "MILL_TIMEOUTS",
 		"MILL_MIN_SHARE", "MILL_GRACE_PERIOD", "MILL_HTTP_ADDR", "MILL_METRICS_INTERVAL",
-		"MILL_CLOUDWATCH", "MILL_MAX_ATTEMPTS", "MILL_WORKER_ID", "MILL_LOG_LEVEL", "MILL_FORMAT"} {
+		"MILL_CLOUDWATCH", "MILL_MAX_ATTEMPTS", "MILL_WORKER_ID", "MILL_LOG_LEVEL", "MILL_WIRE_FORMAT"} {
 		if !strings.Contains(out.String(), v) {
 			t.Errorf("--help does not mention %s", v)
 		}
@@ -42,13 +42,13 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 }
 
 func TestBadFlagsReportedTogether(t *testing.T) {
-	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s", "MILL_MIN_SHARE": "bit=lots", "MILL_DUP_RESTORE_DAYS": "-1",
+	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_WIRE_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s", "MILL_MIN_SHARE": "bit=lots", "MILL_DUP_RESTORE_DAYS": "-1",
 		"MILL_PRICE_TABLE": filepath.Join(t.TempDir(), "no-such-prices.json")}
 	err := run(context.Background(), nil, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"log-level", "format", "DUP", "NOPE", "min-share: bit", "dup-restore-days -1", "price-table: pricing:"} {
+	for _, want := range []string{"log-level", "wire-format", "DUP", "NOPE", "min-share: bit", "dup-restore-days -1", "price-table: pricing:"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -271,7 +271,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 
 	dp, err := dup.New(dup.Config{
 		Opener: d.Stores, Audit: dup.AuditTo(q[queue.KeyAudit], d.Format, d.Clock),
-		Live: dup.FromIndex(d.Index), Policies: d.Policies, Retry: d.DupRetry,
+		Live: dup.FromIndex(d.Index), History: d.AuditLog, Policies: d.Policies, Retry: d.DupRetry,
 		RestoreArchivedDays: d.DupRestoreDays, Clock: d.Clock, Logger: d.Logger,
 		Transfer: d.Transfer, Checkpoints: d.Checkpoints, ResumeMinSize: d.ResumeMinSize,
 	})

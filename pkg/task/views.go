@@ -234,7 +234,9 @@ type BitError struct {
 	RunID       string // optional
 	Description string // optional
 	StoreType   string // kind of the store; optional
-	// Case is the row of the bit-check decision table; required.
+	// Case is the row of the bit-check decision table (1 or more). 0
+	// when absent: the Java Mill's BIT_ERROR (BitIntegrityErrorTask), which
+	// names no case and no run; a task with a RunID must have one.
 	Case int
 	// InternallyResolvable reports whether a healthy copy exists on another
 	// store, so the mill can repair the item itself.
@@ -255,7 +257,21 @@ var bitErrorFields = []field[BitError]{
 	str(KeyRunID, false, func(x *BitError) *string { return &x.RunID }),
 	str(KeyDescription, false, func(x *BitError) *string { return &x.Description }),
 	str(KeyBitStoreType, false, func(x *BitError) *string { return &x.StoreType }),
-	reqInt(KeyCase, func(x *BitError) *int { return &x.Case }),
+	{
+		read: func(r *reader, x *BitError) {
+			if r.opt(KeyCase) == "" && x.RunID == "" {
+				return // the Java Mill's shape
+			}
+			if x.Case = r.reqInt(KeyCase); x.Case < 0 || (x.Case == 0 && r.props[KeyCase] != "") {
+				r.fail(KeyCase, fmt.Sprintf("not a case of the decision table: %q", r.props[KeyCase]))
+			}
+		},
+		write: func(w writer, x *BitError) {
+			if x.Case != 0 || x.RunID != "" {
+				w.set(KeyCase, strconv.Itoa(x.Case))
+			}
+		},
+	},
 	optBool(KeyInternallyResolvable, func(x *BitError) *bool { return &x.InternallyResolvable }),
 	str(KeyChecksumContent, false, func(x *BitError) *string { return &x.ContentChecksum }),
 	str(KeyChecksumStore, false, func(x *BitError) *string { return &x.StorageChecksum }),

@@ -172,7 +172,9 @@ func TestViewErrors(t *testing.T) {
 		{"stats missing space", New(TypeStorageStats, edit(dup, KeySpaceID, "<del>")), `task: STORAGE_STATS: missing property "spaceId"`},
 		{"stats negative items", New(TypeStorageStats, edit(dup, KeyStatsItems, "-3")), `task: STORAGE_STATS: property "itemCount": negative: "-3"`},
 		{"stats bad started", New(TypeStorageStats, edit(dup, KeyStatsStarted, "yesterday")), `task: STORAGE_STATS: property "startedAt": not an integer: "yesterday"`},
-		{"bit error missing case", New(TypeBitError, edit(bitErr, KeyCase, "<del>")), `task: BIT_ERROR: missing property "case"`},
+		{"bit error of a run missing case", New(TypeBitError, edit(bitErr, KeyCase, "<del>", KeyRunID, "r1")), `task: BIT_ERROR: missing property "case"`},
+		{"bit error case 0", New(TypeBitError, edit(bitErr, KeyCase, "0")), `task: BIT_ERROR: property "case": not a case of the decision table: "0"`},
+		{"bit error negative case", New(TypeBitError, edit(bitErr, KeyCase, "-2")), `task: BIT_ERROR: property "case": not a case of the decision table: "-2"`},
 		{"bit error bad case", New(TypeBitError, edit(bitErr, KeyCase, "7a")), `task: BIT_ERROR: property "case": not an integer: "7a"`},
 		{"bit error bad bool", New(TypeBitError, edit(bitErr, KeyInternallyResolvable, "maybe")), `task: BIT_ERROR: property "internallyResolvable": not a boolean: "maybe"`},
 		{"audit bad size", New(TypeAudit, edit(audit, KeyContentSize, "abc")), `task: AUDIT: property "content-size": not an integer: "abc"`},
@@ -236,4 +238,18 @@ func TestSpaceLevelAuditAndDup(t *testing.T) {
 func sameAudit(a, b Audit) bool {
 	a.DateTime, b.DateTime = a.DateTime.UTC(), b.DateTime.UTC()
 	return reflect.DeepEqual(a, b)
+}
+
+// TestBitErrorJavaShape: the Java Mill's BIT_ERROR (no case, no run)
+// reads with Case 0 and is written back without a case.
+func TestBitErrorJavaShape(t *testing.T) {
+	in := New(TypeBitError, map[string]string{KeyAccount: "a", KeyStoreID: "1", KeySpaceID: "s", KeyContentID: "c",
+		KeyDescription: "Checksums do not match", KeyBitStoreType: "AMAZON_S3", KeyChecksumStore: "x"})
+	x, err := BitErrorFrom(in)
+	if err != nil || x.Case != 0 || x.RunID != "" || x.StoreType != "AMAZON_S3" {
+		t.Fatalf("%+v %v", x, err)
+	}
+	if out := x.Task(); out.Get(KeyCase) != "" {
+		t.Errorf("written back with case %q", out.Get(KeyCase))
+	}
 }

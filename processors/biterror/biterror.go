@@ -32,6 +32,21 @@
 //
 // Refusals are permanent errors naming the rule: Workman dead-letters them.
 //
+// # The Java Mill's BIT_ERROR
+//
+// The Java Mill's bit check writes a BIT_ERROR with no case and no run
+// (task.BitError's Case is 0) and leaves it to people: it means "a bit
+// check found a problem with this item". Its check's row is in the Java
+// Mill's bit log, so the run rule cannot apply; the observation rule and
+// the repair rule do, unchanged: Mill looks at the item itself, refuses
+// the task when it sees no bit error, and otherwise records and resolves
+// what it observed exactly as above, as the item's row outside any run
+// (run ID "", the run of the Java producer's BIT tasks), its details
+// saying it came from a Java-shaped BIT_ERROR. So such a task can do no
+// more than a BIT task of the item: a check, and a repair the check
+// proves necessary. A BIT_ERROR with a run but no case is refused as
+// malformed.
+//
 // Record: the observed error is written to the bit log as the item's row
 // for the run (same key as the bit check's row, so the run still has one
 // row per item): result ERROR for cases 4 and 8, FAILURE otherwise, the
@@ -198,9 +213,12 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if _, err := p.cfg.Stores.Registry().Store(claim.Account, claim.StoreID); err != nil {
 		return processors.Permanent(fmt.Errorf("biterror: %w", err))
 	}
-	checked, err := p.checkedError(ctx, claim)
-	if err != nil {
-		return err
+	java := claim.Case == 0 // the Java Mill's shape: no case, no run (task.BitError)
+	var checked error
+	if !java { // a Java check's row is in the Java Mill's bit log: no run rule to apply
+		if checked, err = p.checkedError(ctx, claim); err != nil {
+			return err
+		}
 	}
 	now, err := p.cfg.Observer.ObserveRun(ctx, claim.Account, claim.StoreID, claim.SpaceID, claim.ContentID, claim.RunID)
 	if err != nil {
@@ -235,7 +253,10 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		result = bitlog.ResultError
 	}
 	details := be.Description
-	if claim.Case != be.Case {
+	switch {
+	case java:
+		details += "; from a Java-shaped BIT_ERROR (no case, no run)"
+	case claim.Case != be.Case:
 		details += fmt.Sprintf("; the BIT_ERROR message claimed case %d", claim.Case)
 	}
 	row := bitlog.Row{

@@ -98,7 +98,11 @@ func ReportEvent(rep bitlog.Report, problems []bitlog.Row, adminCopy string) not
 	c := rep.Counts
 	var b strings.Builder
 	fmt.Fprintf(&b, "The bit-integrity report of a space found problems.\n\n")
-	fmt.Fprintf(&b, "Account:  %s\nStore:    %s\nSpace:    %s\nRun:      %s\nResult:   %s\n", rep.Account, rep.StoreID, rep.SpaceID, rep.RunID, rep.Result)
+	run := rep.RunID
+	if run == "" {
+		run = "none (a Java-shaped BIT_REPORT: the checks made outside a bit producer run)"
+	}
+	fmt.Fprintf(&b, "Account:  %s\nStore:    %s\nSpace:    %s\nRun:      %s\nResult:   %s\n", rep.Account, rep.StoreID, rep.SpaceID, run, rep.Result)
 	fmt.Fprintf(&b, "Items:    %d reported: %d SUCCESS, %d FAILURE, %d ERROR\n", c.Total, c.Success, c.Failure, c.Error)
 	fmt.Fprintf(&b, "Report:   %s\n", rep.Location)
 	if adminCopy != "" {
@@ -110,7 +114,11 @@ func ReportEvent(rep bitlog.Report, problems []bitlog.Row, adminCopy string) not
 			fmt.Fprintf(&b, "  %s  %s  case %d  %s\n", storage.QuoteID(r.ContentID), r.Result, r.Case, storage.ShortID(tsv.Cell(r.Details)))
 		}
 	}
-	fmt.Fprintf(&b, "\nAll results: millctl bitlog results --run %s --account %s --store %s --space %s\n", rep.RunID, rep.Account, rep.StoreID, rep.SpaceID)
+	all, runFlag := "All results", " --run "+rep.RunID
+	if rep.RunID == "" {
+		all, runFlag = "All results, of every run", ""
+	}
+	fmt.Fprintf(&b, "\n%s: millctl bitlog results%s --account %s --store %s --space %s\n", all, runFlag, rep.Account, rep.StoreID, rep.SpaceID)
 	return notify.Event{
 		Type: notify.EventBitReport,
 		Subject: fmt.Sprintf("Mill: bit report %s for %s/%s/%s (%d failures, %d errors)",

@@ -181,35 +181,21 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	}
 	log := p.cfg.Logger.With(t.LogAttrs()...).With("run_id", r.RunID)
 
-	// The run and the expected count are the producer's record, never the
-	// message's claim (docs/ARCHITECTURE.md, Safety).
-	rec, err := p.run(ctx, r)
-	if err != nil {
-		return err
-	}
-	expected := rec.Expected
-	if r.Expected != nil && *r.Expected != expected {
-		log.Warn("the task's expected count differs from the producer's record of the run; the record is used",
-			"task_expected", *r.Expected, "expected", expected)
-	}
-	counts, err := p.cfg.BitLog.Count(ctx, r.RunID, r.Account, r.StoreID, r.SpaceID)
-	if err != nil {
-		return fmt.Errorf("bitreport: %w", err)
-	}
-	complete := counts.Total >= expected
-	if !complete {
-		rechecks, _ := strconv.Atoi(r.Extra[KeyRechecks]) // for the logs only: the message may lie
-		waited := p.cfg.Clock.Now().Sub(rec.Listed)
-		if p.cfg.Requeue == nil {
-			return processors.RetryAfter(p.cfg.RecheckDelay, fmt.Errorf("bitreport: %d of %d items have a result", counts.Total, expected))
+	complete, java := true, r.RunID == ""
+	if java {
+		// The Java Mill's shape: report the checks made outside any run
+		// (package doc, Java-shaped reports); no producer record to wait for.
+		if r.Expected != nil {
+			return processors.Permanent(fmt.Errorf("bitreport: %s/%s/%s: an expected count without a run ID: %w",
+				r.Account, r.StoreID, r.SpaceID, ErrNoRun))
 		}
-		if waited < p.maxWait() {
-			return p.requeue(ctx, r, min(max(rechecks, 0), 1<<30)+1, counts.Total, expected, log)
+		log.Info("Java-shaped BIT_REPORT: reporting the space's bit checks made outside a bit producer run")
+	} else {
+		var done bool
+		if complete, done, err = p.wait(ctx, r, log); done || err != nil {
+			return err
 		}
-		log.Warn("giving up waiting for bit check results; reporting what the log holds",
-			"results", counts.Total, "expected", expected, "waited", waited.Round(time.Second), "rechecks", rechecks)
 	}
-
 	prov, err := p.cfg.Stores.Open(ctx, r.Account, r.StoreID)
 	if err != nil {
 		return fmt.Errorf("bitreport: open store %s/%s: %w", r.Account, r.StoreID, err)
@@ -221,7 +207,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	defer os.Remove(f.Name())
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 64<<10)
-	rep, problems, usage, err := p.compare(ctx, r, st.Kind, prov, complete, w, log)
+	rep, problems, usage, err := p.compare(ctx, r, st.Kind, prov, complete, java, w, log)
 	if err != nil {
 		return err
 	}
@@ -271,13 +257,48 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	return nil
 }
 
+// wait applies the run rules and waits for the run's results (steps 0
+// and 1 of the package doc): done when the task is handled (re-queued),
+// complete when every listed item has a result.
+func (p *Processor) wait(ctx context.Context, r task.BitReport, log *slog.Logger) (complete, done bool, err error) {
+	// The run and the expected count are the producer's record, never the
+	// message's claim (docs/ARCHITECTURE.md, Safety).
+	rec, err := p.run(ctx, r)
+	if err != nil {
+		return false, true, err
+	}
+	expected := rec.Expected
+	if r.Expected != nil && *r.Expected != expected {
+		log.Warn("the task's expected count differs from the producer's record of the run; the record is used",
+			"task_expected", *r.Expected, "expected", expected)
+	}
+	counts, err := p.cfg.BitLog.Count(ctx, r.RunID, r.Account, r.StoreID, r.SpaceID)
+	if err != nil {
+		return false, true, fmt.Errorf("bitreport: %w", err)
+	}
+	if counts.Total >= expected {
+		return true, false, nil
+	}
+	rechecks, _ := strconv.Atoi(r.Extra[KeyRechecks]) // for the logs only: the message may lie
+	waited := p.cfg.Clock.Now().Sub(rec.Listed)
+	if p.cfg.Requeue == nil {
+		return false, true, processors.RetryAfter(p.cfg.RecheckDelay, fmt.Errorf("bitreport: %d of %d items have a result", counts.Total, expected))
+	}
+	if waited < p.maxWait() {
+		return false, true, p.requeue(ctx, r, min(max(rechecks, 0), 1<<30)+1, counts.Total, expected, log)
+	}
+	log.Warn("giving up waiting for bit check results; reporting what the log holds",
+		"results", counts.Total, "expected", expected, "waited", waited.Round(time.Second), "rechecks", rechecks)
+	return false, false, nil
+}
+
 // Rules a BIT_REPORT task must follow; a task breaking one is refused
 // with a permanent error (Workman dead-letters it, naming the rule) and
 // nothing is written.
 var (
-	// ErrNoRun: the task names no run (the Java Mill's BIT_REPORT has no
-	// runId).
-	ErrNoRun = errors.New("a report is made only for a bit producer run: the task has no run ID")
+	// ErrNoRun: the task names no run but carries what only a run has
+	// (an expected count): it is neither Mill's shape nor the Java Mill's.
+	ErrNoRun = errors.New("a report without a run ID is the Java Mill's, which names nothing else")
 	// ErrUnrecordedRun: the bit producer did not record the space in the
 	// named run (bitlog.Runs).
 	ErrUnrecordedRun = errors.New("a report is made only for a space the bit producer recorded in the run")
@@ -290,9 +311,6 @@ var (
 // a permanent error naming the rule the task breaks.
 func (p *Processor) run(ctx context.Context, r task.BitReport) (bitlog.RunSpace, error) {
 	where := r.Account + "/" + r.StoreID + "/" + r.SpaceID
-	if r.RunID == "" {
-		return bitlog.RunSpace{}, processors.Permanent(fmt.Errorf("bitreport: %s: %w", where, ErrNoRun))
-	}
 	rec, err := p.cfg.BitLog.RunSpace(ctx, r.RunID, r.Account, r.StoreID, r.SpaceID)
 	switch {
 	case errors.Is(err, bitlog.ErrNoRun):

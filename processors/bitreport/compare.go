@@ -21,6 +21,12 @@ import (
 // MaxProblems is how many problem rows a report's notification lists.
 const MaxProblems = 20
 
+// JavaMissingMark, followed by the report's time, marks in the content
+// index an item a Java-shaped report (no run) first found missing, as a
+// run ID marks it for a run's report: the next Java-shaped report that
+// finds it missing reports it.
+const JavaMissingMark = "java-report-"
+
 // compare merges the space's storage listing, its live content index rows
 // and the run's bit log rows (three listings in byte-wise content ID
 // order, one page of each in memory), records ERROR rows for items missing
@@ -28,9 +34,11 @@ const MaxProblems = 20
 // It also returns the first MaxProblems rows that are not SUCCESS.
 // It counts what the rows' checks did (their methods and bytes) for the
 // run's cost.
-func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete bool, w io.Writer, log *slog.Logger) (rep bitlog.Report, problems []bitlog.Row, usage pricing.Usage, err error) {
+// A Java-shaped report (java: no run) reads the rows made outside any run
+// and makes an ERROR row of every item without one.
+func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete, java bool, w io.Writer, log *slog.Logger) (rep bitlog.Report, problems []bitlog.Row, usage pricing.Usage, err error) {
 	usage.PartSize = p.cfg.ReadPartSize
-	rep, err = p.compareRows(ctx, r, kind, prov, complete, w, log, func(row bitlog.Row) {
+	rep, err = p.compareRows(ctx, r, kind, prov, complete, java, w, log, func(row bitlog.Row) {
 		if row.Result != bitlog.ResultSuccess && len(problems) < MaxProblems {
 			problems = append(problems, row)
 		}
@@ -40,7 +48,7 @@ func (p *Processor) compare(ctx context.Context, r task.BitReport, kind storage.
 }
 
 // compareRows is compare, telling seen about every row of the report.
-func (p *Processor) compareRows(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete bool, w io.Writer, log *slog.Logger, seen func(bitlog.Row)) (bitlog.Report, error) {
+func (p *Processor) compareRows(ctx context.Context, r task.BitReport, kind storage.Kind, prov storage.Provider, complete, java bool, w io.Writer, log *slog.Logger, seen func(bitlog.Row)) (bitlog.Report, error) {
 	rep := bitlog.Report{RunID: r.RunID, Account: r.Account, StoreID: r.StoreID, SpaceID: r.SpaceID}
 	if _, err := io.WriteString(w, strings.Join(Header, "\t")+"\n"); err != nil {
 		return rep, fmt.Errorf("bitreport: %w", err)
@@ -81,6 +89,10 @@ func (p *Processor) compareRows(ctx context.Context, r task.BitReport, kind stor
 	}
 	s, ix, l := pullS(), pullI(), pullL()
 	now := p.cfg.Clock.Now()
+	mark := r.RunID // what marks an item missing for the first time
+	if java {
+		mark = JavaMissingMark + now.UTC().Format("20060102T150405Z")
+	}
 	for {
 		for _, err := range []error{s.err, ix.err, l.err} {
 			if err != nil {
@@ -110,7 +122,7 @@ func (p *Processor) compareRows(ctx context.Context, r task.BitReport, kind stor
 		var missing *bit.Observation // set when add reports an item missing in two runs
 		switch {
 		case inI && !inS && (row == nil || row.Result == bitlog.ResultSuccess):
-			n, o, err := p.missing(ctx, r, ix.v, base, log)
+			n, o, err := p.missing(ctx, r, mark, ix.v, base, log)
 			if err != nil {
 				return rep, err
 			}
@@ -118,6 +130,10 @@ func (p *Processor) compareRows(ctx context.Context, r task.BitReport, kind stor
 		case inS && !inI && (row == nil || row.Result == bitlog.ResultSuccess):
 			n := base
 			n.Details = "in storage but missing from the content index"
+			add = &n
+		case inS && inI && row == nil && java:
+			n := base
+			n.Details = "no bit check result outside a bit producer run (a Java-shaped report counts only those)"
 			add = &n
 		case inS && inI && row == nil && !complete:
 			n := base
@@ -184,7 +200,7 @@ func (p *Processor) compareRows(ctx context.Context, r task.BitReport, kind stor
 // row (case 8, with the observed I and A) is recorded and a BIT_ERROR sent
 // for it (sendMissing), so the bit-error processor repairs it from a good
 // copy like any other case 8.
-func (p *Processor) missing(ctx context.Context, r task.BitReport, e contentindex.Entry, base bitlog.Row, log *slog.Logger) (*bitlog.Row, *bit.Observation, error) {
+func (p *Processor) missing(ctx context.Context, r task.BitReport, mark string, e contentindex.Entry, base bitlog.Row, log *slog.Logger) (*bitlog.Row, *bit.Observation, error) {
 	o, err := p.cfg.Observer.Observe(ctx, r.Account, r.StoreID, r.SpaceID, e.ContentID)
 	switch {
 	case errors.Is(err, storage.ErrInvalidID): // the store refuses the ID: report it as it is
@@ -198,9 +214,9 @@ func (p *Processor) missing(ctx context.Context, r task.BitReport, e contentinde
 	if o.Case() != 8 {
 		return nil, nil, nil // in storage after all (the listing lagged), or deleted since
 	}
-	if e.MissingRun == "" || e.MissingRun == r.RunID {
+	if e.MissingRun == "" || e.MissingRun == mark {
 		if e.MissingRun == "" {
-			if err := p.cfg.Index.SetMissing(ctx, e.Item, r.RunID); err != nil {
+			if err := p.cfg.Index.SetMissing(ctx, e.Item, mark); err != nil {
 				return nil, nil, fmt.Errorf("bitreport: %w", err)
 			}
 		}

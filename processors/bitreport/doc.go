@@ -12,11 +12,12 @@
 // replaces its file and its bit_report row):
 //
 //  0. Refuse, with a permanent error naming the rule (Workman dead-letters
-//     the task) and without writing or telling anything, a report with no
-//     run ID (ErrNoRun: the Java Mill's BIT_REPORT has none, so it is not
-//     accepted), of a run the producer did not record for the space
-//     (ErrUnrecordedRun), or of a listing the producer has not finished
-//     (ErrListing; its own report is queued only after it has).
+//     the task) and without writing or telling anything, a report of a
+//     run the producer did not record for the space (ErrUnrecordedRun), of
+//     a listing the producer has not finished (ErrListing; its own report
+//     is queued only after it has), or with an expected count but no run
+//     (ErrNoRun). A report with no run at all is the Java Mill's (see
+//     Java-shaped reports below).
 //  1. Wait for the space: until the bit log holds a result for as many
 //     items of the space in the run as the producer recorded listing, the
 //     report is looked at again after RecheckDelay — re-sent on
@@ -58,6 +59,24 @@
 //     for the first time or deleted since) is not a SUCCESS but EMPTY
 //     (bitlog.ResultEmpty): the file has no line, and nobody is notified.
 //     Only FAILURE and ERROR reports are notified.
+//
+// # Java-shaped reports
+//
+// The Java Mill's bit producer queues a BIT_REPORT of a space (account,
+// store, space, nothing else) once its BIT tasks have drained, and the Java
+// report is of the bit checks of the space made since. Mill gives that
+// shape the same meaning within its own records: it reports the space's
+// rows made outside any producer run (run ID "": what Workman records for
+// the Java producer's BIT tasks, which have no run), through steps 2 to 4
+// without waiting, and never as a silent SUCCESS: an item in storage and
+// in the index without such a row is an ERROR row ("no bit check result
+// outside a bit producer run"), so the report is a SUCCESS only when Mill
+// observed every item of the space healthy. Each line carries its check's
+// date. The report's bit_report row has run ID "" (the latest Java-shaped
+// report of the space replaces the previous one; its file is kept under
+// its time), the producer's --skip-recent never trusts it (no run record),
+// and an item missing from storage is marked with JavaMissingMark and
+// the report's time, so the next Java-shaped report reports it.
 //
 // Register it in Workman's mux for task.TypeBitReport:
 //

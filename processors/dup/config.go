@@ -135,6 +135,11 @@ type Config struct {
 	// DisableServerSideCopy makes every copy stream through this process,
 	// even between two stores that could copy server-side (benchmarks).
 	DisableServerSideCopy bool
+	// History is the audit log, which says what Mill's duplication wrote
+	// at a destination: of a space whose source space is gone, only what
+	// it shows Mill put there is deleted (package doc, Destination-only
+	// spaces). Nil: such spaces are always left alone.
+	History History
 	// Clock times the retry waits (default the real clock).
 	Clock clock.Clock
 	// Logger (default slog.Default()).

@@ -39,7 +39,10 @@
 //	                                       index still lists the item as live:
 //	                                       then the content is missing from
 //	                                       the source — an error (retried,
-//	                                       then dead-lettered), never a delete
+//	                                       then dead-lettered), never a delete;
+//	                                       or unless the source space is gone
+//	                                       and Mill did not put the item there
+//	                                       (below)
 //	neither                              → nothing
 //
 // Two copies are in sync (InSync) when they have the same checksum by the
@@ -55,7 +58,29 @@
 // copies the space ACLs when the source space exists, and deletes the
 // destination space when the source space is gone and the destination space
 // is empty (a non-empty one is left alone and logged; the dup producer
-// queues the deletes of its items, and a later space task removes it).
+// queues the deletes of its items, and a later space task removes it) —
+// if Mill created it (below).
+//
+// # Destination-only spaces
+//
+// A space that exists only at a destination (its source space is gone, or
+// never was: a space a user made directly on a secondary store, one the
+// Java Mill duplicated, one whose name a policy came to cover) is not
+// Mill's to empty. There the processor deletes only what its own record
+// shows its duplication put there: the audit log (Config.History), where
+// every write of the processor is recorded, through the audited
+// destination, with the user UserID. An item is deleted when its latest
+// entry at the destination is a content write by UserID (an item a user
+// wrote over Mill's copy since is not); the empty space is deleted when its
+// latest CREATE_SPACE or DELETE_SPACE entry is a CREATE_SPACE by UserID.
+// Anything else is left alone and logged (KeepDestinationOnly). The audit
+// log rather than the content index: the index says what an item is, not
+// who wrote it (DuraStore's, S3 events' and Mill's writes all make rows).
+// The user of an entry is an AUDIT task's statement (docs/ARCHITECTURE.md,
+// Safety: a belief), so a forged AUDIT naming UserID can at worst make an
+// item of a destination-only space deletable — recoverably, as every
+// delete at a destination. Without Config.History nothing of such a space
+// is deleted.
 //
 // A destination space is created once however many tasks of a new space
 // run at once: creations are single-flight per (account, store, space) in

@@ -28,6 +28,10 @@ const (
 	SetSpaceACLs      Action = "set-space-acls"      // destination space ACLs updated
 	DeleteSpace       Action = "delete-space"        // destination space deleted
 	KeepNonEmptySpace Action = "keep-nonempty-space" // source space gone, destination not empty: left alone
+	// KeepDestinationOnly: the source space is gone and Mill's records do
+	// not show that its duplication put the destination item (or space)
+	// there: left alone.
+	KeepDestinationOnly Action = "keep-destination-only"
 )
 
 // Errors of the processor (test with errors.Is).
@@ -240,7 +244,9 @@ func (p *Processor) head(ctx context.Context, which string, s storage.Provider, 
 }
 
 // deleteContent deletes a destination-only item unless the source's
-// content index says the item should be at the source.
+// content index says the item should be at the source, or the source space
+// is gone and the audit log does not show Mill's duplication wrote the
+// item (KeepDestinationOnly).
 func (p *Processor) deleteContent(ctx context.Context, j *job) (Action, error) {
 	d := j.d
 	var live bool
@@ -255,6 +261,17 @@ func (p *Processor) deleteContent(ctx context.Context, j *job) (Action, error) {
 	if live {
 		return None, fmt.Errorf("%w: %s/%s/%s/%s is in store %s but not in store %s; not deleting it from store %s",
 			ErrMissingFromSource, d.Account, d.StoreID, d.SpaceID, d.ContentID, d.DestStoreID, d.StoreID, d.DestStoreID)
+	}
+	if gone, err := p.sourceSpaceGone(ctx, j); err != nil || gone {
+		if err != nil {
+			return None, err
+		}
+		if ours, err := p.duplicatedItem(ctx, j); err != nil || !ours {
+			if err == nil {
+				j.log.Info("source space gone and the audit log does not show Mill's duplication wrote this destination item; left alone")
+			}
+			return KeepDestinationOnly, err
+		}
 	}
 	err = p.retry(ctx, "delete from destination", func() error {
 		return j.dst.Delete(ctx, d.SpaceID, d.ContentID)

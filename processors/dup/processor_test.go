@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
@@ -301,10 +302,12 @@ func TestSpaceTasks(t *testing.T) {
 		}
 	})
 	t.Run("delete empty destination", func(t *testing.T) {
-		e := setup(t, nil, nil, nil)
+		l := memauditlog.New() // the audit log shows Mill's duplication created it
+		e := setup(t, nil, nil, func(c *dup.Config) { c.History = l })
 		if err := e.dst.CreateSpace(ctx, space); err != nil {
 			t.Fatal(err)
 		}
+		logged(t, l, "", task.ActionCreateSpace, dup.UserID, time.Now())
 		if a, err := run(t, e, spaceTask); err != nil || a != dup.DeleteSpace {
 			t.Fatalf("Process = %v, %v", a, err)
 		}

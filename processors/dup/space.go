@@ -65,6 +65,12 @@ func (p *Processor) space(ctx context.Context, j *job) (Action, error) {
 	if err := j.mayDestroy("delete space " + d.Account + "/" + d.SpaceID); err != nil {
 		return None, err
 	}
+	if ours, err := p.duplicatedSpace(ctx, j); err != nil || !ours {
+		if err == nil {
+			j.log.Info("source space gone and the audit log does not show Mill's duplication created this destination space; left alone")
+		}
+		return KeepDestinationOnly, err
+	}
 	err = p.retry(ctx, "delete destination space", func() error { return j.dst.DeleteSpace(ctx, d.SpaceID) })
 	if errors.Is(err, storage.ErrSpaceNotEmpty) {
 		j.log.Warn("destination space filled up while being deleted; leaving it alone")

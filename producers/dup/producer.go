@@ -10,7 +10,9 @@
 // an empty list, as in Java; ignored spaces and "x-" system spaces have
 // none) whose source or destination holds the space. Spaces that exist only
 // at a destination are visited too, so a source space deleted while its
-// DELETE_SPACE event was lost is still cleaned up. Morsels are ordered by
+// DELETE_SPACE event was lost is still cleaned up — of what Mill's
+// duplication put there only: the dup processor leaves the rest of such a
+// space, and the space, alone (processors/dup, Destination-only spaces). Morsels are ordered by
 // account (file order), space, then the space's policy order, so the two
 // policies of one space are nibbled one after the other, as DuraCloud's
 // producer does.
@@ -22,7 +24,11 @@
 // one DUP task per destination item absent from the source, found by
 // merging the two sorted listings (storage.MergeSorted) in constant memory.
 // Source space gone: one task per destination item, then the space-level
-// task, which deletes the destination space once it is empty. No deletes
+// task, which deletes the destination space once it is empty. The step is
+// taken in bites of the bite size, each saved with its marker
+// (looping.Morsel.DeletesMarker), so restarting the producer faster than
+// it can queue all of a space's deletes never sends the same ones again
+// and again. No deletes
 // are queued at a destination that is the source of another store policy
 // of the space (the dup processor would refuse them). Then bites (Bite)
 // queue one DUP task per source item, up to the bite size (1000) each; the
@@ -251,10 +257,11 @@ func (p *Producer) open(ctx context.Context, t Target) (src, dst storage.Provide
 	return src, dst, nil
 }
 
-// walk lists a space; a space that does not exist lists as empty.
-func walk(ctx context.Context, s storage.Provider, space string) iter.Seq2[string, error] {
+// walk lists a space after a content ID; a space that does not exist
+// lists as empty.
+func walk(ctx context.Context, s storage.Provider, space, after string) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
-		for id, err := range storage.Walk(ctx, s, space, "", 0) {
+		for id, err := range storage.Walk(ctx, s, space, after, 0) {
 			if errors.Is(err, storage.ErrNotFound) {
 				return
 			}
@@ -265,14 +272,19 @@ func walk(ctx context.Context, s storage.Provider, space string) iter.Seq2[strin
 	}
 }
 
-// Deletes implements looping.Deleter. When the source space exists: the
-// morsel's space-level task (the destination space is created, with its
-// ACLs), then a task for every destination item the source lacks. When it
-// is gone: a task for every destination item, then the space-level task
-// (which deletes the destination space once it is empty — in this run when
-// the item tasks ran first, else in the next). A morsel whose destination
-// must not be deleted from (Target.NoDeletes) queues no deletes.
-func (p *Producer) Deletes(ctx context.Context, run looping.RunInfo, m looping.Morsel, emit looping.Emit) (looping.BiteResult, error) {
+// Deletes implements looping.Deleter, a bite of at most max deletes at a
+// time after m.DeletesMarker (the last destination item queued for
+// deletion), so an invocation cut short resumes there. The first bite of
+// a morsel whose source space exists starts with the morsel's space-level
+// task (the destination space is created, with its ACLs). Each bite queues
+// a task for the destination items the source lacks, found by merging the
+// two sorted listings (storage.MergeSorted) in constant memory; the bite
+// that reaches the end of the listings queues, when the source space is
+// gone, the space-level task (which deletes the destination space once it
+// is empty — in this run when the item tasks ran first, else in the
+// next). A morsel whose destination must not be deleted from
+// (Target.NoDeletes) queues no deletes.
+func (p *Producer) Deletes(ctx context.Context, run looping.RunInfo, m looping.Morsel, max int, emit looping.Emit) (looping.BiteResult, error) {
 	t, err := target(m)
 	if err != nil {
 		return looping.BiteResult{}, err
@@ -286,26 +298,31 @@ func (p *Producer) Deletes(ctx context.Context, run looping.RunInfo, m looping.M
 	if err != nil && !gone {
 		return looping.BiteResult{}, err
 	}
-	if !gone {
+	if !gone && m.DeletesMarker == "" {
 		if err := emit(ctx, t.task("")); err != nil {
 			return looping.BiteResult{}, err
 		}
 	}
 	if t.NoDeletes {
 		p.log.Info("destination is the source of another store policy of the space; no deletes queued", "morsel", m.ID)
-		return looping.BiteResult{Marker: m.Marker, Done: gone}, nil
+		return looping.BiteResult{Marker: m.DeletesMarker, Done: true}, nil
 	}
-	n := 0
-	for e, err := range storage.MergeSorted(walk(ctx, src, t.SpaceID), walk(ctx, dst, t.SpaceID)) {
+	n, last := 0, m.DeletesMarker
+	for e, err := range storage.MergeSorted(walk(ctx, src, t.SpaceID, m.DeletesMarker), walk(ctx, dst, t.SpaceID, m.DeletesMarker)) {
 		if err != nil {
 			return looping.BiteResult{}, fmt.Errorf("compare %s: %w", m.ID, err)
 		}
-		if e.InB && !e.InA {
-			if err := emit(ctx, t.task(e.ID)); err != nil {
-				return looping.BiteResult{}, err
-			}
-			n++
+		if !e.InB || e.InA {
+			continue
 		}
+		if n == max { // more follow: the next bite starts after the last one queued
+			p.log.Info("destination items absent from the source queued for deletion", "morsel", m.ID, "count", n, "source_space_gone", gone)
+			return looping.BiteResult{Marker: last}, nil
+		}
+		if err := emit(ctx, t.task(e.ID)); err != nil {
+			return looping.BiteResult{}, err
+		}
+		n, last = n+1, e.ID
 	}
 	if n > 0 {
 		p.log.Info("destination items absent from the source queued for deletion", "morsel", m.ID, "count", n, "source_space_gone", gone)
@@ -314,9 +331,8 @@ func (p *Producer) Deletes(ctx context.Context, run looping.RunInfo, m looping.M
 		if err := emit(ctx, t.task("")); err != nil {
 			return looping.BiteResult{}, err
 		}
-		return looping.BiteResult{Marker: m.Marker, Done: true}, nil
 	}
-	return looping.BiteResult{Marker: m.Marker}, nil
+	return looping.BiteResult{Marker: last, Done: true}, nil
 }
 
 // Bite implements looping.Producer: one DUP task per source item after the

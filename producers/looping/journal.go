@@ -412,7 +412,7 @@ func sameMorsels(a, b *State) bool {
 }
 
 func equalMorsel(a, b *Morsel) bool {
-	return a.ID == b.ID && a.Marker == b.Marker && a.DeletesDone == b.DeletesDone && a.Done == b.Done &&
+	return a.ID == b.ID && a.Marker == b.Marker && a.DeletesMarker == b.DeletesMarker && a.DeletesDone == b.DeletesDone && a.Done == b.Done &&
 		a.Skipped == b.Skipped && a.Failed == b.Failed && a.Failures == b.Failures && a.Queued == b.Queued &&
 		bytes.Equal(a.Data, b.Data)
 }

@@ -103,13 +103,14 @@ func (p *fakeProducer) Bite(ctx context.Context, run looping.RunInfo, m looping.
 // fakeDeleter adds the delete step.
 type fakeDeleter struct{ *fakeProducer }
 
-func (p fakeDeleter) Deletes(ctx context.Context, run looping.RunInfo, m looping.Morsel, emit looping.Emit) (looping.BiteResult, error) {
+// Its delete step is one bite, whatever max.
+func (p fakeDeleter) Deletes(ctx context.Context, run looping.RunInfo, m looping.Morsel, _ int, emit looping.Emit) (looping.BiteResult, error) {
 	p.steps = append(p.steps, m.ID+":deletes")
 	var ts []*task.Task
 	for i := 1; i <= p.dels[m.ID]; i++ {
 		ts = append(ts, p.task(m, fmt.Sprintf("gone-%d", i), "delete"))
 	}
-	return looping.BiteResult{Marker: m.Marker}, emit(ctx, ts...)
+	return looping.BiteResult{Marker: m.DeletesMarker, Done: true}, emit(ctx, ts...)
 }
 
 type env struct {

@@ -61,13 +61,17 @@ type Producer interface {
 
 // Deleter is implemented by producers whose morsels start with a delete
 // step (the duplication producer: destination items absent from the
-// source). The framework calls Deletes once per morsel, as the morsel's
-// first step of the run, before its first Bite; it emits every delete task
-// of the morsel in one go (no item limit). Its BiteResult is applied like a
-// bite's (return m.Marker to leave the marker alone). Without a Deleter,
-// every morsel starts with DeletesDone set.
+// source). The delete step comes first in each morsel of the run, before
+// its first Bite, and is taken in bites too: Deletes emits the delete
+// tasks for at most max items following m.DeletesMarker, and its
+// BiteResult's Marker becomes m.DeletesMarker and its Done ends the step
+// (m.DeletesDone); Data replaces the morsel's. The state is saved after
+// each of its bites, as after any other, so an invocation cut short
+// resumes the step where its last saved bite ended instead of sending the
+// step's tasks again. Without a Deleter, every morsel starts with
+// DeletesDone set.
 type Deleter interface {
-	Deletes(ctx context.Context, run RunInfo, m Morsel, emit Emit) (BiteResult, error)
+	Deletes(ctx context.Context, run RunInfo, m Morsel, max int, emit Emit) (BiteResult, error)
 }
 
 // Follower is implemented by producers with work that outlives a run (the
@@ -85,7 +89,7 @@ type Follower interface {
 type ProducerFuncs struct {
 	MorselsFunc func(ctx context.Context, run RunInfo) ([]Morsel, error)
 	BiteFunc    func(ctx context.Context, run RunInfo, m Morsel, max int, emit Emit) (BiteResult, error)
-	DeletesFunc func(ctx context.Context, run RunInfo, m Morsel, emit Emit) (BiteResult, error)
+	DeletesFunc func(ctx context.Context, run RunInfo, m Morsel, max int, emit Emit) (BiteResult, error)
 }
 
 // AsProducer returns f as a Producer, which is also a Deleter exactly when
@@ -109,6 +113,6 @@ func (p funcProducer) Bite(ctx context.Context, run RunInfo, m Morsel, max int, 
 
 type funcDeleter struct{ funcProducer }
 
-func (p funcDeleter) Deletes(ctx context.Context, run RunInfo, m Morsel, emit Emit) (BiteResult, error) {
-	return p.f.DeletesFunc(ctx, run, m, emit)
+func (p funcDeleter) Deletes(ctx context.Context, run RunInfo, m Morsel, max int, emit Emit) (BiteResult, error) {
+	return p.f.DeletesFunc(ctx, run, m, max, emit)
 }

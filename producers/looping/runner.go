@@ -220,9 +220,12 @@ func (r *runner) step(m *Morsel, deletes bool, d Deleter) (full bool, err error)
 	}
 	r.morsel, r.emitted = m, 0
 	before := m.Marker
+	if deletes {
+		before = m.DeletesMarker
+	}
 	var res BiteResult
 	if deletes {
-		res, err = d.Deletes(r.ctx, r.info, *m, r.emit)
+		res, err = d.Deletes(r.ctx, r.info, *m, c.BiteSize, r.emit)
 	} else {
 		res, err = c.Producer.Bite(r.ctx, r.info, *m, c.BiteSize, r.emit)
 	}
@@ -237,8 +240,8 @@ func (r *runner) step(m *Morsel, deletes bool, d Deleter) (full bool, err error)
 	if err != nil {
 		r.pending, r.pendMeta = nil, nil
 		err = fmt.Errorf("looping: %s: morsel %q: %s: %w", c.Kind, m.ID, what, err)
-	} else if !deletes && !res.Done && r.emitted == 0 && res.Marker == before {
-		err = fmt.Errorf("looping: %s: morsel %q: bite at marker %q made no progress (no tasks, same marker, not done)", c.Kind, m.ID, before)
+	} else if !res.Done && r.emitted == 0 && res.Marker == before {
+		err = fmt.Errorf("looping: %s: morsel %q: %s at marker %q made no progress (no tasks, same marker, not done)", c.Kind, m.ID, what, before)
 	}
 	if err != nil {
 		if r.sendFailed || r.err() != nil {
@@ -249,11 +252,10 @@ func (r *runner) step(m *Morsel, deletes bool, d Deleter) (full bool, err error)
 		return false, r.fail(m, what, err)
 	}
 	m.Failures = 0
-	m.Marker = res.Marker
-	m.Done = res.Done
 	if deletes {
-		m.DeletesDone = true
+		m.DeletesMarker, m.DeletesDone = res.Marker, res.Done
 	} else {
+		m.Marker, m.Done = res.Marker, res.Done
 		// The turn passes to the next morsel with this save, so a later
 		// invocation resumes the interleaving where this one stopped.
 		r.st.Cursor = (r.st.Cursor%len(r.st.Morsels) + 1) % len(r.st.Morsels)

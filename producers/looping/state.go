@@ -25,8 +25,11 @@ type Morsel struct {
 	// Marker is where the next bite starts (the last content ID queued);
 	// "" before the first bite. The producer sets it with each bite.
 	Marker string `json:"marker,omitempty"`
-	// DeletesDone is set once the morsel's delete step has run (at once
-	// for producers that are not a Deleter).
+	// DeletesMarker is where the next bite of the delete step starts
+	// (the Deleter's marker, like Marker for bites); "" before its first.
+	DeletesMarker string `json:"deletes_marker,omitempty"`
+	// DeletesDone is set once the morsel's delete step has finished (at
+	// once for producers that are not a Deleter).
 	DeletesDone bool `json:"deletes_done"`
 	// Done is set when the producer reports the morsel finished.
 	Done bool `json:"done"`

@@ -131,7 +131,11 @@ func (s Summary) Write(w io.Writer) error {
 	b.WriteString(s.String())
 	b.WriteByte('\n')
 	if s.Stopped != StopLeaseHeld && s.Stopped != StopNotDue {
-		fmt.Fprintf(&b, "  run %s started %s, elapsed %s\n", s.RunID, s.RunStart.UTC().Format(time.RFC3339), s.Ended.Sub(s.Started).Round(time.Millisecond))
+		if s.RunID == "" {
+			fmt.Fprintf(&b, "  no run started, elapsed %s\n", s.Ended.Sub(s.Started).Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(&b, "  run %s started %s, elapsed %s\n", s.RunID, s.RunStart.UTC().Format(time.RFC3339), s.Ended.Sub(s.Started).Round(time.Millisecond))
+		}
 		writeCounts(&b, "queued by this invocation", s.Queued)
 		writeCounts(&b, "queued by the run so far", s.RunQueued)
 		writeSkips(&b, "skipped by the run", s.Skipped)
@@ -168,6 +172,9 @@ func (s Summary) Event() notify.Event {
 		typ, what = notify.EventMorselsFailed, fmt.Sprintf("gave up %d morsels", s.NewlyFailed)
 	}
 	subject := fmt.Sprintf("Mill: %s run %s %s", s.Kind, s.RunID, what)
+	if s.RunID == "" { // no run to name: the invocation failed before one started
+		subject = fmt.Sprintf("Mill: %s invocation %s before a run started", s.Kind, what)
+	}
 	if s.Stopped == StopDone {
 		subject += fmt.Sprintf(": %d tasks, %d morsels", s.RunQueued.Total(), s.MorselsTotal)
 		if len(s.Skipped) > 0 {
@@ -179,16 +186,19 @@ func (s Summary) Event() notify.Event {
 	}
 	var b strings.Builder
 	switch {
+	case s.Stopped == StopError && s.RunID == "":
+		b.WriteString("A producer invocation stopped on an error before a run started; the next invocation tries again.\n\n")
 	case s.Stopped == StopError:
 		b.WriteString("A producer invocation stopped on an error; the next invocation resumes the run from its last saved bite.\n\n")
 	case len(s.Failed) > 0:
 		b.WriteString("Some morsels failed and were left out of this run (listed below with their errors); every other morsel is swept, and the next run retries them.\n\n")
 	}
 	_ = s.Write(&b)
-	return notify.Event{
-		Type: typ, Subject: subject, Body: b.String(), Time: s.Ended,
-		Attributes: map[string]string{notify.AttrProducer: s.Kind, notify.AttrRunID: s.RunID, notify.AttrResult: string(s.Stopped)},
+	attrs := map[string]string{notify.AttrProducer: s.Kind, notify.AttrResult: string(s.Stopped)}
+	if s.RunID != "" {
+		attrs[notify.AttrRunID] = s.RunID
 	}
+	return notify.Event{Type: typ, Subject: subject, Body: b.String(), Time: s.Ended, Attributes: attrs}
 }
 
 func writeCounts(b *strings.Builder, title string, c Counts) {

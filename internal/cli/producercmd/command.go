@@ -109,7 +109,7 @@ func (c Command) define(fs *flag.FlagSet) (*Flags, Own) {
 	if c.BiteSize {
 		fs.IntVar(&f.BiteSize, "bite-size", looping.DefaultBiteSize, "most `items` of one space queued per bite")
 	}
-	fs.StringVar(&f.LeaseTable, "lease-table", lease.DefaultTable, "DynamoDB `table` of the producer lease: one invocation at a time (\""+NoLease+"\": an in-memory\nlease, for a single local process)")
+	fs.StringVar(&f.LeaseTable, "lease-table", lease.DefaultTable, "DynamoDB `table` of the producer lease: one invocation at a time (\""+NoLease+"\" or empty: an\nin-memory lease, for a single local process)")
 	fs.DurationVar(&f.LeaseTTL, "lease-ttl", looping.DefaultLeaseTTL, "how long the lease outlives a crashed holder (renewed every third of it)")
 	if c.Database != "" {
 		f.DatabaseURL = wiring.DatabaseURLFlag(fs, c.Database, "required")

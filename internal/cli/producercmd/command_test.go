@@ -74,7 +74,9 @@ func TestCommandReportsEveryProblemAsOneUsageError(t *testing.T) {
 }
 
 func TestNoLeaseIsInMemory(t *testing.T) {
-	if _, ok := newLease(nil, NoLease).(*memlease.Lease); !ok {
-		t.Fatalf("--lease-table %s: %T, want an in-memory lease", NoLease, newLease(nil, NoLease))
+	for _, table := range []string{NoLease, ""} {
+		if _, ok := newLease(nil, table).(*memlease.Lease); !ok {
+			t.Fatalf("--lease-table %q: %T, want an in-memory lease", table, newLease(nil, table))
+		}
 	}
 }

@@ -17,13 +17,15 @@ import (
 )
 
 // NoLease is the --lease-table value that disables the DynamoDB lease (an
-// in-memory one instead: local use, a single process).
+// in-memory one instead: local use, a single process). An empty value
+// means the same, as an empty table or bucket does for the other binaries'
+// flags (workman --fleet-table, --checkpoint-bucket).
 const NoLease = "none"
 
 // newLease is the producer lease in the DynamoDB table, or an in-memory lease
-// when table is NoLease.
+// when table is NoLease or empty.
 func newLease(aws *awsconfig.Config, table string) lease.Lease {
-	if table == NoLease {
+	if table == NoLease || table == "" {
 		return memlease.New(nil)
 	}
 	return dynamolease.New(aws.DynamoDB(), table, nil)

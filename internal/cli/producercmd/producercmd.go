@@ -6,7 +6,7 @@
 // (command.go): the common flags and their checks (configuration source,
 // queue prefix, state, frequency, queue size, bite size, lease, database,
 // filter files --include/--exclude, the output flags --progress,
-// --message-format, --log-level, the schedule --start-at and
+// --wire-format, --log-level, the schedule --start-at and
 // --notify-topic-arn), the usage error and exit status, and the end of
 // every run: the registry, the database, the state, the lease and the loop
 // itself (loop.go).
@@ -119,20 +119,22 @@ func ExitCode(name string, err error, stderr io.Writer) int {
 	}
 }
 
-// Output is --progress, --message-format and --log-level.
+// Output is --progress, --wire-format and --log-level.
 type Output struct {
-	progress, format, level string
+	progress, level string
+	format          *wiring.WireFormat
 
 	Progress looping.ProgressMode // set by Parse
 	Format   task.Format          // set by Parse
 	Level    slog.Level           // set by Parse
 }
 
-// OutputFlags defines --progress, --message-format and --log-level on fs.
+// OutputFlags defines --progress, --wire-format (wiring.WireFormatVar)
+// and --log-level on fs.
 func OutputFlags(fs *flag.FlagSet) *Output {
 	o := &Output{}
 	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (a bar on a terminal, log lines otherwise), bar, log or off")
-	fs.StringVar(&o.format, "message-format", "json", "wire `format` of the tasks: json or properties (DuraCloud's Java format)")
+	o.format = wiring.WireFormatFlag(fs)
 	fs.StringVar(&o.level, "log-level", "info", "log `level`: debug, info, warn or error")
 	return o
 }
@@ -144,8 +146,8 @@ func (o *Output) Parse() []error {
 	if o.Progress, err = ParseProgress(o.progress); err != nil {
 		errs = append(errs, err)
 	}
-	if o.Format, err = task.ParseFormat(o.format); err != nil {
-		errs = append(errs, fmt.Errorf("--message-format: %w", err))
+	if o.Format, err = o.format.Parse(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := o.Level.UnmarshalText([]byte(o.level)); err != nil {
 		errs = append(errs, fmt.Errorf("--log-level: %w", err))
