@@ -257,3 +257,14 @@ func testConcurrent(t *testing.T, h Harness) {
 	}
 	wantList(t, s, "", "same")
 }
+
+// Keys returns every key of s, failing t when s cannot list them: for the
+// tests of a blob.Store's users ("no checkpoint left").
+func Keys(t testing.TB, s blob.Store) []string {
+	t.Helper()
+	keys, err := s.List(context.Background(), "")
+	if err != nil {
+		t.Fatalf("list blobs: %v", err)
+	}
+	return keys
+}

@@ -95,3 +95,10 @@ func check(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// Len returns the number of blobs stored.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
