@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
@@ -32,15 +31,7 @@ func TestLogOnEveryStore(t *testing.T) {
 		stores[name] = func(t *testing.T) blob.Store {
 			cfg := testenv.AWS(t)
 			c := cfg.S3(func(o *s3.Options) { o.UsePathStyle = true })
-			bucket := testenv.Prefix(t) + "evidence"
-			in := &s3.CreateBucketInput{Bucket: aws.String(bucket)}
-			if lock {
-				in.ObjectLockEnabledForBucket = aws.Bool(true)
-			}
-			if _, err := c.CreateBucket(context.Background(), in); err != nil {
-				t.Fatal(err)
-			}
-			testenv.CleanupBucket(t, c, bucket)
+			bucket := testenv.Bucket(t, c, "evidence", lock)
 			return s3blob.New(c, bucket, "mill/", &s3blob.Options{MaxSize: evidence.MaxBlob})
 		}
 	}

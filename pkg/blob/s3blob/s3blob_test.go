@@ -25,15 +25,7 @@ func TestConformance(t *testing.T) {
 	for name, lock := range map[string]bool{"plain": false, "objectlock": true} {
 		t.Run(name, func(t *testing.T) {
 			h := blobtest.Harness{New: func(t *testing.T, o *blob.Options) blobtest.Fixture {
-				bucket := testenv.Prefix(t) + "blobs"
-				in := &s3.CreateBucketInput{Bucket: aws.String(bucket)}
-				if lock {
-					in.ObjectLockEnabledForBucket = aws.Bool(true)
-				}
-				if _, err := c.CreateBucket(context.Background(), in); err != nil {
-					t.Fatal(err)
-				}
-				testenv.CleanupBucket(t, c, bucket)
+				bucket := testenv.Bucket(t, c, "blobs", lock)
 				var so *s3blob.Options
 				if o != nil {
 					so = &s3blob.Options{MaxSize: o.MaxSize}
