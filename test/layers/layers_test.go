@@ -35,7 +35,7 @@ const (
 // folders maps a folder (relative to the module) to its layer.
 var folders = map[string]string{
 	"internal/base":    base,
-	"pkg/blob":         vocabulary, // the port itself; its implementations are domain
+	"pkg/blob":         base, // a leaf port (imports nothing of Mill) under storage's checkpoints; its implementations are domain
 	"pkg/clock":        vocabulary,
 	"pkg/endpoint":     vocabulary,
 	"pkg/queue":        vocabulary, // the package itself; its sub-packages are domain
