@@ -150,8 +150,8 @@ var command = producercmd.Command{
 						ReportBucket: *atRestBucket, ReportPrefix: *atRestPrefix, RoleARN: *atRestRole, Priority: int32(*atRestPriority),
 					}
 				}
-				p, err := bit.New(bit.Config{Registry: e.Registry, Opener: e.Opener, Filter: e.Filter, SkipRecent: skipRecent,
-					BitLog: bitLog, AtRest: atRest, Logger: e.Logger,
+				p, err := bit.New(bit.Config{Source: bit.Source{Registry: e.Registry, Opener: e.Opener, Filter: e.Filter, Logger: e.Logger},
+					SkipRecent: skipRecent, BitLog: bitLog, AtRest: atRest,
 					Restore:  &bit.Restore{Days: *restoreDays, Tier: restoreTier},
 					Coverage: &fixity.Source{Index: pgcontentindex.New(e.DB.Pool), Verdicts: bitLog}, Verdicts: bitLog,
 					SkipCovered: skipCovered, CoveredMargin: coveredMargin})

@@ -14,8 +14,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/millfleet/mill/pkg/blob"
+	"github.com/millfleet/mill/pkg/blob/dirblob"
+	"github.com/millfleet/mill/pkg/blob/s3blob"
 	"github.com/millfleet/mill/pkg/evidence"
-	"github.com/millfleet/mill/pkg/evidence/s3blobs"
 )
 
 // The evidence commands: verify a tamper-evident evidence log offline,
@@ -63,7 +65,7 @@ func (f *evidenceLogFlags) define(fs *flag.FlagSet) {
 }
 
 // open returns the log's blobs and verifier.
-func (f *evidenceLogFlags) open(ctx context.Context, a *app) (evidence.Blobs, note.Verifier, error) {
+func (f *evidenceLogFlags) open(ctx context.Context, a *app) (blob.Store, note.Verifier, error) {
 	if f.log == "" || f.key == "" {
 		return nil, nil, usagef("--log and --key are required")
 	}
@@ -76,14 +78,14 @@ func (f *evidenceLogFlags) open(ctx context.Context, a *app) (evidence.Blobs, no
 }
 
 // evidenceBlobs opens the log at loc: s3://BUCKET[/PREFIX] or a
-// directory, which must exist.
-func evidenceBlobs(ctx context.Context, a *app, loc string) (evidence.Blobs, error) {
+// directory, which must exist: a blob store bounded by evidence.MaxBlob.
+func evidenceBlobs(ctx context.Context, a *app, loc string) (blob.Store, error) {
 	rest, ok := strings.CutPrefix(loc, "s3://")
 	if !ok {
 		if fi, err := os.Stat(loc); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("evidence log %s: not a directory (or s3://BUCKET/PREFIX)", loc)
 		}
-		return evidence.Dir(loc), nil
+		return dirblob.New(loc, &blob.Options{MaxSize: evidence.MaxBlob}), nil
 	}
 	bucket, prefix, _ := strings.Cut(rest, "/")
 	if bucket == "" {
@@ -97,7 +99,7 @@ func evidenceBlobs(ctx context.Context, a *app, loc string) (evidence.Blobs, err
 		return nil, err
 	}
 	c := cfg.S3(func(o *s3.Options) { o.UsePathStyle = o.UsePathStyle || cfg.EndpointOverride })
-	return s3blobs.Store{Client: c, Bucket: bucket, Prefix: prefix}, nil
+	return s3blob.New(c, bucket, prefix, &s3blob.Options{MaxSize: evidence.MaxBlob}), nil
 }
 
 type evidenceVerifyOptions struct {

@@ -14,8 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/blob"
+	"github.com/millfleet/mill/pkg/blob/dirblob"
+	"github.com/millfleet/mill/pkg/blob/s3blob"
 	"github.com/millfleet/mill/pkg/evidence"
-	"github.com/millfleet/mill/pkg/evidence/s3blobs"
 )
 
 // runMillctl runs one millctl command line with the process environment.
@@ -31,7 +33,7 @@ func runMillctl(t *testing.T, args ...string) (code int, stdout, stderr string) 
 
 // evidenceLog appends 600 events in three batches to b and writes the
 // log's verifier key to a file; it returns the file and one event's ID.
-func evidenceLog(t *testing.T, b evidence.Blobs) (keyFile, eventID string) {
+func evidenceLog(t *testing.T, b blob.Store) (keyFile, eventID string) {
 	t.Helper()
 	ctx := context.Background()
 	skey, vkey, err := evidence.GenerateKey("mill.test/millctl")
@@ -74,7 +76,7 @@ func evidenceLog(t *testing.T, b evidence.Blobs) (keyFile, eventID string) {
 // refuses with another key or once altered.
 func TestEvidenceCommands(t *testing.T) {
 	dir := t.TempDir()
-	key, id := evidenceLog(t, evidence.Dir(dir))
+	key, id := evidenceLog(t, dirblob.New(dir, nil))
 
 	code, out, errOut := runMillctl(t, "evidence", "verify", "--log", dir, "--key", key)
 	if code != 0 || !strings.Contains(out, "3 checkpoints, newest of size 600; 600 events checked") || !strings.HasSuffix(out, "ok\n") {
@@ -144,7 +146,7 @@ func TestEvidenceVerifyS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.CleanupBucket(t, c, bucket)
-	key, id := evidenceLog(t, s3blobs.Store{Client: c, Bucket: bucket, Prefix: "evidence/"})
+	key, id := evidenceLog(t, s3blob.New(c, bucket, "evidence/", nil))
 	log := "s3://" + bucket + "/evidence"
 	if code, out, errOut := runMillctl(t, "evidence", "verify", "--log", log, "--key", key); code != 0 || !strings.HasSuffix(out, "ok\n") {
 		t.Fatalf("verify: exit %d\n%s%s", code, out, errOut)
@@ -159,7 +161,7 @@ func TestEvidenceVerifyS3(t *testing.T) {
 // JSON lines, or as PREMIS XML valid against the PREMIS 3 schema.
 func TestEvidenceEvents(t *testing.T) {
 	dir := t.TempDir()
-	key, _ := evidenceLog(t, evidence.Dir(dir))
+	key, _ := evidenceLog(t, dirblob.New(dir, nil))
 	code, out, errOut := runMillctl(t, "evidence", "events", "--log", dir, "--key", key, "--since", "2026-07-01T00:01:00Z", "--until", "2026-07-01T00:02:00Z")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if code != 0 || len(lines) != 60 || !strings.Contains(errOut, "60 of 600 events") {
@@ -219,7 +221,7 @@ func TestEvidenceKeygen(t *testing.T) {
 	}
 	logDir := t.TempDir()
 	skey, _ := os.ReadFile(signer)
-	l, err := evidence.Open(context.Background(), evidence.Dir(logDir), string(skey), evidence.Options{})
+	l, err := evidence.Open(context.Background(), dirblob.New(logDir, nil), string(skey), evidence.Options{})
 	if err != nil || s.Name() != "evidence.test/mill" {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/millfleet/mill/internal/cli/producercmd"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
+	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
 	"github.com/millfleet/mill/producers/stats"
 )
@@ -53,8 +54,8 @@ var command = producercmd.Command{
 			if err != nil {
 				return looping.Config{}, err
 			}
-			p, err := stats.New(stats.Config{Registry: e.Registry, Opener: e.Opener,
-				Known: pgspacestats.New(e.DB.Pool), Filter: e.Filter, Logger: e.Logger})
+			p, err := stats.New(stats.Config{Source: bit.Source{Registry: e.Registry, Opener: e.Opener, Filter: e.Filter, Logger: e.Logger},
+				Known: pgspacestats.New(e.DB.Pool)})
 			return looping.Config{Kind: stats.Kind, Producer: p, Queue: q}, err
 		}}
 	},

@@ -6,10 +6,10 @@ import (
 	"flag"
 
 	"github.com/millfleet/mill/internal/ops/setup"
+	"github.com/millfleet/mill/pkg/blob/s3blob"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
-	"github.com/millfleet/mill/pkg/queue/claimcheck/s3blobs"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 )
 
@@ -37,15 +37,15 @@ func ClaimsFlags(fs *flag.FlagSet) *Claims {
 
 // Wrap returns q claim-checked in c's bucket, or q itself when c is nil
 // or has no bucket.
-func (c *Claims) Wrap(q queue.Queue, s3c s3blobs.API) queue.Queue {
+func (c *Claims) Wrap(q queue.Queue, s3c s3blob.API) queue.Queue {
 	if c == nil || c.Bucket == "" {
 		return q
 	}
-	return claimcheck.New(q, s3blobs.New(s3c, c.Bucket, ""), claimcheck.Config{KeyPrefix: c.Prefix})
+	return claimcheck.New(q, s3blob.New(s3c, c.Bucket, "", nil), claimcheck.Config{KeyPrefix: c.Prefix})
 }
 
 // Open opens the SQS queue name and wraps it (see Wrap).
-func (c *Claims) Open(ctx context.Context, api sqsqueue.API, s3c s3blobs.API, name string, cfg sqsqueue.Config) (queue.Queue, error) {
+func (c *Claims) Open(ctx context.Context, api sqsqueue.API, s3c s3blob.API, name string, cfg sqsqueue.Config) (queue.Queue, error) {
 	q, err := sqsqueue.Open(ctx, api, name, cfg)
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func (c *Claims) Open(ctx context.Context, api sqsqueue.API, s3c s3blobs.API, na
 // (the prefix's when empty), its queue and the queues it redrives to opened
 // through c (see Open): what `millctl dlq` and the console read and redrive
 // with.
-func (c *Claims) DeadLetters(ctx context.Context, api sqsqueue.API, s3c s3blobs.API, name string, cfg deadletter.Config) (*deadletter.Inspector, error) {
+func (c *Claims) DeadLetters(ctx context.Context, api sqsqueue.API, s3c s3blob.API, name string, cfg deadletter.Config) (*deadletter.Inspector, error) {
 	cfg.Open = func(ctx context.Context, name string) (queue.Queue, error) {
 		return c.Open(ctx, api, s3c, name, sqsqueue.Config{})
 	}

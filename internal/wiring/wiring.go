@@ -37,6 +37,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/notify"
@@ -135,7 +136,7 @@ type Deps struct {
 	// least ResumeMinSize resumable (docs/ARCHITECTURE.md, Transfers); the
 	// bit check saves its progress every CheckpointEvery bytes (zero: the
 	// processors' defaults).
-	Checkpoints     storage.Checkpoints
+	Checkpoints     blob.Store
 	ResumeMinSize   int64
 	CheckpointEvery int64
 	// Wrap, when set, wraps each processor before it is registered (tests

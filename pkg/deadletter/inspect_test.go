@@ -16,6 +16,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testkit/slogtest"
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/blob/memblob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/queue"
@@ -36,7 +37,7 @@ type env struct {
 	dlq     queue.Queue            // behind the claim check
 	raw     queue.Queue            // the dead-letter queue itself
 	work    map[string]queue.Queue // by key, behind the claim check
-	blobs   *claimcheck.MemBlobs
+	blobs   *memblob.Store
 	visible func() int // visible messages on the dead-letter queue, once settled
 }
 
@@ -62,7 +63,7 @@ func logger(t *testing.T) *slog.Logger {
 // finish builds the claim check and the inspector over raw queues opened
 // by name.
 func finish(t *testing.T, pfx string, open func(name string) queue.Queue, wait time.Duration) *env {
-	e := &env{t: t, prefix: pfx, blobs: claimcheck.NewMemBlobs(), work: map[string]queue.Queue{}}
+	e := &env{t: t, prefix: pfx, blobs: memblob.New(nil), work: map[string]queue.Queue{}}
 	wrap := func(q queue.Queue) queue.Queue {
 		return claimcheck.New(q, e.blobs, claimcheck.Config{KeyPrefix: "claims/"})
 	}
@@ -383,10 +384,11 @@ func TestClaimCheckConfinement(t *testing.T) {
 		// A blob gone: not redriven, kept. (Deleting a message leaves its
 		// blob to the claims prefix's expiry, so the blobs of the letter
 		// redriven above are still there: the one to delete is the new one.)
-		before := e.blobs.Keys()
+		before, _ := e.blobs.List(ctx, "")
 		e.put(big)
+		after, _ := e.blobs.List(ctx, "")
 		var key string
-		for _, k := range e.blobs.Keys() {
+		for _, k := range after {
 			if strings.HasPrefix(k, "claims/") && !slices.Contains(before, k) {
 				key = k
 			}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/millfleet/mill/pkg/blob/dirblob"
 )
 
 // goalEventsPerSecond is the goal for the log: 20 times the event
@@ -38,7 +40,7 @@ func BenchmarkEvidenceLog(b *testing.B) {
 		events[i] = fixityEvent(i)
 	}
 	for range b.N {
-		d := Dir(b.TempDir())
+		d := dirblob.New(b.TempDir(), nil)
 		l, err := Open(ctx, d, skey, Options{})
 		if err != nil {
 			b.Fatal(err)

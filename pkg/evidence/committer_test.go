@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/millfleet/mill/pkg/blob/dirblob"
 )
 
 // TestCommitterGroupsAndWaits: concurrent Records are grouped into
@@ -15,7 +17,7 @@ import (
 // signed checkpoint.
 func TestCommitterGroupsAndWaits(t *testing.T) {
 	skey, v := testKey(t)
-	dir := Dir(t.TempDir())
+	dir := dirblob.New(t.TempDir(), nil)
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		l, err := Open(ctx, dir, skey, Options{})
@@ -65,8 +67,8 @@ func TestCommitterGroupsAndWaits(t *testing.T) {
 // commits each once; an ID held with other content is a conflict.
 func TestCommitterErrors(t *testing.T) {
 	skey, v := testKey(t)
-	dir := Dir(t.TempDir())
-	f := &faultyBlobs{Blobs: dir, failAt: 1 << 30}
+	dir := dirblob.New(t.TempDir(), nil)
+	f := &faultyBlobs{Store: dir, failAt: 1 << 30}
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

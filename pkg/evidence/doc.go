@@ -41,8 +41,8 @@
 // tlog-checkpoint text: origin, tree size, root hash) signed with an
 // Ed25519 note key (golang.org/x/mod/sumdb/note), written to
 // checkpoints/SIZE (every checkpoint is kept) and then to checkpoint (the
-// latest). Everything is stored through Blobs (a filesystem directory or an
-// S3 bucket and prefix).
+// latest). Everything is stored in a blob.Store (pkg/blob: a dirblob
+// directory or an s3blob bucket and prefix) bounded by MaxBlob.
 //
 // A batch is committed when its checkpoint is written. A writer that dies
 // before that leaves tiles beyond the last checkpoint; the next writer

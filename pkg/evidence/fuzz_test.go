@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/millfleet/mill/pkg/blob/dirblob"
 )
 
 // FuzzParseCanonical: whatever bytes a leaf holds, ParseCanonical either
@@ -36,7 +38,7 @@ func FuzzParseCanonical(f *testing.F) {
 func FuzzCheckProof(f *testing.F) {
 	ctx := context.Background()
 	skey, v := testKey(f)
-	d := Dir(f.TempDir())
+	d := dirblob.New(f.TempDir(), nil)
 	l, err := Open(ctx, d, skey, Options{})
 	if err != nil {
 		f.Fatal(err)

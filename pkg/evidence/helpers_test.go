@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/blob"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -53,7 +54,7 @@ func fixityEvents(from, n int) []*Event {
 // writing (after: true, the crash after the write but before its caller
 // heard of it).
 type faultyBlobs struct {
-	Blobs
+	blob.Store
 	mu     sync.Mutex
 	puts   int
 	failAt int
@@ -68,10 +69,10 @@ func (f *faultyBlobs) Put(ctx context.Context, key string, data []byte) error {
 	f.puts++
 	f.mu.Unlock()
 	if n < f.failAt {
-		return f.Blobs.Put(ctx, key, data)
+		return f.Store.Put(ctx, key, data)
 	}
 	if f.after {
-		if err := f.Blobs.Put(ctx, key, data); err != nil {
+		if err := f.Store.Put(ctx, key, data); err != nil {
 			return err
 		}
 	}
@@ -79,7 +80,7 @@ func (f *faultyBlobs) Put(ctx context.Context, key string, data []byte) error {
 }
 
 // leafIDs reads every event ID of the log up to its latest checkpoint.
-func leafIDs(t *testing.T, b Blobs, v note.Verifier) []string {
+func leafIDs(t *testing.T, b blob.Store, v note.Verifier) []string {
 	t.Helper()
 	ctx := context.Background()
 	msg, err := b.Get(ctx, latestKey)
@@ -108,7 +109,7 @@ func leafIDs(t *testing.T, b Blobs, v note.Verifier) []string {
 }
 
 // mustVerify verifies the log and fails the test on any problem.
-func mustVerify(t *testing.T, b Blobs, v note.Verifier) *Report {
+func mustVerify(t *testing.T, b blob.Store, v note.Verifier) *Report {
 	t.Helper()
 	r, err := Verify(context.Background(), b, v, VerifyOptions{})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/millfleet/mill/pkg/blob"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 	"golang.org/x/sync/errgroup"
@@ -42,10 +43,10 @@ type Options struct {
 	Parallel int
 }
 
-// Log appends events to a tamper-evident log kept in Blobs. Its methods
+// Log appends events to a tamper-evident log kept in blob.Store. Its methods
 // are safe for concurrent use; one Log (one process) may write a log.
 type Log struct {
-	blobs    Blobs
+	blobs    blob.Store
 	signer   note.Signer
 	verifier note.Verifier
 	opts     Options
@@ -91,7 +92,7 @@ func VerifierKey(skey string) (string, error) {
 // the checkpoint history and the latest), the last data tile, and the IDs
 // of the deduplication window; it fails when what it reads does not
 // verify.
-func Open(ctx context.Context, blobs Blobs, skey string, opts Options) (*Log, error) {
+func Open(ctx context.Context, blobs blob.Store, skey string, opts Options) (*Log, error) {
 	s, err := NewSigner(skey)
 	if err != nil {
 		return nil, err
@@ -169,22 +170,22 @@ func (l *Log) newestCheckpoint(ctx context.Context) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evidence: open: list checkpoints: %w", err)
 	}
-	latest, err := l.blobs.Get(ctx, latestKey)
-	if errors.Is(err, ErrNotFound) && len(keys) == 0 {
+	latest, err := getBlob(ctx, l.blobs, latestKey)
+	if errors.Is(err, blob.ErrNotFound) && len(keys) == 0 {
 		root, err := tlog.TreeHash(0, nil)
 		if err != nil {
 			return nil, err
 		}
 		return &Checkpoint{Origin: l.signer.Name(), Size: 0, Root: root}, nil
 	}
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, blob.ErrNotFound) {
 		return nil, fmt.Errorf("evidence: open: %w", err)
 	}
 	if len(keys) == 0 {
 		return nil, errors.New("evidence: open: a latest checkpoint but no checkpoint history")
 	}
 	newestKey := keys[len(keys)-1]
-	msg, err := l.blobs.Get(ctx, newestKey)
+	msg, err := getBlob(ctx, l.blobs, newestKey)
 	if err != nil {
 		return nil, fmt.Errorf("evidence: open: %w", err)
 	}
@@ -380,7 +381,7 @@ func (r overlayReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 // tileReader reads hash tiles from blobs for tlog.TileHashReader, which
 // checks them against the tree it reads for.
 type tileReader struct {
-	blobs Blobs
+	blobs blob.Store
 	ctx   context.Context
 }
 
@@ -389,7 +390,7 @@ func (r *tileReader) Height() int { return TileHeight }
 func (r *tileReader) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(tiles))
 	for i, t := range tiles {
-		b, err := r.blobs.Get(r.ctx, t.Path())
+		b, err := getBlob(r.ctx, r.blobs, t.Path())
 		if err != nil {
 			return nil, err
 		}
@@ -422,8 +423,8 @@ func encodeDataTile(leaves [][]byte) []byte {
 }
 
 // readDataTile reads a data tile and splits it into its t.W leaves.
-func readDataTile(ctx context.Context, blobs Blobs, t tlog.Tile) ([][]byte, error) {
-	b, err := blobs.Get(ctx, t.Path())
+func readDataTile(ctx context.Context, blobs blob.Store, t tlog.Tile) ([][]byte, error) {
+	b, err := getBlob(ctx, blobs, t.Path())
 	if err != nil {
 		return nil, fmt.Errorf("evidence: data tile: %w", err)
 	}

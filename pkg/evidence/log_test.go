@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/millfleet/mill/pkg/blob/dirblob"
 )
 
 // TestAppendVerifyProve: batches of different sizes (crossing tile
@@ -20,7 +22,7 @@ import (
 func TestAppendVerifyProve(t *testing.T) {
 	ctx := context.Background()
 	skey, v := testKey(t)
-	b := Dir(t.TempDir())
+	b := dirblob.New(t.TempDir(), nil)
 	l, err := Open(ctx, b, skey, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +70,7 @@ func TestAppendVerifyProve(t *testing.T) {
 func TestProofTampered(t *testing.T) {
 	ctx := context.Background()
 	skey, v := testKey(t)
-	b := Dir(t.TempDir())
+	b := dirblob.New(t.TempDir(), nil)
 	l, _ := Open(ctx, b, skey, Options{})
 	if _, err := l.Append(ctx, fixityEvents(0, 300)); err != nil {
 		t.Fatal(err)
@@ -116,7 +118,7 @@ func TestProofTampered(t *testing.T) {
 func TestAppendIdempotent(t *testing.T) {
 	ctx := context.Background()
 	skey, v := testKey(t)
-	b := Dir(t.TempDir())
+	b := dirblob.New(t.TempDir(), nil)
 	l, _ := Open(ctx, b, skey, Options{})
 	batch := fixityEvents(0, 10)
 	batch = append(batch, fixityEvent(3))
@@ -155,7 +157,7 @@ func TestAppendIdempotent(t *testing.T) {
 func TestAppendInvalidWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	skey, _ := testKey(t)
-	b := Dir(t.TempDir())
+	b := dirblob.New(t.TempDir(), nil)
 	l, _ := Open(ctx, b, skey, Options{})
 	bad := fixityEvent(2)
 	bad.Fixity.Digest = "not hex"
@@ -175,7 +177,7 @@ func TestCrashBetweenTilesAndCheckpoint(t *testing.T) {
 	skey, v := testKey(t)
 	first, second := fixityEvents(0, 300), fixityEvents(300, 500)
 	// The puts of the second batch: hash and data tiles, history, latest.
-	probe := &faultyBlobs{Blobs: Dir(t.TempDir()), failAt: 1 << 30}
+	probe := &faultyBlobs{Store: dirblob.New(t.TempDir(), nil), failAt: 1 << 30}
 	pl, _ := Open(ctx, probe, skey, Options{Parallel: 1})
 	if _, err := pl.Append(ctx, first); err != nil {
 		t.Fatal(err)
@@ -191,12 +193,12 @@ func TestCrashBetweenTilesAndCheckpoint(t *testing.T) {
 	for _, after := range []bool{false, true} {
 		for k := 0; k < puts; k++ {
 			t.Run(fmt.Sprintf("put%d/after=%v", k, after), func(t *testing.T) {
-				dir := Dir(t.TempDir())
+				dir := dirblob.New(t.TempDir(), nil)
 				l, _ := Open(ctx, dir, skey, Options{Parallel: 1})
 				if _, err := l.Append(ctx, first); err != nil {
 					t.Fatal(err)
 				}
-				f := &faultyBlobs{Blobs: dir, failAt: k, after: after}
+				f := &faultyBlobs{Store: dir, failAt: k, after: after}
 				fl, err := Open(ctx, f, skey, Options{Parallel: 1})
 				if err != nil {
 					t.Fatal(err)
@@ -246,7 +248,7 @@ func TestCrashBetweenTilesAndCheckpoint(t *testing.T) {
 func TestOpenRejectsForeignKey(t *testing.T) {
 	ctx := context.Background()
 	skey, _ := testKey(t)
-	b := Dir(t.TempDir())
+	b := dirblob.New(t.TempDir(), nil)
 	l, _ := Open(ctx, b, skey, Options{})
 	if _, err := l.Append(ctx, fixityEvents(0, 3)); err != nil {
 		t.Fatal(err)
@@ -264,8 +266,8 @@ func TestOpenRejectsForeignKey(t *testing.T) {
 func TestRetryOnSameLogAfterCommittedFailure(t *testing.T) {
 	ctx := context.Background()
 	skey, v := testKey(t)
-	dir := Dir(t.TempDir())
-	f := &faultyBlobs{Blobs: dir, failAt: 1 << 30}
+	dir := dirblob.New(t.TempDir(), nil)
+	f := &faultyBlobs{Store: dir, failAt: 1 << 30}
 	l, err := Open(ctx, f, skey, Options{Parallel: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +300,7 @@ func TestRetryOnSameLogAfterCommittedFailure(t *testing.T) {
 func TestConcurrentAppends(t *testing.T) {
 	ctx := context.Background()
 	skey, v := testKey(t)
-	dir := Dir(t.TempDir())
+	dir := dirblob.New(t.TempDir(), nil)
 	l, err := Open(ctx, dir, skey, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +332,7 @@ func TestConcurrentAppends(t *testing.T) {
 func TestEventsChecksLeaves(t *testing.T) {
 	ctx := context.Background()
 	skey, v := testKey(t)
-	dir := Dir(t.TempDir())
+	dir := dirblob.New(t.TempDir(), nil)
 	l, _ := Open(ctx, dir, skey, Options{})
 	if _, err := l.Append(ctx, fixityEvents(0, 300)); err != nil {
 		t.Fatal(err)
@@ -346,7 +348,7 @@ func TestEventsChecksLeaves(t *testing.T) {
 	if err != nil || n != 300 || cp.Size != 300 {
 		t.Fatalf("read %d events, size %v: %v", n, cp, err)
 	}
-	p := filepath.Join(string(dir), "tile", "8", "data", "001.p", "44")
+	p := filepath.Join(dir.Root(), "tile", "8", "data", "001.p", "44")
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/millfleet/mill/pkg/blob"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -33,7 +34,7 @@ var ErrNoEvent = errors.New("evidence: no such event in the log")
 // Prove finds the event with the ID in the log (up to its latest
 // checkpoint, which it checks with v) and returns its inclusion proof.
 // It reads the log (Events) until it finds the event.
-func Prove(ctx context.Context, blobs Blobs, v note.Verifier, id string) (*Proof, error) {
+func Prove(ctx context.Context, blobs blob.Store, v note.Verifier, id string) (*Proof, error) {
 	var found *Event
 	var at int64
 	cp, err := Events(ctx, blobs, v, func(x int64, e *Event) error {
@@ -57,7 +58,7 @@ func Prove(ctx context.Context, blobs Blobs, v note.Verifier, id string) (*Proof
 }
 
 // proveLeaf makes the proof of leaf x of the checkpoint's tree.
-func proveLeaf(ctx context.Context, blobs Blobs, cp *Checkpoint, x int64, leaf []byte) (*Proof, error) {
+func proveLeaf(ctx context.Context, blobs blob.Store, cp *Checkpoint, x int64, leaf []byte) (*Proof, error) {
 	hr := tlog.TileHashReader(cp.Tree(), &tileReader{blobs: blobs, ctx: ctx})
 	rp, err := tlog.ProveRecord(cp.Size, x, hr)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/millfleet/mill/pkg/blob"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -18,8 +19,8 @@ var errStop = errors.New("stop")
 // which tlog checks up to the checkpoint's root) before fn sees them, so
 // an event Events returns is one the checkpoint signed. It returns the
 // checkpoint; an error of fn ends the read with that error.
-func Events(ctx context.Context, blobs Blobs, v note.Verifier, fn func(index int64, e *Event) error) (*Checkpoint, error) {
-	msg, err := blobs.Get(ctx, latestKey)
+func Events(ctx context.Context, blobs blob.Store, v note.Verifier, fn func(index int64, e *Event) error) (*Checkpoint, error) {
+	msg, err := getBlob(ctx, blobs, latestKey)
 	if err != nil {
 		return nil, fmt.Errorf("evidence: %w", err)
 	}

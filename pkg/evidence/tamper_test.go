@@ -8,16 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/millfleet/mill/pkg/blob/dirblob"
 	"golang.org/x/mod/sumdb/note"
 )
 
 // tamperLog builds a log of 901 events in four batches (checkpoints at
 // 256, 600, 601 and 901) and returns its directory.
-func tamperLog(t *testing.T) (Dir, note.Verifier) {
+func tamperLog(t *testing.T) (*dirblob.Store, note.Verifier) {
 	t.Helper()
 	ctx := context.Background()
 	skey, v := testKey(t)
-	d := Dir(t.TempDir())
+	d := dirblob.New(t.TempDir(), nil)
 	l, err := Open(ctx, d, skey, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -33,18 +34,18 @@ func tamperLog(t *testing.T) (Dir, note.Verifier) {
 	return d, v
 }
 
-func readFile(t *testing.T, d Dir, key string) []byte {
+func readFile(t *testing.T, d *dirblob.Store, key string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(string(d), key))
+	b, err := os.ReadFile(filepath.Join(d.Root(), key))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-func writeFile(t *testing.T, d Dir, key string, b []byte) {
+func writeFile(t *testing.T, d *dirblob.Store, key string, b []byte) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(string(d), key), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(d.Root(), key), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -54,52 +55,52 @@ func writeFile(t *testing.T, d Dir, key string, b []byte) {
 func TestVerifyNamesTampering(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		tamper func(t *testing.T, d Dir)
+		tamper func(t *testing.T, d *dirblob.Store)
 		where  string // a problem's Where
 		what   string // in its What
 	}{
-		{"hash tile rewritten", func(t *testing.T, d Dir) {
+		{"hash tile rewritten", func(t *testing.T, d *dirblob.Store) {
 			b := readFile(t, d, "tile/8/0/001")
 			b[40] ^= 1
 			writeFile(t, d, "tile/8/0/001", b)
 		}, "tile/8/0/001", "rewritten"},
-		{"upper hash tile rewritten", func(t *testing.T, d Dir) {
+		{"upper hash tile rewritten", func(t *testing.T, d *dirblob.Store) {
 			b := readFile(t, d, "tile/8/1/000.p/3")
 			b[0] ^= 1
 			writeFile(t, d, "tile/8/1/000.p/3", b)
 		}, "tile/8/1/000.p/3", "rewritten"},
-		{"event bytes changed", func(t *testing.T, d Dir) {
+		{"event bytes changed", func(t *testing.T, d *dirblob.Store) {
 			// A canonical event still: the outcome of leaf 300 flipped.
 			b := readFile(t, d, "tile/8/data/001")
 			lines := bytes.Split(b, []byte("\n"))
 			lines[300-256] = bytes.Replace(lines[300-256], []byte(`"outcome":"success"`), []byte(`"outcome":"failure"`), 1)
 			writeFile(t, d, "tile/8/data/001", bytes.Join(lines, []byte("\n")))
 		}, historyKey(600), "root hash is not the leaves'"},
-		{"event made non-canonical", func(t *testing.T, d Dir) {
+		{"event made non-canonical", func(t *testing.T, d *dirblob.Store) {
 			b := readFile(t, d, "tile/8/data/000")
 			writeFile(t, d, "tile/8/data/000", bytes.Replace(b, []byte(`{"v":1,`), []byte(`{"v":1, `), 1))
 		}, "leaf 0", "canonical"},
-		{"leaf deleted", func(t *testing.T, d Dir) {
+		{"leaf deleted", func(t *testing.T, d *dirblob.Store) {
 			b := readFile(t, d, "tile/8/data/002")
 			lines := bytes.SplitAfter(b, []byte("\n"))
 			writeFile(t, d, "tile/8/data/002", bytes.Join(append(lines[:10:10], lines[11:]...), nil))
 		}, "tile/8/data/002", "holds 255 leaves, want 256"},
-		{"checkpoint replaced by an older one", func(t *testing.T, d Dir) {
+		{"checkpoint replaced by an older one", func(t *testing.T, d *dirblob.Store) {
 			writeFile(t, d, latestKey, readFile(t, d, historyKey(600)))
 		}, latestKey, "older than the newest signed checkpoint"},
-		{"checkpoint with a bad signature", func(t *testing.T, d Dir) {
+		{"checkpoint with a bad signature", func(t *testing.T, d *dirblob.Store) {
 			b := readFile(t, d, historyKey(601))
 			i := bytes.LastIndex(b, []byte(" ")) + 5
 			b[i] ^= 1
 			writeFile(t, d, historyKey(601), b)
 		}, historyKey(601), "signature"},
-		{"checkpoint signed by another key", func(t *testing.T, d Dir) {
+		{"checkpoint signed by another key", func(t *testing.T, d *dirblob.Store) {
 			other, _ := testKey(t)
 			s, _ := NewSigner(other)
 			cp, _ := signCheckpoint(s, 901, [32]byte{})
 			writeFile(t, d, historyKey(901), cp.Signed)
 		}, historyKey(901), "signature"},
-		{"history rewritten: a consistent checkpoint of another tree", func(t *testing.T, d Dir) {
+		{"history rewritten: a consistent checkpoint of another tree", func(t *testing.T, d *dirblob.Store) {
 			// The signing key's holder rewrote leaf 0 and re-signed from
 			// there on; the old checkpoint of 256 stays.
 			b := readFile(t, d, "tile/8/data/000")
@@ -137,7 +138,7 @@ func TestVerifyNamesTampering(t *testing.T) {
 func TestVerifyTrustedCheckpoint(t *testing.T) {
 	d, v := tamperLog(t)
 	trusted := readFile(t, d, latestKey)
-	if err := os.Remove(filepath.Join(string(d), historyKey(901))); err != nil {
+	if err := os.Remove(filepath.Join(d.Root(), historyKey(901))); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, d, latestKey, readFile(t, d, historyKey(601)))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/millfleet/mill/pkg/blob"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -52,7 +53,7 @@ type VerifyOptions struct {
 // the error is for a store that cannot be read or a bad Trusted.
 // It reads the leaves once, holding O(log n) hashes, one tile a level
 // and a 16-byte digest of each event ID.
-func Verify(ctx context.Context, blobs Blobs, v note.Verifier, opts VerifyOptions) (*Report, error) {
+func Verify(ctx context.Context, blobs blob.Store, v note.Verifier, opts VerifyOptions) (*Report, error) {
 	r := &Report{}
 	var trusted *Checkpoint
 	if opts.Trusted != nil {
@@ -66,9 +67,9 @@ func Verify(ctx context.Context, blobs Blobs, v note.Verifier, opts VerifyOption
 		return nil, err
 	}
 	r.Checkpoints = len(history)
-	latest, err := blobs.Get(ctx, latestKey)
+	latest, err := getBlob(ctx, blobs, latestKey)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, blob.ErrNotFound):
 		if len(history) > 0 {
 			r.add(latestKey, "missing, while the history holds %d checkpoints", len(history))
 		}
@@ -134,14 +135,14 @@ func Verify(ctx context.Context, blobs Blobs, v note.Verifier, opts VerifyOption
 }
 
 // readHistory reads and checks the checkpoint history, sorted by size.
-func readHistory(ctx context.Context, blobs Blobs, v note.Verifier, r *Report) ([]*Checkpoint, error) {
+func readHistory(ctx context.Context, blobs blob.Store, v note.Verifier, r *Report) ([]*Checkpoint, error) {
 	keys, err := blobs.List(ctx, historyPrefix)
 	if err != nil {
 		return nil, err
 	}
 	var history []*Checkpoint
 	for _, k := range keys {
-		msg, err := blobs.Get(ctx, k)
+		msg, err := getBlob(ctx, blobs, k)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/millfleet/mill/pkg/blob"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -24,7 +25,7 @@ type rootCheck struct {
 // tile is compared as soon as the leaves under it are read.
 type leafStream struct {
 	ctx   context.Context
-	blobs Blobs
+	blobs blob.Store
 	r     *Report
 
 	n        int64       // leaves read
@@ -145,9 +146,9 @@ func (s *leafStream) checkTile(t tlog.Tile, hashes []tlog.Hash) error {
 	for _, h := range hashes {
 		want = append(want, h[:]...)
 	}
-	got, err := s.blobs.Get(s.ctx, t.Path())
+	got, err := getBlob(s.ctx, s.blobs, t.Path())
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, blob.ErrNotFound):
 		s.r.add(t.Path(), "missing")
 	case err != nil:
 		return err

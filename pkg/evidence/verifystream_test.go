@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/millfleet/mill/pkg/blob/dirblob"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -18,7 +19,7 @@ func TestLeafStreamTilesAndRoots(t *testing.T) {
 	}
 	ctx := context.Background()
 	skey, _ := testKey(t)
-	dir := Dir(t.TempDir())
+	dir := dirblob.New(t.TempDir(), nil)
 	l, err := Open(ctx, dir, skey, Options{})
 	if err != nil {
 		t.Fatal(err)

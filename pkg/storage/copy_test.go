@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/millfleet/mill/pkg/blob/memblob"
 	"github.com/millfleet/mill/pkg/storage"
 )
 
@@ -71,7 +72,7 @@ func TestCopyWithSourceReadsOnlyWhatTheDestinationAsks(t *testing.T) {
 		src := &rangeSource{data: data}
 		dst := &resumingDest{from: 600}
 		opts := storage.CopyOptions{Transfer: storage.Transfer{Streams: 2, PartSize: 100}, Source: tc.source,
-			Resume: &storage.Resume{Checkpoints: &storage.MemoryCheckpoints{}, Key: "k", MinSize: tc.minSize}}
+			Resume: &storage.Resume{Checkpoints: memblob.New(nil), Key: "k", MinSize: tc.minSize}}
 		if _, err := storage.CopyWith(t.Context(), src, "s", "x", dst, "s", opts); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/millfleet/mill/pkg/blob/memblob"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/task"
@@ -16,7 +17,7 @@ import (
 
 // flakyBlobs fails every Get while down is set, as S3 does in an outage.
 type flakyBlobs struct {
-	*claimcheck.MemBlobs
+	*memblob.Store
 	down atomic.Bool
 }
 
@@ -24,7 +25,7 @@ func (b *flakyBlobs) Get(ctx context.Context, key string) ([]byte, error) {
 	if b.down.Load() {
 		return nil, errors.New("s3: service unavailable")
 	}
-	return b.MemBlobs.Get(ctx, key)
+	return b.Store.Get(ctx, key)
 }
 
 // TestClaimCheckedTasks runs Workman over claim-checked queues, as the
@@ -35,7 +36,7 @@ func (b *flakyBlobs) Get(ctx context.Context, key string) ([]byte, error) {
 // completes once the blob store is back.
 func TestClaimCheckedTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		blobs := &flakyBlobs{MemBlobs: claimcheck.NewMemBlobs()}
+		blobs := &flakyBlobs{Store: memblob.New(nil)}
 		pad := strings.Repeat("p", 300<<10)
 		var failedOnce atomic.Bool
 		var sawPad atomic.Int64
@@ -116,7 +117,7 @@ func TestClaimCheckedTasks(t *testing.T) {
 // deleted, and an empty key was retried for ever.
 func TestForgedClaimReferences(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		blobs := claimcheck.NewMemBlobs()
+		blobs := memblob.New(nil)
 		ctx := context.Background()
 		state := []byte(`{"producer":"dup"}`)
 		if err := blobs.Put(ctx, "state/dupproducer.json", state); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -51,7 +52,7 @@ type ReadSettings struct {
 	// Checkpoints, when set, makes the bit check's reads of items of at
 	// least ResumeMinSize (default 256 MiB) resumable, saving progress
 	// every CheckpointEvery bytes (default 1 GiB); see read.go.
-	Checkpoints     storage.Checkpoints
+	Checkpoints     blob.Store
 	ResumeMinSize   int64
 	CheckpointEvery int64
 }

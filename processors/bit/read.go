@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/storage"
 )
 
@@ -104,7 +105,7 @@ func (ob *Observer) read(ctx context.Context, prov storage.Provider, space, id, 
 // reader (read on from 0) when there is none that holds for the item as
 // opened (cur).
 func (ob *Observer) resume(ctx context.Context, prov storage.Provider, space, id, key string, cur *storage.Info, t storage.Transfer) (io.ReadCloser, *storage.Info, *storage.Sums) {
-	b, err := ob.Checkpoints.Load(ctx, key)
+	b, err := ob.Checkpoints.Get(ctx, key)
 	if err != nil {
 		return nil, nil, nil
 	}
@@ -129,7 +130,7 @@ func (ob *Observer) resume(ctx context.Context, prov storage.Provider, space, id
 // `every` bytes.
 type checkpointing struct {
 	ctx   context.Context
-	cps   storage.Checkpoints
+	cps   blob.Store
 	key   string
 	sums  *storage.Sums
 	every int64
@@ -150,7 +151,7 @@ func (c *checkpointing) Write(p []byte) (int, error) {
 			return n, err
 		}
 		// A failed save costs only a longer re-read after a crash.
-		if err := c.cps.Save(c.ctx, c.key, b); err == nil || errors.Is(err, context.Canceled) {
+		if err := c.cps.Put(c.ctx, c.key, b); err == nil || errors.Is(err, context.Canceled) {
 			c.last = c.sums.Len()
 		}
 	}

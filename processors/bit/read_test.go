@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/blob/blobtest"
+	"github.com/millfleet/mill/pkg/blob/memblob"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 )
@@ -65,7 +67,7 @@ func TestReadHostileCheckpoint(t *testing.T) {
 	truth := storage.NewSums()
 	truth.Write(data)
 
-	cps := &storage.MemoryCheckpoints{}
+	cps := memblob.New(nil)
 	ob := &Observer{ReadSettings: ReadSettings{Transfer: storage.Transfer{Streams: 2, PartSize: part}, Checkpoints: cps, ResumeMinSize: 1, CheckpointEvery: part}}
 	const key = "bit/k"
 	for _, c := range []struct {
@@ -92,7 +94,7 @@ func TestReadHostileCheckpoint(t *testing.T) {
 			if !ok {
 				b, _ = json.Marshal(c.cp)
 			}
-			if err := cps.Save(ctx, key, b); err != nil {
+			if err := cps.Put(ctx, key, b); err != nil {
 				t.Fatal(err)
 			}
 			rctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -108,7 +110,7 @@ func TestReadHostileCheckpoint(t *testing.T) {
 			if same == c.resumed {
 				t.Errorf("sums %s (truth %s): resumed from the checkpoint = %v, want %v", sums.MD5(), truth.MD5(), !same, c.resumed)
 			}
-			if keys := cps.Keys(""); len(keys) != 0 {
+			if keys := blobtest.Keys(t, cps); len(keys) != 0 {
 				t.Errorf("checkpoints left: %v", keys)
 			}
 		})

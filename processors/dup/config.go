@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/base/validate"
+	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/policy"
@@ -124,7 +125,7 @@ type Config struct {
 	// progress is kept there (the state bucket), so a retry, a redelivery
 	// or another worker after a crash continues the upload (see
 	// docs/ARCHITECTURE.md, Transfers).
-	Checkpoints   storage.Checkpoints
+	Checkpoints   blob.Store
 	ResumeMinSize int64
 	// ContinueAfter: a resumable copy still running after this long stops
 	// at its next checkpoint and hands its task back (processors.Release:

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/blob/blobtest"
+	"github.com/millfleet/mill/pkg/blob/memblob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
@@ -85,7 +87,7 @@ func TestCopyContinuesAfterContinueAfter(t *testing.T) {
 	if _, err := srcStore.Put(ctx, space, "big", bytes.NewReader(data), storage.PutOptions{Size: int64(len(data))}); err != nil {
 		t.Fatal(err)
 	}
-	cps := &storage.MemoryCheckpoints{}
+	cps := memblob.New(nil)
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const after = 11 * time.Hour
 	newProc := func(src storage.Provider) *dup.Processor {
@@ -123,8 +125,8 @@ func TestCopyContinuesAfterContinueAfter(t *testing.T) {
 	} else {
 		t.Logf("released: %s", why)
 	}
-	if len(cps.Keys("")) != 1 {
-		t.Fatalf("checkpoints after the continuation: %v", cps.Keys(""))
+	if len(blobtest.Keys(t, cps)) != 1 {
+		t.Fatalf("checkpoints after the continuation: %v", blobtest.Keys(t, cps))
 	}
 	if _, err := dst.Head(ctx, space, "big"); err == nil {
 		t.Fatal("the item is at the destination after a suspended copy")
@@ -151,7 +153,7 @@ func TestCopyContinuesAfterContinueAfter(t *testing.T) {
 	if !bytes.Equal(b, data) {
 		t.Fatal("the continued copy differs from the source")
 	}
-	if keys := cps.Keys(""); len(keys) != 0 {
+	if keys := blobtest.Keys(t, cps); len(keys) != 0 {
 		t.Errorf("checkpoints left: %v", keys)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
@@ -50,7 +51,7 @@ func (p *Processor) saveHandOff(ctx context.Context, s task.StorageStats) error 
 	if err != nil {
 		return err
 	}
-	if err := p.cfg.Checkpoints.Save(ctx, handOffKey(s), b); err != nil {
+	if err := p.cfg.Checkpoints.Put(ctx, handOffKey(s), b); err != nil {
 		return fmt.Errorf("storagestats: save the hand-on: %w", err)
 	}
 	return nil
@@ -62,13 +63,13 @@ func (p *Processor) checkHandOff(ctx context.Context, s task.StorageStats) error
 	if p.cfg.Checkpoints == nil || !continues(s) {
 		return nil
 	}
-	b, err := p.cfg.Checkpoints.Load(ctx, handOffKey(s))
+	b, err := p.cfg.Checkpoints.Get(ctx, handOffKey(s))
 	refuse := func(why string) error {
 		return processors.Permanent(fmt.Errorf("%w: %s/%s/%s of run %s at marker %s (%d items, %d bytes): %s", ErrNotHandedOn,
 			s.Account, s.StoreID, s.SpaceID, storage.QuoteID(s.RunID), storage.QuoteID(s.Marker), s.Items, s.Bytes, why))
 	}
 	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, blob.ErrNotFound):
 		return refuse("no hand-on saved them")
 	case err != nil:
 		return fmt.Errorf("storagestats: load the hand-on: %w", err)

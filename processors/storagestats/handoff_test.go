@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/blob"
+	"github.com/millfleet/mill/pkg/blob/memblob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
@@ -20,7 +22,7 @@ import (
 )
 
 // newHandOnEnv is newEnv over an fs store with the hand-ons kept in cps.
-func newHandOnEnv(t *testing.T, cps storage.Checkpoints) *env {
+func newHandOnEnv(t *testing.T, cps blob.Store) *env {
 	fs, err := fsstore.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -39,9 +41,9 @@ func newHandOnEnv(t *testing.T, cps storage.Checkpoints) *env {
 // TestCountsHandedOn: with the hand-ons kept, every chain of the scenario
 // still counts what a direct listing holds.
 func TestCountsHandedOn(t *testing.T) {
-	cps := &storage.MemoryCheckpoints{}
+	cps := memblob.New(nil)
 	scenario(t, newHandOnEnv(t, cps))
-	if cps.Saves == 0 {
+	if cps.Len() == 0 {
 		t.Error("no hand-on was saved")
 	}
 }
@@ -51,7 +53,7 @@ func TestCountsHandedOn(t *testing.T) {
 // counts changed — is refused with a permanent error naming the rule, and
 // nothing is recorded or sent on.
 func TestForgedContinuationRefused(t *testing.T) {
-	e := newHandOnEnv(t, &storage.MemoryCheckpoints{})
+	e := newHandOnEnv(t, memblob.New(nil))
 	ctx := t.Context()
 	if err := e.prov.CreateSpace(ctx, "photos"); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/millfleet/mill/internal/base/validate"
+	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/spacestats"
@@ -47,7 +48,7 @@ type Config struct {
 	// continuation is counted on only when it carries exactly those (see
 	// the package doc); without it a continuation's counts are taken as
 	// it carries them.
-	Checkpoints storage.Checkpoints
+	Checkpoints blob.Store
 	// Format of continuation tasks (default task.FormatJSON).
 	Format task.Format
 	Clock  clock.Clock  // default the system clock

@@ -122,8 +122,7 @@ func atRestEnv(t *testing.T, c *fakeChecker, method stores.ArchivedMethod) (*env
 	e.reg.Accounts[0].Stores[0].Kind = storage.KindS3
 	e.open = opener{"acme/1": {spaces: map[string]int{"photos": 2500}}, "acme/2": {spaces: map[string]int{}}}
 	arch := &archive{listing: *e.open["acme/1"]}
-	p, err := bit.New(bit.Config{Registry: e.reg, Opener: archOpener{e.open, arch}, BitLog: e.log,
-		Logger: slogtest.New(t, slog.LevelInfo),
+	p, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: archOpener{e.open, arch}, Logger: slogtest.New(t, slog.LevelInfo)}, BitLog: e.log,
 		AtRest: &bit.AtRest{Checker: c, Log: e.log, Queue: e.bits, ReportBucket: "reports", ReportPrefix: "at-rest/",
 			RoleARN: "arn:aws:iam::123456789012:role/mill-batch", Priority: 7, Clock: e.clk,
 			Method: func(st *stores.Store) stores.ArchivedMethod { return method }}})

@@ -157,10 +157,10 @@ func TestSkipCovered(t *testing.T) {
 		t.Errorf("a margin of 81 days (a falls due in 80): checked %v, want all four", got)
 	}
 
-	if _, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, BitLog: e.log, SkipCovered: true}); err == nil {
+	if _, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: e.open}, BitLog: e.log, SkipCovered: true}); err == nil {
 		t.Error("SkipCovered without Coverage accepted")
 	}
-	if _, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, BitLog: e.log, Coverage: src, CoveredMargin: -day}); err == nil {
+	if _, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: e.open}, BitLog: e.log, Coverage: src, CoveredMargin: -day}); err == nil {
 		t.Error("a negative margin accepted")
 	}
 }

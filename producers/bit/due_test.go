@@ -139,7 +139,7 @@ func TestSkipCoveredPerCopy(t *testing.T) {
 	}
 
 	// SkipCovered needs verdicts: the bit log's, or given.
-	if _, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, BitLog: bitLogOnly{e.log}, Coverage: src, SkipCovered: true}); err == nil {
+	if _, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: e.open}, BitLog: bitLogOnly{e.log}, Coverage: src, SkipCovered: true}); err == nil {
 		t.Error("SkipCovered without verdicts accepted")
 	}
 }
@@ -169,7 +169,7 @@ func (o unorderedOpener) Open(ctx context.Context, account, storeID string) (sto
 func TestSkipCoveredUnorderedListing(t *testing.T) {
 	e, src, vs := dueEnv(t)
 	e.open["acme/1"].spaces = map[string]int{"b": 30}
-	ids, expected := runDue(t, e, bit.Config{Opener: unorderedOpener{e.open}, Coverage: src, Verdicts: vs,
+	ids, expected := runDue(t, e, bit.Config{Source: bit.Source{Opener: unorderedOpener{e.open}}, Coverage: src, Verdicts: vs,
 		SkipCovered: true, CoveredMargin: 24 * time.Hour}, 1000)
 	if len(ids) != 30 || expected["b"] != 30 {
 		t.Errorf("unordered page: %d queued, report expects %d; want all 30", len(ids), expected["b"])
@@ -217,7 +217,7 @@ func TestSkipCoveredAtRest(t *testing.T) {
 		}
 		vs["photos"] = append(vs["photos"], v)
 	}
-	ids, expected := runDue(t, e, bit.Config{Opener: archOpener{e.open, arch}, Coverage: notCovered{}, Verdicts: vs,
+	ids, expected := runDue(t, e, bit.Config{Source: bit.Source{Opener: archOpener{e.open, arch}}, Coverage: notCovered{}, Verdicts: vs,
 		SkipCovered: true, CoveredMargin: day,
 		AtRest: &bit.AtRest{Checker: c, Log: e.log, Queue: e.bits, ReportBucket: "reports", RoleARN: "arn:aws:iam::123456789012:role/mill-batch",
 			Clock: e.clk, Method: func(*stores.Store) stores.ArchivedMethod { return stores.ArchivedComputeChecksum }}}, 5)

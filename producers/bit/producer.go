@@ -27,15 +27,32 @@ const Kind = "bitproducer"
 // Opener opens a registered store (*stores.Opener implements it).
 type Opener = storage.Opener
 
-// Config configures a Producer. Registry, Opener and BitLog are required.
-type Config struct {
+// Source is what the bit and statistics producers list spaces from and
+// log to, the part of their Configs they share.
+type Source struct {
 	// Registry lists the accounts and their stores; inactive accounts are
-	// skipped.
+	// skipped (required).
 	Registry *stores.Registry
-	// Opener opens the stores to list their spaces and content.
+	// Opener opens the stores to list their spaces and content
+	// (required).
 	Opener Opener
 	// Filter selects the spaces (default: every space).
 	Filter Filter
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Check adds to p what s lacks and sets its defaults.
+func (s *Source) Check(p *validate.Problems) {
+	p.Require("Registry", s.Registry != nil)
+	p.Require("Opener", s.Opener != nil)
+	s.Logger = cmp.Or(s.Logger, slog.Default())
+}
+
+// Config configures a Producer. Source's Registry and Opener, and BitLog,
+// are required.
+type Config struct {
+	Source
 	// BitLog is where the producer records each space of its runs
 	// (bitlog.Runs: when it began listing it, how many items it listed),
 	// before it queues the space's BIT_REPORT: the report processor makes
@@ -77,8 +94,6 @@ type Config struct {
 	// stores whose archived method is restore instead of queueing BIT
 	// tasks that cannot read them (see restore.go).
 	Restore *Restore
-	// Logger (default slog.Default()).
-	Logger *slog.Logger
 }
 
 // BitLog is the part of the bit log the producer uses (bitlog.Log
@@ -106,8 +121,7 @@ var _ looping.Producer = (*Producer)(nil)
 // New returns a producer.
 func New(cfg Config) (*Producer, error) {
 	p := validate.New("bit producer: Config")
-	p.Require("Registry", cfg.Registry != nil)
-	p.Require("Opener", cfg.Opener != nil)
+	cfg.Source.Check(p)
 	p.Require("BitLog", cfg.BitLog != nil)
 	p.Check(cfg.SkipRecent >= 0, "SkipRecent", cfg.SkipRecent, "not be negative")
 	p.Check(cfg.CoveredMargin >= 0, "CoveredMargin", cfg.CoveredMargin, "not be negative")
@@ -134,7 +148,6 @@ func New(cfg Config) (*Producer, error) {
 			return nil, err
 		}
 	}
-	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Producer{cfg: cfg, log: cfg.Logger}, nil
 }
 

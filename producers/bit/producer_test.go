@@ -117,7 +117,7 @@ func (e *env) loop(t *testing.T, f bit.Filter, maxQueue int64) *looping.Loop {
 
 func (e *env) loopWith(t *testing.T, f bit.Filter, maxQueue int64, log bit.BitLog) *looping.Loop {
 	t.Helper()
-	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, Filter: f, BitLog: log, Logger: slogtest.New(t, slog.LevelInfo)})
+	p, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: e.open, Filter: f, Logger: slogtest.New(t, slog.LevelInfo)}, BitLog: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,8 +111,7 @@ func restoreEnv(t *testing.T, method stores.ArchivedMethod, listed bool) (*env, 
 	e.open = opener{"acme/1": {spaces: map[string]int{"photos": 2500}}, "acme/2": {spaces: map[string]int{}}}
 	r := newRestoring(*e.open["acme/1"])
 	r.listed = listed
-	p, err := bit.New(bit.Config{Registry: e.reg, Opener: restoreOpener{e.open, r}, BitLog: e.log,
-		Logger:  slogtest.New(t, slog.LevelInfo),
+	p, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: restoreOpener{e.open, r}, Logger: slogtest.New(t, slog.LevelInfo)}, BitLog: e.log,
 		Restore: &bit.Restore{Days: 3, Tier: storage.RestoreStandard}})
 	if err != nil {
 		t.Fatal(err)
@@ -272,12 +271,12 @@ func TestRestoreConfig(t *testing.T) {
 		{bit.Restore{Days: 0}, "Days"},
 		{bit.Restore{Days: 1, Tier: "Glacial"}, "Bulk, Standard or Expedited"},
 	} {
-		_, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, BitLog: e.log, Restore: &c.r})
+		_, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: e.open}, BitLog: e.log, Restore: &c.r})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Restore %+v: %v, want an error naming %q", c.r, err, c.want)
 		}
 	}
-	if _, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, BitLog: e.log, Restore: &bit.Restore{Days: 1}}); err != nil {
+	if _, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: e.open}, BitLog: e.log, Restore: &bit.Restore{Days: 1}}); err != nil {
 		t.Errorf("Restore{Days: 1}: %v", err)
 	}
 }

@@ -97,7 +97,7 @@ func TestSkipRecentNeverTrustsASample(t *testing.T) {
 		Result: bitlog.ResultSuccess, Counts: bitlog.Counts{Total: 2, Success: 2}, CreatedAt: e.clk.Now().Add(-day)}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, SkipRecent: 60 * day, BitLog: e.log, Logger: slog.New(slog.DiscardHandler)})
+	p, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: e.open, Logger: slog.New(slog.DiscardHandler)}, SkipRecent: 60 * day, BitLog: e.log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestSkipRecentNeverTrustsASample(t *testing.T) {
 	if n := e.reports.Len(); n != 1 {
 		t.Fatalf("%d reports queued: the sampled space's recent SUCCESS was trusted", n)
 	}
-	if _, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, BitLog: e.log, SkipRecent: day,
+	if _, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: e.open}, BitLog: e.log, SkipRecent: day,
 		Coverage: &fixity.Source{Index: memcontentindex.New(), Verdicts: e.log}, SkipCovered: true}); err == nil {
 		t.Error("SkipRecent with SkipCovered accepted")
 	}

@@ -84,8 +84,7 @@ func skipScenario(t *testing.T, log bitlog.Log) {
 	put("r-partial", "partial", bitlog.ResultSuccess, 1, 1*day)
 	listed("r-empty", "empty", 0, true)
 	put("r-empty", "empty", bitlog.ResultEmpty, 0, 1*day)
-	p, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, SkipRecent: 60 * day, BitLog: log,
-		Logger: slog.New(slog.DiscardHandler)})
+	p, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: e.open, Logger: slog.New(slog.DiscardHandler)}, SkipRecent: 60 * day, BitLog: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +117,7 @@ func skipScenario(t *testing.T, log bitlog.Log) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}
 	}
-	if _, err := bit.New(bit.Config{Registry: e.reg, Opener: e.open, SkipRecent: day}); err == nil {
+	if _, err := bit.New(bit.Config{Source: bit.Source{Registry: e.reg, Opener: e.open}, SkipRecent: day}); err == nil {
 		t.Error("a producer without a bit log accepted")
 	}
 }

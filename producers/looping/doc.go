@@ -36,9 +36,11 @@
 // only after a bite's tasks are all sent, so a crash (kill -9) at any point
 // re-sends at most one bite and never skips one.
 //
-// State lives in a StateStore: local files written atomically (temporary
-// file, fsync, rename), S3 objects (s3://bucket/key) so containers can be
-// replaced between invocations, or memory for tests. Each keeps a base (the
+// State lives in a StateStore on a blob store (pkg/blob): local files
+// written atomically (dirblob: temporary file, fsync, rename), S3 objects
+// (s3blob, s3://bucket/key) so containers can be replaced between
+// invocations, or memory for tests (memblob); the file name or S3 key must
+// be a blob key. Each keeps a base (the
 // whole state) and a journal of the changes since (journal.go), so a save
 // writes what the bite changed, not the whole state: one atomic write per
 // save, a new base when the run's morsels change, when the journal would

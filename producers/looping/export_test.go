@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+
+	"github.com/millfleet/mill/pkg/blob"
 )
 
 // Hooks for the external tests (looping_test) into the stores' journal.
@@ -42,19 +44,19 @@ func Written(s StateStore) (bytes, blobs int64) {
 // corrupt one).
 func WriteBase(ctx context.Context, s StateStore, b []byte) error {
 	j := journalOf(s)
-	return j.b.put(ctx, j.name, b)
+	return j.b.Put(ctx, j.name, b)
 }
 
 // WriteEntry writes b as entry seq of generation gen of s's journal.
 func WriteEntry(ctx context.Context, s StateStore, gen int64, seq int, b []byte) error {
 	j := journalOf(s)
-	return j.b.put(ctx, j.entryName(gen, seq), b)
+	return j.b.Put(ctx, j.entryName(gen, seq), b)
 }
 
 // JournalEntries lists the blobs of s's journal.
 func JournalEntries(ctx context.Context, s StateStore) ([]string, error) {
 	j := journalOf(s)
-	return j.b.list(ctx, j.prefix())
+	return j.b.List(ctx, j.prefix())
 }
 
 // Reopen returns a new store on what s keeps (another process's view).
@@ -71,16 +73,16 @@ func Reopen(s StateStore) StateStore {
 // whose request went through would).
 func FailPuts(s StateStore, n int) {
 	j := journalOf(s)
-	j.b = &failingBlobs{blobs: j.b, n: n}
+	j.b = &failingBlobs{Store: j.b, n: n}
 }
 
 type failingBlobs struct {
-	blobs
+	blob.Store
 	n int
 }
 
-func (f *failingBlobs) put(ctx context.Context, name string, b []byte) error {
-	if err := f.blobs.put(ctx, name, b); err != nil {
+func (f *failingBlobs) Put(ctx context.Context, name string, b []byte) error {
+	if err := f.Store.Put(ctx, name, b); err != nil {
 		return err
 	}
 	if f.n > 0 {

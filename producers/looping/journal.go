@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/millfleet/mill/pkg/blob"
 )
 
 // The stores keep a State as a base and a journal, so that a save writes
@@ -59,19 +61,6 @@ func entryCap(baseBytes int) int { return max(maxEntries, baseBytes/entryFloor) 
 // loadWorkers is how many journal entries a load reads at once.
 const loadWorkers = 16
 
-// errBlobMissing is returned by blobs.get for a blob that does not exist.
-var errBlobMissing = errors.New("looping: blob missing")
-
-// blobs is what a journaled store is kept in: named byte strings, each
-// written atomically. Implementations are safe for concurrent use.
-type blobs interface {
-	get(ctx context.Context, name string) ([]byte, error)
-	put(ctx context.Context, name string, b []byte) error
-	// list returns the names starting with prefix, in any order.
-	list(ctx context.Context, prefix string) ([]string, error)
-	del(ctx context.Context, names []string) error
-}
-
 // base is the stored form of a base: the state and its generation.
 type base struct {
 	*State
@@ -113,9 +102,9 @@ type indexedMorsel struct {
 	Morsel
 }
 
-// journal is a StateStore on blobs.
+// journal is a StateStore on a blob.Store, whose keys it names.
 type journal struct {
-	b    blobs
+	b    blob.Store
 	name string // the base's name
 	desc string // String()
 
@@ -133,7 +122,7 @@ type journal struct {
 	written, blobsWritten int64
 }
 
-func newJournal(b blobs, name, desc string) *journal {
+func newJournal(b blob.Store, name, desc string) *journal {
 	return &journal{b: b, name: name, desc: desc}
 }
 
@@ -170,7 +159,7 @@ func (j *journal) Load(ctx context.Context) (*State, error) {
 	// compacted away by a writer meanwhile: read again.
 	for range 3 {
 		var st *State
-		if st, err = j.load(ctx); !errors.Is(err, errBlobMissing) {
+		if st, err = j.load(ctx); !errors.Is(err, blob.ErrNotFound) {
 			return st, err
 		}
 	}
@@ -178,8 +167,8 @@ func (j *journal) Load(ctx context.Context) (*State, error) {
 }
 
 func (j *journal) load(ctx context.Context) (*State, error) {
-	raw, err := j.b.get(ctx, j.name)
-	if errors.Is(err, errBlobMissing) {
+	raw, err := j.b.Get(ctx, j.name)
+	if errors.Is(err, blob.ErrNotFound) {
 		return nil, fmt.Errorf("looping: load state %s: %w", j.desc, ErrNoState)
 	}
 	if err != nil {
@@ -199,7 +188,7 @@ func (j *journal) load(ctx context.Context) (*State, error) {
 	var names []string
 	jbytes := 0
 	if bs.Generation > 0 {
-		all, err := j.b.list(ctx, j.prefix())
+		all, err := j.b.List(ctx, j.prefix())
 		if err != nil {
 			return nil, fmt.Errorf("looping: load state %s: list journal: %w", j.desc, err)
 		}
@@ -245,7 +234,7 @@ func (j *journal) readEntries(ctx context.Context, names []string) ([]entry, []i
 	g.SetLimit(loadWorkers)
 	for i, n := range names {
 		g.Go(func() error {
-			b, err := j.b.get(gctx, n)
+			b, err := j.b.Get(gctx, n)
 			if err != nil {
 				return fmt.Errorf("looping: load state %s: entry %s: %w", j.desc, n, err)
 			}
@@ -297,7 +286,7 @@ func (j *journal) Save(ctx context.Context, s *State) error {
 			}
 			if j.journalBytes+len(b) <= j.baseBytes {
 				name := j.entryName(j.gen, j.seq+1)
-				if err := j.b.put(ctx, name, b); err != nil {
+				if err := j.b.Put(ctx, name, b); err != nil {
 					j.known = false // written or not: the next save compacts
 					return fmt.Errorf("looping: save state %s: %w", j.desc, err)
 				}
@@ -319,9 +308,9 @@ func (j *journal) compact(ctx context.Context, s *State) error {
 	if !j.known {
 		// The stored generation is unknown (first save of this store,
 		// or a failed write): read it, so the new one is above it.
-		raw, err := j.b.get(ctx, j.name)
+		raw, err := j.b.Get(ctx, j.name)
 		switch {
-		case errors.Is(err, errBlobMissing):
+		case errors.Is(err, blob.ErrNotFound):
 		case err != nil:
 			return fmt.Errorf("looping: save state %s: %w", j.desc, err)
 		default:
@@ -336,7 +325,7 @@ func (j *journal) compact(ctx context.Context, s *State) error {
 	if err != nil {
 		return err
 	}
-	if err := j.b.put(ctx, j.name, b); err != nil {
+	if err := j.b.Put(ctx, j.name, b); err != nil {
 		j.known = false
 		return fmt.Errorf("looping: save state %s: %w", j.desc, err)
 	}
@@ -347,7 +336,7 @@ func (j *journal) compact(ctx context.Context, s *State) error {
 	// saved whatever happens next; a failure to delete them is reported
 	// (a state store that fails is the invocation's failure) and the next
 	// compaction deletes them.
-	all, err := j.b.list(ctx, j.prefix())
+	all, err := j.b.List(ctx, j.prefix())
 	if err == nil {
 		var old []string
 		for _, n := range all {
@@ -356,7 +345,7 @@ func (j *journal) compact(ctx context.Context, s *State) error {
 			}
 		}
 		if len(old) > 0 {
-			err = j.b.del(ctx, old)
+			err = j.b.Delete(ctx, old...)
 		}
 	}
 	if err != nil {

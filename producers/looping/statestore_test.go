@@ -270,7 +270,7 @@ func TestFileStore(t *testing.T) {
 	}})
 	// No temporary files are left behind.
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && strings.Contains(d.Name(), ".tmp-") {
+		if err == nil && strings.HasPrefix(d.Name(), ".put-") {
 			t.Errorf("temporary file %s left", p)
 		}
 		return err
@@ -313,7 +313,8 @@ func TestS3Store(t *testing.T) {
 }
 
 func TestOpenStateStore(t *testing.T) {
-	for _, bad := range []string{"", "s3://", "s3://bucket", "s3://bucket/", "s3:///key", "s3://bucket/dir/"} {
+	for _, bad := range []string{"", "s3://", "s3://bucket", "s3://bucket/", "s3:///key", "s3://bucket/dir/",
+		"s3://bucket/../key", "s3://bucket/a//b", "s3://bucket/sp ace.json", "/var/lib/mill/dup state.json", "/var/lib/mill/"} {
 		if _, err := looping.OpenStateStore(bad, &s3.Client{}); err == nil {
 			t.Errorf("OpenStateStore(%q): no error", bad)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
 	"github.com/millfleet/mill/producers/stats"
 )
@@ -40,13 +41,12 @@ func TestBrokenStoreNotMeasuredEmpty(t *testing.T) {
 	if err := known.Put(ctx, spacestats.Stats{RunID: "r0", Account: "acme", StoreID: "2", SpaceID: "photos", Items: 7, Bytes: 70}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := stats.New(stats.Config{Registry: reg, Known: known, Logger: slog.New(slog.DiscardHandler),
-		Opener: openerFunc(func(_ context.Context, a, s string) (storage.Provider, error) {
-			if s == "2" {
-				return nil, errors.New("NoSuchBucket: gone")
-			}
-			return good, nil
-		})})
+	p, err := stats.New(stats.Config{Source: bit.Source{Registry: reg, Logger: slog.New(slog.DiscardHandler), Opener: openerFunc(func(_ context.Context, a, s string) (storage.Provider, error) {
+		if s == "2" {
+			return nil, errors.New("NoSuchBucket: gone")
+		}
+		return good, nil
+	})}, Known: known})
 	if err != nil {
 		t.Fatal(err)
 	}

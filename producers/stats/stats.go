@@ -16,12 +16,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/spacestats"
-	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
@@ -30,17 +28,14 @@ import (
 // Kind is the producer's kind: its lease name and state kind.
 const Kind = "statsproducer"
 
-// Config configures a Producer. Registry, Opener and Known are required.
+// Config configures a Producer. Source's Registry and Opener, and Known,
+// are required; Source's Filter selects the spaces as the bit producer's
+// filter files do.
 type Config struct {
-	Registry *stores.Registry
-	Opener   bit.Opener
+	bit.Source
 	// Known reads the spaces the history has rows for (the statistics
 	// store itself).
 	Known spacestats.Store
-	// Filter selects the spaces (default every space), as the bit
-	// producer's filter files do.
-	Filter bit.Filter
-	Logger *slog.Logger // default slog.Default()
 }
 
 // Producer is the statistics producer. Calls are sequential.
@@ -53,13 +48,11 @@ var _ looping.Producer = (*Producer)(nil)
 // New returns a producer.
 func New(cfg Config) (*Producer, error) {
 	p := validate.New("stats producer: Config")
-	p.Require("Registry", cfg.Registry != nil)
-	p.Require("Opener", cfg.Opener != nil)
+	cfg.Source.Check(p)
 	p.Require("Known", cfg.Known != nil)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Producer{cfg: cfg}, nil
 }
 

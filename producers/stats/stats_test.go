@@ -64,8 +64,7 @@ func TestOneTaskPerSpace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := stats.New(stats.Config{Registry: reg, Known: known, Filter: bit.Filter{Exclude: exc}, Logger: slog.New(slog.DiscardHandler),
-		Opener: openerFunc(func(_ context.Context, a, s string) (storage.Provider, error) { return open[a+"/"+s], nil })})
+	p, err := stats.New(stats.Config{Source: bit.Source{Registry: reg, Filter: bit.Filter{Exclude: exc}, Logger: slog.New(slog.DiscardHandler), Opener: openerFunc(func(_ context.Context, a, s string) (storage.Provider, error) { return open[a+"/"+s], nil })}, Known: known})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,9 @@ import (
 
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/blob/dirblob"
+	"github.com/millfleet/mill/pkg/blob/s3blob"
 	"github.com/millfleet/mill/pkg/evidence"
-	"github.com/millfleet/mill/pkg/evidence/s3blobs"
 )
 
 // TestEvidenceLogAttacks builds an evidence log in an emulator bucket
@@ -39,7 +40,7 @@ func TestEvidenceLogAttacks(t *testing.T) {
 	_, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
 	must(t, err)
 	testenv.CleanupBucket(t, s3c, bucket)
-	store := s3blobs.Store{Client: s3c, Bucket: bucket, Prefix: "evidence/"}
+	store := s3blob.New(s3c, bucket, "evidence/", nil)
 
 	skey, vkey, err := evidence.GenerateKey("mill.adversarial/evidence")
 	must(t, err)
@@ -94,7 +95,7 @@ func TestEvidenceLogAttacks(t *testing.T) {
 
 	otherKey, _, err := evidence.GenerateKey("mill.adversarial/evidence")
 	must(t, err)
-	forger, err := evidence.Open(ctx, evidence.Dir(t.TempDir()), otherKey, evidence.Options{})
+	forger, err := evidence.Open(ctx, dirblob.New(t.TempDir(), nil), otherKey, evidence.Options{})
 	must(t, err)
 	forged, err := forger.Append(ctx, []*evidence.Event{{V: 1, ID: "forged", Type: evidence.Deletion, Time: "2026-07-01T00:00:00Z",
 		Object: evidence.Copy{Account: "acme", Store: "1", Space: space, ContentID: "item-0"}, Outcome: evidence.Success, Rule: "none",

@@ -349,7 +349,7 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	// written and every queue is idle; it returns the run's ID.
 	runMill := func(filter bitproducer.Filter, wantBits int64, wantReports int) string {
 		t.Helper()
-		prod, err := bitproducer.New(bitproducer.Config{Registry: reg, Opener: opener, Filter: filter, BitLog: bitLog, Logger: logger})
+		prod, err := bitproducer.New(bitproducer.Config{Source: bitproducer.Source{Registry: reg, Opener: opener, Filter: filter, Logger: logger}, BitLog: bitLog})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,6 +35,7 @@ const (
 // folders maps a folder (relative to the module) to its layer.
 var folders = map[string]string{
 	"internal/base":    base,
+	"pkg/blob":         base, // a leaf port (imports nothing of Mill) under storage's checkpoints; its implementations are domain
 	"pkg/clock":        vocabulary,
 	"pkg/endpoint":     vocabulary,
 	"pkg/queue":        vocabulary, // the package itself; its sub-packages are domain
@@ -58,7 +59,7 @@ var folders = map[string]string{
 
 // exact lists folders whose layer is their own package only, not their
 // sub-packages'.
-var exact = map[string]bool{"pkg/queue": true, "pkg/storage": true}
+var exact = map[string]bool{"pkg/blob": true, "pkg/queue": true, "pkg/storage": true}
 
 // may says which layers a layer's packages may import (besides the
 // standard library and modules). Test files and test-support packages

@@ -178,7 +178,7 @@ func (e *env) bitCheck(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	prod, err := bitproducer.New(bitproducer.Config{Registry: e.reg, Opener: e.deps.Stores, BitLog: e.deps.BitLog, Logger: e.cfg.Logger})
+	prod, err := bitproducer.New(bitproducer.Config{Source: bitproducer.Source{Registry: e.reg, Opener: e.deps.Stores, Logger: e.cfg.Logger}, BitLog: e.deps.BitLog})
 	if err != nil {
 		return err
 	}

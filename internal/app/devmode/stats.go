@@ -7,6 +7,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
+	bitproducer "github.com/millfleet/mill/producers/bit"
 	statsproducer "github.com/millfleet/mill/producers/stats"
 )
 
@@ -15,7 +16,7 @@ import (
 // count with a direct listing of the space (docs/ARCHITECTURE.md, Storage
 // statistics): a difference is a problem of the run.
 func (e *env) storageStats(ctx context.Context) error {
-	prod, err := statsproducer.New(statsproducer.Config{Registry: e.reg, Opener: e.deps.Stores, Known: e.deps.Stats, Logger: e.cfg.Logger})
+	prod, err := statsproducer.New(statsproducer.Config{Source: bitproducer.Source{Registry: e.reg, Opener: e.deps.Stores, Logger: e.cfg.Logger}, Known: e.deps.Stats})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/blob/s3blob"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/lease/memlease"
@@ -42,7 +43,7 @@ func OpenQueue(ctx context.Context, c *sqs.Client, name string) (queue.Queue, er
 
 // openState opens the state store at (a path or s3://bucket/key); a bad
 // location is a usage error.
-func openState(at string, s3c looping.S3API) (looping.StateStore, error) {
+func openState(at string, s3c s3blob.API) (looping.StateStore, error) {
 	st, err := looping.OpenStateStore(at, s3c)
 	if err != nil {
 		return nil, Usage(err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/queue"
 )
 
@@ -30,8 +31,9 @@ const (
 const DefaultThreshold = 240 << 10
 
 var (
-	// ErrBlobNotFound is what Blobs.Get returns for a missing key.
-	ErrBlobNotFound = errors.New("claimcheck: blob not found")
+	// ErrBlobNotFound is the verdict on a reference whose blob is gone:
+	// the blob store's blob.ErrNotFound.
+	ErrBlobNotFound = blob.ErrNotFound
 	// ErrUnresolved reports a reference whose blob did not match it, or a
 	// malformed reference.
 	ErrUnresolved = errors.New("claimcheck: reference not resolved")
@@ -43,15 +45,6 @@ var (
 	// ErrUnresolved; no later delivery can succeed.
 	ErrRefused = fmt.Errorf("%w: refused", ErrUnresolved)
 )
-
-// Blobs stores claim-checked bodies. Implementations are safe for
-// concurrent use. Get of a missing key returns an error wrapping
-// ErrBlobNotFound; Delete of a missing key succeeds.
-type Blobs interface {
-	Put(ctx context.Context, key string, data []byte) error
-	Get(ctx context.Context, key string) ([]byte, error)
-	Delete(ctx context.Context, key string) error
-}
 
 // Config tunes a Queue. The zero value is ready to use.
 type Config struct {
@@ -73,14 +66,14 @@ func (c Config) WithDefaults() Config {
 // Queue is the decorator. Create it with New.
 type Queue struct {
 	inner queue.Queue
-	blobs Blobs
+	blobs blob.Store
 	cfg   Config
 }
 
 var _ queue.Queue = (*Queue)(nil)
 
 // New wraps inner so bodies above cfg.Threshold go to blobs.
-func New(inner queue.Queue, blobs Blobs, cfg Config) *Queue {
+func New(inner queue.Queue, blobs blob.Store, cfg Config) *Queue {
 	return &Queue{inner: inner, blobs: blobs, cfg: cfg.WithDefaults()}
 }
 

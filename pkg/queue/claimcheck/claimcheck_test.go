@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/blob/memblob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
@@ -19,10 +20,10 @@ func bigBody(n int) []byte {
 	return b[:n]
 }
 
-func setup(t *testing.T) (*claimcheck.Queue, *memqueue.Queue, *claimcheck.MemBlobs) {
+func setup(t *testing.T) (*claimcheck.Queue, *memqueue.Queue, *memblob.Store) {
 	t.Helper()
 	inner := memqueue.New("cc", memqueue.Config{Clock: clock.NewFake(time.Time{})})
-	blobs := claimcheck.NewMemBlobs()
+	blobs := memblob.New(nil)
 	return claimcheck.New(inner, blobs, claimcheck.Config{KeyPrefix: "claims/"}), inner, blobs
 }
 
@@ -104,7 +105,7 @@ func TestFailedSendRemovesBlob(t *testing.T) {
 		}
 		return nil
 	}})
-	blobs := claimcheck.NewMemBlobs()
+	blobs := memblob.New(nil)
 	q := claimcheck.New(inner, blobs, claimcheck.Config{Threshold: 10})
 	err := q.Send(context.Background(), queue.SendEntry{Body: []byte("short")}, queue.SendEntry{Body: bigBody(100)}, queue.SendEntry{Body: bigBody(50)})
 	if got := queue.FailedIndexes(err, 3); len(got) != 1 || got[0] != 1 {
@@ -116,7 +117,7 @@ func TestFailedSendRemovesBlob(t *testing.T) {
 }
 
 // failingGet is a blob store whose reads fail, as S3 does in an outage.
-type failingGet struct{ *claimcheck.MemBlobs }
+type failingGet struct{ *memblob.Store }
 
 func (failingGet) Get(context.Context, string) ([]byte, error) {
 	return nil, errors.New("dial tcp: connection refused")
@@ -125,7 +126,7 @@ func (failingGet) Get(context.Context, string) ([]byte, error) {
 func TestUnreadableBlobIsUnavailableNotMissing(t *testing.T) {
 	ctx := context.Background()
 	inner := memqueue.New("cc", memqueue.Config{})
-	blobs := claimcheck.NewMemBlobs()
+	blobs := memblob.New(nil)
 	if err := claimcheck.New(inner, blobs, claimcheck.Config{}).Send(ctx, queue.SendEntry{Body: bigBody(300 << 10)}); err != nil {
 		t.Fatal(err)
 	}

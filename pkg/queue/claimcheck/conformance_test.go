@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/blob/memblob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
@@ -28,7 +29,7 @@ func newQueue(t *testing.T, o queuetest.Options) queuetest.Fixture {
 		cfg.DeadLetter, cfg.MaxReceiveCount = dlq, o.MaxReceiveCount
 		f.DeadLetter = dlq
 	}
-	f.Queue = claimcheck.New(memqueue.New(t.Name(), cfg), claimcheck.NewMemBlobs(), claimcheck.Config{Threshold: 2 * maxMessage, KeyPrefix: "claims/"})
+	f.Queue = claimcheck.New(memqueue.New(t.Name(), cfg), memblob.New(nil), claimcheck.Config{Threshold: 2 * maxMessage, KeyPrefix: "claims/"})
 	f.Advance = fc.Advance
 	return f
 }
@@ -42,7 +43,7 @@ func TestConformance(t *testing.T) {
 func TestReceiveWithResolves(t *testing.T) {
 	fc := clock.NewFake(time.Time{})
 	inner := memqueue.New("cc", memqueue.Config{Clock: fc, VisibilityTimeout: time.Hour})
-	q := claimcheck.New(inner, claimcheck.NewMemBlobs(), claimcheck.Config{KeyPrefix: "claims/"})
+	q := claimcheck.New(inner, memblob.New(nil), claimcheck.Config{KeyPrefix: "claims/"})
 	ctx := context.Background()
 	big := bigBody(1 << 20)
 	if err := q.Send(ctx, queue.SendEntry{Body: big}); err != nil {

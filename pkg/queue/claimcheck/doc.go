@@ -40,6 +40,6 @@
 // then still finds its body. A blob whose reference could not be sent is
 // deleted again at once (best effort): no message names it.
 //
-// Blobs is the small storage interface; NewMemBlobs is the in-memory one and
-// sub-package s3blobs stores blobs in S3.
+// The blobs are kept in a blob.Store (pkg/blob): s3blob in Mill's state
+// bucket, memblob in tests and the dev mode.
 package claimcheck

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/pkg/blob/memblob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
@@ -39,7 +40,7 @@ func FuzzReference(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, key string) {
 		ctx := context.Background()
 		inner := memqueue.New("cc", memqueue.Config{Clock: clock.NewFake(time.Time{})})
-		blobs := claimcheck.NewMemBlobs()
+		blobs := memblob.New(nil)
 		for _, key := range []string{k, foreign} {
 			if err := blobs.Put(ctx, key, blob); err != nil {
 				t.Fatal(err)

@@ -1,14 +1,12 @@
 package s3store
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"sync"
@@ -17,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/millfleet/mill/pkg/blob"
+	"github.com/millfleet/mill/pkg/blob/s3blob"
 	"github.com/millfleet/mill/pkg/storage"
 )
 
@@ -86,8 +86,8 @@ type checkpointer struct {
 
 // resume loads the checkpoint and, when it holds, fills the upload from it.
 func (c *checkpointer) resume(ctx context.Context) error {
-	b, err := c.rs.Checkpoints.Load(ctx, c.rs.Key)
-	if errors.Is(err, storage.ErrNotFound) {
+	b, err := c.rs.Checkpoints.Get(ctx, c.rs.Key)
+	if errors.Is(err, blob.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -261,7 +261,7 @@ func (c *checkpointer) save(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.rs.Checkpoints.Save(ctx, c.rs.Key, b)
+	return c.rs.Checkpoints.Put(ctx, c.rs.Key, b)
 }
 
 // flush saves the final state, even after ctx ended.
@@ -279,59 +279,12 @@ func (c *checkpointer) drop(ctx context.Context) {
 	_ = c.rs.Checkpoints.Delete(dctx, c.rs.Key)
 }
 
-// Checkpoints keeps transfer checkpoints (storage.Checkpoints) as objects
-// under a prefix of a bucket — Mill's state bucket, whose lifecycle rule
-// expires what no task came back for (millctl setup). Safe for concurrent
-// use.
-type Checkpoints struct {
-	client         *s3.Client
-	bucket, prefix string
-}
-
-var _ storage.Checkpoints = (*Checkpoints)(nil)
-
-// maxCheckpoint bounds what Load reads (10 000 parts take about 700 KB).
-const maxCheckpoint = 8 << 20
-
-// NewCheckpoints returns checkpoints kept in bucket under prefix (normally
-// ending in '/').
-func NewCheckpoints(client *s3.Client, bucket, prefix string) *Checkpoints {
-	return &Checkpoints{client: client, bucket: bucket, prefix: prefix}
-}
-
-// Load implements storage.Checkpoints.
-func (c *Checkpoints) Load(ctx context.Context, key string) ([]byte, error) {
-	out, err := c.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(c.prefix + key)})
-	if err != nil {
-		return nil, wrap("load checkpoint", key, err)
-	}
-	defer out.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(out.Body, maxCheckpoint+1))
-	if err != nil {
-		return nil, wrap("load checkpoint", key, err)
-	}
-	if len(b) > maxCheckpoint {
-		return nil, fmt.Errorf("s3store: checkpoint %s is over %d bytes", key, maxCheckpoint)
-	}
-	return b, nil
-}
-
-// Save implements storage.Checkpoints.
-func (c *Checkpoints) Save(ctx context.Context, key string, b []byte) error {
-	_, err := c.client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket: aws.String(c.bucket), Key: aws.String(c.prefix + key), Body: bytes.NewReader(b),
-		ContentLength: aws.Int64(int64(len(b))), ContentType: aws.String("application/json"),
-	})
-	return wrap("save checkpoint", key, err)
-}
-
-// Delete implements storage.Checkpoints.
-func (c *Checkpoints) Delete(ctx context.Context, key string) error {
-	_, err := c.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(c.prefix + key)})
-	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		return nil
-	}
-	return wrap("delete checkpoint", key, err)
+// NewCheckpoints returns the store of transfer checkpoints (Resume's
+// Checkpoints) in bucket under prefix (normally ending in '/'): Mill's
+// state bucket, whose lifecycle rule expires what no task came back for
+// (millctl setup).
+func NewCheckpoints(client s3blob.API, bucket, prefix string) blob.Store {
+	return s3blob.New(client, bucket, prefix, &s3blob.Options{MaxSize: storage.MaxCheckpoint, ContentType: "application/json"})
 }
 
 // keepForResume reports whether a multipart upload that failed with err

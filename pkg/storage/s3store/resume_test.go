@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/blob/blobtest"
+	"github.com/millfleet/mill/pkg/blob/memblob"
 	"github.com/millfleet/mill/pkg/storage"
 )
 
@@ -39,7 +41,7 @@ type resumeFixture struct {
 	client *s3.Client
 	bucket string
 	s      *Store
-	cps    *storage.MemoryCheckpoints
+	cps    *memblob.Store
 }
 
 const resumeSpace = "resume"
@@ -55,7 +57,7 @@ func newResumeFixture(t *testing.T) *resumeFixture {
 	if err := s.CreateSpace(t.Context(), resumeSpace); err != nil {
 		t.Fatal(err)
 	}
-	return &resumeFixture{client: client, bucket: bucket, s: s, cps: &storage.MemoryCheckpoints{}}
+	return &resumeFixture{client: client, bucket: bucket, s: s, cps: memblob.New(nil)}
 }
 
 func resumeContent(seed byte) []byte {
@@ -88,7 +90,7 @@ func (f *resumeFixture) suspended(t *testing.T, id string, data []byte, src stri
 	if _, err := f.put(t, id, data, src, 2*testConfig.PartSize); !errors.Is(err, storage.ErrSuspended) {
 		t.Fatalf("suspended put: %v", err)
 	}
-	b, err := f.cps.Load(t.Context(), "cp")
+	b, err := f.cps.Get(t.Context(), "cp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func (f *resumeFixture) save(t *testing.T, v any) {
 			t.Fatal(err)
 		}
 	}
-	if err := f.cps.Save(t.Context(), "cp", b); err != nil {
+	if err := f.cps.Put(t.Context(), "cp", b); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -152,7 +154,7 @@ func TestResumeContinues(t *testing.T) {
 	if f.uploadAlive(t, cp.Key, cp.UploadID) {
 		t.Error("the resumed upload is still open after completion")
 	}
-	if keys := f.cps.Keys(""); len(keys) != 0 {
+	if keys := blobtest.Keys(t, f.cps); len(keys) != 0 {
 		t.Errorf("checkpoints left: %v", keys)
 	}
 }
@@ -256,7 +258,7 @@ func TestResumeHostileCheckpoint(t *testing.T) {
 			if _, err := f.s.Head(ctx, resumeSpace, "other"); !errors.Is(err, storage.ErrNotFound) {
 				t.Fatalf("another key was written: %v", err)
 			}
-			if keys := f.cps.Keys(""); len(keys) != 0 {
+			if keys := blobtest.Keys(t, f.cps); len(keys) != 0 {
 				t.Errorf("checkpoints left: %v", keys)
 			}
 		})

@@ -1,4 +1,4 @@
-package s3blobs_test
+package claimcheck_test
 
 import (
 	"bytes"
@@ -13,11 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/millfleet/mill/internal/ops/setup"
+	setupq "github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/blob/s3blob"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
-	"github.com/millfleet/mill/pkg/queue/claimcheck/s3blobs"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 )
 
@@ -34,7 +34,7 @@ func emulator(ctx context.Context, t *testing.T) (*s3.Client, string, *sqsqueue.
 		t.Fatal(err)
 	}
 	testenv.CleanupBucket(t, s3c, bucket)
-	if _, err := (setup.Queue{Client: sc, QueueName: prefix + "q", VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
+	if _, err := (setupq.Queue{Client: sc, QueueName: prefix + "q", VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	inner, err := sqsqueue.Open(ctx, sc, prefix+"q", sqsqueue.Config{})
@@ -49,7 +49,7 @@ func TestClaimCheckOverSQSAndS3(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	s3c, bucket, inner := emulator(ctx, t)
-	blobs := s3blobs.New(s3c, bucket, "mill/")
+	blobs := s3blob.New(s3c, bucket, "mill/", nil)
 	q := claimcheck.New(inner, blobs, claimcheck.Config{KeyPrefix: "claims/"})
 
 	big := bytes.Repeat([]byte("Mill ✓ claim check\n"), (1<<20)/20)
@@ -111,7 +111,7 @@ func TestForgedReferenceLeavesBucketAlone(t *testing.T) {
 	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(stateKey), Body: bytes.NewReader(state)}); err != nil {
 		t.Fatal(err)
 	}
-	q := claimcheck.New(inner, s3blobs.New(s3c, bucket, ""), claimcheck.Config{KeyPrefix: "claims/"})
+	q := claimcheck.New(inner, s3blob.New(s3c, bucket, "", nil), claimcheck.Config{KeyPrefix: "claims/"})
 	sum := sha256.Sum256(state)
 	for _, key := range []string{stateKey, "claims/../" + stateKey} {
 		body := fmt.Sprintf(`{"millClaimCheck":{"key":%q,"size":%d,"sha256":"%x"}}`, key, len(state), sum)
