@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/evidence"
 	"github.com/millfleet/mill/pkg/evidence/derive"
 )
@@ -27,7 +28,7 @@ func (f *evidenceCrossFlags) define(fs *flag.FlagSet) {
 }
 
 // run cross-checks and returns the mismatches.
-func (f *evidenceCrossFlags) run(ctx context.Context, a *app, b evidence.Blobs, v note.Verifier) ([]evidence.Problem, error) {
+func (f *evidenceCrossFlags) run(ctx context.Context, a *app, b blob.Store, v note.Verifier) ([]evidence.Problem, error) {
 	var since, until time.Time
 	var err error
 	if f.since != "" {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
+	"github.com/millfleet/mill/pkg/blob/dirblob"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
-	"github.com/millfleet/mill/pkg/evidence"
 	"github.com/millfleet/mill/pkg/evidence/pack"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 )
@@ -82,7 +82,7 @@ func TestEvidencePackCommand(t *testing.T) {
 		}
 	}
 	logDir := t.TempDir()
-	key, _ := evidenceLog(t, evidence.Dir(logDir))
+	key, _ := evidenceLog(t, dirblob.New(logDir, nil))
 	out := t.TempDir()
 	env := map[string]string{"MILL_DATABASE_URL": url, "MILL_CONFIG_DIR": dir}
 

@@ -23,9 +23,9 @@ import (
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/blob/s3blob"
 	"github.com/millfleet/mill/pkg/evidence"
 	"github.com/millfleet/mill/pkg/evidence/derive"
-	"github.com/millfleet/mill/pkg/evidence/s3blobs"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
@@ -36,7 +36,7 @@ import (
 type evemit struct {
 	*mill
 	millctl, bucket, logURL, vkeyFile, skey, leases string
-	store                                           s3blobs.Store
+	store                                           *s3blob.Store
 }
 
 // appendEvents runs one `millctl evidence append` pass to completion.
@@ -124,7 +124,7 @@ func TestEvidenceFromMillsRecords(t *testing.T) {
 	testenv.CleanupTable(t, ddb, e.leases)
 	_, err = ddb.CreateTable(ctx, dynamolease.CreateTableInput(e.leases))
 	must(t, err)
-	e.store = s3blobs.Store{Client: m.s3c, Bucket: e.bucket, Prefix: "evidence/"}
+	e.store = s3blob.New(m.s3c, e.bucket, "evidence/", nil)
 	e.logURL = "s3://" + e.bucket + "/evidence"
 	skey, vkey, err := evidence.GenerateKey("mill.adversarial/evemit")
 	must(t, err)

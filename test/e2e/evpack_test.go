@@ -12,6 +12,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/blob/dirblob"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/changelog/fschangelog"
 	"github.com/millfleet/mill/pkg/evidence"
@@ -77,7 +78,7 @@ func TestEvidencePackEndToEnd(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(vkey+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := evidence.Open(ctx, evidence.Dir(logDir), skey, evidence.Options{})
+	l, err := evidence.Open(ctx, dirblob.New(logDir, nil), skey, evidence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

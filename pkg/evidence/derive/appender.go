@@ -14,6 +14,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/evidence"
 )
@@ -51,7 +52,7 @@ type Cursor struct {
 // Appender derives events from Sources and appends them to Log.
 type Appender struct {
 	Log     *evidence.Log
-	Blobs   evidence.Blobs // the log's blobs, which hold the cursor
+	Blobs   blob.Store // the log's blobs, which hold the cursor
 	Sources Sources
 	Users   Users
 	// Settle: a pass derives the records timed before now-Settle, so a
@@ -88,9 +89,9 @@ type Summary struct {
 }
 
 // LoadCursor reads the cursor; ok is false when there is none yet.
-func LoadCursor(ctx context.Context, b evidence.Blobs) (c Cursor, ok bool, err error) {
+func LoadCursor(ctx context.Context, b blob.Store) (c Cursor, ok bool, err error) {
 	raw, err := b.Get(ctx, CursorKey)
-	if errors.Is(err, evidence.ErrNotFound) {
+	if errors.Is(err, blob.ErrNotFound) {
 		return Cursor{}, false, nil
 	}
 	if err != nil {

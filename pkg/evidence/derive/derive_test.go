@@ -19,6 +19,8 @@ import (
 	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/membitlog"
+	"github.com/millfleet/mill/pkg/blob"
+	"github.com/millfleet/mill/pkg/blob/dirblob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
@@ -37,7 +39,7 @@ const (
 type fixture struct {
 	bits  *membitlog.Log
 	audit *memauditlog.Log
-	blobs evidence.Blobs
+	blobs blob.Store
 	skey  string
 	v     note.Verifier
 	clk   *clock.Fake
@@ -53,7 +55,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{bits: membitlog.New(nil), audit: memauditlog.New(), blobs: evidence.Dir(t.TempDir()), skey: skey, v: v,
+	return &fixture{bits: membitlog.New(nil), audit: memauditlog.New(), blobs: dirblob.New(t.TempDir(), nil), skey: skey, v: v,
 		clk: clock.NewFake(t0.Add(24 * time.Hour))}
 }
 
@@ -82,7 +84,7 @@ func (f *fixture) entry(t *testing.T, user string, action task.Action, id string
 	return e
 }
 
-func (f *fixture) appender(t *testing.T, blobs evidence.Blobs) *derive.Appender {
+func (f *fixture) appender(t *testing.T, blobs blob.Store) *derive.Appender {
 	t.Helper()
 	l, err := evidence.Open(context.Background(), blobs, f.skey, evidence.Options{})
 	if err != nil {
@@ -172,7 +174,7 @@ func TestAppendDerivesEveryActionOnce(t *testing.T) {
 // crashBlobs fails every save of the cursor after the first `after`,
 // as a kill between an Append and the cursor's save would.
 type crashBlobs struct {
-	evidence.Blobs
+	blob.Store
 	after int32
 	n     atomic.Int32
 }
@@ -183,7 +185,7 @@ func (c *crashBlobs) Put(ctx context.Context, key string, b []byte) error {
 	if key == derive.CursorKey && c.n.Add(1) > c.after {
 		return errKilled
 	}
-	return c.Blobs.Put(ctx, key, b)
+	return c.Store.Put(ctx, key, b)
 }
 
 // TestAppendCrashAnywhere: killed after any page's Append (its cursor
@@ -193,7 +195,7 @@ func TestAppendCrashAnywhere(t *testing.T) {
 		f := newFixture(t)
 		f.seed(t)
 		ctx := context.Background()
-		_, err := f.appender(t, &crashBlobs{Blobs: f.blobs, after: after}).Run(ctx)
+		_, err := f.appender(t, &crashBlobs{Store: f.blobs, after: after}).Run(ctx)
 		if !errors.Is(err, errKilled) {
 			if err != nil {
 				t.Fatal(err)
@@ -368,7 +370,7 @@ func TestAppendCursorLost(t *testing.T) {
 	if _, err := f.appender(t, f.blobs).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(string(f.blobs.(evidence.Dir)), filepath.FromSlash(derive.CursorKey))); err != nil {
+	if err := os.Remove(filepath.Join(f.blobs.(*dirblob.Store).Root(), filepath.FromSlash(derive.CursorKey))); err != nil {
 		t.Fatal(err)
 	}
 	f.row(t, "20260702T110000Z", "a", t0.Add(24*time.Hour), bitlog.ResultSuccess)

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/evidence"
 )
 
@@ -59,7 +60,7 @@ type copyState struct {
 }
 
 // summarise reads the period's events from the log, in log order.
-func summarise(ctx context.Context, b evidence.Blobs, v note.Verifier, p Period) (EventsSummary, error) {
+func summarise(ctx context.Context, b blob.Store, v note.Verifier, p Period) (EventsSummary, error) {
 	s := EventsSummary{Since: p.Since, Until: p.Until}
 	types := map[TypeCount]int64{}
 	agents := map[AgentCount]int64{}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/evidence"
@@ -33,7 +34,7 @@ type Sources struct {
 	Verdicts bitlog.Verdicts
 	// Log is the evidence log, Verifier its public key and VerifierKey
 	// the key's text (copied into the bundle).
-	Log         evidence.Blobs
+	Log         blob.Store
 	Verifier    note.Verifier
 	VerifierKey string
 	Policies    policy.Reader

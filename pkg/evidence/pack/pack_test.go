@@ -16,6 +16,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/membitlog"
+	"github.com/millfleet/mill/pkg/blob/dirblob"
 	"github.com/millfleet/mill/pkg/changelog"
 	"github.com/millfleet/mill/pkg/changelog/fschangelog"
 	"github.com/millfleet/mill/pkg/clock"
@@ -93,7 +94,7 @@ func newFixture(t *testing.T) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := evidence.Open(ctx, evidence.Dir(dir), skey, evidence.Options{})
+	l, err := evidence.Open(ctx, dirblob.New(dir, nil), skey, evidence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func newFixture(t *testing.T) fixture {
 		}
 	}
 	return fixture{
-		src: Sources{Registry: reg, Spaces: spaces, Index: idx, Verdicts: bl, Log: evidence.Dir(dir), Verifier: v, VerifierKey: vkey,
+		src: Sources{Registry: reg, Spaces: spaces, Index: idx, Verdicts: bl, Log: dirblob.New(dir, nil), Verifier: v, VerifierKey: vkey,
 			Policies: pol, Changes: changes, Clock: clk},
 		dir: dir, period: p,
 	}
