@@ -20,8 +20,6 @@ import (
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/bit"
@@ -45,17 +43,9 @@ const (
 	KeyRechecks = "rechecks"
 )
 
-// Stores opens registered stores and exposes the registry (*stores.Opener
-// implements it).
-type Stores interface {
-	storage.Opener
-	Registry() *stores.Registry
-}
-
-// Config configures the processor. Stores, Index, BitLog, Reports,
-// Observer and BitErrorQueue are required.
+// Config configures the processor.
 type Config struct {
-	Stores  Stores             `validate:"required"`
+	Stores  bit.Stores         `validate:"required"`
 	Index   contentindex.Index `validate:"required"`
 	BitLog  bitlog.Log         `validate:"required"`
 	Reports Reports            `validate:"required"`
