@@ -17,7 +17,9 @@
 //     round the queues — the top queue every other turn — so an idle
 //     instance costs 3 requests a minute: a message on the top queue is
 //     picked up within one long-poll wait (20 s), on any other within one
-//     round (2·(queues−1) waits: 200 s for six queues).
+//     round (2·(queues−1) waits: 200 s for six queues). Work this manager
+//     sent with a delay (a retry) does not wait for the rotation: its queue
+//     is watched as soon as the delay ends (wake.go).
 //   - Dispatching. One dispatcher hands each free worker the held message of
 //     the highest queue (strict priority). A message received while a higher
 //     queue's state was unknown (at startup, or when the idle rotation finds

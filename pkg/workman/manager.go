@@ -26,6 +26,7 @@ type Manager struct {
 	handler processors.Handler
 	queues  []*qstate
 	ext     *extender
+	wakes   *waker
 
 	started  atomic.Bool
 	ready    atomic.Bool
@@ -38,8 +39,9 @@ type Manager struct {
 
 // qstate is one work queue and what the manager knows of it.
 type qstate struct {
-	q  queue.Queue
-	vt time.Duration // visibility timeout
+	q     queue.Queue
+	index int           // in Config.Queues
+	vt    time.Duration // visibility timeout
 	// hangUpSafe: a long poll may be cancelled at shutdown
 	// (queue.SafeToHangUp).
 	hangUpSafe bool
@@ -70,8 +72,9 @@ func New(cfg Config) (*Manager, error) {
 	// whatever middleware the caller composed.
 	m.handler = processors.Chain(cfg.Handler, processors.Recover(), processors.Timeout(cfg.TaskTimeouts, cfg.DefaultTaskTimeout))
 	m.ext = newExtender(m)
+	m.wakes = newWaker(m)
 	for _, q := range cfg.Queues {
-		qs := &qstate{q: q, log: m.log.With("queue", q.Name()), hangUpSafe: queue.SafeToHangUp(q)}
+		qs := &qstate{q: q, index: len(m.queues), log: m.log.With("queue", q.Name()), hangUpSafe: queue.SafeToHangUp(q)}
 		qs.del = newDeleter(m, qs)
 		m.queues = append(m.queues, qs)
 	}
@@ -137,6 +140,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		bg.Go(func() { qs.del.run(svc) })
 	}
 	d := newDispatcher(m, svc)
+	bg.Go(func() { m.wakes.run(svc, func(i int) { d.update(func(p *planner) { p.wake(i) }) }) })
 	var workers sync.WaitGroup
 	for range m.cfg.Workers {
 		workers.Go(func() { d.work(svc, hard, ctx.Done()) })
@@ -392,6 +396,7 @@ func (m *Manager) retryTask(svc context.Context, j *job, t *task.Task, herr erro
 		m.abandon(j, err)
 		return
 	}
+	m.wakes.at(j.qs.index, m.clk.Now().Add(delay))
 	log.Info("task failed; retry scheduled", "error", herr.Error(), "retry_in", delay, "next_attempt", nt.Attempts)
 	m.succeed(j)
 }
