@@ -27,6 +27,7 @@ type Manager struct {
 	queues  []*qstate
 	ext     *extender
 	wakes   *waker
+	circ    *circuits
 
 	started  atomic.Bool
 	ready    atomic.Bool
@@ -73,6 +74,7 @@ func New(cfg Config) (*Manager, error) {
 	m.handler = processors.Chain(cfg.Handler, processors.Recover(), processors.Timeout(cfg.TaskTimeouts, cfg.DefaultTaskTimeout))
 	m.ext = newExtender(m)
 	m.wakes = newWaker(m)
+	m.circ = newCircuits(m)
 	for _, q := range cfg.Queues {
 		qs := &qstate{q: q, index: len(m.queues), log: m.log.With("queue", q.Name()), hangUpSafe: queue.SafeToHangUp(q)}
 		qs.del = newDeleter(m, qs)
@@ -85,6 +87,10 @@ func New(cfg Config) (*Manager, error) {
 // (its visibility timeout was read) and shutdown has not begun. It backs
 // /readyz.
 func (m *Manager) Ready() bool { return m.ready.Load() }
+
+// Outages lists the dependencies whose circuit is open on this manager
+// (for the fleet registry's heartbeat), by dependency.
+func (m *Manager) Outages() []Outage { return m.circ.outages() }
 
 // Stopped is closed when Run has returned.
 func (m *Manager) Stopped() <-chan struct{} { return m.stopped }
@@ -136,6 +142,7 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	var bg sync.WaitGroup
 	bg.Go(func() { m.ext.run(svc) })
+	m.circ.start(svc)
 	for _, qs := range m.queues {
 		bg.Go(func() { qs.del.run(svc) })
 	}
@@ -199,6 +206,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	svcCancel()
 	bg.Wait()
+	m.circ.wait()
 	m.log.Info("workman stopped")
 	return nil
 }
@@ -330,6 +338,11 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 		m.deadLetter(svc, j, t, ReasonUnknownType, fmt.Errorf("unknown task type %q", string(t.Type)), t.Attempts)
 		return
 	}
+	if dep, down := m.circ.typeDown(t.Type); down {
+		// Not run, not an attempt: its dependency is down.
+		m.release(svc, j, "dependency "+dep+" unavailable")
+		return
+	}
 	ctx := processors.WithQueue(hard, j.qs.q.Name())
 	ctx = processors.WithAttempts(ctx, processors.Attempts{Done: t.Attempts, Limit: m.cfg.MaxAttempts})
 	herr := m.handler.Handle(ctx, t)
@@ -342,6 +355,12 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	if why, ok := processors.IsReleased(herr); ok {
 		// Not an attempt: the message goes back as it came.
 		m.release(svc, j, why)
+		return
+	}
+	if dep, ok := processors.IsUnavailable(herr); ok {
+		// An outage, not a failure: no attempt is counted.
+		m.circ.trip(dep, t.Type, j.qs.index, herr)
+		m.release(svc, j, "dependency "+dep+" unavailable")
 		return
 	}
 	var pe *processors.PanicError
