@@ -48,6 +48,9 @@ func Workman(d *Deps, cfg WorkmanConfig) (*workman.Manager, error) {
 			return nil, err
 		}
 	}
+	if mc.Probes == nil {
+		mc.Probes = d.Probes
+	}
 	chain := ChainConfig{Logger: mc.Logger, Outer: cfg.Outer}
 	if o, ok := mc.Observer.(processors.Observer); ok {
 		chain.Observer = o

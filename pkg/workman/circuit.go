@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +51,9 @@ type circuits struct {
 	bg     sync.WaitGroup
 }
 
+// maxCause bounds the error text an Outage carries (into every heartbeat).
+const maxCause = 300
+
 type circuit struct {
 	open    bool
 	since   time.Time
@@ -90,7 +94,11 @@ func (c *circuits) trip(dep string, t task.Type, qi int, cause error) {
 	if cb.open {
 		return
 	}
-	cb.open, cb.since, cb.cause = true, c.m.clk.Now(), cause.Error()
+	msg := cause.Error()
+	if len(msg) > maxCause {
+		msg = msg[:maxCause] + "…"
+	}
+	cb.open, cb.since, cb.cause = true, c.m.clk.Now(), msg
 	c.m.log.Warn("dependency unavailable: circuit open; its tasks are handed back without counting attempts",
 		"dependency", dep, "task_type", string(t), "error", cause.Error())
 	if c.ctx == nil || c.ctx.Err() != nil {
@@ -104,6 +112,9 @@ func (c *circuits) trip(dep string, t task.Type, qi int, cause error) {
 func (c *circuits) probe(ctx context.Context, dep string, cb *circuit) {
 	cfg := c.m.cfg
 	p := cfg.Probes[dep]
+	if svc, _, ok := strings.Cut(dep, " "); p == nil && ok {
+		p = cfg.Probes[svc] // "dynamodb <host>": the service's probe
+	}
 	for {
 		wait := cfg.ProbeInterval
 		if p == nil {

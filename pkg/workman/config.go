@@ -144,7 +144,9 @@ type Config struct {
 	// Probes ask a dependency (by the name processors.IsUnavailable gives
 	// it: "postgres", "dynamodb <host>", …) whether it answers again; an
 	// open circuit with a probe is probed every ProbeInterval
-	// (DefaultProbeInterval, 5 s) and closes when the probe succeeds. A
+	// (DefaultProbeInterval, 5 s) and closes when the probe succeeds (a
+	// dependency named "<service> <host>" without a probe of its own takes
+	// its service's). A
 	// dependency without one is tried again by closing its circuit after
 	// ProbeInterval, doubling up to ProbeMax (DefaultProbeMax, 1 min) while
 	// it stays down.

@@ -70,6 +70,20 @@
 //     pauses, pkg/fleet) is not received from; a handler that returns
 //     processors.Release (a task of a paused type) has its message made
 //     visible again at once, without counting an attempt.
+//   - Outages (circuit.go). A task whose outcome says a dependency does
+//     not answer (processors.IsUnavailable: the bit log's PostgreSQL,
+//     DynamoDB, a store, SNS) did not fail: its message is made visible
+//     again at once and no attempt is counted. The dependency's circuit
+//     opens; its task type and queue are learnt as needing it, and while
+//     it is open held tasks of that type are handed back unrun and the
+//     queue is not received from (a queue mixing types stops for all of
+//     them, as with a pause). Config.Probes[dependency] (or its service's,
+//     for "dynamodb <host>") is asked every ProbeInterval (5 s) and the
+//     circuit closes when it answers; without a probe the circuit closes
+//     on trial after 5 s, doubling to ProbeMax (1 min) while the next task
+//     finds it down again. On closing, the queues it held back are woken.
+//     Manager.Outages lists the open circuits: the fleet registry's
+//     heartbeat shows them, with the state degraded.
 //   - Shutdown. When Run's ctx ends the manager stops receiving, releases
 //     held messages (visibility 0), lets running tasks finish within
 //     GracePeriod (counted from then), then cancels them and releases their
