@@ -174,3 +174,32 @@ func TestCircuitWithoutProbeRetriesWithBackoff(t *testing.T) {
 		}
 	})
 }
+
+// TestOnDeadLetterHook: the hook is told of a task once it is in the
+// dead-letter queue, with the reason and the cause.
+func TestOnDeadLetterHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type told struct {
+			id, reason, cause string
+			dlq               int
+		}
+		var got []told
+		var h *harness
+		rec := &recorder{fn: func(context.Context, *task.Task) error { return errors.New("disk on fire") }}
+		h = newHarness(t, harnessOpts{handler: rec, cfg: func(c *Config) {
+			c.OnDeadLetter = func(_ context.Context, tk *task.Task, reason string, cause error) error {
+				got = append(got, told{tk.Get("id"), reason, cause.Error(), h.dlq.Len()})
+				return nil
+			}
+		}})
+		rec.clk = h.clk
+		h.put(0, noopTask("x"))
+		h.start()
+		if !h.advanceUntil(5*time.Minute, func() bool { return len(got) > 0 }) {
+			t.Fatal("the hook was not called")
+		}
+		if want := (told{"x", ReasonFailed, "disk on fire", 1}); len(got) != 1 || got[0] != want {
+			t.Fatalf("hook told %+v, want %+v", got, want)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package workman
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -152,6 +153,13 @@ type Config struct {
 	// it stays down.
 	Probes                  map[string]Probe
 	ProbeInterval, ProbeMax time.Duration
+
+	// OnDeadLetter, when set, is told of every decoded task once it is in
+	// the dead-letter queue (reason is one of the Reason constants, cause
+	// the error), within CallTimeout; its error is logged. The bit report
+	// uses it so a space's report does not wait for a check that was
+	// dead-lettered (bitreport.DeadLettered).
+	OnDeadLetter func(ctx context.Context, t *task.Task, reason string, cause error) error
 }
 
 // Pauser says which queues are paused. Implementations must be safe for

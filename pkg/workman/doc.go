@@ -59,8 +59,9 @@
 //     so a crash in between duplicates rather than loses. The MaxAttempts-th
 //     failure, a permanent error, an undecodable body or an unknown task type
 //     sends the message to the dead-letter queue (format: DeadLetter) and
-//     then deletes it. Panics in processors are recovered and count as
-//     failures. On claim-checked queues (pkg/queue/claimcheck) a reference
+//     then deletes it; Config.OnDeadLetter is then told of the task (the
+//     bit report records a dead-lettered check, bitreport.DeadLettered).
+//     Panics in processors are recovered and count as failures. On claim-checked queues (pkg/queue/claimcheck) a reference
 //     whose blob is gone or does not match is dead-lettered as undecodable,
 //     one whose key the claim check does not own (claimcheck.ErrRefused) as
 //     permanent; one whose blob cannot be read now is left to reappear

@@ -457,6 +457,13 @@ func (m *Manager) deadLetter(svc context.Context, j *job, t *task.Task, reason s
 	m.obs.DeadLettered(d.TaskType, reason)
 	log.Warn("task dead-lettered", "error", cause.Error())
 	m.succeed(j)
+	if t != nil && m.cfg.OnDeadLetter != nil {
+		cctx, cancel := context.WithTimeout(svc, m.cfg.CallTimeout)
+		defer cancel()
+		if err := m.cfg.OnDeadLetter(cctx, t, reason, cause); err != nil {
+			log.Error("dead-letter hook failed", "error", err)
+		}
+	}
 }
 
 // succeed hands the message to its queue's batch deleter.
