@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/millfleet/mill/pkg/awsconfig"
 )
 
 // ErrNoState is wrapped by StateStore.Load when nothing has been saved yet.
@@ -182,7 +184,7 @@ type s3Blobs struct {
 }
 
 func (b s3Blobs) get(ctx context.Context, key string) ([]byte, error) {
-	out, err := b.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key)})
+	out, err := b.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key)}, awsconfig.ReadWhole)
 	if err != nil {
 		var nk *s3types.NoSuchKey
 		if errors.As(err, &nk) {

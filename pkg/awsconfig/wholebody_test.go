@@ -1,0 +1,80 @@
+package awsconfig_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/millfleet/mill/internal/testkit/faultproxy"
+	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/awsconfig"
+)
+
+// TestBrokenBodiesRetried: through a proxy that breaks 30 % of the GET
+// response bodies mid-read, listings and ReadWhole reads of small objects
+// succeed every time with the right bytes (the SDK retries the broken
+// ones), while a plain GetObject's body breaks in the caller's hands.
+func TestBrokenBodiesRetried(t *testing.T) {
+	direct := testenv.AWS(t)
+	ctx := context.Background()
+	u, err := url.Parse(testenv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.NewHTTP(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	t.Setenv("AWS_ENDPOINT_URL", proxy.URL())
+	cfg, err := awsconfig.Load(ctx, awsconfig.Options{MaxAttempts: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := testenv.Prefix(t) + "cut"
+	dc := direct.S3()
+	if _, err := dc.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupBucket(t, dc, bucket)
+	body := bytes.Repeat([]byte("accounts.json "), 5000)
+	for _, k := range []string{"a", "b", "c"} {
+		if _, err := dc.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(k), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := cfg.S3()
+	proxy.BreakBodies(0.3, func(r *http.Request) bool { return r.Method == http.MethodGet })
+	const n = 8
+	plain := 0
+	for i := range n {
+		out, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+		if err != nil || len(out.Contents) != 3 {
+			t.Fatalf("listing %d: %v", i, err)
+		}
+		g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("b")}, awsconfig.ReadWhole)
+		if err != nil {
+			t.Fatalf("ReadWhole get %d: %v", i, err)
+		}
+		b, err := io.ReadAll(g.Body)
+		if err != nil || !bytes.Equal(b, body) {
+			t.Fatalf("ReadWhole get %d: %d bytes, %v", i, len(b), err)
+		}
+		if g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("b")}); err == nil {
+			if _, err := io.ReadAll(g.Body); err != nil {
+				plain++
+			}
+			g.Body.Close()
+		}
+	}
+	t.Logf("%d bodies broken; %d of %d plain reads broke in the caller's hands", proxy.Breaks(), plain, n)
+	if proxy.Breaks() < n/4 || plain == 0 {
+		t.Errorf("the proxy broke %d bodies, %d plain reads: the fault was not exercised", proxy.Breaks(), plain)
+	}
+}
