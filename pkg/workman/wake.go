@@ -9,10 +9,15 @@ import (
 // waker wakes a queue when work the manager sent it with a delay (a retry,
 // a task released by an open circuit) comes due, so the idle rotation,
 // which reaches a low queue only once per round of long polls, does not
-// leave it waiting. A due time within half a long-poll wait after one
-// already kept for the same queue is covered by that one's watch (a long
-// poll answers as soon as a message becomes visible), so the waker keeps
-// at most a few dozen times per queue however many messages are delayed.
+// leave it waiting. The watch a wake starts answers as soon as one
+// message is visible, and the batches that follow take what is visible
+// by then: so due times are merged only when they fall within
+// wakeMerge of one already kept for the queue (a burst of retries sent
+// over two seconds makes a few wakes, not one per retry).
+// wakeMerge: a due time this close after one already kept is covered by
+// that one's wake.
+const wakeMerge = 250 * time.Millisecond
+
 type waker struct {
 	m    *Manager
 	mu   sync.Mutex
@@ -26,14 +31,13 @@ func newWaker(m *Manager) *waker {
 
 // at records that queue i has work due at t.
 func (w *waker) at(i int, t time.Time) {
-	cover := w.m.cfg.IdlePollWait / 2
 	w.mu.Lock()
 	ts := w.due[i]
 	k := 0
 	for k < len(ts) && !ts[k].After(t) {
 		k++
 	}
-	if k > 0 && t.Sub(ts[k-1]) < cover {
+	if k > 0 && t.Sub(ts[k-1]) < wakeMerge {
 		w.mu.Unlock()
 		return
 	}
