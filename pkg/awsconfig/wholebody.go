@@ -3,21 +3,33 @@ package awsconfig
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
 )
 
 // A response whose body breaks before its end (the connection closed
 // short of the Content-Length) is retried by the SDK when the break
-// happens inside the call: a listing's or a table read's body is decoded
-// inside it. A GetObject's body is the caller's, read after the call
+// happens inside the call — a listing's or a table read's body is decoded
+// inside it — once brokenBodyRetryable is among its retryables (Load). A GetObject's body is the caller's, read after the call
 // returned; ReadWhole brings the read of a small object inside the call,
 // so its breaks are retried too. Content (a store's items) is streamed
 // and read on where it is read (the bit check reads on from its hash:
 // processors/bit).
+
+// brokenBodyRetryable makes the SDK retry a call whose response body
+// broke while the call decoded it (a listing's XML, a table read's JSON):
+// the SDK's own checks let that unexpected EOF through as final.
+var brokenBodyRetryable = retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return aws.TrueTernary
+	}
+	return aws.UnknownTernary
+})
 
 // BrokenBodyError is a body that broke while ReadWhole read it; the
 // SDK's retryer retries it (RetryableError).

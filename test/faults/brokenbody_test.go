@@ -22,18 +22,14 @@ import (
 	"github.com/millfleet/mill/internal/testkit/faultproxy"
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
-	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
-	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
-	"github.com/millfleet/mill/pkg/task"
 )
 
 // TestBrokenBodies: every S3 GET of the producers and of workman goes
@@ -49,7 +45,7 @@ func TestBrokenBodies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	workmanBin, bitBin, dupBin := binary(t, "workman"), binary(t, "bitproducer"), binary(t, "dupproducer")
-	items := scaled(150, 60)
+	items := scaled(100, 50)
 	const account, space = "acme", "photos"
 	u, err := url.Parse(testenv.Endpoint())
 	if err != nil {
@@ -99,25 +95,8 @@ func TestBrokenBodies(t *testing.T) {
 	if err := store.CreateSpace(ctx, space); err != nil {
 		t.Fatal(err)
 	}
-	index := pgcontentindex.New(pool)
-	audit := dynamoauditlog.New(ddb, auditTable)
-	at := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
-	for i := range items {
-		body := bytes.Repeat([]byte(fmt.Sprintf("item %d ", i)), 500)
-		sum, _, _ := storage.MD5Hex(bytes.NewReader(body))
-		size := int64(len(body))
-		if _, err := store.Put(ctx, space, itemID(i), bytes.NewReader(body), storage.PutOptions{Size: size, Checksum: sum, MimeType: "text/plain"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := index.Upsert(ctx, contentindex.Entry{Item: contentindex.Item{Account: account, StoreID: "1", SpaceID: space, ContentID: itemID(i)},
-			Checksum: sum, Size: &size, MimeType: "text/plain", Modified: at}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := audit.Put(ctx, auditlog.Entry{Account: account, StoreID: "1", SpaceID: space, ContentID: itemID(i),
-			Action: task.ActionAddContent, Time: at, Checksum: sum, Size: &size, MimeType: "text/plain"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	seedItems(t, ctx, store, pgcontentindex.New(pool), dynamoauditlog.New(ddb, auditTable), account, "1", space, items,
+		func(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("item %d ", i)), 500) })
 	for key, body := range map[string]string{
 		"accounts.json": fmt.Sprintf(`{"accounts": [{"id": %q, "status": "active", "stores": [
   {"id": "1", "primary": true, "kind": "s3", "bucket": %q, "prefix": "mill/", "region": "us-east-1"},

@@ -20,27 +20,23 @@ import (
 	"github.com/millfleet/mill/internal/testkit/pgcluster"
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
-	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
-	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
-	"github.com/millfleet/mill/pkg/task"
 )
 
 // outageFor is how long the outage tests keep a dependency down:
-// MILL_FAULTS_OUTAGE (a Go duration), default 45 s — past the 30 s in
+// MILL_FAULTS_OUTAGE (a Go duration), default 40 s — past the 30 s in
 // which Workman's three attempts at 10 s and 20 s used to run out.
 func outageFor(t *testing.T) time.Duration {
-	d := 45 * time.Second
+	d := 40 * time.Second
 	if v := os.Getenv("MILL_FAULTS_OUTAGE"); v != "" {
 		x, err := time.ParseDuration(v)
 		if err != nil || x <= 0 {
@@ -67,7 +63,7 @@ func TestPostgresOutageDuringBitRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute+2*outage)
 	defer cancel()
 	workmanBin, producerBin := binary(t, "workman"), binary(t, "bitproducer")
-	items := scaled(300, 120)
+	items := scaled(200, 100)
 	const (
 		account = "acme"
 		space   = "photos"
@@ -106,25 +102,8 @@ func TestPostgresOutageDuringBitRun(t *testing.T) {
 	if err := fs.CreateSpace(ctx, space); err != nil {
 		t.Fatal(err)
 	}
-	index := pgcontentindex.New(pool)
-	audit := dynamoauditlog.New(ddb, auditTable)
-	at := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
-	for i := range items {
-		body := fmt.Sprintf("content of item %d", i)
-		sum, _, _ := storage.MD5Hex(strings.NewReader(body))
-		size := int64(len(body))
-		if _, err := fs.Put(ctx, space, itemID(i), strings.NewReader(body), storage.PutOptions{Size: size, Checksum: sum, MimeType: "text/plain"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := index.Upsert(ctx, contentindex.Entry{Item: contentindex.Item{Account: account, StoreID: "1", SpaceID: space, ContentID: itemID(i)},
-			Checksum: sum, Size: &size, MimeType: "text/plain", Modified: at}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := audit.Put(ctx, auditlog.Entry{Account: account, StoreID: "1", SpaceID: space, ContentID: itemID(i),
-			Action: task.ActionAddContent, Time: at, Checksum: sum, Size: &size, MimeType: "text/plain"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	seedItems(t, ctx, fs, pgcontentindex.New(pool), dynamoauditlog.New(ddb, auditTable), account, "1", space, items,
+		func(i int) []byte { return []byte(fmt.Sprintf("content of item %d", i)) })
 	conf := filepath.Join(dir, "config")
 	if err := os.MkdirAll(conf, 0o755); err != nil {
 		t.Fatal(err)
