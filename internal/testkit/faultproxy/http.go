@@ -56,6 +56,9 @@ func NewHTTP(target string) (*HTTP, error) {
 		},
 		ModifyResponse: h.modify,
 		ErrorLog:       log.New(io.Discard, "", 0), // broken bodies are the point
+		// Every write goes out at once, so a broken body has sent its
+		// status, headers and first half before the connection drops.
+		FlushInterval: -1,
 	}
 	h.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
