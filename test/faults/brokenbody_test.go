@@ -17,7 +17,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/internal/testkit/faultproxy"
 	"github.com/millfleet/mill/internal/testkit/testbin"
@@ -27,7 +26,6 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
-	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 )
@@ -76,14 +74,7 @@ func TestBrokenBodies(t *testing.T) {
 	}
 	src, dst, conf, state, reports := bucket("src"), bucket("dst"), bucket("config"), bucket("state"), bucket("reports")
 	dbURL := testenv.Schema(t)
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := milldb.Up(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, ctx, dbURL)
 
 	// The items (4 KB each: one ranged GET, broken as often as any part
 	// of a big read) in the source store, its index and the audit log,

@@ -15,7 +15,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/internal/testkit/pgcluster"
 	"github.com/millfleet/mill/internal/testkit/testbin"
@@ -27,7 +26,6 @@ import (
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
-	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 )
@@ -69,14 +67,7 @@ func TestPostgresOutageDuringBitRun(t *testing.T) {
 		space   = "photos"
 	)
 	dbURL := cluster.URL(pgcluster.Database)
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if _, err := milldb.Up(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := migratedPool(t, ctx, dbURL)
 	prefix := testenv.Prefix(t)
 	sqsc, ddb, s3c := cfg.SQS(), cfg.DynamoDB(), cfg.S3()
 	testenv.CleanupQueues(t, sqsc, prefix)

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -37,4 +40,19 @@ func seedItems(t *testing.T, ctx context.Context, prov storage.Provider, index c
 			t.Fatal(err)
 		}
 	}
+}
+
+// migratedPool opens a pool on dbURL, closed when the test ends, with
+// Mill's schema migrated up.
+func migratedPool(t *testing.T, ctx context.Context, dbURL string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := milldb.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return pool
 }
