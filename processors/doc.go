@@ -1,6 +1,8 @@
 // Package processors is Workman's processor API: the Handler interface every
 // task processor implements, the outcomes a handler reports through its error
-// (nil, Permanent, RetryAfter, Release, any other error), a Mux that routes tasks to
+// (nil, Permanent, RetryAfter, Release, Unavailable — an outage of a
+// dependency, which IsUnavailable also reads from the pgx and AWS SDK
+// errors where they are typed (unavailable.go) — any other error), a Mux that routes tasks to
 // processors by task type, and the middleware that adds cross-cutting
 // behaviour around any handler: Logging, Metrics, Timeout and Recover.
 //

@@ -22,6 +22,8 @@ const (
 	ResultCanceled   = "canceled"    // cancelled (hard shutdown)
 	ResultPanic      = "panic"       // the handler panicked (see Recover)
 	ResultReleased   = "released"    // Release: handed back to the queue, not an attempt
+	// a dependency does not answer (IsUnavailable): handed back, not an attempt
+	ResultUnavailable = "unavailable"
 )
 
 // Result classifies the outcome err of a handler call. ctx is the context
@@ -39,6 +41,9 @@ func Result(ctx context.Context, err error) string {
 	}
 	if _, ok := IsReleased(err); ok {
 		return ResultReleased
+	}
+	if _, ok := IsUnavailable(err); ok {
+		return ResultUnavailable
 	}
 	if _, ok := RetryDelay(err); ok {
 		return ResultRetryAfter

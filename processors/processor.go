@@ -19,6 +19,10 @@ import (
 //   - an error made by Release: the task was not run, or was stopped, for a
 //     reason outside it (a fleet-wide pause of its type): its message is
 //     made visible again at once and no attempt is counted.
+//   - an outage of a dependency (IsUnavailable: an UnavailableError, or
+//     a driver's error that says the dependency does not answer): no
+//     attempt is counted; Workman opens that dependency's circuit and
+//     hands the task back (pkg/workman).
 //   - any other error: the task is retried with exponential backoff and goes
 //     to the dead-letter queue when it has failed Workman's MaxAttempts
 //     times (--max-attempts, default 3).

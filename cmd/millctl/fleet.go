@@ -268,6 +268,7 @@ func printFleet(w io.Writer, s fleet.Snapshot, prefix string, all, color bool) e
 		totals = append(totals, fmt.Sprintf("%d %s", s.Totals[st], st))
 	}
 	fmt.Fprintf(w, "\nworkers: %s\n", strings.Join(totals, ", "))
+	printOutages(w, s)
 	if len(s.Pauses) == 0 {
 		fmt.Fprintln(w, "pauses: none")
 		return nil
@@ -277,4 +278,21 @@ func printFleet(w io.Writer, s fleet.Snapshot, prefix string, all, color bool) e
 		fmt.Fprintf(w, "  %s\n", p)
 	}
 	return nil
+}
+
+// printOutages lists the dependencies workers found down: what they hold
+// back, since when.
+func printOutages(w io.Writer, s fleet.Snapshot) {
+	for _, wk := range s.Workers {
+		if wk.State == fleet.StateGone || wk.State == fleet.StateLost {
+			continue
+		}
+		for _, o := range wk.Outages {
+			fmt.Fprintf(w, "outage: %s: %s down for %s, holding back %s", wk.ID, o.Dependency, ago(s.At.Sub(o.Since)), dash(strings.Join(o.Types, ",")))
+			if o.Cause != "" {
+				fmt.Fprintf(w, " (%s)", o.Cause)
+			}
+			fmt.Fprintln(w)
+		}
+	}
 }

@@ -39,10 +39,13 @@ func TestFleetPauseResume(t *testing.T) {
 			Expires: beat.Add(time.Hour), Queues: []string{prefix + "dup-high", prefix + "bit"}, Pool: 8, State: st,
 			Running: map[string]int{"DUP": 2}, Counts: map[string]fleet.Counts{"DUP": {Processed: 40, Failed: 1}, "BIT": {Processed: 2}}}
 	}
+	sick := rec("sick", now, fleet.StateDegraded)
+	sick.Outages = []fleet.Outage{{Dependency: "postgres", Since: now.Add(-2 * time.Minute), Cause: "connection refused", Types: []string{"BIT", "BIT_REPORT"}}}
 	for _, w := range []fleet.Worker{
 		rec("alive", now, fleet.StateRunning),
 		rec("silent", now.Add(-2*time.Minute), fleet.StateRunning),
 		rec("left", now, fleet.StateGone),
+		sick,
 	} {
 		if err := reg.Put(ctx, w); err != nil {
 			t.Fatal(err)
@@ -58,7 +61,8 @@ func TestFleetPauseResume(t *testing.T) {
 		!strings.Contains(out, "dup-high,bit") || !strings.Contains(out, "DUP 2") || !strings.Contains(out, "42") {
 		t.Errorf("fleet table:\n%s", out)
 	}
-	if !strings.Contains(out, "workers: 1 running, 0 paused, 0 draining, 1 lost, 1 gone") || !strings.Contains(out, "pauses: none") {
+	if !strings.Contains(out, "workers: 1 running, 1 degraded, 0 paused, 0 draining, 1 lost, 1 gone") || !strings.Contains(out, "pauses: none") ||
+		!strings.Contains(out, "outage: sick: postgres down for 2m0s, holding back BIT,BIT_REPORT (connection refused)") {
 		t.Errorf("fleet totals:\n%s", out)
 	}
 	if _, out, _ = setupRun(t, env, "fleet", "--all"); !strings.Contains(out, "left") {
@@ -83,7 +87,7 @@ func TestFleetPauseResume(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &snap); err != nil {
 		t.Fatalf("fleet --json: %v\n%s", err, out)
 	}
-	if len(snap.Workers) != 3 || snap.Totals[fleet.StateLost] != 1 || len(snap.Pauses) != 2 {
+	if len(snap.Workers) != 4 || snap.Totals[fleet.StateLost] != 1 || snap.Totals[fleet.StateDegraded] != 1 || len(snap.Pauses) != 2 {
 		t.Fatalf("fleet --json: %+v", snap)
 	}
 	_, out, _ = setupRun(t, env, "queues", "--no-age", "--json")

@@ -12,6 +12,7 @@ import (
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/lifecycle"
+	"github.com/millfleet/mill/pkg/workman"
 	"github.com/millfleet/mill/pkg/workman/fleetmember"
 )
 
@@ -111,4 +112,17 @@ func completeLifecycle(ctx context.Context, o *fleetOptions, awsCfg *awsconfig.C
 		return
 	}
 	logger.Info("termination lifecycle action completed", "hook", o.hook, "instance_id", id.InstanceID)
+}
+
+// fleetOutages is the manager's open circuits as the registry records them.
+func fleetOutages(os []workman.Outage) []fleet.Outage {
+	var out []fleet.Outage
+	for _, o := range os {
+		fo := fleet.Outage{Dependency: o.Dependency, Since: o.Since, Cause: o.Cause}
+		for _, t := range o.Types {
+			fo.Types = append(fo.Types, string(t))
+		}
+		out = append(out, fo)
+	}
+	return out
 }

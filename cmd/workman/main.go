@@ -37,6 +37,7 @@ import (
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/lifecycle"
 	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/metrics/cloudwatchmetrics"
@@ -387,6 +388,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}})
 	if err != nil {
 		return err
+	}
+	if member != nil {
+		member.SetOutages(func() []fleet.Outage { return fleetOutages(m.Outages()) })
 	}
 
 	// Background services outlive the manager so its last results are

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
@@ -30,6 +31,8 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/workman"
+	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/noop"
 )
 
@@ -185,6 +188,14 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		DupRestoreDays: cfg.DupRestoreDays,
 		Format:         cfg.Format, RecheckDelay: cfg.RecheckDelay, Noop: cfg.Noop,
 		Transfer: cfg.Transfer, ResumeMinSize: cfg.ResumeMinSize, CheckpointEvery: cfg.CheckpointEvery,
+	}
+	ddb := aws.DynamoDB()
+	d.Probes = map[string]workman.Probe{
+		processors.DependencyPostgres: db.Pool.Ping,
+		"dynamodb": func(ctx context.Context) error {
+			_, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &cfg.AuditTable})
+			return err
+		},
 	}
 	if cfg.CheckpointBucket != "" {
 		d.Checkpoints = s3store.NewCheckpoints(s3c, cfg.CheckpointBucket, cfg.CheckpointPrefix)

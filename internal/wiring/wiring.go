@@ -49,6 +49,7 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/workman"
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/audit"
 	"github.com/millfleet/mill/processors/bit"
@@ -139,6 +140,10 @@ type Deps struct {
 	Checkpoints     blob.Store
 	ResumeMinSize   int64
 	CheckpointEvery int64
+	// Probes ask the dependencies whether they answer again while their
+	// circuit is open (workman.Config.Probes): AWS wires "postgres" (a
+	// ping of the pool) and "dynamodb" (a describe of the audit table).
+	Probes map[string]workman.Probe
 	// Wrap, when set, wraps each processor before it is registered (tests
 	// and the dev mode's fault hooks use it to observe or disable a
 	// processor).

@@ -5,6 +5,7 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
 	"github.com/millfleet/mill/processors"
+	"github.com/millfleet/mill/processors/bitreport"
 )
 
 // WorkmanConfig is what differs between the ways Mill runs Workman
@@ -47,6 +48,12 @@ func Workman(d *Deps, cfg WorkmanConfig) (*workman.Manager, error) {
 		if mc.DeadLetter, err = d.Queues.Get(queue.KeyDeadLetter); err != nil {
 			return nil, err
 		}
+	}
+	if mc.Probes == nil {
+		mc.Probes = d.Probes
+	}
+	if mc.OnDeadLetter == nil && d.BitLog != nil {
+		mc.OnDeadLetter = bitreport.DeadLettered(d.BitLog)
 	}
 	chain := ChainConfig{Logger: mc.Logger, Outer: cfg.Outer}
 	if o, ok := mc.Observer.(processors.Observer); ok {

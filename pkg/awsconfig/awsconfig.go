@@ -101,6 +101,7 @@ func Load(ctx context.Context, o Options) (*Config, error) {
 			return retry.NewStandard(func(so *retry.StandardOptions) {
 				so.MaxAttempts = o.MaxAttempts
 				so.MaxBackoff = 5 * time.Second
+				so.Retryables = append(so.Retryables, brokenBodyRetryable) // wholebody.go
 			})
 		}),
 	}

@@ -4,8 +4,10 @@
 // Every Workman writes a heartbeat record (Worker) once per interval
 // (default 30 s): its identity (worker ID, host, EC2 instance and zone),
 // version, start time, queues, pool size, the tasks it holds and runs by
-// type, its result counts by type and its state (running, paused,
-// draining). On a clean shutdown it writes state gone. A reader shows a
+// type, its result counts by type, its state (running, degraded, paused,
+// draining) and its outages: the dependencies whose circuit is open in its
+// Workman (degraded: it holds back the task types that need them, counting
+// no attempts). On a clean shutdown it writes state gone. A reader shows a
 // record whose heartbeat is older than LostAfter (3) intervals as lost
 // (Worker.StateAt, Read).
 //

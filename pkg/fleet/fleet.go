@@ -36,15 +36,18 @@ type State string
 // States. A worker writes running, paused, draining and gone; lost is what
 // a reader makes of a record whose heartbeat is too old (Worker.StateAt).
 const (
-	StateRunning  State = "running"  // receiving and running tasks
-	StatePaused   State = "paused"   // every queue it receives from is paused
+	StateRunning State = "running" // receiving and running tasks
+	StatePaused  State = "paused"  // every queue it receives from is paused
+	// running, but holding back the tasks that need a dependency that does
+	// not answer (Worker.Outages)
+	StateDegraded State = "degraded"
 	StateDraining State = "draining" // shutting down: no more receives, running tasks finish
 	StateGone     State = "gone"     // shut down cleanly
 	StateLost     State = "lost"     // no heartbeat for LostAfter intervals
 )
 
 // States lists every state in display order.
-var States = []State{StateRunning, StatePaused, StateDraining, StateLost, StateGone}
+var States = []State{StateRunning, StateDegraded, StatePaused, StateDraining, StateLost, StateGone}
 
 // Counts are a worker's task results since it started.
 type Counts struct {
@@ -97,9 +100,25 @@ type Worker struct {
 	// Pauses are the keys (Pause.Key) of the pauses the worker had read
 	// and applied when it wrote this record.
 	Pauses []string `json:"pauses,omitempty"`
+	// Outages are the dependencies this worker found not answering and
+	// has not seen answer again (its open circuits, pkg/workman): it holds
+	// back their task types meanwhile, counting no attempts.
+	Outages []Outage `json:"outages,omitempty"`
 	// Note says why the worker is draining (a signal, an Auto Scaling
 	// termination, a Spot interruption); empty otherwise.
 	Note string `json:"note,omitempty"`
+}
+
+// Outage is a dependency a worker found not answering.
+type Outage struct {
+	// Dependency is its name as Workman keys its circuit: "postgres", or
+	// an AWS service and host ("dynamodb dynamodb.us-east-1.amazonaws.com").
+	Dependency string `json:"dependency"`
+	// Since is when the worker found it down; Cause the error it met.
+	Since time.Time `json:"since"`
+	Cause string    `json:"cause,omitempty"`
+	// Types are the task types held back for it.
+	Types []string `json:"types,omitempty"`
 }
 
 // StateAt is the state to show for w at now: StateLost when a worker that
@@ -135,7 +154,7 @@ func (w Worker) Validate() error {
 		errs = append(errs, errors.New("empty worker ID"))
 	}
 	if !slices.Contains(States, w.State) || w.State == StateLost {
-		errs = append(errs, fmt.Errorf("state %q: a worker writes running, paused, draining or gone", w.State))
+		errs = append(errs, fmt.Errorf("state %q: a worker writes running, degraded, paused, draining or gone", w.State))
 	}
 	if w.Heartbeat.IsZero() || w.Expires.IsZero() {
 		errs = append(errs, errors.New("heartbeat and expiry must be set"))

@@ -15,6 +15,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
 
@@ -207,7 +208,7 @@ func (s s3Blobs) key(name string) string   { return s.prefix + name }
 func (s s3Blobs) where(name string) string { return "s3://" + s.bucket + "/" + s.key(name) }
 
 func (s s3Blobs) read(ctx context.Context, name string) ([]byte, error) {
-	out, err := s.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.key(name))})
+	out, err := s.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.key(name))}, awsconfig.ReadWhole)
 	if err != nil {
 		if isS3NotFound(err) {
 			return nil, fmt.Errorf("%s: %w", s.where(name), ErrNotFound)

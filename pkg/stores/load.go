@@ -11,6 +11,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
 
@@ -47,7 +48,7 @@ func LoadFile(path string) (*Registry, error) {
 // prefix + FileName).
 func LoadS3(ctx context.Context, client *s3.Client, bucket, key string) (*Registry, error) {
 	where := "s3://" + bucket + "/" + key
-	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}, awsconfig.ReadWhole)
 	if err != nil {
 		var nk *s3types.NoSuchKey
 		var ae smithy.APIError

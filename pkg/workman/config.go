@@ -1,6 +1,7 @@
 package workman
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -31,6 +32,8 @@ const (
 	DefaultOperationAttempts  = 5
 	DefaultOperationRetryBase = 200 * time.Millisecond
 	DefaultCallTimeout        = 30 * time.Second
+	DefaultProbeInterval      = 5 * time.Second
+	DefaultProbeMax           = time.Minute
 )
 
 // Observer receives what the manager itself sees (task results come from the
@@ -138,6 +141,25 @@ type Config struct {
 	// were already received are handed back by a middleware with
 	// processors.Release.)
 	Pauser Pauser
+
+	// Probes ask a dependency (by the name processors.IsUnavailable gives
+	// it: "postgres", "dynamodb <host>", …) whether it answers again; an
+	// open circuit with a probe is probed every ProbeInterval
+	// (DefaultProbeInterval, 5 s) and closes when the probe succeeds (a
+	// dependency named "<service> <host>" without a probe of its own takes
+	// its service's). A
+	// dependency without one is tried again by closing its circuit after
+	// ProbeInterval, doubling up to ProbeMax (DefaultProbeMax, 1 min) while
+	// it stays down.
+	Probes                  map[string]Probe
+	ProbeInterval, ProbeMax time.Duration
+
+	// OnDeadLetter, when set, is told of every decoded task once it is in
+	// the dead-letter queue (reason is one of the Reason constants, cause
+	// the error), within CallTimeout; its error is logged. The bit report
+	// uses it so a space's report does not wait for a check that was
+	// dead-lettered (bitreport.DeadLettered).
+	OnDeadLetter func(ctx context.Context, t *task.Task, reason string, cause error) error
 }
 
 // Pauser says which queues are paused. Implementations must be safe for
@@ -183,6 +205,8 @@ func (c Config) WithDefaults() Config {
 	}
 	def(&c.OperationRetryBase, DefaultOperationRetryBase)
 	def(&c.CallTimeout, DefaultCallTimeout)
+	def(&c.ProbeInterval, DefaultProbeInterval)
+	def(&c.ProbeMax, DefaultProbeMax)
 	if c.WorkerID == "" {
 		c.WorkerID = DefaultWorkerID()
 	}
@@ -238,6 +262,8 @@ func (c Config) validate() error {
 	p.Check(c.OperationAttempts >= 1 && c.OperationRetryBase > 0, "OperationAttempts × OperationRetryBase",
 		fmt.Sprintf("%d × %s", c.OperationAttempts, c.OperationRetryBase), "be at least 1 attempt and a positive delay")
 	p.Check(c.CallTimeout > 0, "CallTimeout", c.CallTimeout, "be positive")
+	p.Check(c.ProbeInterval > 0 && c.ProbeMax >= c.ProbeInterval, "ProbeInterval..ProbeMax",
+		fmt.Sprintf("%s..%s", c.ProbeInterval, c.ProbeMax), "be 0 < interval <= max")
 	for ty, d := range c.TaskTimeouts {
 		p.Check(d != 0, fmt.Sprintf("TaskTimeouts[%s]", ty), d, "not be 0 (a negative value means no deadline)")
 	}

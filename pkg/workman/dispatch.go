@@ -105,10 +105,11 @@ func (d *dispatcher) receive(ctx context.Context, i int) {
 			d.update(func(p *planner) { p.abort(g) })
 			return
 		}
-		if m.cfg.Pauser != nil && m.cfg.Pauser.QueuePaused(qs.q.Name()) {
-			// Nothing here for this worker: quiet, so it holds back no
-			// other queue; looked at again after the shortest backoff (a
-			// pause is read from memory).
+		if (m.cfg.Pauser != nil && m.cfg.Pauser.QueuePaused(qs.q.Name())) || m.circ.queueDown(i) {
+			// Nothing here for this worker (paused, or its tasks need a
+			// dependency that is down): quiet, so it holds back no other
+			// queue; looked at again after the shortest backoff (both are
+			// read from memory).
 			d.update(func(p *planner) { p.paused(g) })
 			if clock.Sleep(ctx, m.clk, m.cfg.QueueBackoffMin) != nil {
 				return

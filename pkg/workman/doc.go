@@ -17,7 +17,9 @@
 //     round the queues — the top queue every other turn — so an idle
 //     instance costs 3 requests a minute: a message on the top queue is
 //     picked up within one long-poll wait (20 s), on any other within one
-//     round (2·(queues−1) waits: 200 s for six queues).
+//     round (2·(queues−1) waits: 200 s for six queues). Work this manager
+//     sent with a delay (a retry) does not wait for the rotation: its queue
+//     is watched as soon as the delay ends (wake.go).
 //   - Dispatching. One dispatcher hands each free worker the held message of
 //     the highest queue (strict priority). A message received while a higher
 //     queue's state was unknown (at startup, or when the idle rotation finds
@@ -57,8 +59,9 @@
 //     so a crash in between duplicates rather than loses. The MaxAttempts-th
 //     failure, a permanent error, an undecodable body or an unknown task type
 //     sends the message to the dead-letter queue (format: DeadLetter) and
-//     then deletes it. Panics in processors are recovered and count as
-//     failures. On claim-checked queues (pkg/queue/claimcheck) a reference
+//     then deletes it; Config.OnDeadLetter is then told of the task (the
+//     bit report records a dead-lettered check, bitreport.DeadLettered).
+//     Panics in processors are recovered and count as failures. On claim-checked queues (pkg/queue/claimcheck) a reference
 //     whose blob is gone or does not match is dead-lettered as undecodable,
 //     one whose key the claim check does not own (claimcheck.ErrRefused) as
 //     permanent; one whose blob cannot be read now is left to reappear
@@ -68,6 +71,20 @@
 //     pauses, pkg/fleet) is not received from; a handler that returns
 //     processors.Release (a task of a paused type) has its message made
 //     visible again at once, without counting an attempt.
+//   - Outages (circuit.go). A task whose outcome says a dependency does
+//     not answer (processors.IsUnavailable: the bit log's PostgreSQL,
+//     DynamoDB, a store, SNS) did not fail: its message is made visible
+//     again at once and no attempt is counted. The dependency's circuit
+//     opens; its task type and queue are learnt as needing it, and while
+//     it is open held tasks of that type are handed back unrun and the
+//     queue is not received from (a queue mixing types stops for all of
+//     them, as with a pause). Config.Probes[dependency] (or its service's,
+//     for "dynamodb <host>") is asked every ProbeInterval (5 s) and the
+//     circuit closes when it answers; without a probe the circuit closes
+//     on trial after 5 s, doubling to ProbeMax (1 min) while the next task
+//     finds it down again. On closing, the queues it held back are woken.
+//     Manager.Outages lists the open circuits: the fleet registry's
+//     heartbeat shows them, with the state degraded.
 //   - Shutdown. When Run's ctx ends the manager stops receiving, releases
 //     held messages (visibility 0), lets running tasks finish within
 //     GracePeriod (counted from then), then cancels them and releases their

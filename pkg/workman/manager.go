@@ -26,6 +26,8 @@ type Manager struct {
 	handler processors.Handler
 	queues  []*qstate
 	ext     *extender
+	wakes   *waker
+	circ    *circuits
 
 	started  atomic.Bool
 	ready    atomic.Bool
@@ -38,8 +40,9 @@ type Manager struct {
 
 // qstate is one work queue and what the manager knows of it.
 type qstate struct {
-	q  queue.Queue
-	vt time.Duration // visibility timeout
+	q     queue.Queue
+	index int           // in Config.Queues
+	vt    time.Duration // visibility timeout
 	// hangUpSafe: a long poll may be cancelled at shutdown
 	// (queue.SafeToHangUp).
 	hangUpSafe bool
@@ -70,8 +73,10 @@ func New(cfg Config) (*Manager, error) {
 	// whatever middleware the caller composed.
 	m.handler = processors.Chain(cfg.Handler, processors.Recover(), processors.Timeout(cfg.TaskTimeouts, cfg.DefaultTaskTimeout))
 	m.ext = newExtender(m)
+	m.wakes = newWaker(m)
+	m.circ = newCircuits(m)
 	for _, q := range cfg.Queues {
-		qs := &qstate{q: q, log: m.log.With("queue", q.Name()), hangUpSafe: queue.SafeToHangUp(q)}
+		qs := &qstate{q: q, index: len(m.queues), log: m.log.With("queue", q.Name()), hangUpSafe: queue.SafeToHangUp(q)}
 		qs.del = newDeleter(m, qs)
 		m.queues = append(m.queues, qs)
 	}
@@ -82,6 +87,10 @@ func New(cfg Config) (*Manager, error) {
 // (its visibility timeout was read) and shutdown has not begun. It backs
 // /readyz.
 func (m *Manager) Ready() bool { return m.ready.Load() }
+
+// Outages lists the dependencies whose circuit is open on this manager
+// (for the fleet registry's heartbeat), by dependency.
+func (m *Manager) Outages() []Outage { return m.circ.outages() }
 
 // Stopped is closed when Run has returned.
 func (m *Manager) Stopped() <-chan struct{} { return m.stopped }
@@ -133,10 +142,12 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	var bg sync.WaitGroup
 	bg.Go(func() { m.ext.run(svc) })
+	m.circ.start(svc)
 	for _, qs := range m.queues {
 		bg.Go(func() { qs.del.run(svc) })
 	}
 	d := newDispatcher(m, svc)
+	bg.Go(func() { m.wakes.run(svc, func(i int) { d.update(func(p *planner) { p.wake(i) }) }) })
 	var workers sync.WaitGroup
 	for range m.cfg.Workers {
 		workers.Go(func() { d.work(svc, hard, ctx.Done()) })
@@ -195,6 +206,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	svcCancel()
 	bg.Wait()
+	m.circ.wait()
 	m.log.Info("workman stopped")
 	return nil
 }
@@ -326,6 +338,11 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 		m.deadLetter(svc, j, t, ReasonUnknownType, fmt.Errorf("unknown task type %q", string(t.Type)), t.Attempts)
 		return
 	}
+	if dep, down := m.circ.typeDown(t.Type); down {
+		// Not run, not an attempt: its dependency is down.
+		m.release(svc, j, "dependency "+dep+" unavailable")
+		return
+	}
 	ctx := processors.WithQueue(hard, j.qs.q.Name())
 	ctx = processors.WithAttempts(ctx, processors.Attempts{Done: t.Attempts, Limit: m.cfg.MaxAttempts})
 	herr := m.handler.Handle(ctx, t)
@@ -338,6 +355,12 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	if why, ok := processors.IsReleased(herr); ok {
 		// Not an attempt: the message goes back as it came.
 		m.release(svc, j, why)
+		return
+	}
+	if dep, ok := processors.IsUnavailable(herr); ok {
+		// An outage, not a failure: no attempt is counted.
+		m.circ.trip(dep, t.Type, j.qs.index, herr)
+		m.release(svc, j, "dependency "+dep+" unavailable")
 		return
 	}
 	var pe *processors.PanicError
@@ -392,6 +415,7 @@ func (m *Manager) retryTask(svc context.Context, j *job, t *task.Task, herr erro
 		m.abandon(j, err)
 		return
 	}
+	m.wakes.at(j.qs.index, m.clk.Now().Add(delay))
 	log.Info("task failed; retry scheduled", "error", herr.Error(), "retry_in", delay, "next_attempt", nt.Attempts)
 	m.succeed(j)
 }
@@ -433,6 +457,13 @@ func (m *Manager) deadLetter(svc context.Context, j *job, t *task.Task, reason s
 	m.obs.DeadLettered(d.TaskType, reason)
 	log.Warn("task dead-lettered", "error", cause.Error())
 	m.succeed(j)
+	if t != nil && m.cfg.OnDeadLetter != nil {
+		cctx, cancel := context.WithTimeout(svc, m.cfg.CallTimeout)
+		defer cancel()
+		if err := m.cfg.OnDeadLetter(cctx, t, reason, cause); err != nil {
+			log.Error("dead-letter hook failed", "error", err)
+		}
+	}
 }
 
 // succeed hands the message to its queue's batch deleter.

@@ -28,7 +28,9 @@ import (
 //   - Quiet and unknown queues are watched: a long poll for one message.
 //     While any queue has a backlog or is unknown (active), every unblocked
 //     one is watched at once; when every queue is quiet (idle), one watch at
-//     a time goes round the queues, the top queue every other turn.
+//     a time goes round the queues, the top queue every other turn. A queue
+//     woken because work this manager sent it with a delay has come due
+//     (wake) is watched at once, idle or not.
 //   - A backlogged, unblocked queue receives batches: one receive at a
 //     time, asked for only when nothing it received is still held, and only
 //     when the free budget (workers + one batch − running − held − batches in
@@ -105,6 +107,9 @@ type pqueue struct {
 	// unknown
 	unsure bool
 	held   []heldJob
+	// wake: work sent to the queue with a delay has come due; the queue is
+	// watched at once even when the manager is idle.
+	wake bool
 }
 
 type heldJob struct {
@@ -133,6 +138,10 @@ func newPlanner(c Config, shares []float64) *planner {
 
 // ask records that queue i's receiver waits for a grant.
 func (p *planner) ask(i int) { p.qs[i].ready = true }
+
+// wake records that messages sent to queue i with a delay are due: it is
+// watched as soon as its receiver is ready, outside the idle rotation.
+func (p *planner) wake(i int) { p.qs[i].wake = true }
 
 // unask withdraws queue i's request (its receiver stops).
 func (p *planner) unask(i int) { p.qs[i].ready = false }
@@ -399,7 +408,7 @@ func (p *planner) grants() []grant {
 		q := &p.qs[i]
 		p.seq++
 		g := grant{queue: i, kind: kind, n: n, wait: wait, seq: p.seq, settle: kind == watchRecv && q.ans == unknown}
-		q.ready, q.inflight, q.seq, q.n = false, kind, p.seq, n
+		q.ready, q.inflight, q.seq, q.n, q.wake = false, kind, p.seq, n, false
 		q.unsure = p.unsettledAbove(i)
 		if kind == batchRecv {
 			p.reservedBatch += n
@@ -407,10 +416,16 @@ func (p *planner) grants() []grant {
 		out = append(out, g)
 	}
 	if p.idle() {
-		// One watch at a time, round the queues.
+		// A queue whose delayed work is due is watched at once; beyond
+		// that, one watch at a time, round the queues.
+		for i := range p.qs {
+			if q := &p.qs[i]; q.wake && q.ready && q.inflight == noRecv {
+				give(i, watchRecv, 1, p.watchWait)
+			}
+		}
 		for i := range p.qs {
 			if p.qs[i].inflight != noRecv {
-				return nil
+				return out
 			}
 		}
 		for range p.rotation {

@@ -28,7 +28,8 @@ type Observer struct {
 	Index    contentindex.Index // required
 	AuditLog auditlog.Log       // required
 	// ReadSettings are how content is read (the bit check's Config holds
-	// its own and passes them on).
+	// its own and passes them on); a read that breaks mid-body is read on
+	// from its hash (cutread.go).
 	ReadSettings
 	// HeadFirst: Head each item before reading it, and read none whose
 	// bytes are archived (not restored): no GET of an archived object is

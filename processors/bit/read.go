@@ -50,7 +50,9 @@ func (ob *Observer) reread(ctx context.Context, prov storage.Provider, space, id
 	defer rc.Close()
 	sums := storage.NewSums()
 	if _, err := storage.ReadAll(ctx, rc, info.Size, t, sums); err != nil {
-		return nil, nil, err
+		if _, err := ob.readOn(ctx, prov, space, id, info, sums, sums, t, err); err != nil {
+			return nil, nil, err
+		}
 	}
 	return info, sums, nil
 }
@@ -93,7 +95,9 @@ func (ob *Observer) read(ctx context.Context, prov storage.Provider, space, id, 
 			cp: readCheckpoint{V: 1, Revision: info.Revision, Size: info.Size}}
 	}
 	if _, err := storage.ReadAll(ctx, rc, info.Size-sums.Len(), t, w); err != nil {
-		return nil, nil, err
+		if _, err := ob.readOn(ctx, prov, space, id, info, sums, w, t, err); err != nil {
+			return nil, nil, err
+		}
 	}
 	if resumeKey != "" {
 		_ = cps.Delete(context.WithoutCancel(ctx), resumeKey)

@@ -25,7 +25,11 @@
 //     queue, through processors.RetryAfter. Spaces are reported as soon as
 //     they are complete, not when the whole bit queue drains. Through
 //     Requeue, MaxRechecks × RecheckDelay after the producer's recorded end
-//     of the listing, the space is reported with what the log holds.
+//     of the listing, the space is reported with what the log holds. A
+//     check Workman dead-lettered does not hold the report: Workman's
+//     OnDeadLetter hook (DeadLettered, deadletter.go) records it as an
+//     ERROR row saying so, which counts toward completeness, is a line of
+//     the report and makes it notified; a redriven check replaces it.
 //  2. Compare: the space's storage listing, its live content index rows and
 //     the run's bit log rows are merged in content ID order (constant
 //     memory). An item in storage but missing from the index becomes an

@@ -6,6 +6,8 @@
 //
 //	id     identifies the task to the Recorder
 //	sleep  a Go duration ("250ms") overriding Config.Sleep for this task
+//	fail   a number n: the task fails (an ordinary error, retried by
+//	       Workman) while its attempts are below n
 package noop
 
 import (
@@ -13,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,6 +27,7 @@ import (
 const (
 	KeyID    = "id"
 	KeySleep = "sleep"
+	KeyFail  = "fail"
 )
 
 // Recorder records the id of every task the processor completes.
@@ -54,6 +58,15 @@ func (p *Processor) Name() string { return "noop" }
 // Handle sleeps and records. A malformed sleep property is a permanent error
 // (retrying cannot fix it); a cancelled ctx returns ctx's error.
 func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
+	if s := t.Get(KeyFail); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return processors.Permanent(fmt.Errorf("noop: fail property %q: not a number", s))
+		}
+		if t.Attempts < n {
+			return fmt.Errorf("noop: failing attempt %d of the first %d, as asked", t.Attempts+1, n)
+		}
+	}
 	d := p.cfg.Sleep
 	if s := t.Get(KeySleep); s != "" {
 		v, err := time.ParseDuration(s)

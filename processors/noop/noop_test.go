@@ -48,3 +48,25 @@ func TestNoopHonoursCtxAndSleepProperty(t *testing.T) {
 		t.Fatalf("bad sleep: err %v, want permanent", err)
 	}
 }
+
+// TestNoopFailProperty: a task with fail=n fails (retryably) while its
+// attempts are below n and then succeeds; a fail that is not a number is
+// permanent.
+func TestNoopFailProperty(t *testing.T) {
+	var rec noop.MemoryRecorder
+	p := noop.New(noop.Config{Recorder: &rec})
+	tk := task.New(task.TypeNoop, map[string]string{"id": "x", "fail": "2"})
+	for attempt, wantErr := range []bool{true, true, false} {
+		tk.Attempts = attempt
+		err := p.Handle(context.Background(), tk)
+		if (err != nil) != wantErr || processors.IsPermanent(err) {
+			t.Fatalf("attempt %d: %v, want failure %v (not permanent)", attempt, err, wantErr)
+		}
+	}
+	if ids := rec.IDs(); len(ids) != 1 {
+		t.Fatalf("recorded %v, want the one success", ids)
+	}
+	if err := p.Handle(context.Background(), task.New(task.TypeNoop, map[string]string{"fail": "many"})); !processors.IsPermanent(err) {
+		t.Fatalf("fail=many: %v, want a permanent error", err)
+	}
+}

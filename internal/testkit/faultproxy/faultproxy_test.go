@@ -258,3 +258,48 @@ func TestHTTPCutBody(t *testing.T) {
 		t.Fatalf("cuts %d, requests %v", p.Cuts(), p.Requests())
 	}
 }
+
+// TestHTTPBreakBodies: with BreakBodies(1, match) every matching response
+// keeps its status and length, sends half its body and drops the
+// connection (the client reads io.ErrUnexpectedEOF); others pass whole,
+// and p = 0 stops it.
+func TestHTTPBreakBodies(t *testing.T) {
+	body := strings.Repeat("0123456789", 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	p, err := NewHTTP(strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	get := func(path string) (string, error) {
+		t.Helper()
+		resp, err := http.Get(p.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(body)) {
+			t.Fatalf("%s: status %d, length %d", path, resp.StatusCode, resp.ContentLength)
+		}
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	p.BreakBodies(1, func(r *http.Request) bool { return r.URL.Path == "/b" })
+	if got, err := get("/a"); err != nil || got != body {
+		t.Fatalf("/a: %d bytes, %v; want it whole", len(got), err)
+	}
+	if got, err := get("/b"); !errors.Is(err, io.ErrUnexpectedEOF) || got != body[:len(body)/2] {
+		t.Fatalf("/b: %d bytes, %v; want half, then an unexpected EOF", len(got), err)
+	}
+	p.BreakBodies(0, nil)
+	if got, err := get("/b"); err != nil || got != body {
+		t.Fatalf("/b after p = 0: %d bytes, %v", len(got), err)
+	}
+	if p.Breaks() != 1 {
+		t.Fatalf("breaks %d, want 1", p.Breaks())
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -24,6 +26,9 @@ type HTTP struct {
 
 	mu       sync.Mutex
 	cut      func(*http.Request) bool // armed: the next matching response is cut
+	breakP   float64                  // BreakBodies: the fraction broken
+	breakM   func(*http.Request) bool
+	breaks   int
 	cuts     int
 	requests []string // "METHOD path" of every request forwarded
 }
@@ -50,6 +55,10 @@ func NewHTTP(target string) (*HTTP, error) {
 			r.Out.Host = r.In.Host
 		},
 		ModifyResponse: h.modify,
+		ErrorLog:       log.New(io.Discard, "", 0), // broken bodies are the point
+		// Every write goes out at once, so a broken body has sent its
+		// status, headers and first half before the connection drops.
+		FlushInterval: -1,
 	}
 	h.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
@@ -105,6 +114,10 @@ func (h *HTTP) take(r *http.Request) bool {
 }
 
 func (h *HTTP) modify(resp *http.Response) error {
+	if resp.StatusCode/100 == 2 && h.breaking(resp.Request) {
+		resp.Body = &breakingBody{rc: resp.Body, left: max(resp.ContentLength/2, 0)}
+		return nil
+	}
 	if resp.StatusCode/100 != 2 || !h.take(resp.Request) {
 		return nil
 	}
@@ -122,6 +135,60 @@ func (h *HTTP) modify(resp *http.Response) error {
 	}
 	return nil
 }
+
+// BreakBodies makes the proxy break the body of a fraction p (0..1) of
+// the successful responses to requests match accepts, at random: the
+// status and headers (Content-Length included) go out as they came, then
+// the first half of the body, then the connection is aborted — the client
+// reads io.ErrUnexpectedEOF mid-body, as when a connection drops. p = 0
+// stops it.
+func (h *HTTP) BreakBodies(p float64, match func(*http.Request) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.breakP, h.breakM = p, match
+}
+
+// Breaks returns how many bodies BreakBodies broke.
+func (h *HTTP) Breaks() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.breaks
+}
+
+func (h *HTTP) breaking(r *http.Request) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.breakP <= 0 || h.breakM == nil || !h.breakM(r) || rand.Float64() >= h.breakP {
+		return false
+	}
+	h.breaks++
+	return true
+}
+
+// errBroken aborts the response: the reverse proxy then hangs up.
+var errBroken = errors.New("faultproxy: body broken on purpose")
+
+type breakingBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *breakingBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errBroken
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if err == io.EOF {
+		err = errBroken
+	}
+	return n, err
+}
+
+func (b *breakingBody) Close() error { return b.rc.Close() }
 
 // Close stops the proxy and closes its connections.
 func (h *HTTP) Close() error {

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/millfleet/mill/pkg/awsconfig"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -84,7 +86,9 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	where := "s3://" + s.bucket + "/" + k
-	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)})
+	// ReadWhole: a blob is small, so it is read inside the call and a body
+	// that breaks is retried by the SDK.
+	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)}, awsconfig.ReadWhole)
 	if err != nil {
 		if notFound(err) {
 			return nil, fmt.Errorf("s3blob: get %s: %w: %w", where, blob.ErrNotFound, err)

@@ -18,6 +18,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/configstore"
 )
 
@@ -95,7 +96,7 @@ func (s *Store) get(ctx context.Context, name, id string) (*configstore.File, er
 	if id != "" {
 		in.VersionId = aws.String(id)
 	}
-	out, err := s.c.GetObject(ctx, in)
+	out, err := s.c.GetObject(ctx, in, awsconfig.ReadWhole)
 	if err != nil {
 		if notFound(err) || (id != "" && badVersion(err)) {
 			return nil, fmt.Errorf("%s%s: %w", s.Where(name), versionSuffix(id), configstore.ErrNotFound)

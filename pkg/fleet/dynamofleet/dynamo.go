@@ -35,6 +35,7 @@ const (
 	attrState      = "state"
 	attrPauses     = "pauses"
 	attrNote       = "note"
+	attrOutages    = "outages"
 
 	attrPauseKind = "pause_kind"
 	attrName      = "name"
@@ -125,6 +126,9 @@ func (d *Registry) Put(ctx context.Context, w fleet.Worker) error {
 		}}
 	}
 	item[attrCounts] = &types.AttributeValueMemberM{Value: counts}
+	if len(w.Outages) > 0 {
+		item[attrOutages] = outagesItem(w.Outages)
+	}
 	if _, err := d.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.table), Item: item}); err != nil {
 		return fmt.Errorf("fleet: put %q: %w", w.ID, err)
 	}
@@ -290,6 +294,7 @@ func workerFromItem(it map[string]types.AttributeValue) fleet.Worker {
 		Queues:   r.list(attrQueues), Pool: int(r.n(attrPool)), Held: int(r.n(attrHeld)),
 		State: fleet.State(r.s(attrState)), Pauses: r.list(attrPauses), Note: r.s(attrNote),
 	}
+	w.Outages = outagesOf(r[attrOutages])
 	if m := r.m(attrRunning); len(m) > 0 {
 		w.Running = map[string]int{}
 		for t, v := range m {
@@ -307,4 +312,42 @@ func workerFromItem(it map[string]types.AttributeValue) fleet.Worker {
 		}
 	}
 	return w
+}
+
+// An outage is a map in the worker's outages list: dependency, since_ms,
+// cause, types.
+const (
+	attrDependency = "dependency"
+	attrSince      = "since_ms"
+	attrCause      = "cause"
+	attrTypes      = "types"
+)
+
+func outagesItem(os []fleet.Outage) types.AttributeValue {
+	l := make([]types.AttributeValue, len(os))
+	for i, o := range os {
+		m := map[string]types.AttributeValue{attrDependency: str(o.Dependency), attrSince: ms(o.Since), attrTypes: strList(o.Types)}
+		if o.Cause != "" {
+			m[attrCause] = str(o.Cause)
+		}
+		l[i] = &types.AttributeValueMemberM{Value: m}
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+func outagesOf(v types.AttributeValue) []fleet.Outage {
+	l, ok := v.(*types.AttributeValueMemberL)
+	if !ok || len(l.Value) == 0 {
+		return nil
+	}
+	out := make([]fleet.Outage, 0, len(l.Value))
+	for _, e := range l.Value {
+		m, ok := e.(*types.AttributeValueMemberM)
+		if !ok {
+			continue
+		}
+		r := reader(m.Value)
+		out = append(out, fleet.Outage{Dependency: r.s(attrDependency), Since: r.ms(attrSince), Cause: r.s(attrCause), Types: r.list(attrTypes)})
+	}
+	return out
 }

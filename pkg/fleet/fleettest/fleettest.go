@@ -113,6 +113,30 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 
+	t.Run("DegradedRoundTrip", func(t *testing.T) {
+		r, clk := setup(t)
+		w := worker("w1", clk.Now())
+		w.State = fleet.StateDegraded
+		w.Outages = []fleet.Outage{
+			{Dependency: "postgres", Since: clk.Now().Add(-90 * time.Second), Cause: "dial tcp: connection refused", Types: []string{"BIT", "BIT_REPORT"}},
+			{Dependency: "dynamodb localhost:4566", Since: clk.Now().Add(-time.Second), Types: []string{"AUDIT"}},
+		}
+		if err := r.Put(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		ws, err := r.Workers(ctx)
+		if err != nil || len(ws) != 1 {
+			t.Fatalf("Workers = %v, %v; want one", ws, err)
+		}
+		got := ws[0]
+		for i := range w.Outages {
+			w.Outages[i].Since = time.UnixMilli(w.Outages[i].Since.UnixMilli()).UTC()
+		}
+		if got.State != fleet.StateDegraded || !reflect.DeepEqual(got.Outages, w.Outages) {
+			t.Fatalf("degraded record came back as state %s, outages %+v; want %+v", got.State, got.Outages, w.Outages)
+		}
+	})
+
 	t.Run("PutReplaces", func(t *testing.T) {
 		r, clk := setup(t)
 		w := worker("w1", clk.Now())

@@ -51,6 +51,16 @@ func normalize(w fleet.Worker) fleet.Worker {
 	if len(w.Pauses) == 0 {
 		w.Pauses = nil
 	}
+	if len(w.Outages) == 0 {
+		w.Outages = nil
+	} else {
+		os := make([]fleet.Outage, len(w.Outages))
+		for i, o := range w.Outages {
+			o.Since, o.Types = msUTC(o.Since), slices.Clone(o.Types)
+			os[i] = o
+		}
+		w.Outages = os
+	}
 	w.Running, w.Counts = maps.Clone(w.Running), maps.Clone(w.Counts)
 	if len(w.Running) == 0 {
 		w.Running = nil

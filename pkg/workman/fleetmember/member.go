@@ -102,6 +102,7 @@ type Member struct {
 	note      string
 	left      bool
 	failing   bool // the last beat failed (logged once)
+	outages   func() []fleet.Outage
 }
 
 // NewMember validates cfg and returns a Member.
@@ -179,6 +180,15 @@ func (m *Member) SetIdentity(instanceID, zone string) {
 	m.cfg.Self.InstanceID, m.cfg.Self.Zone = instanceID, zone
 }
 
+// SetOutages gives the member what reports the worker's open circuits
+// (workman's Manager.Outages, converted); every beat writes them, and the
+// state degraded while there are any.
+func (m *Member) SetOutages(f func() []fleet.Outage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.outages = f
+}
+
 // Drain marks the worker as draining (note says why: a signal, an Auto
 // Scaling termination, a Spot interruption) and beats at once.
 func (m *Member) Drain(note string) {
@@ -226,12 +236,17 @@ func (m *Member) recordLocked(now time.Time) fleet.Worker {
 		w.Counts[t] = c
 	}
 	w.Pauses = slices.Clone(m.pauseKeys)
+	if m.outages != nil {
+		w.Outages = m.outages()
+	}
 	w.State, w.Note = fleet.StateRunning, ""
 	switch {
 	case m.draining:
 		w.State, w.Note = fleet.StateDraining, m.note
 	case len(w.Queues) > 0 && !slices.ContainsFunc(w.Queues, func(q string) bool { return !m.queuePausedLocked(q) }):
 		w.State = fleet.StatePaused
+	case len(w.Outages) > 0:
+		w.State = fleet.StateDegraded
 	}
 	return w
 }
@@ -365,7 +380,8 @@ func (m *Member) Middleware() processors.Middleware {
 }
 
 // TaskDone implements metrics.Recorder: a success counts as processed,
-// any other result but a hand-back or a cancellation as failed.
+// any other result but a hand-back, a cancellation or an outage of a
+// dependency as failed.
 func (m *Member) TaskDone(t task.Type, result string, _ time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -373,7 +389,7 @@ func (m *Member) TaskDone(t task.Type, result string, _ time.Duration) {
 	switch result {
 	case processors.ResultSuccess:
 		c.Processed++
-	case processors.ResultReleased, processors.ResultCanceled:
+	case processors.ResultReleased, processors.ResultCanceled, processors.ResultUnavailable:
 		return
 	default:
 		c.Failed++
