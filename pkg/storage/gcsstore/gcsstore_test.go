@@ -2,13 +2,10 @@ package gcsstore
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"testing"
 
 	gcs "cloud.google.com/go/storage"
-	"github.com/fsouza/fake-gcs-server/fakestorage"
-	"google.golang.org/api/option"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/storage/storagetest"
@@ -18,28 +15,19 @@ import (
 // upload path in chunks.
 var testConfig = Config{Threshold: 1 << 20, ChunkSize: 1 << 20}
 
-// fakeGCS starts fake-gcs-server in this process, listening on loopback
-// over plain HTTP, with one bucket, and returns a client of it.
-func fakeGCS(t testing.TB) (*gcs.Client, string) {
-	t.Helper()
-	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{Scheme: "http", Host: "127.0.0.1", Writer: io.Discard})
-	if err != nil {
-		t.Fatalf("start fake-gcs-server: %v", err)
-	}
-	t.Cleanup(srv.Stop)
-	testenv.RequireLoopback(t, "fake-gcs-server", srv.URL())
-	bucket := "mill-test"
-	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
-	client, err := gcs.NewClient(context.Background(), option.WithEndpoint(srv.URL()+"/storage/v1/"), option.WithoutAuthentication(), gcs.WithJSONReads())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	return client, bucket
+// TestConformance runs the suite on fake-gcs-server inside the test
+// process; TestConformanceEmulator on the one `make up` starts.
+func TestConformance(t *testing.T) {
+	client := testenv.GCSClient(t, testenv.FakeGCS(t))
+	conformance(t, client, testenv.GCSBucket(t, client))
 }
 
-func TestConformance(t *testing.T) {
-	client, bucket := fakeGCS(t)
+func TestConformanceEmulator(t *testing.T) {
+	client := testenv.GCSClient(t, testenv.GCSEmulator(t))
+	conformance(t, client, testenv.GCSBucket(t, client))
+}
+
+func conformance(t *testing.T, client *gcs.Client, bucket string) {
 	storagetest.Run(t, storagetest.Harness{
 		LargeSize:         11 << 20,
 		MaxPropertiesSize: MaxMetadataSize,
