@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/service"
 )
 
@@ -48,15 +47,16 @@ func AzuriteConnectionString(ep string) string {
 }
 
 // AzureContainer creates a fresh container on Azurite, deleted (with its
-// blobs) after the test, and returns its client.
-func AzureContainer(t testing.TB) *container.Client {
+// blobs) after the test, and returns the emulator's endpoint and the
+// container's name.
+func AzureContainer(t testing.TB) (ep, name string) {
 	t.Helper()
-	ep := AzuriteURL(t)
+	ep = AzuriteURL(t)
 	svc, err := service.NewClientFromConnectionString(AzuriteConnectionString(ep), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := Prefix(t) + "store" // lower-case letters, digits and one hyphen
+	name = Prefix(t) + "store" // lower-case letters, digits and one hyphen
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := svc.CreateContainer(ctx, name, nil); err != nil {
@@ -69,5 +69,5 @@ func AzureContainer(t testing.TB) *container.Client {
 			t.Errorf("delete container %s: %v", name, err)
 		}
 	})
-	return svc.NewContainerClient(name)
+	return ep, name
 }

@@ -12,24 +12,11 @@ import (
 	gcs "cloud.google.com/go/storage"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"google.golang.org/api/iterator"
-	"google.golang.org/api/option"
 )
 
 // GCSEmulatorVar names the variable holding the fake-gcs-server endpoint
 // that `make up` starts (localstack/env.sh sets it).
 const GCSEmulatorVar = "MILL_GCS_EMULATOR_URL"
-
-// GCSClient returns a client of the GCS JSON API at endpoint (an
-// emulator: no credentials).
-func GCSClient(t testing.TB, endpoint string) *gcs.Client {
-	t.Helper()
-	c, err := gcs.NewClient(context.Background(), option.WithEndpoint(endpoint+"/storage/v1/"), option.WithoutAuthentication(), gcs.WithJSONReads())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // FakeGCS starts fake-gcs-server inside the test process, listening on
 // loopback over plain HTTP, and returns its endpoint; it stops with the

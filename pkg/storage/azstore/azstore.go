@@ -47,9 +47,6 @@ const (
 	TrashPrefix = ".mill-trash/"
 )
 
-// KindAzure is the store kind of an Azure Blob store.
-const KindAzure storage.Kind = "azure"
-
 // Config describes one store.
 type Config struct {
 	// Prefix of every blob name of the store, normally ending in '/'; ""
@@ -119,8 +116,8 @@ func New(c *container.Client, cfg Config) (*Store, error) {
 // Config returns the store's configuration with defaults applied.
 func (s *Store) Config() Config { return s.cfg }
 
-// Kind returns KindAzure.
-func (s *Store) Kind() storage.Kind { return KindAzure }
+// Kind returns storage.KindAzure.
+func (s *Store) Kind() storage.Kind { return storage.KindAzure }
 
 // MaxContentIDLen returns the longest content ID the store accepts in
 // space: Azure's 1024-character name limit less the prefix, the space and

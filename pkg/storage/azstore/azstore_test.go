@@ -18,7 +18,11 @@ import (
 var testConfig = Config{Threshold: 1 << 20, BlockSize: 1 << 20}
 
 func TestConformance(t *testing.T) {
-	c := testenv.AzureContainer(t)
+	ep, name := testenv.AzureContainer(t)
+	c, err := NewClient(t.Context(), ClientConfig{StorageAccount: testenv.AzuriteAccount, Container: name, ConnectionString: testenv.AzuriteConnectionString(ep)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	storagetest.Run(t, storagetest.Harness{
 		LargeSize:         11 << 20,
 		MaxPropertiesSize: MaxMetadataSize,

@@ -114,7 +114,7 @@ func (s *Store) preserve(ctx context.Context, key, space, id string, p *props, r
 			return func() { s.deleteKey(ctx, tkey) }, nil
 		}
 		e := mapErr(err)
-		if try == 4 || !errors.Is(e, storage.ErrNotFound) && !errors.Is(e, storage.ErrChanged) {
+		if try == 19 || !errors.Is(e, storage.ErrNotFound) && !errors.Is(e, storage.ErrChanged) {
 			return undo, fmt.Errorf("keep the replaced blob recoverable under %s: %w", TrashPrefix, err)
 		}
 		p = nil

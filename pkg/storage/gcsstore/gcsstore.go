@@ -46,9 +46,6 @@ const (
 	TrashPrefix = ".mill-trash/"
 )
 
-// KindGCS is the store kind of a Google Cloud Storage store.
-const KindGCS storage.Kind = "gcs"
-
 // Config describes one store.
 type Config struct {
 	// Bucket holding the store (required).
@@ -113,8 +110,8 @@ func New(client *gcs.Client, cfg Config) (*Store, error) {
 // Config returns the store's configuration with defaults applied.
 func (s *Store) Config() Config { return s.cfg }
 
-// Kind returns KindGCS.
-func (s *Store) Kind() storage.Kind { return KindGCS }
+// Kind returns storage.KindGCS.
+func (s *Store) Kind() storage.Kind { return storage.KindGCS }
 
 // MaxContentIDLen returns the longest content ID the store accepts in
 // space: GCS's 1024-byte name limit less the prefix, the space and a slash.

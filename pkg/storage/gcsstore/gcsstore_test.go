@@ -18,13 +18,24 @@ var testConfig = Config{Threshold: 1 << 20, ChunkSize: 1 << 20}
 // TestConformance runs the suite on fake-gcs-server inside the test
 // process; TestConformanceEmulator on the one `make up` starts.
 func TestConformance(t *testing.T) {
-	client := testenv.GCSClient(t, testenv.FakeGCS(t))
+	client := emulatorClient(t, testenv.FakeGCS(t))
 	conformance(t, client, testenv.GCSBucket(t, client))
 }
 
 func TestConformanceEmulator(t *testing.T) {
-	client := testenv.GCSClient(t, testenv.GCSEmulator(t))
+	client := emulatorClient(t, testenv.GCSEmulator(t))
 	conformance(t, client, testenv.GCSBucket(t, client))
+}
+
+// emulatorClient is the client the registry's wiring builds for an
+// emulator's endpoint.
+func emulatorClient(t *testing.T, ep string) *gcs.Client {
+	c, err := NewClient(t.Context(), ClientConfig{Endpoint: ep, Anonymous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func conformance(t *testing.T, client *gcs.Client, bucket string) {

@@ -82,7 +82,7 @@ func (s *Store) preserve(ctx context.Context, key, space, id string, a *gcs.Obje
 		if err == nil {
 			return func() { s.deleteKey(ctx, tkey) }, nil
 		}
-		if try == 4 || !errors.Is(mapErr(err), storage.ErrNotFound) {
+		if try == 19 || !errors.Is(mapErr(err), storage.ErrNotFound) {
 			return undo, fmt.Errorf("keep the replaced object recoverable under %s: %w", TrashPrefix, err)
 		}
 		a = nil
