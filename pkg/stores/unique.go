@@ -75,6 +75,8 @@ func storeLocation(s Store) (location, bool) {
 			return location{}, false
 		}
 		return location{ns: "fs", path: strings.TrimSuffix(filepath.Clean(s.Root), "/") + "/"}, true
+	case storage.KindGCS, storage.KindAzure:
+		return cloudLocation(s)
 	}
 	return location{}, false
 }
@@ -103,6 +105,9 @@ func serviceOf(s Store) string {
 func describe(s Store) string {
 	if s.Kind == storage.KindFS {
 		return fmt.Sprintf("root %q", s.Root)
+	}
+	if s.Kind == storage.KindGCS || s.Kind == storage.KindAzure {
+		return describeCloud(s)
 	}
 	d := fmt.Sprintf("s3://%s/%s", s.Bucket, s.Prefix)
 	if s.Endpoint != "" {
