@@ -26,12 +26,6 @@
 // not AWS's names the credentials it gets (roleArn or profile), or says
 // "ambientCredentials": true.
 //
-// Stores outside AWS: kind "gcs" (a Google Cloud Storage bucket and
-// prefix) and kind "azure" (a storage account's container and a prefix),
-// with the same endpoint rules and credentials by reference — a key
-// file's path, workload or managed identity, or the name of the
-// environment variable holding a connection string (cloud.go).
-//
 // Fixity targets: a store's optional "fixity" object sets the interval
 // within which each of its copies must get a fresh fixity verdict
 // ("interval", default 90 days; "archivedInterval" for copies in an
@@ -42,6 +36,12 @@
 // checks ("sampleRate", more than 0 and at most 1; default 1). An fs store
 // has no archival storage class: it takes no archivedInterval and no
 // archivedMethod but none. Store.FixityTarget fills in the defaults.
+//
+// Stores outside AWS: kind "gcs" (a Google Cloud Storage bucket and
+// prefix) and kind "azure" (a storage account's container and a prefix),
+// with the same endpoint rules and credentials by reference — a key
+// file's path, workload or managed identity, or the name of the
+// environment variable holding a connection string (cloud.go).
 //
 //	{
 //	  "accounts": [
@@ -114,6 +114,10 @@ type Store struct {
 	AmbientCredentials bool `json:"ambientCredentials,omitempty"`
 	// Root is the directory of an fs store.
 	Root string `json:"root,omitempty"`
+	// Fixity is the store's fixity target as accounts.json writes it
+	// (zero fields: unset); FixityTarget fills in the defaults.
+	Fixity Fixity `json:"fixity,omitzero"`
+
 	// Stores outside AWS (cloud.go). gcs: Bucket and Prefix as for s3,
 	// reached with Application Default Credentials, the key file
 	// ServiceAccountFile names, or (an emulator) anonymously.
@@ -127,9 +131,6 @@ type Store struct {
 	ConnectionStringEnv     string `json:"connectionStringEnv,omitempty"`
 	ManagedIdentity         bool   `json:"managedIdentity,omitempty"`
 	ManagedIdentityClientID string `json:"managedIdentityClientId,omitempty"`
-	// Fixity is the store's fixity target as accounts.json writes it
-	// (zero fields: unset); FixityTarget fills in the defaults.
-	Fixity Fixity `json:"fixity,omitzero"`
 }
 
 // Account is one account and its stores.
