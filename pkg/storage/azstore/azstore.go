@@ -4,13 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // Defaults and Azure limits.
@@ -44,7 +43,7 @@ const (
 	MetaCRC64 = "millcrc64nvme"
 
 	// TrashPrefix holds what a delete or overwrite replaced.
-	TrashPrefix = ".mill-trash/"
+	TrashPrefix = objstore.TrashPrefix
 )
 
 // Config describes one store.
@@ -229,36 +228,12 @@ func conditionFailed(err error) bool {
 	return errors.As(err, &re) && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict)
 }
 
-// asciiJSON marshals v as JSON with every non-ASCII character escaped, so
-// that it survives an HTTP header (Azure metadata) unchanged.
-func asciiJSON(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	var sb strings.Builder
-	for len(b) > 0 {
-		r, n := utf8.DecodeRune(b)
-		b = b[n:]
-		switch {
-		case r < utf8.RuneSelf:
-			sb.WriteRune(r)
-		case r > 0xffff:
-			r -= 0x10000
-			fmt.Fprintf(&sb, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
-		default:
-			fmt.Fprintf(&sb, `\u%04x`, r)
-		}
-	}
-	return sb.String(), nil
-}
-
 // metadata builds an item's metadata, refusing more than Azure stores.
 func metadata(md5hex, crc string, props map[string]string) (map[string]*string, error) {
 	if props == nil {
 		props = map[string]string{}
 	}
-	v, err := asciiJSON(props)
+	v, err := objstore.ASCIIJSON(props)
 	if err != nil {
 		return nil, err
 	}

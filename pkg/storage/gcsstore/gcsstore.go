@@ -17,6 +17,7 @@ import (
 
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // Defaults and GCS limits.
@@ -43,7 +44,7 @@ const (
 
 	tmpPrefix = ".mill-tmp/"
 	// TrashPrefix holds what a delete or overwrite replaced.
-	TrashPrefix = ".mill-trash/"
+	TrashPrefix = objstore.TrashPrefix
 )
 
 // Config describes one store.

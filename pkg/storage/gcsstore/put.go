@@ -11,7 +11,7 @@ import (
 	gcs "cloud.google.com/go/storage"
 
 	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/storage/internal/ctxio"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // Put writes the item (see the package doc, Writes).
@@ -35,27 +35,19 @@ func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts sto
 	if err := s.needSpace(ctx, space); err != nil {
 		return nil, err
 	}
-	r = ctxio.NewReader(ctx, r)
-	limit := s.cfg.Threshold
-	if opts.Size >= 0 && opts.Size < limit {
-		limit = opts.Size
-	}
-	head, err := io.ReadAll(io.LimitReader(r, limit+1))
+	head, whole, rest, err := objstore.Head(ctx, r, opts.Size, s.cfg.Threshold)
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(head)) <= limit && (opts.Size < 0 || int64(len(head)) < s.cfg.Threshold || int64(len(head)) == opts.Size) {
+	if whole {
 		return s.putSmall(ctx, key, space, id, head, want, opts)
 	}
-	return s.putLarge(ctx, key, space, id, io.MultiReader(bytes.NewReader(head), r), want, opts)
+	return s.putLarge(ctx, key, space, id, rest, want, opts)
 }
 
 // sizeErr reports content whose length is not the promised size.
 func sizeErr(got, want int64) error {
-	if want >= 0 && got != want {
-		return fmt.Errorf("gcsstore: read %d bytes, the put promised %d", got, want)
-	}
-	return nil
+	return objstore.SizeErr("gcsstore", got, want)
 }
 
 // putSmall checks buffered content and sends it in one request with its

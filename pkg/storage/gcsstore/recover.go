@@ -2,7 +2,6 @@ package gcsstore
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,44 +14,21 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
-// Recoverability (storage.Recoverer; see the package doc, Recovery).
-const (
-	trashIDPrefix = "trash:"
-	stampLayout   = "20060102T150405.000000000Z"
-)
+// trashIDPrefix starts the IDs of trash copies (storage.Recoverer; see
+// the package doc, Recovery).
+const trashIDPrefix = "trash:"
 
 // trashItemPrefix is the name prefix of one item's trash copies.
 func (s *Store) trashItemPrefix(space, id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return s.cfg.Prefix + TrashPrefix + space + "/" + hex.EncodeToString(sum[:]) + "/"
+	return objstore.TrashItemPrefix(s.cfg.Prefix, space, id)
 }
 
 // trashName names a trash copy: when it was made, random hex, and why.
 func trashName(now time.Time, reason string) string {
-	return now.UTC().Format(stampLayout) + "-" + randHex()[:16] + "." + reason
-}
-
-// parseTrashName returns the time and reason of a trash copy's name; ok is
-// false for a name the store did not make.
-func parseTrashName(name string) (at time.Time, reason string, ok bool) {
-	if len(name) < len(stampLayout)+18 || name[len(stampLayout)] != '-' || name[len(stampLayout)+17] != '.' {
-		return time.Time{}, "", false
-	}
-	for _, c := range name[len(stampLayout)+1 : len(stampLayout)+17] {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return time.Time{}, "", false
-		}
-	}
-	reason = name[len(stampLayout)+18:]
-	switch reason {
-	case storage.ReplacedByDelete, storage.ReplacedByOverwrite, storage.ReplacedByProperties:
-	default:
-		return time.Time{}, "", false
-	}
-	at, err := time.Parse(stampLayout, name[:len(stampLayout)])
-	return at, reason, err == nil
+	return objstore.TrashName(now, randHex(), reason)
 }
 
 // preserve keeps the object at key recoverable before it is deleted or
@@ -112,7 +88,7 @@ func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Versi
 			return nil, err
 		}
 		name := strings.TrimPrefix(a.Name, prefix)
-		at, reason, ok := parseTrashName(name)
+		at, reason, ok := objstore.ParseTrashName(name)
 		if !ok {
 			continue // not a copy the store made
 		}
@@ -146,7 +122,7 @@ func (s *Store) restore(ctx context.Context, space, id, versionID string) (*stor
 		versionID = vs[0].ID
 	}
 	name, ok := strings.CutPrefix(versionID, trashIDPrefix)
-	if _, _, valid := parseTrashName(name); !ok || !valid {
+	if _, _, valid := objstore.ParseTrashName(name); !ok || !valid {
 		return nil, fmt.Errorf("%w: no recoverable version %q", storage.ErrNotFound, storage.ShortID(versionID))
 	}
 	if err := s.needSpace(ctx, space); err != nil {
