@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"cloud.google.com/go/auth"
 	"cloud.google.com/go/auth/credentials"
 	"cloud.google.com/go/auth/httptransport"
 	gcs "cloud.google.com/go/storage"
@@ -57,7 +58,16 @@ func NewClient(ctx context.Context, cc ClientConfig) (*gcs.Client, error) {
 	base := endpoint.HTTPClient(cc.Resolver).GetTransport()
 	hc := &http.Client{Transport: base}
 	if !cc.Anonymous {
-		creds, err := credentials.DetectDefault(&credentials.DetectOptions{Scopes: []string{scope}, CredentialsFile: cc.ServiceAccountFile})
+		opts := &credentials.DetectOptions{Scopes: []string{scope}}
+		var creds *auth.Credentials
+		var err error
+		if cc.ServiceAccountFile != "" {
+			// A service-account key only: the file is the operator's,
+			// and no other credential type it could hold is accepted.
+			creds, err = credentials.NewCredentialsFromFile(credentials.ServiceAccount, cc.ServiceAccountFile, opts)
+		} else {
+			creds, err = credentials.DetectDefault(opts)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("gcsstore: credentials: %w", err)
 		}

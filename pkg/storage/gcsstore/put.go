@@ -159,15 +159,17 @@ func (s *Store) write(ctx context.Context, o *gcs.ObjectHandle, r io.Reader, sum
 	if chunk != 0 {
 		src = io.TeeReader(r, sums)
 	}
+	// Cancelling the writer's context abandons the upload (nothing is
+	// committed); Close then waits for it to end.
 	if _, err := io.Copy(w, src); err != nil {
 		cancel(err)
-		w.CloseWithError(err)
+		_ = w.Close()
 		return nil, errors.Join(err, context.Cause(ctx))
 	}
 	if check != nil {
 		if err := check(); err != nil {
 			cancel(err)
-			w.CloseWithError(err)
+			_ = w.Close()
 			return nil, err
 		}
 	}

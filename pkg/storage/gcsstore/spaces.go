@@ -76,11 +76,14 @@ func (s *Store) writeMarker(ctx context.Context, key string, rec *spaceRecord, o
 	if onlyNew {
 		o = o.If(gcs.Conditions{DoesNotExist: true})
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	w := o.NewWriter(ctx)
 	w.ContentType = "application/json"
 	w.ChunkSize = 0
 	if _, err := io.Copy(w, bytes.NewReader(b)); err != nil {
-		w.CloseWithError(err)
+		cancel() // abandons the upload
+		_ = w.Close()
 		return err
 	}
 	return w.Close()
