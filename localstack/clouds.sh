@@ -5,7 +5,7 @@
 #     version go.mod pins, into .local/bin (the Go tests also run it in
 #     process: pkg/storage/gcsstore);
 #   - Azurite's blob service (Azure Blob Storage) on $MILL_AZURITE_BLOB_URL
-#     (127.0.0.1:10000, blobs in memory, telemetry off), npm package azurite
+#     (127.0.0.1:10000, blobs in memory up to 4 GiB: make bench writes two 1 GiB blobs; telemetry off), npm package azurite
 #     installed into .local/azurite (Debian's nodejs and npm when missing).
 # Usage: localstack/clouds.sh up|down. Idempotent: an emulator that already
 # answers is left alone; down stops only what up started (pid files under
@@ -81,7 +81,7 @@ up_azurite() {
     npm install --prefix "$dir" --no-audit --no-fund --silent "azurite@$AZURITE_VERSION"
   fi
   log "starting Azurite (blob) on $host:$port (log: .local/azurite.log)"
-  nohup "$dir/node_modules/.bin/azurite-blob" --blobHost "$host" --blobPort "$port" --inMemoryPersistence --extentMemoryLimit 2048 --silent \
+  nohup "$dir/node_modules/.bin/azurite-blob" --blobHost "$host" --blobPort "$port" --inMemoryPersistence --extentMemoryLimit 4096 --silent \
     --disableTelemetry --skipApiVersionCheck --loose >"$state/azurite.log" 2>&1 &
   echo $! >"$state/azurite.pid"
   wait_for "Azurite" "$state/azurite.pid" 60 azurite_answers
