@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,9 @@ import (
 
 	gcs "cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"google.golang.org/api/iterator"
 
 	"github.com/millfleet/mill/internal/testkit/testbin"
@@ -139,4 +144,50 @@ func cloudSnapshot(t *testing.T, ctx context.Context, gc *gcs.Client, bucket str
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestCloudEndpointsRefusedAtStart: a registry whose gcs and azure stores
+// break the endpoint and credential rules — the metadata address, plain
+// http elsewhere, Google's endpoint without credentials for an emulator,
+// a connection string pasted where its variable's name belongs — makes
+// workman exit 1 naming each, without quoting the secret, having
+// received nothing.
+func TestCloudEndpointsRefusedAtStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m := newMill(t, ctx)
+	dir := t.TempDir()
+	const secret = "c2VjcmV0LWtleS1vZi1hY2N0MQ=="
+	must(t, os.WriteFile(filepath.Join(dir, "accounts.json"), []byte(`{"accounts": [{"id": "cloudco", "status": "active", "stores": [
+  {"id": "1", "primary": true, "kind": "gcs", "bucket": "b1-copy", "endpoint": "http://169.254.169.254/", "allowInsecureEndpoint": true, "anonymous": true},
+  {"id": "2", "kind": "gcs", "bucket": "b2-copy", "endpoint": "http://gcs.example.com/", "anonymous": true},
+  {"id": "3", "kind": "gcs", "bucket": "b3-copy", "anonymous": true},
+  {"id": "4", "kind": "azure", "storageAccount": "acct1", "container": "mill", "managedIdentity": true, "endpoint": "http://blob.example.com/acct1"},
+  {"id": "5", "kind": "azure", "storageAccount": "acct1", "container": "other", "connectionStringEnv": "AccountName=acct1;AccountKey=`+secret+`"}]}]}`), 0o644))
+	canary := m.send(queue.KeyAudit, `{"v":1,"type":"NOOP","props":{"id":"cloud-endpoint-canary"}}`, nil)
+	c := testbin.Run(t, 30*time.Second, testbin.Spec{Path: testbin.Build(t, "workman")["workman"], Args: []string{"--config-dir", dir, "--queues", "audit", "--task-types", "NOOP,AUDIT,DUP",
+		"--http-addr", "", "--cloudwatch=false", "--fleet-table", "", "--instance-metadata=false"}, Env: append(m.env(), "MILL_CONFIG_DIR="+dir)})
+	out := c.Output()
+	if c.ExitCode() != 1 {
+		t.Fatalf("workman with a registry breaking the rules: %v\n%s", c.Err(), out)
+	}
+	for _, s := range []string{"169.254.169.254 is a link-local or metadata address", `endpoint "http://gcs.example.com/" is plain http`,
+		"anonymous is for an emulator's endpoint, not Google's", `endpoint "http://blob.example.com/acct1" is plain http`,
+		"connectionStringEnv must name an environment variable"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("workman's refusal does not say %q:\n%s", s, out)
+		}
+	}
+	if strings.Contains(out, secret) {
+		t.Errorf("workman's refusal quotes the pasted account key:\n%s", out)
+	}
+	// Nothing was received: the canary is still there, never received.
+	r, err := m.sqsc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(m.urls[queue.KeyAudit]), MaxNumberOfMessages: 10,
+		WaitTimeSeconds: 1, MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount}})
+	must(t, err)
+	if len(r.Messages) != 1 || aws.ToString(r.Messages[0].MessageId) != canary || r.Messages[0].Attributes["ApproximateReceiveCount"] != "1" {
+		t.Fatalf("the canary task after the refused start: %d messages", len(r.Messages))
+	}
+	_, err = m.sqsc.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(m.urls[queue.KeyAudit]), ReceiptHandle: r.Messages[0].ReceiptHandle})
+	must(t, err)
 }
