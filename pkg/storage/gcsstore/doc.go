@@ -31,7 +31,9 @@
 // ProviderChecksum is that MD5 ("md5:<hex>"), so the bit check compares
 // an MD5 with an MD5: an object rewritten behind Mill's back that kept
 // "mill-md5" is told by the provider's MD5 contradicting the claim. The
-// CRC32C is checked by the client library on whole reads. Mill writes no
+// CRC32C is checked by the client library as the bytes of a whole read
+// (Get, or a GetRange of all of the item) arrive: a read whose bytes
+// disagree with it fails. Mill writes no
 // composite objects; one written by another tool has no provider MD5 and
 // is judged on its bytes.
 //
