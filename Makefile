@@ -23,7 +23,7 @@ local: up build ## the whole mill on the local emulator and PostgreSQL with the 
 	./scripts/local.sh
 
 .PHONY: up
-up: ## start the AWS emulator (moto or LocalStack) and PostgreSQL, wait until they answer
+up: ## start the AWS emulator (moto or LocalStack), PostgreSQL and the GCS and Azure Blob emulators, wait until they answer
 	./localstack/up.sh
 
 .PHONY: down

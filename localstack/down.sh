@@ -18,6 +18,7 @@ if [[ -f "$state/compose.started" ]]; then
   rm -f "$state/compose.started"
 fi
 stop_pidfile "moto server" "$state/moto.pid" 10
+"$here/clouds.sh" down
 if [[ -f "$state/postgres.started" ]]; then
   pgbin=$(cat "$state/postgres.started")
   as_pg=()

@@ -13,8 +13,12 @@
 : "${MILL_PG_PORT:=15432}"
 : "${MILL_DATABASE_URL:=postgres://postgres:mill@127.0.0.1:${MILL_PG_PORT}/mill?sslmode=disable}"
 export AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION MILL_DATABASE_URL MILL_PG_PORT
+# The emulators of the stores outside AWS (localstack/clouds.sh).
+: "${MILL_GCS_EMULATOR_URL:=http://127.0.0.1:4443}"
+: "${MILL_AZURITE_BLOB_URL:=http://127.0.0.1:10000/devstoreaccount1}"
+export MILL_GCS_EMULATOR_URL MILL_AZURITE_BLOB_URL
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
-  for v in AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION MILL_DATABASE_URL; do
+  for v in AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION MILL_DATABASE_URL MILL_GCS_EMULATOR_URL MILL_AZURITE_BLOB_URL; do
     printf 'export %s=%q\n' "$v" "${!v}"
   done
 fi

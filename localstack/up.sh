@@ -82,6 +82,11 @@ fi
 command -v xmllint >/dev/null 2>&1 ||
   ensure_apt_packages libxml2-utils || log "xmllint is not installed: the PREMIS schema test will be skipped (and fail under CI=true)"
 
+# ---------------------------------------------------------------- other clouds
+# The GCS and Azure Blob emulators (fake-gcs-server, Azurite). Without them
+# their suites are skipped, or fail under CI=true.
+"$here/clouds.sh" up || log "the GCS or Azure emulator did not start: their tests will be skipped (and fail under CI=true)"
+
 # ---------------------------------------------------------------- Docker path
 if docker_ok && [[ "${MILL_NO_DOCKER:-}" != 1 ]]; then
   if aws_answers && pg_answers; then log "services already answer"; exit 0; fi

@@ -72,7 +72,8 @@ func (c ConfigSource) Files(s3c *s3.Client, maxSize int64) (configstore.Store, e
 	return s3configstore.New(s3c, c.Bucket, c.Prefix, maxSize), nil
 }
 
-// NewOpener opens the stores of reg: fs stores with fsstore, s3 stores with
+// NewOpener opens the stores of reg: fs stores with fsstore, gcs and azure
+// stores with gcsstore and azstore (clouds.go), s3 stores with
 // s3store on clients built from base (nil when no store is s3), each with
 // its own credentials — the role or named profile it names (profiles are
 // read from the shared AWS config files), else base's, which go only to
@@ -86,7 +87,9 @@ func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.O
 		S3: stores.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
 			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix, Layout: s.Layout, AccountPrefix: s.AccountPrefix})
 		}),
-		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
+		FS:    func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
+		GCS:   openGCS,
+		Azure: openAzure,
 	}
 	if base != nil {
 		oc.AWS = *base

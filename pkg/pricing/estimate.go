@@ -77,6 +77,16 @@ type Estimate struct {
 	Stored float64 `json:"storedUSD"`
 	// Total: Read + AtRest + Stored.
 	Total float64 `json:"totalUSD"`
+	// A store outside AWS (Table.EstimateFor): the provider (its store
+	// kind) and its prices' label and date; Egress, the bytes read at its
+	// internet egress price (part of Read and Total: a Workman outside
+	// that cloud); ReadInsideProvider, the reads from a Workman inside it
+	// (requests only), for comparison.
+	Provider           string  `json:"provider,omitempty"`
+	ProviderLabel      string  `json:"providerLabel,omitempty"`
+	ProviderTakenOn    string  `json:"providerPricesTakenOn,omitempty"`
+	Egress             float64 `json:"egressUSD"`
+	ReadInsideProvider float64 `json:"readInsideProviderUSD,omitempty"`
 	// RestoreFlexible and RestoreDeepArchive: what restoring the archived
 	// copies (Standard tier) and reading them would have cost instead —
 	// for comparison; the per-GB part counts only the bytes the rows

@@ -47,6 +47,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/millfleet/mill/pkg/storage"
 )
 
 //go:embed default.json
@@ -82,6 +84,9 @@ type Table struct {
 	// Unverified names the fields (by their JSON names) whose figures
 	// were not confirmed from a source.
 	Unverified []string `json:"unverified,omitempty"`
+	// Providers prices the stores outside AWS by kind (providers.go);
+	// optional.
+	Providers map[storage.Kind]ProviderPrices `json:"providers,omitempty"`
 }
 
 // GB is the unit the prices are per: 2^30 bytes, as AWS bills.
@@ -150,6 +155,7 @@ func Parse(b []byte, name string) (*Table, error) {
 			errs = append(errs, fmt.Errorf("\"unverified\" names %q, which is not a price", u))
 		}
 	}
+	errs = append(errs, t.checkProviders())
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("pricing: %s: %w", name, err)
 	}

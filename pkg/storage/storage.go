@@ -18,6 +18,10 @@ type Kind string
 const (
 	KindS3 Kind = "s3"
 	KindFS Kind = "fs"
+	// KindGCS is a Google Cloud Storage store (pkg/storage/gcsstore).
+	KindGCS Kind = "gcs"
+	// KindAzure is an Azure Blob Storage store (pkg/storage/azstore).
+	KindAzure Kind = "azure"
 )
 
 // Portable errors. Every provider maps its native errors onto these in one

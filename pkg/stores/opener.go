@@ -38,6 +38,10 @@ type OpenerConfig struct {
 	// FS opens an fs store (for example with fsstore.New). Required for fs
 	// stores.
 	FS OpenFSFunc
+	// GCS and Azure open gcs and azure stores (cloud.go; for example with
+	// gcsstore and azstore, reading an azure store's connection string
+	// from the environment). Required for stores of those kinds.
+	GCS, Azure OpenFSFunc
 	// S3Options are applied to every S3 client after the store's settings.
 	S3Options []func(*s3.Options)
 	// STSOptions are applied to the STS client used to assume roles.
@@ -113,6 +117,8 @@ func (o *Opener) Open(ctx context.Context, account, storeID string) (storage.Pro
 		if err = fsAliasProblem(o.reg, account, *s); err == nil {
 			p, err = o.cfg.FS(ctx, *s)
 		}
+	case storage.KindGCS, storage.KindAzure:
+		p, err = o.openCloud(ctx, *s)
 	default:
 		err = fmt.Errorf("unknown kind %q", s.Kind)
 	}

@@ -235,9 +235,12 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, fixityAt, error) {
 	str := map[string]*string{
 		"id": &s.ID, "bucket": &s.Bucket, "prefix": &s.Prefix, "layout": &s.Layout, "accountPrefix": &s.AccountPrefix,
 		"endpoint": &s.Endpoint, "roleArn": &s.RoleARN, "profile": &s.Profile, "root": &s.Root,
+		"serviceAccountFile": &s.ServiceAccountFile, "storageAccount": &s.StorageAccount, "container": &s.Container,
+		"connectionStringEnv": &s.ConnectionStringEnv, "managedIdentityClientId": &s.ManagedIdentityClientID,
 	}
 	flags := map[string]*bool{
 		"primary": &s.Primary, "allowInsecureEndpoint": &s.AllowInsecureEndpoint, "ambientCredentials": &s.AmbientCredentials,
+		"anonymous": &s.Anonymous, "managedIdentity": &s.ManagedIdentity,
 	}
 	for w.More() {
 		key, koff, err := w.String("key")
@@ -289,7 +292,7 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, fixityAt, error) {
 			if looksLikeCredential(key) {
 				errs = append(errs, w.Errorf(koff, "store: %q looks like a credential: accounts.json holds no secrets (use the AWS SDK chain or roleArn)", key))
 			} else {
-				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, layout, accountPrefix, endpoint, allowInsecureEndpoint, roleArn, profile, ambientCredentials, root, fixity, provider, threatZone)", key))
+				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, layout, accountPrefix, endpoint, allowInsecureEndpoint, roleArn, profile, ambientCredentials, root, serviceAccountFile, anonymous, storageAccount, container, connectionStringEnv, managedIdentity, managedIdentityClientId, fixity, provider, threatZone)", key))
 			}
 			if err := w.Skip(); err != nil {
 				return s, off, nil, fa, err
@@ -341,10 +344,17 @@ func storeProblems(s Store) []string {
 			}
 		}
 		slices.Sort(out)
+	case storage.KindGCS:
+		out = append(out, gcsProblems(s)...)
+	case storage.KindAzure:
+		out = append(out, azureProblems(s)...)
 	case "":
-		out = append(out, `missing kind (want "s3" or "fs")`)
+		out = append(out, `missing kind (want "s3", "fs", "gcs" or "azure")`)
 	default:
-		out = append(out, fmt.Sprintf(`unknown kind %q (want "s3" or "fs")`, s.Kind))
+		out = append(out, fmt.Sprintf(`unknown kind %q (want "s3", "fs", "gcs" or "azure")`, s.Kind))
+	}
+	if s.Kind == storage.KindS3 || s.Kind == storage.KindFS {
+		out = append(out, cloudFieldProblems(s)...)
 	}
 	return out
 }

@@ -53,6 +53,12 @@
 // has no archival storage class: it takes no archivedInterval and no
 // archivedMethod but none. Store.FixityTarget fills in the defaults.
 //
+// Stores outside AWS: kind "gcs" (a Google Cloud Storage bucket and
+// prefix) and kind "azure" (a storage account's container and a prefix),
+// with the same endpoint rules and credentials by reference — a key
+// file's path, workload or managed identity, or the name of the
+// environment variable holding a connection string (cloud.go).
+//
 //	{
 //	  "accounts": [
 //	    {
@@ -148,6 +154,20 @@ type Store struct {
 	// Fixity is the store's fixity target as accounts.json writes it
 	// (zero fields: unset); FixityTarget fills in the defaults.
 	Fixity Fixity `json:"fixity,omitzero"`
+
+	// Stores outside AWS (cloud.go). gcs: Bucket and Prefix as for s3,
+	// reached with Application Default Credentials, the key file
+	// ServiceAccountFile names, or (an emulator) anonymously.
+	ServiceAccountFile string `json:"serviceAccountFile,omitempty"`
+	Anonymous          bool   `json:"anonymous,omitempty"`
+	// azure: a container of a storage account, reached with the
+	// connection string in the environment variable ConnectionStringEnv
+	// names, or with the managed identity.
+	StorageAccount          string `json:"storageAccount,omitempty"`
+	Container               string `json:"container,omitempty"`
+	ConnectionStringEnv     string `json:"connectionStringEnv,omitempty"`
+	ManagedIdentity         bool   `json:"managedIdentity,omitempty"`
+	ManagedIdentityClientID string `json:"managedIdentityClientId,omitempty"`
 }
 
 // Account is one account and its stores.

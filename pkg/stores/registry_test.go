@@ -63,7 +63,7 @@ func TestParseInvalidNamesAccountStoreAndPosition(t *testing.T) {
 		f + `:7:9: account "account1": store id "1" appears twice`,
 		f + `:7:9: account "account1" store "1": an fs store needs a root directory`,
 		f + `:7:9: account "account1": more than one primary store`,
-		f + `:8:9: account "account1" store "3": unknown kind "gcs" (want "s3" or "fs")`,
+		f + `:8:9: account "account1" store "3": unknown kind "tape" (want "s3", "fs", "gcs" or "azure")`,
 		f + `:13:17: account "account2": unknown status "paused" (want active or inactive)`,
 	}
 	got := strings.Split(err.Error(), "\n")

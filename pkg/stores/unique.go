@@ -90,6 +90,11 @@ func storeLocations(s Store) []location {
 			return nil
 		}
 		return []location{{ns: "fs", path: strings.TrimSuffix(filepath.Clean(s.Root), "/") + "/"}}
+	case storage.KindGCS, storage.KindAzure:
+		if l, ok := cloudLocation(s); ok {
+			return []location{l}
+		}
+		return nil
 	}
 	return nil
 }
@@ -123,6 +128,9 @@ func serviceOf(s Store) string {
 func describe(s Store) string {
 	if s.Kind == storage.KindFS {
 		return fmt.Sprintf("root %q", s.Root)
+	}
+	if s.Kind == storage.KindGCS || s.Kind == storage.KindAzure {
+		return describeCloud(s)
 	}
 	d := fmt.Sprintf("s3://%s/%s", s.Bucket, s.Prefix)
 	if s.Layout == s3store.LayoutDuraCloud {

@@ -216,7 +216,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if err != nil {
 		return err
 	}
-	cost := p.cfg.Prices.Estimate(usage)
+	cost := p.cfg.Prices.EstimateFor(st.Kind, usage)
 	if err := p.putCost(ctx, CostKey(r, now), cost); err != nil {
 		return err
 	}

@@ -55,7 +55,11 @@
 //     at-rest: Batch Operations jobs, objects and GB; stored: a HEAD
 //     each) and priced with Config.Prices (pkg/pricing: an estimate from
 //     the table, labelled with it and its date), with what restoring the
-//     archived copies would have cost, for comparison.
+//     archived copies would have cost, for comparison. A store outside
+//     AWS (gcs, azure) is priced at its provider's prices
+//     (pricing.Table.EstimateFor): every byte read is that provider's
+//     internet egress (egressUSD), beside what a Workman inside that
+//     cloud would have paid (readInsideProviderUSD).
 //  4. Record the bit_report row: result FAILURE when any item failed,
 //     else ERROR when any item is in error (or the space never completed),
 //     else SUCCESS; the counts; the report's location. A run that checked

@@ -2,8 +2,6 @@ package s3store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // Recoverability (storage.Recoverer; see the package doc, Recovery).
@@ -25,7 +24,7 @@ const (
 	// TrashPrefix is where, under the store's prefix, the store keeps a
 	// copy of what it deletes or replaces when the bucket is not
 	// versioned. Lifecycle rules expire it (millctl setup).
-	TrashPrefix = ".mill-trash/"
+	TrashPrefix = objstore.TrashPrefix
 
 	// versioningCheckEvery is how long the bucket's versioning status is
 	// trusted before it is asked again.
@@ -36,7 +35,6 @@ const (
 
 	trashIDPrefix   = "trash:"
 	versionIDPrefix = "version:"
-	stampLayout     = "20060102T150405.000000000Z"
 )
 
 // errorCode returns the S3 error code of err, or "".
@@ -85,35 +83,17 @@ func (s *Store) Versioned(ctx context.Context) (bool, error) {
 
 // trashItemPrefix is the key prefix of one item's trash copies.
 func (s *Store) trashItemPrefix(space, id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return s.cfg.Prefix + TrashPrefix + space + "/" + hex.EncodeToString(sum[:]) + "/"
+	return objstore.TrashItemPrefix(s.cfg.Prefix, space, id)
 }
 
 // trashName names a trash copy: when it was made, random hex, and why.
 func trashName(now time.Time, reason string) string {
-	return now.UTC().Format(stampLayout) + "-" + randHex()[:16] + "." + reason
+	return objstore.TrashName(now, randHex(), reason)
 }
 
 // parseTrashName returns the time and reason of a trash copy's name; ok is
 // false for a name the store did not make.
-func parseTrashName(name string) (at time.Time, reason string, ok bool) {
-	if len(name) < len(stampLayout)+18 || name[len(stampLayout)] != '-' || name[len(stampLayout)+17] != '.' {
-		return time.Time{}, "", false
-	}
-	for _, c := range name[len(stampLayout)+1 : len(stampLayout)+17] {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return time.Time{}, "", false
-		}
-	}
-	reason = name[len(stampLayout)+18:]
-	switch reason {
-	case storage.ReplacedByDelete, storage.ReplacedByOverwrite, storage.ReplacedByProperties:
-	default:
-		return time.Time{}, "", false
-	}
-	at, err := time.Parse(stampLayout, name[:len(stampLayout)])
-	return at, reason, err == nil
-}
+func parseTrashName(name string) (time.Time, string, bool) { return objstore.ParseTrashName(name) }
 
 // preserve keeps the object at key recoverable before it is deleted or
 // replaced for reason. In a versioned bucket S3 keeps the previous

@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // Defaults and S3 limits.
@@ -265,30 +264,6 @@ func noResponseValidation(o *s3.Options) {
 	})
 }
 
-// asciiJSON marshals v as JSON with every non-ASCII character escaped, so
-// that it survives an HTTP header unchanged.
-func asciiJSON(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	var sb strings.Builder
-	for len(b) > 0 {
-		r, n := utf8.DecodeRune(b)
-		b = b[n:]
-		switch {
-		case r < utf8.RuneSelf:
-			sb.WriteRune(r)
-		case r > 0xffff:
-			r -= 0x10000
-			fmt.Fprintf(&sb, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
-		default:
-			fmt.Fprintf(&sb, `\u%04x`, r)
-		}
-	}
-	return sb.String(), nil
-}
-
 // metadata builds an item's user metadata, refusing more than S3 stores.
 func metadata(md5hex string, props map[string]string) (map[string]string, error) {
 	m := map[string]string{}
@@ -296,7 +271,7 @@ func metadata(md5hex string, props map[string]string) (map[string]string, error)
 		m[MetaMD5] = md5hex
 	}
 	if len(props) > 0 {
-		v, err := asciiJSON(props)
+		v, err := objstore.ASCIIJSON(props)
 		if err != nil {
 			return nil, err
 		}

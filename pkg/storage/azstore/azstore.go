@@ -1,0 +1,285 @@
+package azstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/millfleet/mill/internal/base/validate"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
+)
+
+// Defaults and Azure limits.
+const (
+	// DefaultThreshold: content up to this size is buffered, checked and
+	// sent in one Put Blob; larger content is staged in blocks.
+	DefaultThreshold = 16 << 20
+	// DefaultBlockSize of staged uploads.
+	DefaultBlockSize = 16 << 20
+	MaxBlockSize     = 4000 << 20 // Azure's largest block
+	MaxBlocks        = 50000
+	MaxStreams       = 64
+
+	MaxNameLen = 1024 // blob names, characters
+	// MaxMetadataSize is Azure's limit on a blob's metadata (names plus
+	// values).
+	MaxMetadataSize = 8 << 10
+
+	// MetaMD5, MetaProps and MetaCRC64 are the metadata names of an item's
+	// MD5, properties and Mill's CRC-64/NVME (base64) of the bytes it
+	// sent. Azure metadata names are C# identifiers: no hyphens.
+	MetaMD5   = "millmd5"
+	MetaProps = "millprops"
+	MetaCRC64 = "millcrc64nvme"
+
+	// TrashPrefix holds what a delete or overwrite replaced.
+	TrashPrefix = objstore.TrashPrefix
+)
+
+// Config describes one store.
+type Config struct {
+	// Prefix of every blob name of the store, normally ending in '/'; ""
+	// uses the whole container.
+	Prefix string
+	// Threshold: content up to this size is buffered whole and sent in
+	// one request. Default 16 MiB; at most 256 MiB (Azure's Put Blob
+	// limit is 5000 MiB, the buffer is memory).
+	Threshold int64
+	// BlockSize of staged uploads. Default 16 MiB.
+	BlockSize int64
+	// Streams is how many blocks an upload stages at once (default
+	// storage.DefaultStreams). An upload holds Streams·BlockSize bytes.
+	Streams int
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Threshold == 0 {
+		c.Threshold = DefaultThreshold
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	if c.Streams == 0 {
+		c.Streams = storage.DefaultStreams
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	p := validate.New("azstore: Config")
+	p.Check(len(c.Prefix) <= MaxNameLen/2, "Prefix", fmt.Sprintf("(%d bytes)", len(c.Prefix)), "be at most %d bytes", MaxNameLen/2)
+	p.Check(c.Threshold > 0 && c.Threshold <= 256<<20, "Threshold", c.Threshold, "be within 1..%d", 256<<20)
+	p.Check(c.BlockSize >= 64<<10 && c.BlockSize <= MaxBlockSize, "BlockSize", c.BlockSize, "be within %d..%d", 64<<10, int64(MaxBlockSize))
+	p.Check(c.Streams >= 1 && c.Streams <= MaxStreams, "Streams", c.Streams, "be within 1..%d", MaxStreams)
+	return p.Err()
+}
+
+var (
+	_ storage.Provider     = (*Store)(nil)
+	_ storage.Recoverer    = (*Store)(nil)
+	_ storage.RangeReader  = (*Store)(nil)
+	_ storage.SpaceCreator = (*Store)(nil)
+)
+
+// Store is an Azure Blob store: a container and a prefix. It is safe for
+// concurrent use.
+type Store struct {
+	c   *container.Client
+	cfg Config
+}
+
+// New returns the store on the container c (see NewClient) that cfg
+// describes. It does not create the container.
+func New(c *container.Client, cfg Config) (*Store, error) {
+	if c == nil {
+		return nil, errors.New("azstore: new: nil container client")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Store{c: c, cfg: cfg}, nil
+}
+
+// Config returns the store's configuration with defaults applied.
+func (s *Store) Config() Config { return s.cfg }
+
+// Kind returns storage.KindAzure.
+func (s *Store) Kind() storage.Kind { return storage.KindAzure }
+
+// MaxContentIDLen returns the longest content ID the store accepts in
+// space: Azure's 1024-character name limit less the prefix, the space and
+// a slash (counted in bytes, which is never fewer than characters).
+func (s *Store) MaxContentIDLen(space string) int {
+	return min(storage.MaxContentIDLen, MaxNameLen-len(s.cfg.Prefix)-len(space)-1)
+}
+
+func (s *Store) spaceKey(space string) (string, error) {
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return "", err
+	}
+	return s.cfg.Prefix + space, nil
+}
+
+func (s *Store) contentKey(space, id string) (string, error) {
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return "", err
+	}
+	if err := storage.ValidateContentID(id); err != nil {
+		return "", err
+	}
+	name := encodeName(id)
+	if max := s.MaxContentIDLen(space); len(name) > max {
+		return "", fmt.Errorf("%w: content ID is %d bytes as a blob name; with the store prefix and space %q the limit is %d", storage.ErrInvalidID, len(name), space, max)
+	}
+	return s.cfg.Prefix + space + "/" + name, nil
+}
+
+// Azure reads a backslash in a blob name as a slash, so content IDs are
+// stored under names in which '[' is "[0" and '\' is "[1": an encoding
+// that keeps byte-wise order (listings stay in ID order) and is one to one.
+var nameEncoder = strings.NewReplacer("[", "[0", `\`, "[1")
+
+func encodeName(id string) string { return nameEncoder.Replace(id) }
+
+// decodeName reverses encodeName; ok is false for a name it cannot have
+// made (a blob written by another tool).
+func decodeName(name string) (id string, ok bool) {
+	if !strings.Contains(name, "[") {
+		return name, !strings.Contains(name, `\`)
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '\\':
+			return "", false
+		case c != '[':
+			b.WriteByte(c)
+		case i+1 < len(name) && name[i+1] == '0':
+			b.WriteByte('[')
+			i++
+		case i+1 < len(name) && name[i+1] == '1':
+			b.WriteByte('\\')
+			i++
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// mapErr maps Azure errors onto storage's portable errors (keeping the
+// original in the chain); other errors pass unchanged. This is the one
+// place Azure error codes are interpreted.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, e := range []error{storage.ErrNotFound, storage.ErrInvalidID, storage.ErrChecksumMismatch, storage.ErrSpaceNotEmpty, storage.ErrPropertiesTooLarge, storage.ErrChanged, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, e) {
+			return err
+		}
+	}
+	switch {
+	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound, bloberror.CannotVerifyCopySource):
+		return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
+	case bloberror.HasCode(err, bloberror.MD5Mismatch, bloberror.CRC64Mismatch):
+		return fmt.Errorf("%w: %w", storage.ErrChecksumMismatch, err)
+	case bloberror.HasCode(err, bloberror.ConditionNotMet):
+		return fmt.Errorf("%w: %w", storage.ErrChanged, err)
+	case bloberror.HasCode(err, bloberror.MetadataTooLarge):
+		return fmt.Errorf("%w: %w", storage.ErrPropertiesTooLarge, err)
+	case bloberror.HasCode(err, bloberror.InvalidURI, bloberror.InvalidResourceName):
+		return fmt.Errorf("%w: %w", storage.ErrInvalidID, err)
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
+		return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
+	}
+	return err
+}
+
+func wrap(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("azstore: %s %s: %w", op, storage.QuoteID(key), mapErr(err))
+}
+
+// conditionFailed reports whether err is Azure refusing a conditional
+// write: 412, or 409 BlobAlreadyExists for If-None-Match: *.
+func conditionFailed(err error) bool {
+	if bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists) {
+		return true
+	}
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict)
+}
+
+// metadata builds an item's metadata, refusing more than Azure stores.
+func metadata(md5hex, crc string, props map[string]string) (map[string]*string, error) {
+	if props == nil {
+		props = map[string]string{}
+	}
+	v, err := objstore.ASCIIJSON(props)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]*string{MetaProps: &v}
+	if md5hex != "" {
+		m[MetaMD5] = &md5hex
+	}
+	if crc != "" {
+		m[MetaCRC64] = &crc
+	}
+	size := len(MetaMD5) + 32 + len(MetaCRC64) + 12 + len(MetaProps) + len(v)
+	if size > MaxMetadataSize {
+		return nil, fmt.Errorf("%w: the properties need %d bytes of Azure metadata (limit %d)", storage.ErrPropertiesTooLarge, size, MaxMetadataSize)
+	}
+	return m, nil
+}
+
+// meta reads a metadata value by name, ignoring case (the SDK reports
+// names as the HTTP headers carried them).
+func meta(m map[string]*string, name string) string {
+	for k, v := range m {
+		if strings.EqualFold(k, name) && v != nil {
+			return *v
+		}
+	}
+	return ""
+}
+
+func mimeOr(m string) string {
+	if m == "" {
+		return storage.DefaultMimeType
+	}
+	return m
+}
+
+func randHex() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// deleteKey removes a blob on a best-effort basis.
+func (s *Store) deleteKey(ctx context.Context, key string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_, _ = s.c.NewBlobClient(key).Delete(dctx, nil)
+}
+
+func azETag(s string) azcore.ETag { return azcore.ETag(s) }

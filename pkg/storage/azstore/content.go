@@ -1,0 +1,261 @@
+package azstore
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/millfleet/mill/pkg/storage"
+)
+
+// props is what a blob's properties tell of an item.
+type props struct {
+	size     int64
+	md5      []byte // Content-MD5
+	etag     azcore.ETag
+	modified time.Time
+	mime     string
+	tier     string
+	inferred bool
+	meta     map[string]*string
+}
+
+func propsOf(r blob.GetPropertiesResponse) props {
+	p := props{md5: r.ContentMD5, meta: r.Metadata}
+	if r.ContentLength != nil {
+		p.size = *r.ContentLength
+	}
+	if r.ETag != nil {
+		p.etag = *r.ETag
+	}
+	if r.LastModified != nil {
+		p.modified = *r.LastModified
+	}
+	if r.ContentType != nil {
+		p.mime = *r.ContentType
+	}
+	if r.AccessTier != nil {
+		p.tier = *r.AccessTier
+	}
+	p.inferred = r.AccessTierInferred == nil || *r.AccessTierInferred
+	return p
+}
+
+// info describes the blob as an item. The provider checksum is the
+// blob's Content-MD5 (see the package doc, Checksums).
+func (p props) info(id string) *storage.Info {
+	info := &storage.Info{
+		ContentID:  id,
+		Checksum:   strings.ToLower(meta(p.meta, MetaMD5)),
+		Size:       p.size,
+		MimeType:   p.mime,
+		Modified:   p.modified,
+		Revision:   string(p.etag),
+		Properties: map[string]string{},
+	}
+	if !p.inferred && !strings.EqualFold(p.tier, "Hot") {
+		info.StorageClass = p.tier
+		info.Archived = strings.EqualFold(p.tier, "Archive")
+	}
+	if info.MimeType == "" {
+		info.MimeType = storage.DefaultMimeType
+	}
+	if len(p.md5) == 16 {
+		info.ProviderChecksum = storage.ProviderMD5(hex.EncodeToString(p.md5))
+	}
+	if v := meta(p.meta, MetaProps); v != "" {
+		_ = json.Unmarshal([]byte(v), &info.Properties)
+	}
+	return info
+}
+
+func (s *Store) props(ctx context.Context, key string) (props, error) {
+	r, err := s.c.NewBlobClient(key).GetProperties(ctx, nil)
+	if err != nil {
+		return props{}, err
+	}
+	return propsOf(r), nil
+}
+
+// ListContent returns up to limit content IDs of space after the marker,
+// in byte-wise order (Azure lists names in that order).
+func (s *Store) ListContent(ctx context.Context, space, after string, limit int) ([]string, bool, error) {
+	if err := s.needSpace(ctx, space); err != nil {
+		return nil, false, wrap("list", space, err)
+	}
+	if limit <= 0 {
+		limit = 1000
+	}
+	prefix := s.cfg.Prefix + space + "/"
+	opts := &container.ListBlobsFlatOptions{Prefix: to.Ptr(prefix), MaxResults: to.Ptr(int32(min(limit+1, 5000)))}
+	if after != "" {
+		opts.StartFrom = to.Ptr(prefix + encodeName(after)) // inclusive; a service that ignores it lists from the start
+	}
+	ids := []string{}
+	p := s.c.NewListBlobsFlatPager(opts)
+	for p.More() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, false, wrap("list", space, err)
+		}
+		for _, b := range page.Segment.BlobItems {
+			if b.Name == nil {
+				continue
+			}
+			id, ok := decodeName((*b.Name)[len(prefix):])
+			if !ok || id == "" || id <= after {
+				continue
+			}
+			if len(ids) == limit {
+				return ids, true, nil
+			}
+			ids = append(ids, id)
+		}
+	}
+	return ids, false, nil
+}
+
+// Head returns the item's Info.
+func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, error) {
+	key, err := s.contentKey(space, id)
+	if err != nil {
+		return nil, wrap("head", space+"/"+id, err)
+	}
+	p, err := s.props(ctx, key)
+	if err != nil {
+		return nil, wrap("head", space+"/"+id, s.readErr(ctx, space, key, "", err))
+	}
+	return p.info(id), nil
+}
+
+// Get streams the whole item.
+func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *storage.Info, error) {
+	// A rewrite between reading the properties and opening the bytes
+	// replaces the revision read: read the new one.
+	for try := 0; ; try++ {
+		rc, info, err := s.GetRange(ctx, space, id, 0, -1, "")
+		if try == 19 || !errors.Is(err, storage.ErrChanged) {
+			return rc, info, err
+		}
+	}
+}
+
+// GetRange implements storage.RangeReader. The revision is the blob's
+// ETag: the read is conditional on it (If-Match), so a rewritten item
+// gives storage.ErrChanged.
+func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, revision string) (io.ReadCloser, *storage.Info, error) {
+	key, err := s.contentKey(space, id)
+	if err != nil {
+		return nil, nil, wrap("get", space+"/"+id, err)
+	}
+	bc := s.c.NewBlobClient(key)
+	cond := func(etag azcore.ETag) *blob.AccessConditions {
+		return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(etag)}}
+	}
+	var gp *blob.GetPropertiesOptions
+	if revision != "" {
+		gp = &blob.GetPropertiesOptions{AccessConditions: cond(azcore.ETag(revision))}
+	}
+	r, err := bc.GetProperties(ctx, gp)
+	if err != nil {
+		return nil, nil, wrap("get", space+"/"+id, s.readErr(ctx, space, key, revision, err))
+	}
+	p := propsOf(r)
+	info := p.info(id)
+	if info.Archived {
+		return nil, nil, wrap("get", space+"/"+id, storage.ErrArchived)
+	}
+	if off > p.size {
+		off = p.size
+	}
+	if n < 0 || off+n > p.size {
+		n = p.size - off
+	}
+	if n == 0 {
+		return io.NopCloser(strings.NewReader("")), info, nil
+	}
+	d, err := bc.DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: off, Count: n}, AccessConditions: cond(p.etag)})
+	if err != nil {
+		return nil, nil, wrap("get", space+"/"+id, s.readErr(ctx, space, key, string(p.etag), err))
+	}
+	return d.Body, info, nil
+}
+
+// readErr tells why a read failed: the space is missing, or the item.
+// A failed condition is ErrChanged already (mapErr).
+func (s *Store) readErr(ctx context.Context, space, key, revision string, err error) error {
+	if !errors.Is(mapErr(err), storage.ErrNotFound) {
+		return err
+	}
+	if serr := s.needSpace(ctx, space); serr != nil {
+		return serr
+	}
+	return err
+}
+
+// SetProperties replaces the item's properties (Set Blob Metadata: the
+// bytes stay, the ETag and modified time change), keeping the state it
+// replaces recoverable.
+func (s *Store) SetProperties(ctx context.Context, space, id string, newProps map[string]string) error {
+	key, err := s.contentKey(space, id)
+	if err != nil {
+		return wrap("set properties", space+"/"+id, err)
+	}
+	p, err := s.props(ctx, key)
+	if err != nil {
+		return wrap("set properties", space+"/"+id, s.readErr(ctx, space, key, "", err))
+	}
+	m, err := metadata(meta(p.meta, MetaMD5), meta(p.meta, MetaCRC64), newProps)
+	if err != nil {
+		return wrap("set properties", space+"/"+id, err)
+	}
+	undo, err := s.preserve(ctx, key, space, id, &p, storage.ReplacedByProperties)
+	if err != nil {
+		return wrap("set properties", space+"/"+id, err)
+	}
+	_, err = s.c.NewBlobClient(key).SetMetadata(ctx, m, &blob.SetMetadataOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(p.etag)}}})
+	if err != nil {
+		undo()
+	}
+	return wrap("set properties", space+"/"+id, err)
+}
+
+// Delete removes the item, keeping it recoverable (see recover.go); a
+// missing item or space is success.
+func (s *Store) Delete(ctx context.Context, space, id string) error {
+	key, err := s.contentKey(space, id)
+	if err != nil {
+		return wrap("delete", space+"/"+id, err)
+	}
+	p, err := s.props(ctx, key)
+	if errors.Is(mapErr(err), storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return wrap("delete", space+"/"+id, err)
+	}
+	undo, err := s.preserve(ctx, key, space, id, &p, storage.ReplacedByDelete)
+	if err != nil {
+		return wrap("delete", space+"/"+id, err)
+	}
+	_, err = s.c.NewBlobClient(key).Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(p.etag)}}})
+	if errors.Is(mapErr(err), storage.ErrNotFound) {
+		undo()
+		return nil
+	}
+	if err != nil {
+		undo()
+		return wrap("delete", space+"/"+id, fmt.Errorf("%w", err))
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package azstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
+)
+
+// Put writes the item (see the package doc, Writes).
+func (s *Store) Put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
+	info, err := s.put(ctx, space, id, r, opts)
+	return info, wrap("put", space+"/"+id, err)
+}
+
+func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
+	key, err := s.contentKey(space, id)
+	if err != nil {
+		return nil, err
+	}
+	want, err := storage.NormalizeMD5(opts.Checksum)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := metadata(want, "", opts.Properties); err != nil {
+		return nil, err
+	}
+	if err := s.needSpace(ctx, space); err != nil {
+		return nil, err
+	}
+	head, whole, rest, err := objstore.Head(ctx, r, opts.Size, s.cfg.Threshold)
+	if err != nil {
+		return nil, err
+	}
+	if whole {
+		return s.putSmall(ctx, key, space, id, head, want, opts)
+	}
+	return s.putBlocks(ctx, key, space, id, rest, want, opts)
+}
+
+// sizeErr reports content whose length is not the promised size.
+func sizeErr(got, want int64) error {
+	return objstore.SizeErr("azstore", got, want)
+}
+
+// checkSums compares the MD5 Mill measured with the expected one.
+func checkSums(sums *storage.Sums, want string) error {
+	if want != "" && sums.MD5() != want {
+		return fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, sums.MD5(), want)
+	}
+	return nil
+}
+
+func headers(md5hex, mime string) *blob.HTTPHeaders {
+	b, _ := hex.DecodeString(md5hex)
+	return &blob.HTTPHeaders{BlobContentMD5: b, BlobContentType: to.Ptr(mimeOr(mime))}
+}
+
+// putSmall checks buffered content and sends it in one Put Blob whose
+// transactional MD5 Azure verifies.
+func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte, want string, opts storage.PutOptions) (*storage.Info, error) {
+	if err := sizeErr(int64(len(data)), opts.Size); err != nil {
+		return nil, err
+	}
+	sums := storage.NewSums()
+	sums.Write(data)
+	if err := checkSums(sums, want); err != nil {
+		return nil, err
+	}
+	m, err := metadata(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)
+	if err != nil {
+		return nil, err
+	}
+	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
+	if err != nil {
+		return nil, err
+	}
+	sum := md5.Sum(data)
+	_, err = s.c.NewBlockBlobClient(key).Upload(ctx, nopCloser{bytes.NewReader(data)}, &blockblob.UploadOptions{
+		Metadata:                m,
+		HTTPHeaders:             headers(sums.MD5(), opts.MimeType),
+		TransactionalValidation: blob.TransferValidationTypeMD5(sum[:]),
+	})
+	if err != nil {
+		undo()
+		return nil, err
+	}
+	p, err := s.props(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return p.info(id), nil
+}
+
+// putBlocks stages the content in blocks of BlockSize, Streams at a time,
+// each with a transactional MD5 that Azure verifies, while Mill hashes the
+// whole stream; only when the stream ends with the promised size and MD5
+// does it commit the block list, setting Content-MD5 to the MD5 it
+// measured. Until the commit nothing is visible; blocks never committed
+// are discarded by Azure after a week.
+func (s *Store) putBlocks(ctx context.Context, key, space, id string, r io.Reader, want string, opts storage.PutOptions) (*storage.Info, error) {
+	bb := s.c.NewBlockBlobClient(key)
+	upload := randHex()[:16]
+	sums := storage.NewSums()
+	pool := sync.Pool{New: func() any { b := make([]byte, s.cfg.BlockSize); return &b }}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.cfg.Streams)
+	var ids []string
+	for n := 0; ; n++ {
+		if n >= MaxBlocks {
+			return nil, fmt.Errorf("azstore: more than %d blocks of %d bytes", MaxBlocks, s.cfg.BlockSize)
+		}
+		bufp := pool.Get().(*[]byte)
+		k, err := io.ReadFull(r, *bufp)
+		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+			pool.Put(bufp)
+			_ = g.Wait()
+			return nil, err
+		}
+		if k == 0 {
+			pool.Put(bufp)
+			break
+		}
+		block := (*bufp)[:k]
+		sums.Write(block)
+		bid := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "mill-%s-%06d", upload, n))
+		ids = append(ids, bid)
+		g.Go(func() error {
+			defer pool.Put(bufp)
+			sum := md5.Sum(block)
+			_, err := bb.StageBlock(gctx, bid, nopCloser{bytes.NewReader(block)}, &blockblob.StageBlockOptions{TransactionalValidation: blob.TransferValidationTypeMD5(sum[:])})
+			return err
+		})
+		if gctx.Err() != nil || k < len(*bufp) {
+			break
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := sizeErr(sums.Len(), opts.Size); err != nil {
+		return nil, err
+	}
+	if err := checkSums(sums, want); err != nil {
+		return nil, err
+	}
+	m, err := metadata(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)
+	if err != nil {
+		return nil, err
+	}
+	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{Metadata: m, HTTPHeaders: headers(sums.MD5(), opts.MimeType)}); err != nil {
+		undo()
+		return nil, err
+	}
+	p, err := s.props(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return p.info(id), nil
+}

@@ -1,0 +1,204 @@
+package azstore
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
+)
+
+// trashIDPrefix starts the IDs of trash copies (storage.Recoverer; see
+// the package doc, Recovery).
+const trashIDPrefix = "trash:"
+
+// trashItemPrefix is the name prefix of one item's trash copies.
+func (s *Store) trashItemPrefix(space, id string) string {
+	return objstore.TrashItemPrefix(s.cfg.Prefix, space, id)
+}
+
+// trashName names a trash copy: when it was made, random hex, and why.
+func trashName(now time.Time, reason string) string {
+	return objstore.TrashName(now, randHex(), reason)
+}
+
+// copyBlob copies src to dst server side (Copy Blob within the account;
+// the source must still have ETag etag when it is not ""), with metadata
+// m (nil: the source's), and waits for the copy to finish.
+func (s *Store) copyBlob(ctx context.Context, src, dst, etag string, m map[string]*string) error {
+	opts := &blob.StartCopyFromURLOptions{Metadata: m}
+	if etag != "" {
+		opts.SourceModifiedAccessConditions = &blob.SourceModifiedAccessConditions{SourceIfMatch: to.Ptr(azETag(etag))}
+	}
+	dc := s.c.NewBlobClient(dst)
+	r, err := dc.StartCopyFromURL(ctx, s.c.NewBlobClient(src).URL(), opts)
+	if err != nil {
+		return err
+	}
+	status := r.CopyStatus
+	for wait := 50 * time.Millisecond; status != nil && *status == blob.CopyStatusTypePending; wait = min(2*wait, 2*time.Second) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		p, err := dc.GetProperties(ctx, nil)
+		if err != nil {
+			return err
+		}
+		status = p.CopyStatus
+	}
+	if status != nil && *status != blob.CopyStatusTypeSuccess {
+		return fmt.Errorf("copy of %s to %s: %s", storage.QuoteID(src), storage.QuoteID(dst), *status)
+	}
+	return nil
+}
+
+// preserve keeps the blob at key recoverable before it is deleted or
+// replaced for reason: a server-side copy of that ETag under the trash
+// prefix. p is the blob's properties when the caller has them, else they
+// are read (a missing blob — a first write — is not copied). undo removes
+// the copy when the replacement then fails.
+func (s *Store) preserve(ctx context.Context, key, space, id string, p *props, reason string) (undo func(), err error) {
+	undo = func() {}
+	// A concurrent writer may replace the blob read before it is copied
+	// (then that writer kept it): keep what is current instead.
+	for try := 0; ; try++ {
+		if p == nil {
+			q, err := s.props(ctx, key)
+			if errors.Is(mapErr(err), storage.ErrNotFound) {
+				return undo, nil
+			}
+			if err != nil {
+				return undo, err
+			}
+			p = &q
+		}
+		tkey := s.trashItemPrefix(space, id) + trashName(time.Now(), reason)
+		err := s.copyBlob(ctx, key, tkey, string(p.etag), nil)
+		if err == nil {
+			return func() { s.deleteKey(ctx, tkey) }, nil
+		}
+		e := mapErr(err)
+		if try == 19 || !errors.Is(e, storage.ErrNotFound) && !errors.Is(e, storage.ErrChanged) {
+			return undo, fmt.Errorf("keep the replaced blob recoverable under %s: %w", TrashPrefix, err)
+		}
+		p = nil
+	}
+}
+
+// Versions implements storage.Recoverer: the item's trash copies, newest
+// first.
+func (s *Store) Versions(ctx context.Context, space, id string) ([]storage.Version, error) {
+	vs, err := s.versions(ctx, space, id)
+	return vs, wrap("versions", space+"/"+id, err)
+}
+
+func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Version, error) {
+	if _, err := s.contentKey(space, id); err != nil {
+		return nil, err
+	}
+	prefix := s.trashItemPrefix(space, id)
+	out := []storage.Version{}
+	pg := s.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: to.Ptr(prefix), Include: container.ListBlobsInclude{Metadata: true}})
+	for pg.More() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range page.Segment.BlobItems {
+			if b.Name == nil || b.Properties == nil {
+				continue
+			}
+			name := strings.TrimPrefix(*b.Name, prefix)
+			at, reason, ok := objstore.ParseTrashName(name)
+			if !ok {
+				continue // not a copy the store made
+			}
+			p := props{md5: b.Properties.ContentMD5, meta: b.Metadata, inferred: true}
+			p.size = derefOr(b.Properties.ContentLength)
+			if b.Properties.ETag != nil {
+				p.etag = *b.Properties.ETag
+			}
+			if b.Properties.LastModified != nil {
+				p.modified = *b.Properties.LastModified
+			}
+			if b.Properties.ContentType != nil {
+				p.mime = *b.Properties.ContentType
+			}
+			out = append(out, storage.Version{ID: trashIDPrefix + name, Replaced: at, Reason: reason, Info: *p.info(id)})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b storage.Version) int { return b.Replaced.Compare(a.Replaced) })
+	return out, nil
+}
+
+func derefOr(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// Restore implements storage.Recoverer: the version is copied (server
+// side) back to the item's name, after what is there was kept recoverable
+// in turn.
+func (s *Store) Restore(ctx context.Context, space, id, versionID string) (*storage.Info, error) {
+	info, err := s.restore(ctx, space, id, versionID)
+	return info, wrap("restore", space+"/"+id, err)
+}
+
+func (s *Store) restore(ctx context.Context, space, id, versionID string) (*storage.Info, error) {
+	key, err := s.contentKey(space, id)
+	if err != nil {
+		return nil, err
+	}
+	if versionID == "" {
+		vs, err := s.versions(ctx, space, id)
+		if err != nil {
+			return nil, err
+		}
+		if len(vs) == 0 {
+			return nil, fmt.Errorf("%w: no recoverable version", storage.ErrNotFound)
+		}
+		versionID = vs[0].ID
+	}
+	name, ok := strings.CutPrefix(versionID, trashIDPrefix)
+	if _, _, valid := objstore.ParseTrashName(name); !ok || !valid {
+		return nil, fmt.Errorf("%w: no recoverable version %q", storage.ErrNotFound, storage.ShortID(versionID))
+	}
+	if err := s.needSpace(ctx, space); err != nil {
+		return nil, err
+	}
+	src := s.trashItemPrefix(space, id) + name
+	from, err := s.props(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.copyBlob(ctx, src, key, string(from.etag), maps.Clone(from.meta)); err != nil {
+		undo()
+		return nil, err
+	}
+	p, err := s.props(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if p.size != from.size || hex.EncodeToString(p.md5) != hex.EncodeToString(from.md5) {
+		return nil, fmt.Errorf("%w: restored blob has Content-MD5 %x and %d bytes, the version %x and %d", storage.ErrChecksumMismatch, p.md5, p.size, from.md5, from.size)
+	}
+	return p.info(id), nil
+}

@@ -1,0 +1,75 @@
+// Package gcsstore is a storage.Provider on Google Cloud Storage
+// (cloud.google.com/go/storage), store kind "gcs".
+//
+// # Object layout
+//
+// A store is a bucket and a name prefix (Config.Prefix), laid out as
+// s3store lays out a bucket without versioning:
+//
+//	P<space>              space marker: JSON {"acls":{…}}; the space exists while it does
+//	P<space>/<contentID>  a content item
+//	P.mill-tmp/<random>   uploads whose MD5 was not known up front
+//	P.mill-trash/<space>/<sha256 of the content ID>/<time>-<random>.<reason>
+//	                      what a delete, overwrite or property change replaced
+//
+// Space IDs cannot start with '.', so neither .mill-tmp nor .mill-trash is
+// ever a space. GCS lists names in byte-wise order, which is the order
+// storage.Provider promises. A space is created with ifGenerationMatch=0,
+// so exactly one of concurrent creators is told it created it.
+//
+// # Checksums
+//
+// An item's MD5 (DuraCloud's checksum) travels as custom metadata
+// "mill-md5", its properties as JSON in "mill-props", Mill's CRC-64/NVME
+// of the bytes it sent (when it knew it before committing) in
+// "mill-crc64nvme", its mimetype as Content-Type. GCS limits custom
+// metadata to 8 KiB: a larger set of properties is refused with
+// storage.ErrPropertiesTooLarge.
+//
+// GCS computes an MD5 and a CRC32C of every object written in one piece
+// (a composite object has only the CRC32C), whoever wrote it. Info's
+// ProviderChecksum is that MD5 ("md5:<hex>"), so the bit check compares
+// an MD5 with an MD5: an object rewritten behind Mill's back that kept
+// "mill-md5" is told by the provider's MD5 contradicting the claim. The
+// CRC32C is checked by the client library as the bytes of a whole read
+// (Get, or a GetRange of all of the item) arrive: a read whose bytes
+// disagree with it fails. Mill writes no
+// composite objects; one written by another tool has no provider MD5 and
+// is judged on its bytes.
+//
+// # Writes
+//
+// Every write is checked by Mill before GCS commits it, and declared to
+// GCS so that GCS checks it too. Content up to Config.Threshold is
+// buffered, hashed and sent in one request carrying its MD5. Larger
+// content is a resumable upload (GCS's resumable upload protocol, in
+// ChunkSize chunks, with the client library's automatic retries of a
+// chunk): with an expected MD5 the upload declares it and Mill checks its
+// own hash of the stream before the last chunk leaves (a mismatch or a
+// short stream abandons the upload: nothing is committed); without one
+// the upload goes to .mill-tmp/ and is copied server side to the item
+// with the MD5 Mill measured. GCS commits an object only when its upload
+// finishes, so a failed or cancelled put leaves the previous version.
+// Resuming an upload across processes (storage.PutOptions.Resume) is not
+// implemented: a restarted copy uploads again.
+//
+// # Reads
+//
+// Info.Revision is the object's generation. GetRange reads that
+// generation only; a rewritten item gives storage.ErrChanged. Get
+// reads the attributes, then the bytes of that generation.
+//
+// # Recovery
+//
+// Store implements storage.Recoverer with trash copies: before a delete,
+// an overwrite, a property change or a restore replaces an object, the
+// generation it replaces is copied server side under .mill-trash/ with
+// its metadata (one rewrite request; none for a first write). Versions
+// lists them newest first (IDs "trash:<name>"); Restore copies one back.
+// A bucket lifecycle rule on the .mill-trash/ prefix expires them after
+// the retention (the operator's; see docs). Object versioning and soft
+// delete of the bucket, where enabled, keep copies of their own and are
+// not read: the trash works the same on every bucket and on the emulator.
+// Without versioning a concurrent writer of the same name can slip a
+// generation between the copy and the write.
+package gcsstore

@@ -1,0 +1,258 @@
+package gcsstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	gcs "cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
+
+	"github.com/millfleet/mill/internal/base/validate"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
+)
+
+// Defaults and GCS limits.
+const (
+	// DefaultThreshold: content up to this size is buffered, checked and
+	// sent in one request; larger content is a resumable upload.
+	DefaultThreshold = 16 << 20
+	// DefaultChunkSize of resumable uploads (a multiple of 256 KiB).
+	DefaultChunkSize = 16 << 20
+	chunkUnit        = 256 << 10
+	MaxChunkSize     = 1 << 30
+
+	MaxNameLen = 1024 // GCS object names, UTF-8 bytes
+	// MaxMetadataSize is GCS's limit on an object's custom metadata
+	// (keys plus values).
+	MaxMetadataSize = 8 << 10
+
+	// MetaMD5, MetaProps and MetaCRC64 are the custom-metadata keys of an
+	// item's MD5, properties and Mill's CRC-64/NVME (base64, as S3 writes
+	// it) of the bytes Mill sent.
+	MetaMD5   = "mill-md5"
+	MetaProps = "mill-props"
+	MetaCRC64 = "mill-crc64nvme"
+
+	tmpPrefix = ".mill-tmp/"
+	// TrashPrefix holds what a delete or overwrite replaced.
+	TrashPrefix = objstore.TrashPrefix
+)
+
+// Config describes one store.
+type Config struct {
+	// Bucket holding the store (required).
+	Bucket string
+	// Prefix of every object name of the store, normally ending in '/';
+	// "" uses the whole bucket.
+	Prefix string
+	// Threshold: content up to this size (or of unknown size ending
+	// within it) is buffered whole and sent in one request. Default 16 MiB.
+	Threshold int64
+	// ChunkSize of resumable uploads, a multiple of 256 KiB. Default 16 MiB.
+	ChunkSize int
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Threshold == 0 {
+		c.Threshold = DefaultThreshold
+	}
+	if c.ChunkSize == 0 {
+		c.ChunkSize = DefaultChunkSize
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	p := validate.New("gcsstore: Config")
+	p.Require("Bucket", c.Bucket != "")
+	p.Check(len(c.Prefix) <= MaxNameLen/2, "Prefix", fmt.Sprintf("(%d bytes)", len(c.Prefix)), "be at most %d bytes", MaxNameLen/2)
+	p.Check(c.Threshold > 0 && c.Threshold <= MaxChunkSize, "Threshold", c.Threshold, "be within 1..%d", int64(MaxChunkSize))
+	p.Check(c.ChunkSize >= chunkUnit && c.ChunkSize <= MaxChunkSize && c.ChunkSize%chunkUnit == 0, "ChunkSize", c.ChunkSize, "be a multiple of %d within %d..%d", chunkUnit, chunkUnit, MaxChunkSize)
+	return p.Err()
+}
+
+var (
+	_ storage.Provider     = (*Store)(nil)
+	_ storage.Recoverer    = (*Store)(nil)
+	_ storage.RangeReader  = (*Store)(nil)
+	_ storage.SpaceCreator = (*Store)(nil)
+)
+
+// Store is a Google Cloud Storage store. It is safe for concurrent use.
+type Store struct {
+	client *gcs.Client
+	bucket *gcs.BucketHandle
+	cfg    Config
+}
+
+// New returns the store cfg describes, using client (see NewClient). It
+// does not create the bucket.
+func New(client *gcs.Client, cfg Config) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("gcsstore: new: nil client")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg}, nil
+}
+
+// Config returns the store's configuration with defaults applied.
+func (s *Store) Config() Config { return s.cfg }
+
+// Kind returns storage.KindGCS.
+func (s *Store) Kind() storage.Kind { return storage.KindGCS }
+
+// MaxContentIDLen returns the longest content ID the store accepts in
+// space: GCS's 1024-byte name limit less the prefix, the space and a slash.
+func (s *Store) MaxContentIDLen(space string) int {
+	return min(storage.MaxContentIDLen, MaxNameLen-len(s.cfg.Prefix)-len(space)-1)
+}
+
+func (s *Store) spaceKey(space string) (string, error) {
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return "", err
+	}
+	return s.cfg.Prefix + space, nil
+}
+
+func (s *Store) contentKey(space, id string) (string, error) {
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return "", err
+	}
+	if err := storage.ValidateContentID(id); err != nil {
+		return "", err
+	}
+	if max := s.MaxContentIDLen(space); len(id) > max {
+		return "", fmt.Errorf("%w: content ID is %d bytes; with the store prefix and space %q the limit is %d", storage.ErrInvalidID, len(id), space, max)
+	}
+	return s.cfg.Prefix + space + "/" + id, nil
+}
+
+// mapErr maps GCS errors onto storage's portable errors (keeping the
+// original in the chain); other errors pass unchanged. This is the one
+// place GCS errors are interpreted.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, e := range []error{storage.ErrNotFound, storage.ErrInvalidID, storage.ErrChecksumMismatch, storage.ErrSpaceNotEmpty, storage.ErrPropertiesTooLarge, storage.ErrChanged, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, e) {
+			return err
+		}
+	}
+	if errors.Is(err, gcs.ErrObjectNotExist) || errors.Is(err, gcs.ErrBucketNotExist) {
+		return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
+	}
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		switch ge.Code {
+		case http.StatusNotFound:
+			return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
+		case http.StatusPreconditionFailed:
+			return fmt.Errorf("%w: %w", storage.ErrChanged, err)
+		case http.StatusBadRequest:
+			if strings.Contains(strings.ToLower(ge.Message), "hash") || strings.Contains(strings.ToLower(ge.Message), "crc32c") {
+				return fmt.Errorf("%w: %w", storage.ErrChecksumMismatch, err)
+			}
+		}
+	}
+	return err
+}
+
+func wrap(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("gcsstore: %s %s: %w", op, storage.QuoteID(key), mapErr(err))
+}
+
+// conditionFailed reports whether err is GCS refusing a conditional write.
+func conditionFailed(err error) bool {
+	var ge *googleapi.Error
+	return errors.As(err, &ge) && ge.Code == http.StatusPreconditionFailed
+}
+
+// metadata builds an item's custom metadata, refusing more than GCS
+// stores.
+func metadata(md5hex string, crc string, props map[string]string) (map[string]string, error) {
+	if props == nil {
+		props = map[string]string{}
+	}
+	b, err := json.Marshal(props)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{MetaProps: string(b)}
+	if md5hex != "" {
+		m[MetaMD5] = md5hex
+	}
+	if crc != "" {
+		m[MetaCRC64] = crc
+	}
+	size := len(MetaMD5) + 32 + len(MetaCRC64) + 12 + len(MetaProps) + len(b)
+	if size > MaxMetadataSize {
+		return nil, fmt.Errorf("%w: the properties need %d bytes of GCS custom metadata (limit %d)", storage.ErrPropertiesTooLarge, size, MaxMetadataSize)
+	}
+	return m, nil
+}
+
+// infoOf describes an object as an item.
+func infoOf(a *gcs.ObjectAttrs, id string) *storage.Info {
+	info := &storage.Info{
+		ContentID:    id,
+		Checksum:     strings.ToLower(a.Metadata[MetaMD5]),
+		Size:         a.Size,
+		MimeType:     a.ContentType,
+		Modified:     a.Updated,
+		Revision:     strconv.FormatInt(a.Generation, 10),
+		Properties:   map[string]string{},
+		StorageClass: a.StorageClass,
+	}
+	if info.StorageClass == "STANDARD" {
+		info.StorageClass = ""
+	}
+	if info.MimeType == "" {
+		info.MimeType = storage.DefaultMimeType
+	}
+	// GCS computes the MD5 of every object written in one piece (not of a
+	// composite object, which has only its CRC32C): the provider checksum.
+	if len(a.MD5) == 16 {
+		info.ProviderChecksum = storage.ProviderMD5(hex.EncodeToString(a.MD5))
+	}
+	if v := a.Metadata[MetaProps]; v != "" {
+		_ = json.Unmarshal([]byte(v), &info.Properties)
+	}
+	return info
+}
+
+func mimeOr(m string) string {
+	if m == "" {
+		return storage.DefaultMimeType
+	}
+	return m
+}
+
+func randHex() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// deleteKey removes an object on a best-effort basis.
+func (s *Store) deleteKey(ctx context.Context, key string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_ = s.bucket.Object(key).Delete(dctx)
+}

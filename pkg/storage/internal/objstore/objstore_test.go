@@ -1,0 +1,80 @@
+package objstore
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/pkg/storage"
+)
+
+func TestTrashNames(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, reason := range []string{storage.ReplacedByDelete, storage.ReplacedByOverwrite, storage.ReplacedByProperties} {
+		name := TrashName(at, "0123456789abcdef0123", reason)
+		got, r, ok := ParseTrashName(name)
+		if !ok || !got.Equal(at) || r != reason {
+			t.Errorf("ParseTrashName(%q) = %v, %q, %v", name, got, r, ok)
+		}
+	}
+	for _, bad := range []string{"", "x", "20260102T030405.000000006Z-0123456789ABCDEF.deleted", "20260102T030405.000000006Z-0123456789abcdef.renamed", "2026x102T030405.000000006Z-0123456789abcdef.deleted"} {
+		if _, _, ok := ParseTrashName(bad); ok {
+			t.Errorf("ParseTrashName(%q) accepted a name TrashName cannot make", bad)
+		}
+	}
+	if a, b := TrashItemPrefix("p/", "s", "a/b"), TrashItemPrefix("p/", "s", "a/c"); a == b || !strings.HasPrefix(a, "p/.mill-trash/s/") || strings.Count(a, "/") != 4 {
+		t.Errorf("TrashItemPrefix: %q, %q", a, b)
+	}
+}
+
+func TestASCIIJSON(t *testing.T) {
+	in := map[string]string{"ключ": "значение ✓ 🎉", "q": `"\`}
+	s, err := ASCIIJSON(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s {
+		if r > 0x7e || r < 0x20 {
+			t.Fatalf("%q holds %q", s, r)
+		}
+	}
+	var back map[string]string
+	if err := json.Unmarshal([]byte(s), &back); err != nil || back["ключ"] != in["ключ"] || back["q"] != in["q"] {
+		t.Errorf("round trip: %v, %v", back, err)
+	}
+}
+
+func TestHead(t *testing.T) {
+	for _, tc := range []struct {
+		data      string
+		size, thr int64
+		whole     bool
+	}{
+		{"abc", 3, 10, true},
+		{"abc", -1, 10, true},
+		{"abcdefghijk", -1, 10, false},
+		{"abcdefghij", -1, 10, true}, // exactly the threshold, size unknown: the read past it saw the end
+		{"abcdefghij", 10, 10, true},
+		{"abcdefghijk", 10, 10, false}, // more than promised: streamed, and the size check fails there
+		{"ab", 5, 10, true},            // fewer than promised: whole, and the size check fails there
+	} {
+		head, whole, rest, err := Head(t.Context(), strings.NewReader(tc.data), tc.size, tc.thr)
+		if err != nil || whole != tc.whole {
+			t.Errorf("Head(%q, %d, %d): whole %v, %v", tc.data, tc.size, tc.thr, whole, err)
+			continue
+		}
+		got := string(head)
+		if !whole {
+			b, _ := io.ReadAll(rest)
+			got = string(b)
+		}
+		if got != tc.data {
+			t.Errorf("Head(%q, %d, %d): content %q", tc.data, tc.size, tc.thr, got)
+		}
+	}
+	if SizeErr("p", 3, -1) != nil || SizeErr("p", 3, 3) != nil || SizeErr("p", 3, 4) == nil {
+		t.Error("SizeErr")
+	}
+}
