@@ -71,6 +71,8 @@ var Rows = []Row{
 		Value: units(`^req/task$`), Expect: "pkg/workman BenchmarkEmulatorNoop"},
 	{Measure: "SQS requests/task: producer enqueue", Pkg: "producers/", Name: regexp.MustCompile(`^Benchmark`),
 		Value: units(`^req/task$`, `^req/msg$`, `^req/`), Expect: "a producers/... benchmark reporting req/task"},
+	{Measure: "Throughput: producer enqueue, DefaultSendsInFlight batches in flight vs one at a time (tasks/s)", Pkg: "producers/looping", Name: regexp.MustCompile(`^BenchmarkEnqueueInFlight`),
+		Value: units(`^tasks/s$`), Baseline: units(`^seq-tasks/s$`), Ratio: units(`^inflight/seq$`), Expect: "producers/looping BenchmarkEnqueueInFlight"},
 	{Measure: "SQS requests/msg: sqsqueue send+receive+delete", Pkg: "pkg/queue/sqsqueue", Name: regexp.MustCompile(`^BenchmarkSendReceiveDelete`),
 		Value: units(`^req/msg$`), Expect: "pkg/queue/sqsqueue BenchmarkSendReceiveDelete"},
 	{Measure: "DynamoDB writes/heartbeat: fleet registry (one per worker per interval)", Pkg: "pkg/workman/fleetmember", Name: regexp.MustCompile(`^BenchmarkHeartbeat`),
