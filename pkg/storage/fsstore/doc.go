@@ -42,7 +42,7 @@
 // offset per entry, about len(name)+5 bytes an entry (a million flat items
 // walk in under 64 MiB peak RSS). At most 16 directories and 32 MiB are
 // kept (the most recent listing even when larger), directories of fewer
-// than 64 entries are not, and a listing idle for a minute is dropped.
+// than 64 entries are not, and the next listing drops one idle for a minute.
 // A kept listing is used only while its directory has the modification
 // time and inode it had when read, and only if that time was at least 2 s
 // older than the read (a change in the same clock tick leaves the time

@@ -28,7 +28,7 @@ const (
 	// listed needed it anyway).
 	cacheMaxDirs = 16
 	cacheBudget  = 32 << 20
-	// cacheIdle drops a listing nobody used for that long.
+	// cacheIdle: the next listing drops one nobody used for that long.
 	cacheIdle = time.Minute
 	// racyWindow is how much older than the read a directory's
 	// modification time must be for the listing to be trusted on a later
