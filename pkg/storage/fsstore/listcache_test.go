@@ -138,3 +138,49 @@ func TestListingSeesTheStoresOwnWrites(t *testing.T) {
 	age(t, dir, at)
 	page(t, s, "item-00001", 2, []string{"item-00002", "item-00002/x"})
 }
+
+// Pages from kept listings of nested directories start where a sorted
+// list of every ID says, for markers that are IDs and markers that are not.
+func TestKeptListingsPageLikeASortedList(t *testing.T) {
+	s, dir := flatSpace(t, 0)
+	var all []string
+	for _, d := range []string{"a", "a-b", "a/b"} {
+		p := filepath.Join(dir, strings.ReplaceAll(d, "/", dirSuffix+"/")+dirSuffix)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 80 {
+			touch(t, filepath.Join(p, fmt.Sprintf("%02d%s", i, metaSuffix)))
+			all = append(all, fmt.Sprintf("%s/%02d", d, i))
+		}
+	}
+	for i := range 80 {
+		touch(t, filepath.Join(dir, fmt.Sprintf("a%02d%s", i, metaSuffix)))
+		all = append(all, fmt.Sprintf("a%02d", i))
+	}
+	slices.Sort(all)
+	old := time.Now().Add(-time.Hour)
+	for _, d := range []string{"a.d/b.d", "a.d", "a-b.d", ""} {
+		age(t, filepath.Join(dir, d), old)
+	}
+	markers := []string{"", "a", "a/", "a/0", "a/b", "a/b/", "a/b/5", "a/b0", "a-", "a-b/79", "a.", "a1", "a79", "b"}
+	for _, id := range all {
+		if len(id)%3 == 0 {
+			markers = append(markers, id)
+		}
+	}
+	for _, m := range markers {
+		i, _ := slices.BinarySearch(all, m)
+		if i < len(all) && all[i] == m {
+			i++
+		}
+		want := all[i:min(i+7, len(all))]
+		if len(want) == 0 {
+			want = nil
+		}
+		page(t, s, m, 7, want)
+	}
+	if r := s.dirReads(); r > 4 {
+		t.Errorf("%d pages read directories %d times, want each of the 4 once", len(markers), r)
+	}
+}
