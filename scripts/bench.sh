@@ -34,6 +34,11 @@
 #   MILL_BENCH_EVIDENCE_EVENTS events of the evidence log benchmark
 #                         (default 100000; its verification time is given
 #                         per million events, extrapolated)
+#   MILL_BENCH_ENQUEUE_TASKS tasks of each run of the producer enqueue
+#                         benchmark (one batch in flight, the default, 32;
+#                         default 10000; on MILL_BENCH_SQS_ENDPOINT)
+#   MILL_BENCH_FLAT_ITEMS sizes of the fs walk over one flat directory,
+#                         comma-separated (default 10000,100000,1000000)
 #   BENCH                 -bench pattern (default .)
 #   BENCH_TIMEOUT         go test -timeout (default 30m)
 #   BENCH_LOG             where the raw go test output is kept

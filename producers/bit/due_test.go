@@ -33,8 +33,10 @@ func runDue(t *testing.T, e *env, cfg bit.Config, biteSize int) (ids []string, e
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One batch in flight: the tests check the order the producer emits
+	// in, which concurrent batches may interleave on the queue.
 	l, err := looping.New(looping.Config{Kind: bit.Kind, Producer: p, Queue: &bit.Router{Bit: e.bits, Report: e.reports},
-		State: e.state, Lease: e.lease, Clock: e.clk, BiteSize: biteSize, MaxQueueSize: 1 << 20,
+		State: e.state, Lease: e.lease, Clock: e.clk, BiteSize: biteSize, MaxQueueSize: 1 << 20, SendsInFlight: 1,
 		Logger: slog.New(slog.DiscardHandler), Progress: looping.ProgressOff})
 	if err != nil {
 		t.Fatal(err)

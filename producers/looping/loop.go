@@ -73,6 +73,10 @@ type Config struct {
 	// BiteSize is the most items one bite covers (default
 	// DefaultBiteSize).
 	BiteSize int
+	// SendsInFlight is how many batches of a bite's tasks are sent at
+	// once (default DefaultSendsInFlight; 1 sends one at a time). The
+	// state is saved after a bite only once all of them are acknowledged.
+	SendsInFlight int
 	// MorselAttempts is how many steps of one morsel may fail in a row
 	// before the morsel is given up for the run (Morsel.Failed; default
 	// DefaultMorselAttempts). A failed step is retried at the morsel's
@@ -113,6 +117,9 @@ func (c Config) WithDefaults() Config {
 	if c.MorselAttempts == 0 {
 		c.MorselAttempts = DefaultMorselAttempts
 	}
+	if c.SendsInFlight == 0 {
+		c.SendsInFlight = DefaultSendsInFlight
+	}
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = DefaultProgressInterval
 	}
@@ -130,6 +137,7 @@ func (c Config) validate() error {
 	p.Check(c.MaxQueueSize >= 0, "MaxQueueSize", c.MaxQueueSize, "not be negative")
 	p.Check(c.BiteSize >= 0, "BiteSize", c.BiteSize, "not be negative")
 	p.Check(c.MorselAttempts >= 0, "MorselAttempts", c.MorselAttempts, "not be negative")
+	p.Check(c.SendsInFlight >= 0 && c.SendsInFlight <= 64, "SendsInFlight", c.SendsInFlight, "be between 0 and 64")
 	p.Check(c.ProgressInterval >= 0, "ProgressInterval", c.ProgressInterval, "not be negative")
 	p.Check(c.Frequency.N == 0 || (c.Frequency.N > 0 && (c.Frequency.Unit == Months || unitDuration[c.Frequency.Unit] != 0)),
 		"Frequency", fmt.Sprintf("%+v", c.Frequency), "be a positive count of a known unit")

@@ -24,6 +24,7 @@ type runner struct {
 	emitted  int // tasks emitted by the current step
 	pending  []queue.SendEntry
 	pendMeta []countKey
+	inflight inflight // batches being sent (sender.go)
 	morsel   *Morsel
 	// sendFailed is set when a send to the queue failed: the queue is
 	// every morsel's, so that is the run's failure, not the morsel's.
@@ -232,6 +233,9 @@ func (r *runner) step(m *Morsel, deletes bool, d Deleter) (full bool, err error)
 	if err == nil {
 		err = r.flush()
 	}
+	if derr := r.drain(); err == nil {
+		err = derr
+	}
 	r.morsel = nil
 	what := "bite"
 	if deletes {
@@ -294,24 +298,6 @@ func (r *runner) emit(ctx context.Context, tasks ...*task.Task) error {
 			}
 		}
 	}
-	return nil
-}
-
-// flush sends the pending tasks (at most one batch) and counts them.
-func (r *runner) flush() error {
-	if len(r.pending) == 0 {
-		return nil
-	}
-	if err := r.cfg.Queue.Send(r.ctx, r.pending...); err != nil {
-		r.sendFailed = true
-		return fmt.Errorf("send to %s: %w", r.cfg.Queue.Name(), err)
-	}
-	for _, k := range r.pendMeta {
-		r.sum.Queued.Add(k.typ, k.account, 1)
-		r.st.Queued.Add(k.typ, k.account, 1)
-	}
-	r.morsel.Queued += int64(len(r.pending))
-	r.pending, r.pendMeta = r.pending[:0], r.pendMeta[:0]
 	return nil
 }
 

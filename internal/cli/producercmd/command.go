@@ -69,6 +69,7 @@ type Flags struct {
 	Frequency    looping.Frequency // set by Check
 	MaxQueueSize int64
 	BiteSize     int
+	InFlight     int
 	LeaseTable   string
 	LeaseTTL     time.Duration
 	DatabaseURL  *string
@@ -109,6 +110,7 @@ func (c Command) define(fs *flag.FlagSet) (*Flags, Own) {
 	if c.BiteSize {
 		fs.IntVar(&f.BiteSize, "bite-size", looping.DefaultBiteSize, "most `items` of one space queued per bite")
 	}
+	fs.IntVar(&f.InFlight, "sends-in-flight", looping.DefaultSendsInFlight, "most `batches` of 10 tasks being sent to the queue at once (1: one at a time)")
 	fs.StringVar(&f.LeaseTable, "lease-table", lease.DefaultTable, "DynamoDB `table` of the producer lease: one invocation at a time (\""+NoLease+"\" or empty: an\nin-memory lease, for a single local process)")
 	fs.DurationVar(&f.LeaseTTL, "lease-ttl", looping.DefaultLeaseTTL, "how long the lease outlives a crashed holder (renewed every third of it)")
 	if c.Database != "" {
@@ -148,6 +150,9 @@ func (c Command) parse(args []string, getenv func(string) string, stderr io.Writ
 	}
 	if c.BiteSize && f.BiteSize <= 0 {
 		errs = append(errs, fmt.Errorf("--bite-size %d: must be positive", f.BiteSize))
+	}
+	if f.InFlight < 1 || f.InFlight > 64 {
+		errs = append(errs, fmt.Errorf("--sends-in-flight %d: must be between 1 and 64", f.InFlight))
 	}
 	if f.State, err = wiring.StateLocation(f.State, f.stateBucket, c.StateKey); err != nil {
 		errs = append(errs, err)
@@ -201,5 +206,6 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 	}
 	lc.State, lc.Lease, lc.LeaseTTL = state, newLease(e.AWS, f.LeaseTable), f.LeaseTTL
 	lc.Frequency, lc.MaxQueueSize, lc.BiteSize, lc.Logger = f.Frequency, f.MaxQueueSize, f.BiteSize, e.Logger
+	lc.SendsInFlight = f.InFlight
 	return run(ctx, lc, f.Output, f.Schedule, e.AWS, stdout, stderr)
 }

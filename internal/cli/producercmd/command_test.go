@@ -59,13 +59,13 @@ func TestCommandReportsEveryProblemAsOneUsageError(t *testing.T) {
 	})
 	c.BiteSize, c.Database, c.DatabaseWhy = true, "the test tables", ": the test needs it"
 	env := map[string]string{"MILL_FREQUENCY": "5x", "MILL_MINE": "bad"}
-	err := c.Run(t.Context(), []string{"--bite-size", "0", "--max-queue-size", "0", "--config-bucket", "", "--state-bucket", ""},
+	err := c.Run(t.Context(), []string{"--bite-size", "0", "--max-queue-size", "0", "--sends-in-flight", "0", "--config-bucket", "", "--state-bucket", ""},
 		func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
 	var ue UsageError
 	if !errors.As(err, &ue) {
 		t.Fatalf("err = %v; want a UsageError", err)
 	}
-	for _, want := range []string{"--frequency (MILL_FREQUENCY)", "--bite-size 0", "--max-queue-size 0", "--state or --state-bucket",
+	for _, want := range []string{"--frequency (MILL_FREQUENCY)", "--bite-size 0", "--max-queue-size 0", "--sends-in-flight 0", "--state or --state-bucket",
 		"--config-bucket or --config-dir", "--database-url (MILL_DATABASE_URL) is required: the test needs it", "--mine is not ok"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)

@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -45,55 +44,37 @@ func (s *Store) list(space, after string, limit int) ([]string, bool, error) {
 	return out, false, nil
 }
 
-type entry struct {
-	key   string // the ID ("a/b") of a file, the ID prefix ("a/") of a directory
-	name  string
-	isDir bool
-}
-
 // walk appends to out, in byte-wise order, the IDs under dir (whose IDs all
 // start with prefix) that sort after `after`, until out holds n IDs. Each
 // directory's entries are sorted by the IDs they stand for — a directory
-// "a" as "a/" — which is what makes a depth-first walk byte-wise ordered.
+// "a" as "a/" — which is what makes a depth-first walk byte-wise ordered;
+// the walk starts in each directory at the marker (a binary search).
 func (s *Store) walk(dir, prefix, after string, n int, out *[]string) (bool, error) {
-	ents, err := s.readDir(dir)
+	d, err := s.dirList(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && prefix != "" {
 			return false, nil // removed by a concurrent delete
 		}
 		return false, err
 	}
-	list := make([]entry, 0, len(ents))
-	for _, e := range ents {
-		name := e.Name()
-		switch {
-		case e.Type()&fs.ModeSymlink != 0:
-			continue // never an item: see files.go
-		case e.IsDir() && strings.HasSuffix(name, dirSuffix):
-			list = append(list, entry{key: prefix + strings.TrimSuffix(name, dirSuffix) + "/", name: name, isDir: true})
-		case e.Type().IsRegular() && strings.HasSuffix(name, metaSuffix):
-			list = append(list, entry{key: prefix + strings.TrimSuffix(name, metaSuffix), name: name})
-		}
+	start := 0
+	if rel, ok := strings.CutPrefix(after, prefix); ok {
+		start = d.firstAfter(rel)
+	} else if after > prefix {
+		return false, nil // every ID here sorts before the marker
 	}
-	slices.SortFunc(list, func(a, b entry) int { return strings.Compare(a.key, b.key) })
-	for _, e := range list {
-		if e.isDir {
-			// Every ID inside starts with e.key: skip the directory when
-			// they all sort at or before the marker.
-			if !strings.HasPrefix(after, e.key) && e.key < after {
-				continue
-			}
-			full, err := s.walk(filepath.Join(dir, e.name), e.key, after, n, out)
+	for i := start; i < d.len(); i++ {
+		key := prefix + string(d.key(i))
+		if d.isDir(i) {
+			full, err := s.walk(filepath.Join(dir, d.name(i)), key, after, n, out)
 			if err != nil || full {
 				return full, err
 			}
 			continue
 		}
-		if e.key > after {
-			*out = append(*out, e.key)
-			if len(*out) >= n {
-				return true, nil
-			}
+		*out = append(*out, key)
+		if len(*out) >= n {
+			return true, nil
 		}
 	}
 	return false, nil
@@ -381,6 +362,7 @@ func (s *Store) Delete(ctx context.Context, space, id string) error {
 	}
 	s.root.Remove(it.blob(m))
 	s.removeEmptyDirs(space, it.dir)
+	s.lists.invalidate(it.dir)
 	s.maybePurge()
 	return nil
 }

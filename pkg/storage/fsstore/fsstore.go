@@ -44,6 +44,7 @@ type Store struct {
 	// the trash; content streams outside it.
 	mu        sync.Mutex
 	lastPurge time.Time
+	lists     listCache // sorted directory listings (listcache.go)
 }
 
 // Option configures a Store.

@@ -143,6 +143,7 @@ func (s *Store) DeleteSpace(ctx context.Context, space string) error {
 	if err := s.root.Rename(space, gone); err != nil {
 		return wrap("delete space", space, err)
 	}
+	s.lists.invalidate(space)
 	return wrap("delete space", space, s.root.RemoveAll(gone))
 }
 

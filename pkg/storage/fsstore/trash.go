@@ -269,6 +269,7 @@ func (s *Store) restore(space, id, versionID string) (*storage.Info, error) {
 // writes the sidecar, and removes old's blob. On failure it removes m's
 // blob and the trash entry, leaving old current. s.mu is held.
 func (s *Store) commit(space, id string, it item, m, old *meta, reason string) error {
+	defer s.lists.invalidate(it.dir)
 	var entry []string
 	if old != nil {
 		var err error

@@ -158,6 +158,7 @@ func Run(t *testing.T, h Harness) {
 		{"NotFound", testNotFound},
 		{"OddIDs", testOddIDs},
 		{"ListingOrder", testListingOrder},
+		{"ListingChanges", testListingChanges},
 		{"Entries", testEntries},
 		{"InfoFields", testInfoFields},
 		{"Overwrite", testOverwrite},
@@ -601,6 +602,73 @@ func testListingOrder(t *testing.T, h *subject) {
 	}
 	if !slices.Equal(walked, want) {
 		t.Errorf("Walk:\n got %q\nwant %q", walked, want)
+	}
+}
+
+// testListingChanges pages through a space while items are added before
+// and after the marker and deleted after it: every page is exactly the
+// first IDs after its marker as the space is when the page is asked for,
+// so a provider that keeps anything between pages (fsstore keeps sorted
+// directory listings) neither skips nor repeats an item nor lists a
+// deleted one.
+func testListingChanges(t *testing.T, h *subject) {
+	p, ctx := h.Provider, ctxT(t)
+	mustCreate(t, p, "chg")
+	live := map[string]bool{}
+	var wg sync.WaitGroup
+	for i := range 100 {
+		id := fmt.Sprintf("item-%03d", i*2)
+		if i%10 == 0 {
+			id = fmt.Sprintf("dir-%d/item-%03d", i%3, i*2)
+		}
+		live[id] = true
+		wg.Go(func() { mustPut(t, p, "chg", id, []byte(id), storage.PutOptions{}) })
+	}
+	wg.Wait()
+	current := func(marker string) []string {
+		var ids []string
+		for id := range live {
+			if id > marker {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	marker := ""
+	for page := 0; ; page++ {
+		if page > 20 {
+			t.Fatal("listing does not end")
+		}
+		got, more, err := p.ListContent(ctx, "chg", marker, 15)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp := current(marker)
+		wantMore := len(exp) > 15
+		exp = exp[:min(15, len(exp))]
+		if !slices.Equal(got, exp) || more != wantMore {
+			t.Fatalf("page %d after %q:\n got %q, %v\nwant %q, %v", page, marker, got, more, exp, wantMore)
+		}
+		if !more {
+			break
+		}
+		marker = got[len(got)-1]
+		// Change the space: an item before the marker (not to be listed),
+		// one just after it and one further on (to be listed), and delete
+		// the next item due and one in a directory.
+		rest := current(marker)
+		adds := []string{marker + "-a", marker + "-b", fmt.Sprintf("item-%03d-z", page), fmt.Sprintf("dir-%d/item-new-%d", page%3, page)}
+		for _, id := range adds {
+			mustPut(t, p, "chg", id, []byte(id), storage.PutOptions{})
+			live[id] = true
+		}
+		for _, id := range rest[:min(2, len(rest))] {
+			if err := p.Delete(ctx, "chg", id); err != nil {
+				t.Fatal(err)
+			}
+			delete(live, id)
+		}
 	}
 }
 
