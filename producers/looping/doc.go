@@ -36,6 +36,12 @@
 // only after a bite's tasks are all sent, so a crash (kill -9) at any point
 // re-sends at most one bite and never skips one.
 //
+// Every task the framework sends carries the run's ID (task property runId,
+// set when the producer did not). With Config.Runs, each run is recorded in
+// the fleet's record of runs (pkg/runs) before its first bite, with its
+// task count after each step and its final count when the last morsel is
+// done, so Workman can count the run's outcomes (RunRecorder).
+//
 // State lives in a StateStore: local files written atomically (temporary
 // file, fsync, rename), S3 objects (s3://bucket/key) so containers can be
 // replaced between invocations, or memory for tests. Each keeps a base (the
