@@ -346,7 +346,9 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	}
 	switch {
 	case herr == nil:
-		m.succeed(j)
+		if m.observe(svc, j, TaskOutcome{Task: t, Outcome: OutcomeDone, Attempts: t.Attempts + 1}) {
+			m.succeed(j)
+		}
 	case processors.IsPermanent(herr):
 		m.deadLetter(svc, j, t, ReasonPermanent, herr, t.Attempts+1)
 	case t.Attempts+1 >= m.cfg.MaxAttempts:
@@ -393,6 +395,7 @@ func (m *Manager) retryTask(svc context.Context, j *job, t *task.Task, herr erro
 		return
 	}
 	log.Info("task failed; retry scheduled", "error", herr.Error(), "retry_in", delay, "next_attempt", nt.Attempts)
+	m.observe(svc, j, TaskOutcome{Task: t, Outcome: OutcomeRetry, Err: herr, Attempts: nt.Attempts})
 	m.succeed(j)
 }
 
@@ -432,7 +435,9 @@ func (m *Manager) deadLetter(svc context.Context, j *job, t *task.Task, reason s
 	}
 	m.obs.DeadLettered(d.TaskType, reason)
 	log.Warn("task dead-lettered", "error", cause.Error())
-	m.succeed(j)
+	if m.observe(svc, j, TaskOutcome{Task: t, Outcome: OutcomeDeadLettered, Reason: reason, Err: cause, Attempts: attempts}) {
+		m.succeed(j)
+	}
 }
 
 // succeed hands the message to its queue's batch deleter.
