@@ -21,6 +21,7 @@ type WorkmanConfig struct {
 	// its Observer, when it also is a processors.Observer, is told every
 	// task's outcome (ChainConfig.Observer).
 	Manager workman.Config
+	// Its Outcomes default to RunOutcomes(d) (the record of runs).
 	// Outer middleware goes around the chain (ChainConfig.Outer).
 	Outer []processors.Middleware
 }
@@ -46,6 +47,11 @@ func Workman(d *Deps, cfg WorkmanConfig) (*workman.Manager, error) {
 	if mc.DeadLetter == nil {
 		if mc.DeadLetter, err = d.Queues.Get(queue.KeyDeadLetter); err != nil {
 			return nil, err
+		}
+	}
+	if mc.Outcomes == nil {
+		if o := RunOutcomes(d); o != nil {
+			mc.Outcomes = o
 		}
 	}
 	chain := ChainConfig{Logger: mc.Logger, Outer: cfg.Outer}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/notify"
-	"github.com/millfleet/mill/pkg/reportstore"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -19,13 +19,20 @@ type Recorder struct {
 	Store Store
 	// Reports keeps the completion reports (nil: none are written, and a
 	// finished run is marked completed without one).
-	Reports reportstore.Store
+	Reports Reports
 	// Notifier announces completed runs (default notify.Log).
 	Notifier notify.Notifier
 	// MaxFailures bounds the failures a report lists (DefaultMaxFailures).
 	MaxFailures int
 	Clock       clock.Clock
 	Logger      *slog.Logger
+}
+
+// Reports is the writing half of a reportstore.Store (s3reportstore, the
+// reports bucket; fsreportstore in the dev mode), whose contract Put
+// follows.
+type Reports interface {
+	Put(ctx context.Context, key string, r io.ReadSeeker, size int64) (location string, err error)
 }
 
 // DefaultMaxFailures is the most failures a completion report lists.
@@ -82,7 +89,7 @@ func (r *Recorder) Observe(ctx context.Context, t *task.Task, state State, reaso
 		Item: itemOf(t), Reason: reason, Error: errText, Attempts: attempts, At: r.clock().Now()}
 	st, err := r.Store.Record(ctx, o)
 	if errors.Is(err, ErrNoRun) || errors.Is(err, ErrInvalid) {
-		r.logger().Warn("task claims a run no producer recorded; its outcome is not counted",
+		r.logger().Debug("task claims a run no producer recorded; its outcome is not counted",
 			"producer", producer, "run_id", Clip(t.RunID()), "error", err)
 		return nil
 	}

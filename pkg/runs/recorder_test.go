@@ -30,6 +30,20 @@ func newRecorder(t *testing.T) (*runs.Recorder, *memruns.Store, *memnotify.Notif
 	return &runs.Recorder{Store: st, Reports: fsreportstore.Store{Dir: t.TempDir()}, Notifier: n, Clock: clk}, st, n, clk
 }
 
+func open(t *testing.T, r *runs.Recorder, loc string) []byte {
+	t.Helper()
+	rc, _, err := r.Reports.(fsreportstore.Store).Open(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestObserveRefusesUnrecordedRun: a task claiming a run no producer
 // recorded is not an error of the task, and makes no run, no report and no
 // notification.
@@ -96,13 +110,8 @@ func TestObserveCountsAndCompletes(t *testing.T) {
 	if len(evs) != 1 || evs[0].Type != runs.EventRunReport || evs[0].Attrs()["run_id"] != id || evs[0].Attrs()["result"] != "FAILURE" {
 		t.Fatalf("events %+v, want one run report, FAILURE", evs)
 	}
-	rc, _, err := r.Reports.Open(ctx, got.Report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	var rep runs.Report
-	if err := json.NewDecoder(rc).Decode(&rep); err != nil {
+	if err := json.Unmarshal(open(t, r, got.Report), &rep); err != nil {
 		t.Fatal(err)
 	}
 	if rep.Enqueued != 3 || rep.Done != 2 || rep.Dead != 1 || len(rep.Failures) != 1 ||
@@ -110,12 +119,7 @@ func TestObserveCountsAndCompletes(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 	csvLoc := strings.TrimSuffix(got.Report, ".json") + ".csv"
-	cr, _, err := r.Reports.Open(ctx, csvLoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cr.Close()
-	body, _ := io.ReadAll(cr)
+	body := open(t, r, csvLoc)
 	if !strings.Contains(string(body), "DUP,acme/1/photos/=cmd|calc,permanent,source item gone,1,") {
 		t.Fatalf("CSV lacks the failure :\n%s", body)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/notify"
-	"github.com/millfleet/mill/pkg/reportstore"
 )
 
 // Report is a run's completion report (JSON; Failures also as CSV).
@@ -99,7 +98,7 @@ func csvSafe(s string) string {
 
 // Store writes the report as Key().json and Key().csv and returns the JSON
 // file's location.
-func (r Report) Store(ctx context.Context, rs reportstore.Store) (string, error) {
+func (r Report) Store(ctx context.Context, rs Reports) (string, error) {
 	js, err := r.JSON()
 	if err != nil {
 		return "", err
