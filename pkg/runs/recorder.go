@@ -38,9 +38,6 @@ type Reports interface {
 // DefaultMaxFailures is the most failures a completion report lists.
 const DefaultMaxFailures = 10000
 
-// EventRunReport is the notification of a completed run's report.
-const EventRunReport = "run-report"
-
 // Start records a run (Store.Start).
 func (r *Recorder) Start(ctx context.Context, run Run) error { return r.Store.Start(ctx, run) }
 

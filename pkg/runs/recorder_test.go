@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/notify/memnotify"
 	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
 	"github.com/millfleet/mill/pkg/runs"
@@ -107,7 +108,7 @@ func TestObserveCountsAndCompletes(t *testing.T) {
 		t.Fatalf("after the last task: %+v, want completed with a report", got)
 	}
 	evs := n.Events()
-	if len(evs) != 1 || evs[0].Type != runs.EventRunReport || evs[0].Attrs()["run_id"] != id || evs[0].Attrs()["result"] != "FAILURE" {
+	if len(evs) != 1 || evs[0].Type != notify.EventRunReport || evs[0].Attrs()["run_id"] != id || evs[0].Attrs()["result"] != "FAILURE" {
 		t.Fatalf("events %+v, want one run report, FAILURE", evs)
 	}
 	var rep runs.Report

@@ -124,7 +124,7 @@ func (r Report) Event(loc string) notify.Event {
 		body += "Report: " + loc + "\n"
 	}
 	return notify.Event{
-		Type:    EventRunReport,
+		Type:    notify.EventRunReport,
 		Subject: fmt.Sprintf("Mill: %s run %s completed, %d dead-lettered", r.Producer, r.RunID, r.Dead),
 		Body:    body, Time: r.Completed,
 		Attributes: map[string]string{notify.AttrProducer: r.Producer, notify.AttrRunID: r.RunID, notify.AttrResult: result},
