@@ -157,15 +157,23 @@ func Clip(s string) string {
 	return s[:cut]
 }
 
+// IgnoredProps are properties a processor adds to a re-queued copy of a
+// task (the bit report's re-check count, bitreport.KeyRechecks): not part
+// of the task's identity, so the copy counts as the task it continues.
+var IgnoredProps = []string{"rechecks"}
+
 // TaskKey is a task's identity within its run: a hash of its type and
-// properties (not its attempts), so every delivery and every retry of one
-// task has the same key, and two different tasks have different keys.
+// properties (not its attempts, nor IgnoredProps), so every delivery,
+// retry and re-queued copy of one task has the same key, and two different
+// tasks have different keys.
 func TaskKey(t *task.Task) string {
 	h := sha256.New()
 	h.Write([]byte(t.Type))
 	keys := make([]string, 0, len(t.Props))
 	for k := range t.Props {
-		keys = append(keys, k)
+		if !slices.Contains(IgnoredProps, k) {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
