@@ -67,6 +67,16 @@ func (s *Store) get(producer, id string) (*run, error) {
 
 // Enqueued implements runs.Store.
 func (s *Store) Enqueued(_ context.Context, producer, id string, n int64) error {
+	return s.count(producer, id, n, func(r *run) {})
+}
+
+// Listed implements runs.Store.
+func (s *Store) Listed(_ context.Context, producer, id string, n int64, at time.Time) error {
+	return s.count(producer, id, n, func(r *run) { r.st.Listed = s.now(at) })
+}
+
+// count sets the run's queued count to n and applies f, under the lock.
+func (s *Store) count(producer, id string, n int64, f func(*run)) error {
 	if n < 0 {
 		return fmt.Errorf("%w: negative count %d", runs.ErrInvalid, n)
 	}
@@ -77,21 +87,7 @@ func (s *Store) Enqueued(_ context.Context, producer, id string, n int64) error 
 		return err
 	}
 	r.st.Enqueued = n
-	return nil
-}
-
-// Listed implements runs.Store.
-func (s *Store) Listed(_ context.Context, producer, id string, n int64, at time.Time) error {
-	if n < 0 {
-		return fmt.Errorf("%w: negative count %d", runs.ErrInvalid, n)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.get(producer, id)
-	if err != nil {
-		return err
-	}
-	r.st.Enqueued, r.st.Listed = n, s.now(at)
+	f(r)
 	return nil
 }
 
