@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/pkg/runs"
@@ -126,10 +127,21 @@ func (s *Store) Record(ctx context.Context, o runs.Outcome) (runs.Status, error)
 	if err == nil {
 		st, err = s.Get(ctx, o.Producer, o.RunID)
 	}
+	if undefinedTable(err) {
+		// A database without the runs tables (migration 011 not applied)
+		// has no run a producer recorded: the claim is refused, not the
+		// task failed.
+		return st, noRun(o.Producer, o.RunID)
+	}
 	if err != nil && !errors.Is(err, runs.ErrNoRun) {
 		err = fmt.Errorf("pgruns: record %s %s: %w", o.Producer, o.RunID, err)
 	}
 	return st, err
+}
+
+func undefinedTable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42P01"
 }
 
 // Complete implements runs.Store.

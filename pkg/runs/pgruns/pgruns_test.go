@@ -2,6 +2,7 @@ package pgruns_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
@@ -23,4 +24,17 @@ func TestStore(t *testing.T) {
 		}
 		return pgruns.New(pool)
 	}})
+}
+
+// TestRecordWithoutTables: on a database the runs migration has not
+// reached (Workman upgraded before millctl migrate up), no producer can
+// have recorded a run, so an outcome is refused as ErrNoRun — not an
+// error that would keep the task's message coming back.
+func TestRecordWithoutTables(t *testing.T) {
+	pool := testenv.Pool(t)
+	_, err := pgruns.New(pool).Record(context.Background(), runs.Outcome{Producer: runs.ProducerDup, RunID: "20260501T030000Z",
+		Key: "k", State: runs.StateDone})
+	if !errors.Is(err, runs.ErrNoRun) {
+		t.Fatalf("record without the tables: %v, want ErrNoRun", err)
+	}
 }
