@@ -328,6 +328,7 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	}
 	ctx := processors.WithQueue(hard, j.qs.q.Name())
 	ctx = processors.WithAttempts(ctx, processors.Attempts{Done: t.Attempts, Limit: m.cfg.MaxAttempts})
+	ctx, continued := processors.WithContinuation(ctx)
 	herr := m.handler.Handle(ctx, t)
 	log := j.qs.log.With(t.LogAttrs()...)
 	if herr != nil && hard.Err() != nil {
@@ -346,7 +347,7 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	}
 	switch {
 	case herr == nil:
-		if m.observe(svc, j, TaskOutcome{Task: t, Outcome: OutcomeDone, Attempts: t.Attempts + 1}) {
+		if m.observe(svc, j, TaskOutcome{Task: t, Outcome: doneOrContinued(continued()), Attempts: t.Attempts + 1}) {
 			m.succeed(j)
 		}
 	case processors.IsPermanent(herr):

@@ -17,7 +17,18 @@ const (
 	OutcomeRetry Outcome = "failed"
 	// OutcomeDeadLettered: the task went to the dead-letter queue.
 	OutcomeDeadLettered Outcome = "dead"
+	// OutcomeContinued: the task succeeded by queueing a continuation
+	// of itself (processors.Continue; the bit report waiting for
+	// results): its message is deleted, its work is not done.
+	OutcomeContinued Outcome = "continued"
 )
+
+func doneOrContinued(continued bool) Outcome {
+	if continued {
+		return OutcomeContinued
+	}
+	return OutcomeDone
+}
 
 // TaskOutcome is one outcome of one decoded task.
 type TaskOutcome struct {
@@ -31,8 +42,8 @@ type TaskOutcome struct {
 }
 
 // OutcomeObserver is told the outcome of every decoded task
-// (Config.Outcomes; the record of runs, pkg/runs). For OutcomeDone and
-// OutcomeDeadLettered it is called before the message is deleted, so a
+// (Config.Outcomes; the record of runs, pkg/runs). For OutcomeDone,
+// OutcomeContinued and OutcomeDeadLettered it is called before the message is deleted, so a
 // crash in between redelivers the message rather than loses the outcome;
 // an error leaves the message to be redelivered (the observer must be
 // idempotent). An error for OutcomeRetry is only logged: the retry is

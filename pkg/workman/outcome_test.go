@@ -51,8 +51,9 @@ func (o *outcomeRec) byID() map[string][]string {
 }
 
 // TestOutcomesObserved: the observer hears every decoded task's outcome:
-// done, each failed attempt with its retry, and the dead letter with its
-// reason; an undecodable body has no task to tell of.
+// done, each failed attempt with its retry, the dead letter with its
+// reason, and a success that queued a continuation (processors.Continue)
+// as continued; an undecodable body has no task to tell of.
 func TestOutcomesObserved(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := &outcomeRec{}
@@ -68,12 +69,14 @@ func TestOutcomesObserved(t *testing.T) {
 				return errors.New("timeout")
 			case id == "bad":
 				return processors.Permanent(errors.New("no such store"))
+			case id == "cont":
+				processors.Continue(ctx)
 			}
 			return nil
 		}}
 		h := newHarness(t, harnessOpts{handler: rec, cfg: func(c *Config) { c.Outcomes = obs }})
 		rec.clk = h.clk
-		h.put(0, noopTask("ok"), noopTask("flaky"), noopTask("bad"))
+		h.put(0, noopTask("ok"), noopTask("flaky"), noopTask("bad"), noopTask("cont"))
 		if err := h.queues[0].Send(context.Background(), queue.SendEntry{Body: []byte("not a task")}); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +85,7 @@ func TestOutcomesObserved(t *testing.T) {
 			t.Fatalf("outcomes %v, %d dead letters", obs.byID(), h.dlq.Len())
 		}
 		got := obs.byID()
-		want := map[string][]string{"ok": {"done"}, "flaky": {"failed", "done"}, "bad": {"dead:" + ReasonPermanent}}
+		want := map[string][]string{"ok": {"done"}, "flaky": {"failed", "done"}, "bad": {"dead:" + ReasonPermanent}, "cont": {"continued"}}
 		if len(got) != len(want) {
 			t.Fatalf("outcomes %v, want %v", got, want)
 		}

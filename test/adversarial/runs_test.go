@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/testkit/testbin"
+	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/runs"
 	"github.com/millfleet/mill/pkg/runs/pgruns"
@@ -125,5 +127,59 @@ func TestRunCountsOutcomes(t *testing.T) {
 		if _, err := m.read("2", space, id); err != nil {
 			t.Errorf("%s not duplicated: %v", id, err)
 		}
+	}
+}
+
+// TestBitRunCounted: a bit run through the real bitproducer and workman
+// is recorded with its BIT and BIT_REPORT tasks, and completes when the
+// report is made: every queued task done, the report in the reports
+// bucket. The report's re-queued copies (it waits for the checks) count
+// as the task they continue, not as more tasks.
+func TestBitRunCounted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	testbin.Build(t, "workman")
+	bp := testbin.Build(t, "bitproducer")["bitproducer"]
+	m := newMill(t, ctx)
+	m.writeConfig(nil, nil)
+	items := map[string]string{"a": "alpha content", "b": "bravo content", "c": "charlie content"}
+	sums := map[string]string{}
+	for id, body := range items {
+		for _, s := range []string{"1", "2", "3"} {
+			sums[id] = m.put(s, space, id, body).Checksum
+		}
+	}
+	w := m.startWorkman("--recheck-delay", "2s")
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second))) // after the writes' whole second
+	for id := range items {
+		m.send(queue.KeyAudit, audit(t, task.Audit{ContentID: id, Action: task.ActionAddContent, ContentChecksum: sums[id]}), nil)
+	}
+	if !m.drained(60*time.Second, w) {
+		t.Fatal("the AUDIT tasks did not drain")
+	}
+	include := filepath.Join(t.TempDir(), "include")
+	must(t, os.WriteFile(include, []byte("/acme/1/"+space+"\n"), 0o644))
+	if c := testbin.Run(t, 2*time.Minute, testbin.Spec{Path: bp, Args: []string{"--include", include, "--state", filepath.Join(t.TempDir(), "state.json"),
+		"--lease-table", "none", "--frequency", "0"}, Env: m.env()}); c.Err() != nil {
+		t.Fatalf("bitproducer: %v\n%s", c.Err(), c.Output())
+	}
+	store := pgruns.New(m.db())
+	all, err := store.List(ctx, 10)
+	must(t, err)
+	if len(all) != 1 || all[0].Producer != runs.ProducerBit || all[0].Enqueued != 4 {
+		t.Fatalf("runs after bitproducer: %+v, want one bit run of 3 BIT and 1 BIT_REPORT", all)
+	}
+	var st runs.Status
+	testbin.WaitFor(t, 90*time.Second, "the bit run's completion", func() bool {
+		st, err = store.Get(ctx, runs.ProducerBit, all[0].ID)
+		return err == nil && !st.Completed.IsZero()
+	})
+	if st.Done != 4 || st.Dead != 0 || st.Report != "s3://"+m.prefix+"reports/runs/bitproducer/"+st.ID+".json" {
+		t.Fatalf("completed bit run %+v: want 4 done, the report in the reports bucket", st)
+	}
+	reps, err := m.bitLog().Reports(ctx, bitlog.ReportFilter{Account: "acme", StoreID: "1", SpaceID: space})
+	must(t, err)
+	if len(reps) != 1 || reps[0].RunID != st.ID {
+		t.Fatalf("bit reports %+v: want the run's, made before the run completed", reps)
 	}
 }
