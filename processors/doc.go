@@ -1,6 +1,8 @@
 // Package processors is Workman's processor API: the Handler interface every
 // task processor implements, the outcomes a handler reports through its error
-// (nil, Permanent, RetryAfter, Release, any other error), a Mux that routes tasks to
+// (nil, Permanent, RetryAfter, Release, any other error; a nil after
+// Continue: a continuation of the task was queued, so it is not done for
+// the record of runs), a Mux that routes tasks to
 // processors by task type, and the middleware that adds cross-cutting
 // behaviour around any handler: Logging, Metrics, Timeout and Recover.
 //

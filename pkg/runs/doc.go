@@ -11,12 +11,16 @@
 // recorded is refused (ErrNoRun) and changes nothing, and only task types a
 // producer queues count (ProducerOf: BIT_ERROR, AUDIT and NOOP never do).
 // Outcomes are keyed by the task's identity (TaskKey: a hash of its type
-// and properties, not its attempts), so a redelivered message, a retry and
-// a task queued twice after a producer crash count once; a final outcome
-// (done, dead) is never replaced by a stale copy's.
+// and properties, not its attempts nor IgnoredProps), so a redelivered
+// message, a retry, a re-queued copy and a task queued twice after a
+// producer crash count once; a final outcome (done, dead) is never
+// replaced by a stale copy's. A success that queued a continuation of its
+// task (processors.Continue: the bit report waiting for results) is no
+// outcome: the continuation brings it. Tasks of an at-rest checksum job
+// (BIT with atRestJob) are queued outside the run's bites and not counted.
 //
 // A run is finished when its producer has listed it (every task queued)
-// and every queued task has a final outcome. Completer then writes its
+// and every queued task has a final outcome. Recorder then writes its
 // completion report (JSON and CSV in the reports store under runs/), marks
 // it completed (once, however many Workmen see it finish) and notifies.
 //
