@@ -25,5 +25,5 @@
 // it completed (once, however many Workmen see it finish) and notifies.
 //
 // One implementation per sub-package, both held to runstest.Run: pgruns
-// (PostgreSQL, milldb migration 011) and memruns (unit tests, dev mode).
+// (PostgreSQL, milldb migration NNN_runs) and memruns (unit tests, dev mode).
 package runs

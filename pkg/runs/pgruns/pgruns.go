@@ -1,5 +1,5 @@
 // Package pgruns is the PostgreSQL runs.Store, on the run_record and
-// run_outcome tables (pkg/milldb migration 011). Record takes the run's
+// run_outcome tables (pkg/milldb migration NNN_runs). Record takes the run's
 // row lock, so the outcome row and the run's counts change together and
 // concurrent Workmen count each task once.
 package pgruns
@@ -128,7 +128,7 @@ func (s *Store) Record(ctx context.Context, o runs.Outcome) (runs.Status, error)
 		st, err = s.Get(ctx, o.Producer, o.RunID)
 	}
 	if undefinedTable(err) {
-		// A database without the runs tables (migration 011 not applied)
+		// A database without the runs tables (its migration not applied)
 		// has no run a producer recorded: the claim is refused, not the
 		// task failed.
 		return st, noRun(o.Producer, o.RunID)
