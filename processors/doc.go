@@ -2,7 +2,9 @@
 // task processor implements, the outcomes a handler reports through its error
 // (nil, Permanent, RetryAfter, Release, Unavailable — an outage of a
 // dependency, which IsUnavailable also reads from the pgx and AWS SDK
-// errors where they are typed (unavailable.go) — any other error), a Mux that routes tasks to
+// errors where they are typed (unavailable.go) — any other error; a nil
+// after Continue: a continuation of the task was queued, so it is not done
+// for the record of runs), a Mux that routes tasks to
 // processors by task type, and the middleware that adds cross-cutting
 // behaviour around any handler: Logging, Metrics, Timeout and Recover.
 //

@@ -76,7 +76,7 @@ Usage: bitproducer [flags]`
 
 var command = producercmd.Command{
 	Name: "bitproducer", Summary: summary, StateKey: "bitproducer/state.json", Frequency: "1m",
-	BiteSize: true, Filter: true,
+	BiteSize: true, Filter: true, Runs: true,
 	Database:    "the bit log, where each space's run is recorded",
 	DatabaseWhy: ": the runs are recorded in the bit log, and reports are made only for recorded runs",
 	Define: func(fs *flag.FlagSet) producercmd.Own {

@@ -53,7 +53,7 @@ chain (AWS_REGION, AWS_ENDPOINT_URL, profiles, instance or task roles).
 Usage: dupproducer [flags]`
 
 var command = producercmd.Command{
-	Name: "dupproducer", Summary: summary, StateKey: "dupproducer.json", Frequency: "7d", BiteSize: true,
+	Name: "dupproducer", Summary: summary, StateKey: "dupproducer.json", Frequency: "7d", BiteSize: true, Runs: true,
 	Define: func(fs *flag.FlagSet) producercmd.Own {
 		queueName := fs.String("queue", queue.KeyDupLow, "the low-priority duplication queue: a queue `key` (named with --queue-prefix) or a full name")
 		return producercmd.Own{Build: func(ctx context.Context, e *producercmd.Env) (looping.Config, error) {

@@ -27,6 +27,7 @@ func commandTree() []group {
 			{name: "fleet", summary: "show the Workman fleet: every worker's state, queues, tasks and counts; the pauses", usage: fleetUsage, flags: bind[fleetOptions]},
 			{name: "pause", summary: "pause a task type or a queue fleet-wide (every Workman within one heartbeat)", usage: pauseUsage, flags: bind[pauseOptions]},
 			{name: "resume", summary: "lift a fleet-wide pause of a task type or a queue", usage: resumeUsage, flags: bind[resumeOptions]},
+			{name: "runs", summary: "producer runs: tasks queued, done, failed, dead-lettered, left, rate, ETA; --watch a run's progress", usage: runsUsage, flags: bind[runsOptions]},
 			{name: "stats", summary: "storage statistics: items and bytes per account, store or space, and over time", usage: statsUsage, flags: bind[statsOptions]},
 			{name: "version", summary: "print the build's version", usage: versionUsage, flags: bind[versionOptions]},
 		}},

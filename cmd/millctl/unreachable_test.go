@@ -66,6 +66,7 @@ var serviceArgs = map[string][]string{
 	"queues":            nil,
 	"resume":            {"DUP"},
 	"run":               {"--queue", "audit"},
+	"runs":              nil,
 	"setup":             nil,
 	"stats":             nil,
 	"stores get":        nil,

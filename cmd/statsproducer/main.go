@@ -46,7 +46,7 @@ Usage: statsproducer [flags]`
 
 var command = producercmd.Command{
 	Name: "statsproducer", Summary: summary, StateKey: "statsproducer/state.json", Frequency: "1d",
-	Filter: true, Database: "the statistics history", DatabaseWhy: ": the statistics go to PostgreSQL",
+	Filter: true, Runs: true, Database: "the statistics history", DatabaseWhy: ": the statistics go to PostgreSQL",
 	Define: func(fs *flag.FlagSet) producercmd.Own {
 		queueName := fs.String("queue", queue.KeyBit, "the queue STORAGE_STATS tasks go to: a queue `key` (named with --queue-prefix) or a full name")
 		return producercmd.Own{Build: func(ctx context.Context, e *producercmd.Env) (looping.Config, error) {

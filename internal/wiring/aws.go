@@ -27,6 +27,7 @@ import (
 	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/runs/pgruns"
 	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
@@ -183,6 +184,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		Index:    pgcontentindex.New(db.Pool),
 		BitLog:   pgbitlog.New(db.Pool),
 		Stats:    pgspacestats.New(db.Pool),
+		Runs:     pgruns.New(db.Pool),
 		Reports:  s3reportstore.Store{Client: s3c, Bucket: cfg.ReportsBucket, Prefix: cfg.ReportsPrefix},
 		Notifier: notifier, ReportAdminSpace: cfg.ReportAdminSpace, Prices: cfg.Prices,
 		DupRestoreDays: cfg.DupRestoreDays,

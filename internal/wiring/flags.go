@@ -40,7 +40,7 @@ type Reports struct {
 // ReportsFlags defines --reports-bucket and --reports-prefix on fs.
 func ReportsFlags(fs *flag.FlagSet) *Reports {
 	r := &Reports{}
-	fs.StringVar(&r.Bucket, "reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` of the bit-integrity reports")
+	fs.StringVar(&r.Bucket, "reports-bucket", setup.DefaultReportsBucket, "S3 `bucket` of the reports (bit integrity, completed runs)")
 	fs.StringVar(&r.Prefix, "reports-prefix", "", "key `prefix` of the reports in --reports-bucket")
 	return r
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
+	"github.com/millfleet/mill/pkg/runs/memruns"
 	"github.com/millfleet/mill/pkg/spacestats/memspacestats"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
@@ -100,6 +101,7 @@ func Memory(cfg MemoryConfig) (*Deps, error) {
 		Logger: cfg.Logger, Clock: clk, Queues: qs, Stores: opener, Policies: cfg.Policies,
 		AuditLog: memauditlog.New(), Index: memcontentindex.New(), BitLog: membitlog.New(clk),
 		Stats:   memspacestats.New(clk),
+		Runs:    memruns.New(clk),
 		Reports: fsreportstore.Store{Dir: cfg.ReportsDir},
 		Format:  cfg.Format, RecheckDelay: cfg.RecheckDelay,
 	}, nil

@@ -44,6 +44,7 @@ import (
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/runs"
 	"github.com/millfleet/mill/pkg/s3event"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
@@ -96,8 +97,12 @@ type Deps struct {
 	// Stats is the storage statistics history the STORAGE_STATS
 	// processor writes.
 	Stats spacestats.Store
-	// Reports is where the report processor writes its TSV files.
+	// Reports is where the report processor writes its TSV files, and
+	// Workman the completion reports of producer runs.
 	Reports bitreport.Reports
+	// Runs is the record of producer runs Workman counts task outcomes
+	// against (RunOutcomes; nil: none).
+	Runs runs.Store
 	// TempDir holds reports while they are written (default os.TempDir()).
 	TempDir string
 	// Format of every task body the processors send (default

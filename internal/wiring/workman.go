@@ -22,6 +22,7 @@ type WorkmanConfig struct {
 	// its Observer, when it also is a processors.Observer, is told every
 	// task's outcome (ChainConfig.Observer).
 	Manager workman.Config
+	// Its Outcomes default to RunOutcomes(d) (the record of runs).
 	// Outer middleware goes around the chain (ChainConfig.Outer).
 	Outer []processors.Middleware
 }
@@ -54,6 +55,11 @@ func Workman(d *Deps, cfg WorkmanConfig) (*workman.Manager, error) {
 	}
 	if mc.OnDeadLetter == nil && d.BitLog != nil {
 		mc.OnDeadLetter = bitreport.DeadLettered(d.BitLog)
+	}
+	if mc.Outcomes == nil {
+		if o := RunOutcomes(d); o != nil {
+			mc.Outcomes = o
+		}
 	}
 	chain := ChainConfig{Logger: mc.Logger, Outer: cfg.Outer}
 	if o, ok := mc.Observer.(processors.Observer); ok {

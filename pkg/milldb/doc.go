@@ -1,9 +1,10 @@
 // Package milldb is Mill's PostgreSQL access: a pgx/v5 connection pool with
 // sane limits (Open) and the embedded, versioned schema migrations that create
-// the content index, the bit log, the bit reports and the storage statistics
-// (docs/ARCHITECTURE.md, Data stores). The code on those tables lives with
-// its port: pkg/contentindex/pgcontentindex, pkg/bitlog/pgbitlog and
-// pkg/spacestats/pgspacestats, each taking DB.Pool.
+// the content index, the bit log, the bit reports, the storage statistics
+// and the producer runs (docs/ARCHITECTURE.md, Data stores). The code on
+// those tables lives with its port: pkg/contentindex/pgcontentindex,
+// pkg/bitlog/pgbitlog, pkg/spacestats/pgspacestats and pkg/runs/pgruns,
+// each taking DB.Pool.
 //
 // Migrations live in migrations/ as NNN_name.up.sql and NNN_name.down.sql
 // pairs, numbered from 001 without gaps. They are compiled into the binary;

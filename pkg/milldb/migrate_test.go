@@ -72,7 +72,7 @@ func TestMigrateUpDownUp(t *testing.T) {
 	t.Parallel()
 	db := open(t)
 	ctx := context.Background()
-	all := []string{"content_index", "bit_log", "bit_report", "space_stats", "bit_run_space", "bit_verdict", "bit_at_rest_job", "bit_at_rest_object"}
+	all := []string{"content_index", "bit_log", "bit_report", "space_stats", "bit_run_space", "bit_verdict", "bit_at_rest_job", "bit_at_rest_object", "run_record", "run_outcome"}
 
 	st, err := milldb.Status(ctx, db.Pool)
 	if err != nil {

@@ -45,6 +45,9 @@ const (
 	// or space that failed) without completing the run; the run goes on
 	// without them and the next run retries them.
 	EventMorselsFailed = "producer-morsels-failed"
+	// EventRunReport: every task a producer run queued has its outcome;
+	// the run's completion report is written (pkg/runs).
+	EventRunReport = "run-report"
 )
 
 // Attribute names. Every event has AttrEvent; the others when they apply.

@@ -70,6 +70,11 @@ func (t *Task) Get(k string) string {
 	return t.Props[k]
 }
 
+// RunID returns the producer run the task claims to belong to (KeyRunID;
+// "" for none). It is a claim: pkg/runs counts it only for a run a
+// producer recorded.
+func (t *Task) RunID() string { return t.Get(KeyRunID) }
+
 // Set sets property k to v.
 func (t *Task) Set(k, v string) {
 	if t.Props == nil {

@@ -32,7 +32,8 @@ const (
 	// DUP
 	KeyDestStoreID = "destStoreId"
 
-	// BIT and BIT_REPORT (Mill's additions)
+	// Every task a producer queues (Mill's addition): the producer run
+	// (pkg/runs). Task.RunID reads it.
 	KeyRunID    = "runId"
 	KeyExpected = "expected" // BIT_REPORT: items listed for the space in the run
 	// KeyAtRestJob (BIT): the at-rest checksum job whose computed checksum
@@ -135,8 +136,11 @@ type Dup struct {
 	DestStoreID string // required
 	SpaceID     string // required
 	ContentID   string // empty for a space-level task
-	Attempts    int
-	Extra       map[string]string
+	// RunID is the producer run that queued the task (pkg/runs); optional
+	// (DuraCloud's messages have none).
+	RunID    string
+	Attempts int
+	Extra    map[string]string
 }
 
 var dupFields = []field[Dup]{
@@ -145,6 +149,7 @@ var dupFields = []field[Dup]{
 	str(KeyDestStoreID, true, func(x *Dup) *string { return &x.DestStoreID }),
 	str(KeySpaceID, true, func(x *Dup) *string { return &x.SpaceID }),
 	str(KeyContentID, false, func(x *Dup) *string { return &x.ContentID }),
+	str(KeyRunID, false, func(x *Dup) *string { return &x.RunID }),
 }
 
 func (x *Dup) common() common { return common{&x.Attempts, &x.Extra} }

@@ -135,6 +135,9 @@ type Config struct {
 	// Observer receives receive counts, in-flight changes and dead-letter
 	// events (default none).
 	Observer Observer
+	// Outcomes, when set, is told the outcome of every decoded task
+	// (OutcomeObserver; the record of runs).
+	Outcomes OutcomeObserver
 	// Pauser, when set, is asked before every receive whether the queue
 	// is paused (the fleet's pauses, pkg/fleet); a paused queue is not
 	// received from until it is resumed. (Tasks of a paused type that

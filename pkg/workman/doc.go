@@ -67,6 +67,11 @@
 //     permanent; one whose blob cannot be read now is left to reappear
 //     after its visibility timeout. Workman reads the decorator's typed
 //     verdict (queue.Message.Unresolved), never a message attribute.
+//     Config.Outcomes (OutcomeObserver; the record of runs) is told every
+//     decoded task's outcome — done and dead-lettered before the message
+//     is deleted, and a failure there leaves the message to be redelivered
+//     (an outcome is never lost, the observer is idempotent); a failed
+//     attempt after its retry is sent.
 //   - Pauses. A queue the Config's Pauser reports paused (the fleet's
 //     pauses, pkg/fleet) is not received from; a handler that returns
 //     processors.Release (a task of a paused type) has its message made

@@ -345,6 +345,7 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	}
 	ctx := processors.WithQueue(hard, j.qs.q.Name())
 	ctx = processors.WithAttempts(ctx, processors.Attempts{Done: t.Attempts, Limit: m.cfg.MaxAttempts})
+	ctx, continued := processors.WithContinuation(ctx)
 	herr := m.handler.Handle(ctx, t)
 	log := j.qs.log.With(t.LogAttrs()...)
 	if herr != nil && hard.Err() != nil {
@@ -369,7 +370,9 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	}
 	switch {
 	case herr == nil:
-		m.succeed(j)
+		if m.observe(svc, j, TaskOutcome{Task: t, Outcome: doneOrContinued(continued()), Attempts: t.Attempts + 1}) {
+			m.succeed(j)
+		}
 	case processors.IsPermanent(herr):
 		m.deadLetter(svc, j, t, ReasonPermanent, herr, t.Attempts+1)
 	case t.Attempts+1 >= m.cfg.MaxAttempts:
@@ -417,6 +420,7 @@ func (m *Manager) retryTask(svc context.Context, j *job, t *task.Task, herr erro
 	}
 	m.wakes.at(j.qs.index, m.clk.Now().Add(delay))
 	log.Info("task failed; retry scheduled", "error", herr.Error(), "retry_in", delay, "next_attempt", nt.Attempts)
+	m.observe(svc, j, TaskOutcome{Task: t, Outcome: OutcomeRetry, Err: herr, Attempts: nt.Attempts})
 	m.succeed(j)
 }
 
@@ -456,7 +460,9 @@ func (m *Manager) deadLetter(svc context.Context, j *job, t *task.Task, reason s
 	}
 	m.obs.DeadLettered(d.TaskType, reason)
 	log.Warn("task dead-lettered", "error", cause.Error())
-	m.succeed(j)
+	if m.observe(svc, j, TaskOutcome{Task: t, Outcome: OutcomeDeadLettered, Reason: reason, Err: cause, Attempts: attempts}) {
+		m.succeed(j)
+	}
 	if t != nil && m.cfg.OnDeadLetter != nil {
 		cctx, cancel := context.WithTimeout(svc, m.cfg.CallTimeout)
 		defer cancel()

@@ -334,6 +334,7 @@ func (p *Processor) requeue(ctx context.Context, r task.BitReport, rechecks int,
 	if err := p.cfg.Requeue.Send(ctx, queue.SendEntry{Body: body, Delay: p.cfg.RecheckDelay}); err != nil {
 		return fmt.Errorf("bitreport: re-queue the report: %w", err)
 	}
+	processors.Continue(ctx) // not done: the copy carries on
 	log.Debug("space not complete; report re-queued", "results", have, "expected", expected,
 		"rechecks", rechecks, "delay", p.cfg.RecheckDelay)
 	return nil

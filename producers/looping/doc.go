@@ -38,6 +38,12 @@
 // state only after every batch of a bite is acknowledged, so a crash
 // (kill -9) at any point re-sends at most one bite and never skips one.
 //
+// Every task the framework sends carries the run's ID (task property runId,
+// set when the producer did not). With Config.Runs, each run is recorded in
+// the fleet's record of runs (pkg/runs) before its first bite, with its
+// task count after each step and its final count when the last morsel is
+// done, so Workman can count the run's outcomes (RunRecorder).
+//
 // State lives in a StateStore on a blob store (pkg/blob): local files
 // written atomically (dirblob: temporary file, fsync, rename), S3 objects
 // (s3blob, s3://bucket/key) so containers can be replaced between

@@ -67,6 +67,8 @@ type Config struct {
 	// (a shutdown) is not a failure to announce; a failed notification is
 	// logged and changes nothing else.
 	Notifier notify.Notifier
+	// Runs, when set, records each run and its task count (RunRecorder).
+	Runs RunRecorder
 	// MaxQueueSize stops the invocation when the queue has at least this
 	// many visible messages (default DefaultMaxQueueSize).
 	MaxQueueSize int64

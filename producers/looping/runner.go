@@ -70,6 +70,9 @@ func (r *runner) run() error {
 			return err
 		}
 	}
+	if err := r.recordStart(); err != nil {
+		return err
+	}
 	st.Invocations++
 	r.info = RunInfo{Kind: c.Kind, ID: st.RunID, Start: st.CurrentRunStart}
 	r.sum.RunID, r.sum.RunStart, r.sum.NextRun = st.RunID, st.CurrentRunStart, st.NextRunStart
@@ -90,7 +93,11 @@ func (r *runner) run() error {
 		r.sum.Stopped = StopQueueFull
 		return r.save()
 	}
-	st.LastRunStart, st.LastRunEnd = st.CurrentRunStart, c.Clock.Now()
+	end := c.Clock.Now()
+	if err := r.recordListed(end); err != nil {
+		return err
+	}
+	st.LastRunStart, st.LastRunEnd = st.CurrentRunStart, end
 	st.CurrentRunStart = time.Time{}
 	st.NextRunStart = c.next(st.LastRunStart)
 	r.sum.Stopped = StopDone
@@ -272,6 +279,9 @@ func (r *runner) step(m *Morsel, deletes bool, d Deleter) (full bool, err error)
 	if err := r.save(); err != nil {
 		return false, err
 	}
+	if r.emitted > 0 {
+		r.recordEnqueued()
+	}
 	r.progress.update(r.sum, r.st.MorselsDone())
 	return false, nil
 }
@@ -285,6 +295,7 @@ func (r *runner) emit(ctx context.Context, tasks ...*task.Task) error {
 		return err
 	}
 	for _, t := range tasks {
+		t = r.stampRun(t)
 		b, err := task.Encode(t, r.cfg.Format)
 		if err != nil {
 			return fmt.Errorf("encode %v: %w", t, err)

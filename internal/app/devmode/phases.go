@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/millfleet/mill/pkg/lease/memlease"
+	"github.com/millfleet/mill/pkg/runs"
 	"math/rand/v2"
 	"os"
 	"time"
@@ -49,11 +50,15 @@ func (e *env) runDupProducer(ctx context.Context) (looping.Summary, error) {
 // runLoop runs a looping producer once, as the dev mode runs them all: its
 // state and lease in memory, progress off, notices to the run's notes.
 func (e *env) runLoop(ctx context.Context, kind string, p looping.Producer, q queue.Queue) (looping.Summary, error) {
-	loop, err := looping.New(looping.Config{
+	cfg := looping.Config{
 		Kind: kind, Producer: p, Queue: q,
 		State: looping.NewMemoryStore(), Lease: memlease.New(nil), Notifier: e.notes,
 		Logger: e.cfg.Logger, Progress: looping.ProgressOff,
-	})
+	}
+	if e.deps.Runs != nil {
+		cfg.Runs = &runs.Recorder{Store: e.deps.Runs, Reports: e.deps.Reports, Notifier: e.notes, Logger: e.cfg.Logger}
+	}
+	loop, err := looping.New(cfg)
 	if err != nil {
 		return looping.Summary{}, err
 	}

@@ -19,6 +19,9 @@ import (
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
+	"github.com/millfleet/mill/pkg/runs"
+	"github.com/millfleet/mill/pkg/runs/pgruns"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
@@ -44,6 +47,11 @@ type Command struct {
 	// completes the error of its absence (": the statistics go to
 	// PostgreSQL").
 	Database, DatabaseWhy string
+	// Runs records the producer's runs (pkg/runs) in the database: it
+	// defines --reports-bucket and --reports-prefix (where a run the
+	// producer completes has its report), and records in --database-url
+	// when Database asks for it, else in the optional --runs-database-url.
+	Runs bool
 	// Define defines the command's own flags on fs and returns what uses
 	// them.
 	Define func(fs *flag.FlagSet) Own
@@ -73,6 +81,7 @@ type Flags struct {
 	LeaseTable   string
 	LeaseTTL     time.Duration
 	DatabaseURL  *string
+	Reports      *wiring.Reports
 	filter       *filterFlags
 	Output       *Output
 	Schedule     *Schedule
@@ -88,7 +97,7 @@ type Env struct {
 	S3       *s3.Client
 	Registry *stores.Registry
 	Opener   *stores.Opener
-	DB       *milldb.DB // nil unless Command.Database
+	DB       *milldb.DB // nil unless --database-url is given (always with Command.Database)
 	Filter   bit.Filter // the loaded --include/--exclude files
 }
 
@@ -113,8 +122,18 @@ func (c Command) define(fs *flag.FlagSet) (*Flags, Own) {
 	fs.IntVar(&f.InFlight, "sends-in-flight", looping.DefaultSendsInFlight, "most `batches` of 10 tasks being sent to the queue at once (1: one at a time)")
 	fs.StringVar(&f.LeaseTable, "lease-table", lease.DefaultTable, "DynamoDB `table` of the producer lease: one invocation at a time (\""+NoLease+"\" or empty: an\nin-memory lease, for a single local process)")
 	fs.DurationVar(&f.LeaseTTL, "lease-ttl", looping.DefaultLeaseTTL, "how long the lease outlives a crashed holder (renewed every third of it)")
-	if c.Database != "" {
+	switch {
+	case c.Database != "" && c.Runs:
+		f.DatabaseURL = wiring.DatabaseURLFlag(fs, c.Database+" and the record of runs", "required")
+	case c.Database != "":
 		f.DatabaseURL = wiring.DatabaseURLFlag(fs, c.Database, "required")
+	case c.Runs:
+		// Not --database-url: a producer that needs no database does not
+		// take the fleet's MILL_DATABASE_URL unasked.
+		f.DatabaseURL = fs.String("runs-database-url", "", "PostgreSQL connection `URL` of the record of runs\n(postgres://user:pass@host:port/db?sslmode=disable); without it, runs are not recorded")
+	}
+	if c.Runs {
+		f.Reports = wiring.ReportsFlags(fs)
 	}
 	if c.Filter {
 		f.filter = defineFilter(fs)
@@ -160,7 +179,7 @@ func (c Command) parse(args []string, getenv func(string) string, stderr io.Writ
 	if err := f.Config.Check(); err != nil {
 		errs = append(errs, err)
 	}
-	if f.DatabaseURL != nil && *f.DatabaseURL == "" {
+	if c.Database != "" && *f.DatabaseURL == "" {
 		errs = append(errs, wiring.DatabaseURLRequired(c.DatabaseWhy))
 	}
 	if own.Check != nil {
@@ -190,7 +209,7 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	e.Opener = wiring.NewOpener(e.Registry, &e.AWS.AWS, e.AWS.EndpointOverride)
-	if f.DatabaseURL != nil {
+	if f.DatabaseURL != nil && *f.DatabaseURL != "" {
 		if e.DB, err = milldb.Open(ctx, *f.DatabaseURL, milldb.Config{}); err != nil {
 			return err
 		}
@@ -203,6 +222,10 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 	lc, err := own.Build(ctx, e)
 	if err != nil {
 		return err
+	}
+	if c.Runs && e.DB != nil {
+		lc.Runs = &runs.Recorder{Store: pgruns.New(e.DB.Pool), Logger: e.Logger,
+			Reports: s3reportstore.Store{Client: e.S3, Bucket: f.Reports.Bucket, Prefix: f.Reports.Prefix}}
 	}
 	lc.State, lc.Lease, lc.LeaseTTL = state, newLease(e.AWS, f.LeaseTable), f.LeaseTTL
 	lc.Frequency, lc.MaxQueueSize, lc.BiteSize, lc.Logger = f.Frequency, f.MaxQueueSize, f.BiteSize, e.Logger

@@ -52,6 +52,25 @@ func TestCommandDefinesOnlyTheGroupsItAsksFor(t *testing.T) {
 	}
 }
 
+// TestCommandRecordingRuns: a command that records its runs has an
+// optional --runs-database-url (not the fleet's --database-url, which it
+// would otherwise take from MILL_DATABASE_URL unasked) and the reports
+// flags.
+func TestCommandRecordingRuns(t *testing.T) {
+	var stderr bytes.Buffer
+	c := bare(nil)
+	c.Runs = true
+	err := c.Run(t.Context(), []string{"--help"}, func(string) string { return "" }, &bytes.Buffer{}, &stderr)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"--runs-database-url", "MILL_RUNS_DATABASE_URL", "without it, runs are not recorded", "--reports-bucket", "--reports-prefix"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
 func TestCommandReportsEveryProblemAsOneUsageError(t *testing.T) {
 	c := bare(func(context.Context, *Env) (looping.Config, error) {
 		t.Fatal("built despite bad flags")

@@ -3,6 +3,7 @@ package producercmd
 import (
 	"context"
 	"fmt"
+	"github.com/millfleet/mill/pkg/runs"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -60,6 +61,9 @@ func run(ctx context.Context, lc looping.Config, out *Output, sched *Schedule, a
 	lc.Format, lc.Progress, lc.ProgressOutput = out.Format, out.Progress, stderr
 	if err := sched.Apply(&lc, aws, lc.Logger); err != nil {
 		return err
+	}
+	if rec, ok := lc.Runs.(*runs.Recorder); ok && rec.Notifier == nil {
+		rec.Notifier = lc.Notifier // a run the producer completes is announced like the rest
 	}
 	loop, err := looping.New(lc)
 	if err != nil {

@@ -56,9 +56,16 @@ func (b *Bar) line() string {
 	if el := b.now().Sub(b.start).Seconds(); el > 0 {
 		rate = float64(b.done) / el
 	}
-	if b.total <= 0 {
-		return fmt.Sprintf("%s %d  %.1f/s ", b.label, b.done, rate)
+	return Line(b.label, int64(b.done), int64(b.total), fmt.Sprintf("%.1f/s", rate))
+}
+
+// Line is one drawing of a bar without its carriage return: the label,
+// the bar of done out of total (only the count when total is 0 or less)
+// and extra (e.g. a rate), for callers that know their own counts.
+func Line(label string, done, total int64, extra string) string {
+	if total <= 0 {
+		return fmt.Sprintf("%s %d  %s ", label, done, extra)
 	}
-	filled := min(Width, b.done*Width/b.total)
-	return fmt.Sprintf("%s [%s%s] %d/%d  %.1f/s ", b.label, strings.Repeat("#", filled), strings.Repeat(".", Width-filled), b.done, b.total, rate)
+	filled := int(min(Width, max(done, 0)*Width/total))
+	return fmt.Sprintf("%s [%s%s] %d/%d  %s ", label, strings.Repeat("#", filled), strings.Repeat(".", Width-filled), done, total, extra)
 }

@@ -1,0 +1,2 @@
+DROP TABLE run_outcome;
+DROP TABLE run_record;

@@ -1,0 +1,29 @@
+// Package runs is the record of producer runs: every pass of a looping
+// producer (dupproducer, bitproducer, statsproducer) is a run with an ID
+// (its start, looping.State.RunID), its producer and scope, and the number
+// of tasks it queued; every task it queues carries the run ID (the task
+// property runId, task.KeyRunID, in both wire formats). Workman records
+// each task's outcome against its run (done, failed and retrying,
+// dead-lettered), so a run has live counts, a rate and an ETA (Status).
+//
+// Trust. Only producers make runs (Store.Start) and set their task counts;
+// a task message can claim any run ID, so an outcome for a run no producer
+// recorded is refused (ErrNoRun) and changes nothing, and only task types a
+// producer queues count (ProducerOf: BIT_ERROR, AUDIT and NOOP never do).
+// Outcomes are keyed by the task's identity (TaskKey: a hash of its type
+// and properties, not its attempts nor IgnoredProps), so a redelivered
+// message, a retry, a re-queued copy and a task queued twice after a
+// producer crash count once; a final outcome (done, dead) is never
+// replaced by a stale copy's. A success that queued a continuation of its
+// task (processors.Continue: the bit report waiting for results) is no
+// outcome: the continuation brings it. Tasks of an at-rest checksum job
+// (BIT with atRestJob) are queued outside the run's bites and not counted.
+//
+// A run is finished when its producer has listed it (every task queued)
+// and every queued task has a final outcome. Recorder then writes its
+// completion report (JSON and CSV in the reports store under runs/), marks
+// it completed (once, however many Workmen see it finish) and notifies.
+//
+// One implementation per sub-package, both held to runstest.Run: pgruns
+// (PostgreSQL, milldb migration NNN_runs) and memruns (unit tests, dev mode).
+package runs

@@ -1,0 +1,155 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/notify"
+	"github.com/millfleet/mill/pkg/task"
+)
+
+// Recorder is what producers and Workman use: the Store, and the
+// completion of a finished run (its report and notification).
+type Recorder struct {
+	Store Store
+	// Reports keeps the completion reports (nil: none are written, and a
+	// finished run is marked completed without one).
+	Reports Reports
+	// Notifier announces completed runs (default notify.Log).
+	Notifier notify.Notifier
+	// MaxFailures bounds the failures a report lists (DefaultMaxFailures).
+	MaxFailures int
+	Clock       clock.Clock
+	Logger      *slog.Logger
+}
+
+// Reports is the writing half of a reportstore.Store (s3reportstore, the
+// reports bucket; fsreportstore in the dev mode), whose contract Put
+// follows.
+type Reports interface {
+	Put(ctx context.Context, key string, r io.ReadSeeker, size int64) (location string, err error)
+}
+
+// DefaultMaxFailures is the most failures a completion report lists.
+const DefaultMaxFailures = 10000
+
+// Start records a run (Store.Start).
+func (r *Recorder) Start(ctx context.Context, run Run) error { return r.Store.Start(ctx, run) }
+
+// Enqueued sets a run's queued count (Store.Enqueued).
+func (r *Recorder) Enqueued(ctx context.Context, producer, id string, n int64) error {
+	return r.Store.Enqueued(ctx, producer, id, n)
+}
+
+// Listed records that the producer queued every task of the run, then
+// completes the run if every task already has its outcome (a run of no
+// task, or one whose tasks all ran before the producer finished).
+func (r *Recorder) Listed(ctx context.Context, producer, id string, n int64, at time.Time) error {
+	if err := r.Store.Listed(ctx, producer, id, n, at); err != nil {
+		return err
+	}
+	st, err := r.Store.Get(ctx, producer, id)
+	if err != nil {
+		return err
+	}
+	return r.finish(ctx, st)
+}
+
+// Counted returns the producer whose run counts t, or "" when no run
+// counts it: a type no producer queues, no run ID, or a BIT of an at-rest
+// checksum job (queued by the job's follow-up, not counted by the run's
+// bites).
+func Counted(t *task.Task) string {
+	if t == nil || t.RunID() == "" || t.Get(task.KeyAtRestJob) != "" {
+		return ""
+	}
+	return ProducerOf(t.Type)
+}
+
+// Observe records the outcome of t against the run it claims. A task no
+// run counts is ignored; a claim of a run no producer recorded, or a
+// malformed one, is refused: logged, nothing written, and nil returned (a
+// forged run ID is not the task's failure). Other errors (the store is
+// down) are returned. When the outcome finishes the run, Observe
+// completes it.
+func (r *Recorder) Observe(ctx context.Context, t *task.Task, state State, reason, errText string, attempts int) error {
+	producer := Counted(t)
+	if producer == "" {
+		return nil
+	}
+	o := Outcome{Producer: producer, RunID: t.RunID(), Key: TaskKey(t), State: state, Type: t.Type,
+		Item: itemOf(t), Reason: reason, Error: errText, Attempts: attempts, At: r.clock().Now()}
+	st, err := r.Store.Record(ctx, o)
+	if errors.Is(err, ErrNoRun) || errors.Is(err, ErrInvalid) {
+		r.logger().Debug("task claims a run no producer recorded; its outcome is not counted",
+			"producer", producer, "run_id", Clip(t.RunID()), "error", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return r.finish(ctx, st)
+}
+
+func itemOf(t *task.Task) string {
+	s := ""
+	for _, k := range []string{task.KeyAccount, task.KeyStoreID, task.KeySpaceID, task.KeyContentID} {
+		if v := t.Get(k); v != "" {
+			if s != "" {
+				s += "/"
+			}
+			s += v
+		}
+	}
+	return s
+}
+
+func (r *Recorder) clock() clock.Clock { return clock.Or(r.Clock) }
+
+func (r *Recorder) logger() *slog.Logger {
+	if r.Logger == nil {
+		return slog.Default()
+	}
+	return r.Logger
+}
+
+// finish completes a finished run that is not completed yet: report first
+// (a crash before Complete writes it again, the same), then Complete, and
+// only the caller whose Complete marked the run notifies.
+func (r *Recorder) finish(ctx context.Context, st Status) error {
+	if !st.Finished() || !st.Completed.IsZero() {
+		return nil
+	}
+	limit := r.MaxFailures
+	if limit <= 0 {
+		limit = DefaultMaxFailures
+	}
+	fails, err := r.Store.Failures(ctx, st.Producer, st.ID, limit)
+	if err != nil {
+		return err
+	}
+	now := Truncate(r.clock().Now())
+	rep := NewReport(st, fails, now)
+	loc := ""
+	if r.Reports != nil {
+		if loc, err = rep.Store(ctx, r.Reports); err != nil {
+			return fmt.Errorf("runs: report of %s run %s: %w", st.Producer, st.ID, err)
+		}
+	}
+	ok, err := r.Store.Complete(ctx, st.Producer, st.ID, loc, now)
+	if err != nil || !ok {
+		return err
+	}
+	r.logger().Info("run completed", "producer", st.Producer, "run_id", st.ID, "done", st.Done,
+		"dead_lettered", st.Dead, "report", loc)
+	n := notify.Or(r.Notifier, r.logger())
+	if err := n.Notify(ctx, rep.Event(loc)); err != nil {
+		r.logger().Error("could not notify a completed run", "producer", st.Producer, "run_id", st.ID, "error", err)
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/notify"
+	"github.com/millfleet/mill/pkg/notify/memnotify"
+	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
+	"github.com/millfleet/mill/pkg/runs"
+	"github.com/millfleet/mill/pkg/runs/memruns"
+	"github.com/millfleet/mill/pkg/task"
+)
+
+var t0 = time.Date(2026, 5, 1, 3, 0, 0, 0, time.UTC)
+
+func dup(run, content string) *task.Task {
+	return task.Dup{Account: "acme", StoreID: "1", DestStoreID: "2", SpaceID: "photos", ContentID: content, RunID: run}.Task()
+}
+
+func newRecorder(t *testing.T) (*runs.Recorder, *memruns.Store, *memnotify.Notifier, *clock.Fake) {
+	clk := clock.NewFake(t0)
+	st := memruns.New(clk)
+	n := &memnotify.Notifier{}
+	return &runs.Recorder{Store: st, Reports: fsreportstore.Store{Dir: t.TempDir()}, Notifier: n, Clock: clk}, st, n, clk
+}
+
+func open(t *testing.T, r *runs.Recorder, loc string) []byte {
+	t.Helper()
+	rc, _, err := r.Reports.(fsreportstore.Store).Open(context.Background(), loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestObserveRefusesUnrecordedRun: a task claiming a run no producer
+// recorded is not an error of the task, and makes no run, no report and no
+// notification.
+func TestObserveRefusesUnrecordedRun(t *testing.T) {
+	ctx := context.Background()
+	r, st, n, _ := newRecorder(t)
+	for _, tk := range []*task.Task{dup("20990101T000000Z", "a"), dup("bad id", "a")} {
+		if err := r.Observe(ctx, tk, runs.StateDead, "failed", "boom", 3); err != nil {
+			t.Fatalf("observe a forged run: %v, want nil (refused quietly)", err)
+		}
+	}
+	if l, _ := st.List(ctx, 10); len(l) != 0 || len(n.Events()) != 0 {
+		t.Fatalf("forged claims made runs %+v or events %+v", l, n.Events())
+	}
+}
+
+// TestObserveCountsAndCompletes: outcomes count once per task whatever its
+// deliveries; the last one completes the run once, with a JSON and CSV
+// report naming the dead letter's reason, and one notification. Tasks no
+// run counts (BIT_ERROR, an at-rest BIT) are left out.
+func TestObserveCountsAndCompletes(t *testing.T) {
+	ctx := context.Background()
+	r, st, n, clk := newRecorder(t)
+	const id = "20260501T030000Z"
+	if err := r.Start(ctx, runs.Run{Producer: runs.ProducerDup, ID: id, Scope: "1 space"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Listed(ctx, runs.ProducerDup, id, 3, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := dup(id, "a"), dup(id, "b"), dup(id, "=cmd|calc")
+	retried := b.Clone()
+	retried.Attempts = 1
+	steps := []struct {
+		t     *task.Task
+		state runs.State
+	}{{a, runs.StateDone}, {a, runs.StateDone}, {b, runs.StateFailed}, {retried, runs.StateDone}}
+	for _, s := range steps {
+		clk.Advance(time.Second)
+		if err := r.Observe(ctx, s.t, s.state, "", "", s.t.Attempts+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	berr := task.BitError{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "a", RunID: id}.Task()
+	if err := r.Observe(ctx, berr, runs.StateDone, "", "", 1); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.Get(ctx, runs.ProducerDup, id)
+	if got.Done != 2 || got.Left() != 1 || !got.Completed.IsZero() || len(n.Events()) != 0 {
+		t.Fatalf("before the last task: %+v, %d events; want 2 done, 1 left, not completed", got, len(n.Events()))
+	}
+	clk.Advance(time.Second)
+	if err := r.Observe(ctx, c, runs.StateDead, "permanent", "source item gone", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Observe(ctx, c, runs.StateDead, "permanent", "source item gone", 1); err != nil { // redelivered
+		t.Fatal(err)
+	}
+	got, _ = st.Get(ctx, runs.ProducerDup, id)
+	if got.Done != 2 || got.Dead != 1 || got.Completed.IsZero() || got.Report == "" {
+		t.Fatalf("after the last task: %+v, want completed with a report", got)
+	}
+	evs := n.Events()
+	if len(evs) != 1 || evs[0].Type != notify.EventRunReport || evs[0].Attrs()["run_id"] != id || evs[0].Attrs()["result"] != "FAILURE" {
+		t.Fatalf("events %+v, want one run report, FAILURE", evs)
+	}
+	var rep runs.Report
+	if err := json.Unmarshal(open(t, r, got.Report), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Enqueued != 3 || rep.Done != 2 || rep.Dead != 1 || len(rep.Failures) != 1 ||
+		rep.Failures[0].Reason != "permanent" || rep.Failures[0].Error != "source item gone" || rep.Scope != "1 space" {
+		t.Fatalf("report %+v", rep)
+	}
+	csvLoc := strings.TrimSuffix(got.Report, ".json") + ".csv"
+	body := open(t, r, csvLoc)
+	if !strings.Contains(string(body), "DUP,acme/1/photos/=cmd|calc,permanent,source item gone,1,") {
+		t.Fatalf("CSV lacks the failure :\n%s", body)
+	}
+}
+
+// TestObserveStoreDown: a store error is the caller's to handle (Workman
+// leaves the message to come back), not swallowed.
+func TestObserveStoreDown(t *testing.T) {
+	r := &runs.Recorder{Store: failing{}}
+	if err := r.Observe(context.Background(), dup("20260501T030000Z", "a"), runs.StateDone, "", "", 1); err == nil {
+		t.Fatal("store down: nil error")
+	}
+}
+
+type failing struct{ runs.Store }
+
+func (failing) Record(context.Context, runs.Outcome) (runs.Status, error) {
+	return runs.Status{}, errors.New("connection refused")
+}
