@@ -55,7 +55,7 @@ func TestMigrateCommands(t *testing.T) {
 			!strings.Contains(out, fmt.Sprintf("version %03d", prev.Version)) {
 			t.Fatalf("down (default 1 step):\n%s", out)
 		}
-		if out = step(0, "migrate", "down", "--steps", "10"); !strings.Contains(out, "reverted "+migs[1].ID()) ||
+		if out = step(0, "migrate", "down", "--steps", fmt.Sprint(n)); !strings.Contains(out, "reverted "+migs[1].ID()) ||
 			!strings.Contains(out, "reverted "+migs[0].ID()) || !strings.Contains(out, fmt.Sprintf("database at version 000, %d pending", n)) {
 			t.Fatalf("down all:\n%s", out)
 		}
