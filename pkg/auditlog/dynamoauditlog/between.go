@@ -41,7 +41,11 @@ func (d *Log) Between(ctx context.Context, since, until time.Time, pageToken str
 			auditlog.AttrSK: &types.AttributeValueMemberS{Value: sk},
 		}
 	}
-	out, err := d.api.Scan(ctx, in)
+	sc, can := d.api.(ScanAPI)
+	if !can {
+		return nil, "", fmt.Errorf("auditlog: between: the DynamoDB client given to New cannot Scan")
+	}
+	out, err := sc.Scan(ctx, in)
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: between: %w", err)
 	}
