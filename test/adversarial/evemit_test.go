@@ -134,7 +134,10 @@ func TestEvidenceFromMillsRecords(t *testing.T) {
 	// Items written to store 1, audited as a user's writes: the audit
 	// processor queues their duplication to stores 2 and 3.
 	items := map[string]string{"a": "alpha content", "b": "bravo content", "c": "charlie content", "d": "delta content"}
-	w := m.startWorkman("--recheck-delay", "2s")
+	// Three attempts: a BIT_ERROR can arrive before its check's row is
+	// written (the row comes after the check's actions), and its run rule
+	// then retries it; with the suite's one attempt that is a dead letter.
+	w := m.startWorkman("--recheck-delay", "2s", "--max-attempts", "3")
 	for id, body := range items {
 		info := m.put("1", space, id, body)
 		size := info.Size
