@@ -32,6 +32,10 @@ var dynamicSQL = map[string]string{
 	// One of four constant statements (sqlBitRecord, a [2][2]string of
 	// literals), picked by two booleans; the values are $n parameters.
 	"pkg/bitlog/pgbitlog/pgbitlog.go Record sql": "sqlBitRecord[…][…]",
+	// One of four statements (sqlSearch, built once from constants and the
+	// $n numbers of the bounds that apply), picked by two indexes; the
+	// values are $n parameters.
+	"pkg/contentindex/pgcontentindex/pgcontentindex.go Search sql": "sqlSearch[…][…]",
 }
 
 // sqlCall is one call passing SQL text.

@@ -198,28 +198,44 @@ func (x *Index) List(ctx context.Context, account, storeID, spaceID, after strin
 
 var _ contentindex.Searcher = (*Index)(nil)
 
-// searchSQL is keyset pagination over content_index_search_idx (account,
-// space_id, content_id, store_id): the prefix is a range of content_id
-// ($3 <= content_id < $4), so the first page reads about a page of index
-// entries however many rows the space or the account holds. The bounds
-// are left out of the statement rather than made optional in it (an OR
-// would keep the planner from using them as index bounds).
-func searchSQL(q contentindex.Query, limit int) (string, []any) {
-	sql := `SELECT store_id, ` + sqlColumns + ` FROM content_index
+// sqlSearch[bounded][after] is keyset pagination over
+// content_index_search_idx (account, space_id, content_id, store_id): the
+// prefix is a range of content_id ($3 <= content_id < $4 when the prefix
+// has an end), so the first page reads about a page of index entries
+// however many rows the space or the account holds. A bound that does not
+// apply is left out of the statement rather than made optional in it (an
+// OR would keep the planner from using it as an index bound), so there are
+// four constant statements; every value is a $n parameter, the limit last.
+var sqlSearch = [2][2]string{
+	{searchHead + searchTail(4), searchHead + searchAfter(4) + searchTail(6)},
+	{searchHead + ` AND content_id < $4` + searchTail(5), searchHead + ` AND content_id < $4` + searchAfter(5) + searchTail(7)},
+}
+
+const searchHead = `SELECT store_id, ` + sqlColumns + ` FROM content_index
 WHERE account = $1 AND space_id = $2 AND content_id >= $3`
-	args := []any{q.Account, q.SpaceID, q.Prefix}
+
+func searchAfter(n int) string {
+	return fmt.Sprintf(` AND (content_id, store_id COLLATE "C") > ($%d, $%d)`, n, n+1)
+}
+
+func searchTail(n int) string {
+	return fmt.Sprintf(`
+ORDER BY content_id, store_id COLLATE "C"
+LIMIT $%d`, n)
+}
+
+// searchArgs picks q's statement and its values.
+func searchArgs(q contentindex.Query, limit int) (bounded, after int, args []any) {
+	args = []any{q.Account, q.SpaceID, q.Prefix}
 	if end, ok := contentindex.PrefixEnd(q.Prefix); ok {
+		bounded = 1
 		args = append(args, end)
-		sql += fmt.Sprintf(` AND content_id < $%d`, len(args))
 	}
 	if !q.After.IsZero() {
+		after = 1
 		args = append(args, q.After.ContentID, q.After.StoreID)
-		sql += fmt.Sprintf(` AND (content_id, store_id COLLATE "C") > ($%d, $%d)`, len(args)-1, len(args))
 	}
-	args = append(args, limit)
-	return sql + fmt.Sprintf(`
-ORDER BY content_id, store_id COLLATE "C"
-LIMIT $%d`, len(args)), args
+	return bounded, after, append(args, limit)
 }
 
 // Search implements contentindex.Searcher.
@@ -229,7 +245,8 @@ func (x *Index) Search(ctx context.Context, q contentindex.Query) ([]contentinde
 		return nil, false, fmt.Errorf("contentindex: search %s: %w", what, err)
 	}
 	n := contentindex.PageSize(q.Limit)
-	sql, args := searchSQL(q, n+1)
+	bounded, after, args := searchArgs(q, n+1)
+	sql := sqlSearch[bounded][after]
 	rows, err := x.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("contentindex: search %s: %w", what, err)
