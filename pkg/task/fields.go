@@ -203,14 +203,6 @@ func epochMillis[V any](key string, f func(*V) *time.Time) field[V] {
 	}
 }
 
-// reqInt is a required integer property, always written.
-func reqInt[V any](key string, f func(*V) *int) field[V] {
-	return field[V]{
-		read:  func(r *reader, v *V) { *f(v) = r.reqInt(key) },
-		write: func(w writer, v *V) { w.set(key, strconv.Itoa(*f(v))) },
-	}
-}
-
 // optBool is an optional boolean property (false when absent), always
 // written.
 func optBool[V any](key string, f func(*V) *bool) field[V] {
