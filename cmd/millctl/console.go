@@ -27,6 +27,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
 	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
+	"github.com/millfleet/mill/pkg/runs/pgruns"
 )
 
 // defaultChangeLogPrefix is where the change log lives in the config
@@ -162,7 +163,8 @@ func (o *consoleOptions) run(ctx context.Context, a *app, args []string) error {
 		}
 		defer db.Close()
 		cfg.BitLog = pgbitlog.New(db.Pool)
-		where = append(where, "bit log in PostgreSQL")
+		cfg.Runs = pgruns.New(db.Pool)
+		where = append(where, "bit log and producer runs in PostgreSQL")
 	}
 	where = append(where, o.items.items(ctx, o.src, awsCfg, s3c, o.claims, o.prefix, db, &cfg)...)
 	if o.reportsDir != "" {

@@ -16,7 +16,7 @@
 // through pkg/fleet, items through pkg/contentindex (Searcher), their
 // verdicts through pkg/bitlog, their versions through storage.Recoverer,
 // restores through pkg/storage/audited, statistics through pkg/spacestats,
-// fixity coverage through pkg/fixity, alarms through internal/ops/alarms'
+// fixity coverage through pkg/fixity, producer runs through pkg/runs, alarms through internal/ops/alarms'
 // names. The console implements none of them itself.
 //
 // Security: a user is authenticated by the configured auth.Authenticator
@@ -96,8 +96,12 @@
 // 10 min, the page showing the last), the failures and errors of each
 // space's latest bit report, the dead-letter queue's depth, the fleet's
 // running and lost workers and pauses, and Mill's CloudWatch alarms in
-// ALARM (one DescribeAlarms by the names alarms.Specs gives). Each figure
-// links to its page; a sentence says all is safe or lists what is not.
+// ALARM (one DescribeAlarms by the names alarms.Specs gives), and the
+// producer runs in progress (pkg/runs: the latest 20 not completed, each
+// with a <progress> bar and its figures in words, done, left and ETA).
+// Each figure links to its page; a sentence says all is safe or lists
+// what is not. A run's page (/runs/PRODUCER/ID) has its counts, rate, ETA
+// and its first 200 failures, dead-lettered first.
 //
 // Items: a search is contentindex.Searcher over one account's space by
 // content-ID prefix, tombstones included, 50 rows a page. An item's page
