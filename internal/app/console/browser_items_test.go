@@ -302,6 +302,7 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 		{"/runs/bitproducer/20260501T030000Z", "#run-counts", "producer-run"},
 		{"/items?account=acme&space=photos&prefix=2026%2Fimg", "#items", "items"},
 		{strings.TrimPrefix(itemURL, b.url), "#copies", "item"},
+		{"/item/audit?" + url.Values{"account": {"acme"}, "space": {"photos"}, "id": {itemID}, "store": {"1"}}.Encode(), "#audit-1", "item-audit"},
 		{"/statistics", "#stats", "statistics"},
 		{"/policies", "#accounts", "policies"},
 		{"/policies/acme", "#account", "policy"},

@@ -108,7 +108,9 @@
 // reads, per store of the account in the registry: the index row, the
 // store's Head (size, MD5, storage class; the CRC-64/NVME when the provider
 // reports one), the latest fresh verdict (bitlog.Verdicts from just before
-// the content ID), the latest audit event, the store policies naming the
+// the content ID), the latest audit event and the newest 10 of its audit
+// history (auditlog.ItemHistory, one DynamoDB Query; /item/audit pages
+// through the rest, 50 at a time), the store policies naming the
 // store, and the store's versions. Restore (admin) is Recoverer.Restore
 // through the audited provider (an AUDIT task on the audit queue, as
 // millctl content restore), then recorded in the change log. Names longer
