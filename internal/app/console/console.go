@@ -120,6 +120,9 @@ type Config struct {
 	// those in progress, each with its page (/runs/PRODUCER/ID); nil: the
 	// home page says it reads none.
 	Runs runs.Store
+	// Evidence is the evidence log whose events (and their inclusion
+	// proofs) an item's page shows; nil: none.
+	Evidence *EvidenceLog
 	// Alarms lists Mill's alarms in ALARM (CloudWatchAlarms); nil: the
 	// home page shows none.
 	Alarms AlarmLister

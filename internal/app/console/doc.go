@@ -16,7 +16,7 @@
 // through pkg/fleet, items through pkg/contentindex (Searcher), their
 // verdicts through pkg/bitlog, their versions through storage.Recoverer,
 // restores through pkg/storage/audited, statistics through pkg/spacestats,
-// fixity coverage through pkg/fixity, producer runs through pkg/runs, alarms through internal/ops/alarms'
+// fixity coverage through pkg/fixity, producer runs through pkg/runs, evidence through pkg/evidence, alarms through internal/ops/alarms'
 // names. The console implements none of them itself.
 //
 // Security: a user is authenticated by the configured auth.Authenticator
@@ -116,6 +116,15 @@
 // millctl content restore), then recorded in the change log. Names longer
 // than 1,024 bytes are a 400; names are isolated (bdi) so a bidi override
 // cannot reorder the page.
+//
+// Evidence (Config.Evidence, millctl console --evidence-log and
+// --evidence-key): an item's page lists the item's events in the evidence
+// log, on any store, as object or as a copy's source (the newest 100; type,
+// outcome, time, agent), read up to the latest checkpoint with each event
+// checked against it (evidence.Events, as millctl evidence events --item:
+// the whole log is read on each view). Each links to its inclusion proof,
+// /item/evidence/proof?event=ID, the JSON millctl evidence proof writes. A
+// log that does not verify is said so and nothing of it is shown.
 //
 // Statistics: spacestats Latest grouped as millctl stats --by groups it,
 // History as two SVG line charts drawn on the server, and both as CSV

@@ -26,6 +26,7 @@ func (s *Server) itemRoutes(route func(string, auth.Role, func(http.ResponseWrit
 	route("GET /items", auth.RoleViewer, s.itemsPage)
 	route("GET /item", auth.RoleViewer, s.itemPage)
 	route("GET /item/audit", auth.RoleViewer, s.itemAuditPage)
+	route("GET /item/evidence/proof", auth.RoleViewer, s.evidenceProof)
 	route("POST /item/restore", auth.RoleAdmin, s.restore)
 }
 
@@ -116,6 +117,7 @@ type itemData struct {
 	NoPolicy           bool
 	CanRestore         bool // the console can restore (Stores and AuditQueue)
 	Self               string
+	Evidence           *itemEvidence // nil: no evidence log
 }
 
 // registry reads the registry, or writes the error page.
@@ -184,6 +186,7 @@ func (s *Server) itemPage(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		c.History = s.auditHistoryOf(ctx, account, st.ID, space, id, "", itemAuditRows)
 		d.Copies = append(d.Copies, c)
 	}
+	d.Evidence = s.itemEventsOf(ctx, account, space, id)
 	s.render(w, r, http.StatusOK, "item", page{Title: "Item " + id, Nav: "items", User: u, Data: d,
 		Msg: itemNotices[r.URL.Query().Get("msg")]})
 }
