@@ -96,6 +96,7 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 		}
 		c.Index, c.Stats, c.Stores, c.AuditQueue = pgcontentindex.New(b.pool), pgspacestats.New(b.pool), opener, audit
 		c.Runs = pgruns.New(b.pool)
+		c.Evidence = evidenceLog(t, itemID)
 	})
 	ctx := context.Background()
 	index, stats := pgcontentindex.New(b.pool), pgspacestats.New(b.pool)
@@ -224,6 +225,12 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 		if audited := strings.Contains(c, "ADD_CONTENT") && strings.Contains(c, "ingest@example.org"); audited != (i < 2) {
 			t.Errorf("copy %d: %q: its audit event shown %v, want %v", i+1, c, audited, i < 2)
 		}
+	}
+	// The item's evidence events, each proof downloadable.
+	var proofs []int
+	b.run(viewer, eval(`Promise.all([...document.querySelectorAll("#evidence-events a[download]")].map(a => fetch(a.href).then(r => r.status)))`, &proofs))
+	if len(proofs) != 2 || proofs[0] != 200 || proofs[1] != 200 {
+		t.Errorf("the item's evidence proofs: %v, want two downloads", proofs)
 	}
 	var restoreControls int
 	b.run(viewer, eval(`document.querySelectorAll("button.restore, form[action='/item/restore']").length`, &restoreControls))

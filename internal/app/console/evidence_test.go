@@ -121,3 +121,35 @@ func TestItemEvidence(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// evidenceLog returns a log in a directory with a fixity check and a
+// replication of id (in acme's photos space).
+func evidenceLog(t *testing.T, id string) *console.EvidenceLog {
+	t.Helper()
+	ctx := context.Background()
+	skey, vkey, err := evidence.GenerateKey("mill.test/console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := evidence.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := dirblob.New(t.TempDir(), &blob.Options{MaxSize: evidence.MaxBlob})
+	l, err := evidence.Open(ctx, blobs, skey, evidence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC().Add(-time.Hour)
+	src, dst := evidence.Copy{Account: "acme", Store: "1", Space: "photos", ContentID: id}, evidence.Copy{Account: "acme", Store: "2", Space: "photos", ContentID: id}
+	if _, err := l.Append(ctx, []*evidence.Event{
+		{V: evidence.FormatVersion, ID: evidence.EventID("dup", id), Type: evidence.Replication, Time: evidence.FormatTime(at),
+			Object: dst, Source: &src, Outcome: evidence.Success, Agent: evidence.Agent{Kind: evidence.Software, Name: "workman"}},
+		{V: evidence.FormatVersion, ID: evidence.EventID("bit", id), Type: evidence.FixityCheck, Time: evidence.FormatTime(at.Add(time.Minute)), Object: dst,
+			Fixity:  &evidence.Fixity{Algorithm: evidence.MD5, Digest: strings.Repeat("0", 32), Expected: strings.Repeat("0", 32), Method: evidence.MethodRead},
+			Outcome: evidence.Success, Agent: evidence.Agent{Kind: evidence.Software, Name: "workman", Instance: "i-0abc"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return &console.EvidenceLog{Blobs: blobs, Verifier: v}
+}
