@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/millfleet/mill/internal/app/console"
 	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/blob/dirblob"
@@ -25,20 +27,7 @@ import (
 // unknown event ID is refused; a log that does not verify is said so.
 func TestItemEvidence(t *testing.T) {
 	ctx := context.Background()
-	skey, vkey, err := evidence.GenerateKey("mill.test/console")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := evidence.NewVerifier(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	blobs := dirblob.New(dir, &blob.Options{MaxSize: evidence.MaxBlob})
-	log, err := evidence.Open(ctx, blobs, skey, evidence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	log, blobs, v := newEvidenceLog(t)
 	t0 := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
 	hostile := `<script>alert(1)</script>` + "\u202e"
 	obj := func(store, id string) evidence.Copy {
@@ -127,19 +116,7 @@ func ptr[T any](v T) *T { return &v }
 func evidenceLog(t *testing.T, id string) *console.EvidenceLog {
 	t.Helper()
 	ctx := context.Background()
-	skey, vkey, err := evidence.GenerateKey("mill.test/console")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := evidence.NewVerifier(vkey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs := dirblob.New(t.TempDir(), &blob.Options{MaxSize: evidence.MaxBlob})
-	l, err := evidence.Open(ctx, blobs, skey, evidence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, blobs, v := newEvidenceLog(t)
 	at := time.Now().UTC().Add(-time.Hour)
 	src, dst := evidence.Copy{Account: "acme", Store: "1", Space: "photos", ContentID: id}, evidence.Copy{Account: "acme", Store: "2", Space: "photos", ContentID: id}
 	if _, err := l.Append(ctx, []*evidence.Event{
@@ -152,4 +129,24 @@ func evidenceLog(t *testing.T, id string) *console.EvidenceLog {
 		t.Fatal(err)
 	}
 	return &console.EvidenceLog{Blobs: blobs, Verifier: v}
+}
+
+// newEvidenceLog makes an empty evidence log in a directory, with a new
+// key pair.
+func newEvidenceLog(t *testing.T) (*evidence.Log, blob.Store, note.Verifier) {
+	t.Helper()
+	skey, vkey, err := evidence.GenerateKey("mill.test/console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := evidence.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := dirblob.New(t.TempDir(), &blob.Options{MaxSize: evidence.MaxBlob})
+	l, err := evidence.Open(context.Background(), blobs, skey, evidence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, blobs, v
 }

@@ -41,13 +41,9 @@ func (d *Log) ItemHistory(ctx context.Context, account, storeID, spaceID, conten
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: item history %s: %w", pk, err)
 	}
-	entries := make([]auditlog.Entry, 0, len(out.Items))
-	for _, item := range out.Items {
-		e, err := entryFromItem(item)
-		if err != nil {
-			return nil, "", fmt.Errorf("auditlog: item history %s: %w", pk, err)
-		}
-		entries = append(entries, e)
+	entries, err := entriesFromItems(out.Items)
+	if err != nil {
+		return nil, "", fmt.Errorf("auditlog: item history %s: %w", pk, err)
 	}
 	next := ""
 	if len(out.LastEvaluatedKey) > 0 {
