@@ -185,6 +185,7 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 	}
 	var deadRow string
 	b.run(viewer, chromedp.Text("#run-failures tbody tr", &deadRow, chromedp.ByQuery))
+	b.shot(viewer, "producer-run")
 	if !strings.Contains(deadRow, "dead") || !strings.Contains(deadRow, "<script>window.pwned=1</script>") {
 		t.Errorf("the run page's failure: %q", deadRow)
 	}

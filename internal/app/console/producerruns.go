@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -24,13 +25,13 @@ type runView struct {
 	runs.Status
 	Settled, Left int64
 	State         string
-	Rate          float64
+	Rate          string // settled tasks a second, minute or hour
 	ETA           string
 	Pct           int // percent settled (0 while the total is unknown)
 }
 
 func viewRun(st runs.Status, now time.Time) runView {
-	v := runView{Status: st, Settled: st.Settled(), Left: st.Left(), Rate: st.Rate(now), ETA: "—"}
+	v := runView{Status: st, Settled: st.Settled(), Left: st.Left(), Rate: taskRate(st.Rate(now)), ETA: "—"}
 	switch {
 	case !st.Completed.IsZero():
 		v.State = "completed"
@@ -46,6 +47,19 @@ func viewRun(st runs.Status, now time.Time) runView {
 		v.Pct = int(min(v.Settled*100/st.Enqueued, 100))
 	}
 	return v
+}
+
+// taskRate writes r tasks a second in the unit that shows it best.
+func taskRate(r float64) string {
+	switch {
+	case r <= 0:
+		return "—"
+	case r >= 1:
+		return fmt.Sprintf("%.1f tasks/s", r)
+	case r*60 >= 1:
+		return fmt.Sprintf("%.1f tasks/min", r*60)
+	}
+	return fmt.Sprintf("%.1f tasks/h", r*3600)
 }
 
 // runsInProgress returns the latest runs not completed, or why they could

@@ -85,7 +85,7 @@ func TestHomeShowsRunsInProgress(t *testing.T) {
 		t.Fatalf("run page: %d", resp.StatusCode)
 	}
 	for _, want := range []string{"<dt>Done</dt><dd>3</dd>", "<dt>Failed, retrying</dt><dd>1</dd>", "<dt>Dead-lettered</dt><dd>1</dd>",
-		"<dt>Left</dt><dd>6</dd>", "<dt>ETA</dt><dd>1 h</dd>", "boom &lt;script&gt;"} {
+		"<dt>Left</dt><dd>6</dd>", "<dt>ETA</dt><dd>1 h</dd>", "<dt>Rate</dt><dd>6.0 tasks/h</dd>", "boom &lt;script&gt;"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("run page lacks %q", want)
 		}
