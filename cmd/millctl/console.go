@@ -126,11 +126,8 @@ func (o *consoleOptions) define(fs *flag.FlagSet, a *app) {
 // evidence opens --evidence-log with --evidence-key; nil when neither is
 // given.
 func (o *consoleOptions) evidence(ctx context.Context, a *app) (*console.EvidenceLog, error) {
-	if o.evidenceLog == "" && o.evidenceKey == "" {
+	if o.evidenceLog == "" || o.evidenceKey == "" { // run refused one without the other
 		return nil, nil
-	}
-	if o.evidenceLog == "" || o.evidenceKey == "" {
-		return nil, usagef("--evidence-log and --evidence-key go together")
 	}
 	b, err := evidenceBlobs(ctx, a, o.evidenceLog)
 	if err != nil {
@@ -162,6 +159,9 @@ func (o *consoleOptions) run(ctx context.Context, a *app, args []string) error {
 	}
 	if o.dlqHold < time.Second || o.dlqHold > queue.MaxVisibility {
 		return usagef("--dlq-hold %v: want 1s to %v", o.dlqHold, queue.MaxVisibility)
+	}
+	if (o.evidenceLog == "") != (o.evidenceKey == "") {
+		return usagef("--evidence-log and --evidence-key go together")
 	}
 	authn, hosts, err := o.access()
 	if err != nil {
