@@ -113,6 +113,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"dev", "--items", "2"}, "at least 5"},
 		{[]string{"dev", "extra"}, "unexpected arguments"},
 		{[]string{"version", "--json"}, "unknown flag: --json"},
+		{[]string{"console", "--evidence-log", "/nonexistent"}, "--evidence-log and --evidence-key go together"},
 	} {
 		code, out, errOut := cli(t, nil, tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {

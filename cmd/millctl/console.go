@@ -21,12 +21,14 @@ import (
 	"github.com/millfleet/mill/pkg/changelog/fschangelog"
 	"github.com/millfleet/mill/pkg/changelog/s3changelog"
 	"github.com/millfleet/mill/pkg/deadletter"
+	"github.com/millfleet/mill/pkg/evidence"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
 	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
+	"github.com/millfleet/mill/pkg/runs/pgruns"
 )
 
 // defaultChangeLogPrefix is where the change log lives in the config
@@ -44,7 +46,9 @@ and purged as millctl dlq does; the console scans the queue at most every
 results (with --database-url), and the fleet with its pauses (--fleet-table;
 empty: no fleet page). Its home page says whether everything is safe; with
 --database-url it also finds items (the content index), restores their
-versions (audited, as millctl content restore) and shows the statistics. Every change is logged with its user and recorded in
+versions (audited, as millctl content restore) and shows the statistics
+and the producer runs in progress; with --evidence-log, an item's events
+and their inclusion proofs. Every change is logged with its user and recorded in
 the change log (--change-log; default the config bucket under
 console-changes/).
 
@@ -89,6 +93,7 @@ type consoleOptions struct {
 	claims                                         *wiring.Claims
 	fleetTable                                     string
 	items                                          consoleItemOptions
+	evidenceLog, evidenceKey                       string
 }
 
 func (o *consoleOptions) define(fs *flag.FlagSet, a *app) {
@@ -114,6 +119,25 @@ func (o *consoleOptions) define(fs *flag.FlagSet, a *app) {
 	o.claims = wiring.ClaimsFlags(fs)
 	fleetTableVar(fs, &o.fleetTable)
 	o.items.define(fs)
+	fs.StringVar(&o.evidenceLog, "evidence-log", "", "the evidence log whose events and proofs item pages show: a `directory`, or s3://BUCKET/PREFIX (as millctl evidence --log)")
+	fs.StringVar(&o.evidenceKey, "evidence-key", "", "`file` holding the evidence log's note verifier key (as millctl evidence --key)")
+}
+
+// evidence opens --evidence-log with --evidence-key; nil when neither is
+// given.
+func (o *consoleOptions) evidence(ctx context.Context, a *app) (*console.EvidenceLog, error) {
+	if o.evidenceLog == "" || o.evidenceKey == "" { // run refused one without the other
+		return nil, nil
+	}
+	b, err := evidenceBlobs(ctx, a, o.evidenceLog)
+	if err != nil {
+		return nil, err
+	}
+	v, err := evidence.LoadVerifier(o.evidenceKey)
+	if err != nil {
+		return nil, err
+	}
+	return &console.EvidenceLog{Blobs: b, Verifier: v}, nil
 }
 
 // defineALB defines the flags of --auth alb.
@@ -135,6 +159,9 @@ func (o *consoleOptions) run(ctx context.Context, a *app, args []string) error {
 	}
 	if o.dlqHold < time.Second || o.dlqHold > queue.MaxVisibility {
 		return usagef("--dlq-hold %v: want 1s to %v", o.dlqHold, queue.MaxVisibility)
+	}
+	if (o.evidenceLog == "") != (o.evidenceKey == "") {
+		return usagef("--evidence-log and --evidence-key go together")
 	}
 	authn, hosts, err := o.access()
 	if err != nil {
@@ -162,9 +189,16 @@ func (o *consoleOptions) run(ctx context.Context, a *app, args []string) error {
 		}
 		defer db.Close()
 		cfg.BitLog = pgbitlog.New(db.Pool)
-		where = append(where, "bit log in PostgreSQL")
+		cfg.Runs = pgruns.New(db.Pool)
+		where = append(where, "bit log and producer runs in PostgreSQL")
 	}
 	where = append(where, o.items.items(ctx, o.src, awsCfg, s3c, o.claims, o.prefix, db, &cfg)...)
+	if cfg.Evidence, err = o.evidence(ctx, a); err != nil {
+		return err
+	}
+	if cfg.Evidence != nil {
+		where = append(where, "evidence log "+o.evidenceLog)
+	}
 	if o.reportsDir != "" {
 		cfg.Reports = fsreportstore.Store{Dir: o.reportsDir}
 	} else if o.reports.Bucket != "" {

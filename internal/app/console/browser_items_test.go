@@ -24,6 +24,8 @@ import (
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/runs"
+	"github.com/millfleet/mill/pkg/runs/pgruns"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/spacestats/pgspacestats"
 	"github.com/millfleet/mill/pkg/task"
@@ -79,6 +81,7 @@ func (b *browserEnv) checkPage(ctx context.Context, axe, name string) {
 // stats; hostile names render inert; and every page the console serves
 // has no serious or critical axe-core violation and fits 390 px.
 func TestBrowserHomeItemsStatistics(t *testing.T) {
+	const hostile0 = `2026/<script>window.pwned=1</script>`
 	axe := axeSource(t)
 	opener := fsOpener{t.TempDir()}
 	var auditLog *dynamoauditlog.Log
@@ -92,6 +95,8 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Index, c.Stats, c.Stores, c.AuditQueue = pgcontentindex.New(b.pool), pgspacestats.New(b.pool), opener, audit
+		c.Runs = pgruns.New(b.pool)
+		c.Evidence = evidenceLog(t, itemID)
 	})
 	ctx := context.Background()
 	index, stats := pgcontentindex.New(b.pool), pgspacestats.New(b.pool)
@@ -110,7 +115,7 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hostile := []string{`2026/<script>window.pwned=1</script>`, `2026/<img src=x onerror="window.pwned=1">`, "2026/javascript:window.pwned=1",
+	hostile := []string{hostile0, `2026/<img src=x onerror="window.pwned=1">`, "2026/javascript:window.pwned=1",
 		"2026/\u202Egpj.exe", "2026/" + strings.Repeat("x", 10_000)}
 	for _, id := range hostile {
 		if _, err := index.Upsert(ctx, contentindex.Entry{Item: contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: id},
@@ -126,6 +131,18 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	// A bit run in progress: 1 of 4 tasks dead-lettered.
+	runStore := pgruns.New(b.pool)
+	if err := runStore.Start(ctx, runs.Run{Producer: runs.ProducerBit, ID: "20260501T030000Z", Scope: "1 account, 2 spaces", Started: now.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runStore.Listed(ctx, runs.ProducerBit, "20260501T030000Z", 4, now.Add(-50*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runStore.Record(ctx, runs.Outcome{Producer: runs.ProducerBit, RunID: "20260501T030000Z", Key: "k1", State: runs.StateDead,
+		Type: task.TypeBit, Item: "acme/1/photos/" + hostile0, Error: "boom", Attempts: 3, At: now.Add(-30 * time.Minute)}); err != nil {
+		t.Fatal(err)
 	}
 	// A worker that stopped beating five minutes ago: lost.
 	beat := now.Add(-5 * time.Minute)
@@ -160,6 +177,17 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 			t.Errorf("home: the %s link: status %d", l.fig, st)
 		}
 		b.run(viewer, chromedp.WaitVisible(l.wait, chromedp.ByQuery))
+	}
+	// The run in progress, linked to its page.
+	b.run(viewer, chromedp.Navigate(b.url+"/"), chromedp.WaitVisible("#runs-in-progress progress", chromedp.ByQuery))
+	if st := b.navigate(viewer, chromedp.Click(`#runs-in-progress a[href="/runs/bitproducer/20260501T030000Z"]`, chromedp.ByQuery)); st != 200 {
+		t.Errorf("home: the run's link: status %d", st)
+	}
+	var deadRow string
+	b.run(viewer, chromedp.Text("#run-failures tbody tr", &deadRow, chromedp.ByQuery))
+	b.shot(viewer, "producer-run")
+	if !strings.Contains(deadRow, "dead") || !strings.Contains(deadRow, "<script>window.pwned=1</script>") {
+		t.Errorf("the run page's failure: %q", deadRow)
 	}
 	var failed int
 	b.run(viewer, chromedp.Navigate(b.url+"/"), chromedp.WaitVisible("#fig-failures", chromedp.ByQuery),
@@ -198,6 +226,12 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 		if audited := strings.Contains(c, "ADD_CONTENT") && strings.Contains(c, "ingest@example.org"); audited != (i < 2) {
 			t.Errorf("copy %d: %q: its audit event shown %v, want %v", i+1, c, audited, i < 2)
 		}
+	}
+	// The item's evidence events, each proof downloadable.
+	var proofs []int
+	b.run(viewer, eval(`Promise.all([...document.querySelectorAll("#evidence-events a[download]")].map(a => fetch(a.href).then(r => r.status)))`, &proofs))
+	if len(proofs) != 2 || proofs[0] != 200 || proofs[1] != 200 {
+		t.Errorf("the item's evidence proofs: %v, want two downloads", proofs)
 	}
 	var restoreControls int
 	b.run(viewer, eval(`document.querySelectorAll("button.restore, form[action='/item/restore']").length`, &restoreControls))
@@ -273,8 +307,10 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 	// --- Every page: axe-core, and 390 px.
 	for _, pg := range []struct{ path, wait, name string }{
 		{"/", "#figures", "home"},
+		{"/runs/bitproducer/20260501T030000Z", "#run-counts", "producer-run"},
 		{"/items?account=acme&space=photos&prefix=2026%2Fimg", "#items", "items"},
 		{strings.TrimPrefix(itemURL, b.url), "#copies", "item"},
+		{"/item/audit?" + url.Values{"account": {"acme"}, "space": {"photos"}, "id": {itemID}, "store": {"1"}}.Encode(), "#audit-1", "item-audit"},
 		{"/statistics", "#stats", "statistics"},
 		{"/policies", "#accounts", "policies"},
 		{"/policies/acme", "#account", "policy"},

@@ -28,6 +28,7 @@ import (
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/policyedit"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/runs"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/storage"
 )
@@ -115,6 +116,13 @@ type Config struct {
 	// restore.
 	Stores     storage.Opener
 	AuditQueue queue.Queue
+	// Runs is the record of producer runs (pkg/runs): the home page shows
+	// those in progress, each with its page (/runs/PRODUCER/ID); nil: the
+	// home page says it reads none.
+	Runs runs.Store
+	// Evidence is the evidence log whose events (and their inclusion
+	// proofs) an item's page shows; nil: none.
+	Evidence *EvidenceLog
 	// Alarms lists Mill's alarms in ALARM (CloudWatchAlarms); nil: the
 	// home page shows none.
 	Alarms AlarmLister
@@ -304,6 +312,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(pattern, s.authenticated(need, h))
 	}
 	route("GET /{$}", auth.RoleViewer, s.homePage)
+	route("GET /runs/{producer}/{id}", auth.RoleViewer, s.producerRunPage)
 	s.itemRoutes(route)
 	s.policyRoutes(route)
 	s.queueRoutes(route)

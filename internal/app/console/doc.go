@@ -16,7 +16,7 @@
 // through pkg/fleet, items through pkg/contentindex (Searcher), their
 // verdicts through pkg/bitlog, their versions through storage.Recoverer,
 // restores through pkg/storage/audited, statistics through pkg/spacestats,
-// fixity coverage through pkg/fixity, alarms through internal/ops/alarms'
+// fixity coverage through pkg/fixity, producer runs through pkg/runs, evidence through pkg/evidence, alarms through internal/ops/alarms'
 // names. The console implements none of them itself.
 //
 // Security: a user is authenticated by the configured auth.Authenticator
@@ -96,20 +96,35 @@
 // 10 min, the page showing the last), the failures and errors of each
 // space's latest bit report, the dead-letter queue's depth, the fleet's
 // running and lost workers and pauses, and Mill's CloudWatch alarms in
-// ALARM (one DescribeAlarms by the names alarms.Specs gives). Each figure
-// links to its page; a sentence says all is safe or lists what is not.
+// ALARM (one DescribeAlarms by the names alarms.Specs gives), and the
+// producer runs in progress (pkg/runs: the latest 20 not completed, each
+// with a <progress> bar and its figures in words, done, left and ETA).
+// Each figure links to its page; a sentence says all is safe or lists
+// what is not. A run's page (/runs/PRODUCER/ID) has its counts, rate, ETA
+// and its first 200 failures, dead-lettered first.
 //
 // Items: a search is contentindex.Searcher over one account's space by
 // content-ID prefix, tombstones included, 50 rows a page. An item's page
 // reads, per store of the account in the registry: the index row, the
 // store's Head (size, MD5, storage class; the CRC-64/NVME when the provider
 // reports one), the latest fresh verdict (bitlog.Verdicts from just before
-// the content ID), the latest audit event, the store policies naming the
+// the content ID), the latest audit event and the newest 10 of its audit
+// history (auditlog.ItemHistory, one DynamoDB Query; /item/audit pages
+// through the rest, 50 at a time), the store policies naming the
 // store, and the store's versions. Restore (admin) is Recoverer.Restore
 // through the audited provider (an AUDIT task on the audit queue, as
 // millctl content restore), then recorded in the change log. Names longer
 // than 1,024 bytes are a 400; names are isolated (bdi) so a bidi override
 // cannot reorder the page.
+//
+// Evidence (Config.Evidence, millctl console --evidence-log and
+// --evidence-key): an item's page lists the item's events in the evidence
+// log, on any store, as object or as a copy's source (the newest 100; type,
+// outcome, time, agent), read up to the latest checkpoint with each event
+// checked against it (evidence.Events, as millctl evidence events --item:
+// the whole log is read on each view). Each links to its inclusion proof,
+// /item/evidence/proof?event=ID, the JSON millctl evidence proof writes. A
+// log that does not verify is said so and nothing of it is shown.
 //
 // Statistics: spacestats Latest grouped as millctl stats --by groups it,
 // History as two SVG line charts drawn on the server, and both as CSV

@@ -89,6 +89,9 @@ type homeData struct {
 	AlarmErr   string
 	AlarmsOn   bool
 	CoverageOn bool
+	RunsOn     bool
+	Runs       []runView // the producer runs in progress
+	RunsErr    string
 }
 
 // coverageSnap is the fixity coverage of every space the statistics know,
@@ -262,6 +265,12 @@ func (s *Server) homePage(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		d.Alarms = as
 		if len(as) > 0 {
 			d.Problems = append(d.Problems, plural(int64(len(as)), "alarm is in ALARM", "alarms are in ALARM"))
+		}
+	}
+	if s.cfg.Runs != nil {
+		d.RunsOn = true
+		if d.Runs, d.RunsErr = s.runsInProgress(r); d.RunsErr != "" {
+			d.Problems = append(d.Problems, d.RunsErr)
 		}
 	}
 	d.Safe = len(d.Problems) == 0

@@ -25,6 +25,8 @@ const itemsPage = 50
 func (s *Server) itemRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
 	route("GET /items", auth.RoleViewer, s.itemsPage)
 	route("GET /item", auth.RoleViewer, s.itemPage)
+	route("GET /item/audit", auth.RoleViewer, s.itemAuditPage)
+	route("GET /item/evidence/proof", auth.RoleViewer, s.evidenceProof)
 	route("POST /item/restore", auth.RoleAdmin, s.restore)
 }
 
@@ -102,6 +104,7 @@ type copyRow struct {
 	CRC64     string // the provider's CRC-64/NVME, when it reports one
 	Verdict   *bitlog.Verdict
 	Audit     *auditlog.Entry
+	History   *auditHistory // the newest audit entries; nil: no audit log
 	Versions  []storage.Version
 	Policies  []policy.StorePolicy // the store policies of the space that name this store
 	CanRevive bool                 // a version can be restored
@@ -114,6 +117,7 @@ type itemData struct {
 	NoPolicy           bool
 	CanRestore         bool // the console can restore (Stores and AuditQueue)
 	Self               string
+	Evidence           *itemEvidence // nil: no evidence log
 }
 
 // registry reads the registry, or writes the error page.
@@ -178,8 +182,11 @@ func (s *Server) itemPage(w http.ResponseWriter, r *http.Request, u *auth.User) 
 		d.NoPolicy = true
 	}
 	for _, st := range acct.Stores {
-		d.Copies = append(d.Copies, s.copyOf(ctx, account, st, space, id, sps))
+		c := s.copyOf(ctx, account, st, space, id, sps)
+		c.History = s.auditHistoryOf(ctx, account, st.ID, space, id, "", itemAuditRows)
+		d.Copies = append(d.Copies, c)
 	}
+	d.Evidence = s.itemEventsOf(ctx, account, space, id)
 	s.render(w, r, http.StatusOK, "item", page{Title: "Item " + id, Nav: "items", User: u, Data: d,
 		Msg: itemNotices[r.URL.Query().Get("msg")]})
 }

@@ -46,13 +46,13 @@ type itemsEnv struct {
 
 const itemID = "2026/img-0042.jpg"
 
-func newItemsEnv(t *testing.T) *itemsEnv {
+func newItemsEnv(t *testing.T, opts ...func(*console.Config)) *itemsEnv {
 	t.Helper()
 	ie := &itemsEnv{index: memcontentindex.New(), audit: memqueue.New("mill-audit", memqueue.Config{}), stores: fsOpener{t.TempDir()}}
-	ie.env = newEnv(t, func(c *console.Config) {
+	ie.env = newEnv(t, append([]func(*console.Config){func(c *console.Config) {
 		ie.stats = memspacestats.New(c.Clock)
 		c.Index, c.Stats, c.Stores, c.AuditQueue = ie.index, ie.stats, ie.stores, ie.audit
-	})
+	}}, opts...)...)
 	ctx := context.Background()
 	putCopies(t, ie.stores, ie.index, ie.bits, "20260501T000000Z", ie.clock.Now().Add(-time.Hour), time.Date(2026, 4, 30, 3, 0, 0, 0, time.UTC))
 	p3, _ := ie.stores.Open(ctx, "acme", "3")

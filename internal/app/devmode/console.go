@@ -55,7 +55,7 @@ func (e *env) startConsole(ctx context.Context) (string, error) {
 	}
 	srv, err := console.New(console.Config{
 		Auth: authn, Files: files, Changes: changes, Queues: queues, BitLog: e.deps.BitLog, DeadLetters: dead,
-		Index: e.deps.Index, Stats: e.deps.Stats, Audit: e.deps.AuditLog, Stores: e.deps.Stores, AuditQueue: auditQ,
+		Index: e.deps.Index, Stats: e.deps.Stats, Audit: e.deps.AuditLog, Runs: e.deps.Runs, Stores: e.deps.Stores, AuditQueue: auditQ,
 		Reports: fsreportstore.Store{Dir: e.r.ReportDir}, SampleEvery: consoleSampleEvery, Logger: e.cfg.Logger,
 		Where: "dev mode: " + e.r.Dir,
 	})

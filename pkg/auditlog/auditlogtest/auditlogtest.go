@@ -50,6 +50,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("TooLarge", func(t *testing.T) { testTooLarge(t, newLog(t)) })
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, newLog(t)) })
 	t.Run("BetweenAcrossSpaces", func(t *testing.T) { testBetween(t, newLog(t)) })
+	t.Run("ItemHistoryNewestFirst", func(t *testing.T) { testItemHistory(t, newLog(t)) })
 }
 
 func put(t *testing.T, l auditlog.Log, e auditlog.Entry) bool {

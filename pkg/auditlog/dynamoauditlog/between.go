@@ -49,13 +49,9 @@ func (d *Log) Between(ctx context.Context, since, until time.Time, pageToken str
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: between: %w", err)
 	}
-	entries := make([]auditlog.Entry, 0, len(out.Items))
-	for _, item := range out.Items {
-		e, err := entryFromItem(item)
-		if err != nil {
-			return nil, "", fmt.Errorf("auditlog: between: %w", err)
-		}
-		entries = append(entries, e)
+	entries, err := entriesFromItems(out.Items)
+	if err != nil {
+		return nil, "", fmt.Errorf("auditlog: between: %w", err)
 	}
 	next := ""
 	if len(out.LastEvaluatedKey) > 0 {

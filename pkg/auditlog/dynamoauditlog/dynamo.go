@@ -88,6 +88,19 @@ func entryFromItem(item map[string]types.AttributeValue) (auditlog.Entry, error)
 	})
 }
 
+// entriesFromItems returns the entries of a page of items.
+func entriesFromItems(items []map[string]types.AttributeValue) ([]auditlog.Entry, error) {
+	entries := make([]auditlog.Entry, 0, len(items))
+	for _, item := range items {
+		e, err := entryFromItem(item)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, e)
+	}
+	return entries, nil
+}
+
 // Latest implements auditlog.Log: a strongly consistent query of the item's
 // partition, newest first, limit 1.
 func (d *Log) Latest(ctx context.Context, account, storeID, spaceID, contentID string) (*auditlog.Entry, error) {
@@ -159,13 +172,9 @@ func (d *Log) SpaceHistory(ctx context.Context, account, storeID, spaceID, pageT
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
 	}
-	entries := make([]auditlog.Entry, 0, len(out.Items))
-	for _, item := range out.Items {
-		e, err := entryFromItem(item)
-		if err != nil {
-			return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
-		}
-		entries = append(entries, e)
+	entries, err := entriesFromItems(out.Items)
+	if err != nil {
+		return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
 	}
 	next := ""
 	if len(out.LastEvaluatedKey) > 0 {
