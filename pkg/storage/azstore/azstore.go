@@ -95,8 +95,10 @@ var (
 // Store is an Azure Blob store: a container and a prefix. It is safe for
 // concurrent use.
 type Store struct {
-	c   *container.Client
-	cfg Config
+	c      *container.Client
+	cfg    Config
+	layout objstore.Layout
+	spaces objstore.Spaces
 }
 
 // New returns the store on the container c (see NewClient) that cfg
@@ -109,7 +111,10 @@ func New(c *container.Client, cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Store{c: c, cfg: cfg}, nil
+	s := &Store{c: c, cfg: cfg}
+	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen, Encode: encodeName, EncodedWhat: " as a blob name"}
+	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
+	return s, nil
 }
 
 // Config returns the store's configuration with defaults applied.
@@ -121,30 +126,11 @@ func (s *Store) Kind() storage.Kind { return storage.KindAzure }
 // MaxContentIDLen returns the longest content ID the store accepts in
 // space: Azure's 1024-character name limit less the prefix, the space and
 // a slash (counted in bytes, which is never fewer than characters).
-func (s *Store) MaxContentIDLen(space string) int {
-	return min(storage.MaxContentIDLen, MaxNameLen-len(s.cfg.Prefix)-len(space)-1)
-}
+func (s *Store) MaxContentIDLen(space string) int { return s.layout.MaxContentIDLen(space) }
 
-func (s *Store) spaceKey(space string) (string, error) {
-	if err := storage.ValidateSpaceID(space); err != nil {
-		return "", err
-	}
-	return s.cfg.Prefix + space, nil
-}
+func (s *Store) spaceKey(space string) (string, error) { return s.layout.SpaceKey(space) }
 
-func (s *Store) contentKey(space, id string) (string, error) {
-	if err := storage.ValidateSpaceID(space); err != nil {
-		return "", err
-	}
-	if err := storage.ValidateContentID(id); err != nil {
-		return "", err
-	}
-	name := encodeName(id)
-	if max := s.MaxContentIDLen(space); len(name) > max {
-		return "", fmt.Errorf("%w: content ID is %d bytes as a blob name; with the store prefix and space %q the limit is %d", storage.ErrInvalidID, len(name), space, max)
-	}
-	return s.cfg.Prefix + space + "/" + name, nil
-}
+func (s *Store) contentKey(space, id string) (string, error) { return s.layout.ContentKey(space, id) }
 
 // Azure reads a backslash in a blob name as a slash, so content IDs are
 // stored under names in which '[' is "[0" and '\' is "[1": an encoding

@@ -42,7 +42,6 @@ const (
 	MetaProps = "mill-props"
 	MetaCRC64 = "mill-crc64nvme"
 
-	tmpPrefix = ".mill-tmp/"
 	// TrashPrefix holds what a delete or overwrite replaced.
 	TrashPrefix = objstore.TrashPrefix
 )
@@ -93,6 +92,8 @@ type Store struct {
 	client *gcs.Client
 	bucket *gcs.BucketHandle
 	cfg    Config
+	layout objstore.Layout
+	spaces objstore.Spaces
 }
 
 // New returns the store cfg describes, using client (see NewClient). It
@@ -105,7 +106,10 @@ func New(client *gcs.Client, cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg}, nil
+	s := &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg}
+	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen}
+	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
+	return s, nil
 }
 
 // Config returns the store's configuration with defaults applied.
@@ -116,29 +120,11 @@ func (s *Store) Kind() storage.Kind { return storage.KindGCS }
 
 // MaxContentIDLen returns the longest content ID the store accepts in
 // space: GCS's 1024-byte name limit less the prefix, the space and a slash.
-func (s *Store) MaxContentIDLen(space string) int {
-	return min(storage.MaxContentIDLen, MaxNameLen-len(s.cfg.Prefix)-len(space)-1)
-}
+func (s *Store) MaxContentIDLen(space string) int { return s.layout.MaxContentIDLen(space) }
 
-func (s *Store) spaceKey(space string) (string, error) {
-	if err := storage.ValidateSpaceID(space); err != nil {
-		return "", err
-	}
-	return s.cfg.Prefix + space, nil
-}
+func (s *Store) spaceKey(space string) (string, error) { return s.layout.SpaceKey(space) }
 
-func (s *Store) contentKey(space, id string) (string, error) {
-	if err := storage.ValidateSpaceID(space); err != nil {
-		return "", err
-	}
-	if err := storage.ValidateContentID(id); err != nil {
-		return "", err
-	}
-	if max := s.MaxContentIDLen(space); len(id) > max {
-		return "", fmt.Errorf("%w: content ID is %d bytes; with the store prefix and space %q the limit is %d", storage.ErrInvalidID, len(id), space, max)
-	}
-	return s.cfg.Prefix + space + "/" + id, nil
-}
+func (s *Store) contentKey(space, id string) (string, error) { return s.layout.ContentKey(space, id) }
 
 // mapErr maps GCS errors onto storage's portable errors (keeping the
 // original in the chain); other errors pass unchanged. This is the one

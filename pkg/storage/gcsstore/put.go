@@ -100,7 +100,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 		}
 		return infoOf(a, id), nil
 	}
-	tmp := s.cfg.Prefix + tmpPrefix + randHex()
+	tmp := s.layout.TmpKey(randHex())
 	defer s.deleteKey(ctx, tmp)
 	if _, err := s.write(ctx, s.bucket.Object(tmp), r, sums, storage.PutOptions{Size: opts.Size, MimeType: opts.MimeType, Properties: opts.Properties}, s.cfg.ChunkSize, func() error {
 		return sizeErr(sums.Len(), opts.Size)

@@ -23,7 +23,7 @@ const trashIDPrefix = "trash:"
 
 // trashItemPrefix is the name prefix of one item's trash copies.
 func (s *Store) trashItemPrefix(space, id string) string {
-	return objstore.TrashItemPrefix(s.cfg.Prefix, space, id)
+	return s.layout.TrashItemPrefix(space, id)
 }
 
 // trashName names a trash copy: when it was made, random hex, and why.

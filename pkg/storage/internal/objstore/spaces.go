@@ -1,0 +1,151 @@
+package objstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/millfleet/mill/pkg/storage"
+)
+
+// MarkerBackend is what Spaces needs of a service: the calls on single
+// objects and its reading of errors.
+type MarkerBackend interface {
+	// Read opens an object's body.
+	Read(ctx context.Context, key string) (io.ReadCloser, error)
+	// Stat checks that an object exists.
+	Stat(ctx context.Context, key string) error
+	// WriteMarker writes a marker's JSON body (as application/json);
+	// onlyNew makes the write conditional on no object having the name.
+	WriteMarker(ctx context.Context, key string, body []byte, onlyNew bool) error
+	// Delete removes an object.
+	Delete(ctx context.Context, key string) error
+	// Any reports whether some object's name starts with prefix.
+	Any(ctx context.Context, prefix string) (bool, error)
+	// MapErr maps a service error onto storage's errors.
+	MapErr(err error) error
+	// ConditionFailed reports whether err refused a conditional write.
+	ConditionFailed(err error) bool
+}
+
+// spaceRecord is the body of a space marker.
+type spaceRecord struct {
+	ACLs map[string]string `json:"acls"`
+}
+
+// Spaces keeps each space as a marker object (Layout.SpaceKey) whose JSON
+// body holds the space's ACLs. Wrap names the provider in its errors.
+type Spaces struct {
+	Layout  Layout
+	Backend MarkerBackend
+	Wrap    func(op, key string, err error) error
+}
+
+func (s Spaces) notFound(err error) bool {
+	return errors.Is(s.Backend.MapErr(err), storage.ErrNotFound)
+}
+
+// ReadACLs reads the ACLs in the space's marker (unwrapped errors).
+func (s Spaces) ReadACLs(ctx context.Context, space string) (map[string]string, error) {
+	key, err := s.Layout.SpaceKey(space)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.Backend.Read(ctx, key)
+	if err != nil {
+		if s.notFound(err) {
+			return nil, fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
+		}
+		return nil, err
+	}
+	defer r.Close()
+	var rec spaceRecord
+	if err := json.NewDecoder(io.LimitReader(r, 10<<20)).Decode(&rec); err != nil {
+		return nil, fmt.Errorf("space marker %s: %w", key, err)
+	}
+	if rec.ACLs == nil {
+		rec.ACLs = map[string]string{}
+	}
+	return rec.ACLs, nil
+}
+
+// WriteACLs writes the space's marker holding acls (unwrapped errors).
+func (s Spaces) WriteACLs(ctx context.Context, space string, acls map[string]string, onlyNew bool) error {
+	key, err := s.Layout.SpaceKey(space)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(&spaceRecord{ACLs: acls})
+	if err != nil {
+		return err
+	}
+	return s.Backend.WriteMarker(ctx, key, b, onlyNew)
+}
+
+// Need returns ErrNotFound unless the space marker exists.
+func (s Spaces) Need(ctx context.Context, space string) error {
+	key, err := s.Layout.SpaceKey(space)
+	if err != nil {
+		return err
+	}
+	err = s.Backend.Stat(ctx, key)
+	if err != nil && s.notFound(err) {
+		return fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
+	}
+	return err
+}
+
+// CreateIfAbsent writes the marker on condition that no object has its
+// name, so exactly one of concurrent creators is told it created the
+// space and the ACLs another set are kept.
+func (s Spaces) CreateIfAbsent(ctx context.Context, space string) (bool, error) {
+	err := s.WriteACLs(ctx, space, map[string]string{}, true)
+	if s.Backend.ConditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, s.Wrap("create space", space, err)
+}
+
+// Delete deletes the marker of an empty space; a missing space is
+// success.
+func (s Spaces) Delete(ctx context.Context, space string) error {
+	err := s.Need(ctx, space)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return s.Wrap("delete space", space, err)
+	}
+	full, err := s.Backend.Any(ctx, s.Layout.SpacePrefix(space))
+	switch {
+	case err != nil:
+		return s.Wrap("delete space", space, err)
+	case full:
+		return s.Wrap("delete space", space, storage.ErrSpaceNotEmpty)
+	}
+	key, _ := s.Layout.SpaceKey(space)
+	err = s.Backend.Delete(ctx, key)
+	if s.notFound(err) {
+		return nil
+	}
+	return s.Wrap("delete space", space, err)
+}
+
+// ACLs returns the space's ACLs from its marker.
+func (s Spaces) ACLs(ctx context.Context, space string) (map[string]string, error) {
+	acls, err := s.ReadACLs(ctx, space)
+	return acls, s.Wrap("space acls", space, err)
+}
+
+// SetACLs replaces the space's ACLs in its marker.
+func (s Spaces) SetACLs(ctx context.Context, space string, acls map[string]string) error {
+	if err := s.Need(ctx, space); err != nil {
+		return s.Wrap("set space acls", space, err)
+	}
+	if acls == nil {
+		acls = map[string]string{}
+	}
+	return s.Wrap("set space acls", space, s.WriteACLs(ctx, space, acls, false))
+}
