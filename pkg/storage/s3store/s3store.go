@@ -133,6 +133,8 @@ var (
 type Store struct {
 	client *s3.Client
 	cfg    Config
+	// spaces are the space markers of the Mill layout.
+	spaces objstore.Spaces
 
 	// The bucket's versioning status, asked at most every
 	// versioningCheckEvery (see recover.go).
@@ -151,7 +153,9 @@ func New(client *s3.Client, cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Store{client: client, cfg: cfg}, nil
+	s := &Store{client: client, cfg: cfg}
+	s.spaces = objstore.Spaces{Layout: objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxKeyLen}, Backend: markers{s}, Wrap: wrap}
+	return s, nil
 }
 
 // Config returns the store's configuration with defaults applied.
