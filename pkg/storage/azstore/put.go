@@ -26,41 +26,22 @@ func (s *Store) Put(ctx context.Context, space, id string, r io.Reader, opts sto
 }
 
 func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return nil, err
-	}
-	want, err := storage.NormalizeMD5(opts.Checksum)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := metadata(want, "", opts.Properties); err != nil {
-		return nil, err
-	}
-	if err := s.needSpace(ctx, space); err != nil {
-		return nil, err
-	}
-	head, whole, rest, err := objstore.Head(ctx, r, opts.Size, s.cfg.Threshold)
-	if err != nil {
-		return nil, err
-	}
-	if whole {
-		return s.putSmall(ctx, key, space, id, head, want, opts)
-	}
-	return s.putBlocks(ctx, key, space, id, rest, want, opts)
+	return objstore.Put{
+		Layout:    s.layout,
+		Threshold: s.cfg.Threshold,
+		CheckProps: func(want string, props map[string]string) error {
+			_, err := metadata(want, "", props)
+			return err
+		},
+		NeedSpace: s.needSpace,
+		Whole:     s.putSmall,
+		Stream:    s.putBlocks,
+	}.Run(ctx, space, id, r, opts)
 }
 
 // sizeErr reports content whose length is not the promised size.
 func sizeErr(got, want int64) error {
 	return objstore.SizeErr("azstore", got, want)
-}
-
-// checkSums compares the MD5 Mill measured with the expected one.
-func checkSums(sums *storage.Sums, want string) error {
-	if want != "" && sums.MD5() != want {
-		return fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, sums.MD5(), want)
-	}
-	return nil
 }
 
 func headers(md5hex, mime string) *blob.HTTPHeaders {
@@ -76,7 +57,7 @@ func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte
 	}
 	sums := storage.NewSums()
 	sums.Write(data)
-	if err := checkSums(sums, want); err != nil {
+	if err := objstore.CheckMD5(sums, want); err != nil {
 		return nil, err
 	}
 	m, err := metadata(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)
@@ -156,7 +137,7 @@ func (s *Store) putBlocks(ctx context.Context, key, space, id string, r io.Reade
 	if err := sizeErr(sums.Len(), opts.Size); err != nil {
 		return nil, err
 	}
-	if err := checkSums(sums, want); err != nil {
+	if err := objstore.CheckMD5(sums, want); err != nil {
 		return nil, err
 	}
 	m, err := metadata(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)

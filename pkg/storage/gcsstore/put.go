@@ -21,28 +21,17 @@ func (s *Store) Put(ctx context.Context, space, id string, r io.Reader, opts sto
 }
 
 func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return nil, err
-	}
-	want, err := storage.NormalizeMD5(opts.Checksum)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := metadata(want, "", opts.Properties); err != nil {
-		return nil, err
-	}
-	if err := s.needSpace(ctx, space); err != nil {
-		return nil, err
-	}
-	head, whole, rest, err := objstore.Head(ctx, r, opts.Size, s.cfg.Threshold)
-	if err != nil {
-		return nil, err
-	}
-	if whole {
-		return s.putSmall(ctx, key, space, id, head, want, opts)
-	}
-	return s.putLarge(ctx, key, space, id, rest, want, opts)
+	return objstore.Put{
+		Layout:    s.layout,
+		Threshold: s.cfg.Threshold,
+		CheckProps: func(want string, props map[string]string) error {
+			_, err := metadata(want, "", props)
+			return err
+		},
+		NeedSpace: s.needSpace,
+		Whole:     s.putSmall,
+		Stream:    s.putLarge,
+	}.Run(ctx, space, id, r, opts)
 }
 
 // sizeErr reports content whose length is not the promised size.
@@ -58,8 +47,8 @@ func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte
 	}
 	sums := storage.NewSums()
 	sums.Write(data)
-	if want != "" && sums.MD5() != want {
-		return nil, fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, sums.MD5(), want)
+	if err := objstore.CheckMD5(sums, want); err != nil {
+		return nil, err
 	}
 	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
 	if err != nil {
@@ -89,10 +78,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 			if err := sizeErr(sums.Len(), opts.Size); err != nil {
 				return err
 			}
-			if sums.MD5() != want {
-				return fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, sums.MD5(), want)
-			}
-			return nil
+			return objstore.CheckMD5(sums, want)
 		})
 		if err != nil {
 			undo()
