@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,10 +16,6 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
-
-// trashIDPrefix starts the IDs of trash copies (storage.Recoverer; see
-// the package doc, Recovery).
-const trashIDPrefix = "trash:"
 
 // trashItemPrefix is the name prefix of one item's trash copies.
 func (s *Store) trashItemPrefix(space, id string) string {
@@ -121,7 +116,7 @@ func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Versi
 				continue
 			}
 			name := strings.TrimPrefix(*b.Name, prefix)
-			at, reason, ok := objstore.ParseTrashName(name)
+			v, ok := objstore.TrashVersion(name)
 			if !ok {
 				continue // not a copy the store made
 			}
@@ -136,10 +131,11 @@ func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Versi
 			if b.Properties.ContentType != nil {
 				p.mime = *b.Properties.ContentType
 			}
-			out = append(out, storage.Version{ID: trashIDPrefix + name, Replaced: at, Reason: reason, Info: *p.info(id)})
+			v.Info = *p.info(id)
+			out = append(out, v)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b storage.Version) int { return b.Replaced.Compare(a.Replaced) })
+	objstore.NewestFirst(out)
 	return out, nil
 }
 
@@ -163,19 +159,13 @@ func (s *Store) restore(ctx context.Context, space, id, versionID string) (*stor
 	if err != nil {
 		return nil, err
 	}
-	if versionID == "" {
-		vs, err := s.versions(ctx, space, id)
-		if err != nil {
-			return nil, err
-		}
-		if len(vs) == 0 {
-			return nil, fmt.Errorf("%w: no recoverable version", storage.ErrNotFound)
-		}
-		versionID = vs[0].ID
+	versionID, err = objstore.PickVersion(versionID, func() ([]storage.Version, error) { return s.versions(ctx, space, id) })
+	if err != nil {
+		return nil, err
 	}
-	name, ok := strings.CutPrefix(versionID, trashIDPrefix)
-	if _, _, valid := objstore.ParseTrashName(name); !ok || !valid {
-		return nil, fmt.Errorf("%w: no recoverable version %q", storage.ErrNotFound, storage.ShortID(versionID))
+	name, ok := objstore.CutTrashID(versionID)
+	if !ok {
+		return nil, objstore.NoVersion(versionID)
 	}
 	if err := s.needSpace(ctx, space); err != nil {
 		return nil, err

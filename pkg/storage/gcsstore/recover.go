@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,10 +15,6 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
-
-// trashIDPrefix starts the IDs of trash copies (storage.Recoverer; see
-// the package doc, Recovery).
-const trashIDPrefix = "trash:"
 
 // trashItemPrefix is the name prefix of one item's trash copies.
 func (s *Store) trashItemPrefix(space, id string) string {
@@ -88,13 +83,14 @@ func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Versi
 			return nil, err
 		}
 		name := strings.TrimPrefix(a.Name, prefix)
-		at, reason, ok := objstore.ParseTrashName(name)
+		v, ok := objstore.TrashVersion(name)
 		if !ok {
 			continue // not a copy the store made
 		}
-		out = append(out, storage.Version{ID: trashIDPrefix + name, Replaced: at, Reason: reason, Info: *infoOf(a, id)})
+		v.Info = *infoOf(a, id)
+		out = append(out, v)
 	}
-	slices.SortStableFunc(out, func(a, b storage.Version) int { return b.Replaced.Compare(a.Replaced) })
+	objstore.NewestFirst(out)
 	return out, nil
 }
 
@@ -111,19 +107,13 @@ func (s *Store) restore(ctx context.Context, space, id, versionID string) (*stor
 	if err != nil {
 		return nil, err
 	}
-	if versionID == "" {
-		vs, err := s.versions(ctx, space, id)
-		if err != nil {
-			return nil, err
-		}
-		if len(vs) == 0 {
-			return nil, fmt.Errorf("%w: no recoverable version", storage.ErrNotFound)
-		}
-		versionID = vs[0].ID
+	versionID, err = objstore.PickVersion(versionID, func() ([]storage.Version, error) { return s.versions(ctx, space, id) })
+	if err != nil {
+		return nil, err
 	}
-	name, ok := strings.CutPrefix(versionID, trashIDPrefix)
-	if _, _, valid := objstore.ParseTrashName(name); !ok || !valid {
-		return nil, fmt.Errorf("%w: no recoverable version %q", storage.ErrNotFound, storage.ShortID(versionID))
+	name, ok := objstore.CutTrashID(versionID)
+	if !ok {
+		return nil, objstore.NoVersion(versionID)
 	}
 	if err := s.needSpace(ctx, space); err != nil {
 		return nil, err
