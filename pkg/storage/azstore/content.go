@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // props is what a blob's properties tell of an item.
@@ -93,36 +94,29 @@ func (s *Store) ListContent(ctx context.Context, space, after string, limit int)
 	if err := s.needSpace(ctx, space); err != nil {
 		return nil, false, wrap("list", space, err)
 	}
-	if limit <= 0 {
-		limit = 1000
-	}
-	prefix := s.cfg.Prefix + space + "/"
-	opts := &container.ListBlobsFlatOptions{Prefix: to.Ptr(prefix), MaxResults: to.Ptr(int32(min(limit+1, 5000)))}
+	page := objstore.NewPage(after, limit)
+	prefix := s.layout.SpacePrefix(space)
+	opts := &container.ListBlobsFlatOptions{Prefix: to.Ptr(prefix), MaxResults: to.Ptr(int32(min(page.Limit+1, 5000)))}
 	if after != "" {
 		opts.StartFrom = to.Ptr(prefix + encodeName(after)) // inclusive; a service that ignores it lists from the start
 	}
-	ids := []string{}
 	p := s.c.NewListBlobsFlatPager(opts)
 	for p.More() {
-		page, err := p.NextPage(ctx)
+		resp, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, false, wrap("list", space, err)
 		}
-		for _, b := range page.Segment.BlobItems {
+		for _, b := range resp.Segment.BlobItems {
 			if b.Name == nil {
 				continue
 			}
 			id, ok := decodeName((*b.Name)[len(prefix):])
-			if !ok || id == "" || id <= after {
-				continue
+			if ok && page.Add(id) {
+				return page.IDs, true, nil
 			}
-			if len(ids) == limit {
-				return ids, true, nil
-			}
-			ids = append(ids, id)
 		}
 	}
-	return ids, false, nil
+	return page.IDs, false, nil
 }
 
 // Head returns the item's Info.
@@ -142,12 +136,7 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *storage.Info, error) {
 	// A rewrite between reading the properties and opening the bytes
 	// replaces the revision read: read the new one.
-	for try := 0; ; try++ {
-		rc, info, err := s.GetRange(ctx, space, id, 0, -1, "")
-		if try == 19 || !errors.Is(err, storage.ErrChanged) {
-			return rc, info, err
-		}
-	}
+	return objstore.GetCurrent(func() (io.ReadCloser, *storage.Info, error) { return s.GetRange(ctx, space, id, 0, -1, "") })
 }
 
 // GetRange implements storage.RangeReader. The revision is the blob's
@@ -175,12 +164,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 	if info.Archived {
 		return nil, nil, wrap("get", space+"/"+id, storage.ErrArchived)
 	}
-	if off > p.size {
-		off = p.size
-	}
-	if n < 0 || off+n > p.size {
-		n = p.size - off
-	}
+	off, n = objstore.ClampRange(off, n, p.size)
 	if n == 0 {
 		return io.NopCloser(strings.NewReader("")), info, nil
 	}
