@@ -94,12 +94,20 @@ var (
 
 // Store is an Azure Blob store: a container and a prefix. It is safe for
 // concurrent use.
+// Its space methods (CreateSpace, CreateSpaceIfAbsent, DeleteSpace,
+// SpaceACLs, SetSpaceACLs) are those of the marker objects every
+// object-store provider keeps (the layout in the package doc).
 type Store struct {
 	c      *container.Client
 	cfg    Config
 	layout objstore.Layout
-	spaces objstore.Spaces
+	// spaces gives the store its space methods (see spaces.go).
+	spaces
 }
+
+// spaces are the space markers (objstore.Spaces): the embedded field is
+// unexported, its methods are the store's.
+type spaces = objstore.Spaces
 
 // New returns the store on the container c (see NewClient) that cfg
 // describes. It does not create the container.

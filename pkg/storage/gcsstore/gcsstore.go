@@ -88,13 +88,21 @@ var (
 )
 
 // Store is a Google Cloud Storage store. It is safe for concurrent use.
+// Its space methods (CreateSpace, CreateSpaceIfAbsent, DeleteSpace,
+// SpaceACLs, SetSpaceACLs) are those of the marker objects every
+// object-store provider keeps (the layout in the package doc).
 type Store struct {
 	client *gcs.Client
 	bucket *gcs.BucketHandle
 	cfg    Config
 	layout objstore.Layout
-	spaces objstore.Spaces
+	// spaces gives the store its space methods (see spaces.go).
+	spaces
 }
+
+// spaces are the space markers (objstore.Spaces): the embedded field is
+// unexported, its methods are the store's.
+type spaces = objstore.Spaces
 
 // New returns the store cfg describes, using client (see NewClient). It
 // does not create the bucket.

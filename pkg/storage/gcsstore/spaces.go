@@ -86,33 +86,3 @@ func (markers) ConditionFailed(err error) bool { return conditionFailed(err) }
 
 // needSpace returns ErrNotFound unless the space marker exists.
 func (s *Store) needSpace(ctx context.Context, space string) error { return s.spaces.Need(ctx, space) }
-
-// CreateSpace writes the space marker unless it exists (keeping its ACLs).
-func (s *Store) CreateSpace(ctx context.Context, space string) error {
-	_, err := s.CreateSpaceIfAbsent(ctx, space)
-	return err
-}
-
-// CreateSpaceIfAbsent implements storage.SpaceCreator: the marker is
-// written on condition that no object has its name (ifGenerationMatch=0),
-// so exactly one of concurrent creators is told it created the space and
-// the ACLs another set are kept.
-func (s *Store) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, error) {
-	return s.spaces.CreateIfAbsent(ctx, space)
-}
-
-// DeleteSpace deletes the marker of an empty space; a missing space is
-// success.
-func (s *Store) DeleteSpace(ctx context.Context, space string) error {
-	return s.spaces.Delete(ctx, space)
-}
-
-// SpaceACLs returns the space's ACLs from its marker.
-func (s *Store) SpaceACLs(ctx context.Context, space string) (map[string]string, error) {
-	return s.spaces.ACLs(ctx, space)
-}
-
-// SetSpaceACLs replaces the space's ACLs in its marker.
-func (s *Store) SetSpaceACLs(ctx context.Context, space string, acls map[string]string) error {
-	return s.spaces.SetACLs(ctx, space, acls)
-}

@@ -132,7 +132,7 @@ func (s *Store) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, er
 	if err == nil || !errors.Is(err, storage.ErrNotFound) {
 		return false, wrap("create space", space, err)
 	}
-	return s.spaces.CreateIfAbsent(ctx, space)
+	return s.spaces.CreateSpaceIfAbsent(ctx, space)
 }
 
 // conditionFailed reports whether err is S3 refusing a conditional write
@@ -185,7 +185,7 @@ func (s *Store) SpaceACLs(ctx context.Context, space string) (map[string]string,
 		acls, err := s.duraACLs(ctx, space)
 		return acls, wrap("space acls", space, err)
 	}
-	return s.spaces.ACLs(ctx, space)
+	return s.spaces.SpaceACLs(ctx, space)
 }
 
 // SetSpaceACLs replaces the space's ACLs in its marker.

@@ -36,7 +36,9 @@ type spaceRecord struct {
 }
 
 // Spaces keeps each space as a marker object (Layout.SpaceKey) whose JSON
-// body holds the space's ACLs. Wrap names the provider in its errors.
+// body holds the space's ACLs. Wrap names the provider in its errors. Its
+// exported methods are storage.Provider's space methods (and
+// storage.SpaceCreator's): a provider embeds it to have them.
 type Spaces struct {
 	Layout  Layout
 	Backend MarkerBackend
@@ -97,10 +99,17 @@ func (s Spaces) Need(ctx context.Context, space string) error {
 	return err
 }
 
-// CreateIfAbsent writes the marker on condition that no object has its
-// name, so exactly one of concurrent creators is told it created the
-// space and the ACLs another set are kept.
-func (s Spaces) CreateIfAbsent(ctx context.Context, space string) (bool, error) {
+// CreateSpace writes the space marker unless it exists (keeping its ACLs).
+func (s Spaces) CreateSpace(ctx context.Context, space string) error {
+	_, err := s.CreateSpaceIfAbsent(ctx, space)
+	return err
+}
+
+// CreateSpaceIfAbsent implements storage.SpaceCreator: the marker is
+// written on condition that no object has its name, so exactly one of
+// concurrent creators is told it created the space and the ACLs another
+// set are kept.
+func (s Spaces) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, error) {
 	err := s.WriteACLs(ctx, space, map[string]string{}, true)
 	if s.Backend.ConditionFailed(err) {
 		return false, nil
@@ -108,9 +117,9 @@ func (s Spaces) CreateIfAbsent(ctx context.Context, space string) (bool, error) 
 	return err == nil, s.Wrap("create space", space, err)
 }
 
-// Delete deletes the marker of an empty space; a missing space is
+// DeleteSpace deletes the marker of an empty space; a missing space is
 // success.
-func (s Spaces) Delete(ctx context.Context, space string) error {
+func (s Spaces) DeleteSpace(ctx context.Context, space string) error {
 	err := s.Need(ctx, space)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil
@@ -133,14 +142,14 @@ func (s Spaces) Delete(ctx context.Context, space string) error {
 	return s.Wrap("delete space", space, err)
 }
 
-// ACLs returns the space's ACLs from its marker.
-func (s Spaces) ACLs(ctx context.Context, space string) (map[string]string, error) {
+// SpaceACLs returns the space's ACLs from its marker.
+func (s Spaces) SpaceACLs(ctx context.Context, space string) (map[string]string, error) {
 	acls, err := s.ReadACLs(ctx, space)
 	return acls, s.Wrap("space acls", space, err)
 }
 
-// SetACLs replaces the space's ACLs in its marker.
-func (s Spaces) SetACLs(ctx context.Context, space string, acls map[string]string) error {
+// SetSpaceACLs replaces the space's ACLs in its marker.
+func (s Spaces) SetSpaceACLs(ctx context.Context, space string, acls map[string]string) error {
 	if err := s.Need(ctx, space); err != nil {
 		return s.Wrap("set space acls", space, err)
 	}
