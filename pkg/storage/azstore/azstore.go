@@ -103,6 +103,8 @@ type Store struct {
 	layout objstore.Layout
 	// spaces gives the store its space methods (see spaces.go).
 	spaces
+	// putter reads the start of a put and calls putSmall or putBlocks.
+	putter objstore.Put
 }
 
 // spaces are the space markers (objstore.Spaces): the embedded field is
@@ -122,6 +124,7 @@ func New(c *container.Client, cfg Config) (*Store, error) {
 	s := &Store{c: c, cfg: cfg}
 	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen, Encode: encodeName, EncodedWhat: " as a blob name"}
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
+	s.putter = objstore.Put{Layout: s.layout, Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putBlocks}
 	return s, nil
 }
 
@@ -224,26 +227,20 @@ func conditionFailed(err error) bool {
 
 // metadata builds an item's metadata, refusing more than Azure stores.
 func metadata(md5hex, crc string, props map[string]string) (map[string]*string, error) {
-	if props == nil {
-		props = map[string]string{}
-	}
-	v, err := objstore.ASCIIJSON(props)
+	m, err := metaNames.Build(md5hex, crc, props)
 	if err != nil {
 		return nil, err
 	}
-	m := map[string]*string{MetaProps: &v}
-	if md5hex != "" {
-		m[MetaMD5] = &md5hex
+	out := make(map[string]*string, len(m))
+	for k, v := range m {
+		out[k] = &v
 	}
-	if crc != "" {
-		m[MetaCRC64] = &crc
-	}
-	size := len(MetaMD5) + 32 + len(MetaCRC64) + 12 + len(MetaProps) + len(v)
-	if size > MaxMetadataSize {
-		return nil, fmt.Errorf("%w: the properties need %d bytes of Azure metadata (limit %d)", storage.ErrPropertiesTooLarge, size, MaxMetadataSize)
-	}
-	return m, nil
+	return out, nil
 }
+
+// metaNames are the metadata entries of an item; the properties' JSON is
+// ASCII, as HTTP headers carry it.
+var metaNames = objstore.Metadata{MD5: MetaMD5, Props: MetaProps, CRC64: MetaCRC64, Limit: MaxMetadataSize, What: "Azure metadata", ASCII: true}
 
 // meta reads a metadata value by name, ignoring case (the SDK reports
 // names as the HTTP headers carried them).

@@ -2,8 +2,6 @@ package azstore
 
 import (
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,27 +53,18 @@ func propsOf(r blob.GetPropertiesResponse) props {
 // info describes the blob as an item. The provider checksum is the
 // blob's Content-MD5 (see the package doc, Checksums).
 func (p props) info(id string) *storage.Info {
-	info := &storage.Info{
-		ContentID:  id,
-		Checksum:   strings.ToLower(meta(p.meta, MetaMD5)),
+	info := objstore.Attrs{
+		MD5:        meta(p.meta, MetaMD5),
 		Size:       p.size,
-		MimeType:   p.mime,
+		Mime:       p.mime,
 		Modified:   p.modified,
 		Revision:   string(p.etag),
-		Properties: map[string]string{},
-	}
+		ContentMD5: p.md5,
+		Props:      meta(p.meta, MetaProps),
+	}.Info(id)
 	if !p.inferred && !strings.EqualFold(p.tier, "Hot") {
 		info.StorageClass = p.tier
 		info.Archived = strings.EqualFold(p.tier, "Archive")
-	}
-	if info.MimeType == "" {
-		info.MimeType = storage.DefaultMimeType
-	}
-	if len(p.md5) == 16 {
-		info.ProviderChecksum = storage.ProviderMD5(hex.EncodeToString(p.md5))
-	}
-	if v := meta(p.meta, MetaProps); v != "" {
-		_ = json.Unmarshal([]byte(v), &info.Properties)
 	}
 	return info
 }

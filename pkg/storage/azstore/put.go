@@ -21,22 +21,8 @@ import (
 
 // Put writes the item (see the package doc, Writes).
 func (s *Store) Put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
-	info, err := s.put(ctx, space, id, r, opts)
+	info, err := s.putter.Run(ctx, space, id, r, opts)
 	return info, wrap("put", space+"/"+id, err)
-}
-
-func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
-	return objstore.Put{
-		Layout:    s.layout,
-		Threshold: s.cfg.Threshold,
-		CheckProps: func(want string, props map[string]string) error {
-			_, err := metadata(want, "", props)
-			return err
-		},
-		NeedSpace: s.needSpace,
-		Whole:     s.putSmall,
-		Stream:    s.putBlocks,
-	}.Run(ctx, space, id, r, opts)
 }
 
 // sizeErr reports content whose length is not the promised size.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -98,6 +97,8 @@ type Store struct {
 	layout objstore.Layout
 	// spaces gives the store its space methods (see spaces.go).
 	spaces
+	// putter reads the start of a put and calls putSmall or putLarge.
+	putter objstore.Put
 }
 
 // spaces are the space markers (objstore.Spaces): the embedded field is
@@ -117,6 +118,7 @@ func New(client *gcs.Client, cfg Config) (*Store, error) {
 	s := &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg}
 	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen}
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
+	s.putter = objstore.Put{Layout: s.layout, Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putLarge}
 	return s, nil
 }
 
@@ -178,55 +180,30 @@ func conditionFailed(err error) bool {
 	return errors.As(err, &ge) && ge.Code == http.StatusPreconditionFailed
 }
 
+// metaNames are the custom-metadata entries of an item.
+var metaNames = objstore.Metadata{MD5: MetaMD5, Props: MetaProps, CRC64: MetaCRC64, Limit: MaxMetadataSize, What: "GCS custom metadata"}
+
 // metadata builds an item's custom metadata, refusing more than GCS
 // stores.
 func metadata(md5hex string, crc string, props map[string]string) (map[string]string, error) {
-	if props == nil {
-		props = map[string]string{}
-	}
-	b, err := json.Marshal(props)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]string{MetaProps: string(b)}
-	if md5hex != "" {
-		m[MetaMD5] = md5hex
-	}
-	if crc != "" {
-		m[MetaCRC64] = crc
-	}
-	size := len(MetaMD5) + 32 + len(MetaCRC64) + 12 + len(MetaProps) + len(b)
-	if size > MaxMetadataSize {
-		return nil, fmt.Errorf("%w: the properties need %d bytes of GCS custom metadata (limit %d)", storage.ErrPropertiesTooLarge, size, MaxMetadataSize)
-	}
-	return m, nil
+	return metaNames.Build(md5hex, crc, props)
 }
 
 // infoOf describes an object as an item.
 func infoOf(a *gcs.ObjectAttrs, id string) *storage.Info {
-	info := &storage.Info{
-		ContentID:    id,
-		Checksum:     strings.ToLower(a.Metadata[MetaMD5]),
-		Size:         a.Size,
-		MimeType:     a.ContentType,
-		Modified:     a.Updated,
-		Revision:     strconv.FormatInt(a.Generation, 10),
-		Properties:   map[string]string{},
-		StorageClass: a.StorageClass,
-	}
-	if info.StorageClass == "STANDARD" {
-		info.StorageClass = ""
-	}
-	if info.MimeType == "" {
-		info.MimeType = storage.DefaultMimeType
-	}
 	// GCS computes the MD5 of every object written in one piece (not of a
 	// composite object, which has only its CRC32C): the provider checksum.
-	if len(a.MD5) == 16 {
-		info.ProviderChecksum = storage.ProviderMD5(hex.EncodeToString(a.MD5))
-	}
-	if v := a.Metadata[MetaProps]; v != "" {
-		_ = json.Unmarshal([]byte(v), &info.Properties)
+	info := objstore.Attrs{
+		MD5:        a.Metadata[MetaMD5],
+		Size:       a.Size,
+		Mime:       a.ContentType,
+		Modified:   a.Updated,
+		Revision:   strconv.FormatInt(a.Generation, 10),
+		ContentMD5: a.MD5,
+		Props:      a.Metadata[MetaProps],
+	}.Info(id)
+	if a.StorageClass != "STANDARD" {
+		info.StorageClass = a.StorageClass
 	}
 	return info
 }
