@@ -2,13 +2,10 @@ package azstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -184,10 +181,8 @@ func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, e := range []error{storage.ErrNotFound, storage.ErrInvalidID, storage.ErrChecksumMismatch, storage.ErrSpaceNotEmpty, storage.ErrPropertiesTooLarge, storage.ErrChanged, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, e) {
-			return err
-		}
+	if objstore.Portable(err, storage.ErrChanged) {
+		return err
 	}
 	switch {
 	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound, bloberror.CannotVerifyCopySource):
@@ -208,12 +203,9 @@ func mapErr(err error) error {
 	return err
 }
 
-func wrap(op, key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("azstore: %s %s: %w", op, storage.QuoteID(key), mapErr(err))
-}
+// wrap names the store, the operation and the key in an error mapped by
+// mapErr.
+var wrap = objstore.Wrap("azstore", mapErr)
 
 // conditionFailed reports whether err is Azure refusing a conditional
 // write: 412, or 409 BlobAlreadyExists for If-None-Match: *.
@@ -253,22 +245,13 @@ func meta(m map[string]*string, name string) string {
 	return ""
 }
 
-func mimeOr(m string) string {
-	if m == "" {
-		return storage.DefaultMimeType
-	}
-	return m
-}
+func mimeOr(m string) string { return objstore.MimeOr(m) }
 
-func randHex() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func randHex() string { return objstore.RandHex() }
 
 // deleteKey removes a blob on a best-effort basis.
 func (s *Store) deleteKey(ctx context.Context, key string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	dctx, cancel := objstore.Detached(ctx)
 	defer cancel()
 	_, _ = s.c.NewBlobClient(key).Delete(dctx, nil)
 }

@@ -2,14 +2,11 @@ package gcsstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	gcs "cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
@@ -143,10 +140,8 @@ func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, e := range []error{storage.ErrNotFound, storage.ErrInvalidID, storage.ErrChecksumMismatch, storage.ErrSpaceNotEmpty, storage.ErrPropertiesTooLarge, storage.ErrChanged, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, e) {
-			return err
-		}
+	if objstore.Portable(err, storage.ErrChanged) {
+		return err
 	}
 	if errors.Is(err, gcs.ErrObjectNotExist) || errors.Is(err, gcs.ErrBucketNotExist) {
 		return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
@@ -167,12 +162,9 @@ func mapErr(err error) error {
 	return err
 }
 
-func wrap(op, key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("gcsstore: %s %s: %w", op, storage.QuoteID(key), mapErr(err))
-}
+// wrap names the store, the operation and the key in an error mapped by
+// mapErr.
+var wrap = objstore.Wrap("gcsstore", mapErr)
 
 // conditionFailed reports whether err is GCS refusing a conditional write.
 func conditionFailed(err error) bool {
@@ -208,22 +200,13 @@ func infoOf(a *gcs.ObjectAttrs, id string) *storage.Info {
 	return info
 }
 
-func mimeOr(m string) string {
-	if m == "" {
-		return storage.DefaultMimeType
-	}
-	return m
-}
+func mimeOr(m string) string { return objstore.MimeOr(m) }
 
-func randHex() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func randHex() string { return objstore.RandHex() }
 
 // deleteKey removes an object on a best-effort basis.
 func (s *Store) deleteKey(ctx context.Context, key string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	dctx, cancel := objstore.Detached(ctx)
 	defer cancel()
 	_ = s.bucket.Object(key).Delete(dctx)
 }
