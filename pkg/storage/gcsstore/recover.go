@@ -103,22 +103,10 @@ func (s *Store) Restore(ctx context.Context, space, id, versionID string) (*stor
 }
 
 func (s *Store) restore(ctx context.Context, space, id, versionID string) (*storage.Info, error) {
-	key, err := s.contentKey(space, id)
+	key, src, err := s.spaces.RestoreSource(ctx, space, id, versionID, func() ([]storage.Version, error) { return s.versions(ctx, space, id) })
 	if err != nil {
 		return nil, err
 	}
-	versionID, err = objstore.PickVersion(versionID, func() ([]storage.Version, error) { return s.versions(ctx, space, id) })
-	if err != nil {
-		return nil, err
-	}
-	name, ok := objstore.CutTrashID(versionID)
-	if !ok {
-		return nil, objstore.NoVersion(versionID)
-	}
-	if err := s.needSpace(ctx, space); err != nil {
-		return nil, err
-	}
-	src := s.trashItemPrefix(space, id) + name
 	from, err := s.bucket.Object(src).Attrs(ctx)
 	if err != nil {
 		return nil, err

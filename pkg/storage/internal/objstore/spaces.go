@@ -158,3 +158,25 @@ func (s Spaces) SetSpaceACLs(ctx context.Context, space string, acls map[string]
 	}
 	return s.Wrap("set space acls", space, s.WriteACLs(ctx, space, acls, false))
 }
+
+// RestoreSource resolves a Restore of versionID ("": the newest of
+// versions) in a store that keeps trash copies: the item's name and the
+// trash copy's, once the space is known to exist.
+func (s Spaces) RestoreSource(ctx context.Context, space, id, versionID string, versions func() ([]storage.Version, error)) (key, src string, err error) {
+	key, err = s.Layout.ContentKey(space, id)
+	if err != nil {
+		return "", "", err
+	}
+	versionID, err = PickVersion(versionID, versions)
+	if err != nil {
+		return "", "", err
+	}
+	name, ok := CutTrashID(versionID)
+	if !ok {
+		return "", "", NoVersion(versionID)
+	}
+	if err := s.Need(ctx, space); err != nil {
+		return "", "", err
+	}
+	return key, s.Layout.TrashItemPrefix(space, id) + name, nil
+}
