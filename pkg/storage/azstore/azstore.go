@@ -98,15 +98,16 @@ type Store struct {
 	c      *container.Client
 	cfg    Config
 	layout objstore.Layout
-	// spaces gives the store its space methods (see spaces.go).
-	spaces
+	spaces objstore.Spaces
+	// spaceMethods are the store's space methods (see spaces.go).
+	spaceMethods
 	// putter reads the start of a put and calls putSmall or putBlocks.
 	putter objstore.Put
 }
 
-// spaces are the space markers (objstore.Spaces): the embedded field is
-// unexported, its methods are the store's.
-type spaces = objstore.Spaces
+// spaceMethods are the space methods over the markers: the embedded
+// field is unexported, its five methods are the store's.
+type spaceMethods = objstore.SpaceMethods
 
 // New returns the store on the container c (see NewClient) that cfg
 // describes. It does not create the container.
@@ -121,6 +122,7 @@ func New(c *container.Client, cfg Config) (*Store, error) {
 	s := &Store{c: c, cfg: cfg}
 	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen, Encode: encodeName, EncodedWhat: " as a blob name"}
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
+	s.spaceMethods = s.spaces.Methods()
 	s.putter = objstore.Put{Layout: s.layout, Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putBlocks}
 	return s, nil
 }

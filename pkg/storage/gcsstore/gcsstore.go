@@ -92,15 +92,16 @@ type Store struct {
 	bucket *gcs.BucketHandle
 	cfg    Config
 	layout objstore.Layout
-	// spaces gives the store its space methods (see spaces.go).
-	spaces
+	spaces objstore.Spaces
+	// spaceMethods are the store's space methods (see spaces.go).
+	spaceMethods
 	// putter reads the start of a put and calls putSmall or putLarge.
 	putter objstore.Put
 }
 
-// spaces are the space markers (objstore.Spaces): the embedded field is
-// unexported, its methods are the store's.
-type spaces = objstore.Spaces
+// spaceMethods are the space methods over the markers: the embedded
+// field is unexported, its five methods are the store's.
+type spaceMethods = objstore.SpaceMethods
 
 // New returns the store cfg describes, using client (see NewClient). It
 // does not create the bucket.
@@ -115,6 +116,7 @@ func New(client *gcs.Client, cfg Config) (*Store, error) {
 	s := &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg}
 	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen}
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
+	s.spaceMethods = s.spaces.Methods()
 	s.putter = objstore.Put{Layout: s.layout, Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putLarge}
 	return s, nil
 }

@@ -36,9 +36,8 @@ type spaceRecord struct {
 }
 
 // Spaces keeps each space as a marker object (Layout.SpaceKey) whose JSON
-// body holds the space's ACLs. Wrap names the provider in its errors. Its
-// exported methods are storage.Provider's space methods (and
-// storage.SpaceCreator's): a provider embeds it to have them.
+// body holds the space's ACLs. Wrap names the provider in its errors.
+// Methods gives a provider storage.Provider's space methods to embed.
 type Spaces struct {
 	Layout  Layout
 	Backend MarkerBackend
@@ -179,4 +178,40 @@ func (s Spaces) RestoreSource(ctx context.Context, space, id, versionID string, 
 		return "", "", err
 	}
 	return key, s.Layout.TrashItemPrefix(space, id) + name, nil
+}
+
+// SpaceMethods are storage.Provider's space methods (and
+// storage.SpaceCreator's) over Spaces. A provider embeds them under an
+// unexported alias: only these five methods become its own, nothing else
+// of Spaces (its fields, Need, RestoreSource...).
+type SpaceMethods struct{ s Spaces }
+
+// Methods returns the space methods over s.
+func (s Spaces) Methods() SpaceMethods { return SpaceMethods{s} }
+
+// CreateSpace writes the space marker unless it exists (keeping its ACLs).
+func (m SpaceMethods) CreateSpace(ctx context.Context, space string) error {
+	return m.s.CreateSpace(ctx, space)
+}
+
+// CreateSpaceIfAbsent implements storage.SpaceCreator (see
+// Spaces.CreateSpaceIfAbsent).
+func (m SpaceMethods) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, error) {
+	return m.s.CreateSpaceIfAbsent(ctx, space)
+}
+
+// DeleteSpace deletes the marker of an empty space; a missing space is
+// success.
+func (m SpaceMethods) DeleteSpace(ctx context.Context, space string) error {
+	return m.s.DeleteSpace(ctx, space)
+}
+
+// SpaceACLs returns the space's ACLs from its marker.
+func (m SpaceMethods) SpaceACLs(ctx context.Context, space string) (map[string]string, error) {
+	return m.s.SpaceACLs(ctx, space)
+}
+
+// SetSpaceACLs replaces the space's ACLs in its marker.
+func (m SpaceMethods) SetSpaceACLs(ctx context.Context, space string, acls map[string]string) error {
+	return m.s.SetSpaceACLs(ctx, space, acls)
 }
