@@ -22,11 +22,6 @@ func (s *Store) trashItemPrefix(space, id string) string {
 	return s.layout.TrashItemPrefix(space, id)
 }
 
-// trashName names a trash copy: when it was made, random hex, and why.
-func trashName(now time.Time, reason string) string {
-	return objstore.TrashName(now, randHex(), reason)
-}
-
 // copyBlob copies src to dst server side (Copy Blob within the account;
 // the source must still have ETag etag when it is not ""), with metadata
 // m (nil: the source's), and waits for the copy to finish.
@@ -61,35 +56,25 @@ func (s *Store) copyBlob(ctx context.Context, src, dst, etag string, m map[strin
 
 // preserve keeps the blob at key recoverable before it is deleted or
 // replaced for reason: a server-side copy of that ETag under the trash
-// prefix. p is the blob's properties when the caller has them, else they
-// are read (a missing blob — a first write — is not copied). undo removes
-// the copy when the replacement then fails.
+// prefix (objstore.Preserver). p is the blob's properties when the caller
+// has them, else they are read.
 func (s *Store) preserve(ctx context.Context, key, space, id string, p *props, reason string) (undo func(), err error) {
-	undo = func() {}
-	// A concurrent writer may replace the blob read before it is copied
-	// (then that writer kept it): keep what is current instead.
-	for try := 0; ; try++ {
-		if p == nil {
-			q, err := s.props(ctx, key)
-			if errors.Is(mapErr(err), storage.ErrNotFound) {
-				return undo, nil
-			}
-			if err != nil {
-				return undo, err
-			}
-			p = &q
-		}
-		tkey := s.trashItemPrefix(space, id) + trashName(time.Now(), reason)
-		err := s.copyBlob(ctx, key, tkey, string(p.etag), nil)
-		if err == nil {
-			return func() { s.deleteKey(ctx, tkey) }, nil
-		}
-		e := mapErr(err)
-		if try == 19 || !errors.Is(e, storage.ErrNotFound) && !errors.Is(e, storage.ErrChanged) {
-			return undo, fmt.Errorf("keep the replaced blob recoverable under %s: %w", TrashPrefix, err)
-		}
-		p = nil
-	}
+	return objstore.Preserver[props]{
+		Read: func(ctx context.Context, key string) (*props, error) {
+			p, err := s.props(ctx, key)
+			return &p, err
+		},
+		Missing: func(err error) bool { return errors.Is(mapErr(err), storage.ErrNotFound) },
+		Copy: func(ctx context.Context, p *props, key, tkey string) error {
+			return s.copyBlob(ctx, key, tkey, string(p.etag), nil)
+		},
+		Stale: func(err error) bool { // the blob is gone, or has another ETag
+			e := mapErr(err)
+			return errors.Is(e, storage.ErrNotFound) || errors.Is(e, storage.ErrChanged)
+		},
+		Forget: s.deleteKey,
+		What:   "blob",
+	}.Preserve(ctx, key, s.trashItemPrefix(space, id), reason, p)
 }
 
 // Versions implements storage.Recoverer: the item's trash copies, newest

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-	"time"
 
 	gcs "cloud.google.com/go/storage"
 	"google.golang.org/api/iterator"
@@ -21,44 +20,30 @@ func (s *Store) trashItemPrefix(space, id string) string {
 	return s.layout.TrashItemPrefix(space, id)
 }
 
-// trashName names a trash copy: when it was made, random hex, and why.
-func trashName(now time.Time, reason string) string {
-	return objstore.TrashName(now, randHex(), reason)
+// preserve keeps the object at key recoverable before it is deleted or
+// replaced for reason: a server-side copy of that generation under the
+// trash prefix with its metadata (objstore.Preserver). a is the object's
+// attributes when the caller has them, else they are read.
+func (s *Store) preserve(ctx context.Context, key, space, id string, a *gcs.ObjectAttrs, reason string) (undo func(), err error) {
+	return objstore.Preserver[gcs.ObjectAttrs]{
+		Read: func(ctx context.Context, key string) (*gcs.ObjectAttrs, error) {
+			return s.bucket.Object(key).Attrs(ctx)
+		},
+		Missing: notFound,
+		Copy: func(ctx context.Context, a *gcs.ObjectAttrs, key, tkey string) error {
+			c := s.bucket.Object(tkey).CopierFrom(s.bucket.Object(key).Generation(a.Generation))
+			c.Metadata = maps.Clone(a.Metadata)
+			c.ContentType = a.ContentType
+			_, err := c.Run(ctx)
+			return err
+		},
+		Stale:  notFound, // the generation copied is gone
+		Forget: s.deleteKey,
+		What:   "object",
+	}.Preserve(ctx, key, s.trashItemPrefix(space, id), reason, a)
 }
 
-// preserve keeps the object at key recoverable before it is deleted or
-// replaced for reason: a server-side copy under the trash prefix with its
-// metadata. a is the object's attributes when the caller has them, else
-// they are read (a missing object — a first write — is not copied). undo
-// removes the copy when the replacement then fails.
-func (s *Store) preserve(ctx context.Context, key, space, id string, a *gcs.ObjectAttrs, reason string) (undo func(), err error) {
-	undo = func() {}
-	// A concurrent writer may replace the generation read before it is
-	// copied (then that writer kept it): keep what is current instead.
-	for try := 0; ; try++ {
-		if a == nil {
-			a, err = s.bucket.Object(key).Attrs(ctx)
-			if errors.Is(mapErr(err), storage.ErrNotFound) {
-				return undo, nil
-			}
-			if err != nil {
-				return undo, err
-			}
-		}
-		tkey := s.trashItemPrefix(space, id) + trashName(time.Now(), reason)
-		c := s.bucket.Object(tkey).CopierFrom(s.bucket.Object(key).Generation(a.Generation))
-		c.Metadata = maps.Clone(a.Metadata)
-		c.ContentType = a.ContentType
-		_, err := c.Run(ctx)
-		if err == nil {
-			return func() { s.deleteKey(ctx, tkey) }, nil
-		}
-		if try == 19 || !errors.Is(mapErr(err), storage.ErrNotFound) {
-			return undo, fmt.Errorf("keep the replaced object recoverable under %s: %w", TrashPrefix, err)
-		}
-		a = nil
-	}
-}
+func notFound(err error) bool { return errors.Is(mapErr(err), storage.ErrNotFound) }
 
 // Versions implements storage.Recoverer: the item's trash copies, newest
 // first.
