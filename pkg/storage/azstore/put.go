@@ -38,11 +38,26 @@ func headers(md5hex, mime string) *blob.HTTPHeaders {
 // putSmall checks buffered content and sends it in one Put Blob whose
 // transactional MD5 Azure verifies.
 func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte, want string, opts storage.PutOptions) (*storage.Info, error) {
-	if err := sizeErr(int64(len(data)), opts.Size); err != nil {
-		return nil, err
-	}
 	sums := storage.NewSums()
 	sums.Write(data)
+	return s.commit(ctx, key, space, id, sums, want, opts, func(m map[string]*string) error {
+		sum := md5.Sum(data)
+		_, err := s.c.NewBlockBlobClient(key).Upload(ctx, nopCloser{bytes.NewReader(data)}, &blockblob.UploadOptions{
+			Metadata:                m,
+			HTTPHeaders:             headers(sums.MD5(), opts.MimeType),
+			TransactionalValidation: blob.TransferValidationTypeMD5(sum[:]),
+		})
+		return err
+	})
+}
+
+// commit checks the content Mill read (sums) against the promised size
+// and expected MD5, keeps what the item replaces recoverable, then writes
+// it with write (given the item's metadata) and returns its Info.
+func (s *Store) commit(ctx context.Context, key, space, id string, sums *storage.Sums, want string, opts storage.PutOptions, write func(m map[string]*string) error) (*storage.Info, error) {
+	if err := sizeErr(sums.Len(), opts.Size); err != nil {
+		return nil, err
+	}
 	if err := objstore.CheckMD5(sums, want); err != nil {
 		return nil, err
 	}
@@ -54,13 +69,7 @@ func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte
 	if err != nil {
 		return nil, err
 	}
-	sum := md5.Sum(data)
-	_, err = s.c.NewBlockBlobClient(key).Upload(ctx, nopCloser{bytes.NewReader(data)}, &blockblob.UploadOptions{
-		Metadata:                m,
-		HTTPHeaders:             headers(sums.MD5(), opts.MimeType),
-		TransactionalValidation: blob.TransferValidationTypeMD5(sum[:]),
-	})
-	if err != nil {
+	if err := write(m); err != nil {
 		undo()
 		return nil, err
 	}
@@ -120,27 +129,8 @@ func (s *Store) putBlocks(ctx context.Context, key, space, id string, r io.Reade
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := sizeErr(sums.Len(), opts.Size); err != nil {
-		return nil, err
-	}
-	if err := objstore.CheckMD5(sums, want); err != nil {
-		return nil, err
-	}
-	m, err := metadata(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)
-	if err != nil {
-		return nil, err
-	}
-	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{Metadata: m, HTTPHeaders: headers(sums.MD5(), opts.MimeType)}); err != nil {
-		undo()
-		return nil, err
-	}
-	p, err := s.props(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return p.info(id), nil
+	return s.commit(ctx, key, space, id, sums, want, opts, func(m map[string]*string) error {
+		_, err := bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{Metadata: m, HTTPHeaders: headers(sums.MD5(), opts.MimeType)})
+		return err
+	})
 }
