@@ -2,13 +2,10 @@ package azstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -94,10 +91,23 @@ var (
 
 // Store is an Azure Blob store: a container and a prefix. It is safe for
 // concurrent use.
+// Its space methods (CreateSpace, CreateSpaceIfAbsent, DeleteSpace,
+// SpaceACLs, SetSpaceACLs) are those of the marker objects every
+// object-store provider keeps (the layout in the package doc).
 type Store struct {
-	c   *container.Client
-	cfg Config
+	c      *container.Client
+	cfg    Config
+	layout objstore.Layout
+	spaces objstore.Spaces
+	// spaceMethods are the store's space methods (see spaces.go).
+	spaceMethods
+	// putter reads the start of a put and calls putSmall or putBlocks.
+	putter objstore.Put
 }
+
+// spaceMethods are the space methods over the markers: the embedded
+// field is unexported, its five methods are the store's.
+type spaceMethods = objstore.SpaceMethods
 
 // New returns the store on the container c (see NewClient) that cfg
 // describes. It does not create the container.
@@ -109,7 +119,12 @@ func New(c *container.Client, cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Store{c: c, cfg: cfg}, nil
+	s := &Store{c: c, cfg: cfg}
+	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen, Encode: encodeName, EncodedWhat: " as a blob name"}
+	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
+	s.spaceMethods = s.spaces.Methods()
+	s.putter = objstore.Put{Layout: s.layout, Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putBlocks}
+	return s, nil
 }
 
 // Config returns the store's configuration with defaults applied.
@@ -121,30 +136,11 @@ func (s *Store) Kind() storage.Kind { return storage.KindAzure }
 // MaxContentIDLen returns the longest content ID the store accepts in
 // space: Azure's 1024-character name limit less the prefix, the space and
 // a slash (counted in bytes, which is never fewer than characters).
-func (s *Store) MaxContentIDLen(space string) int {
-	return min(storage.MaxContentIDLen, MaxNameLen-len(s.cfg.Prefix)-len(space)-1)
-}
+func (s *Store) MaxContentIDLen(space string) int { return s.layout.MaxContentIDLen(space) }
 
-func (s *Store) spaceKey(space string) (string, error) {
-	if err := storage.ValidateSpaceID(space); err != nil {
-		return "", err
-	}
-	return s.cfg.Prefix + space, nil
-}
+func (s *Store) spaceKey(space string) (string, error) { return s.layout.SpaceKey(space) }
 
-func (s *Store) contentKey(space, id string) (string, error) {
-	if err := storage.ValidateSpaceID(space); err != nil {
-		return "", err
-	}
-	if err := storage.ValidateContentID(id); err != nil {
-		return "", err
-	}
-	name := encodeName(id)
-	if max := s.MaxContentIDLen(space); len(name) > max {
-		return "", fmt.Errorf("%w: content ID is %d bytes as a blob name; with the store prefix and space %q the limit is %d", storage.ErrInvalidID, len(name), space, max)
-	}
-	return s.cfg.Prefix + space + "/" + name, nil
-}
+func (s *Store) contentKey(space, id string) (string, error) { return s.layout.ContentKey(space, id) }
 
 // Azure reads a backslash in a blob name as a slash, so content IDs are
 // stored under names in which '[' is "[0" and '\' is "[1": an encoding
@@ -187,10 +183,8 @@ func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, e := range []error{storage.ErrNotFound, storage.ErrInvalidID, storage.ErrChecksumMismatch, storage.ErrSpaceNotEmpty, storage.ErrPropertiesTooLarge, storage.ErrChanged, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, e) {
-			return err
-		}
+	if objstore.Portable(err, storage.ErrChanged) {
+		return err
 	}
 	switch {
 	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound, bloberror.CannotVerifyCopySource):
@@ -211,12 +205,9 @@ func mapErr(err error) error {
 	return err
 }
 
-func wrap(op, key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("azstore: %s %s: %w", op, storage.QuoteID(key), mapErr(err))
-}
+// wrap names the store, the operation and the key in an error mapped by
+// mapErr.
+var wrap = objstore.Wrap("azstore", mapErr)
 
 // conditionFailed reports whether err is Azure refusing a conditional
 // write: 412, or 409 BlobAlreadyExists for If-None-Match: *.
@@ -230,26 +221,20 @@ func conditionFailed(err error) bool {
 
 // metadata builds an item's metadata, refusing more than Azure stores.
 func metadata(md5hex, crc string, props map[string]string) (map[string]*string, error) {
-	if props == nil {
-		props = map[string]string{}
-	}
-	v, err := objstore.ASCIIJSON(props)
+	m, err := metaNames.Build(md5hex, crc, props)
 	if err != nil {
 		return nil, err
 	}
-	m := map[string]*string{MetaProps: &v}
-	if md5hex != "" {
-		m[MetaMD5] = &md5hex
+	out := make(map[string]*string, len(m))
+	for k, v := range m {
+		out[k] = &v
 	}
-	if crc != "" {
-		m[MetaCRC64] = &crc
-	}
-	size := len(MetaMD5) + 32 + len(MetaCRC64) + 12 + len(MetaProps) + len(v)
-	if size > MaxMetadataSize {
-		return nil, fmt.Errorf("%w: the properties need %d bytes of Azure metadata (limit %d)", storage.ErrPropertiesTooLarge, size, MaxMetadataSize)
-	}
-	return m, nil
+	return out, nil
 }
+
+// metaNames are the metadata entries of an item; the properties' JSON is
+// ASCII, as HTTP headers carry it.
+var metaNames = objstore.Metadata{MD5: MetaMD5, Props: MetaProps, CRC64: MetaCRC64, Limit: MaxMetadataSize, What: "Azure metadata", ASCII: true}
 
 // meta reads a metadata value by name, ignoring case (the SDK reports
 // names as the HTTP headers carried them).
@@ -262,22 +247,13 @@ func meta(m map[string]*string, name string) string {
 	return ""
 }
 
-func mimeOr(m string) string {
-	if m == "" {
-		return storage.DefaultMimeType
-	}
-	return m
-}
+func mimeOr(m string) string { return objstore.MimeOr(m) }
 
-func randHex() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func randHex() string { return objstore.RandHex() }
 
 // deleteKey removes a blob on a best-effort basis.
 func (s *Store) deleteKey(ctx context.Context, key string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	dctx, cancel := objstore.Detached(ctx)
 	defer cancel()
 	_, _ = s.c.NewBlobClient(key).Delete(dctx, nil)
 }

@@ -2,8 +2,6 @@ package azstore
 
 import (
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // props is what a blob's properties tell of an item.
@@ -54,27 +53,18 @@ func propsOf(r blob.GetPropertiesResponse) props {
 // info describes the blob as an item. The provider checksum is the
 // blob's Content-MD5 (see the package doc, Checksums).
 func (p props) info(id string) *storage.Info {
-	info := &storage.Info{
-		ContentID:  id,
-		Checksum:   strings.ToLower(meta(p.meta, MetaMD5)),
+	info := objstore.Attrs{
+		MD5:        meta(p.meta, MetaMD5),
 		Size:       p.size,
-		MimeType:   p.mime,
+		Mime:       p.mime,
 		Modified:   p.modified,
 		Revision:   string(p.etag),
-		Properties: map[string]string{},
-	}
+		ContentMD5: p.md5,
+		Props:      meta(p.meta, MetaProps),
+	}.Info(id)
 	if !p.inferred && !strings.EqualFold(p.tier, "Hot") {
 		info.StorageClass = p.tier
 		info.Archived = strings.EqualFold(p.tier, "Archive")
-	}
-	if info.MimeType == "" {
-		info.MimeType = storage.DefaultMimeType
-	}
-	if len(p.md5) == 16 {
-		info.ProviderChecksum = storage.ProviderMD5(hex.EncodeToString(p.md5))
-	}
-	if v := meta(p.meta, MetaProps); v != "" {
-		_ = json.Unmarshal([]byte(v), &info.Properties)
 	}
 	return info
 }
@@ -93,36 +83,29 @@ func (s *Store) ListContent(ctx context.Context, space, after string, limit int)
 	if err := s.needSpace(ctx, space); err != nil {
 		return nil, false, wrap("list", space, err)
 	}
-	if limit <= 0 {
-		limit = 1000
-	}
-	prefix := s.cfg.Prefix + space + "/"
-	opts := &container.ListBlobsFlatOptions{Prefix: to.Ptr(prefix), MaxResults: to.Ptr(int32(min(limit+1, 5000)))}
+	page := objstore.NewPage(after, limit)
+	prefix := s.layout.SpacePrefix(space)
+	opts := &container.ListBlobsFlatOptions{Prefix: to.Ptr(prefix), MaxResults: to.Ptr(int32(min(page.Limit+1, 5000)))}
 	if after != "" {
 		opts.StartFrom = to.Ptr(prefix + encodeName(after)) // inclusive; a service that ignores it lists from the start
 	}
-	ids := []string{}
 	p := s.c.NewListBlobsFlatPager(opts)
 	for p.More() {
-		page, err := p.NextPage(ctx)
+		resp, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, false, wrap("list", space, err)
 		}
-		for _, b := range page.Segment.BlobItems {
+		for _, b := range resp.Segment.BlobItems {
 			if b.Name == nil {
 				continue
 			}
 			id, ok := decodeName((*b.Name)[len(prefix):])
-			if !ok || id == "" || id <= after {
-				continue
+			if ok && page.Add(id) {
+				return page.IDs, true, nil
 			}
-			if len(ids) == limit {
-				return ids, true, nil
-			}
-			ids = append(ids, id)
 		}
 	}
-	return ids, false, nil
+	return page.IDs, false, nil
 }
 
 // Head returns the item's Info.
@@ -142,12 +125,7 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *storage.Info, error) {
 	// A rewrite between reading the properties and opening the bytes
 	// replaces the revision read: read the new one.
-	for try := 0; ; try++ {
-		rc, info, err := s.GetRange(ctx, space, id, 0, -1, "")
-		if try == 19 || !errors.Is(err, storage.ErrChanged) {
-			return rc, info, err
-		}
-	}
+	return objstore.GetCurrent(func() (io.ReadCloser, *storage.Info, error) { return s.GetRange(ctx, space, id, 0, -1, "") })
 }
 
 // GetRange implements storage.RangeReader. The revision is the blob's
@@ -175,12 +153,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 	if info.Archived {
 		return nil, nil, wrap("get", space+"/"+id, storage.ErrArchived)
 	}
-	if off > p.size {
-		off = p.size
-	}
-	if n < 0 || off+n > p.size {
-		n = p.size - off
-	}
+	off, n = objstore.ClampRange(off, n, p.size)
 	if n == 0 {
 		return io.NopCloser(strings.NewReader("")), info, nil
 	}

@@ -21,46 +21,13 @@ import (
 
 // Put writes the item (see the package doc, Writes).
 func (s *Store) Put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
-	info, err := s.put(ctx, space, id, r, opts)
+	info, err := s.putter.Run(ctx, space, id, r, opts)
 	return info, wrap("put", space+"/"+id, err)
-}
-
-func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return nil, err
-	}
-	want, err := storage.NormalizeMD5(opts.Checksum)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := metadata(want, "", opts.Properties); err != nil {
-		return nil, err
-	}
-	if err := s.needSpace(ctx, space); err != nil {
-		return nil, err
-	}
-	head, whole, rest, err := objstore.Head(ctx, r, opts.Size, s.cfg.Threshold)
-	if err != nil {
-		return nil, err
-	}
-	if whole {
-		return s.putSmall(ctx, key, space, id, head, want, opts)
-	}
-	return s.putBlocks(ctx, key, space, id, rest, want, opts)
 }
 
 // sizeErr reports content whose length is not the promised size.
 func sizeErr(got, want int64) error {
 	return objstore.SizeErr("azstore", got, want)
-}
-
-// checkSums compares the MD5 Mill measured with the expected one.
-func checkSums(sums *storage.Sums, want string) error {
-	if want != "" && sums.MD5() != want {
-		return fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, sums.MD5(), want)
-	}
-	return nil
 }
 
 func headers(md5hex, mime string) *blob.HTTPHeaders {
@@ -71,12 +38,27 @@ func headers(md5hex, mime string) *blob.HTTPHeaders {
 // putSmall checks buffered content and sends it in one Put Blob whose
 // transactional MD5 Azure verifies.
 func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte, want string, opts storage.PutOptions) (*storage.Info, error) {
-	if err := sizeErr(int64(len(data)), opts.Size); err != nil {
-		return nil, err
-	}
 	sums := storage.NewSums()
 	sums.Write(data)
-	if err := checkSums(sums, want); err != nil {
+	return s.commit(ctx, key, space, id, sums, want, opts, func(m map[string]*string) error {
+		sum := md5.Sum(data)
+		_, err := s.c.NewBlockBlobClient(key).Upload(ctx, nopCloser{bytes.NewReader(data)}, &blockblob.UploadOptions{
+			Metadata:                m,
+			HTTPHeaders:             headers(sums.MD5(), opts.MimeType),
+			TransactionalValidation: blob.TransferValidationTypeMD5(sum[:]),
+		})
+		return err
+	})
+}
+
+// commit checks the content Mill read (sums) against the promised size
+// and expected MD5, keeps what the item replaces recoverable, then writes
+// it with write (given the item's metadata) and returns its Info.
+func (s *Store) commit(ctx context.Context, key, space, id string, sums *storage.Sums, want string, opts storage.PutOptions, write func(m map[string]*string) error) (*storage.Info, error) {
+	if err := sizeErr(sums.Len(), opts.Size); err != nil {
+		return nil, err
+	}
+	if err := objstore.CheckMD5(sums, want); err != nil {
 		return nil, err
 	}
 	m, err := metadata(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)
@@ -87,13 +69,7 @@ func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte
 	if err != nil {
 		return nil, err
 	}
-	sum := md5.Sum(data)
-	_, err = s.c.NewBlockBlobClient(key).Upload(ctx, nopCloser{bytes.NewReader(data)}, &blockblob.UploadOptions{
-		Metadata:                m,
-		HTTPHeaders:             headers(sums.MD5(), opts.MimeType),
-		TransactionalValidation: blob.TransferValidationTypeMD5(sum[:]),
-	})
-	if err != nil {
+	if err := write(m); err != nil {
 		undo()
 		return nil, err
 	}
@@ -153,27 +129,8 @@ func (s *Store) putBlocks(ctx context.Context, key, space, id string, r io.Reade
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := sizeErr(sums.Len(), opts.Size); err != nil {
-		return nil, err
-	}
-	if err := checkSums(sums, want); err != nil {
-		return nil, err
-	}
-	m, err := metadata(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)
-	if err != nil {
-		return nil, err
-	}
-	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{Metadata: m, HTTPHeaders: headers(sums.MD5(), opts.MimeType)}); err != nil {
-		undo()
-		return nil, err
-	}
-	p, err := s.props(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return p.info(id), nil
+	return s.commit(ctx, key, space, id, sums, want, opts, func(m map[string]*string) error {
+		_, err := bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{Metadata: m, HTTPHeaders: headers(sums.MD5(), opts.MimeType)})
+		return err
+	})
 }

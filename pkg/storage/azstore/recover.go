@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,18 +17,9 @@ import (
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
-// trashIDPrefix starts the IDs of trash copies (storage.Recoverer; see
-// the package doc, Recovery).
-const trashIDPrefix = "trash:"
-
 // trashItemPrefix is the name prefix of one item's trash copies.
 func (s *Store) trashItemPrefix(space, id string) string {
-	return objstore.TrashItemPrefix(s.cfg.Prefix, space, id)
-}
-
-// trashName names a trash copy: when it was made, random hex, and why.
-func trashName(now time.Time, reason string) string {
-	return objstore.TrashName(now, randHex(), reason)
+	return s.layout.TrashItemPrefix(space, id)
 }
 
 // copyBlob copies src to dst server side (Copy Blob within the account;
@@ -66,35 +56,25 @@ func (s *Store) copyBlob(ctx context.Context, src, dst, etag string, m map[strin
 
 // preserve keeps the blob at key recoverable before it is deleted or
 // replaced for reason: a server-side copy of that ETag under the trash
-// prefix. p is the blob's properties when the caller has them, else they
-// are read (a missing blob — a first write — is not copied). undo removes
-// the copy when the replacement then fails.
+// prefix (objstore.Preserver). p is the blob's properties when the caller
+// has them, else they are read.
 func (s *Store) preserve(ctx context.Context, key, space, id string, p *props, reason string) (undo func(), err error) {
-	undo = func() {}
-	// A concurrent writer may replace the blob read before it is copied
-	// (then that writer kept it): keep what is current instead.
-	for try := 0; ; try++ {
-		if p == nil {
-			q, err := s.props(ctx, key)
-			if errors.Is(mapErr(err), storage.ErrNotFound) {
-				return undo, nil
-			}
-			if err != nil {
-				return undo, err
-			}
-			p = &q
-		}
-		tkey := s.trashItemPrefix(space, id) + trashName(time.Now(), reason)
-		err := s.copyBlob(ctx, key, tkey, string(p.etag), nil)
-		if err == nil {
-			return func() { s.deleteKey(ctx, tkey) }, nil
-		}
-		e := mapErr(err)
-		if try == 19 || !errors.Is(e, storage.ErrNotFound) && !errors.Is(e, storage.ErrChanged) {
-			return undo, fmt.Errorf("keep the replaced blob recoverable under %s: %w", TrashPrefix, err)
-		}
-		p = nil
-	}
+	return objstore.Preserver[props]{
+		Read: func(ctx context.Context, key string) (*props, error) {
+			p, err := s.props(ctx, key)
+			return &p, err
+		},
+		Missing: func(err error) bool { return errors.Is(mapErr(err), storage.ErrNotFound) },
+		Copy: func(ctx context.Context, p *props, key, tkey string) error {
+			return s.copyBlob(ctx, key, tkey, string(p.etag), nil)
+		},
+		Stale: func(err error) bool { // the blob is gone, or has another ETag
+			e := mapErr(err)
+			return errors.Is(e, storage.ErrNotFound) || errors.Is(e, storage.ErrChanged)
+		},
+		Forget: s.deleteKey,
+		What:   "blob",
+	}.Preserve(ctx, key, s.trashItemPrefix(space, id), reason, p)
 }
 
 // Versions implements storage.Recoverer: the item's trash copies, newest
@@ -121,7 +101,7 @@ func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Versi
 				continue
 			}
 			name := strings.TrimPrefix(*b.Name, prefix)
-			at, reason, ok := objstore.ParseTrashName(name)
+			v, ok := objstore.TrashVersion(name)
 			if !ok {
 				continue // not a copy the store made
 			}
@@ -136,10 +116,11 @@ func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Versi
 			if b.Properties.ContentType != nil {
 				p.mime = *b.Properties.ContentType
 			}
-			out = append(out, storage.Version{ID: trashIDPrefix + name, Replaced: at, Reason: reason, Info: *p.info(id)})
+			v.Info = *p.info(id)
+			out = append(out, v)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b storage.Version) int { return b.Replaced.Compare(a.Replaced) })
+	objstore.NewestFirst(out)
 	return out, nil
 }
 
@@ -159,28 +140,10 @@ func (s *Store) Restore(ctx context.Context, space, id, versionID string) (*stor
 }
 
 func (s *Store) restore(ctx context.Context, space, id, versionID string) (*storage.Info, error) {
-	key, err := s.contentKey(space, id)
+	key, src, err := s.spaces.RestoreSource(ctx, space, id, versionID, func() ([]storage.Version, error) { return s.versions(ctx, space, id) })
 	if err != nil {
 		return nil, err
 	}
-	if versionID == "" {
-		vs, err := s.versions(ctx, space, id)
-		if err != nil {
-			return nil, err
-		}
-		if len(vs) == 0 {
-			return nil, fmt.Errorf("%w: no recoverable version", storage.ErrNotFound)
-		}
-		versionID = vs[0].ID
-	}
-	name, ok := strings.CutPrefix(versionID, trashIDPrefix)
-	if _, _, valid := objstore.ParseTrashName(name); !ok || !valid {
-		return nil, fmt.Errorf("%w: no recoverable version %q", storage.ErrNotFound, storage.ShortID(versionID))
-	}
-	if err := s.needSpace(ctx, space); err != nil {
-		return nil, err
-	}
-	src := s.trashItemPrefix(space, id) + name
 	from, err := s.props(ctx, src)
 	if err != nil {
 		return nil, err

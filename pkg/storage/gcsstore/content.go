@@ -11,6 +11,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // ListContent returns up to limit content IDs of space after the marker,
@@ -19,10 +20,8 @@ func (s *Store) ListContent(ctx context.Context, space, after string, limit int)
 	if err := s.needSpace(ctx, space); err != nil {
 		return nil, false, wrap("list", space, err)
 	}
-	if limit <= 0 {
-		limit = 1000
-	}
-	prefix := s.cfg.Prefix + space + "/"
+	page := objstore.NewPage(after, limit)
+	prefix := s.layout.SpacePrefix(space)
 	q := &gcs.Query{Prefix: prefix}
 	if after != "" {
 		q.StartOffset = prefix + after // inclusive: the marker itself is skipped below
@@ -31,24 +30,18 @@ func (s *Store) ListContent(ctx context.Context, space, after string, limit int)
 		return nil, false, err
 	}
 	it := s.bucket.Objects(ctx, q)
-	it.PageInfo().MaxSize = min(limit+1, 1000)
-	ids := []string{}
+	it.PageInfo().MaxSize = min(page.Limit+1, 1000)
 	for {
 		a, err := it.Next()
 		if errors.Is(err, iterator.Done) {
-			return ids, false, nil
+			return page.IDs, false, nil
 		}
 		if err != nil {
 			return nil, false, wrap("list", space, err)
 		}
-		id := a.Name[len(prefix):]
-		if id == "" || id <= after {
-			continue
+		if page.Add(a.Name[len(prefix):]) {
+			return page.IDs, true, nil
 		}
-		if len(ids) == limit {
-			return ids, true, nil
-		}
-		ids = append(ids, id)
 	}
 }
 
@@ -79,12 +72,7 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *storage.Info, error) {
 	// A rewrite between reading the attributes and opening the bytes
 	// replaces the generation read: read the new one.
-	for try := 0; ; try++ {
-		rc, info, err := s.GetRange(ctx, space, id, 0, -1, "")
-		if try == 19 || !errors.Is(err, storage.ErrChanged) {
-			return rc, info, err
-		}
-	}
+	return objstore.GetCurrent(func() (io.ReadCloser, *storage.Info, error) { return s.GetRange(ctx, space, id, 0, -1, "") })
 }
 
 // GetRange implements storage.RangeReader. The revision is the object's
@@ -110,12 +98,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 	if err != nil {
 		return nil, nil, wrap("get", space+"/"+id, s.readErr(ctx, space, key, gen, err))
 	}
-	if off > a.Size {
-		off = a.Size
-	}
-	if n < 0 || off+n > a.Size {
-		n = a.Size - off
-	}
+	off, n = objstore.ClampRange(off, n, a.Size)
 	info := infoOf(a, id)
 	if n == 0 {
 		return io.NopCloser(eofReader{}), info, nil

@@ -2,15 +2,11 @@ package gcsstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	gcs "cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
@@ -42,7 +38,6 @@ const (
 	MetaProps = "mill-props"
 	MetaCRC64 = "mill-crc64nvme"
 
-	tmpPrefix = ".mill-tmp/"
 	// TrashPrefix holds what a delete or overwrite replaced.
 	TrashPrefix = objstore.TrashPrefix
 )
@@ -89,11 +84,24 @@ var (
 )
 
 // Store is a Google Cloud Storage store. It is safe for concurrent use.
+// Its space methods (CreateSpace, CreateSpaceIfAbsent, DeleteSpace,
+// SpaceACLs, SetSpaceACLs) are those of the marker objects every
+// object-store provider keeps (the layout in the package doc).
 type Store struct {
 	client *gcs.Client
 	bucket *gcs.BucketHandle
 	cfg    Config
+	layout objstore.Layout
+	spaces objstore.Spaces
+	// spaceMethods are the store's space methods (see spaces.go).
+	spaceMethods
+	// putter reads the start of a put and calls putSmall or putLarge.
+	putter objstore.Put
 }
+
+// spaceMethods are the space methods over the markers: the embedded
+// field is unexported, its five methods are the store's.
+type spaceMethods = objstore.SpaceMethods
 
 // New returns the store cfg describes, using client (see NewClient). It
 // does not create the bucket.
@@ -105,7 +113,12 @@ func New(client *gcs.Client, cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg}, nil
+	s := &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg}
+	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen}
+	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
+	s.spaceMethods = s.spaces.Methods()
+	s.putter = objstore.Put{Layout: s.layout, Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putLarge}
+	return s, nil
 }
 
 // Config returns the store's configuration with defaults applied.
@@ -116,29 +129,11 @@ func (s *Store) Kind() storage.Kind { return storage.KindGCS }
 
 // MaxContentIDLen returns the longest content ID the store accepts in
 // space: GCS's 1024-byte name limit less the prefix, the space and a slash.
-func (s *Store) MaxContentIDLen(space string) int {
-	return min(storage.MaxContentIDLen, MaxNameLen-len(s.cfg.Prefix)-len(space)-1)
-}
+func (s *Store) MaxContentIDLen(space string) int { return s.layout.MaxContentIDLen(space) }
 
-func (s *Store) spaceKey(space string) (string, error) {
-	if err := storage.ValidateSpaceID(space); err != nil {
-		return "", err
-	}
-	return s.cfg.Prefix + space, nil
-}
+func (s *Store) spaceKey(space string) (string, error) { return s.layout.SpaceKey(space) }
 
-func (s *Store) contentKey(space, id string) (string, error) {
-	if err := storage.ValidateSpaceID(space); err != nil {
-		return "", err
-	}
-	if err := storage.ValidateContentID(id); err != nil {
-		return "", err
-	}
-	if max := s.MaxContentIDLen(space); len(id) > max {
-		return "", fmt.Errorf("%w: content ID is %d bytes; with the store prefix and space %q the limit is %d", storage.ErrInvalidID, len(id), space, max)
-	}
-	return s.cfg.Prefix + space + "/" + id, nil
-}
+func (s *Store) contentKey(space, id string) (string, error) { return s.layout.ContentKey(space, id) }
 
 // mapErr maps GCS errors onto storage's portable errors (keeping the
 // original in the chain); other errors pass unchanged. This is the one
@@ -147,10 +142,8 @@ func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, e := range []error{storage.ErrNotFound, storage.ErrInvalidID, storage.ErrChecksumMismatch, storage.ErrSpaceNotEmpty, storage.ErrPropertiesTooLarge, storage.ErrChanged, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, e) {
-			return err
-		}
+	if objstore.Portable(err, storage.ErrChanged) {
+		return err
 	}
 	if errors.Is(err, gcs.ErrObjectNotExist) || errors.Is(err, gcs.ErrBucketNotExist) {
 		return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
@@ -171,12 +164,9 @@ func mapErr(err error) error {
 	return err
 }
 
-func wrap(op, key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("gcsstore: %s %s: %w", op, storage.QuoteID(key), mapErr(err))
-}
+// wrap names the store, the operation and the key in an error mapped by
+// mapErr.
+var wrap = objstore.Wrap("gcsstore", mapErr)
 
 // conditionFailed reports whether err is GCS refusing a conditional write.
 func conditionFailed(err error) bool {
@@ -184,75 +174,41 @@ func conditionFailed(err error) bool {
 	return errors.As(err, &ge) && ge.Code == http.StatusPreconditionFailed
 }
 
+// metaNames are the custom-metadata entries of an item.
+var metaNames = objstore.Metadata{MD5: MetaMD5, Props: MetaProps, CRC64: MetaCRC64, Limit: MaxMetadataSize, What: "GCS custom metadata"}
+
 // metadata builds an item's custom metadata, refusing more than GCS
 // stores.
 func metadata(md5hex string, crc string, props map[string]string) (map[string]string, error) {
-	if props == nil {
-		props = map[string]string{}
-	}
-	b, err := json.Marshal(props)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]string{MetaProps: string(b)}
-	if md5hex != "" {
-		m[MetaMD5] = md5hex
-	}
-	if crc != "" {
-		m[MetaCRC64] = crc
-	}
-	size := len(MetaMD5) + 32 + len(MetaCRC64) + 12 + len(MetaProps) + len(b)
-	if size > MaxMetadataSize {
-		return nil, fmt.Errorf("%w: the properties need %d bytes of GCS custom metadata (limit %d)", storage.ErrPropertiesTooLarge, size, MaxMetadataSize)
-	}
-	return m, nil
+	return metaNames.Build(md5hex, crc, props)
 }
 
 // infoOf describes an object as an item.
 func infoOf(a *gcs.ObjectAttrs, id string) *storage.Info {
-	info := &storage.Info{
-		ContentID:    id,
-		Checksum:     strings.ToLower(a.Metadata[MetaMD5]),
-		Size:         a.Size,
-		MimeType:     a.ContentType,
-		Modified:     a.Updated,
-		Revision:     strconv.FormatInt(a.Generation, 10),
-		Properties:   map[string]string{},
-		StorageClass: a.StorageClass,
-	}
-	if info.StorageClass == "STANDARD" {
-		info.StorageClass = ""
-	}
-	if info.MimeType == "" {
-		info.MimeType = storage.DefaultMimeType
-	}
 	// GCS computes the MD5 of every object written in one piece (not of a
 	// composite object, which has only its CRC32C): the provider checksum.
-	if len(a.MD5) == 16 {
-		info.ProviderChecksum = storage.ProviderMD5(hex.EncodeToString(a.MD5))
-	}
-	if v := a.Metadata[MetaProps]; v != "" {
-		_ = json.Unmarshal([]byte(v), &info.Properties)
+	info := objstore.Attrs{
+		MD5:        a.Metadata[MetaMD5],
+		Size:       a.Size,
+		Mime:       a.ContentType,
+		Modified:   a.Updated,
+		Revision:   strconv.FormatInt(a.Generation, 10),
+		ContentMD5: a.MD5,
+		Props:      a.Metadata[MetaProps],
+	}.Info(id)
+	if a.StorageClass != "STANDARD" {
+		info.StorageClass = a.StorageClass
 	}
 	return info
 }
 
-func mimeOr(m string) string {
-	if m == "" {
-		return storage.DefaultMimeType
-	}
-	return m
-}
+func mimeOr(m string) string { return objstore.MimeOr(m) }
 
-func randHex() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func randHex() string { return objstore.RandHex() }
 
 // deleteKey removes an object on a best-effort basis.
 func (s *Store) deleteKey(ctx context.Context, key string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	dctx, cancel := objstore.Detached(ctx)
 	defer cancel()
 	_ = s.bucket.Object(key).Delete(dctx)
 }

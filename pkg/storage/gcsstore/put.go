@@ -16,33 +16,8 @@ import (
 
 // Put writes the item (see the package doc, Writes).
 func (s *Store) Put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
-	info, err := s.put(ctx, space, id, r, opts)
+	info, err := s.putter.Run(ctx, space, id, r, opts)
 	return info, wrap("put", space+"/"+id, err)
-}
-
-func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return nil, err
-	}
-	want, err := storage.NormalizeMD5(opts.Checksum)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := metadata(want, "", opts.Properties); err != nil {
-		return nil, err
-	}
-	if err := s.needSpace(ctx, space); err != nil {
-		return nil, err
-	}
-	head, whole, rest, err := objstore.Head(ctx, r, opts.Size, s.cfg.Threshold)
-	if err != nil {
-		return nil, err
-	}
-	if whole {
-		return s.putSmall(ctx, key, space, id, head, want, opts)
-	}
-	return s.putLarge(ctx, key, space, id, rest, want, opts)
 }
 
 // sizeErr reports content whose length is not the promised size.
@@ -58,8 +33,8 @@ func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte
 	}
 	sums := storage.NewSums()
 	sums.Write(data)
-	if want != "" && sums.MD5() != want {
-		return nil, fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, sums.MD5(), want)
+	if err := objstore.CheckMD5(sums, want); err != nil {
+		return nil, err
 	}
 	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
 	if err != nil {
@@ -89,10 +64,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 			if err := sizeErr(sums.Len(), opts.Size); err != nil {
 				return err
 			}
-			if sums.MD5() != want {
-				return fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, sums.MD5(), want)
-			}
-			return nil
+			return objstore.CheckMD5(sums, want)
 		})
 		if err != nil {
 			undo()
@@ -100,7 +72,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 		}
 		return infoOf(a, id), nil
 	}
-	tmp := s.cfg.Prefix + tmpPrefix + randHex()
+	tmp := s.layout.TmpKey(randHex())
 	defer s.deleteKey(ctx, tmp)
 	if _, err := s.write(ctx, s.bucket.Object(tmp), r, sums, storage.PutOptions{Size: opts.Size, MimeType: opts.MimeType, Properties: opts.Properties}, s.cfg.ChunkSize, func() error {
 		return sizeErr(sums.Len(), opts.Size)

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
-	"time"
 
 	gcs "cloud.google.com/go/storage"
 	"google.golang.org/api/iterator"
@@ -17,53 +15,35 @@ import (
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
-// trashIDPrefix starts the IDs of trash copies (storage.Recoverer; see
-// the package doc, Recovery).
-const trashIDPrefix = "trash:"
-
 // trashItemPrefix is the name prefix of one item's trash copies.
 func (s *Store) trashItemPrefix(space, id string) string {
-	return objstore.TrashItemPrefix(s.cfg.Prefix, space, id)
-}
-
-// trashName names a trash copy: when it was made, random hex, and why.
-func trashName(now time.Time, reason string) string {
-	return objstore.TrashName(now, randHex(), reason)
+	return s.layout.TrashItemPrefix(space, id)
 }
 
 // preserve keeps the object at key recoverable before it is deleted or
-// replaced for reason: a server-side copy under the trash prefix with its
-// metadata. a is the object's attributes when the caller has them, else
-// they are read (a missing object — a first write — is not copied). undo
-// removes the copy when the replacement then fails.
+// replaced for reason: a server-side copy of that generation under the
+// trash prefix with its metadata (objstore.Preserver). a is the object's
+// attributes when the caller has them, else they are read.
 func (s *Store) preserve(ctx context.Context, key, space, id string, a *gcs.ObjectAttrs, reason string) (undo func(), err error) {
-	undo = func() {}
-	// A concurrent writer may replace the generation read before it is
-	// copied (then that writer kept it): keep what is current instead.
-	for try := 0; ; try++ {
-		if a == nil {
-			a, err = s.bucket.Object(key).Attrs(ctx)
-			if errors.Is(mapErr(err), storage.ErrNotFound) {
-				return undo, nil
-			}
-			if err != nil {
-				return undo, err
-			}
-		}
-		tkey := s.trashItemPrefix(space, id) + trashName(time.Now(), reason)
-		c := s.bucket.Object(tkey).CopierFrom(s.bucket.Object(key).Generation(a.Generation))
-		c.Metadata = maps.Clone(a.Metadata)
-		c.ContentType = a.ContentType
-		_, err := c.Run(ctx)
-		if err == nil {
-			return func() { s.deleteKey(ctx, tkey) }, nil
-		}
-		if try == 19 || !errors.Is(mapErr(err), storage.ErrNotFound) {
-			return undo, fmt.Errorf("keep the replaced object recoverable under %s: %w", TrashPrefix, err)
-		}
-		a = nil
-	}
+	return objstore.Preserver[gcs.ObjectAttrs]{
+		Read: func(ctx context.Context, key string) (*gcs.ObjectAttrs, error) {
+			return s.bucket.Object(key).Attrs(ctx)
+		},
+		Missing: notFound,
+		Copy: func(ctx context.Context, a *gcs.ObjectAttrs, key, tkey string) error {
+			c := s.bucket.Object(tkey).CopierFrom(s.bucket.Object(key).Generation(a.Generation))
+			c.Metadata = maps.Clone(a.Metadata)
+			c.ContentType = a.ContentType
+			_, err := c.Run(ctx)
+			return err
+		},
+		Stale:  notFound, // the generation copied is gone
+		Forget: s.deleteKey,
+		What:   "object",
+	}.Preserve(ctx, key, s.trashItemPrefix(space, id), reason, a)
 }
+
+func notFound(err error) bool { return errors.Is(mapErr(err), storage.ErrNotFound) }
 
 // Versions implements storage.Recoverer: the item's trash copies, newest
 // first.
@@ -88,13 +68,14 @@ func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Versi
 			return nil, err
 		}
 		name := strings.TrimPrefix(a.Name, prefix)
-		at, reason, ok := objstore.ParseTrashName(name)
+		v, ok := objstore.TrashVersion(name)
 		if !ok {
 			continue // not a copy the store made
 		}
-		out = append(out, storage.Version{ID: trashIDPrefix + name, Replaced: at, Reason: reason, Info: *infoOf(a, id)})
+		v.Info = *infoOf(a, id)
+		out = append(out, v)
 	}
-	slices.SortStableFunc(out, func(a, b storage.Version) int { return b.Replaced.Compare(a.Replaced) })
+	objstore.NewestFirst(out)
 	return out, nil
 }
 
@@ -107,28 +88,10 @@ func (s *Store) Restore(ctx context.Context, space, id, versionID string) (*stor
 }
 
 func (s *Store) restore(ctx context.Context, space, id, versionID string) (*storage.Info, error) {
-	key, err := s.contentKey(space, id)
+	key, src, err := s.spaces.RestoreSource(ctx, space, id, versionID, func() ([]storage.Version, error) { return s.versions(ctx, space, id) })
 	if err != nil {
 		return nil, err
 	}
-	if versionID == "" {
-		vs, err := s.versions(ctx, space, id)
-		if err != nil {
-			return nil, err
-		}
-		if len(vs) == 0 {
-			return nil, fmt.Errorf("%w: no recoverable version", storage.ErrNotFound)
-		}
-		versionID = vs[0].ID
-	}
-	name, ok := strings.CutPrefix(versionID, trashIDPrefix)
-	if _, _, valid := objstore.ParseTrashName(name); !ok || !valid {
-		return nil, fmt.Errorf("%w: no recoverable version %q", storage.ErrNotFound, storage.ShortID(versionID))
-	}
-	if err := s.needSpace(ctx, space); err != nil {
-		return nil, err
-	}
-	src := s.trashItemPrefix(space, id) + name
 	from, err := s.bucket.Object(src).Attrs(ctx)
 	if err != nil {
 		return nil, err

@@ -3,9 +3,7 @@ package gcsstore
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 
 	gcs "cloud.google.com/go/storage"
@@ -13,11 +11,6 @@ import (
 
 	"github.com/millfleet/mill/pkg/storage"
 )
-
-// spaceRecord is the body of a space marker.
-type spaceRecord struct {
-	ACLs map[string]string `json:"acls"`
-}
 
 // ListSpaces returns the spaces (marker objects) in byte-wise order.
 func (s *Store) ListSpaces(ctx context.Context) ([]string, error) {
@@ -42,37 +35,22 @@ func (s *Store) ListSpaces(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (s *Store) readSpace(ctx context.Context, space string) (*spaceRecord, error) {
-	key, err := s.spaceKey(space)
-	if err != nil {
-		return nil, err
-	}
-	r, err := s.bucket.Object(key).NewReader(ctx)
-	if err != nil {
-		if errors.Is(mapErr(err), storage.ErrNotFound) {
-			return nil, fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
-		}
-		return nil, err
-	}
-	defer r.Close()
-	var rec spaceRecord
-	if err := json.NewDecoder(io.LimitReader(r, 10<<20)).Decode(&rec); err != nil {
-		return nil, fmt.Errorf("space marker %s: %w", key, err)
-	}
-	if rec.ACLs == nil {
-		rec.ACLs = map[string]string{}
-	}
-	return &rec, nil
+// markers are the GCS calls behind the space markers (objstore.Spaces).
+type markers struct{ s *Store }
+
+func (m markers) Read(ctx context.Context, key string) (io.ReadCloser, error) {
+	return m.s.bucket.Object(key).NewReader(ctx)
 }
 
-// writeMarker writes a space marker; onlyNew makes it conditional on the
+func (m markers) Stat(ctx context.Context, key string) error {
+	_, err := m.s.bucket.Object(key).Attrs(ctx)
+	return err
+}
+
+// WriteMarker writes a space marker; onlyNew makes it conditional on the
 // marker not existing (ifGenerationMatch=0).
-func (s *Store) writeMarker(ctx context.Context, key string, rec *spaceRecord, onlyNew bool) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	o := s.bucket.Object(key)
+func (m markers) WriteMarker(ctx context.Context, key string, body []byte, onlyNew bool) error {
+	o := m.s.bucket.Object(key)
 	if onlyNew {
 		o = o.If(gcs.Conditions{DoesNotExist: true})
 	}
@@ -81,7 +59,7 @@ func (s *Store) writeMarker(ctx context.Context, key string, rec *spaceRecord, o
 	w := o.NewWriter(ctx)
 	w.ContentType = "application/json"
 	w.ChunkSize = 0
-	if _, err := io.Copy(w, bytes.NewReader(b)); err != nil {
+	if _, err := io.Copy(w, bytes.NewReader(body)); err != nil {
 		cancel() // abandons the upload
 		_ = w.Close()
 		return err
@@ -89,85 +67,22 @@ func (s *Store) writeMarker(ctx context.Context, key string, rec *spaceRecord, o
 	return w.Close()
 }
 
-// needSpace returns ErrNotFound unless the space marker exists.
-func (s *Store) needSpace(ctx context.Context, space string) error {
-	key, err := s.spaceKey(space)
-	if err != nil {
-		return err
-	}
-	_, err = s.bucket.Object(key).Attrs(ctx)
-	if err != nil && errors.Is(mapErr(err), storage.ErrNotFound) {
-		return fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
-	}
-	return err
+func (m markers) Delete(ctx context.Context, key string) error {
+	return m.s.bucket.Object(key).Delete(ctx)
 }
 
-// CreateSpace writes the space marker unless it exists (keeping its ACLs).
-func (s *Store) CreateSpace(ctx context.Context, space string) error {
-	_, err := s.CreateSpaceIfAbsent(ctx, space)
-	return err
-}
-
-// CreateSpaceIfAbsent implements storage.SpaceCreator: the marker is
-// written on condition that no object has its name (ifGenerationMatch=0),
-// so exactly one of concurrent creators is told it created the space and
-// the ACLs another set are kept.
-func (s *Store) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, error) {
-	key, err := s.spaceKey(space)
-	if err != nil {
-		return false, wrap("create space", space, err)
-	}
-	err = s.writeMarker(ctx, key, &spaceRecord{ACLs: map[string]string{}}, true)
-	if conditionFailed(err) {
+func (m markers) Any(ctx context.Context, prefix string) (bool, error) {
+	it := m.s.bucket.Objects(ctx, &gcs.Query{Prefix: prefix})
+	it.PageInfo().MaxSize = 1
+	_, err := it.Next()
+	if errors.Is(err, iterator.Done) {
 		return false, nil
 	}
-	return err == nil, wrap("create space", space, err)
+	return err == nil, err
 }
 
-// DeleteSpace deletes the marker of an empty space; a missing space is
-// success.
-func (s *Store) DeleteSpace(ctx context.Context, space string) error {
-	err := s.needSpace(ctx, space)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return wrap("delete space", space, err)
-	}
-	it := s.bucket.Objects(ctx, &gcs.Query{Prefix: s.cfg.Prefix + space + "/"})
-	it.PageInfo().MaxSize = 1
-	_, err = it.Next()
-	switch {
-	case err == nil:
-		return wrap("delete space", space, storage.ErrSpaceNotEmpty)
-	case !errors.Is(err, iterator.Done):
-		return wrap("delete space", space, err)
-	}
-	key, _ := s.spaceKey(space)
-	err = s.bucket.Object(key).Delete(ctx)
-	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		return nil
-	}
-	return wrap("delete space", space, err)
-}
+func (markers) MapErr(err error) error         { return mapErr(err) }
+func (markers) ConditionFailed(err error) bool { return conditionFailed(err) }
 
-// SpaceACLs returns the space's ACLs from its marker.
-func (s *Store) SpaceACLs(ctx context.Context, space string) (map[string]string, error) {
-	rec, err := s.readSpace(ctx, space)
-	if err != nil {
-		return nil, wrap("space acls", space, err)
-	}
-	return rec.ACLs, nil
-}
-
-// SetSpaceACLs replaces the space's ACLs in its marker.
-func (s *Store) SetSpaceACLs(ctx context.Context, space string, acls map[string]string) error {
-	if err := s.needSpace(ctx, space); err != nil {
-		return wrap("set space acls", space, err)
-	}
-	if acls == nil {
-		acls = map[string]string{}
-	}
-	key, _ := s.spaceKey(space)
-	return wrap("set space acls", space, s.writeMarker(ctx, key, &spaceRecord{ACLs: acls}, false))
-}
+// needSpace returns ErrNotFound unless the space marker exists.
+func (s *Store) needSpace(ctx context.Context, space string) error { return s.spaces.Need(ctx, space) }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // object names one object (a version of it when version is set).
@@ -94,7 +94,7 @@ func (s *Store) copyObjectClass(ctx context.Context, from, dst object, size int6
 	completed := false
 	defer func() {
 		if !completed {
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			actx, cancel := objstore.Detached(ctx)
 			defer cancel()
 			_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
 				Bucket: aws.String(dst.bucket), Key: aws.String(dst.key), UploadId: created.UploadId,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/ctxio"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // Put uploads r to the item: one request up to MultipartThreshold, a
@@ -488,7 +489,7 @@ func (u *upload) firstMissing() int64 {
 
 // abort aborts a multipart upload, best effort, even after ctx ended.
 func (s *Store) abort(ctx context.Context, key object, uploadID string) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	actx, cancel := objstore.Detached(ctx)
 	defer cancel()
 	_, _ = s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
 		Bucket: aws.String(key.bucket), Key: aws.String(key.key), UploadId: aws.String(uploadID),

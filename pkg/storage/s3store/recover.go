@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +32,6 @@ const (
 	// each), newest first.
 	maxVersions = 100
 
-	trashIDPrefix   = "trash:"
 	versionIDPrefix = "version:"
 )
 
@@ -90,10 +88,6 @@ func (s *Store) trashItemPrefix(space, id string) string {
 func trashName(now time.Time, reason string) string {
 	return objstore.TrashName(now, randHex(), reason)
 }
-
-// parseTrashName returns the time and reason of a trash copy's name; ok is
-// false for a name the store did not make.
-func parseTrashName(name string) (time.Time, string, bool) { return objstore.ParseTrashName(name) }
 
 // preserve keeps the object at key recoverable before it is deleted or
 // replaced for reason. In a versioned bucket S3 keeps the previous
@@ -156,7 +150,7 @@ func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Versi
 		return nil, err
 	}
 	out = append(out, trash...)
-	slices.SortStableFunc(out, func(a, b storage.Version) int { return b.Replaced.Compare(a.Replaced) })
+	objstore.NewestFirst(out)
 	return out, nil
 }
 
@@ -277,7 +271,7 @@ func (s *Store) trashVersions(ctx context.Context, space, id string) ([]storage.
 		}
 		for _, o := range page.Contents {
 			name := strings.TrimPrefix(aws.ToString(o.Key), prefix)
-			at, reason, ok := parseTrashName(name)
+			v, ok := objstore.TrashVersion(name)
 			if !ok {
 				continue // not a copy the store made
 			}
@@ -288,7 +282,8 @@ func (s *Store) trashVersions(ctx context.Context, space, id string) ([]storage.
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, storage.Version{ID: trashIDPrefix + name, Replaced: at, Reason: reason, Info: *info})
+			v.Info = *info
+			out = append(out, v)
 		}
 	}
 	return out, nil
@@ -307,26 +302,21 @@ func (s *Store) restore(ctx context.Context, space, id, versionID string) (*stor
 	if err != nil {
 		return nil, err
 	}
-	if versionID == "" {
-		vs, err := s.versions(ctx, space, id)
-		if err != nil {
-			return nil, err
-		}
-		if len(vs) == 0 {
-			return nil, fmt.Errorf("%w: no recoverable version", storage.ErrNotFound)
-		}
-		versionID = vs[0].ID
+	versionID, err = objstore.PickVersion(versionID, func() ([]storage.Version, error) { return s.versions(ctx, space, id) })
+	if err != nil {
+		return nil, err
 	}
 	var src object
-	if name, ok := strings.CutPrefix(versionID, trashIDPrefix); ok {
-		if _, _, ok := parseTrashName(name); !ok {
-			return nil, fmt.Errorf("%w: no recoverable version %q", storage.ErrNotFound, storage.ShortID(versionID))
+	if strings.HasPrefix(versionID, objstore.TrashIDPrefix) {
+		name, ok := objstore.CutTrashID(versionID)
+		if !ok {
+			return nil, objstore.NoVersion(versionID)
 		}
 		src = object{bucket: s.cfg.Bucket, key: s.trashItemPrefix(space, id) + name}
 	} else if v, ok := strings.CutPrefix(versionID, versionIDPrefix); ok && v != "" {
 		src = object{bucket: key.bucket, key: key.key, version: v}
 	} else {
-		return nil, fmt.Errorf("%w: no recoverable version %q", storage.ErrNotFound, storage.ShortID(versionID))
+		return nil, objstore.NoVersion(versionID)
 	}
 	if err := s.needSpace(ctx, space); err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -18,6 +17,7 @@ import (
 	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/blob/s3blob"
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // A resumable multipart upload (PutOptions.Resume) keeps a checkpoint: the
@@ -267,14 +267,14 @@ func (c *checkpointer) save(ctx context.Context) error {
 // flush saves the final state, even after ctx ended.
 func (c *checkpointer) flush(ctx context.Context) {
 	c.stop()
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	fctx, cancel := objstore.Detached(ctx)
 	defer cancel()
 	_ = c.save(fctx)
 }
 
 // drop deletes the checkpoint, even after ctx ended.
 func (c *checkpointer) drop(ctx context.Context) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	dctx, cancel := objstore.Detached(ctx)
 	defer cancel()
 	_ = c.rs.Checkpoints.Delete(dctx, c.rs.Key)
 }

@@ -2,8 +2,6 @@ package s3store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -133,6 +131,8 @@ var (
 type Store struct {
 	client *s3.Client
 	cfg    Config
+	// spaces are the space markers of the Mill layout.
+	spaces objstore.Spaces
 
 	// The bucket's versioning status, asked at most every
 	// versioningCheckEvery (see recover.go).
@@ -151,7 +151,9 @@ func New(client *s3.Client, cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Store{client: client, cfg: cfg}, nil
+	s := &Store{client: client, cfg: cfg}
+	s.spaces = objstore.Spaces{Layout: objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxKeyLen}, Backend: markers{s}, Wrap: wrap}
+	return s, nil
 }
 
 // Config returns the store's configuration with defaults applied.
@@ -176,10 +178,8 @@ func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, e := range []error{storage.ErrNotFound, storage.ErrInvalidID, storage.ErrChecksumMismatch, storage.ErrSpaceNotEmpty, storage.ErrPropertiesTooLarge, storage.ErrInvalidProperty, storage.ErrArchived, ErrTooLarge, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, e) {
-			return err
-		}
+	if objstore.Portable(err, storage.ErrInvalidProperty, storage.ErrArchived, ErrTooLarge) {
+		return err
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
@@ -207,12 +207,9 @@ func mapErr(err error) error {
 	return err
 }
 
-func wrap(op, key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("s3store: %s %s: %w", op, storage.QuoteID(key), mapErr(err))
-}
+// wrap names the store, the operation and the key in an error mapped by
+// mapErr.
+var wrap = objstore.Wrap("s3store", mapErr)
 
 func (s *Store) spaceKey(space string) (string, error) {
 	if err := s.validSpace(space); err != nil {
@@ -288,17 +285,12 @@ func metadata(md5hex string, props map[string]string) (map[string]string, error)
 	return m, nil
 }
 
-func mimeOr(m string) string {
-	if m == "" {
-		return storage.DefaultMimeType
-	}
-	return m
-}
+func mimeOr(m string) string { return objstore.MimeOr(m) }
 
 // deleteKey removes key (one version of it when version is set, which
 // leaves no delete marker) on a best-effort basis.
 func (s *Store) deleteKey(ctx context.Context, o object) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	dctx, cancel := objstore.Detached(ctx)
 	defer cancel()
 	if o.version != "" {
 		_, err := s.client.DeleteObject(dctx, &s3.DeleteObjectInput{Bucket: aws.String(o.bucket), Key: aws.String(o.key), VersionId: aws.String(o.version)})
@@ -367,11 +359,7 @@ func (s *Store) Delete(ctx context.Context, space, id string) error {
 	return wrap("delete", space+"/"+id, err)
 }
 
-func randHex() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func randHex() string { return objstore.RandHex() }
 
 // getOptions are the options of a GetObject: the object's checksums
 // without response validation and, when ctx asks for a new connection

@@ -3,9 +3,7 @@ package s3store
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -17,11 +15,6 @@ import (
 
 	"github.com/millfleet/mill/pkg/storage"
 )
-
-// spaceRecord is the body of a space marker.
-type spaceRecord struct {
-	ACLs map[string]string `json:"acls"`
-}
 
 // ListSpaces returns the spaces (marker objects) in byte-wise order.
 func (s *Store) ListSpaces(ctx context.Context) ([]string, error) {
@@ -49,45 +42,63 @@ func (s *Store) ListSpaces(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (s *Store) readSpace(ctx context.Context, space string) (*spaceRecord, error) {
-	key, err := s.spaceKey(space)
+// markers are the S3 calls behind the space markers of the Mill layout
+// (objstore.Spaces).
+type markers struct{ s *Store }
+
+func (m markers) Read(ctx context.Context, key string) (io.ReadCloser, error) {
+	out, err := m.s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(m.s.cfg.Bucket), Key: aws.String(key)})
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
-	if err != nil {
-		if errors.Is(mapErr(err), storage.ErrNotFound) {
-			return nil, fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
-		}
-		return nil, err
-	}
-	defer out.Body.Close()
-	var rec spaceRecord
-	if err := json.NewDecoder(io.LimitReader(out.Body, 10<<20)).Decode(&rec); err != nil {
-		return nil, fmt.Errorf("space marker %s: %w", key, err)
-	}
-	if rec.ACLs == nil {
-		rec.ACLs = map[string]string{}
-	}
-	return &rec, nil
+	return out.Body, nil
 }
 
-func (s *Store) writeSpace(ctx context.Context, space string, rec *spaceRecord) error {
-	key, err := s.spaceKey(space)
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:      aws.String(s.cfg.Bucket),
-		Key:         aws.String(key),
-		Body:        bytes.NewReader(b),
-		ContentType: aws.String("application/json"),
-	})
+func (m markers) Stat(ctx context.Context, key string) error {
+	_, err := m.s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(m.s.cfg.Bucket), Key: aws.String(key)})
 	return err
+}
+
+// WriteMarker writes a space marker; onlyNew makes it conditional on no
+// object having its name (If-None-Match: *).
+func (m markers) WriteMarker(ctx context.Context, key string, body []byte, onlyNew bool) error {
+	in := &s3.PutObjectInput{
+		Bucket:      aws.String(m.s.cfg.Bucket),
+		Key:         aws.String(key),
+		Body:        bytes.NewReader(body),
+		ContentType: aws.String("application/json"),
+	}
+	if onlyNew {
+		in.IfNoneMatch = aws.String("*")
+	}
+	_, err := m.s.client.PutObject(ctx, in)
+	return err
+}
+
+func (m markers) Delete(ctx context.Context, key string) error {
+	_, err := m.s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(m.s.cfg.Bucket), Key: aws.String(key)})
+	return err
+}
+
+func (m markers) Any(ctx context.Context, prefix string) (bool, error) {
+	return m.s.anyUnder(ctx, m.s.cfg.Bucket, prefix)
+}
+
+func (markers) MapErr(err error) error         { return mapErr(err) }
+func (markers) ConditionFailed(err error) bool { return conditionFailed(err) }
+
+// anyUnder reports whether some object of bucket has a key starting with
+// prefix.
+func (s *Store) anyUnder(ctx context.Context, bucket, prefix string) (bool, error) {
+	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+		Bucket:  aws.String(bucket),
+		Prefix:  aws.String(prefix),
+		MaxKeys: aws.Int32(1),
+	})
+	if err != nil {
+		return false, err
+	}
+	return len(out.Contents) > 0, nil
 }
 
 // needSpace returns ErrNotFound unless the space marker exists.
@@ -95,15 +106,7 @@ func (s *Store) needSpace(ctx context.Context, space string) error {
 	if s.dura() {
 		return s.duraNeedSpace(ctx, space)
 	}
-	key, err := s.spaceKey(space)
-	if err != nil {
-		return err
-	}
-	_, err = s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
-	if err != nil && errors.Is(mapErr(err), storage.ErrNotFound) {
-		return fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
-	}
-	return err
+	return s.spaces.Need(ctx, space)
 }
 
 // CreateSpace writes the space marker unless it exists (keeping its ACLs).
@@ -129,22 +132,7 @@ func (s *Store) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, er
 	if err == nil || !errors.Is(err, storage.ErrNotFound) {
 		return false, wrap("create space", space, err)
 	}
-	key, err := s.spaceKey(space)
-	if err != nil {
-		return false, wrap("create space", space, err)
-	}
-	b, _ := json.Marshal(&spaceRecord{ACLs: map[string]string{}})
-	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:      aws.String(s.cfg.Bucket),
-		Key:         aws.String(key),
-		Body:        bytes.NewReader(b),
-		ContentType: aws.String("application/json"),
-		IfNoneMatch: aws.String("*"),
-	})
-	if conditionFailed(err) {
-		return false, nil
-	}
-	return err == nil, wrap("create space", space, err)
+	return s.spaces.CreateSpaceIfAbsent(ctx, space)
 }
 
 // conditionFailed reports whether err is S3 refusing a conditional write
@@ -176,15 +164,11 @@ func (s *Store) DeleteSpace(ctx context.Context, space string) error {
 	if err != nil {
 		return wrap("delete space", space, err)
 	}
-	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
-		Bucket:  aws.String(bucket),
-		Prefix:  aws.String(prefix),
-		MaxKeys: aws.Int32(1),
-	})
+	full, err := s.anyUnder(ctx, bucket, prefix)
 	if err != nil {
 		return wrap("delete space", space, err)
 	}
-	if len(out.Contents) > 0 {
+	if full {
 		return wrap("delete space", space, storage.ErrSpaceNotEmpty)
 	}
 	if s.dura() {
@@ -201,11 +185,7 @@ func (s *Store) SpaceACLs(ctx context.Context, space string) (map[string]string,
 		acls, err := s.duraACLs(ctx, space)
 		return acls, wrap("space acls", space, err)
 	}
-	rec, err := s.readSpace(ctx, space)
-	if err != nil {
-		return nil, wrap("space acls", space, err)
-	}
-	return rec.ACLs, nil
+	return s.spaces.SpaceACLs(ctx, space)
 }
 
 // SetSpaceACLs replaces the space's ACLs in its marker.
@@ -219,5 +199,5 @@ func (s *Store) SetSpaceACLs(ctx context.Context, space string, acls map[string]
 	if s.dura() {
 		return wrap("set space acls", space, s.duraSetACLs(ctx, space, acls))
 	}
-	return wrap("set space acls", space, s.writeSpace(ctx, space, &spaceRecord{ACLs: acls}))
+	return wrap("set space acls", space, s.spaces.WriteACLs(ctx, space, acls, false))
 }

@@ -1,7 +1,22 @@
-// Package objstore holds what Mill's object-store providers (s3store,
-// gcsstore, azstore) share: the names of their trash copies, the
-// header-safe JSON of an item's properties, and the split of a put into
-// one buffered request or a streamed upload.
+// Package objstore is the portable layer of Mill's object-store providers
+// (s3store, gcsstore, azstore), as go-cloud's drivers share theirs: the
+// logic is here once, each provider gives it the few service calls it
+// needs as function fields or a small interface.
+//
+//   - Layout: the names of space markers, items, trash copies and staged
+//     uploads under a store's prefix, and the name-length limit.
+//   - Spaces: the space markers (JSON ACLs), over a MarkerBackend; its
+//     SpaceMethods are embedded by gcsstore and azstore. s3store uses it
+//     for its Mill layout only (DuraCloud spaces are buckets).
+//   - Put: the front of a put (refusals before any byte is read, then
+//     one buffered request or a streamed upload); CheckMD5, SizeErr.
+//   - Metadata and Attrs: an item's metadata (MD5, properties JSON,
+//     CRC-64/NVME) within the service's limit, and its Info.
+//   - Preserver and the trash names and version IDs (TrashName,
+//     TrashVersion, CutTrashID, PickVersion, Spaces.RestoreSource): how a
+//     store without service versions keeps what it replaces.
+//   - Page, GetCurrent, ClampRange: listing pages and reads.
+//   - Wrap, Portable, Detached: errors and cleanup.
 package objstore
 
 import (

@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -76,5 +77,26 @@ func TestHead(t *testing.T) {
 	}
 	if SizeErr("p", 3, -1) != nil || SizeErr("p", 3, 3) != nil || SizeErr("p", 3, 4) == nil {
 		t.Error("SizeErr")
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	m := Metadata{MD5: "md5", Props: "props", CRC64: "crc", Limit: 100, What: "test metadata", ASCII: true}
+	got, err := m.Build("d41d8cd98f00b204e9800998ecf8427e", "", map[string]string{"ключ": "v"})
+	if err != nil || got["md5"] != "d41d8cd98f00b204e9800998ecf8427e" || got["props"] != `{"\u043a\u043b\u044e\u0447":"v"}` || len(got) != 2 {
+		t.Errorf("Build: %v, %v", got, err)
+	}
+	if p := ParseProps(got["props"]); p["ключ"] != "v" || len(p) != 1 {
+		t.Errorf("ParseProps: %v", p)
+	}
+	if p := ParseProps(""); p == nil || len(p) != 0 {
+		t.Errorf("ParseProps of nothing: %v", p)
+	}
+	if err := m.CheckProps("", map[string]string{"k": strings.Repeat("x", 60)}); !errors.Is(err, storage.ErrPropertiesTooLarge) || !strings.Contains(err.Error(), "test metadata (limit 100)") {
+		t.Errorf("CheckProps of too much: %v", err)
+	}
+	info := Attrs{MD5: "ABC", Size: 3, ContentMD5: make([]byte, 16), Props: `{"a":"b"}`}.Info("id")
+	if info.Checksum != "abc" || info.MimeType != storage.DefaultMimeType || info.ProviderChecksum == "" || info.Properties["a"] != "b" || info.ContentID != "id" {
+		t.Errorf("Attrs.Info: %+v", info)
 	}
 }

@@ -1,0 +1,68 @@
+package objstore
+
+import (
+	"fmt"
+
+	"github.com/millfleet/mill/pkg/storage"
+)
+
+// TmpPrefix is where, under a store's prefix, a provider stages an upload
+// before copying it to the item.
+const TmpPrefix = ".mill-tmp/"
+
+// Layout maps a store's spaces and items onto object names: the space
+// marker is Prefix+space, an item Prefix+space+"/"+Encode(id).
+type Layout struct {
+	Prefix string
+	// MaxNameLen is the service's limit on an object name, in bytes.
+	MaxNameLen int
+	// Encode maps a content ID to the name under its space (nil: the ID
+	// itself); EncodedWhat says so in the too-long error (" as a blob
+	// name").
+	Encode      func(string) string
+	EncodedWhat string
+}
+
+// MaxContentIDLen returns the longest content ID (as a name) space
+// takes: the name limit less the prefix, the space and a slash.
+func (l Layout) MaxContentIDLen(space string) int {
+	return min(storage.MaxContentIDLen, l.MaxNameLen-len(l.Prefix)-len(space)-1)
+}
+
+// SpaceKey returns the name of the space's marker.
+func (l Layout) SpaceKey(space string) (string, error) {
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return "", err
+	}
+	return l.Prefix + space, nil
+}
+
+// SpacePrefix returns the name prefix of the space's items.
+func (l Layout) SpacePrefix(space string) string { return l.Prefix + space + "/" }
+
+// ContentKey returns the name of an item, refusing IDs the service
+// cannot name.
+func (l Layout) ContentKey(space, id string) (string, error) {
+	if err := storage.ValidateSpaceID(space); err != nil {
+		return "", err
+	}
+	if err := storage.ValidateContentID(id); err != nil {
+		return "", err
+	}
+	name := id
+	if l.Encode != nil {
+		name = l.Encode(id)
+	}
+	if max := l.MaxContentIDLen(space); len(name) > max {
+		return "", fmt.Errorf("%w: content ID is %d bytes%s; with the store prefix and space %q the limit is %d", storage.ErrInvalidID, len(name), l.EncodedWhat, space, max)
+	}
+	return l.SpacePrefix(space) + name, nil
+}
+
+// TrashItemPrefix is the name prefix of one item's trash copies.
+func (l Layout) TrashItemPrefix(space, id string) string {
+	return TrashItemPrefix(l.Prefix, space, id)
+}
+
+// TmpKey names a staged upload (random: random hex).
+func (l Layout) TmpKey(random string) string { return l.Prefix + TmpPrefix + random }
