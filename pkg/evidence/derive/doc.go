@@ -11,7 +11,10 @@
 // digest the first of the index, audit and storage checksums of the same
 // algorithm, the outcome SUCCESS → success, FAILURE → failure, ERROR →
 // warning; the detail names the run and the decision table's case. The
-// agent is the bit check (the rows name no Workman instance or version).
+// agent is the Workman the row names (bitlog.Row.Agent, which the bit
+// processor writes from its own configuration): "mill workman" with its
+// instance and Mill version; a row naming none (written before agents
+// were recorded) keeps the bit check (Users.BitAgent) as agent.
 // An audit-log entry (FromEntry) is a replication when the duplication
 // processor wrote the copy (ADD_CONTENT, COPY_CONTENT), a repair when the
 // bit error processor did (ADD_CONTENT; the fixity check after it is the
@@ -68,8 +71,9 @@
 // The bit log keeps one row per run and copy: a failed check that the bit
 // error processor repaired and re-checked in the same run is replaced by
 // the re-check before a pass sees it, unless a pass ran in between; the
-// repair event (and the failure's BIT_ERROR report) stands for it. The
-// rows name no Workman instance or Mill version, and the audit log no
-// source store of a replication: the events say so (the bit check as
-// agent, the store Unrecorded) rather than guess.
+// repair event (and the failure's BIT_ERROR report) stands for it. Rows
+// written before agents were recorded name no Workman instance or Mill
+// version, and the audit log no source store of a replication or repair
+// before those were recorded: the events say so (the bit check as agent,
+// the store Unrecorded) rather than guess.
 package derive

@@ -28,8 +28,9 @@ type Users struct {
 	// not preservation actions: an audit entry re-synced from storage, an
 	// admin report); a deletion by one of them is still an event.
 	Mill []string
-	// BitAgent is the agent name of the fixity checks (the bit log rows
-	// name none).
+	// BitAgent is the agent name of the fixity checks whose bit-log rows
+	// name no agent (rows written before agents were recorded, or by a
+	// writer that names none).
 	BitAgent string
 }
 
@@ -40,6 +41,11 @@ var DefaultUsers = Users{
 	Mill:        []string{"mill-bit", "mill-bitreport"},
 	BitAgent:    "mill-bit",
 }
+
+// WorkmanAgent is the agent name of a fixity check whose bit-log row
+// names the Workman that made it (bitlog.Row.Agent): the event's agent is
+// "mill workman" with the row's instance and Mill version.
+const WorkmanAgent = "mill workman"
 
 // Unrecorded stands for what a record does not hold: the source store of
 // a replication or repair (the audit log names the copy written, not the
@@ -127,12 +133,22 @@ func FromRow(r bitlog.Row, u Users) (*evidence.Event, error) {
 		Time:   evidence.FormatTime(bitlog.Truncate(r.CheckedAt)),
 		Object: evidence.Copy{Account: r.Account, Store: r.StoreID, Space: r.SpaceID, ContentID: r.ContentID},
 		Fixity: f, Outcome: out, Detail: RowDetail(r),
-		Agent: evidence.Agent{Kind: evidence.Software, Name: u.BitAgent},
+		Agent: rowAgent(r.Agent, u),
 	}
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("bit-log row %s: %w", r.Key(), err)
 	}
 	return e, nil
+}
+
+// rowAgent is the agent of a fixity check: the Workman instance and Mill
+// version its row names, or u.BitAgent for a row naming none.
+func rowAgent(a bitlog.Agent, u Users) evidence.Agent {
+	if a == (bitlog.Agent{}) {
+		return evidence.Agent{Kind: evidence.Software, Name: u.BitAgent}
+	}
+	return evidence.Agent{Kind: evidence.Software, Name: WorkmanAgent,
+		Instance: clean(orUnrecorded(a.Instance), bitlog.MaxAgentField), Version: clean(orUnrecorded(a.Version), bitlog.MaxAgentField)}
 }
 
 // parseDigest reads a checksum as Mill records it: lowercase or uppercase
