@@ -12,7 +12,7 @@ import (
 
 // The row a repair leaves names the bit error processor's configured
 // agent, not the one of the check before it or anything the BIT_ERROR
-// message says.
+// message says; the repair's write names the store it copied from.
 func TestRepairRowNamesConfiguredAgent(t *testing.T) {
 	checker := bitlog.Agent{Instance: "checker", Version: "v1.3.0"}
 	repairer := bitlog.Agent{Instance: "repairer", Version: "v1.4.0"}
@@ -34,6 +34,10 @@ func TestRepairRowNamesConfiguredAgent(t *testing.T) {
 	f.handleBitError()
 	if r := f.Row(); r.Agent != repairer {
 		t.Errorf("row after the repair names %+v, want %+v", r.Agent, repairer)
+	}
+	// The repair's AUDIT task names the store of the good copy it read.
+	if audits := f.Audits(); len(audits) != 1 || audits[0].SourceStoreID != "2" {
+		t.Errorf("AUDIT tasks of the repair %+v, want one naming source store 2", audits)
 	}
 	if _, err := biterror.New(biterror.Config{Stores: e.Opener, BitLog: e.BitLog, AuditQueue: e.AuditQ, BitQueue: f.bitQ,
 		Observer: &bit.Observer{Stores: e.Opener, Index: e.Index, AuditLog: e.Audit},

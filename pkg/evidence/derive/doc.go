@@ -22,9 +22,14 @@
 // DELETE_CONTENT, with its rule: the space's store policy for
 // duplication, otherwise the request of the user the entry names. The
 // agent is Mill's processor for Mill's own users, otherwise the person.
-// The audit log does not record the store a replication or repair read
-// from: the source copy's store is Unrecorded. Users' writes, property
-// changes and space-level entries are not events.
+// The source copy of a replication or repair is in the store the entry
+// names (auditlog.Entry.SourceStoreID, written by the duplication or
+// repair that read it) and Unrecorded when it names none. Like the
+// entry's user, the source store is a belief recorded as the AUDIT
+// message said it (the audit processor keeps it only when it names
+// another registered store of the account): the event says which store
+// Mill's writer reported reading, not that Mill verified the read.
+// Users' writes, property changes and space-level entries are not events.
 //
 // Each event's ID is derived from its record's identity (RowID: the row's
 // key and the time of its check; EntryID: the entry's table key), so the

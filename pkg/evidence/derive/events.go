@@ -48,8 +48,9 @@ var DefaultUsers = Users{
 const WorkmanAgent = "mill workman"
 
 // Unrecorded stands for what a record does not hold: the source store of
-// a replication or repair (the audit log names the copy written, not the
-// store it was read from) and an agent the record does not name.
+// a replication or repair whose audit entry names none (written before
+// entries recorded it, or whose claim the audit processor dropped) and an
+// agent the record does not name.
 const Unrecorded = "unrecorded"
 
 // Event ID namespaces: an event's ID is derived from the identity of the
@@ -208,6 +209,12 @@ func FromEntry(en auditlog.Entry, u Users) (*evidence.Event, error) {
 		src.Store = Unrecorded
 		if en.SourceSpaceID != "" && en.SourceContentID != "" {
 			src.Space, src.ContentID = en.SourceSpaceID, en.SourceContentID
+		}
+		if en.SourceStoreID != "" {
+			src.Store = clean(en.SourceStoreID, 200)
+		}
+		if src == obj { // an entry changed since the audit processor checked it
+			src.Store = Unrecorded
 		}
 		e.Source = &src
 		e.Detail = "audit " + string(en.Action)
