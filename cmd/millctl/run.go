@@ -9,8 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/buildinfo"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
@@ -75,12 +77,14 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 				if !slices.Contains(queue.AllKeys, key) || key == queue.KeyDeadLetter {
 					return usagef("--queue %q: not one of the work queues %v (under --queue-prefix %q)", *qflag, queue.DefaultPriority, *prefix)
 				}
+				workerID := "millctl-" + workman.DefaultWorkerID()
 				d, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
 					AWS: cfg, Claims: claims, QueuePrefix: *prefix, QueueNames: map[string]string{key: name},
 					Config:     *cfgSrc.ConfigSource,
 					AuditTable: *auditTable, DatabaseURL: *dbURL, ReportsBucket: reports.Bucket, ReportsPrefix: reports.Prefix,
 					Types: types, RecheckDelay: *recheck,
 					Noop: noop.Config{Sleep: *noopSleep}, Logger: a.logger,
+					Agent: bitlog.Agent{Instance: workerID, Version: buildinfo.Version()},
 				})
 				if err != nil {
 					return err
@@ -97,7 +101,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 					// One queue, run until empty: never back off for long.
 					QueueBackoffMax: time.Second,
 					IdlePollWait:    time.Second, GracePeriod: 10 * time.Second,
-					Logger: a.logger, Observer: obs, WorkerID: "millctl-" + workman.DefaultWorkerID(),
+					Logger: a.logger, Observer: obs, WorkerID: workerID,
 				}})
 				if err != nil {
 					return err

@@ -5,9 +5,9 @@ import (
 	"flag"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/buildinfo"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
@@ -38,21 +38,6 @@ func fleetFlags(fs *flag.FlagSet) *fleetOptions {
 	return o
 }
 
-// version is the build's module version (or VCS revision).
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 && (v == "" || v == "(devel)") {
-			v = s.Value[:12]
-		}
-	}
-	return v
-}
-
 // newMember returns this worker's fleet member, or nil when the registry
 // is off.
 func newMember(o *fleetOptions, awsCfg *awsconfig.Config, workerID, prefix string, queues []string, pool int, logger *slog.Logger) (*fleetmember.Member, error) {
@@ -62,7 +47,7 @@ func newMember(o *fleetOptions, awsCfg *awsconfig.Config, workerID, prefix strin
 	host, _ := os.Hostname()
 	return fleetmember.New(fleetmember.Config{
 		Registry: dynamofleet.New(awsCfg.DynamoDB(), o.table, nil), QueuePrefix: prefix, Interval: o.interval, Logger: logger,
-		Self: fleet.Worker{ID: workerID, Hostname: host, PID: os.Getpid(), Version: version(), Started: time.Now(), Queues: queues, Pool: pool},
+		Self: fleet.Worker{ID: workerID, Hostname: host, PID: os.Getpid(), Version: buildinfo.Version(), Started: time.Now(), Queues: queues, Pool: pool},
 	})
 }
 

@@ -32,11 +32,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/millfleet/mill/internal/base/buildinfo"
 	"github.com/millfleet/mill/internal/cli/envflag"
 	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/lifecycle"
 	"github.com/millfleet/mill/pkg/metrics"
@@ -151,7 +153,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.cloudwatch, "cloudwatch", true, "publish CloudWatch metrics")
 	fs.StringVar(&o.namespace, "cloudwatch-namespace", cloudwatchmetrics.DefaultNamespace, "CloudWatch `namespace`")
 	fs.IntVar(&o.maxAttempts, "max-attempts", workman.DefaultMaxAttempts, "failures after which a task goes to the dead-letter queue")
-	fs.StringVar(&o.workerID, "worker-id", "", "this worker's `id` in logs and dead letters (default hostname-pid)")
+	fs.StringVar(&o.workerID, "worker-id", "", "this worker's `id` in logs, dead letters, the fleet registry and the bit log's rows\n(default hostname-pid)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	o.format = wiring.WireFormatFlag(fs)
 	fs.StringVar(&o.taskTypes, "task-types", "all", "task types this worker processes: all, or a comma-separated `list` (e.g. NOOP);\nothers are dead-lettered. A NOOP-only worker needs no registry, audit table or database")
@@ -288,6 +290,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if o.fleet.lifecyclePoll <= 0 {
 		errs = append(errs, fmt.Errorf("lifecycle-poll %s: must be positive", o.fleet.lifecyclePoll))
 	}
+	if err := (bitlog.Agent{Instance: o.workerID}).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("worker-id: %w", err))
+	}
 	if wiring.NeedsStorage(types) && *o.databaseURL == "" {
 		errs = append(errs, wiring.DatabaseURLRequired(" to process "+o.taskTypes+" (use --task-types NOOP for a NOOP-only worker)"))
 	}
@@ -330,6 +335,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer rec.Close()
 		noopCfg.Recorder = rec
 	}
+	workerID := o.workerID
+	if workerID == "" {
+		workerID = workman.DefaultWorkerID()
+	}
 	deps, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
 		AWS: awsCfg, SQSOptions: []func(*sqs.Options){meter.Option()}, Claims: o.claims, QueuePrefix: *o.prefix,
 		Config: *o.config, PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: *o.databaseURL,
@@ -340,6 +349,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Transfer:      storage.Transfer{Streams: o.transferStreams, PartSize: o.transferPartSize},
 		ResumeMinSize: o.resumeMinSize, CheckpointEvery: o.bitCheckpointEvery,
 		Format: format, RecheckDelay: o.recheckDelay, Noop: noopCfg, Logger: logger,
+		Agent: bitlog.Agent{Instance: workerID, Version: buildinfo.Version()},
 	})
 	if err != nil {
 		return err
@@ -359,10 +369,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		rec = metrics.Multi(prom, cw)
-	}
-	workerID := o.workerID
-	if workerID == "" {
-		workerID = workman.DefaultWorkerID()
 	}
 	member, err := newMember(o.fleet, awsCfg, workerID, *o.prefix, queueNames, o.workers, logger)
 	if err != nil {

@@ -43,12 +43,12 @@ func TestHelpNamesEveryVariable(t *testing.T) {
 
 func TestBadFlagsReportedTogether(t *testing.T) {
 	env := map[string]string{"MILL_LOG_LEVEL": "loud", "MILL_WIRE_FORMAT": "xml", "MILL_TIMEOUTS": "DUP=forever,NOPE=1s", "MILL_MIN_SHARE": "bit=lots", "MILL_DUP_RESTORE_DAYS": "-1",
-		"MILL_PRICE_TABLE": filepath.Join(t.TempDir(), "no-such-prices.json")}
+		"MILL_WORKER_ID": "w\n1", "MILL_PRICE_TABLE": filepath.Join(t.TempDir(), "no-such-prices.json")}
 	err := run(context.Background(), nil, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"log-level", "wire-format", "DUP", "NOPE", "min-share: bit", "dup-restore-days -1", "price-table: pricing:"} {
+	for _, want := range []string{"log-level", "wire-format", "DUP", "NOPE", "min-share: bit", "dup-restore-days -1", "price-table: pricing:", "worker-id:"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
+	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
@@ -91,6 +92,9 @@ type AWSConfig struct {
 	// only NOOP is, nothing but the queues is opened: no registry,
 	// policies, audit log or database.
 	Types []task.Type
+
+	// Agent: see Deps.Agent.
+	Agent bitlog.Agent
 
 	Format       task.Format
 	RecheckDelay time.Duration
@@ -190,6 +194,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		DupRestoreDays: cfg.DupRestoreDays,
 		Format:         cfg.Format, RecheckDelay: cfg.RecheckDelay, Noop: cfg.Noop,
 		Transfer: cfg.Transfer, ResumeMinSize: cfg.ResumeMinSize, CheckpointEvery: cfg.CheckpointEvery,
+		Agent: cfg.Agent,
 	}
 	ddb := aws.DynamoDB()
 	d.Probes = map[string]workman.Probe{

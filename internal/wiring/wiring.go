@@ -149,6 +149,9 @@ type Deps struct {
 	// circuit is open (workman.Config.Probes): AWS wires "postgres" (a
 	// ping of the pool) and "dynamodb" (a describe of the audit table).
 	Probes map[string]workman.Probe
+	// Agent is this Workman's instance and Mill's version, recorded in
+	// the bit-log rows of the bit and bit error processors (zero: none).
+	Agent bitlog.Agent
 	// Wrap, when set, wraps each processor before it is registered (tests
 	// and the dev mode's fault hooks use it to observe or disable a
 	// processor).
@@ -291,7 +294,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	bp, err := bit.New(bit.Config{
 		Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, BitLog: d.BitLog,
 		AuditQueue: q[queue.KeyAudit], BitErrorQueue: q[queue.KeyBitError],
-		RecheckDelay: d.RecheckDelay, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
+		RecheckDelay: d.RecheckDelay, Format: d.Format, Clock: d.Clock, Logger: d.Logger, Agent: d.Agent,
 		ReadSettings: bit.ReadSettings{UnreadableKinds: d.UnreadableKinds,
 			Transfer: d.Transfer, Checkpoints: d.Checkpoints, ResumeMinSize: d.ResumeMinSize, CheckpointEvery: d.CheckpointEvery},
 	})
@@ -305,7 +308,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	}
 	ep, err := biterror.New(biterror.Config{
 		Stores: d.Stores, Observer: observer, BitLog: d.BitLog, AuditQueue: q[queue.KeyAudit], BitQueue: q[queue.KeyBit],
-		RecheckDelay: d.RecheckDelay, Format: d.Format, Clock: d.Clock, Logger: d.Logger,
+		RecheckDelay: d.RecheckDelay, Format: d.Format, Clock: d.Clock, Logger: d.Logger, Agent: d.Agent,
 	})
 	add(task.TypeBitError, ep, err)
 

@@ -27,6 +27,7 @@ const (
 	AttrSourceSpaceID   = "sourceSpaceId"
 	AttrSourceContentID = "sourceContentId"
 	AttrStoreType       = "storeType"
+	AttrSourceStoreID   = "sourceStoreId"
 	AttrHash            = "hash"
 )
 
@@ -79,6 +80,7 @@ func itemAttrs(e Entry) ([]Attr, error) {
 	opt(AttrSourceSpaceID, e.SourceSpaceID)
 	opt(AttrSourceContentID, e.SourceContentID)
 	opt(AttrStoreType, e.StoreType)
+	opt(AttrSourceStoreID, e.SourceStoreID)
 	return out, nil
 }
 
@@ -119,6 +121,7 @@ func EntryFromAttrs(get func(name string) (string, bool)) (Entry, error) {
 		Account: s(AttrAccount), StoreID: s(AttrStoreID), SpaceID: s(AttrSpaceID), ContentID: s(AttrContentID),
 		Action: task.Action(s(AttrAction)), UserID: s(AttrUserID), Checksum: s(AttrChecksum), MimeType: s(AttrMimeType),
 		SourceSpaceID: s(AttrSourceSpaceID), SourceContentID: s(AttrSourceContentID), StoreType: s(AttrStoreType),
+		SourceStoreID: s(AttrSourceStoreID),
 	}
 	ms, err := strconv.ParseInt(s(AttrTime), 10, 64)
 	if err != nil {

@@ -57,6 +57,11 @@ type Entry struct {
 	SourceSpaceID   string
 	SourceContentID string
 	StoreType       string
+	// SourceStoreID is the store a replication or repair read the content
+	// from, as its AUDIT task claimed it (the audit processor keeps it
+	// only when it names another registered store of the account); ""
+	// when not recorded.
+	SourceStoreID string
 }
 
 // FromAudit returns the entry an AUDIT task records.
@@ -67,6 +72,7 @@ func FromAudit(a task.Audit) Entry {
 		Checksum: a.ContentChecksum, MimeType: a.ContentMimetype, Size: a.ContentSize,
 		Properties: maps.Clone(a.ContentProperties), SpaceACLs: maps.Clone(a.SpaceACLs),
 		SourceSpaceID: a.SourceSpaceID, SourceContentID: a.SourceContentID, StoreType: a.StoreType,
+		SourceStoreID: a.SourceStoreID,
 	}
 }
 
@@ -105,8 +111,12 @@ func (e Entry) Hash() string {
 	if e.Size != nil {
 		size = strconv.FormatInt(*e.Size, 10)
 	}
-	return EventHash(e.UserID, e.Checksum, e.MimeType, size, jsonMap(e.Properties), jsonMap(e.SpaceACLs),
-		e.SourceSpaceID, e.SourceContentID, e.StoreType)
+	fields := []string{e.UserID, e.Checksum, e.MimeType, size, jsonMap(e.Properties), jsonMap(e.SpaceACLs),
+		e.SourceSpaceID, e.SourceContentID, e.StoreType}
+	if e.SourceStoreID != "" { // only then: the entries written before it keep their keys
+		fields = append(fields, e.SourceStoreID)
+	}
+	return EventHash(fields...)
 }
 
 // Key identifies one stored entry.

@@ -4,7 +4,9 @@
 // applied, the four checksums the check compared and how the content
 // checksum was made (Method: read and hashed, computed at rest by the
 // provider, or only the stored checksums compared; with the bytes hashed
-// and whether the copy was archived), plus one report per space per run,
+// and whether the copy was archived) and the agent that made it (Agent:
+// the Workman instance and Mill version, from the processor's own
+// configuration), plus one report per space per run,
 // the bit producer's record of each space of its runs (RunSpace: when it
 // listed the space and how many items it listed), and the latest fresh
 // verdict of each copy over every run (Verdicts: what fixity coverage is
@@ -24,7 +26,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/millfleet/mill/internal/base/paging"
 )
@@ -166,6 +171,33 @@ type Row struct {
 	// CheckedAt is when the check happened; zero means "now" (the
 	// implementation's clock). Stored with microsecond precision, UTC.
 	CheckedAt time.Time
+	// Agent is who made the check ("" fields: not recorded, as on rows
+	// written before agents were).
+	Agent Agent
+}
+
+// Agent names the Workman that made a check: its instance ID (the fleet
+// member's, workman --worker-id) and Mill's version. The processor
+// writes its own configuration here, never a message's field.
+type Agent struct {
+	Instance string
+	Version  string
+}
+
+// MaxAgentField is the longest Agent.Instance or Agent.Version, in bytes.
+const MaxAgentField = 256
+
+// Validate reports a field longer than MaxAgentField, not valid UTF-8, or
+// holding a control character (wrapping ErrInvalid).
+func (a Agent) Validate() error {
+	var errs []error
+	for _, f := range [][2]string{{"instance", a.Instance}, {"version", a.Version}} {
+		if len(f[1]) > MaxAgentField || !utf8.ValidString(f[1]) || strings.ContainsFunc(f[1], unicode.IsControl) {
+			errs = append(errs, fmt.Errorf("%w: agent %s %q: want at most %d bytes of UTF-8 without control characters",
+				ErrInvalid, f[0], f[1], MaxAgentField))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Key returns the row's key as a string, for messages.
@@ -174,7 +206,8 @@ func (r Row) Key() string {
 }
 
 // Validate reports a missing required field, an unknown result or method,
-// or a negative case or byte count (wrapping ErrInvalid).
+// a negative case or byte count, or an invalid agent (wrapping
+// ErrInvalid).
 func (r Row) Validate() error {
 	var errs []error
 	for _, f := range [][2]string{{"account", r.Account}, {"store", r.StoreID}, {"space", r.SpaceID}, {"content", r.ContentID}} {
@@ -193,6 +226,9 @@ func (r Row) Validate() error {
 	}
 	if r.Bytes < 0 {
 		errs = append(errs, fmt.Errorf("%w: row %s: negative byte count %d", ErrInvalid, r.Key(), r.Bytes))
+	}
+	if err := r.Agent.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("row %s: %w", r.Key(), err))
 	}
 	return errors.Join(errs...)
 }

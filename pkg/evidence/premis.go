@@ -107,11 +107,16 @@ func CopyID(c Copy) string {
 	return url.PathEscape(c.Account) + "/" + url.PathEscape(c.Store) + "/" + url.PathEscape(c.Space) + "/" + url.PathEscape(c.ContentID)
 }
 
-// AgentID is the PREMIS identifier of an agent: kind:name[/instance].
+// AgentID is the PREMIS identifier of an agent:
+// kind:name[/instance][@version], so one Workman instance running two
+// Mill versions is two agents, each with its own agentVersion.
 func AgentID(a Agent) string {
 	id := string(a.Kind) + ":" + url.PathEscape(a.Name)
 	if a.Instance != "" {
 		id += "/" + url.PathEscape(a.Instance)
+	}
+	if a.Version != "" {
+		id += "@" + url.PathEscape(a.Version)
 	}
 	return id
 }

@@ -69,6 +69,11 @@ const (
 	KeyStoreType         = "store-type"
 	KeySourceSpaceID     = "source-space-id"
 	KeySourceContentID   = "source-content-id"
+	// KeySourceStoreID (Mill's addition): the store a replication or
+	// repair read the content from. A claim of the message: the audit
+	// processor records it only when it names another registered store
+	// of the account.
+	KeySourceStoreID = "source-store-id"
 )
 
 // Action is the storage operation an AUDIT task records.
@@ -322,8 +327,11 @@ type Audit struct {
 	StoreType       string
 	SourceSpaceID   string // COPY_CONTENT: where the content was copied from
 	SourceContentID string
-	Attempts        int
-	Extra           map[string]string
+	// SourceStoreID: the store Mill's duplication or repair read the
+	// content from (ADD_CONTENT, COPY_CONTENT); "" when not given.
+	SourceStoreID string
+	Attempts      int
+	Extra         map[string]string
 }
 
 var auditFields = []field[Audit]{
@@ -342,6 +350,7 @@ var auditFields = []field[Audit]{
 	str(KeyStoreType, false, func(x *Audit) *string { return &x.StoreType }),
 	str(KeySourceSpaceID, false, func(x *Audit) *string { return &x.SourceSpaceID }),
 	str(KeySourceContentID, false, func(x *Audit) *string { return &x.SourceContentID }),
+	str(KeySourceStoreID, false, func(x *Audit) *string { return &x.SourceStoreID }),
 	check(func(r *reader, a *Audit) {
 		if a.Action != "" && !a.Action.Known() {
 			r.fail(KeyAction, fmt.Sprintf("unknown action %q", string(a.Action)))

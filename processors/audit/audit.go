@@ -117,6 +117,9 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	}
 	e := auditlog.FromAudit(a)
 	e.Time = p.notLater(e.Time)
+	if e.SourceStoreID, err = p.sourceStore(ctx, e); err != nil {
+		return err
+	}
 	superseded, err := p.confirm(ctx, e)
 	if err != nil {
 		return err

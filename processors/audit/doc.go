@@ -40,6 +40,19 @@
 // re-sync carrying the digest of a copy replaced with its "mill-md5"
 // kept is confirmed, and a task repeating that stale claim is refused.
 //
+// # The source store: a claim
+//
+// An ADD_CONTENT or COPY_CONTENT of Mill's duplication or repair names
+// the store it read the content from (task.KeySourceStoreID; the evidence
+// log's source copy of a replication or repair). It travels in the AUDIT
+// message, so it is recorded as the message says, a belief like the
+// entry's user, and never checked against the stores' content. It is
+// kept only when it names a store of the entry's account that the
+// registry knows, other than the copy written; otherwise it is dropped
+// (logged) and the rest of the task recorded. It authorises nothing: no
+// step reads it (the DUP tasks come from the policies, the index from the
+// entry's own copy).
+//
 // # S3 event notifications
 //
 // An AUDIT task carrying task.KeyS3Event (an S3 event notification received

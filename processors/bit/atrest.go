@@ -115,7 +115,7 @@ func (p *Processor) recordAtRestFailure(ctx context.Context, b task.Bit, res *at
 		SpaceID: b.SpaceID, ContentID: b.ContentID, Result: bitlog.ResultError,
 		Details: fmt.Sprintf("compute-checksum job %s could not compute the checksum: %s", res.job, res.err),
 		Method:  bitlog.MethodAtRest, Archived: true,
-		CheckedAt: p.cfg.Clock.Now(),
+		CheckedAt: p.cfg.Clock.Now(), Agent: p.cfg.Agent,
 	}
 	if err := p.cfg.BitLog.Record(ctx, row); err != nil {
 		return fmt.Errorf("bit: %w", err)

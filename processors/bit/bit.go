@@ -59,6 +59,9 @@ type Config struct {
 	ReadSettings
 	// UserID is the user-id of emitted AUDIT tasks (default DefaultUserID).
 	UserID string
+	// Agent is recorded in every bit-log row the processor writes: this
+	// Workman's instance and Mill's version (zero: none recorded).
+	Agent bitlog.Agent
 	// Format of emitted task bodies (default task.FormatJSON).
 	Format task.Format
 	Clock  clock.Clock  // default the system clock
@@ -82,6 +85,7 @@ func (c Config) validate() error {
 	p.Required(c)
 	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
 	p.Add("Format", c.Format.Validate())
+	p.Add("Agent", c.Agent.Validate())
 	return p.Err()
 }
 
@@ -204,7 +208,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		IndexChecksum: o.Sums.Index, AuditChecksum: o.Sums.Audit,
 		Details: strings.Join(append([]string{CaseText(o.caseNumber)}, o.Details...), "; "),
 		Method:  o.Method(), Bytes: o.Bytes, Archived: o.Archived(),
-		CheckedAt: p.cfg.Clock.Now(),
+		CheckedAt: p.cfg.Clock.Now(), Agent: p.cfg.Agent,
 	}
 	row.Details += RecheckNote(b.Extra[KeyRecheckOf])
 	if o.AtRestJob != "" {

@@ -123,8 +123,10 @@
 // Each row records its Method (bitlog.MethodRead when bytes were hashed,
 // bitlog.MethodStored when none were: C N/A or not in storage), Bytes
 // (the bytes hashed by the read whose C the row holds — the re-read's
-// when there was one) and Archived (the copy's storage class is archival,
-// storage.Info.Archived).
+// when there was one), Archived (the copy's storage class is archival,
+// storage.Info.Archived) and its Agent (Config.Agent: this Workman's
+// instance and Mill's version, from the processor's configuration; no
+// message names it).
 //
 // # Outcomes (Processor.Handle)
 //

@@ -50,9 +50,9 @@
 // Record: the observed error is written to the bit log as the item's row
 // for the run (same key as the bit check's row, so the run still has one
 // row per item): result ERROR for cases 4 and 8, FAILURE otherwise, the
-// observed case and four checksums, the store's registered kind, and
-// details ending in the resolution taken ("repaired from store 2",
-// "external: …"). It is also logged (WARN) for operators, with the claims
+// observed case and four checksums, the store's registered kind, the
+// processor's Config.Agent, and details ending in the resolution taken
+// ("repaired from store 2", "external: …"). It is also logged (WARN) for operators, with the claims
 // of the message beside what was observed. When a repair re-checks the
 // item, the re-check is queued after the row is recorded and replaces it
 // with its own outcome; its details say it followed the repair
@@ -161,6 +161,9 @@ type Config struct {
 	RecheckDelay time.Duration
 	// UserID of repair writes (default DefaultUserID).
 	UserID string
+	// Agent is recorded in every bit-log row the processor writes: this
+	// Workman's instance and Mill's version (zero: none recorded).
+	Agent bitlog.Agent
 	// Format of emitted task bodies (default task.FormatJSON).
 	Format task.Format
 	Clock  clock.Clock  // default the system clock
@@ -184,6 +187,7 @@ func (c Config) validate() error {
 	p.Required(c)
 	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
 	p.Add("Format", c.Format.Validate())
+	p.Add("Agent", c.Agent.Validate())
 	return p.Err()
 }
 
@@ -265,6 +269,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		ContentChecksum: be.ContentChecksum, StorageChecksum: be.StorageChecksum,
 		IndexChecksum: be.IndexChecksum, AuditChecksum: be.AuditChecksum,
 		Details: details + "; resolution: " + resolution.what, CheckedAt: p.cfg.Clock.Now(),
+		Agent: p.cfg.Agent,
 	}
 	if err := p.cfg.BitLog.Record(ctx, row); err != nil {
 		return fmt.Errorf("biterror: %w", err)

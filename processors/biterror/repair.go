@@ -76,7 +76,7 @@ func (p *Processor) repair(ctx context.Context, be task.BitError, now *bit.Obser
 		return resolution{}, fmt.Errorf("biterror: open store %s/%s: %w", be.Account, be.StoreID, err)
 	}
 	dst, err := audited.New(badProv, p.cfg.AuditQueue, audited.Config{Account: be.Account, StoreID: be.StoreID,
-		UserID: p.cfg.UserID, Format: p.cfg.Format, Clock: p.cfg.Clock})
+		SourceStoreID: src, UserID: p.cfg.UserID, Format: p.cfg.Format, Clock: p.cfg.Clock})
 	if err != nil {
 		return resolution{}, fmt.Errorf("biterror: %w", err)
 	}

@@ -125,7 +125,7 @@ func BenchmarkStreamingCopy1GiB(b *testing.B) {
 
 	proc, err := dup.New(dup.Config{
 		Opener:                opener{"1": src, "2": dst},
-		Audit:                 func(p storage.Provider, _, _ string) (storage.Provider, error) { return p, nil },
+		Audit:                 func(p storage.Provider, _, _, _ string) (storage.Provider, error) { return p, nil },
 		Live:                  dup.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
 		Policies:              allow(b, oneToTwo),
 		DisableServerSideCopy: true,

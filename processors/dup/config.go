@@ -40,15 +40,18 @@ const UserID = "mill-duplication"
 // *stores.Opener implements it.
 type Opener = storage.Opener
 
-// AuditFunc wraps the destination provider so that its writes are audited
-// (normally audited.New; see AuditTo).
-type AuditFunc func(p storage.Provider, account, storeID string) (storage.Provider, error)
+// AuditFunc wraps the destination provider (store storeID) so that its
+// writes are audited, naming sourceStoreID as the store the content was
+// read from (normally audited.New; see AuditTo).
+type AuditFunc func(p storage.Provider, account, storeID, sourceStoreID string) (storage.Provider, error)
 
 // AuditTo returns an AuditFunc wrapping destinations in the audited
-// decorator, which puts one AUDIT task per write on q in format.
+// decorator, which puts one AUDIT task per write on q in format; the
+// task of a content write names the source store (task.KeySourceStoreID).
 func AuditTo(q queue.Queue, format task.Format, clk clock.Clock) AuditFunc {
-	return func(p storage.Provider, account, storeID string) (storage.Provider, error) {
-		return audited.New(p, q, audited.Config{Account: account, StoreID: storeID, UserID: UserID, Format: format, Clock: clk})
+	return func(p storage.Provider, account, storeID, sourceStoreID string) (storage.Provider, error) {
+		return audited.New(p, q, audited.Config{Account: account, StoreID: storeID, SourceStoreID: sourceStoreID,
+			UserID: UserID, Format: format, Clock: clk})
 	}
 }
 

@@ -93,7 +93,7 @@ func TestCopyContinuesAfterContinueAfter(t *testing.T) {
 	newProc := func(src storage.Provider) *dup.Processor {
 		p, err := dup.New(dup.Config{
 			Opener:   opener{"1": src, "2": dst},
-			Audit:    func(p storage.Provider, _, _ string) (storage.Provider, error) { return p, nil },
+			Audit:    func(p storage.Provider, _, _, _ string) (storage.Provider, error) { return p, nil },
 			Live:     dup.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
 			Policies: allow(t, oneToTwo), DisableServerSideCopy: true, Clock: clk, Logger: testLogger(t),
 			Transfer:    storage.Transfer{Streams: 1, PartSize: part},

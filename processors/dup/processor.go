@@ -134,7 +134,7 @@ func (p *Processor) Process(ctx context.Context, d task.Dup) (Action, error) {
 	if err != nil {
 		return None, fmt.Errorf("dup: open destination store %s/%s: %w", d.Account, d.DestStoreID, err)
 	}
-	adst, err := p.cfg.Audit(dst, d.Account, d.DestStoreID)
+	adst, err := p.cfg.Audit(dst, d.Account, d.DestStoreID, d.StoreID)
 	if err != nil {
 		return None, fmt.Errorf("dup: audit destination store %s/%s: %w", d.Account, d.DestStoreID, err)
 	}

@@ -598,7 +598,7 @@ func TestServerSideCopyUsedUnlessDisabled(t *testing.T) {
 			e := setup(t, nil, func(p storage.Provider) storage.Provider { c = &copier{Provider: p}; return c },
 				func(cfg *dup.Config) {
 					cfg.DisableServerSideCopy = disable
-					cfg.Audit = func(p storage.Provider, _, _ string) (storage.Provider, error) { return p, nil }
+					cfg.Audit = func(p storage.Provider, _, _, _ string) (storage.Provider, error) { return p, nil }
 				})
 			put(t, e.src, "x", "payload", nil)
 			if err := e.dst.CreateSpace(context.Background(), space); err != nil {

@@ -216,6 +216,7 @@ func TestEvidenceFromMillsRecords(t *testing.T) {
 	if counts[evidence.FixityCheck] < fresh || counts[evidence.Replication] != 8 || counts[evidence.Repair] != 1 || counts[evidence.Deletion] != 3 {
 		t.Fatalf("events by type %v; want a fixity check per fresh bit-log row (%d), 8 replications, 1 repair, 3 deletions", counts, fresh)
 	}
+	checkAgentsAndSources(t, events, "adversarial")
 	vout := e.mustVerify(t, "after the runs")
 	t.Logf("verify: %s", vout)
 	// The derived events of one item, as `millctl evidence events` filters

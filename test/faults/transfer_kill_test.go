@@ -246,7 +246,7 @@ func TestTransferChild(t *testing.T) {
 		}
 		p, err := dup.New(dup.Config{
 			Opener: storeMap{"1": src, "2": dst}, Policies: onePolicy{pol},
-			Audit:                 func(p storage.Provider, _, _ string) (storage.Provider, error) { return p, nil },
+			Audit:                 func(p storage.Provider, _, _, _ string) (storage.Provider, error) { return p, nil },
 			Live:                  dup.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
 			DisableServerSideCopy: true, Transfer: tr, Checkpoints: cps, ResumeMinSize: 1, Logger: log,
 		})

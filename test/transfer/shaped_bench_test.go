@@ -174,7 +174,7 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	newDup := func(tr storage.Transfer) *dup.Processor {
 		p, err := dup.New(dup.Config{
 			Opener:   opener{"1": src, "2": dst},
-			Audit:    func(p storage.Provider, _, _ string) (storage.Provider, error) { return p, nil },
+			Audit:    func(p storage.Provider, _, _, _ string) (storage.Provider, error) { return p, nil },
 			Live:     dup.LiveCheckerFunc(func(context.Context, string, string, string, string) (bool, error) { return false, nil }),
 			Policies: policies{pol}, DisableServerSideCopy: true, Transfer: tr, Logger: slog.New(slog.DiscardHandler),
 		})

@@ -43,6 +43,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/buildinfo"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/notify"
@@ -56,6 +57,10 @@ import (
 	"github.com/millfleet/mill/pkg/workman"
 	"github.com/millfleet/mill/processors"
 )
+
+// devWorkerID is the dev mode's Workman instance: its logs' and its
+// bit-log rows' agent.
+const devWorkerID = "millctl-dev"
 
 // Defaults of Config.
 const (
@@ -359,6 +364,7 @@ func (e *env) setup() error {
 		return err
 	}
 	deps.Notifier = e.notes
+	deps.Agent = bitlog.Agent{Instance: devWorkerID, Version: buildinfo.Version()}
 	e.hist = &historyLog{Log: deps.BitLog}
 	deps.BitLog = e.hist
 	deps.Wrap = func(t task.Type, h processors.Handler) processors.Handler {
@@ -411,7 +417,7 @@ func (e *env) manager() (*workman.Manager, error) {
 		RetryBase:    100 * time.Millisecond, RetryMax: 2 * time.Second,
 		DeleteFlush: 20 * time.Millisecond, OperationRetryBase: 10 * time.Millisecond,
 		GracePeriod: 5 * time.Second, HardStopTimeout: 2 * time.Second,
-		WorkerID: "millctl-dev", Logger: e.cfg.Logger,
+		WorkerID: devWorkerID, Logger: e.cfg.Logger,
 	}})
 }
 

@@ -88,7 +88,7 @@ func testRoundTrip(t *testing.T, l auditlog.Log) {
 	// IDs with the key separators and unicode must survive.
 	e := entry("dir/a#b%2F Ünï.txt", t0, task.ActionCopyContent, "0cc175b9c0f1b6a831c399e269772661")
 	e.SpaceACLs = map[string]string{"acl-bob": "WRITE"}
-	e.SourceSpaceID, e.SourceContentID = "other", "x/y"
+	e.SourceSpaceID, e.SourceContentID, e.SourceStoreID = "other", "x/y", "2"
 	if !put(t, l, e) {
 		t.Fatal("first Put: stored = false")
 	}

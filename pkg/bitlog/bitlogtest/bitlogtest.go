@@ -52,6 +52,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("VerdictsIsolated", func(t *testing.T) { testVerdictIsolation(t, newLog(t)) })
 	t.Run("AtRestJobs", func(t *testing.T) { testAtRest(t, newLog(t)) })
 	t.Run("CheckedByTime", func(t *testing.T) { testChecked(t, newLog(t)) })
+	t.Run("Agent", func(t *testing.T) { testAgent(t, newLog(t)) })
 }
 
 // testOneItem: Filter.ContentID selects one item's rows; with the run,

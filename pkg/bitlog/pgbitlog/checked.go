@@ -18,7 +18,8 @@ var _ bitlog.Checked = (*Log)(nil)
 const sqlBitChecked = `
 SELECT run_id, account, store_id, store_kind, space_id, content_id, result, COALESCE(case_number, 0),
        COALESCE(content_checksum, ''), COALESCE(storage_checksum, ''), COALESCE(index_checksum, ''),
-       COALESCE(audit_checksum, ''), details, checked_at, COALESCE(method, ''), bytes, archived
+       COALESCE(audit_checksum, ''), details, checked_at, COALESCE(method, ''), bytes, archived,
+       COALESCE(agent_instance, ''), COALESCE(agent_version, '')
 FROM bit_log
 WHERE checked_at >= $1 AND checked_at < $2
   AND (NOT $3::boolean OR

@@ -30,7 +30,8 @@ import (
 // only its month's partition. A row that is a fresh verdict also upserts
 // its copy's bit_verdict row, in the same statement and only forward in
 // time; bit_verdict is not partitioned, so DropMonths leaves it. Empty
-// checksums, case 0 and an empty method are stored as NULL. Keys are ordered byte-wise (COLLATE "C"), as the memory
+// checksums, case 0, an empty method and an empty agent field (migration
+// 013) are stored as NULL. Keys are ordered byte-wise (COLLATE "C"), as the memory
 // implementation orders them. Every statement takes its values as
 // parameters. Safe for concurrent use.
 type Log struct {
@@ -69,15 +70,16 @@ func noPartition(err error) bool {
 
 // sqlBitInsert upserts a row: $1 run, $2 account, $3 store, $4 store kind,
 // $5 space, $6 content, $7 result, $8 case, $9..$12 checksums, $13 details,
-// $14 checked at, $15 month, $16 method, $17 bytes, $18 archived.
+// $14 checked at, $15 month, $16 method, $17 bytes, $18 archived, $19 and
+// $20 the agent's instance and version.
 const sqlBitInsert = `
 INSERT INTO bit_log AS b
     (run_id, account, store_id, store_kind, space_id, content_id, result, case_number,
      content_checksum, storage_checksum, index_checksum, audit_checksum, details, checked_at, run_month,
-     method, bytes, archived)
+     method, bytes, archived, agent_instance, agent_version)
 VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8::integer, 0),
      NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, ''), NULLIF($12, ''), $13, $14, $15,
-     NULLIF($16, ''), $17, $18)
+     NULLIF($16, ''), $17, $18, NULLIF($19, ''), NULLIF($20, ''))
 ON CONFLICT (run_id, account, store_id, space_id, content_id, run_month) DO UPDATE SET
     store_kind       = excluded.store_kind,
     result           = excluded.result,
@@ -90,7 +92,9 @@ ON CONFLICT (run_id, account, store_id, space_id, content_id, run_month) DO UPDA
     checked_at       = excluded.checked_at,
     method           = excluded.method,
     bytes            = excluded.bytes,
-    archived         = excluded.archived`
+    archived         = excluded.archived,
+    agent_instance   = excluded.agent_instance,
+    agent_version    = excluded.agent_version`
 
 // cteMoved, for a row outside any producer run, whose month is the month it
 // is recorded in: its row of an earlier month goes, so the item keeps one
@@ -155,7 +159,7 @@ func (l *Log) Record(ctx context.Context, r bitlog.Row) error {
 	sql := sqlBitRecord[b2i(!inRun)][b2i(fresh)]
 	args := []any{r.RunID, r.Account, r.StoreID, r.StoreKind, r.SpaceID, r.ContentID,
 		string(r.Result), r.Case, r.ContentChecksum, r.StorageChecksum, r.IndexChecksum, r.AuditChecksum,
-		r.Details, at, month, string(r.Method), r.Bytes, r.Archived}
+		r.Details, at, month, string(r.Method), r.Bytes, r.Archived, r.Agent.Instance, r.Agent.Version}
 	for try := 0; ; try++ {
 		if err := l.ensureMonth(ctx, month); err != nil {
 			return err
@@ -179,7 +183,8 @@ func (l *Log) Record(ctx context.Context, r bitlog.Row) error {
 const sqlBitResults = `
 SELECT run_id, account, store_id, store_kind, space_id, content_id, result, COALESCE(case_number, 0),
        COALESCE(content_checksum, ''), COALESCE(storage_checksum, ''), COALESCE(index_checksum, ''),
-       COALESCE(audit_checksum, ''), details, checked_at, COALESCE(method, ''), bytes, archived
+       COALESCE(audit_checksum, ''), details, checked_at, COALESCE(method, ''), bytes, archived,
+       COALESCE(agent_instance, ''), COALESCE(agent_version, '')
 FROM bit_log
 WHERE ($1 = '' OR run_id = $1)
   AND ($2 = '' OR account = $2)
@@ -239,7 +244,7 @@ func scanRow(row pgx.CollectableRow) (bitlog.Row, error) {
 	var res, method string
 	err := row.Scan(&r.RunID, &r.Account, &r.StoreID, &r.StoreKind, &r.SpaceID, &r.ContentID, &res, &r.Case,
 		&r.ContentChecksum, &r.StorageChecksum, &r.IndexChecksum, &r.AuditChecksum, &r.Details, &r.CheckedAt,
-		&method, &r.Bytes, &r.Archived)
+		&method, &r.Bytes, &r.Archived, &r.Agent.Instance, &r.Agent.Version)
 	r.Result, r.Method = bitlog.Result(res), bitlog.Method(method)
 	r.CheckedAt = r.CheckedAt.UTC()
 	return r, err

@@ -11,7 +11,10 @@
 // digest the first of the index, audit and storage checksums of the same
 // algorithm, the outcome SUCCESS → success, FAILURE → failure, ERROR →
 // warning; the detail names the run and the decision table's case. The
-// agent is the bit check (the rows name no Workman instance or version).
+// agent is the Workman the row names (bitlog.Row.Agent, which the bit
+// processor writes from its own configuration): "mill workman" with its
+// instance and Mill version; a row naming none (written before agents
+// were recorded) keeps the bit check (Users.BitAgent) as agent.
 // An audit-log entry (FromEntry) is a replication when the duplication
 // processor wrote the copy (ADD_CONTENT, COPY_CONTENT), a repair when the
 // bit error processor did (ADD_CONTENT; the fixity check after it is the
@@ -19,9 +22,14 @@
 // DELETE_CONTENT, with its rule: the space's store policy for
 // duplication, otherwise the request of the user the entry names. The
 // agent is Mill's processor for Mill's own users, otherwise the person.
-// The audit log does not record the store a replication or repair read
-// from: the source copy's store is Unrecorded. Users' writes, property
-// changes and space-level entries are not events.
+// The source copy of a replication or repair is in the store the entry
+// names (auditlog.Entry.SourceStoreID, written by the duplication or
+// repair that read it) and Unrecorded when it names none. Like the
+// entry's user, the source store is a belief recorded as the AUDIT
+// message said it (the audit processor keeps it only when it names
+// another registered store of the account): the event says which store
+// Mill's writer reported reading, not that Mill verified the read.
+// Users' writes, property changes and space-level entries are not events.
 //
 // Each event's ID is derived from its record's identity (RowID: the row's
 // key and the time of its check; EntryID: the entry's table key), so the
@@ -68,8 +76,9 @@
 // The bit log keeps one row per run and copy: a failed check that the bit
 // error processor repaired and re-checked in the same run is replaced by
 // the re-check before a pass sees it, unless a pass ran in between; the
-// repair event (and the failure's BIT_ERROR report) stands for it. The
-// rows name no Workman instance or Mill version, and the audit log no
-// source store of a replication: the events say so (the bit check as
-// agent, the store Unrecorded) rather than guess.
+// repair event (and the failure's BIT_ERROR report) stands for it. Rows
+// written before agents were recorded name no Workman instance or Mill
+// version, and the audit log no source store of a replication or repair
+// before those were recorded: the events say so (the bit check as agent,
+// the store Unrecorded) rather than guess.
 package derive

@@ -28,8 +28,9 @@ type Users struct {
 	// not preservation actions: an audit entry re-synced from storage, an
 	// admin report); a deletion by one of them is still an event.
 	Mill []string
-	// BitAgent is the agent name of the fixity checks (the bit log rows
-	// name none).
+	// BitAgent is the agent name of the fixity checks whose bit-log rows
+	// name no agent (rows written before agents were recorded, or by a
+	// writer that names none).
 	BitAgent string
 }
 
@@ -41,9 +42,15 @@ var DefaultUsers = Users{
 	BitAgent:    "mill-bit",
 }
 
+// WorkmanAgent is the agent name of a fixity check whose bit-log row
+// names the Workman that made it (bitlog.Row.Agent): the event's agent is
+// "mill workman" with the row's instance and Mill version.
+const WorkmanAgent = "mill workman"
+
 // Unrecorded stands for what a record does not hold: the source store of
-// a replication or repair (the audit log names the copy written, not the
-// store it was read from) and an agent the record does not name.
+// a replication or repair whose audit entry names none (written before
+// entries recorded it, or whose claim the audit processor dropped) and an
+// agent the record does not name.
 const Unrecorded = "unrecorded"
 
 // Event ID namespaces: an event's ID is derived from the identity of the
@@ -127,12 +134,22 @@ func FromRow(r bitlog.Row, u Users) (*evidence.Event, error) {
 		Time:   evidence.FormatTime(bitlog.Truncate(r.CheckedAt)),
 		Object: evidence.Copy{Account: r.Account, Store: r.StoreID, Space: r.SpaceID, ContentID: r.ContentID},
 		Fixity: f, Outcome: out, Detail: RowDetail(r),
-		Agent: evidence.Agent{Kind: evidence.Software, Name: u.BitAgent},
+		Agent: rowAgent(r.Agent, u),
 	}
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("bit-log row %s: %w", r.Key(), err)
 	}
 	return e, nil
+}
+
+// rowAgent is the agent of a fixity check: the Workman instance and Mill
+// version its row names, or u.BitAgent for a row naming none.
+func rowAgent(a bitlog.Agent, u Users) evidence.Agent {
+	if a == (bitlog.Agent{}) {
+		return evidence.Agent{Kind: evidence.Software, Name: u.BitAgent}
+	}
+	return evidence.Agent{Kind: evidence.Software, Name: WorkmanAgent,
+		Instance: clean(orUnrecorded(a.Instance), bitlog.MaxAgentField), Version: clean(orUnrecorded(a.Version), bitlog.MaxAgentField)}
 }
 
 // parseDigest reads a checksum as Mill records it: lowercase or uppercase
@@ -192,6 +209,12 @@ func FromEntry(en auditlog.Entry, u Users) (*evidence.Event, error) {
 		src.Store = Unrecorded
 		if en.SourceSpaceID != "" && en.SourceContentID != "" {
 			src.Space, src.ContentID = en.SourceSpaceID, en.SourceContentID
+		}
+		if en.SourceStoreID != "" {
+			src.Store = clean(en.SourceStoreID, 200)
+		}
+		if src == obj { // an entry changed since the audit processor checked it
+			src.Store = Unrecorded
 		}
 		e.Source = &src
 		e.Detail = "audit " + string(en.Action)

@@ -3,7 +3,8 @@
 // providers): after each successful write to the wrapped provider it puts one
 // AUDIT task on the audit queue, which the audit processor turns into an
 // audit log entry, a content index update and high-priority duplication
-// tasks. Reads emit nothing.
+// tasks. Reads emit nothing. A writer copying from another store names it
+// (Config.SourceStoreID) on its content writes' tasks.
 //
 // A write that succeeded but whose AUDIT task could not be queued is
 // reported with an error wrapping ErrNotAudited (the write is not undone;
@@ -44,6 +45,12 @@ type Config struct {
 	StoreKind storage.Kind
 	// UserID is written as user-id (may be empty).
 	UserID string
+	// SourceStoreID, when set, is written as source-store-id on the
+	// ADD_CONTENT and COPY_CONTENT of Put, Copy and ServerSideCopy: the
+	// store the writer read the content from (a duplication's source, a
+	// repair's good copy). The writer's own knowledge; the audit
+	// processor takes it as a claim.
+	SourceStoreID string
 	// Format of the AUDIT message bodies (default task.FormatJSON; set
 	// task.FormatProperties to feed DuraCloud's Java workers).
 	Format task.Format
@@ -188,6 +195,7 @@ func (p *Provider) Put(ctx context.Context, space, contentID string, r io.Reader
 	}
 	e := p.event(task.ActionAddContent, space, contentID)
 	withInfo(e, info)
+	p.withSource(e)
 	return info, p.emit(ctx, e)
 }
 
@@ -297,7 +305,7 @@ func (p *Provider) ServerSideCopy(ctx context.Context, src storage.Provider, src
 	if err != nil || !done {
 		return info, done, err
 	}
-	return info, true, p.emit(ctx, p.copyEvent(info, srcSpace, srcID, dstSpace, dstID))
+	return info, true, p.emit(ctx, p.withSource(p.copyEvent(info, srcSpace, srcID, dstSpace, dstID)))
 }
 
 // Copy copies srcSpace/srcID of src (nil: this store) to dstSpace/dstID of
@@ -316,7 +324,7 @@ func (p *Provider) Copy(ctx context.Context, src storage.Provider, srcSpace, src
 			return nil, fmt.Errorf("audited: copy %s/%s to %s/%s: %w", srcSpace, srcID, dstSpace, dstID, err)
 		}
 		if done {
-			return info, p.emit(ctx, p.copyEvent(info, srcSpace, srcID, dstSpace, dstID))
+			return info, p.emit(ctx, p.withSource(p.copyEvent(info, srcSpace, srcID, dstSpace, dstID)))
 		}
 	}
 	rc, sinfo, err := src.Get(ctx, srcSpace, srcID)
@@ -333,7 +341,15 @@ func (p *Provider) Copy(ctx context.Context, src storage.Provider, srcSpace, src
 	if err != nil {
 		return nil, fmt.Errorf("audited: copy %s/%s to %s/%s: %w", srcSpace, srcID, dstSpace, dstID, err)
 	}
-	return info, p.emit(ctx, p.copyEvent(info, srcSpace, srcID, dstSpace, dstID))
+	return info, p.emit(ctx, p.withSource(p.copyEvent(info, srcSpace, srcID, dstSpace, dstID)))
+}
+
+// withSource adds the configured source store to a content write's event.
+func (p *Provider) withSource(e *task.Task) *task.Task {
+	if p.cfg.SourceStoreID != "" {
+		e.Props[task.KeySourceStoreID] = p.cfg.SourceStoreID
+	}
+	return e
 }
 
 func (p *Provider) copyEvent(info *storage.Info, srcSpace, srcID, dstSpace, dstID string) *task.Task {
