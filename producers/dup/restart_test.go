@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +21,14 @@ import (
 // cancelled) after it accepted n batches.
 type killAfter struct {
 	*memqueue.Queue
+	mu       sync.Mutex // batches are sent in parallel (SendsInFlight)
 	n, sends int
 	kill     context.CancelFunc
 }
 
 func (k *killAfter) Send(ctx context.Context, es ...queue.SendEntry) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.sends == k.n {
 		k.kill()
 		return ctx.Err()
