@@ -138,7 +138,6 @@ func (s *Store) Kind() storage.Kind { return storage.KindAzure }
 // a slash (counted in bytes, which is never fewer than characters).
 func (s *Store) MaxContentIDLen(space string) int { return s.layout.MaxContentIDLen(space) }
 
-
 func (s *Store) contentKey(space, id string) (string, error) { return s.layout.ContentKey(space, id) }
 
 // Azure reads a backslash in a blob name as a slash, so content IDs are

@@ -131,7 +131,6 @@ func (s *Store) Kind() storage.Kind { return storage.KindGCS }
 // space: GCS's 1024-byte name limit less the prefix, the space and a slash.
 func (s *Store) MaxContentIDLen(space string) int { return s.layout.MaxContentIDLen(space) }
 
-
 func (s *Store) contentKey(space, id string) (string, error) { return s.layout.ContentKey(space, id) }
 
 // mapErr maps GCS errors onto storage's portable errors (keeping the
