@@ -12,10 +12,12 @@ import (
 // leave it waiting. The watch a wake starts answers as soon as one
 // message is visible, and the batches that follow take what is visible
 // by then: so due times are merged only when they fall within
-// wakeMerge of one already kept for the queue (a burst of retries sent
-// over two seconds makes a few wakes, not one per retry).
-// wakeMerge: a due time this close after one already kept is covered by
-// that one's wake.
+// wakeMerge of one already kept for the queue, and the kept wake moves to
+// the later time, so no task it covers is still delayed when it fires (a
+// burst of retries sent over two seconds makes a few wakes, not one per
+// retry).
+// wakeMerge: a due time this close after one already kept is merged into
+// that wake, which then fires at the later time.
 const wakeMerge = 250 * time.Millisecond
 
 type waker struct {
@@ -38,6 +40,11 @@ func (w *waker) at(i int, t time.Time) {
 		k++
 	}
 	if k > 0 && t.Sub(ts[k-1]) < wakeMerge {
+		// Merged into the earlier wake, which moves to the later time: a
+		// watch answers with what is visible when it starts, so a wake
+		// before a task's due time would leave that task to the idle
+		// rotation (seen in a CI run: 8 of 60 retries waited 80 s).
+		ts[k-1] = t
 		w.mu.Unlock()
 		return
 	}
