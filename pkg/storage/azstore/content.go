@@ -121,13 +121,6 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 	return p.info(id), nil
 }
 
-// Get streams the whole item.
-func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *storage.Info, error) {
-	// A rewrite between reading the properties and opening the bytes
-	// replaces the revision read: read the new one.
-	return objstore.GetCurrent(func() (io.ReadCloser, *storage.Info, error) { return s.GetRange(ctx, space, id, 0, -1, "") })
-}
-
 // GetRange implements storage.RangeReader. The revision is the blob's
 // ETag: the read is conditional on it (If-Match), so a rewritten item
 // gives storage.ErrChanged.

@@ -68,13 +68,6 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 	return info, wrap("head", space+"/"+id, err)
 }
 
-// Get streams the whole item.
-func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *storage.Info, error) {
-	// A rewrite between reading the attributes and opening the bytes
-	// replaces the generation read: read the new one.
-	return objstore.GetCurrent(func() (io.ReadCloser, *storage.Info, error) { return s.GetRange(ctx, space, id, 0, -1, "") })
-}
-
 // GetRange implements storage.RangeReader. The revision is the object's
 // generation: the read asks for that generation, and when it is no longer
 // the live one the read fails with storage.ErrChanged.
