@@ -172,15 +172,9 @@ func (d *Log) SpaceHistory(ctx context.Context, account, storeID, spaceID, pageT
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
 	}
-	entries, err := entriesFromItems(out.Items)
+	entries, next, err := page(out.Items, out.LastEvaluatedKey, encodeDynamoToken)
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
-	}
-	next := ""
-	if len(out.LastEvaluatedKey) > 0 {
-		if next, err = encodeDynamoToken(out.LastEvaluatedKey); err != nil {
-			return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
-		}
 	}
 	return entries, next, nil
 }
