@@ -3,7 +3,6 @@ package azstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -130,12 +129,9 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 		return nil, nil, wrap("get", space+"/"+id, err)
 	}
 	bc := s.c.NewBlobClient(key)
-	cond := func(etag azcore.ETag) *blob.AccessConditions {
-		return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(etag)}}
-	}
 	var gp *blob.GetPropertiesOptions
 	if revision != "" {
-		gp = &blob.GetPropertiesOptions{AccessConditions: cond(azcore.ETag(revision))}
+		gp = &blob.GetPropertiesOptions{AccessConditions: ifMatch(azcore.ETag(revision))}
 	}
 	r, err := bc.GetProperties(ctx, gp)
 	if err != nil {
@@ -150,7 +146,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 	if n == 0 {
 		return io.NopCloser(strings.NewReader("")), info, nil
 	}
-	d, err := bc.DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: off, Count: n}, AccessConditions: cond(p.etag)})
+	d, err := bc.DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: off, Count: n}, AccessConditions: ifMatch(p.etag)})
 	if err != nil {
 		return nil, nil, wrap("get", space+"/"+id, s.readErr(ctx, space, key, string(p.etag), err))
 	}
@@ -189,39 +185,9 @@ func (s *Store) SetProperties(ctx context.Context, space, id string, newProps ma
 	if err != nil {
 		return wrap("set properties", space+"/"+id, err)
 	}
-	_, err = s.c.NewBlobClient(key).SetMetadata(ctx, m, &blob.SetMetadataOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(p.etag)}}})
+	_, err = s.c.NewBlobClient(key).SetMetadata(ctx, m, &blob.SetMetadataOptions{AccessConditions: ifMatch(p.etag)})
 	if err != nil {
 		undo()
 	}
 	return wrap("set properties", space+"/"+id, err)
-}
-
-// Delete removes the item, keeping it recoverable (see recover.go); a
-// missing item or space is success.
-func (s *Store) Delete(ctx context.Context, space, id string) error {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	p, err := s.props(ctx, key)
-	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	undo, err := s.preserve(ctx, key, space, id, &p, storage.ReplacedByDelete)
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	_, err = s.c.NewBlobClient(key).Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(p.etag)}}})
-	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		undo()
-		return nil
-	}
-	if err != nil {
-		undo()
-		return wrap("delete", space+"/"+id, fmt.Errorf("%w", err))
-	}
-	return nil
 }

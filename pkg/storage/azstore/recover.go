@@ -7,6 +7,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -81,10 +82,12 @@ func (s *Store) propsPtr(ctx context.Context, key string) (*props, error) {
 // objstore.Methods) and copies one back with its metadata (Copy Blob).
 func (s *Store) recovery() objstore.Recovery[props] {
 	return objstore.Recovery[props]{
-		List:  s.listProps,
-		Attrs: s.propsPtr,
-		Preserve: func(ctx context.Context, key, space, id string) (func(), error) {
-			return s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
+		List:     s.listProps,
+		Attrs:    s.propsPtr,
+		Preserve: s.preserve,
+		Remove: func(ctx context.Context, key string, p *props) error {
+			_, err := s.c.NewBlobClient(key).Delete(ctx, &blob.DeleteOptions{AccessConditions: ifMatch(p.etag)})
+			return err
 		},
 		Copy: func(ctx context.Context, src, dst string, from *props) error {
 			return s.copyBlob(ctx, src, dst, string(from.etag), maps.Clone(from.meta))
@@ -130,4 +133,9 @@ func derefOr(p *int64) int64 {
 		return 0
 	}
 	return *p
+}
+
+// ifMatch makes a request conditional on the blob's ETag.
+func ifMatch(etag azcore.ETag) *blob.AccessConditions {
+	return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(etag)}}
 }

@@ -158,32 +158,3 @@ func (s *Store) SetProperties(ctx context.Context, space, id string, props map[s
 	}
 	return wrap("set properties", space+"/"+id, err)
 }
-
-// Delete removes the item, keeping it recoverable (see recover.go); a
-// missing item or space is success.
-func (s *Store) Delete(ctx context.Context, space, id string) error {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	a, err := s.bucket.Object(key).Attrs(ctx)
-	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	undo, err := s.preserve(ctx, key, space, id, a, storage.ReplacedByDelete)
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	err = s.bucket.Object(key).If(gcs.Conditions{GenerationMatch: a.Generation}).Delete(ctx)
-	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		undo()
-		return nil
-	}
-	if err != nil {
-		undo()
-	}
-	return wrap("delete", space+"/"+id, err)
-}

@@ -95,8 +95,8 @@ type Store struct {
 	cfg    Config
 	layout objstore.Layout
 	spaces objstore.Spaces
-	// methods are the store's space methods, Put, Get, MaxContentIDLen,
-	// Versions and Restore (objstore.Methods).
+	// methods are the store's space methods, Put, Get, Delete,
+	// MaxContentIDLen, Versions and Restore (objstore.Methods).
 	methods
 }
 

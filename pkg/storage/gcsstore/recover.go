@@ -50,8 +50,9 @@ func (s *Store) recovery() objstore.Recovery[gcs.ObjectAttrs] {
 		Attrs: func(ctx context.Context, key string) (*gcs.ObjectAttrs, error) {
 			return s.bucket.Object(key).Attrs(ctx)
 		},
-		Preserve: func(ctx context.Context, key, space, id string) (func(), error) {
-			return s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
+		Preserve: s.preserve,
+		Remove: func(ctx context.Context, key string, a *gcs.ObjectAttrs) error {
+			return s.bucket.Object(key).If(gcs.Conditions{GenerationMatch: a.Generation}).Delete(ctx)
 		},
 		Copy: func(ctx context.Context, src, dst string, from *gcs.ObjectAttrs) error {
 			_, err := s.copyObject(ctx, src, dst, maps.Clone(from.Metadata), from.ContentType)

@@ -19,8 +19,12 @@ type Recovery[A any] struct {
 	// Attrs reads an object's attributes.
 	Attrs func(ctx context.Context, key string) (*A, error)
 	// Preserve keeps the object at key, item id of space, recoverable
-	// before it is replaced (a Preserver).
-	Preserve func(ctx context.Context, key, space, id string) (undo func(), err error)
+	// before it is deleted or replaced for reason (a Preserver); have is
+	// its attributes when the caller read them (nil: read them).
+	Preserve func(ctx context.Context, key, space, id string, have *A, reason string) (undo func(), err error)
+	// Remove deletes the object at key, failing when its attributes are
+	// no longer a (a conditional delete).
+	Remove func(ctx context.Context, key string, a *A) error
 	// Copy copies src, whose attributes are from, over dst server side,
 	// with src's metadata and content type.
 	Copy func(ctx context.Context, src, dst string, from *A) error
@@ -46,7 +50,7 @@ type Provider[A any] struct {
 type spaceMethods = SpaceMethods
 
 // Methods are the storage.Provider methods every object-store provider
-// has alike: the space methods, Put, Get, MaxContentIDLen and
+// has alike: the space methods, Put, Get, Delete, MaxContentIDLen and
 // storage.Recoverer's Versions and Restore over trash copies. A provider
 // embeds them under an unexported alias: only these methods become its
 // own, nothing of Provider.
@@ -126,7 +130,7 @@ func (m Methods[A]) restore(ctx context.Context, space, id, versionID string) (*
 	if err != nil {
 		return nil, err
 	}
-	undo, err := r.Preserve(ctx, key, space, id)
+	undo, err := r.Preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
 	if err != nil {
 		return nil, err
 	}
@@ -144,4 +148,37 @@ func (m Methods[A]) restore(ctx context.Context, space, id, versionID string) (*
 		return nil, fmt.Errorf("%w: restored %s has MD5 %x and %d bytes, the version %x and %d", storage.ErrChecksumMismatch, r.What, md5, size, fromMD5, fromSize)
 	}
 	return r.Info(a, id), nil
+}
+
+// Delete removes the item, keeping it recoverable (a trash copy); a
+// missing item or space is success.
+func (m Methods[A]) Delete(ctx context.Context, space, id string) error {
+	return m.p.Spaces.Wrap("delete", space+"/"+id, m.delete(ctx, space, id))
+}
+
+func (m Methods[A]) delete(ctx context.Context, space, id string) error {
+	key, err := m.p.Spaces.Layout.ContentKey(space, id)
+	if err != nil {
+		return err
+	}
+	r := m.p.Recovery
+	a, err := r.Attrs(ctx, key)
+	if m.p.Spaces.notFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	undo, err := r.Preserve(ctx, key, space, id, a, storage.ReplacedByDelete)
+	if err != nil {
+		return err
+	}
+	if err := r.Remove(ctx, key, a); err != nil {
+		undo()
+		if m.p.Spaces.notFound(err) {
+			return nil
+		}
+		return err
+	}
+	return nil
 }
