@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/millfleet/mill/pkg/auditlog"
 )
 
@@ -22,15 +18,7 @@ func (d *Log) ItemHistory(ctx context.Context, account, storeID, spaceID, conten
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: item history %s: %w", pk, err)
 	}
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(d.table),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": auditlog.AttrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
-		ScanIndexForward:          aws.Bool(false),
-		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(int32(auditlog.PageSize(limit))),
-	}
+	in := d.itemQuery(pk, int32(auditlog.PageSize(limit)))
 	if ok {
 		in.ExclusiveStartKey = tableKey(pk, sk)
 	}
