@@ -101,7 +101,7 @@ type Store struct {
 	cfg    Config
 	layout objstore.Layout
 	spaces objstore.Spaces
-	// methods are the store's space methods, Put, Get, Delete,
+	// methods are the store's space methods, Put, Get, Delete, SetProperties,
 	// MaxContentIDLen, Versions and Restore (objstore.Methods).
 	methods
 }

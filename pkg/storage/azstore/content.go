@@ -164,30 +164,3 @@ func (s *Store) readErr(ctx context.Context, space, key, revision string, err er
 	}
 	return err
 }
-
-// SetProperties replaces the item's properties (Set Blob Metadata: the
-// bytes stay, the ETag and modified time change), keeping the state it
-// replaces recoverable.
-func (s *Store) SetProperties(ctx context.Context, space, id string, newProps map[string]string) error {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	p, err := s.props(ctx, key)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, s.readErr(ctx, space, key, "", err))
-	}
-	m, err := metadata(meta(p.meta, MetaMD5), meta(p.meta, MetaCRC64), newProps)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	undo, err := s.preserve(ctx, key, space, id, &p, storage.ReplacedByProperties)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	_, err = s.c.NewBlobClient(key).SetMetadata(ctx, m, &blob.SetMetadataOptions{AccessConditions: ifMatch(p.etag)})
-	if err != nil {
-		undo()
-	}
-	return wrap("set properties", space+"/"+id, err)
-}

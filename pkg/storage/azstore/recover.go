@@ -85,6 +85,15 @@ func (s *Store) recovery() objstore.Recovery[props] {
 		List:     s.listProps,
 		Attrs:    s.propsPtr,
 		Preserve: s.preserve,
+		// Set Blob Metadata: the bytes stay, the ETag and modified time
+		// change.
+		Patch: func(p *props, newProps map[string]string) (func(context.Context, string) error, error) {
+			m, err := metadata(meta(p.meta, MetaMD5), meta(p.meta, MetaCRC64), newProps)
+			return func(ctx context.Context, key string) error {
+				_, err := s.c.NewBlobClient(key).SetMetadata(ctx, m, &blob.SetMetadataOptions{AccessConditions: ifMatch(p.etag)})
+				return err
+			}, err
+		},
 		Remove: func(ctx context.Context, key string, p *props) error {
 			_, err := s.c.NewBlobClient(key).Delete(ctx, &blob.DeleteOptions{AccessConditions: ifMatch(p.etag)})
 			return err

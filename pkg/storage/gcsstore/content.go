@@ -130,31 +130,3 @@ func (s *Store) readErr(ctx context.Context, space, key string, gen int64, err e
 	}
 	return err
 }
-
-// SetProperties replaces the item's properties (a metadata patch: the
-// bytes and generation stay, the modified time becomes now), keeping the
-// state it replaces recoverable.
-func (s *Store) SetProperties(ctx context.Context, space, id string, props map[string]string) error {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	a, err := s.bucket.Object(key).Attrs(ctx)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, s.readErr(ctx, space, key, 0, err))
-	}
-	meta, err := metadata(a.Metadata[MetaMD5], a.Metadata[MetaCRC64], props)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	undo, err := s.preserve(ctx, key, space, id, a, storage.ReplacedByProperties)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	// Only the generation read above: a concurrent rewrite fails the patch.
-	_, err = s.bucket.Object(key).If(gcs.Conditions{GenerationMatch: a.Generation}).Update(ctx, gcs.ObjectAttrsToUpdate{Metadata: meta})
-	if err != nil {
-		undo()
-	}
-	return wrap("set properties", space+"/"+id, err)
-}

@@ -51,6 +51,16 @@ func (s *Store) recovery() objstore.Recovery[gcs.ObjectAttrs] {
 			return s.bucket.Object(key).Attrs(ctx)
 		},
 		Preserve: s.preserve,
+		// A metadata patch: the bytes and generation stay, the modified
+		// time becomes now.
+		Patch: func(a *gcs.ObjectAttrs, props map[string]string) (func(context.Context, string) error, error) {
+			meta, err := metadata(a.Metadata[MetaMD5], a.Metadata[MetaCRC64], props)
+			return func(ctx context.Context, key string) error {
+				// Only the generation read: a concurrent rewrite fails the patch.
+				_, err := s.bucket.Object(key).If(gcs.Conditions{GenerationMatch: a.Generation}).Update(ctx, gcs.ObjectAttrsToUpdate{Metadata: meta})
+				return err
+			}, err
+		},
 		Remove: func(ctx context.Context, key string, a *gcs.ObjectAttrs) error {
 			return s.bucket.Object(key).If(gcs.Conditions{GenerationMatch: a.Generation}).Delete(ctx)
 		},

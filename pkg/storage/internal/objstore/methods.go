@@ -25,6 +25,11 @@ type Recovery[A any] struct {
 	// Remove deletes the object at key, failing when its attributes are
 	// no longer a (a conditional delete).
 	Remove func(ctx context.Context, key string, a *A) error
+	// Patch prepares replacing the properties of the object a describes
+	// (its metadata, keeping its MD5 and CRC): it refuses properties the
+	// service cannot store, else returns the write, which fails when the
+	// object's attributes are no longer a.
+	Patch func(a *A, props map[string]string) (write func(ctx context.Context, key string) error, err error)
 	// Copy copies src, whose attributes are from, over dst server side,
 	// with src's metadata and content type.
 	Copy func(ctx context.Context, src, dst string, from *A) error
@@ -50,8 +55,9 @@ type Provider[A any] struct {
 type spaceMethods = SpaceMethods
 
 // Methods are the storage.Provider methods every object-store provider
-// has alike: the space methods, Put, Get, Delete, MaxContentIDLen and
-// storage.Recoverer's Versions and Restore over trash copies. A provider
+// has alike: the space methods, Put, Get, Delete, SetProperties,
+// MaxContentIDLen and storage.Recoverer's Versions and Restore over trash
+// copies. A provider
 // embeds them under an unexported alias: only these methods become its
 // own, nothing of Provider.
 type Methods[A any] struct {
@@ -178,6 +184,43 @@ func (m Methods[A]) delete(ctx context.Context, space, id string) error {
 		if m.p.Spaces.notFound(err) {
 			return nil
 		}
+		return err
+	}
+	return nil
+}
+
+// SetProperties replaces the item's properties (the bytes stay), keeping
+// the state it replaces recoverable.
+func (m Methods[A]) SetProperties(ctx context.Context, space, id string, props map[string]string) error {
+	return m.p.Spaces.Wrap("set properties", space+"/"+id, m.setProperties(ctx, space, id, props))
+}
+
+func (m Methods[A]) setProperties(ctx context.Context, space, id string, props map[string]string) error {
+	key, err := m.p.Spaces.Layout.ContentKey(space, id)
+	if err != nil {
+		return err
+	}
+	r := m.p.Recovery
+	a, err := r.Attrs(ctx, key)
+	if m.p.Spaces.notFound(err) {
+		// The space is missing, or the item.
+		if serr := m.p.Put.NeedSpace(ctx, space); serr != nil {
+			return serr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	write, err := r.Patch(a, props)
+	if err != nil {
+		return err
+	}
+	undo, err := r.Preserve(ctx, key, space, id, a, storage.ReplacedByProperties)
+	if err != nil {
+		return err
+	}
+	if err := write(ctx, key); err != nil {
+		undo()
 		return err
 	}
 	return nil
