@@ -162,13 +162,19 @@ func (m Methods[A]) Delete(ctx context.Context, space, id string) error {
 	return m.p.Spaces.Wrap("delete", space+"/"+id, m.delete(ctx, space, id))
 }
 
-func (m Methods[A]) delete(ctx context.Context, space, id string) error {
+// item returns the name of item id of space and its object's attributes.
+func (m Methods[A]) item(ctx context.Context, space, id string) (string, *A, error) {
 	key, err := m.p.Spaces.Layout.ContentKey(space, id)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
+	a, err := m.p.Recovery.Attrs(ctx, key)
+	return key, a, err
+}
+
+func (m Methods[A]) delete(ctx context.Context, space, id string) error {
 	r := m.p.Recovery
-	a, err := r.Attrs(ctx, key)
+	key, a, err := m.item(ctx, space, id)
 	if m.p.Spaces.notFound(err) {
 		return nil
 	}
@@ -196,12 +202,8 @@ func (m Methods[A]) SetProperties(ctx context.Context, space, id string, props m
 }
 
 func (m Methods[A]) setProperties(ctx context.Context, space, id string, props map[string]string) error {
-	key, err := m.p.Spaces.Layout.ContentKey(space, id)
-	if err != nil {
-		return err
-	}
 	r := m.p.Recovery
-	a, err := r.Attrs(ctx, key)
+	key, a, err := m.item(ctx, space, id)
 	if m.p.Spaces.notFound(err) {
 		// The space is missing, or the item.
 		if serr := m.p.Put.NeedSpace(ctx, space); serr != nil {
