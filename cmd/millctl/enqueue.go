@@ -31,26 +31,30 @@ var defaultQueueKey = map[task.Type]string{
 	task.TypeStorageStats: queue.KeyBit,
 }
 
+// taskViews read a task of each known type through its typed view.
+var taskViews = map[task.Type]func(*task.Task) error{
+	task.TypeDup:          view(task.DupFrom),
+	task.TypeBit:          view(task.BitFrom),
+	task.TypeBitReport:    view(task.BitReportFrom),
+	task.TypeBitError:     view(task.BitErrorFrom),
+	task.TypeAudit:        view(task.AuditFrom),
+	task.TypeNoop:         view(task.NoopFrom),
+	task.TypeStorageStats: view(task.StorageStatsFrom),
+}
+
+func view[V any](from func(*task.Task) (V, error)) func(*task.Task) error {
+	return func(t *task.Task) error {
+		_, err := from(t)
+		return err
+	}
+}
+
 // validateTask checks a task of a known type through its typed view.
 func validateTask(t *task.Task) error {
-	var err error
-	switch t.Type {
-	case task.TypeDup:
-		_, err = task.DupFrom(t)
-	case task.TypeBit:
-		_, err = task.BitFrom(t)
-	case task.TypeBitReport:
-		_, err = task.BitReportFrom(t)
-	case task.TypeBitError:
-		_, err = task.BitErrorFrom(t)
-	case task.TypeAudit:
-		_, err = task.AuditFrom(t)
-	case task.TypeNoop:
-		_, err = task.NoopFrom(t)
-	case task.TypeStorageStats:
-		_, err = task.StorageStatsFrom(t)
+	if v, ok := taskViews[t.Type]; ok {
+		return v(t)
 	}
-	return err
+	return nil
 }
 
 const enqueueUsage = `Send tasks to a queue. Either one task from flags:

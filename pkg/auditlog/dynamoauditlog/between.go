@@ -36,10 +36,7 @@ func (d *Log) Between(ctx context.Context, since, until time.Time, pageToken str
 		Limit:          aws.Int32(int32(auditlog.PageSize(limit))),
 	}
 	if ok {
-		in.ExclusiveStartKey = map[string]types.AttributeValue{
-			auditlog.AttrPK: &types.AttributeValueMemberS{Value: pk},
-			auditlog.AttrSK: &types.AttributeValueMemberS{Value: sk},
-		}
+		in.ExclusiveStartKey = tableKey(pk, sk)
 	}
 	sc, can := d.api.(ScanAPI)
 	if !can {
@@ -49,18 +46,16 @@ func (d *Log) Between(ctx context.Context, since, until time.Time, pageToken str
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: between: %w", err)
 	}
-	entries, err := entriesFromItems(out.Items)
+	entries, next, err := page(out.Items, out.LastEvaluatedKey, func(last item) (string, error) {
+		p, err := keyString(last, auditlog.AttrPK)
+		if err != nil {
+			return "", err
+		}
+		s, err := keyString(last, auditlog.AttrSK)
+		return auditlog.BetweenToken(p, s), err
+	})
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: between: %w", err)
-	}
-	next := ""
-	if len(out.LastEvaluatedKey) > 0 {
-		p, pok := out.LastEvaluatedKey[auditlog.AttrPK].(*types.AttributeValueMemberS)
-		s, sok := out.LastEvaluatedKey[auditlog.AttrSK].(*types.AttributeValueMemberS)
-		if !pok || !sok {
-			return nil, "", fmt.Errorf("auditlog: between: unexpected scan key %v", out.LastEvaluatedKey)
-		}
-		next = auditlog.BetweenToken(p.Value, s.Value)
 	}
 	return entries, next, nil
 }

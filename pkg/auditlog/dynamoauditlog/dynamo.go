@@ -114,18 +114,24 @@ func (d *Log) LatestChecksum(ctx context.Context, account, storeID, spaceID, con
 	return d.latest(ctx, auditlog.ItemKey(account, storeID, spaceID, contentID), 10, auditlog.SpeaksOfBytes)
 }
 
-// latest returns the newest entry of item pk that keep accepts, reading
-// the partition newest first in pages of page entries.
-func (d *Log) latest(ctx context.Context, pk string, page int32, keep func(auditlog.Entry) bool) (*auditlog.Entry, error) {
-	in := &dynamodb.QueryInput{
+// itemQuery is a strongly consistent Query of item pk's partition,
+// newest first, in pages of limit entries.
+func (d *Log) itemQuery(pk string, limit int32) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
 		TableName:                 aws.String(d.table),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
 		ExpressionAttributeNames:  map[string]string{"#pk": auditlog.AttrPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
 		ScanIndexForward:          aws.Bool(false),
 		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(page),
+		Limit:                     aws.Int32(limit),
 	}
+}
+
+// latest returns the newest entry of item pk that keep accepts, reading
+// the partition newest first in pages of page entries.
+func (d *Log) latest(ctx context.Context, pk string, page int32, keep func(auditlog.Entry) bool) (*auditlog.Entry, error) {
+	in := d.itemQuery(pk, page)
 	for {
 		out, err := d.api.Query(ctx, in)
 		if err != nil {
@@ -172,15 +178,9 @@ func (d *Log) SpaceHistory(ctx context.Context, account, storeID, spaceID, pageT
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
 	}
-	entries, err := entriesFromItems(out.Items)
+	entries, next, err := page(out.Items, out.LastEvaluatedKey, encodeDynamoToken)
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
-	}
-	next := ""
-	if len(out.LastEvaluatedKey) > 0 {
-		if next, err = encodeDynamoToken(out.LastEvaluatedKey); err != nil {
-			return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
-		}
 	}
 	return entries, next, nil
 }

@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/millfleet/mill/pkg/auditlog"
 )
 
@@ -22,36 +18,20 @@ func (d *Log) ItemHistory(ctx context.Context, account, storeID, spaceID, conten
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: item history %s: %w", pk, err)
 	}
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(d.table),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": auditlog.AttrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
-		ScanIndexForward:          aws.Bool(false),
-		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(int32(auditlog.PageSize(limit))),
-	}
+	in := d.itemQuery(pk, int32(auditlog.PageSize(limit)))
 	if ok {
-		in.ExclusiveStartKey = map[string]types.AttributeValue{
-			auditlog.AttrPK: &types.AttributeValueMemberS{Value: pk},
-			auditlog.AttrSK: &types.AttributeValueMemberS{Value: sk},
-		}
+		in.ExclusiveStartKey = tableKey(pk, sk)
 	}
 	out, err := d.api.Query(ctx, in)
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: item history %s: %w", pk, err)
 	}
-	entries, err := entriesFromItems(out.Items)
+	entries, next, err := page(out.Items, out.LastEvaluatedKey, func(last item) (string, error) {
+		s, err := keyString(last, auditlog.AttrSK)
+		return auditlog.ItemHistoryToken(pk, s), err
+	})
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: item history %s: %w", pk, err)
-	}
-	next := ""
-	if len(out.LastEvaluatedKey) > 0 {
-		s, sok := out.LastEvaluatedKey[auditlog.AttrSK].(*types.AttributeValueMemberS)
-		if !sok {
-			return nil, "", fmt.Errorf("auditlog: item history %s: unexpected query key %v", pk, out.LastEvaluatedKey)
-		}
-		next = auditlog.ItemHistoryToken(pk, s.Value)
 	}
 	return entries, next, nil
 }

@@ -93,21 +93,22 @@ var (
 // concurrent use.
 // Its space methods (CreateSpace, CreateSpaceIfAbsent, DeleteSpace,
 // SpaceACLs, SetSpaceACLs) are those of the marker objects every
-// object-store provider keeps (the layout in the package doc).
+// object-store provider keeps (the layout in the package doc). Its
+// MaxContentIDLen is Azure's 1024-character name limit less the prefix,
+// the space and a slash, counted in bytes (never fewer than characters).
 type Store struct {
 	c      *container.Client
 	cfg    Config
 	layout objstore.Layout
 	spaces objstore.Spaces
-	// spaceMethods are the store's space methods (see spaces.go).
-	spaceMethods
-	// putter reads the start of a put and calls putSmall or putBlocks.
-	putter objstore.Put
+	// methods are the store's space methods, Put, Get, Delete, SetProperties,
+	// MaxContentIDLen, Versions and Restore (objstore.Methods).
+	methods
 }
 
-// spaceMethods are the space methods over the markers: the embedded
-// field is unexported, its five methods are the store's.
-type spaceMethods = objstore.SpaceMethods
+// methods are the methods every object-store provider shares: the
+// embedded field is unexported, only its methods are the store's.
+type methods = objstore.Methods[props]
 
 // New returns the store on the container c (see NewClient) that cfg
 // describes. It does not create the container.
@@ -122,8 +123,12 @@ func New(c *container.Client, cfg Config) (*Store, error) {
 	s := &Store{c: c, cfg: cfg}
 	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen, Encode: encodeName, EncodedWhat: " as a blob name"}
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
-	s.spaceMethods = s.spaces.Methods()
-	s.putter = objstore.Put{Layout: s.layout, Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putBlocks}
+	s.methods = objstore.Provider[props]{
+		Spaces:   s.spaces,
+		Put:      objstore.Put{Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putBlocks},
+		Recovery: s.recovery(),
+		GetRange: s.GetRange,
+	}.Methods()
 	return s, nil
 }
 
@@ -132,11 +137,6 @@ func (s *Store) Config() Config { return s.cfg }
 
 // Kind returns storage.KindAzure.
 func (s *Store) Kind() storage.Kind { return storage.KindAzure }
-
-// MaxContentIDLen returns the longest content ID the store accepts in
-// space: Azure's 1024-character name limit less the prefix, the space and
-// a slash (counted in bytes, which is never fewer than characters).
-func (s *Store) MaxContentIDLen(space string) int { return s.layout.MaxContentIDLen(space) }
 
 func (s *Store) contentKey(space, id string) (string, error) { return s.layout.ContentKey(space, id) }
 

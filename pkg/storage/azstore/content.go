@@ -3,7 +3,6 @@ package azstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -121,13 +120,6 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 	return p.info(id), nil
 }
 
-// Get streams the whole item.
-func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *storage.Info, error) {
-	// A rewrite between reading the properties and opening the bytes
-	// replaces the revision read: read the new one.
-	return objstore.GetCurrent(func() (io.ReadCloser, *storage.Info, error) { return s.GetRange(ctx, space, id, 0, -1, "") })
-}
-
 // GetRange implements storage.RangeReader. The revision is the blob's
 // ETag: the read is conditional on it (If-Match), so a rewritten item
 // gives storage.ErrChanged.
@@ -137,12 +129,9 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 		return nil, nil, wrap("get", space+"/"+id, err)
 	}
 	bc := s.c.NewBlobClient(key)
-	cond := func(etag azcore.ETag) *blob.AccessConditions {
-		return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(etag)}}
-	}
 	var gp *blob.GetPropertiesOptions
 	if revision != "" {
-		gp = &blob.GetPropertiesOptions{AccessConditions: cond(azcore.ETag(revision))}
+		gp = &blob.GetPropertiesOptions{AccessConditions: ifMatch(azcore.ETag(revision))}
 	}
 	r, err := bc.GetProperties(ctx, gp)
 	if err != nil {
@@ -157,7 +146,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 	if n == 0 {
 		return io.NopCloser(strings.NewReader("")), info, nil
 	}
-	d, err := bc.DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: off, Count: n}, AccessConditions: cond(p.etag)})
+	d, err := bc.DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: off, Count: n}, AccessConditions: ifMatch(p.etag)})
 	if err != nil {
 		return nil, nil, wrap("get", space+"/"+id, s.readErr(ctx, space, key, string(p.etag), err))
 	}
@@ -174,61 +163,4 @@ func (s *Store) readErr(ctx context.Context, space, key, revision string, err er
 		return serr
 	}
 	return err
-}
-
-// SetProperties replaces the item's properties (Set Blob Metadata: the
-// bytes stay, the ETag and modified time change), keeping the state it
-// replaces recoverable.
-func (s *Store) SetProperties(ctx context.Context, space, id string, newProps map[string]string) error {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	p, err := s.props(ctx, key)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, s.readErr(ctx, space, key, "", err))
-	}
-	m, err := metadata(meta(p.meta, MetaMD5), meta(p.meta, MetaCRC64), newProps)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	undo, err := s.preserve(ctx, key, space, id, &p, storage.ReplacedByProperties)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	_, err = s.c.NewBlobClient(key).SetMetadata(ctx, m, &blob.SetMetadataOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(p.etag)}}})
-	if err != nil {
-		undo()
-	}
-	return wrap("set properties", space+"/"+id, err)
-}
-
-// Delete removes the item, keeping it recoverable (see recover.go); a
-// missing item or space is success.
-func (s *Store) Delete(ctx context.Context, space, id string) error {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	p, err := s.props(ctx, key)
-	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	undo, err := s.preserve(ctx, key, space, id, &p, storage.ReplacedByDelete)
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	_, err = s.c.NewBlobClient(key).Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(p.etag)}}})
-	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		undo()
-		return nil
-	}
-	if err != nil {
-		undo()
-		return wrap("delete", space+"/"+id, fmt.Errorf("%w", err))
-	}
-	return nil
 }

@@ -19,12 +19,6 @@ import (
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
-// Put writes the item (see the package doc, Writes).
-func (s *Store) Put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
-	info, err := s.putter.Run(ctx, space, id, r, opts)
-	return info, wrap("put", space+"/"+id, err)
-}
-
 // sizeErr reports content whose length is not the promised size.
 func sizeErr(got, want int64) error {
 	return objstore.SizeErr("azstore", got, want)

@@ -2,13 +2,12 @@ package azstore
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -60,10 +59,7 @@ func (s *Store) copyBlob(ctx context.Context, src, dst, etag string, m map[strin
 // has them, else they are read.
 func (s *Store) preserve(ctx context.Context, key, space, id string, p *props, reason string) (undo func(), err error) {
 	return objstore.Preserver[props]{
-		Read: func(ctx context.Context, key string) (*props, error) {
-			p, err := s.props(ctx, key)
-			return &p, err
-		},
+		Read:    s.propsPtr,
 		Missing: func(err error) bool { return errors.Is(mapErr(err), storage.ErrNotFound) },
 		Copy: func(ctx context.Context, p *props, key, tkey string) error {
 			return s.copyBlob(ctx, key, tkey, string(p.etag), nil)
@@ -77,33 +73,52 @@ func (s *Store) preserve(ctx context.Context, key, space, id string, p *props, r
 	}.Preserve(ctx, key, s.trashItemPrefix(space, id), reason, p)
 }
 
-// Versions implements storage.Recoverer: the item's trash copies, newest
-// first.
-func (s *Store) Versions(ctx context.Context, space, id string) ([]storage.Version, error) {
-	vs, err := s.versions(ctx, space, id)
-	return vs, wrap("versions", space+"/"+id, err)
+func (s *Store) propsPtr(ctx context.Context, key string) (*props, error) {
+	p, err := s.props(ctx, key)
+	return &p, err
 }
 
-func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Version, error) {
-	if _, err := s.contentKey(space, id); err != nil {
-		return nil, err
+// recovery lists the trash copies (storage.Recoverer, by
+// objstore.Methods) and copies one back with its metadata (Copy Blob).
+func (s *Store) recovery() objstore.Recovery[props] {
+	return objstore.Recovery[props]{
+		List:     s.listProps,
+		Attrs:    s.propsPtr,
+		Preserve: s.preserve,
+		// Set Blob Metadata: the bytes stay, the ETag and modified time
+		// change.
+		Patch: func(p *props, newProps map[string]string) (func(context.Context, string) error, error) {
+			m, err := metadata(meta(p.meta, MetaMD5), meta(p.meta, MetaCRC64), newProps)
+			return func(ctx context.Context, key string) error {
+				_, err := s.c.NewBlobClient(key).SetMetadata(ctx, m, &blob.SetMetadataOptions{AccessConditions: ifMatch(p.etag)})
+				return err
+			}, err
+		},
+		Remove: func(ctx context.Context, key string, p *props) error {
+			_, err := s.c.NewBlobClient(key).Delete(ctx, &blob.DeleteOptions{AccessConditions: ifMatch(p.etag)})
+			return err
+		},
+		Copy: func(ctx context.Context, src, dst string, from *props) error {
+			return s.copyBlob(ctx, src, dst, string(from.etag), maps.Clone(from.meta))
+		},
+		Sum:  func(p *props) ([]byte, int64) { return p.md5, p.size },
+		Info: func(p *props, id string) *storage.Info { return p.info(id) },
+		What: "blob",
 	}
-	prefix := s.trashItemPrefix(space, id)
-	out := []storage.Version{}
+}
+
+// listProps calls each with the name and properties of every blob under
+// prefix.
+func (s *Store) listProps(ctx context.Context, prefix string, each func(name string, p *props)) error {
 	pg := s.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: to.Ptr(prefix), Include: container.ListBlobsInclude{Metadata: true}})
 	for pg.More() {
 		page, err := pg.NextPage(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, b := range page.Segment.BlobItems {
 			if b.Name == nil || b.Properties == nil {
 				continue
-			}
-			name := strings.TrimPrefix(*b.Name, prefix)
-			v, ok := objstore.TrashVersion(name)
-			if !ok {
-				continue // not a copy the store made
 			}
 			p := props{md5: b.Properties.ContentMD5, meta: b.Metadata, inferred: true}
 			p.size = derefOr(b.Properties.ContentLength)
@@ -116,12 +131,10 @@ func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Versi
 			if b.Properties.ContentType != nil {
 				p.mime = *b.Properties.ContentType
 			}
-			v.Info = *p.info(id)
-			out = append(out, v)
+			each(*b.Name, &p)
 		}
 	}
-	objstore.NewestFirst(out)
-	return out, nil
+	return nil
 }
 
 func derefOr(p *int64) int64 {
@@ -131,37 +144,7 @@ func derefOr(p *int64) int64 {
 	return *p
 }
 
-// Restore implements storage.Recoverer: the version is copied (server
-// side) back to the item's name, after what is there was kept recoverable
-// in turn.
-func (s *Store) Restore(ctx context.Context, space, id, versionID string) (*storage.Info, error) {
-	info, err := s.restore(ctx, space, id, versionID)
-	return info, wrap("restore", space+"/"+id, err)
-}
-
-func (s *Store) restore(ctx context.Context, space, id, versionID string) (*storage.Info, error) {
-	key, src, err := s.spaces.RestoreSource(ctx, space, id, versionID, func() ([]storage.Version, error) { return s.versions(ctx, space, id) })
-	if err != nil {
-		return nil, err
-	}
-	from, err := s.props(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.copyBlob(ctx, src, key, string(from.etag), maps.Clone(from.meta)); err != nil {
-		undo()
-		return nil, err
-	}
-	p, err := s.props(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if p.size != from.size || hex.EncodeToString(p.md5) != hex.EncodeToString(from.md5) {
-		return nil, fmt.Errorf("%w: restored blob has Content-MD5 %x and %d bytes, the version %x and %d", storage.ErrChecksumMismatch, p.md5, p.size, from.md5, from.size)
-	}
-	return p.info(id), nil
+// ifMatch makes a request conditional on the blob's ETag.
+func ifMatch(etag azcore.ETag) *blob.AccessConditions {
+	return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: to.Ptr(etag)}}
 }

@@ -68,13 +68,6 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 	return info, wrap("head", space+"/"+id, err)
 }
 
-// Get streams the whole item.
-func (s *Store) Get(ctx context.Context, space, id string) (io.ReadCloser, *storage.Info, error) {
-	// A rewrite between reading the attributes and opening the bytes
-	// replaces the generation read: read the new one.
-	return objstore.GetCurrent(func() (io.ReadCloser, *storage.Info, error) { return s.GetRange(ctx, space, id, 0, -1, "") })
-}
-
 // GetRange implements storage.RangeReader. The revision is the object's
 // generation: the read asks for that generation, and when it is no longer
 // the live one the read fails with storage.ErrChanged.
@@ -136,61 +129,4 @@ func (s *Store) readErr(ctx context.Context, space, key string, gen int64, err e
 		}
 	}
 	return err
-}
-
-// SetProperties replaces the item's properties (a metadata patch: the
-// bytes and generation stay, the modified time becomes now), keeping the
-// state it replaces recoverable.
-func (s *Store) SetProperties(ctx context.Context, space, id string, props map[string]string) error {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	a, err := s.bucket.Object(key).Attrs(ctx)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, s.readErr(ctx, space, key, 0, err))
-	}
-	meta, err := metadata(a.Metadata[MetaMD5], a.Metadata[MetaCRC64], props)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	undo, err := s.preserve(ctx, key, space, id, a, storage.ReplacedByProperties)
-	if err != nil {
-		return wrap("set properties", space+"/"+id, err)
-	}
-	// Only the generation read above: a concurrent rewrite fails the patch.
-	_, err = s.bucket.Object(key).If(gcs.Conditions{GenerationMatch: a.Generation}).Update(ctx, gcs.ObjectAttrsToUpdate{Metadata: meta})
-	if err != nil {
-		undo()
-	}
-	return wrap("set properties", space+"/"+id, err)
-}
-
-// Delete removes the item, keeping it recoverable (see recover.go); a
-// missing item or space is success.
-func (s *Store) Delete(ctx context.Context, space, id string) error {
-	key, err := s.contentKey(space, id)
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	a, err := s.bucket.Object(key).Attrs(ctx)
-	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	undo, err := s.preserve(ctx, key, space, id, a, storage.ReplacedByDelete)
-	if err != nil {
-		return wrap("delete", space+"/"+id, err)
-	}
-	err = s.bucket.Object(key).If(gcs.Conditions{GenerationMatch: a.Generation}).Delete(ctx)
-	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		undo()
-		return nil
-	}
-	if err != nil {
-		undo()
-	}
-	return wrap("delete", space+"/"+id, err)
 }

@@ -86,22 +86,23 @@ var (
 // Store is a Google Cloud Storage store. It is safe for concurrent use.
 // Its space methods (CreateSpace, CreateSpaceIfAbsent, DeleteSpace,
 // SpaceACLs, SetSpaceACLs) are those of the marker objects every
-// object-store provider keeps (the layout in the package doc).
+// object-store provider keeps (the layout in the package doc). Its
+// MaxContentIDLen is GCS's 1024-byte name limit less the prefix, the
+// space and a slash.
 type Store struct {
 	client *gcs.Client
 	bucket *gcs.BucketHandle
 	cfg    Config
 	layout objstore.Layout
 	spaces objstore.Spaces
-	// spaceMethods are the store's space methods (see spaces.go).
-	spaceMethods
-	// putter reads the start of a put and calls putSmall or putLarge.
-	putter objstore.Put
+	// methods are the store's space methods, Put, Get, Delete, SetProperties,
+	// MaxContentIDLen, Versions and Restore (objstore.Methods).
+	methods
 }
 
-// spaceMethods are the space methods over the markers: the embedded
-// field is unexported, its five methods are the store's.
-type spaceMethods = objstore.SpaceMethods
+// methods are the methods every object-store provider shares: the
+// embedded field is unexported, only its methods are the store's.
+type methods = objstore.Methods[gcs.ObjectAttrs]
 
 // New returns the store cfg describes, using client (see NewClient). It
 // does not create the bucket.
@@ -116,8 +117,12 @@ func New(client *gcs.Client, cfg Config) (*Store, error) {
 	s := &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg}
 	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen}
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
-	s.spaceMethods = s.spaces.Methods()
-	s.putter = objstore.Put{Layout: s.layout, Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putLarge}
+	s.methods = objstore.Provider[gcs.ObjectAttrs]{
+		Spaces:   s.spaces,
+		Put:      objstore.Put{Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putLarge},
+		Recovery: s.recovery(),
+		GetRange: s.GetRange,
+	}.Methods()
 	return s, nil
 }
 
@@ -126,10 +131,6 @@ func (s *Store) Config() Config { return s.cfg }
 
 // Kind returns storage.KindGCS.
 func (s *Store) Kind() storage.Kind { return storage.KindGCS }
-
-// MaxContentIDLen returns the longest content ID the store accepts in
-// space: GCS's 1024-byte name limit less the prefix, the space and a slash.
-func (s *Store) MaxContentIDLen(space string) int { return s.layout.MaxContentIDLen(space) }
 
 func (s *Store) contentKey(space, id string) (string, error) { return s.layout.ContentKey(space, id) }
 

@@ -2,11 +2,8 @@ package gcsstore
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"maps"
-	"strings"
 
 	gcs "cloud.google.com/go/storage"
 	"google.golang.org/api/iterator"
@@ -45,68 +42,50 @@ func (s *Store) preserve(ctx context.Context, key, space, id string, a *gcs.Obje
 
 func notFound(err error) bool { return errors.Is(mapErr(err), storage.ErrNotFound) }
 
-// Versions implements storage.Recoverer: the item's trash copies, newest
-// first.
-func (s *Store) Versions(ctx context.Context, space, id string) ([]storage.Version, error) {
-	vs, err := s.versions(ctx, space, id)
-	return vs, wrap("versions", space+"/"+id, err)
+// recovery lists the trash copies (storage.Recoverer, by
+// objstore.Methods) and copies one back with its metadata (a rewrite).
+func (s *Store) recovery() objstore.Recovery[gcs.ObjectAttrs] {
+	return objstore.Recovery[gcs.ObjectAttrs]{
+		List: s.listAttrs,
+		Attrs: func(ctx context.Context, key string) (*gcs.ObjectAttrs, error) {
+			return s.bucket.Object(key).Attrs(ctx)
+		},
+		Preserve: s.preserve,
+		// A metadata patch: the bytes and generation stay, the modified
+		// time becomes now.
+		Patch: func(a *gcs.ObjectAttrs, props map[string]string) (func(context.Context, string) error, error) {
+			meta, err := metadata(a.Metadata[MetaMD5], a.Metadata[MetaCRC64], props)
+			return func(ctx context.Context, key string) error {
+				// Only the generation read: a concurrent rewrite fails the patch.
+				_, err := s.bucket.Object(key).If(gcs.Conditions{GenerationMatch: a.Generation}).Update(ctx, gcs.ObjectAttrsToUpdate{Metadata: meta})
+				return err
+			}, err
+		},
+		Remove: func(ctx context.Context, key string, a *gcs.ObjectAttrs) error {
+			return s.bucket.Object(key).If(gcs.Conditions{GenerationMatch: a.Generation}).Delete(ctx)
+		},
+		Copy: func(ctx context.Context, src, dst string, from *gcs.ObjectAttrs) error {
+			_, err := s.copyObject(ctx, src, dst, maps.Clone(from.Metadata), from.ContentType)
+			return err
+		},
+		Sum:  func(a *gcs.ObjectAttrs) ([]byte, int64) { return a.MD5, a.Size },
+		Info: func(a *gcs.ObjectAttrs, id string) *storage.Info { return infoOf(a, id) },
+		What: "object",
+	}
 }
 
-func (s *Store) versions(ctx context.Context, space, id string) ([]storage.Version, error) {
-	if _, err := s.contentKey(space, id); err != nil {
-		return nil, err
-	}
-	prefix := s.trashItemPrefix(space, id)
-	out := []storage.Version{}
+// listAttrs calls each with the name and attributes of every object
+// under prefix.
+func (s *Store) listAttrs(ctx context.Context, prefix string, each func(name string, a *gcs.ObjectAttrs)) error {
 	it := s.bucket.Objects(ctx, &gcs.Query{Prefix: prefix})
 	for {
 		a, err := it.Next()
 		if errors.Is(err, iterator.Done) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		name := strings.TrimPrefix(a.Name, prefix)
-		v, ok := objstore.TrashVersion(name)
-		if !ok {
-			continue // not a copy the store made
-		}
-		v.Info = *infoOf(a, id)
-		out = append(out, v)
+		each(a.Name, a)
 	}
-	objstore.NewestFirst(out)
-	return out, nil
-}
-
-// Restore implements storage.Recoverer: the version is copied (server
-// side) back to the item's name, after what is there was kept recoverable
-// in turn.
-func (s *Store) Restore(ctx context.Context, space, id, versionID string) (*storage.Info, error) {
-	info, err := s.restore(ctx, space, id, versionID)
-	return info, wrap("restore", space+"/"+id, err)
-}
-
-func (s *Store) restore(ctx context.Context, space, id, versionID string) (*storage.Info, error) {
-	key, src, err := s.spaces.RestoreSource(ctx, space, id, versionID, func() ([]storage.Version, error) { return s.versions(ctx, space, id) })
-	if err != nil {
-		return nil, err
-	}
-	from, err := s.bucket.Object(src).Attrs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
-	if err != nil {
-		return nil, err
-	}
-	a, err := s.copyObject(ctx, src, key, maps.Clone(from.Metadata), from.ContentType)
-	if err != nil {
-		undo()
-		return nil, err
-	}
-	if hex.EncodeToString(a.MD5) != hex.EncodeToString(from.MD5) || a.Size != from.Size {
-		return nil, fmt.Errorf("%w: restored object has MD5 %x and %d bytes, the version %x and %d", storage.ErrChecksumMismatch, a.MD5, a.Size, from.MD5, from.Size)
-	}
-	return infoOf(a, id), nil
 }

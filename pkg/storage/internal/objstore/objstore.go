@@ -5,9 +5,13 @@
 //
 //   - Layout: the names of space markers, items, trash copies and staged
 //     uploads under a store's prefix, and the name-length limit.
-//   - Spaces: the space markers (JSON ACLs), over a MarkerBackend; its
-//     SpaceMethods are embedded by gcsstore and azstore. s3store uses it
-//     for its Mill layout only (DuraCloud spaces are buckets).
+//   - Spaces: the space markers (JSON ACLs), over a MarkerBackend.
+//     s3store uses it for its Mill layout only (DuraCloud spaces are
+//     buckets).
+//   - Methods: what gcsstore and azstore have alike and embed (the space
+//     methods, Put, Get, Delete, SetProperties, MaxContentIDLen, Versions,
+//     Restore), built from a Provider: its Spaces, Put, Recovery (the
+//     service's calls on one object) and GetRange.
 //   - Put: the front of a put (refusals before any byte is read, then
 //     one buffered request or a streamed upload); CheckMD5, SizeErr.
 //   - Metadata and Attrs: an item's metadata (MD5, properties JSON,
