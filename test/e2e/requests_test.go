@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/millfleet/mill/internal/ops/setup"
+	"github.com/millfleet/mill/internal/testkit/reqcount"
 	"github.com/millfleet/mill/internal/testkit/slogtest"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/internal/wiring"
@@ -80,18 +81,18 @@ func TestRequestsPerTaskType(t *testing.T) {
 	pu, _ := url.Parse(dbURL)
 	pgc := startPGCounter(t, net.JoinHostPort(pu.Hostname(), pu.Port()))
 	pu.Host = pgc.addr
-	aws := startReqCounter(t, testenv.Endpoint())
+	aws := reqcount.Start(t, testenv.Endpoint())
 	cfg, err := awsconfig.Load(ctx, awsconfig.Options{Getenv: func(k string) string {
 		if k == "AWS_ENDPOINT_URL" {
-			return aws.url
+			return aws.URL()
 		}
 		return os.Getenv(k)
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.AWS.BaseEndpoint == nil || *cfg.AWS.BaseEndpoint != aws.url {
-		cfg.AWS.BaseEndpoint = &aws.url
+	if ep := aws.URL(); cfg.AWS.BaseEndpoint == nil || *cfg.AWS.BaseEndpoint != ep {
+		cfg.AWS.BaseEndpoint = &ep
 	}
 
 	// Resources, made on the emulator directly.
@@ -121,7 +122,7 @@ func TestRequestsPerTaskType(t *testing.T) {
 	 {"id":"1","primary":true,"kind":"s3","bucket":%q},
 	 {"id":"2","kind":"s3","bucket":%q},
 	 {"id":"3","kind":"s3","bucket":%q,"endpoint":%q,"allowInsecureEndpoint":true,"ambientCredentials":true}]}]}`,
-		src, dst, far, aws.url)
+		src, dst, far, aws.URL())
 	for name, body := range map[string]string{"accounts.json": reg, "duplication-accounts.json": `["acme"]`,
 		"acme-duplication-policy.json": `{"spaceDuplicationStorePolicies":{"docs":[{"srcStoreId":"1","destStoreId":"2"},{"srcStoreId":"1","destStoreId":"3"}]}}`} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
@@ -222,7 +223,7 @@ func TestRequestsPerTaskType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aws.take()
+	aws.Take()
 	pgc.take()
 	for _, st := range steps {
 		tk, name := st.t, st.typ+"/"+st.cas
@@ -241,7 +242,7 @@ func TestRequestsPerTaskType(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("%s: no outcome", name)
 		}
-		got := aws.take()
+		got := aws.Take()
 		for _, op := range workmanOps {
 			delete(got, op)
 		}
