@@ -1,5 +1,5 @@
-// Package pricing estimates what Mill's fixity checks cost, from a price
-// table that is a setting: a JSON file (Load), or the embedded default of
+// Package pricing estimates what Mill's fixity checks and producer runs
+// cost, from a price table that is a setting: a JSON file (Load), or the embedded default of
 // published us-east-1 list prices (Default), labelled with the date they
 // were collected. Every figure it gives is an estimate from the table,
 // never a bill: it counts the requests and bytes a check is known to
@@ -39,6 +39,12 @@
 //     https://aws.amazon.com/sns/pricing/,
 //     https://aws.amazon.com/dynamodb/pricing/on-demand/ (unverified: not
 //     read there).
+//
+// Requests per task (requests.go): TaskRequests is the capacity model's
+// list of every request one task makes, by type and case, which
+// docs/CAPACITY.md renders (Markdown) and an end-to-end test counts at a
+// proxy; EstimateRequests and Table.RequestsCost turn a run's attempts by
+// task type into its estimated requests and dollars (pkg/runs' reports).
 //
 // A table names its unverified figures (Table.Unverified); every estimate
 // carries that list, so a report says which of its numbers rest on them.

@@ -105,3 +105,87 @@ func estimateCase(typ string) (TaskCase, bool) {
 	}
 	return TaskRequests[i], true
 }
+
+// EstimateRequests is the requests of a run's tasks, estimated from their
+// attempts by task type: each attempt makes its type's Estimate case of
+// TaskRequests and RunOutcome, and each task the SQS requests of its
+// enqueue and of Workman (EnqueueSQSPerTask, WorkmanSQSPerTask, per
+// attempt). A type without an Estimate case counts only those. Keys are
+// Request.String ("s3 GetObject").
+func EstimateRequests(attempts map[string]int64) map[string]float64 {
+	out := map[string]float64{}
+	for typ, n := range attempts {
+		if n <= 0 {
+			continue
+		}
+		reqs := slices.Clone(RunOutcome)
+		if c, ok := estimateCase(typ); ok {
+			reqs = append(reqs, c.Requests...)
+		}
+		for _, r := range reqs {
+			out[r.String()] += float64(n) * float64(r.N)
+		}
+		out[SQS+" SendMessageBatch"] += float64(n) * EnqueueSQSPerTask
+		out[SQS+" Workman"] += float64(n) * WorkmanSQSPerTask
+	}
+	return out
+}
+
+// RequestsEstimate is what a set of requests costs at a table's prices,
+// USD: an estimate labelled with the table, never a bill.
+type RequestsEstimate struct {
+	Label      string   `json:"label"`
+	Region     string   `json:"region"`
+	TakenOn    string   `json:"pricesTakenOn"`
+	Unverified []string `json:"unverifiedPrices,omitempty"`
+	// Basis says how the requests were counted.
+	Basis    string             `json:"basis"`
+	Requests map[string]float64 `json:"requests"`
+	// ByService is the cost per service; PostgreSQL is a fixed monthly
+	// cost, not priced per statement (0).
+	ByService map[string]float64 `json:"usdByService"`
+	Total     float64            `json:"totalUSD"`
+}
+
+// price is the USD of one request "service Op".
+func (t *Table) price(name string) float64 {
+	svc, op, _ := strings.Cut(name, " ")
+	switch svc {
+	case S3:
+		switch op {
+		case "GetObject":
+			return t.GetPer1000 / 1000
+		case "HeadObject":
+			return t.HeadPer1000 / 1000
+		case "ListObjectsV2", "ListObjects", "ListObjectVersions":
+			return t.ListPer1000 / 1000
+		case "DeleteObject", "DeleteObjects":
+			return 0
+		}
+		return t.PutPer1000 / 1000 // PUT, COPY, POST, UploadPart…
+	case SQS:
+		return t.SQSPerMillion / 1e6
+	case SNS:
+		return t.SNSPerMillion / 1e6
+	case DynamoDB:
+		switch op {
+		case "GetItem", "Query", "Scan", "BatchGetItem":
+			return t.DynamoReadPerMillion / 1e6
+		}
+		return t.DynamoWritePerMillion / 1e6
+	}
+	return 0
+}
+
+// RequestsCost prices reqs (Request.String → count).
+func (t *Table) RequestsCost(reqs map[string]float64, basis string) RequestsEstimate {
+	e := RequestsEstimate{Label: t.Label, Region: t.Region, TakenOn: t.TakenOn, Unverified: t.Unverified, Basis: basis,
+		Requests: reqs, ByService: map[string]float64{}}
+	for name, n := range reqs {
+		svc, _, _ := strings.Cut(name, " ")
+		usd := n * t.price(name)
+		e.ByService[svc] += usd
+		e.Total += usd
+	}
+	return e
+}
