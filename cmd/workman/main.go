@@ -163,7 +163,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	o.databaseURL = wiring.DatabaseURLFlag(fs, "the content index and bit log", "required unless --task-types is NOOP")
 	o.reports = wiring.ReportsFlags(fs)
 	fs.BoolVar(&o.adminReports, "report-admin-space", false, "also store each bit-integrity report in the account's primary store, space\nx-duracloud-admin, named as the Java Mill names them (audited writes)")
-	fs.StringVar(&o.priceTable, "price-table", "", "JSON price `file` the bit reports' cost estimates use (default: the built-in\nus-east-1 list prices, dated; see docs/CAPACITY.md)")
+	fs.StringVar(&o.priceTable, "price-table", "", "JSON price `file` of the cost estimates of bit reports and run reports (default: the\nbuilt-in us-east-1 list prices, dated; see docs/CAPACITY.md)")
 	fs.IntVar(&o.dupRestoreDays, "dup-restore-days", 0, "when a DUP must copy an archived source item (S3 Glacier, Deep Archive), ask S3 to\nrestore it for this many `days` before dead-lettering the task (redrive it once restored);\n0: dead-letter it without asking")
 	o.notifyTopic = wiring.NotifyFlag(fs)
 	fs.IntVar(&o.transferStreams, "transfer-streams", storage.DefaultStreams, "parts in flight of one streamed copy or bit check read (ranged GETs, parts uploaded);\nmemory per transfer is streams x part size")

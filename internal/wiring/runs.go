@@ -16,7 +16,7 @@ func RunOutcomes(d *Deps) workman.OutcomeObserver {
 		return nil
 	}
 	dd := d.WithDefaults()
-	return runOutcomes{&runs.Recorder{Store: d.Runs, Reports: d.Reports, Notifier: dd.Notifier, Clock: dd.Clock, Logger: dd.Logger}}
+	return runOutcomes{&runs.Recorder{Store: d.Runs, Reports: d.Reports, Notifier: dd.Notifier, Prices: d.Prices, Clock: dd.Clock, Logger: dd.Logger}}
 }
 
 type runOutcomes struct{ r *runs.Recorder }

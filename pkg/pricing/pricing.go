@@ -1,5 +1,5 @@
-// Package pricing estimates what Mill's fixity checks cost, from a price
-// table that is a setting: a JSON file (Load), or the embedded default of
+// Package pricing estimates what Mill's fixity checks and producer runs
+// cost, from a price table that is a setting: a JSON file (Load), or the embedded default of
 // published us-east-1 list prices (Default), labelled with the date they
 // were collected. Every figure it gives is an estimate from the table,
 // never a bill: it counts the requests and bytes a check is known to
@@ -31,6 +31,20 @@
 //     https://repost.aws/knowledge-center/s3-manage-data-retrieval; Deep
 //     Archive, Standard tier, $0.02/GB and $0.10 per 1,000 requests:
 //     https://aws.amazon.com/s3/pricing/ (unverified).
+//   - S3 PUT, COPY, POST and UploadPart $0.005 per 1,000 requests (S3
+//     Standard), the same class and source as LIST.
+//   - SQS standard $0.40 per million requests, SNS $0.50 per million
+//     publishes, DynamoDB on demand $0.125 per million read and $0.625
+//     per million write request units: https://aws.amazon.com/sqs/pricing/,
+//     https://aws.amazon.com/sns/pricing/,
+//     https://aws.amazon.com/dynamodb/pricing/on-demand/ (unverified: not
+//     read there).
+//
+// Requests per task (requests.go): TaskRequests is the capacity model's
+// list of every request one task makes, by type and case, which
+// docs/CAPACITY.md renders (Markdown) and an end-to-end test counts at a
+// proxy; EstimateRequests and Table.RequestsCost turn a run's attempts by
+// task type into its estimated requests and dollars (pkg/runs' reports).
 //
 // A table names its unverified figures (Table.Unverified); every estimate
 // carries that list, so a report says which of its numbers rest on them.
@@ -81,6 +95,16 @@ type Table struct {
 	RestoreFlexiblePer1000    float64 `json:"restoreFlexiblePer1000"`
 	RestoreDeepArchivePerGB   float64 `json:"restoreDeepArchivePerGB"`
 	RestoreDeepArchivePer1000 float64 `json:"restoreDeepArchivePer1000"`
+	// Requests of the other services, and S3's writes (PUT, COPY, POST,
+	// UploadPart; LIST is ListPer1000), priced per request kind by
+	// Table.RequestsCost: S3 writes per 1,000, SQS and SNS requests per
+	// million, DynamoDB on-demand read and write request units per
+	// million (a request of an item under 4 KB, resp. 1 KB, is one).
+	PutPer1000            float64 `json:"putPer1000"`
+	SQSPerMillion         float64 `json:"sqsPerMillion"`
+	SNSPerMillion         float64 `json:"snsPerMillion"`
+	DynamoReadPerMillion  float64 `json:"dynamoReadPerMillion"`
+	DynamoWritePerMillion float64 `json:"dynamoWritePerMillion"`
 	// Unverified names the fields (by their JSON names) whose figures
 	// were not confirmed from a source.
 	Unverified []string `json:"unverified,omitempty"`
@@ -174,6 +198,8 @@ func (t *Table) fields() []field {
 		{"batchJob", &t.BatchJob}, {"batchPerMillionObjects", &t.BatchPerMillionObjects}, {"computeChecksumPerGB", &t.ComputeChecksumPerGB},
 		{"restoreFlexiblePerGB", &t.RestoreFlexiblePerGB}, {"restoreFlexiblePer1000", &t.RestoreFlexiblePer1000},
 		{"restoreDeepArchivePerGB", &t.RestoreDeepArchivePerGB}, {"restoreDeepArchivePer1000", &t.RestoreDeepArchivePer1000},
+		{"putPer1000", &t.PutPer1000}, {"sqsPerMillion", &t.SQSPerMillion}, {"snsPerMillion", &t.SNSPerMillion},
+		{"dynamoReadPerMillion", &t.DynamoReadPerMillion}, {"dynamoWritePerMillion", &t.DynamoWritePerMillion},
 	}
 }
 

@@ -108,3 +108,31 @@ func TestEstimate(t *testing.T) {
 		t.Errorf("nothing checked: %+v", none)
 	}
 }
+
+// TestEstimateRequests: a run of 1,000 BITs (1,010 attempts) and one
+// BIT_REPORT is priced from the per-type list: the GETs at the GET price,
+// the DynamoDB reads at the read price, the report's PUTs and LIST at the
+// PUT and LIST prices, SQS per task, PostgreSQL at 0.
+func TestEstimateRequests(t *testing.T) {
+	reqs := EstimateRequests(map[string]int64{"BIT": 1010, "BIT_REPORT": 1, "NOOP": 0})
+	for name, want := range map[string]float64{"s3 GetObject": 1010, "dynamodb Query": 1010, "s3 PutObject": 2,
+		"s3 ListObjectsV2": 1, "postgres statements": 1010*9 + 12, "sqs Workman": 1011 * WorkmanSQSPerTask} {
+		if got := reqs[name]; math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: %v requests, want %v", name, got, want)
+		}
+	}
+	tb := Default()
+	e := tb.RequestsCost(reqs, "test")
+	wantS3 := 1010*tb.GetPer1000/1000 + 2*tb.PutPer1000/1000 + tb.ListPer1000/1000
+	wantSQS := 1011 * (EnqueueSQSPerTask + WorkmanSQSPerTask) * tb.SQSPerMillion / 1e6
+	if math.Abs(e.ByService["s3"]-wantS3) > 1e-12 || math.Abs(e.ByService["sqs"]-wantSQS) > 1e-12 ||
+		math.Abs(e.ByService["dynamodb"]-1010*tb.DynamoReadPerMillion/1e6) > 1e-12 || e.ByService["postgres"] != 0 {
+		t.Errorf("by service %v; want s3 %v, sqs %v", e.ByService, wantS3, wantSQS)
+	}
+	if sum := e.ByService["s3"] + e.ByService["sqs"] + e.ByService["dynamodb"]; math.Abs(e.Total-sum) > 1e-12 || e.Total <= 0 {
+		t.Errorf("total %v, want %v", e.Total, sum)
+	}
+	if e.Label != tb.Label || e.TakenOn != tb.TakenOn || len(e.Unverified) == 0 {
+		t.Errorf("estimate not labelled with its table: %+v", e)
+	}
+}

@@ -23,6 +23,14 @@
 // and every queued task has a final outcome. Recorder then writes its
 // completion report (JSON and CSV in the reports store under runs/), marks
 // it completed (once, however many Workmen see it finish) and notifies.
+// The report carries the run's cost in requests and dollars (Estimate):
+// an estimate, not a count — each attempt of a task (Store.Attempts, by
+// type) counts its type's documented request list (pkg/pricing's
+// TaskRequests, the case marked estimate, which an end-to-end test counts
+// at a proxy; docs/CAPACITY.md) and its run outcome, plus the SQS
+// requests per task; priced with the Recorder's table (Workman's
+// --price-table; pkg/pricing's default otherwise). A DUP counts as a copy
+// already in step (2 HEADs): a run that copies costs more.
 //
 // One implementation per sub-package, both held to runstest.Run: pgruns
 // (PostgreSQL, milldb migration NNN_runs) and memruns (unit tests, dev mode).

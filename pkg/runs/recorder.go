@@ -10,6 +10,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/notify"
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -24,8 +25,10 @@ type Recorder struct {
 	Notifier notify.Notifier
 	// MaxFailures bounds the failures a report lists (DefaultMaxFailures).
 	MaxFailures int
-	Clock       clock.Clock
-	Logger      *slog.Logger
+	// Prices prices a report's requests (Estimate; nil: pricing.Default()).
+	Prices *pricing.Table
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // Reports is the writing half of a reportstore.Store (s3reportstore, the
@@ -133,8 +136,13 @@ func (r *Recorder) finish(ctx context.Context, st Status) error {
 	if err != nil {
 		return err
 	}
+	attempts, err := r.Store.Attempts(ctx, st.Producer, st.ID)
+	if err != nil {
+		return err
+	}
 	now := Truncate(r.clock().Now())
 	rep := NewReport(st, fails, now)
+	rep.Cost = Estimate(attempts, r.Prices)
 	loc := ""
 	if r.Reports != nil {
 		if loc, err = rep.Store(ctx, r.Reports); err != nil {

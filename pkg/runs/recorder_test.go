@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/notify/memnotify"
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/reportstore/fsreportstore"
 	"github.com/millfleet/mill/pkg/runs"
 	"github.com/millfleet/mill/pkg/runs/memruns"
@@ -123,6 +126,23 @@ func TestObserveCountsAndCompletes(t *testing.T) {
 	body := open(t, r, csvLoc)
 	if !strings.Contains(string(body), "DUP,acme/1/photos/=cmd|calc,permanent,source item gone,1,") {
 		t.Fatalf("CSV lacks the failure :\n%s", body)
+	}
+	// The cost: 4 attempts of DUP tasks (a once, b twice, c once), each
+	// the DUP estimate case (2 HEADs), at the default prices.
+	prices := pricing.Default()
+	if rep.Cost == nil || rep.Cost.Requests["s3 HeadObject"] != 8 || rep.Cost.TakenOn != prices.TakenOn {
+		t.Fatalf("report cost %+v, want 8 HEADs at the default prices", rep.Cost)
+	}
+	wantUSD := 8*prices.HeadPer1000/1000 + 4*(pricing.EnqueueSQSPerTask+pricing.WorkmanSQSPerTask)*prices.SQSPerMillion/1e6
+	if math.Abs(rep.Cost.Total-wantUSD) > 1e-12 {
+		t.Errorf("report cost $%v, want $%v", rep.Cost.Total, wantUSD)
+	}
+	if !strings.Contains(string(body), "cost_usd,prices_taken_on,basis\n"+strconv.FormatFloat(rep.Cost.Total, 'f', 6, 64)+","+prices.TakenOn+",") ||
+		!strings.Contains(string(body), "\ns3 HeadObject,8\n") {
+		t.Errorf("CSV lacks the cost:\n%s", body)
+	}
+	if !strings.Contains(evs[0].Body, "Estimated cost: $") {
+		t.Errorf("notification lacks the cost: %q", evs[0].Body)
 	}
 }
 

@@ -6,10 +6,14 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/millfleet/mill/pkg/notify"
+	"github.com/millfleet/mill/pkg/pricing"
+	"github.com/millfleet/mill/pkg/task"
 )
 
 // Report is a run's completion report (JSON; Failures also as CSV).
@@ -30,6 +34,27 @@ type Report struct {
 	// Recorder.MaxFailures; Truncated says some were left out).
 	Failures  []Failure `json:"failures"`
 	Truncated bool      `json:"failures_truncated,omitempty"`
+	// Cost is the run's estimated requests and their price (Estimate);
+	// nil when unknown.
+	Cost *pricing.RequestsEstimate `json:"cost,omitempty"`
+}
+
+// CostBasis says how a report's cost is counted.
+const CostBasis = "estimate: each attempt of a task counts the requests docs/CAPACITY.md lists for its type " +
+	"(pkg/pricing.TaskRequests, its estimate case) and its run outcome, plus the producer's and Workman's SQS requests per task"
+
+// Estimate is the cost of a run whose tasks made attempts (by type;
+// Store.Attempts), at prices (nil: pricing.Default()).
+func Estimate(attempts map[task.Type]int64, prices *pricing.Table) *pricing.RequestsEstimate {
+	if prices == nil {
+		prices = pricing.Default()
+	}
+	by := map[string]int64{}
+	for t, n := range attempts {
+		by[string(t)] += n
+	}
+	e := prices.RequestsCost(pricing.EstimateRequests(by), CostBasis)
+	return &e
 }
 
 // Failure is one dead-lettered task of a report.
@@ -81,6 +106,14 @@ func (r Report) CSV() ([]byte, error) {
 	for _, f := range r.Failures {
 		rows = append(rows, []string{f.Type, csvSafe(f.Item), f.Reason, csvSafe(f.Error), strconv.Itoa(f.Attempts), f.At.Format(time.RFC3339)})
 	}
+	if c := r.Cost; c != nil {
+		names := slices.Sorted(maps.Keys(c.Requests))
+		rows = append(rows, []string{}, []string{"cost_usd", "prices_taken_on", "basis"},
+			[]string{strconv.FormatFloat(c.Total, 'f', 6, 64), c.TakenOn, c.Basis}, []string{"request", "count"})
+		for _, n := range names {
+			rows = append(rows, []string{n, strconv.FormatFloat(c.Requests[n], 'f', -1, 64)})
+		}
+	}
 	if err := w.WriteAll(rows); err != nil {
 		return nil, err
 	}
@@ -120,6 +153,9 @@ func (r Report) Event(loc string) notify.Event {
 		result = "FAILURE"
 	}
 	body := fmt.Sprintf("%s run %s completed: %d tasks queued, %d done, %d dead-lettered.\n", r.Producer, r.RunID, r.Enqueued, r.Done, r.Dead)
+	if r.Cost != nil {
+		body += fmt.Sprintf("Estimated cost: $%.4f (prices of %s).\n", r.Cost.Total, r.Cost.TakenOn)
+	}
 	if loc != "" {
 		body += "Report: " + loc + "\n"
 	}

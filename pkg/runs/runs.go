@@ -258,6 +258,8 @@ func (s Status) ETA(now time.Time) (d time.Duration, ok bool) {
 //   - Get returns a run's status (ErrNoRun); List the latest runs, newest
 //     start first, at most limit; Failures the dead-lettered outcomes of a
 //     run (then failed ones), at most limit.
+//   - Attempts returns the attempts of the run's tasks by type, from
+//     each task's latest outcome (at least one a task); ErrNoRun.
 //   - Safe for concurrent use.
 type Store interface {
 	Start(ctx context.Context, r Run) error
@@ -268,6 +270,7 @@ type Store interface {
 	Get(ctx context.Context, producer, id string) (Status, error)
 	List(ctx context.Context, limit int) ([]Status, error)
 	Failures(ctx context.Context, producer, id string, limit int) ([]Outcome, error)
+	Attempts(ctx context.Context, producer, id string) (map[task.Type]int64, error)
 }
 
 // Truncate is the time precision stores keep (PostgreSQL's microseconds).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/pkg/bitlog"
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/runs"
 	"github.com/millfleet/mill/pkg/runs/pgruns"
@@ -108,6 +109,12 @@ func TestRunCountsOutcomes(t *testing.T) {
 	must(t, json.Unmarshal(body, &rep))
 	if rep.RunID != id || rep.Enqueued != st.Enqueued || rep.Done != st.Done || rep.Dead != 0 || len(rep.Failures) != 0 {
 		t.Fatalf("report %+v, want the run's counts", rep)
+	}
+	// Its cost: every DUP attempt at the documented DUP estimate (2 HEADs),
+	// priced from workman's price table (the default).
+	if c := rep.Cost; c == nil || c.Requests["s3 HeadObject"] < 2*float64(rep.Done) || c.Total <= 0 ||
+		c.TakenOn != pricing.Default().TakenOn || !strings.HasPrefix(c.Basis, "estimate") {
+		t.Fatalf("report cost %+v, want the run's requests priced", rep.Cost)
 	}
 	_, err = m.s3c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(m.prefix + "reports"), Key: aws.String("runs/dupproducer/" + id + ".csv")})
 	must(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/runs"
+	"github.com/millfleet/mill/pkg/task"
 )
 
 type key struct{ producer, id string }
@@ -185,4 +186,19 @@ func (s *Store) Failures(_ context.Context, producer, id string, limit int) ([]r
 	}
 	slices.SortFunc(out, runs.FailureOrder)
 	return out[:min(len(out), max(limit, 0))], nil
+}
+
+// Attempts implements runs.Store.
+func (s *Store) Attempts(_ context.Context, producer, id string) (map[task.Type]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(producer, id)
+	if err != nil {
+		return nil, err
+	}
+	out := map[task.Type]int64{}
+	for _, o := range r.outcomes {
+		out[o.Type] += int64(max(o.Attempts, 1))
+	}
+	return out, nil
 }

@@ -223,3 +223,23 @@ func (s *Store) Failures(ctx context.Context, producer, id string, limit int) ([
 	}
 	return out, nil
 }
+
+// Attempts implements runs.Store.
+func (s *Store) Attempts(ctx context.Context, producer, id string) (map[task.Type]int64, error) {
+	if _, err := s.Get(ctx, producer, id); err != nil {
+		return nil, err
+	}
+	rows, _ := s.pool.Query(ctx, `SELECT task_type, sum(GREATEST(attempts, 1))::bigint FROM run_outcome
+		WHERE producer = $1 AND run_id = $2 GROUP BY task_type`, producer, id)
+	out := map[task.Type]int64{}
+	var typ string
+	var n int64
+	_, err := pgx.ForEachRow(rows, []any{&typ, &n}, func() error {
+		out[task.Type(typ)] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgruns: attempts %s %s: %w", producer, id, err)
+	}
+	return out, nil
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListAndFailures", testListFailures},
 		{"Concurrent", testConcurrent},
 		{"Invalid", testInvalid},
+		{"AttemptsByType", testAttempts},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.f(t, h.New(t)) })
 	}
@@ -285,5 +287,42 @@ func testInvalid(t *testing.T, s runs.Store) {
 	}
 	if l, _ := s.List(ctx, 10); len(l) != 1 || l[0].Done != 0 {
 		t.Errorf("runs %+v, want one untouched", l)
+	}
+}
+
+// testAttempts: a run's attempts by task type come from each task's latest
+// outcome (a stale copy after a final one changes nothing), at least one
+// a task; a run no producer recorded is ErrNoRun.
+func testAttempts(t *testing.T, s runs.Store) {
+	ctx := context.Background()
+	const id = "20260501T030000Z"
+	mustStart(t, s, runs.ProducerBit, id, t0)
+	o := func(key string, typ task.Type, st runs.State, attempts int) runs.Outcome {
+		x := out(id, key, st, t0.Add(time.Second))
+		x.Producer, x.Type, x.Attempts = runs.ProducerBit, typ, attempts
+		return x
+	}
+	for _, x := range []runs.Outcome{
+		o("a", task.TypeBit, runs.StateDone, 1),
+		o("b", task.TypeBit, runs.StateFailed, 1),
+		o("b", task.TypeBit, runs.StateFailed, 2),
+		o("b", task.TypeBit, runs.StateDead, 3),
+		o("b", task.TypeBit, runs.StateDone, 9), // a stale copy: dead stays, with its 3
+		o("c", task.TypeBit, runs.StateDone, 0), // no count given: one attempt
+		o("r", task.TypeBitReport, runs.StateDone, 2),
+	} {
+		if _, err := s.Record(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Attempts(ctx, runs.ProducerBit, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[task.Type]int64{task.TypeBit: 5, task.TypeBitReport: 2}; !maps.Equal(got, want) {
+		t.Errorf("attempts %v, want %v", got, want)
+	}
+	if _, err := s.Attempts(ctx, runs.ProducerBit, "20990101T000000Z"); !errors.Is(err, runs.ErrNoRun) {
+		t.Errorf("attempts of an unknown run: %v, want ErrNoRun", err)
 	}
 }
