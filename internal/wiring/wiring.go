@@ -274,7 +274,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 
 	var published bitreport.Published
 	if d.DuraCloudDB != nil { // the sinks Mill writes, mirrored (pkg/duradb)
-		d.Index = duradb.NewManifest(d.Index, d.DuraCloudDB, d.Logger)
+		d.Index = duradb.NewManifest(d.Index, d.Stores, d.DuraCloudDB, d.Logger)
 		d.Stats = duradb.NewStats(d.Stats, d.DuraCloudDB, d.Clock, d.Logger)
 		published = duradb.NewReports(d.DuraCloudDB, d.Logger)
 	}

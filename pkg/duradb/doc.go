@@ -15,14 +15,17 @@
 // Only what Mill recorded itself, never a message's field, and always
 // after Mill's own store has it, by wrapping the sink Mill already writes:
 //
-//   - manifest_item: Index wraps the content index. After each Upsert,
-//     MarkDeleted or SetChecksum it reads the index's row back (Get) and
-//     writes it, whether or not the call changed the row (so a task
-//     repeated after a failure of this database writes what it missed); a
-//     MarkSpaceDeleted marks the space's rows deleted. The row keeps
-//     DuraCloud's ordering: a write older than the row's modified time
-//     changes nothing. An unknown checksum or mimetype is "unknown" and an
-//     unknown size "0", as DuraCloud writes a tombstone;
+//   - manifest_item: Manifest wraps the content index. After each
+//     Upsert, MarkDeleted, SetChecksum or SetMissing it reads the index's
+//     row back (Get) and writes it, whether or not the call changed the
+//     row (so a task repeated after a failure of this database writes what
+//     it missed); a MarkSpaceDeleted marks the space's rows deleted. A
+//     live row is written only when the item is in its store (one HEAD),
+//     with the store's checksum (storage.ChecksumOf), size and mimetype:
+//     the index may hold what an AUDIT task claimed of an item that is not
+//     there. A tombstone has DuraCloud's "unknown" checksum and mimetype
+//     and size "0". The row keeps DuraCloud's ordering by the index's
+//     event time: a write older than the row changes nothing.
 //     missing_from_storage_provider is the index's MissingRun (the bit
 //     report found the item missing).
 //   - bit_report: bitreport.Config.Published, after the bit log holds the

@@ -1,6 +1,7 @@
 package duradb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/spacestats"
+	"github.com/millfleet/mill/pkg/storage"
 )
 
 // skip logs and drops a row the schema cannot hold; any other error is
@@ -29,40 +31,47 @@ func skip(log *slog.Logger, what string, err error) error {
 	return fmt.Errorf("duradb: %s: %w", what, err)
 }
 
+// Stores opens an account's store (a *stores.Opener).
+type Stores interface {
+	Open(ctx context.Context, account, storeID string) (storage.Provider, error)
+}
+
 // Manifest is a content index whose changes are mirrored to db's
 // manifest_item (package doc).
 type Manifest struct {
 	contentindex.Index
-	db  DB
-	log *slog.Logger
+	stores Stores
+	db     DB
+	log    *slog.Logger
 }
 
-// NewManifest wraps idx (logger nil: slog.Default()).
-func NewManifest(idx contentindex.Index, db DB, logger *slog.Logger) *Manifest {
+// NewManifest wraps idx; a live row's values are read from the item in
+// its store (logger nil: slog.Default()).
+func NewManifest(idx contentindex.Index, st Stores, db DB, logger *slog.Logger) *Manifest {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Manifest{Index: idx, db: db, log: logger}
+	return &Manifest{Index: idx, stores: st, db: db, log: logger}
 }
 
-// ManifestRow is the manifest row of an index row.
-func ManifestRow(e contentindex.Entry) ManifestItem {
+// ManifestRow is the manifest row of an index row: a tombstone, or (info
+// not nil) the item as its store reports it.
+func ManifestRow(e contentindex.Entry, info *storage.Info) ManifestItem {
 	m := ManifestItem{Account: e.Account, StoreID: e.StoreID, SpaceID: e.SpaceID, ContentID: e.ContentID,
-		Checksum: e.Checksum, MimeType: e.MimeType, Size: UnknownSize, Deleted: e.Deleted,
+		Checksum: Unknown, MimeType: Unknown, Size: UnknownSize, Deleted: e.Deleted,
 		MissingFromStorageProvider: e.MissingRun != "", Modified: Millis(e.Modified)}
-	if m.Checksum == "" {
-		m.Checksum = Unknown
-	}
-	if m.MimeType == "" {
-		m.MimeType = Unknown
-	}
-	if e.Size != nil {
-		m.Size = strconv.FormatInt(*e.Size, 10)
+	if info != nil {
+		m.Checksum = cmp.Or(storage.ChecksumOf(info, nil).MD5, Unknown)
+		m.MimeType = cmp.Or(info.MimeType, Unknown)
+		m.Size = strconv.FormatInt(info.Size, 10)
 	}
 	return m
 }
 
-// mirror writes the index's current row of item.
+// mirror writes the index's current row of item: a tombstone as it is, a
+// live row only when the item is in its store, with the store's values
+// (an index row may hold what an AUDIT task said of an item no longer
+// there, or never there; such a claim is not DuraCloud's manifest).
 func (m *Manifest) mirror(ctx context.Context, item contentindex.Item) error {
 	e, err := m.Index.Get(ctx, item)
 	if errors.Is(err, contentindex.ErrNotFound) {
@@ -71,7 +80,22 @@ func (m *Manifest) mirror(ctx context.Context, item contentindex.Item) error {
 	if err != nil {
 		return err
 	}
-	_, err = m.db.PutManifest(ctx, ManifestRow(*e))
+	var info *storage.Info
+	if !e.Deleted {
+		prov, err := m.stores.Open(ctx, item.Account, item.StoreID)
+		if err != nil {
+			return fmt.Errorf("duradb: manifest %s: %w", item, err)
+		}
+		info, err = prov.Head(ctx, item.SpaceID, item.ContentID)
+		if errors.Is(err, storage.ErrNotFound) {
+			m.log.Info("duradb: an indexed item not in its store: no manifest row", "item", item.String())
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("duradb: manifest %s: %w", item, err)
+		}
+	}
+	_, err = m.db.PutManifest(ctx, ManifestRow(*e, info))
 	return skip(m.log, "manifest "+item.String(), err)
 }
 

@@ -2,9 +2,13 @@ package duradb_test
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +20,8 @@ import (
 	"github.com/millfleet/mill/pkg/duradb/memduradb"
 	"github.com/millfleet/mill/pkg/spacestats"
 	"github.com/millfleet/mill/pkg/spacestats/memspacestats"
+	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/processors"
 )
 
@@ -24,6 +30,35 @@ var (
 	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 	it    = contentindex.Item{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "a.png"}
 )
+
+// oneStore is an fs store holding a.png, opened for every account and store.
+type oneStore struct{ *fsstore.Store }
+
+func (o oneStore) Open(context.Context, string, string) (storage.Provider, error) {
+	return o.Store, nil
+}
+
+const png = "png bytes"
+
+func newStore(t *testing.T) oneStore {
+	t.Helper()
+	st, err := fsstore.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateSpace(t.Context(), "photos"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Put(t.Context(), "photos", "a.png", strings.NewReader(png), storage.PutOptions{Size: int64(len(png)), MimeType: "image/png"}); err != nil {
+		t.Fatal(err)
+	}
+	return oneStore{st}
+}
+
+func md5hex(s string) string {
+	sum := md5.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
 
 func rows(t *testing.T, db duradb.DB) []duradb.ManifestItem {
 	t.Helper()
@@ -35,21 +70,22 @@ func rows(t *testing.T, db duradb.DB) []duradb.ManifestItem {
 }
 
 // TestManifestMirrorsTheIndex: each change of the content index becomes
-// its manifest row, from the index's row (not from the call's entry).
+// its manifest row: a live row with the values of the item in its store
+// (never the values a call or a message gave), a tombstone as the index
+// has it; an indexed item absent from its store gets no row.
 func TestManifestMirrorsTheIndex(t *testing.T) {
 	ctx := context.Background()
 	db := memduradb.New()
-	m := duradb.NewManifest(memcontentindex.New(), db, quiet)
+	m := duradb.NewManifest(memcontentindex.New(), newStore(t), db, quiet)
 	n := int64(42)
-	if _, err := m.Upsert(ctx, contentindex.Entry{Item: it, Checksum: "aaa", Size: &n, MimeType: "image/png", Modified: t0}); err != nil {
+	if _, err := m.Upsert(ctx, contentindex.Entry{Item: it, Checksum: md5hex(png), Size: &n, MimeType: "text/forged", Modified: t0}); err != nil {
 		t.Fatal(err)
 	}
-	// A properties-only event repeats no checksum: the row keeps the index's.
 	if _, err := m.Upsert(ctx, contentindex.Entry{Item: it, Properties: map[string]string{"k": "v"}, Modified: t0.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	want := duradb.ManifestItem{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "a.png", Checksum: "aaa",
-		Size: "42", MimeType: "image/png", Modified: duradb.Millis(t0.Add(time.Second))}
+	want := duradb.ManifestItem{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "a.png", Checksum: md5hex(png),
+		Size: fmt.Sprint(len(png)), MimeType: "image/png", Modified: duradb.Millis(t0.Add(time.Second))}
 	if got := rows(t, db); len(got) != 1 || got[0] != want {
 		t.Fatalf("manifest = %+v, want %+v", got, want)
 	}
@@ -59,9 +95,9 @@ func TestManifestMirrorsTheIndex(t *testing.T) {
 	if err := m.SetChecksum(ctx, it, "bbb"); err != nil {
 		t.Fatal(err)
 	}
-	want.Checksum, want.MissingFromStorageProvider = "bbb", true
+	want.MissingFromStorageProvider = true
 	if got := rows(t, db); got[0] != want {
-		t.Fatalf("after SetMissing, SetChecksum: %+v, want %+v", got[0], want)
+		t.Fatalf("after SetMissing, SetChecksum: %+v, want %+v (the store's checksum)", got[0], want)
 	}
 	if _, err := m.MarkDeleted(ctx, it, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
@@ -69,18 +105,21 @@ func TestManifestMirrorsTheIndex(t *testing.T) {
 	if got := rows(t, db); !got[0].Deleted || got[0].MissingFromStorageProvider {
 		t.Fatalf("after MarkDeleted: %+v", got[0])
 	}
-	other := it
-	other.ContentID = "b"
-	if _, err := m.Upsert(ctx, contentindex.Entry{Item: other, Modified: t0}); err != nil {
+	ghost := it
+	ghost.ContentID = "ghost"
+	if _, err := m.Upsert(ctx, contentindex.Entry{Item: ghost, Checksum: "0123456789abcdef0123456789abcdef", Modified: t0}); err != nil {
 		t.Fatal(err)
 	}
-	if got := rows(t, db)[1]; got.Checksum != duradb.Unknown || got.MimeType != duradb.Unknown || got.Size != duradb.UnknownSize {
-		t.Fatalf("unknown values: %+v, want DuraCloud's placeholders", got)
+	if got := rows(t, db); len(got) != 1 {
+		t.Fatalf("an item not in its store has a manifest row: %+v", got)
 	}
-	if _, err := m.MarkSpaceDeleted(ctx, "acme", "1", "photos", t0.Add(time.Hour)); err != nil {
+	if _, err := m.Upsert(ctx, contentindex.Entry{Item: it, Modified: t0.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	if got := rows(t, db)[1]; !got.Deleted {
+	if _, err := m.MarkSpaceDeleted(ctx, "acme", "1", "photos", t0.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := rows(t, db)[0]; !got.Deleted || !got.Modified.Equal(duradb.Millis(t0.Add(2*time.Hour))) {
 		t.Fatalf("after MarkSpaceDeleted: %+v", got)
 	}
 }
@@ -91,7 +130,7 @@ func TestManifestMirrorsTheIndex(t *testing.T) {
 func TestManifestOutage(t *testing.T) {
 	ctx := context.Background()
 	db := memduradb.New()
-	m := duradb.NewManifest(memcontentindex.New(), db, quiet)
+	m := duradb.NewManifest(memcontentindex.New(), newStore(t), db, quiet)
 	db.SetDown(errors.New("connection refused"))
 	e := contentindex.Entry{Item: it, Checksum: "aaa", Modified: t0}
 	_, err := m.Upsert(ctx, e)
@@ -103,7 +142,7 @@ func TestManifestOutage(t *testing.T) {
 	if err != nil || applied {
 		t.Fatalf("repeated Upsert = %v, %v; want not applied (the index has it), no error", applied, err)
 	}
-	if got := rows(t, db); len(got) != 1 || got[0].Checksum != "aaa" {
+	if got := rows(t, db); len(got) != 1 || got[0].Checksum != md5hex(png) {
 		t.Fatalf("manifest after the repeat: %+v", got)
 	}
 }
@@ -119,7 +158,7 @@ func (refusing) PutManifest(context.Context, duradb.ManifestItem) (bool, error) 
 // TestManifestUnrepresentableSkipped: a row the schema cannot hold does
 // not fail the index's write (duplication goes on).
 func TestManifestUnrepresentableSkipped(t *testing.T) {
-	m := duradb.NewManifest(memcontentindex.New(), refusing{memduradb.New()}, quiet)
+	m := duradb.NewManifest(memcontentindex.New(), newStore(t), refusing{memduradb.New()}, quiet)
 	if _, err := m.Upsert(context.Background(), contentindex.Entry{Item: it, Modified: t0}); err != nil {
 		t.Fatalf("Upsert: %v", err)
 	}
