@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/millfleet/mill/internal/testkit/faultproxy"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/duradb"
 	"github.com/millfleet/mill/pkg/duradb/mysqlduradb"
@@ -85,6 +88,66 @@ func TestDuraCloudDatabaseHostile(t *testing.T) {
 	}
 	if got, err := m.read("2", space, "emoji-\U0001F600.txt"); err != nil || string(got) != "four bytes" {
 		t.Errorf("the item DuraCloud's schema cannot hold was not duplicated: %q, %v", got, err)
+	}
+	w.alive(t)
+}
+
+// TestDuraCloudDatabaseOutage: DuraCloud's mill database going away is an
+// outage of the dependency "mysql", not a failure of the tasks that write
+// to it: with --max-attempts 1, an AUDIT task handled while the database
+// does not answer is not dead-lettered; Workman's circuit holds it, and
+// once the database answers again the task completes and its manifest
+// row is written.
+func TestDuraCloudDatabaseOutage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	m := newMill(t, ctx)
+	dsn := testenv.MySQL(t)
+	mdb, err := mysqlduradb.Open(ctx, dsn)
+	must(t, err)
+	defer mdb.Close()
+	cfg, err := mysql.ParseDSN(dsn)
+	must(t, err)
+	proxy, err := faultproxy.New(cfg.Addr)
+	must(t, err)
+	defer proxy.Close()
+	cfg.Addr = proxy.Addr()
+	m.extraEnv = append(m.extraEnv, "MILL_DURACLOUD_DB="+cfg.FormatDSN())
+	m.writeConfig(nil, nil)
+	m.put("1", space, "real.txt", "the real content")
+	at := time.Now().Add(2 * time.Second)
+	w := m.startWorkman()
+	w.WaitLine(t, 30*time.Second, "workman started")
+	for time.Now().Before(at) {
+		time.Sleep(100 * time.Millisecond) // the event must follow the write
+	}
+
+	proxy.Cut()
+	m.send(queue.KeyAudit, encode(t, task.New(task.TypeAudit, map[string]string{"account": "acme", "storeId": "1",
+		"spaceId": space, "contentId": "real.txt", "action": "ADD_CONTENT", "content-checksum": md5hex("the real content"),
+		"date-time": fmt.Sprint(at.UnixMilli()), "user-id": "alice"})), nil)
+	circuit := func(msg string) {
+		t.Helper()
+		w.WaitLineFunc(t, 60*time.Second, msg+" (mysql)", func(l string) bool {
+			return strings.Contains(l, msg) && strings.Contains(l, `"dependency":"`+duradb.DependencyMySQL+`"`)
+		})
+	}
+	circuit("dependency unavailable: circuit open")
+	if letters := m.deadLetters(1, 10*time.Second, w); len(letters) != 0 {
+		t.Fatalf("dead-lettered during the outage: %s %s", letters[0].Reason, letters[0].Error)
+	}
+	proxy.Restore()
+	circuit("dependency answers again: circuit closed")
+	if !m.drained(90*time.Second, w) {
+		t.Fatalf("queues not drained after the outage\n%s", w.Output())
+	}
+	rows, err := mdb.Manifest(ctx, "acme", "1", space)
+	must(t, err)
+	if len(rows) != 1 || rows[0].ContentID != "real.txt" || rows[0].Checksum != md5hex("the real content") {
+		t.Fatalf("manifest after the outage = %+v, want real.txt's row\n%s", rows, w.Output())
+	}
+	if letters := m.deadLetters(1, 3*time.Second, w); len(letters) != 0 {
+		t.Errorf("dead-lettered: %s %s", letters[0].Reason, letters[0].Error)
 	}
 	w.alive(t)
 }

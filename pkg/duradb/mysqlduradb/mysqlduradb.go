@@ -12,7 +12,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -52,7 +54,17 @@ func Config(dsn string) (*mysql.Config, error) {
 		cfg.Params = map[string]string{}
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
+	cfg.Logger = driverLog{}
 	return cfg, nil
+}
+
+// driverLog sends the driver's own messages (a connection it found
+// broken and replaced) to slog at debug level: the errors that matter
+// are returned, and classified, by the calls.
+type driverLog struct{}
+
+func (driverLog) Print(v ...any) {
+	slog.Debug("mysqlduradb: driver", "message", strings.TrimSpace(fmt.Sprint(v...)))
 }
 
 // Open connects to dsn and applies the migrations (Up).
