@@ -27,7 +27,8 @@
 //     and size "0". The row keeps DuraCloud's ordering by the index's
 //     event time: a write older than the row changes nothing.
 //     missing_from_storage_provider is the index's MissingRun (the bit
-//     report found the item missing).
+//     report found the item missing): for an item absent from its store
+//     only an existing row's flag is set, and no row is created.
 //   - bit_report: bitreport.Config.Published, after the bit log holds the
 //     report, with report_space_id/report_content_id naming the account's
 //     admin-space copy when one was made (what DuraStore serves), else the

@@ -79,6 +79,8 @@ type SpaceStats struct {
 //     whether it wrote.
 //   - DeleteSpace marks deleted, at `at`, the space's live rows not later
 //     than `at`, and returns how many.
+//   - SetMissing sets missing_from_storage_provider of an existing live
+//     row (and nothing else); false, creating nothing, when there is none.
 //   - PutBitReport and PutSpaceStats upsert by their keys.
 //   - Manifest lists a space's rows, tombstones included, by content ID;
 //     BitReports a space's reports, latest completion first; Stats a
@@ -90,6 +92,7 @@ type SpaceStats struct {
 type DB interface {
 	PutManifest(ctx context.Context, m ManifestItem) (applied bool, err error)
 	DeleteSpace(ctx context.Context, account, storeID, spaceID string, at time.Time) (int64, error)
+	SetMissing(ctx context.Context, account, storeID, spaceID, contentID string, missing bool) (bool, error)
 	PutBitReport(ctx context.Context, r BitReport) error
 	PutSpaceStats(ctx context.Context, s SpaceStats) error
 	Manifest(ctx context.Context, account, storeID, spaceID string) ([]ManifestItem, error)

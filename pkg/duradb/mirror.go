@@ -88,6 +88,12 @@ func (m *Manifest) mirror(ctx context.Context, item contentindex.Item) error {
 		}
 		info, err = prov.Head(ctx, item.SpaceID, item.ContentID)
 		if errors.Is(err, storage.ErrNotFound) {
+			// Not a row of its own: at most the flag of DuraCloud's row,
+			// when the bit report found the item missing.
+			if e.MissingRun != "" {
+				_, err := m.db.SetMissing(ctx, item.Account, item.StoreID, item.SpaceID, item.ContentID, true)
+				return skip(m.log, "manifest "+item.String(), err)
+			}
 			m.log.Info("duradb: an indexed item not in its store: no manifest row", "item", item.String())
 			return nil
 		}

@@ -221,3 +221,34 @@ func TestReportsPublished(t *testing.T) {
 		t.Fatalf("bit_report = %+v\nwant %+v", got, want)
 	}
 }
+
+// TestManifestMissing: an item the bit report found missing from its store
+// flags DuraCloud's row of it, and nothing else; an indexed item never in
+// its store, flagged the same, gets no row.
+func TestManifestMissing(t *testing.T) {
+	ctx := context.Background()
+	db := memduradb.New()
+	st := newStore(t)
+	m := duradb.NewManifest(memcontentindex.New(), st, db, quiet)
+	if _, err := m.Upsert(ctx, contentindex.Entry{Item: it, Modified: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(ctx, "photos", "a.png"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetMissing(ctx, it, "20260501T000000Z"); err != nil {
+		t.Fatal(err)
+	}
+	ghost := it
+	ghost.ContentID = "ghost"
+	if _, err := m.Upsert(ctx, contentindex.Entry{Item: ghost, Checksum: "0123456789abcdef0123456789abcdef", Modified: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetMissing(ctx, ghost, "20260501T000000Z"); err != nil {
+		t.Fatal(err)
+	}
+	got := rows(t, db)
+	if len(got) != 1 || !got[0].MissingFromStorageProvider || got[0].Checksum != md5hex(png) || got[0].Deleted {
+		t.Fatalf("manifest = %+v, want a.png's row flagged missing, nothing for ghost", got)
+	}
+}

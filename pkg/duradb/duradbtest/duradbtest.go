@@ -18,6 +18,7 @@ type Open func(t *testing.T) duradb.DB
 func Run(t *testing.T, open Open) {
 	t.Run("ManifestOrdering", func(t *testing.T) { testManifestOrdering(t, open(t)) })
 	t.Run("DeleteSpace", func(t *testing.T) { testDeleteSpace(t, open(t)) })
+	t.Run("SetMissing", func(t *testing.T) { testSetMissing(t, open(t)) })
 	t.Run("BitReports", func(t *testing.T) { testBitReports(t, open(t)) })
 	t.Run("SpaceStats", func(t *testing.T) { testSpaceStats(t, open(t)) })
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, open(t)) })
@@ -110,6 +111,25 @@ func testDeleteSpace(t *testing.T, db duradb.DB) {
 	}
 	if n, err := db.DeleteSpace(ctx, "acme", "1", "photos", T0.Add(time.Minute)); err != nil || n != 0 {
 		t.Errorf("repeated DeleteSpace = %d, %v; want 0", n, err)
+	}
+}
+
+func testSetMissing(t *testing.T, db duradb.DB) {
+	ctx := context.Background()
+	put(t, db, item("a", "1", T0), true)
+	if ok, err := db.SetMissing(ctx, "acme", "1", "photos", "a", true); err != nil || !ok {
+		t.Fatalf("SetMissing = %v, %v; want true", ok, err)
+	}
+	want := item("a", "1", duradb.Millis(T0))
+	want.MissingFromStorageProvider = true
+	if got := manifest(t, db, "photos")["a"]; got != want {
+		t.Fatalf("row = %+v, want %+v (only the flag changed)", got, want)
+	}
+	if ok, err := db.SetMissing(ctx, "acme", "1", "photos", "none", true); err != nil || ok {
+		t.Fatalf("SetMissing of no row = %v, %v; want false", ok, err)
+	}
+	if rows := manifest(t, db, "photos"); len(rows) != 1 {
+		t.Fatalf("SetMissing created a row: %+v", rows)
 	}
 }
 

@@ -81,6 +81,22 @@ func (d *DB) DeleteSpace(_ context.Context, account, storeID, spaceID string, at
 	return n, nil
 }
 
+// SetMissing implements duradb.DB.
+func (d *DB) SetMissing(_ context.Context, account, storeID, spaceID, contentID string, missing bool) (bool, error) {
+	if err := d.lock(); err != nil {
+		return false, err
+	}
+	defer d.mu.Unlock()
+	k := duradb.UniqueKey(account, storeID, spaceID, contentID)
+	m, ok := d.manifest[k]
+	if !ok || m.Deleted {
+		return false, nil
+	}
+	m.MissingFromStorageProvider = missing
+	d.manifest[k] = m
+	return true, nil
+}
+
 // PutBitReport implements duradb.DB.
 func (d *DB) PutBitReport(_ context.Context, r duradb.BitReport) error {
 	if err := r.Validate(); err != nil {

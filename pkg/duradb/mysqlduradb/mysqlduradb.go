@@ -166,6 +166,17 @@ func (d *DB) DeleteSpace(ctx context.Context, account, storeID, spaceID string, 
 	return n, classify(err)
 }
 
+// SetMissing implements duradb.DB.
+func (d *DB) SetMissing(ctx context.Context, account, storeID, spaceID, contentID string, missing bool) (bool, error) {
+	res, err := d.db.ExecContext(ctx, `UPDATE manifest_item SET missing_from_storage_provider = ?, version = version + 1
+		WHERE unique_key = ? AND deleted = 0`, missing, duradb.UniqueKey(account, storeID, spaceID, contentID))
+	if err != nil {
+		return false, classify(err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, classify(err)
+}
+
 // PutBitReport implements duradb.DB: the report's row is updated, or
 // inserted when it has none (bit_report has no unique key of its own; a
 // report is handled by one worker at a time).
