@@ -19,6 +19,7 @@ if [[ -f "$state/compose.started" ]]; then
 fi
 stop_pidfile "moto server" "$state/moto.pid" 10
 "$here/clouds.sh" down
+"$here/mariadb.sh" down
 if [[ -f "$state/postgres.started" ]]; then
   pgbin=$(cat "$state/postgres.started")
   as_pg=()

@@ -8,6 +8,8 @@
 #     compose file's PostgreSQL (Docker) or a cluster these scripts own under
 #     .local/pgdata on port 15432 (the Debian postgresql package is installed with
 #     apt-get when missing and we are root; the server runs as a non-root user);
+#   - MariaDB (Debian's mariadb-server) on 127.0.0.1:13306, DuraCloud's MySQL
+#     mill database for --duracloud-db (localstack/mariadb.sh);
 #   - Debian's chromium, for the console's browser tests, and libxml2-utils
 #     (xmllint), for the PREMIS schema test (installed when missing and we
 #     are root).
@@ -86,6 +88,11 @@ command -v xmllint >/dev/null 2>&1 ||
 # The GCS and Azure Blob emulators (fake-gcs-server, Azurite). Without them
 # their suites are skipped, or fail under CI=true.
 "$here/clouds.sh" up || log "the GCS or Azure emulator did not start: their tests will be skipped (and fail under CI=true)"
+
+# ---------------------------------------------------------------- MariaDB
+# DuraCloud's MySQL mill database (--duracloud-db; localstack/mariadb.sh).
+# Without it pkg/duradb's MySQL tests are skipped, or fail under CI=true.
+"$here/mariadb.sh" up || log "MariaDB did not start: the DuraCloud database tests will be skipped (and fail under CI=true)"
 
 # ---------------------------------------------------------------- Docker path
 if docker_ok && [[ "${MILL_NO_DOCKER:-}" != 1 ]]; then

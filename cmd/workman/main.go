@@ -112,6 +112,7 @@ type options struct {
 	workerID                           string
 	logLevel                           string
 	format                             *wiring.WireFormat
+	duracloudDB                        string
 	noopSleep                          time.Duration
 	noopRecord                         string
 	taskTypes                          string
@@ -162,6 +163,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.auditTable, "audit-table", auditlog.DefaultTable, "DynamoDB `table` of the audit log")
 	o.databaseURL = wiring.DatabaseURLFlag(fs, "the content index and bit log", "required unless --task-types is NOOP")
 	o.reports = wiring.ReportsFlags(fs)
+	fs.StringVar(&o.duracloudDB, "duracloud-db", "", "MySQL `DSN` of DuraCloud's mill database (user:pass@tcp(host:port)/db): the content index's\nchanges, bit reports and statistics are also written there for DuraStore and DurAdmin\n(empty: not written)")
 	fs.BoolVar(&o.adminReports, "report-admin-space", false, "also store each bit-integrity report in the account's primary store, space\nx-duracloud-admin, named as the Java Mill names them (audited writes)")
 	fs.StringVar(&o.priceTable, "price-table", "", "JSON price `file` of the cost estimates of bit reports and run reports (default: the\nbuilt-in us-east-1 list prices, dated; see docs/CAPACITY.md)")
 	fs.IntVar(&o.dupRestoreDays, "dup-restore-days", 0, "when a DUP must copy an archived source item (S3 Glacier, Deep Archive), ask S3 to\nrestore it for this many `days` before dead-lettering the task (redrive it once restored);\n0: dead-letter it without asking")
@@ -344,6 +346,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Config: *o.config, PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: *o.databaseURL,
 		ReportsBucket: o.reports.Bucket, ReportsPrefix: o.reports.Prefix, Types: types,
 		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports, Prices: prices,
+		DuraCloudDB:      o.duracloudDB,
 		DupRestoreDays:   o.dupRestoreDays,
 		CheckpointBucket: o.checkpointBucket, CheckpointPrefix: o.checkpointPrefix,
 		Transfer:      storage.Transfer{Streams: o.transferStreams, PartSize: o.transferPartSize},

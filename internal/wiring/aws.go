@@ -21,6 +21,8 @@ import (
 	"github.com/millfleet/mill/pkg/bitlog/pgbitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex/pgcontentindex"
+	"github.com/millfleet/mill/pkg/duradb"
+	"github.com/millfleet/mill/pkg/duradb/mysqlduradb"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/notify/snsnotify"
@@ -77,6 +79,10 @@ type AWSConfig struct {
 	Transfer         storage.Transfer
 	ResumeMinSize    int64
 	CheckpointEvery  int64
+
+	// DuraCloudDB, when set, is the MySQL DSN of DuraCloud's mill
+	// database (Deps.DuraCloudDB; opened and migrated by mysqlduradb).
+	DuraCloudDB string
 
 	// NotifyTopicARN, when set, is the SNS topic operators' notifications
 	// are published to (snsnotify.Notifier); otherwise they are logged.
@@ -207,7 +213,17 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 	if cfg.CheckpointBucket != "" {
 		d.Checkpoints = s3store.NewCheckpoints(s3c, cfg.CheckpointBucket, cfg.CheckpointPrefix)
 	}
-	return d, func() error { db.Close(); return nil }, nil
+	if cfg.DuraCloudDB == "" {
+		return d, func() error { db.Close(); return nil }, nil
+	}
+	mdb, err := mysqlduradb.Open(ctx, cfg.DuraCloudDB)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("wiring: DuraCloud's mill database: %w", err)
+	}
+	d.DuraCloudDB = mdb
+	d.Probes[duradb.DependencyMySQL] = mdb.Ping
+	return d, func() error { mdb.Close(); db.Close(); return nil }, nil
 }
 
 // NotifyFlag defines --notify-topic-arn (MILL_NOTIFY_TOPIC_ARN) on fs.

@@ -40,6 +40,7 @@ import (
 	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
+	"github.com/millfleet/mill/pkg/duradb"
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/pricing"
@@ -152,6 +153,10 @@ type Deps struct {
 	// Agent is this Workman's instance and Mill's version, recorded in
 	// the bit-log rows of the bit and bit error processors (zero: none).
 	Agent bitlog.Agent
+	// DuraCloudDB, when set, is DuraCloud's MySQL mill database: the
+	// content index's changes, completed bit reports and statistics rows
+	// are mirrored there (pkg/duradb) so DuraStore and DurAdmin see them.
+	DuraCloudDB duradb.DB
 	// Wrap, when set, wraps each processor before it is registered (tests
 	// and the dev mode's fault hooks use it to observe or disable a
 	// processor).
@@ -267,6 +272,12 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 		return nil, err
 	}
 
+	var published bitreport.Published
+	if d.DuraCloudDB != nil { // the sinks Mill writes, mirrored (pkg/duradb)
+		d.Index = duradb.NewManifest(d.Index, d.Stores, d.DuraCloudDB, d.Logger)
+		d.Stats = duradb.NewStats(d.Stats, d.DuraCloudDB, d.Clock, d.Logger)
+		published = duradb.NewReports(d.DuraCloudDB, d.Logger)
+	}
 	hs := map[task.Type]processors.Handler{task.TypeNoop: noop.New(d.Noop)}
 	add := func(t task.Type, h processors.Handler, err error) {
 		if err != nil {
@@ -317,7 +328,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 		Observer: observer, BitErrorQueue: q[queue.KeyBitError],
 		Requeue: q[queue.KeyBitReport], RecheckDelay: d.RecheckDelay, Format: d.Format,
 		TempDir: d.TempDir, Notifier: d.Notifier, AdminSpace: d.ReportAdminSpace, AuditQueue: q[queue.KeyAudit],
-		Prices: d.Prices, ReadPartSize: d.Transfer.PartSize, Clock: d.Clock, Logger: d.Logger,
+		Prices: d.Prices, ReadPartSize: d.Transfer.PartSize, Clock: d.Clock, Logger: d.Logger, Published: published,
 	})
 	add(task.TypeBitReport, rp, err)
 

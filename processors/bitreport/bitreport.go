@@ -86,6 +86,10 @@ type Config struct {
 	// required.
 	AdminSpace bool
 	AuditQueue queue.Queue
+	// Published, when set, is told of each report once the bit log holds
+	// it (duradb.Reports: DuraCloud's bit_report row). An error fails the
+	// task, which is then repeated (idempotent).
+	Published Published
 	// Prices is the price table a report's cost is estimated with
 	// (default pricing.Default(): published us-east-1 list prices).
 	Prices *pricing.Table
@@ -229,6 +233,15 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	rep.CreatedAt = now
 	if err := p.cfg.BitLog.PutReport(ctx, rep); err != nil {
 		return fmt.Errorf("bitreport: %w", err)
+	}
+	if p.cfg.Published != nil {
+		space, id := "", ""
+		if adminLocation != "" {
+			space, id = AdminSpaceID, AdminContentID(r, now)
+		}
+		if err := p.cfg.Published.ReportPublished(ctx, rep, space, id); err != nil {
+			return fmt.Errorf("bitreport: %w", err)
+		}
 	}
 	alarm := rep.Result == bitlog.ResultFailure || rep.Result == bitlog.ResultError
 	if alarm {

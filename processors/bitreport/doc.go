@@ -66,7 +66,9 @@
 //     nothing (no row to report: an empty space, or its items missing
 //     for the first time or deleted since) is not a SUCCESS but EMPTY
 //     (bitlog.ResultEmpty): the file has no line, and nobody is notified.
-//     Only FAILURE and ERROR reports are notified.
+//     Only FAILURE and ERROR reports are notified. Config.Published, when
+//     set, is told of the report after the bit log has it (pkg/duradb:
+//     DuraCloud's bit_report row, naming the admin copy when one is made).
 //
 // # Java-shaped reports
 //

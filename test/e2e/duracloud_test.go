@@ -40,30 +40,9 @@ func TestDuraCloudDeploymentInPlace(t *testing.T) {
 
 	accessKey := testenv.AccessKeyID()
 	account := strings.ToLower(accessKey)
-	bucket := func(name string, tags map[string]string) {
-		t.Helper()
-		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-			t.Fatalf("create bucket %s: %v", name, err)
-		}
-		testenv.CleanupBucket(t, c, name)
-		var set []s3types.Tag
-		for k, v := range tags {
-			set = append(set, s3types.Tag{Key: aws.String(k), Value: aws.String(v)})
-		}
-		if len(set) > 0 {
-			if _, err := c.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: aws.String(name), Tagging: &s3types.Tagging{TagSet: set}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	bucket := func(name string, tags map[string]string) { duraBucket(ctx, t, c, name, tags) }
 	object := func(b, key, mime, body string, meta map[string]string) string {
-		t.Helper()
-		sum := md5.Sum([]byte(body))
-		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: strings.NewReader(body),
-			ContentType: aws.String(mime), ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum[:])), Metadata: meta}); err != nil {
-			t.Fatal(err)
-		}
-		return hex.EncodeToString(sum[:])
+		return duraObject(ctx, t, c, b, key, mime, body, meta)
 	}
 	books := prefix + "books" // Mill's bookkeeping (trash, temporary uploads)
 	bucket(books, nil)
@@ -133,4 +112,35 @@ func TestDuraCloudDeploymentInPlace(t *testing.T) {
 	if out := millctl("content", "get", "acme", "1", "photos", "2024/sunset.jpg"); out != "jpeg bytes" {
 		t.Errorf("content get: %q", out)
 	}
+}
+
+// duraBucket creates a bucket as DuraCloud's S3StorageProvider creates a
+// space's (its properties as bucket tags), removed when the test ends.
+func duraBucket(ctx context.Context, t *testing.T, c *s3.Client, name string, tags map[string]string) {
+	t.Helper()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	testenv.CleanupBucket(t, c, name)
+	var set []s3types.Tag
+	for k, v := range tags {
+		set = append(set, s3types.Tag{Key: aws.String(k), Value: aws.String(v)})
+	}
+	if len(set) > 0 {
+		if _, err := c.PutBucketTagging(ctx, &s3.PutBucketTaggingInput{Bucket: aws.String(name), Tagging: &s3types.Tagging{TagSet: set}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// duraObject writes an item as DuraCloud does (Content-Type, Content-MD5,
+// properties as user metadata) and returns its MD5 (hex).
+func duraObject(ctx context.Context, t *testing.T, c *s3.Client, b, key, mime, body string, meta map[string]string) string {
+	t.Helper()
+	sum := md5.Sum([]byte(body))
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: strings.NewReader(body),
+		ContentType: aws.String(mime), ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum[:])), Metadata: meta}); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(sum[:])
 }

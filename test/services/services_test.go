@@ -1,6 +1,7 @@
 package services
 
 import (
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
@@ -52,6 +55,25 @@ func port(t *testing.T, raw string) int {
 	return p
 }
 
+// mysqlPort returns the port of a Go MySQL DSN as env.sh prints it (%q
+// escapes its parentheses).
+func mysqlPort(t *testing.T, raw string) int {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(strings.ReplaceAll(raw, `\`, ""))
+	if err != nil {
+		t.Fatalf("%q: %v", raw, err)
+	}
+	_, p, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		t.Fatalf("%q: %v", raw, err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatalf("%q has no port", raw)
+	}
+	return n
+}
+
 // TestDefaultPortsOutsideEphemeralRange: a port inside the range can be
 // taken by any outgoing connection's local end, and `make up` then fails
 // with "address already in use" (PostgreSQL's old default, 55432, did).
@@ -70,6 +92,7 @@ func TestDefaultPortsOutsideEphemeralRange(t *testing.T) {
 	ports := map[string]int{
 		"moto (AWS_ENDPOINT_URL)":        port(t, exported(t, env, "AWS_ENDPOINT_URL")),
 		"PostgreSQL (MILL_DATABASE_URL)": port(t, exported(t, env, "MILL_DATABASE_URL")),
+		"MariaDB (MILL_MYSQL_URL)":       mysqlPort(t, exported(t, env, "MILL_MYSQL_URL")),
 		"LocalStack (host.sh)":           port(t, exported(t, defaults(t, "localstack/host.sh", "env"), "AWS_ENDPOINT_URL")),
 	}
 	for name, p := range ports {
@@ -134,6 +157,7 @@ func TestServicesListenOnLoopbackOnly(t *testing.T) {
 		"moto server": filepath.Join(state, "moto.pid"),
 		"LocalStack":  filepath.Join(state, "localstack.pid"),
 		"PostgreSQL":  filepath.Join(state, "pgdata", "postmaster.pid"),
+		"MariaDB":     filepath.Join(state, "mariadb.pid"),
 	}
 	checked := 0
 	for name, file := range pidfiles {

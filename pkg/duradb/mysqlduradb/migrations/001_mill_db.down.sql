@@ -1,0 +1,3 @@
+-- Nothing: the tables are DuraCloud's, read by DuraStore and DurAdmin, and
+-- Mill never drops them.
+DO 0;
