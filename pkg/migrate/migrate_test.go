@@ -2,8 +2,8 @@ package migrate_test
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"io"
 	"maps"
 	"strings"
