@@ -204,15 +204,32 @@ func (c Config) copy(ctx context.Context, it Item, src *storage.Info) Item {
 	if info.Revision != src.Revision || info.Size != src.Size {
 		return fail(Failed, "changed at the source while being migrated")
 	}
+	// The source's bytes in order (parallel ranged reads of a large
+	// item, storage.ReadAll), hashed as they go to the destination.
 	read := storage.NewSums()
-	_, err = c.Dest.Put(ctx, it.Space, it.ContentID, io.TeeReader(rc, read), storage.PutOptions{
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := storage.ReadAll(ctx, rc, src.Size, c.Transfer, io.MultiWriter(read, pw))
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	_, err = c.Dest.Put(ctx, it.Space, it.ContentID, pr, storage.PutOptions{
 		Size: src.Size, Checksum: it.MD5, MimeType: src.MimeType,
 		Properties: storage.UserProperties(src.Properties), Transfer: c.Transfer,
 	})
+	pr.CloseWithError(errPutDone)
+	readErr := <-done
 	if errors.Is(err, storage.ErrChecksumMismatch) {
-		// The destination refused the bytes: hash what it did not read,
-		// to tell a source that went sour from a transfer fault.
-		if _, cerr := io.Copy(read, rc); cerr == nil && read.Len() == src.Size && read.MD5() != it.MD5 {
+		// The destination refused the bytes: tell a source that went
+		// sour from a transfer fault by the MD5 of all its bytes.
+		if readErr != nil || read.Len() != src.Size {
+			read = storage.NewSums()
+			if rerr := c.readInto(ctx, c.Source, it, read); rerr != nil {
+				return fail(Failed, "write at the destination: %v; read at the source: %v", err, rerr)
+			}
+		}
+		if read.Len() == src.Size && read.MD5() != it.MD5 {
 			return fail(Corrupt, "bytes read at the source: MD5 %s; DuraCloud recorded MD5 %s: not copied", read.MD5(), it.MD5)
 		}
 		return fail(Failed, "write at the destination: %v", err)
@@ -220,13 +237,12 @@ func (c Config) copy(ctx context.Context, it Item, src *storage.Info) Item {
 	if err != nil {
 		return fail(Failed, "write at the destination: %v", err)
 	}
-	back := storage.NewSums()
-	brc, binfo, err := storage.Open(ctx, storage.Unwrap(c.Dest), it.Space, it.ContentID, c.Transfer)
-	if err != nil {
-		return fail(Failed, "read back at the destination: %v", err)
+	if readErr != nil && read.Len() != src.Size {
+		return fail(Failed, "read at the source: %v", readErr)
 	}
-	defer brc.Close()
-	if _, err := storage.ReadAll(ctx, brc, binfo.Size, c.Transfer, back); err != nil {
+	back := storage.NewSums()
+	binfo, err := c.readBack(ctx, it, back)
+	if err != nil {
 		return fail(Failed, "read back at the destination: %v", err)
 	}
 	o, detail := Verify(it.MD5, src.Size, read, binfo, back)
@@ -237,6 +253,32 @@ func (c Config) copy(ctx context.Context, it Item, src *storage.Info) Item {
 	}
 	it.Outcome = Copied
 	return it
+}
+
+// errPutDone ends a copy's source read when the destination's write
+// returned.
+var errPutDone = errors.New("migrate: the destination's write returned")
+
+// readInto reads an item of p whole into w.
+func (c Config) readInto(ctx context.Context, p storage.Provider, it Item, w io.Writer) error {
+	_, err := c.read(ctx, p, it, w)
+	return err
+}
+
+// readBack reads the item back from the destination provider itself (not
+// through the audit wrapper) into w and returns its Info.
+func (c Config) readBack(ctx context.Context, it Item, w io.Writer) (*storage.Info, error) {
+	return c.read(ctx, storage.Unwrap(c.Dest), it, w)
+}
+
+func (c Config) read(ctx context.Context, p storage.Provider, it Item, w io.Writer) (*storage.Info, error) {
+	rc, info, err := storage.Open(ctx, p, it.Space, it.ContentID, c.Transfer)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	_, err = storage.ReadAll(ctx, rc, info.Size, c.Transfer, w)
+	return info, err
 }
 
 // Summary counts a migration's items per space and outcome.
