@@ -20,7 +20,9 @@
 // run before copied it: this is what makes a migration resumable, and a
 // second run copy nothing twice); one the destination holds with other
 // content is reported as differing and never overwritten; any other is
-// copied.
+// copied. An item whose ID or properties the destination cannot hold
+// (storage.ErrInvalidID, ErrInvalidProperty, ErrPropertiesTooLarge) is
+// refused, not failed: a later run would fail the same way.
 //
 // A copy reads the source once (storage.Open: ranged reads of a large
 // item), computing the MD5 and CRC-64/NVME of the bytes read (storage.Sums)

@@ -177,6 +177,8 @@ func (c Config) item(ctx context.Context, space, id string) Item {
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		dst = nil
+	case errors.Is(err, storage.ErrInvalidID):
+		return fail(Refused, "the destination cannot hold this ID: %v", err)
 	case err != nil:
 		return fail(Failed, "head at the destination: %v", err)
 	}
@@ -234,6 +236,9 @@ func (c Config) copy(ctx context.Context, it Item, src *storage.Info) Item {
 		}
 		return fail(Failed, "write at the destination: %v", err)
 	}
+	if refusedByDest(err) {
+		return fail(Refused, "the destination refuses the item: %v", err)
+	}
 	if err != nil {
 		return fail(Failed, "write at the destination: %v", err)
 	}
@@ -253,6 +258,17 @@ func (c Config) copy(ctx context.Context, it Item, src *storage.Info) Item {
 	}
 	it.Outcome = Copied
 	return it
+}
+
+// refusedByDest reports whether a write failed on what the item is (its
+// ID, its properties), which a later run cannot change.
+func refusedByDest(err error) bool {
+	for _, e := range []error{storage.ErrInvalidID, storage.ErrInvalidProperty, storage.ErrPropertiesTooLarge} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // errPutDone ends a copy's source read when the destination's write

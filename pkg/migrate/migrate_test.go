@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"strings"
@@ -157,5 +158,40 @@ func TestMigrateNeverOverwrites(t *testing.T) {
 	defer rc.Close()
 	if b, _ := io.ReadAll(rc); string(b) != "someone else's" {
 		t.Errorf("destination now %q", b)
+	}
+}
+
+// refusing is a destination that cannot hold one ID, or one item's
+// properties.
+type refusing struct{ storage.Provider }
+
+func (r refusing) Head(ctx context.Context, space, id string) (*storage.Info, error) {
+	if id == "bad-id" {
+		return nil, fmt.Errorf("head %s: %w", id, storage.ErrInvalidID)
+	}
+	return r.Provider.Head(ctx, space, id)
+}
+
+func (r refusing) Put(ctx context.Context, space, id string, rd io.Reader, o storage.PutOptions) (*storage.Info, error) {
+	if id == "bad-props" {
+		return nil, fmt.Errorf("put %s: %w", id, storage.ErrPropertiesTooLarge)
+	}
+	return r.Provider.Put(ctx, space, id, rd, o)
+}
+
+// What the destination refuses for what the item is is refused (a later
+// run would fail the same way), not failed.
+func TestMigrateDestinationRefuses(t *testing.T) {
+	ctx := t.Context()
+	src, dstFS := newFS(t), newFS(t)
+	if err := src.CreateSpace(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"bad-id", "bad-props", "good"} {
+		put(t, src, "s", id, id, nil)
+	}
+	s := run(t, migrate.Config{Source: src, Dest: refusing{dstFS}})
+	if s.Items[migrate.Refused] != 2 || s.Items[migrate.Copied] != 1 || s.Items[migrate.Failed] != 0 {
+		t.Errorf("%v, problems %+v; want 2 refused, 1 copied", s.Items, s.Problems)
 	}
 }

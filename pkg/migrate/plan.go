@@ -25,7 +25,7 @@ const (
 	// (another checksum or size): not overwritten.
 	Differs Outcome = "differs"
 	// Refused: the item cannot be migrated as it is (no MD5 recorded, its
-	// bytes archived, an ID the destination refuses).
+	// bytes archived, an ID or properties the destination cannot hold).
 	Refused Outcome = "refused"
 	// Failed: an error on the way (a read, a write, a copy that did not
 	// verify); a later run tries the item again.
