@@ -190,6 +190,8 @@ func runMigration(ctx context.Context, a *app, m migrationRun) error {
 	if merr != nil {
 		rep.Error = merr.Error()
 	}
+	// An interrupted migration (SIGINT) still stores what it did.
+	ctx = context.WithoutCancel(ctx)
 	key := path.Join("migrations", m.account, m.from+"-"+m.to, start.Format("20060102T150405Z"))
 	size, err := tmp.Seek(0, 1)
 	if err != nil {

@@ -56,8 +56,11 @@ type Report struct {
 // JSON encodes r.
 func (r Report) JSON() ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
 
+// TextProblems is how many items not copied or skipped Text lists.
+const TextProblems = 50
+
 // Text writes r's summary for a person: the counts per outcome and per
-// space, then every item not copied or skipped.
+// space, then the first TextProblems items not copied or skipped.
 func (r Report) Text(w io.Writer) {
 	fmt.Fprintf(w, "migration of account %s, store %s to store %s: %s\n", r.Account, r.From, r.To, r.Finished.Sub(r.Started).Round(1e6))
 	for _, o := range Outcomes {
@@ -72,7 +75,11 @@ func (r Report) Text(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  space %s: %s\n", s, strings.Join(parts, ", "))
 	}
-	for _, it := range r.Problems {
+	for i, it := range r.Problems {
+		if i == TextProblems {
+			fmt.Fprintf(w, "  … and %d more (see the report)\n", len(r.Problems)-i)
+			break
+		}
 		fmt.Fprintf(w, "  %s %s/%q: %s\n", it.Outcome, it.Space, it.ContentID, it.Detail)
 	}
 	if r.Error != "" {
