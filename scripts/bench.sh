@@ -39,6 +39,8 @@
 #                         default 10000; on MILL_BENCH_SQS_ENDPOINT)
 #   MILL_BENCH_FLAT_ITEMS sizes of the fs walk over one flat directory,
 #                         comma-separated (default 10000,100000,1000000)
+#   MILL_BENCH_MIGRATE_ITEMS 4 KiB items of the DuraCloud migration benchmark
+#                         (default 500; its 1 GiB item is MILL_BENCH_BIG_BYTES)
 #   BENCH                 -bench pattern (default .)
 #   BENCH_TIMEOUT         go test -timeout (default 30m)
 #   BENCH_LOG             where the raw go test output is kept

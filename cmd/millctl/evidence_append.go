@@ -16,6 +16,7 @@ import (
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/lease/memlease"
+	"github.com/millfleet/mill/pkg/migrate"
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/processors/bit"
 	"github.com/millfleet/mill/processors/biterror"
@@ -73,7 +74,7 @@ func (f *evidenceSourceFlags) open(ctx context.Context, a *app) (derive.CheckSou
 
 // evidenceUsers are the user IDs of Mill's processors, from their constants.
 var evidenceUsers = derive.Users{
-	Duplication: dup.UserID, Repair: biterror.DefaultUserID,
+	Duplication: dup.UserID, Repair: biterror.DefaultUserID, Migration: migrate.UserID,
 	Mill: []string{bit.DefaultUserID, bitreport.AdminUserID}, BitAgent: bit.DefaultUserID,
 }
 

@@ -39,7 +39,8 @@ func commandTree() []group {
 			{name: "dev", summary: "run the whole mill in one process (no AWS, no database) and show what it finds and fixes", usage: devUsage, flags: bind[devOptions]},
 			{name: "dev load", summary: "put the dev mode's demo (accounts, stores, policies, content) on the local emulator or AWS", usage: devLoadUsage, flags: bind[devLoadOptions]},
 		}},
-		{name: "migrate", summary: "database migrations", commands: []*command{
+		{name: "migrate", summary: "database migrations, and the migration of a DuraCloud store's content to a Mill store", commands: []*command{
+			{name: "migrate duracloud", summary: "copy and verify a DuraCloud store's spaces into a Mill store (resumable, audited, reported)", usage: migrateDuraCloudUsage, flags: bind[migrateDuraCloudOptions]},
 			{name: "migrate up", summary: "apply every pending database migration", usage: migrateUpUsage, flags: bind[migrateUpOptions]},
 			{name: "migrate down", summary: "revert the latest database migrations (--steps, default 1)", usage: migrateDownUsage, flags: bind[migrateDownOptions]},
 			{name: "migrate status", summary: "list database migrations with their applied time", usage: migrateStatusUsage, flags: bind[migrateStatusOptions]},

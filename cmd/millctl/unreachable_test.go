@@ -56,6 +56,7 @@ var serviceArgs = map[string][]string{
 	"fleet":             nil,
 	"fixity coverage":   nil,
 	"migrate down":      nil,
+	"migrate duracloud": {"acct", "dura", "1"},
 	"migrate status":    nil,
 	"migrate up":        nil,
 	"pause":             {"DUP"},

@@ -16,7 +16,8 @@
 // instance and Mill version; a row naming none (written before agents
 // were recorded) keeps the bit check (Users.BitAgent) as agent.
 // An audit-log entry (FromEntry) is a replication when the duplication
-// processor wrote the copy (ADD_CONTENT, COPY_CONTENT), a repair when the
+// processor or the DuraCloud migration (Users.Migration; eventDetail
+// "migration; …") wrote the copy (ADD_CONTENT, COPY_CONTENT), a repair when the
 // bit error processor did (ADD_CONTENT; the fixity check after it is the
 // re-check's row, an event of its own), and a deletion for every
 // DELETE_CONTENT, with its rule: the space's store policy for

@@ -24,6 +24,10 @@ type Users struct {
 	// Repair is the user of the bit error processor's writes: an
 	// ADD_CONTENT is a repair from the good copy.
 	Repair string
+	// Migration is the user of millctl migrate duracloud's writes: an
+	// ADD_CONTENT or COPY_CONTENT is a replication (eventDetail
+	// "migration") from the DuraCloud store the entry names.
+	Migration string
 	// Mill lists the other user IDs of Mill's software (their writes are
 	// not preservation actions: an audit entry re-synced from storage, an
 	// admin report); a deletion by one of them is still an event.
@@ -38,6 +42,7 @@ type Users struct {
 var DefaultUsers = Users{
 	Duplication: "mill-duplication",
 	Repair:      "mill-biterror",
+	Migration:   "mill-migrate",
 	Mill:        []string{"mill-bit", "mill-bitreport"},
 	BitAgent:    "mill-bit",
 }
@@ -201,6 +206,8 @@ func FromEntry(en auditlog.Entry, u Users) (*evidence.Event, error) {
 		e.Type = evidence.Replication
 	case en.UserID == u.Repair && en.Action == task.ActionAddContent:
 		e.Type = evidence.Repair
+	case u.Migration != "" && en.UserID == u.Migration && (en.Action == task.ActionAddContent || en.Action == task.ActionCopyContent):
+		e.Type = evidence.Replication
 	default:
 		return nil, nil
 	}
@@ -221,8 +228,11 @@ func FromEntry(en auditlog.Entry, u Users) (*evidence.Event, error) {
 		if _, d := parseDigest(en.Checksum); d != "" {
 			e.Detail += "; checksum " + d
 		}
-		if e.Type == evidence.Repair {
+		switch {
+		case e.Type == evidence.Repair:
 			e.Detail = "repair; " + e.Detail
+		case en.UserID == u.Migration:
+			e.Detail = "migration; " + e.Detail
 		}
 	}
 	if err := e.Validate(); err != nil {
@@ -234,7 +244,7 @@ func FromEntry(en auditlog.Entry, u Users) (*evidence.Event, error) {
 // agentOf is the agent of a write by user: Mill's software for its own
 // users, otherwise the person (or the S3 event's claimed principal).
 func agentOf(user string, u Users) evidence.Agent {
-	if user == u.Duplication || user == u.Repair {
+	if user == u.Duplication || user == u.Repair || (u.Migration != "" && user == u.Migration) {
 		return evidence.Agent{Kind: evidence.Software, Name: user}
 	}
 	for _, m := range u.Mill {

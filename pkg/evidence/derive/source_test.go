@@ -1,6 +1,7 @@
 package derive_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/millfleet/mill/pkg/auditlog"
@@ -58,5 +59,25 @@ func TestFromEntrySource(t *testing.T) {
 	b, _ := derive.FromEntry(entry(dupU, task.ActionAddContent, ""), derive.DefaultUsers)
 	if a.ID == b.ID {
 		t.Error("entries with and without a source store give one event ID")
+	}
+}
+
+// A write of the DuraCloud migration (its user) is a replication from the
+// DuraCloud store its entry names, by Mill's software, marked a migration;
+// its property changes are no event.
+func TestFromEntryMigration(t *testing.T) {
+	en := auditlog.Entry{Account: "acme", StoreID: "2", SpaceID: "photos", ContentID: "a", Action: task.ActionAddContent,
+		UserID: derive.DefaultUsers.Migration, Time: t0, Checksum: md5a, SourceStoreID: "dura"}
+	e, err := derive.FromEntry(en, derive.DefaultUsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e == nil || e.Type != evidence.Replication || e.Source == nil || e.Source.Store != "dura" ||
+		e.Agent.Kind != evidence.Software || e.Agent.Name != "mill-migrate" || !strings.HasPrefix(e.Detail, "migration; ") {
+		t.Fatalf("event %+v, want a replication from store dura by mill-migrate, detail migration; …", e)
+	}
+	en.Action = task.ActionSetContentProperties
+	if e, err := derive.FromEntry(en, derive.DefaultUsers); err != nil || e != nil {
+		t.Errorf("a property change of the migration: %+v, %v; want no event", e, err)
 	}
 }
