@@ -32,9 +32,9 @@
 // itself, not through a cache or the audit wrapper) and Verify requires
 // the bytes read back to have the length, MD5 and CRC-64/NVME of the bytes
 // read at the source, and not to contradict the destination provider's own
-// digest. A copy that does not verify is reported failed (and, since its
-// checksum then differs from DuraCloud's, as differing on the next run,
-// never silently skipped). The item's mimetype and user properties go with
+// digest. A copy that does not verify is reported failed and removed
+// (through the audited destination), so the next run copies it again
+// rather than skipping it by the checksum its write recorded. The item's mimetype and user properties go with
 // it; a space is created at the destination with the source's ACLs when
 // the destination does not have it.
 //

@@ -253,8 +253,14 @@ func (c Config) copy(ctx context.Context, it Item, src *storage.Info) Item {
 	o, detail := Verify(it.MD5, src.Size, read, binfo, back)
 	it.CRC64NVME = storage.CRC64NVMEBase64(read.CRC64NVME())
 	if o != Copied {
+		// The copy is not what was read: remove it, so the next run copies
+		// the item again rather than skipping it by the checksum its write
+		// recorded.
 		it.CRC64NVME = ""
-		return fail(o, "%s", detail)
+		if err := c.Dest.Delete(ctx, it.Space, it.ContentID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return fail(o, "%s; removing the copy: %v", detail, err)
+		}
+		return fail(o, "%s; the copy was removed", detail)
 	}
 	it.Outcome = Copied
 	return it

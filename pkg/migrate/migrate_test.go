@@ -195,3 +195,27 @@ func TestMigrateDestinationRefuses(t *testing.T) {
 		t.Errorf("%v, problems %+v; want 2 refused, 1 copied", s.Items, s.Problems)
 	}
 }
+
+// A copy that does not verify when read back (its bytes went sour at the
+// destination right after the write) is reported failed and removed, so
+// the next run copies it again instead of skipping it by the checksum
+// recorded with the write.
+func TestMigrateRemovesUnverifiedCopy(t *testing.T) {
+	ctx := t.Context()
+	src, dstFS := newFS(t), newFS(t)
+	if err := src.CreateSpace(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	put(t, src, "s", "x", "the bytes", nil)
+	s := run(t, migrate.Config{Source: src, Dest: souring{Provider: dstFS, space: "s", id: "x"}})
+	if s.Items[migrate.Failed] != 1 || s.Items[migrate.Copied] != 0 {
+		t.Fatalf("first run: %v, problems %+v; want 1 failed", s.Items, s.Problems)
+	}
+	if _, err := dstFS.Head(ctx, "s", "x"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("the unverified copy at the destination: %v, want it removed", err)
+	}
+	s = run(t, migrate.Config{Source: src, Dest: dstFS})
+	if s.Items[migrate.Copied] != 1 || s.Items[migrate.Skipped] != 0 {
+		t.Errorf("second run: %v, want the item copied again, not skipped", s.Items)
+	}
+}
