@@ -96,6 +96,7 @@ type message struct {
 	id           string
 	body         []byte
 	attrs        map[string]string
+	group        string
 	sentAt       time.Time
 	visibleAt    time.Time
 	receiveCount int
@@ -162,7 +163,7 @@ func size(e queue.SendEntry) int {
 }
 
 // Send stores the entries. An entry with a delay outside 0..queue.MaxDelay
-// fails with queue.ErrInvalid, one larger than MaxBodyBytes with
+// or a Group queue.CheckGroup refuses fails with queue.ErrInvalid, one larger than MaxBodyBytes with
 // queue.ErrTooLarge; the others are stored.
 func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
 	if err := ctx.Err(); err != nil {
@@ -184,6 +185,10 @@ func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
 			failed[i] = err
 			continue
 		}
+		if err := queue.CheckGroup(e.Group); err != nil {
+			failed[i] = err
+			continue
+		}
 		if n := size(e); n > q.cfg.MaxBodyBytes {
 			failed[i] = fmt.Errorf("%d bytes > %d: %w", n, q.cfg.MaxBodyBytes, queue.ErrTooLarge)
 			continue
@@ -192,6 +197,7 @@ func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
 			id:        newID(),
 			body:      append([]byte(nil), e.Body...),
 			attrs:     maps.Clone(e.Attributes),
+			group:     e.Group,
 			sentAt:    now,
 			visibleAt: now.Add(e.Delay),
 		})
@@ -214,6 +220,7 @@ func (q *Queue) accept(moved []*message) {
 			id:        m.id,
 			body:      m.body,
 			attrs:     m.attrs,
+			group:     m.group,
 			sentAt:    m.sentAt,
 			visibleAt: now,
 		})
@@ -260,6 +267,7 @@ func (q *Queue) takeLocked(now time.Time, max int, vis time.Duration) (out []*qu
 			Body:          append([]byte(nil), m.body...),
 			ReceiveCount:  m.receiveCount,
 			SentAt:        m.sentAt,
+			Group:         m.group,
 			Attributes:    maps.Clone(m.attrs),
 		})
 	}
