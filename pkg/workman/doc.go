@@ -21,7 +21,12 @@
 //     sent with a delay (a retry) does not wait for the rotation: its queue
 //     is watched as soon as the delay ends (wake.go).
 //   - Dispatching. One dispatcher hands each free worker the held message of
-//     the highest queue (strict priority). A message received while a higher
+//     the highest queue (strict priority); within a queue, the message of
+//     the account with the fewest tasks running, the earliest received
+//     among equals (fair.go: a batch goes round-robin across its accounts,
+//     so one account's backlog does not hold every worker while another's
+//     messages are held; which messages SQS delivers first is its fair
+//     queue's business, pkg/queue). A message received while a higher
 //     queue's state was unknown (at startup, or when the idle rotation finds
 //     work) waits until that queue has answered, and is released if it turns
 //     out to have a backlog. An unanswered long poll answers "empty" after

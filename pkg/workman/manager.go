@@ -56,6 +56,7 @@ type job struct {
 	msg     *queue.Message
 	item    *tracked
 	settled atomic.Bool // a disposition was taken (exactly one is)
+	tenant  string      // the task's account (tenantOf)
 }
 
 // New validates cfg and returns a Manager.
