@@ -225,7 +225,6 @@ func (p *planner) waited(g grant) {
 	}
 }
 
-
 // stop ends all granting and starting and returns every held job.
 func (p *planner) stop() []*job {
 	p.stopped = true
