@@ -347,6 +347,7 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	ctx := processors.WithQueue(hard, j.qs.q.Name())
 	ctx = processors.WithAttempts(ctx, processors.Attempts{Done: t.Attempts, Limit: m.cfg.MaxAttempts})
 	ctx, continued := processors.WithContinuation(ctx)
+	started := m.clk.Now()
 	herr := m.handler.Handle(ctx, t)
 	log := j.qs.log.With(t.LogAttrs()...)
 	if herr != nil && hard.Err() != nil {
@@ -359,6 +360,7 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 		m.release(svc, j, why)
 		return
 	}
+	m.timeTask(j, t, started)
 	if dep, ok := processors.IsUnavailable(herr); ok {
 		// An outage, not a failure: no attempt is counted.
 		m.circ.trip(dep, t.Type, j.qs.index, herr)
