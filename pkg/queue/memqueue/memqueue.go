@@ -59,6 +59,9 @@ type Config struct {
 	// a non-nil error fails the call. Tests use it to exercise failure
 	// paths.
 	Fault func(op string, index int) error
+	// Fair delivers as an SQS fair queue does (fair.go): the messages of a
+	// noisy tenant (Group) go after the other tenants' visible messages.
+	Fair bool
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -233,7 +236,7 @@ func (q *Queue) accept(moved []*message) {
 // becomes visible (zero if none).
 func (q *Queue) takeLocked(now time.Time, max int, vis time.Duration) (out []*queue.Message, moved []*message, next time.Time) {
 	redrive := q.cfg.MaxReceiveCount > 0 && q.cfg.DeadLetter != nil
-	for _, m := range q.msgs {
+	for _, m := range q.deliveryOrderLocked(now) {
 		if m.gone {
 			continue
 		}
