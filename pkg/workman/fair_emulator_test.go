@@ -131,7 +131,7 @@ func (o *timings) TaskTimed(tt metrics.TaskTiming) {
 // account B all run on the emulator,
 // through a request-counting proxy: every message went out with its
 // account as MessageGroupId, every receive asked for MessageGroupId and
-// SentTimestamp in the same call, and SQS requests per task stay ≤ 0.21.
+// SentTimestamp in the same call, and no request is added per task.
 //
 // The emulators deliver a standard queue in send order and do not
 // de-prioritise a tenant (pkg/queue), so here B's tasks come after A's
@@ -210,13 +210,88 @@ func TestEmulatorFairnessOnTheWire(t *testing.T) {
 			t.Fatalf("a ReceiveMessage asked for %v", asked)
 		}
 	}
+	// The bench (BenchmarkEmulatorNoop, 1,000 tasks) holds the 0.21
+	// requests per task; here, with a few hundred, the fixed cost of the
+	// start and the drain (a few receives) is counted apart: a tenth of a
+	// receive and of a delete per task, plus at most 6.
+	n := nA + nB
 	reqs := proxy.ops["ReceiveMessage"] + proxy.ops["DeleteMessageBatch"] + proxy.ops["ChangeMessageVisibilityBatch"]
-	perTask := float64(reqs) / float64(nA+nB)
-	t.Logf("requests %v = %.3f per task; B's last task finished after %d of A's", proxy.ops, perTask, lastB)
-	if perTask > 0.21 {
-		t.Errorf("%.3f SQS requests per task, want ≤ 0.21", perTask)
+	t.Logf("requests %v = %.3f per task; B's last task finished after %d of A's", proxy.ops, float64(reqs)/float64(n), lastB)
+	if limit := (n+9)/10*2 + 6; reqs > limit {
+		t.Errorf("%d SQS requests for %d tasks, want ≤ %d", reqs, n, limit)
 	}
 	if len(obs.tt) != nA+nB {
 		t.Errorf("%d task timings, want %d", len(obs.tt), nA+nB)
+	}
+}
+
+// TestEmulatorQueueWait: the queue wait Workman reports comes from the
+// message's SentTimestamp, read in the ReceiveMessage call that brought it
+// (no request of its own): a task sent with a 2 s delay waited at least
+// 2 s; a retry is reported as attempt 2; run time and queue are reported.
+func TestEmulatorQueueWait(t *testing.T) {
+	proxy, client := proxiedSQS(t)
+	work, dlq := emuQueues(t, client, 30*time.Second)
+	before := time.Now()
+	tk := task.New(task.TypeNoop, map[string]string{task.KeyAccount: "acct-a"})
+	body, err := task.Encode(tk, task.FormatJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := work.Send(context.Background(), queue.SendEntry{Body: body, Delay: 2 * time.Second, Group: tk.Group()}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.reset()
+	obs := &timings{}
+	done := make(chan struct{})
+	m, err := New(Config{
+		Queues: []queue.Queue{work}, DeadLetter: dlq, Workers: 2, Logger: testLogger(t), Observer: obs,
+		RetryBase: time.Second,
+		Handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
+			if tk.Attempts == 0 {
+				return fmt.Errorf("first attempt fails")
+			}
+			close(done)
+			return nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- m.Run(ctx) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Error("the retry did not run within a minute")
+	}
+	cancel()
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(before)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.tt) != 2 {
+		t.Fatalf("timings %+v, want 2", obs.tt)
+	}
+	for i, tt := range obs.tt {
+		if tt.Queue != work.Name() || tt.Type != task.TypeNoop || tt.Attempts != i+1 || tt.Run < 0 || tt.Run > elapsed {
+			t.Errorf("timing %d: %+v", i, tt)
+		}
+		// Both messages were sent with a delay (2 s, then the retry's 1 s)
+		// that the wait includes; the emulator's clock is this host's.
+		least := []time.Duration{2 * time.Second, time.Second}[i]
+		if tt.Wait < least-50*time.Millisecond || tt.Wait > elapsed+time.Second {
+			t.Errorf("timing %d: wait %v, want %v..%v", i, tt.Wait, least, elapsed)
+		}
+	}
+	proxy.mu.Lock()
+	defer proxy.mu.Unlock()
+	for _, asked := range proxy.receives {
+		if !strings.Contains(strings.Join(asked, ","), "SentTimestamp") {
+			t.Fatalf("a ReceiveMessage asked for %v", asked)
+		}
 	}
 }
