@@ -77,6 +77,13 @@
 //     is deleted, and a failure there leaves the message to be redelivered
 //     (an outcome is never lost, the observer is idempotent); a failed
 //     attempt after its retry is sent.
+//   - Queue wait (timing.go). Each task run (not released, not cancelled
+//     at shutdown) is reported to an Observer that is a
+//     metrics.TaskTimer: its queue and type, the wait from its message's
+//     SentAt (SQS SentTimestamp, asked for in the ReceiveMessage call that
+//     brought it, so no request of its own; a retry's wait includes its
+//     delay), its run time and its attempt number. The recorders keep them
+//     as histograms for p50/p99 (pkg/metrics).
 //   - Pauses. A queue the Config's Pauser reports paused (the fleet's
 //     pauses, pkg/fleet) is not received from; a handler that returns
 //     processors.Release (a task of a paused type) has its message made
