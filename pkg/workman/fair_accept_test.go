@@ -9,8 +9,59 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/task"
-	"github.com/millfleet/mill/processors"
 )
+
+// abCount is a handler counting the finished tasks of accounts acct-a and
+// acct-b; all is closed when every one of them has finished.
+type abCount struct {
+	mu           sync.Mutex
+	nA, nB       int
+	doneA, doneB int
+	aAtLastB     int // A's finished when B's last one did; -1 before
+	all          chan struct{}
+}
+
+func newABCount(nA, nB int) *abCount {
+	return &abCount{nA: nA, nB: nB, aAtLastB: -1, all: make(chan struct{})}
+}
+
+func (c *abCount) Handle(_ context.Context, tk *task.Task) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if tk.Get(task.KeyAccount) == "acct-b" {
+		if c.doneB++; c.doneB == c.nB {
+			c.aAtLastB = c.doneA
+		}
+	} else {
+		c.doneA++
+	}
+	if c.doneA+c.doneB == c.nA+c.nB {
+		close(c.all)
+	}
+	return nil
+}
+
+// runUntil runs a Manager of cfg until done is closed (an error after
+// within) and stops it.
+func runUntil(t *testing.T, cfg Config, done <-chan struct{}, within time.Duration) {
+	t.Helper()
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- m.Run(ctx) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+		t.Errorf("not done within %v", within)
+	}
+	cancel()
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}
 
 // fairRun queues nA tasks of account A, then nB of account B, on one
 // queue and runs them all through a Manager; it returns how many of A's
@@ -21,46 +72,12 @@ func fairRun(t *testing.T, fair bool, nA, nB int) int {
 	dlq := memqueue.New("dead-letter", memqueue.Config{})
 	sendAccount(t, work, "acct-a", nA)
 	sendAccount(t, work, "acct-b", nB)
-	var mu sync.Mutex
-	doneA, doneB, aAtLastB := 0, 0, -1
-	allDone := make(chan struct{})
-	m, err := New(Config{
-		Queues: []queue.Queue{work}, DeadLetter: dlq, Workers: 16, Logger: testLogger(t),
-		Handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if tk.Get(task.KeyAccount) == "acct-b" {
-				if doneB++; doneB == nB {
-					aAtLastB = doneA
-				}
-			} else {
-				doneA++
-			}
-			if doneA+doneB == nA+nB {
-				close(allDone)
-			}
-			return nil
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- m.Run(ctx) }()
-	select {
-	case <-allDone:
-	case <-time.After(time.Minute):
-		t.Error("tasks not all done within a minute")
-	}
-	cancel()
-	if err := <-stopped; err != nil {
-		t.Fatal(err)
-	}
+	c := newABCount(nA, nB)
+	runUntil(t, Config{Queues: []queue.Queue{work}, DeadLetter: dlq, Workers: 16, Logger: testLogger(t), Handler: c}, c.all, time.Minute)
 	if dlq.Len() != 0 {
 		t.Errorf("%d dead letters", dlq.Len())
 	}
-	return aAtLastB
+	return c.aAtLastB
 }
 
 // TestFairQueueAcceptance: with 10,000 tasks of account A queued before 100

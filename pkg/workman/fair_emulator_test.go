@@ -162,43 +162,11 @@ func TestEmulatorFairnessOnTheWire(t *testing.T) {
 	proxy.mu.Unlock()
 	proxy.reset()
 
-	var mu sync.Mutex
-	var doneA, lastB int
-	doneB := 0
-	allDone := make(chan struct{})
 	obs := &timings{}
-	m, err := New(Config{
-		Queues: []queue.Queue{work}, DeadLetter: dlq, Workers: 16, Logger: testLogger(t), Observer: obs,
-		Handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if tk.Get(task.KeyAccount) == "acct-b" {
-				doneB++
-				lastB = doneA
-			} else {
-				doneA++
-			}
-			if doneA+doneB == nA+nB {
-				close(allDone)
-			}
-			return nil
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- m.Run(ctx) }()
-	select {
-	case <-allDone:
-	case <-time.After(3 * time.Minute):
-		t.Error("tasks not all done within 3 minutes")
-	}
-	cancel()
-	if err := <-stopped; err != nil {
-		t.Fatal(err)
-	}
+	c := newABCount(nA, nB)
+	runUntil(t, Config{Queues: []queue.Queue{work}, DeadLetter: dlq, Workers: 16, Logger: testLogger(t), Observer: obs, Handler: c},
+		c.all, 3*time.Minute)
+	lastB := c.aAtLastB
 	if d, err := dlq.Depth(context.Background()); err != nil || d.Total() != 0 {
 		t.Errorf("dead-letter queue %+v (%v)", d, err)
 	}
@@ -244,7 +212,7 @@ func TestEmulatorQueueWait(t *testing.T) {
 	proxy.reset()
 	obs := &timings{}
 	done := make(chan struct{})
-	m, err := New(Config{
+	runUntil(t, Config{
 		Queues: []queue.Queue{work}, DeadLetter: dlq, Workers: 2, Logger: testLogger(t), Observer: obs,
 		RetryBase: time.Second,
 		Handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
@@ -254,22 +222,7 @@ func TestEmulatorQueueWait(t *testing.T) {
 			close(done)
 			return nil
 		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- m.Run(ctx) }()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Error("the retry did not run within a minute")
-	}
-	cancel()
-	if err := <-stopped; err != nil {
-		t.Fatal(err)
-	}
+	}, done, time.Minute)
 	elapsed := time.Since(before)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
