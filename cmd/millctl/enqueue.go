@@ -164,14 +164,15 @@ func (o *enqueueOptions) encode(tasks []*task.Task, f task.Format) (map[string][
 			name = queue.Name(o.prefix, name)
 		}
 		for n := range o.count {
-			body, err := task.Encode(o.copyOf(t, n), f)
+			tn := o.copyOf(t, n)
+			body, err := task.Encode(tn, f)
 			if err != nil {
 				return nil, nil, fmt.Errorf("task %d: %w", i+1, err)
 			}
 			if _, ok := byQueue[name]; !ok {
 				order = append(order, name)
 			}
-			byQueue[name] = append(byQueue[name], queue.SendEntry{Body: body, Delay: o.delay})
+			byQueue[name] = append(byQueue[name], queue.SendEntry{Body: body, Delay: o.delay, Group: tn.Group()})
 		}
 	}
 	return byQueue, order, nil

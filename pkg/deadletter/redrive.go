@@ -171,7 +171,7 @@ func (rd *redriver) send(ctx context.Context, target string, es []*Entry) ([]*En
 	}
 	entries := make([]queue.SendEntry, len(es))
 	for i, e := range es {
-		entries[i] = queue.SendEntry{Body: body(e.Letter.Body, rd.r.KeepAttempts)}
+		entries[i] = queue.SendEntry{Body: body(e.Letter.Body, rd.r.KeepAttempts), Group: group(e.Letter.Body)}
 	}
 	if err := rd.wait(ctx, len(entries)); err != nil {
 		return nil, err
@@ -216,6 +216,15 @@ func body(b []byte, keep bool) []byte {
 		return b
 	}
 	return nb
+}
+
+// group is the queue group of the task in b ("" if b is not a task).
+func group(b []byte) string {
+	t, err := task.Decode(b)
+	if err != nil {
+		return ""
+	}
+	return t.Group()
 }
 
 // wait holds back n more sends until the rate allows them.

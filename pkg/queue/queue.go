@@ -34,6 +34,9 @@ type Message struct {
 	ReceiveCount int
 	// SentAt is when the message was first sent (SQS SentTimestamp).
 	SentAt time.Time
+	// Group is the tenant the message was sent for (SendEntry.Group, SQS
+	// MessageGroupId); "" when it was sent without one.
+	Group string
 	// Attributes are the string message attributes the message was sent
 	// with (SendEntry.Attributes), plus those a decorator adds (the
 	// claim-check reference and its verdict).
@@ -51,6 +54,43 @@ type SendEntry struct {
 	Delay time.Duration // 0..MaxDelay; the message is invisible until then
 	// Attributes are string message attributes sent with the body.
 	Attributes map[string]string
+	// Group is the tenant the message belongs to (Mill: the task's
+	// account), sent as SQS MessageGroupId: on a standard queue SQS fair
+	// queues de-prioritise a tenant holding a disproportionate share of
+	// the in-flight messages. "" = none (each such message counts as a
+	// tenant of its own). It must pass CheckGroup.
+	Group string
+}
+
+// MaxGroupLen is the longest Group (SQS MessageGroupId: 128 characters).
+const MaxGroupLen = 128
+
+// CheckGroup returns an ErrInvalid error for a non-empty group that SQS
+// would refuse as a MessageGroupId: it must be 1..MaxGroupLen ASCII
+// letters, digits and punctuation.
+func CheckGroup(g string) error {
+	if g == "" {
+		return nil
+	}
+	if len(g) > MaxGroupLen {
+		return fmt.Errorf("group of %d characters > %d: %w", len(g), MaxGroupLen, ErrInvalid)
+	}
+	for i := 0; i < len(g); i++ {
+		if c := g[i]; c <= ' ' || c > '~' {
+			return fmt.Errorf("group %.40q: only ASCII letters, digits and punctuation: %w", g, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// GroupFor returns s as a Group if CheckGroup accepts it, else "" (no
+// group): a tenant name SQS cannot carry costs the message its fairness,
+// never its delivery.
+func GroupFor(s string) string {
+	if s == "" || CheckGroup(s) != nil {
+		return ""
+	}
+	return s
 }
 
 // ReceiveOptions are the settings of one ReceiveWith call.
@@ -102,7 +142,8 @@ func (d Depth) Total() int64 { return d.Visible + d.InFlight + d.Delayed }
 //     ReceiveWith(ctx, ReceiveOptions{Max: n, Wait: w}); a Visibility
 //     outside 0..MaxVisibility fails the call with ErrInvalid.
 //   - A received message carries the string attributes it was sent with
-//     (SendEntry.Attributes), its ReceiveCount and SentAt.
+//     (SendEntry.Attributes), its Group, its ReceiveCount and SentAt. A
+//     Group CheckGroup refuses fails its entry with ErrInvalid.
 //   - Delete removes delivered messages; deleting a message that is already
 //     gone is success. ChangeVisibility extends (or shortens) how long a
 //     message stays invisible, counted from the call. Release makes messages

@@ -151,7 +151,7 @@ func (d *dispatcher) receive(ctx context.Context, i int) {
 		m.obs.Received(qs.q.Name(), len(msgs))
 		jobs := make([]*job, len(msgs))
 		for k, msg := range msgs {
-			jobs[k] = &job{qs: qs, msg: msg, item: m.ext.add(qs, msg)}
+			jobs[k] = &job{qs: qs, msg: msg, item: m.ext.add(qs, msg), tenant: tenantOf(msg)}
 		}
 		if len(jobs) > 0 {
 			m.obs.InFlight(len(jobs))
@@ -220,6 +220,6 @@ func (d *dispatcher) work(svc, hard context.Context, stop <-chan struct{}) {
 		} else {
 			m.runJob(svc, hard, j)
 		}
-		d.update(func(p *planner) { p.finished() })
+		d.update(func(p *planner) { p.finished(j) })
 	}
 }

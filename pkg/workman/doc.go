@@ -21,7 +21,12 @@
 //     sent with a delay (a retry) does not wait for the rotation: its queue
 //     is watched as soon as the delay ends (wake.go).
 //   - Dispatching. One dispatcher hands each free worker the held message of
-//     the highest queue (strict priority). A message received while a higher
+//     the highest queue (strict priority); within a queue, the message of
+//     the account with the fewest tasks running, the earliest received
+//     among equals (fair.go: a batch goes round-robin across its accounts,
+//     so one account's backlog does not hold every worker while another's
+//     messages are held; which messages SQS delivers first is its fair
+//     queue's business, pkg/queue). A message received while a higher
 //     queue's state was unknown (at startup, or when the idle rotation finds
 //     work) waits until that queue has answered, and is released if it turns
 //     out to have a backlog. An unanswered long poll answers "empty" after
@@ -72,6 +77,13 @@
 //     is deleted, and a failure there leaves the message to be redelivered
 //     (an outcome is never lost, the observer is idempotent); a failed
 //     attempt after its retry is sent.
+//   - Queue wait (timing.go). Each task run (not released, not cancelled
+//     at shutdown) is reported to an Observer that is a
+//     metrics.TaskTimer: its queue and type, the wait from its message's
+//     SentAt (SQS SentTimestamp, asked for in the ReceiveMessage call that
+//     brought it, so no request of its own; a retry's wait includes its
+//     delay), its run time and its attempt number. The recorders keep them
+//     as histograms for p50/p99 (pkg/metrics).
 //   - Pauses. A queue the Config's Pauser reports paused (the fleet's
 //     pauses, pkg/fleet) is not received from; a handler that returns
 //     processors.Release (a task of a paused type) has its message made

@@ -56,6 +56,7 @@ type job struct {
 	msg     *queue.Message
 	item    *tracked
 	settled atomic.Bool // a disposition was taken (exactly one is)
+	tenant  string      // the task's account (tenantOf)
 }
 
 // New validates cfg and returns a Manager.
@@ -346,6 +347,7 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	ctx := processors.WithQueue(hard, j.qs.q.Name())
 	ctx = processors.WithAttempts(ctx, processors.Attempts{Done: t.Attempts, Limit: m.cfg.MaxAttempts})
 	ctx, continued := processors.WithContinuation(ctx)
+	started := m.clk.Now()
 	herr := m.handler.Handle(ctx, t)
 	log := j.qs.log.With(t.LogAttrs()...)
 	if herr != nil && hard.Err() != nil {
@@ -358,6 +360,7 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 		m.release(svc, j, why)
 		return
 	}
+	m.timeTask(j, t, started)
 	if dep, ok := processors.IsUnavailable(herr); ok {
 		// An outage, not a failure: no attempt is counted.
 		m.circ.trip(dep, t.Type, j.qs.index, herr)
@@ -411,7 +414,7 @@ func (m *Manager) retryTask(svc context.Context, j *job, t *task.Task, herr erro
 	err = m.retry(svc, func() error {
 		cctx, cancel := context.WithTimeout(svc, m.cfg.CallTimeout)
 		defer cancel()
-		return j.qs.q.Send(cctx, queue.SendEntry{Body: body, Delay: delay})
+		return j.qs.q.Send(cctx, queue.SendEntry{Body: body, Delay: delay, Group: nt.Group()})
 	})
 	if err != nil {
 		log.Error("task failed and its retry could not be sent; the message will be redelivered", "error", herr, "send_error", err)

@@ -57,6 +57,8 @@ type planner struct {
 	rotPos        int
 	seq           uint64
 	stopped       bool
+	// tenants counts the running jobs by tenant (fair.go).
+	tenants map[string]int
 }
 
 // ppm is a fraction in parts per million.
@@ -121,7 +123,7 @@ func newPlanner(c Config, shares []float64) *planner {
 	p := &planner{
 		workers: c.Workers, batch: queue.MaxBatch,
 		receiveWait: c.ReceiveWait, watchWait: c.IdlePollWait,
-		qs: make([]pqueue, len(shares)),
+		qs: make([]pqueue, len(shares)), tenants: map[string]int{},
 	}
 	for i, s := range shares {
 		p.qs[i].share = int64(s*ppm + 0.5)
@@ -222,9 +224,6 @@ func (p *planner) waited(g grant) {
 		q.ans = quiet
 	}
 }
-
-// finished records that a worker finished a job.
-func (p *planner) finished() { p.running-- }
 
 // stop ends all granting and starting and returns every held job.
 func (p *planner) stop() []*job {
@@ -331,11 +330,7 @@ func (p *planner) decide() (grants []grant, starts, releases []*job) {
 		}
 		p.charge(i)
 		q := &p.qs[i]
-		starts = append(starts, q.held[0].j)
-		q.held[0] = heldJob{}
-		q.held = q.held[1:]
-		p.held--
-		p.running++
+		starts = append(starts, p.take(q, p.nextHeld(q)))
 	}
 	grants = p.grants()
 	return grants, starts, releases
@@ -375,7 +370,14 @@ func hasUncertain(q *pqueue) bool {
 	return false
 }
 
-func ready(q *pqueue) bool { return len(q.held) > 0 && !q.held[0].uncertain }
+func ready(q *pqueue) bool {
+	for _, h := range q.held {
+		if !h.uncertain {
+			return true
+		}
+	}
+	return false
+}
 
 // charge updates the share credits for a start from queue started: every
 // contended share queue earns its share of the start, and the one that

@@ -366,7 +366,7 @@ func TestPlannerShareCadence(t *testing.T) {
 			t.Fatal("nothing runs")
 		}
 		running = running[1:] // one finishes
-		s.p.finished()
+		s.p.finished(nil)
 	}
 	// Skip the start-up (the first receives decide the first starts).
 	low := 0
@@ -393,7 +393,7 @@ func TestPlannerHoldsOneBatch(t *testing.T) {
 		running = append(running, started...)
 		if len(running) > 0 {
 			running = running[1:]
-			s.p.finished()
+			s.p.finished(nil)
 		}
 		if s.p.running+s.p.held+s.p.reservedBatch > 3+10+6 {
 			t.Fatalf("running %d + held %d + batch in flight %d over workers + batch + one per queue", s.p.running, s.p.held, s.p.reservedBatch)

@@ -323,7 +323,7 @@ func (p *Processor) duplicate(ctx context.Context, e auditlog.Entry) error {
 		if err != nil {
 			return fmt.Errorf("encode DUP %s: %w", sp, err)
 		}
-		entries = append(entries, queue.SendEntry{Body: body})
+		entries = append(entries, queue.SendEntry{Body: body, Group: queue.GroupFor(e.Account)})
 	}
 	if err := p.cfg.DupHigh.Send(ctx, entries...); err != nil {
 		return fmt.Errorf("send %d DUP tasks: %w", len(entries), err)

@@ -344,7 +344,7 @@ func (p *Processor) requeue(ctx context.Context, r task.BitReport, rechecks int,
 	if err != nil {
 		return processors.Permanent(fmt.Errorf("bitreport: re-encode: %w", err))
 	}
-	if err := p.cfg.Requeue.Send(ctx, queue.SendEntry{Body: body, Delay: p.cfg.RecheckDelay}); err != nil {
+	if err := p.cfg.Requeue.Send(ctx, queue.SendEntry{Body: body, Delay: p.cfg.RecheckDelay, Group: queue.GroupFor(r.Account)}); err != nil {
 		return fmt.Errorf("bitreport: re-queue the report: %w", err)
 	}
 	processors.Continue(ctx) // not done: the copy carries on

@@ -244,7 +244,7 @@ func (p *Processor) sendMissing(ctx context.Context, r task.BitReport, contentID
 	if err != nil {
 		return fmt.Errorf("bitreport: encode BIT_ERROR: %w", err)
 	}
-	if err := p.cfg.BitErrorQueue.Send(ctx, queue.SendEntry{Body: body}); err != nil {
+	if err := p.cfg.BitErrorQueue.Send(ctx, queue.SendEntry{Body: body, Group: queue.GroupFor(r.Account)}); err != nil {
 		return fmt.Errorf("bitreport: send BIT_ERROR to %s: %w", p.cfg.BitErrorQueue.Name(), err)
 	}
 	return nil

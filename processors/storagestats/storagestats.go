@@ -156,7 +156,7 @@ func (p *Processor) handOn(ctx context.Context, s task.StorageStats, log *slog.L
 	if err != nil {
 		return processors.Permanent(fmt.Errorf("storagestats: encode the continuation: %w", err))
 	}
-	if err := p.cfg.Continue.Send(ctx, queue.SendEntry{Body: body}); err != nil {
+	if err := p.cfg.Continue.Send(ctx, queue.SendEntry{Body: body, Group: queue.GroupFor(s.Account)}); err != nil {
 		return fmt.Errorf("storagestats: send the continuation to %s: %w", p.cfg.Continue.Name(), err)
 	}
 	log.Info("space count continues in another task", "items_so_far", s.Items, "bytes_so_far", s.Bytes,

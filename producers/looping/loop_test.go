@@ -13,6 +13,7 @@ import (
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/lease/memlease"
+	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/memqueue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/looping"
@@ -165,6 +166,9 @@ func drain(t *testing.T, q *memqueue.Queue) []*task.Task {
 		tk, err := task.Decode(m.Body)
 		if err != nil {
 			t.Fatalf("decode: %v", err)
+		}
+		if m.Group != queue.GroupFor(tk.Get(task.KeyAccount)) {
+			t.Fatalf("task of account %q sent with group %q", tk.Get(task.KeyAccount), m.Group)
 		}
 		out = append(out, tk)
 	}

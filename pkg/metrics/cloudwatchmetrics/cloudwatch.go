@@ -88,7 +88,8 @@ func (c Config) validate() error {
 // which Mill's handful of task types and results never reach: a type that
 // is not registered is published as OtherTaskType). A failed
 // publication keeps its data and is retried with the next one.
-// Received and InFlight are not published (Prometheus has them).
+// Received and InFlight are not published (Prometheus has them). The
+// queue-wait distributions (TaskTimed, timing.go) go in the same call.
 type Recorder struct {
 	client API
 	cfg    Config
@@ -97,6 +98,7 @@ type Recorder struct {
 	mu    sync.Mutex
 	tasks map[seriesKey]*series
 	dead  map[seriesKey]int64
+	timed map[timingKey]*timing // timing.go
 	calls int64
 
 	flushMu sync.Mutex // one publication at a time
@@ -123,7 +125,7 @@ func New(client API, cfg Config) (*Recorder, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("metrics: cloudwatch: %w", err)
 	}
-	return &Recorder{client: client, cfg: cfg, labels: metrics.NewTaskTypeLabels(cfg.TaskTypes), tasks: map[seriesKey]*series{}, dead: map[seriesKey]int64{}}, nil
+	return &Recorder{client: client, cfg: cfg, labels: metrics.NewTaskTypeLabels(cfg.TaskTypes), tasks: map[seriesKey]*series{}, dead: map[seriesKey]int64{}, timed: map[timingKey]*timing{}}, nil
 }
 
 // TaskDone implements metrics.Recorder: it adds to the interval's aggregate.
@@ -199,14 +201,14 @@ func (c *Recorder) Flush(ctx context.Context) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	c.mu.Lock()
-	tasks, dead := c.tasks, c.dead
-	c.tasks, c.dead = map[seriesKey]*series{}, map[seriesKey]int64{}
+	tasks, dead, timed := c.tasks, c.dead, c.timed
+	c.tasks, c.dead, c.timed = map[seriesKey]*series{}, map[seriesKey]int64{}, map[timingKey]*timing{}
 	c.mu.Unlock()
-	if len(tasks) == 0 && len(dead) == 0 {
+	if len(tasks) == 0 && len(dead) == 0 && len(timed) == 0 {
 		return nil
 	}
 	now := time.Now()
-	data := datums(tasks, dead, now)
+	data := append(datums(tasks, dead, now), timingDatums(timed, now)...)
 	var errs []error
 	for len(data) > 0 {
 		n := min(len(data), maxDatumsPerPutMetricData)
@@ -223,7 +225,7 @@ func (c *Recorder) Flush(ctx context.Context) error {
 		data = data[n:]
 	}
 	if err := errors.Join(errs...); err != nil {
-		c.restore(tasks, dead)
+		c.restore(tasks, dead, timed)
 		return fmt.Errorf("metrics: cloudwatch: put metric data: %w", err)
 	}
 	return nil
@@ -231,7 +233,7 @@ func (c *Recorder) Flush(ctx context.Context) error {
 
 // restore merges an unpublished aggregate back so the next publication
 // carries it.
-func (c *Recorder) restore(tasks map[seriesKey]*series, dead map[seriesKey]int64) {
+func (c *Recorder) restore(tasks map[seriesKey]*series, dead map[seriesKey]int64, timed map[timingKey]*timing) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, s := range tasks {
@@ -244,6 +246,14 @@ func (c *Recorder) restore(tasks map[seriesKey]*series, dead map[seriesKey]int64
 	}
 	for k, n := range dead {
 		c.dead[k] += n
+	}
+	for k, s := range timed {
+		cur := c.timed[k]
+		if cur == nil {
+			cur = newTimingSeries()
+			c.timed[k] = cur
+		}
+		cur.merge(s)
 	}
 }
 

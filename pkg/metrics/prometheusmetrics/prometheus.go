@@ -37,6 +37,8 @@ type Options struct {
 //	mill_messages_received_total{queue}             counter
 //	mill_dead_lettered_total{task_type,reason}      counter
 //	mill_sqs_requests_total{operation}              counter (from Requests)
+//
+// and the queue-wait histograms of timing.go (TaskTimed).
 type Recorder struct {
 	reg      *prometheus.Registry
 	tasks    *prometheus.CounterVec
@@ -47,6 +49,7 @@ type Recorder struct {
 	messages *prometheus.CounterVec
 	dead     *prometheus.CounterVec
 	labels   metrics.TaskTypeLabels
+	timing   timing
 }
 
 var _ metrics.Recorder = (*Recorder)(nil)
@@ -56,6 +59,7 @@ func New(o Options) *Recorder {
 	p := &Recorder{
 		reg:    prometheus.NewRegistry(),
 		labels: metrics.NewTaskTypeLabels(o.TaskTypes),
+		timing: newTiming(),
 		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mill_tasks_total", Help: "Tasks handled, by task type and result.",
 		}, []string{"task_type", "result"}),
@@ -80,6 +84,7 @@ func New(o Options) *Recorder {
 		}, []string{"task_type", "reason"}),
 	}
 	p.reg.MustRegister(p.tasks, p.duration, p.inFlight, p.receives, p.empty, p.messages, p.dead)
+	p.reg.MustRegister(p.timing.collectors()...)
 	if o.Requests != nil {
 		p.reg.MustRegister(requestCollector{fn: o.Requests})
 	}

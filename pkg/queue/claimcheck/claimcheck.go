@@ -200,7 +200,7 @@ func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
 		}
 		attrs[AttrRef] = ref.Key
 		keys[len(out)] = ref.Key
-		out, orig = append(out, queue.SendEntry{Body: body, Delay: e.Delay, Attributes: attrs}), append(orig, i)
+		out, orig = append(out, queue.SendEntry{Body: body, Delay: e.Delay, Attributes: attrs, Group: e.Group}), append(orig, i)
 	}
 	if len(out) > 0 {
 		err := q.inner.Send(ctx, out...)

@@ -11,5 +11,7 @@
 // For tests it also offers what SQS cannot: a snapshot of the stored messages
 // (Messages, Len), a count of the requests the same calls would have cost on
 // SQS (Requests, RequestTotal — the names match sqsqueue.Meter), and fault
-// injection (Config.Fault) for per-entry batch failures.
+// injection (Config.Fault) for per-entry batch failures, and, with
+// Config.Fair, the delivery order of an SQS fair queue (fair.go), which the
+// emulators do not have.
 package memqueue

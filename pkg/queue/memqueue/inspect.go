@@ -45,6 +45,7 @@ type Snapshot struct {
 	ID           string
 	Body         []byte
 	Attributes   map[string]string
+	Group        string
 	ReceiveCount int
 	SentAt       time.Time
 	VisibleAt    time.Time
@@ -65,6 +66,7 @@ func (q *Queue) Messages() []Snapshot {
 			ID:           m.id,
 			Body:         append([]byte(nil), m.body...),
 			Attributes:   maps.Clone(m.attrs),
+			Group:        m.group,
 			ReceiveCount: m.receiveCount,
 			SentAt:       m.sentAt,
 			VisibleAt:    m.visibleAt,

@@ -59,6 +59,9 @@ type Config struct {
 	// a non-nil error fails the call. Tests use it to exercise failure
 	// paths.
 	Fault func(op string, index int) error
+	// Fair delivers as an SQS fair queue does (fair.go): the messages of a
+	// noisy tenant (Group) go after the other tenants' visible messages.
+	Fair bool
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -96,6 +99,7 @@ type message struct {
 	id           string
 	body         []byte
 	attrs        map[string]string
+	group        string
 	sentAt       time.Time
 	visibleAt    time.Time
 	receiveCount int
@@ -162,7 +166,7 @@ func size(e queue.SendEntry) int {
 }
 
 // Send stores the entries. An entry with a delay outside 0..queue.MaxDelay
-// fails with queue.ErrInvalid, one larger than MaxBodyBytes with
+// or a Group queue.CheckGroup refuses fails with queue.ErrInvalid, one larger than MaxBodyBytes with
 // queue.ErrTooLarge; the others are stored.
 func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
 	if err := ctx.Err(); err != nil {
@@ -184,6 +188,10 @@ func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
 			failed[i] = err
 			continue
 		}
+		if err := queue.CheckGroup(e.Group); err != nil {
+			failed[i] = err
+			continue
+		}
 		if n := size(e); n > q.cfg.MaxBodyBytes {
 			failed[i] = fmt.Errorf("%d bytes > %d: %w", n, q.cfg.MaxBodyBytes, queue.ErrTooLarge)
 			continue
@@ -192,6 +200,7 @@ func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
 			id:        newID(),
 			body:      append([]byte(nil), e.Body...),
 			attrs:     maps.Clone(e.Attributes),
+			group:     e.Group,
 			sentAt:    now,
 			visibleAt: now.Add(e.Delay),
 		})
@@ -214,6 +223,7 @@ func (q *Queue) accept(moved []*message) {
 			id:        m.id,
 			body:      m.body,
 			attrs:     m.attrs,
+			group:     m.group,
 			sentAt:    m.sentAt,
 			visibleAt: now,
 		})
@@ -226,7 +236,7 @@ func (q *Queue) accept(moved []*message) {
 // becomes visible (zero if none).
 func (q *Queue) takeLocked(now time.Time, max int, vis time.Duration) (out []*queue.Message, moved []*message, next time.Time) {
 	redrive := q.cfg.MaxReceiveCount > 0 && q.cfg.DeadLetter != nil
-	for _, m := range q.msgs {
+	for _, m := range q.deliveryOrderLocked(now) {
 		if m.gone {
 			continue
 		}
@@ -260,6 +270,7 @@ func (q *Queue) takeLocked(now time.Time, max int, vis time.Duration) (out []*qu
 			Body:          append([]byte(nil), m.body...),
 			ReceiveCount:  m.receiveCount,
 			SentAt:        m.sentAt,
+			Group:         m.group,
 			Attributes:    maps.Clone(m.attrs),
 		})
 	}

@@ -78,6 +78,7 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"RoundTrip", s.roundTrip},
 		{"Batches", s.batches},
+		{"Groups", s.groups},
 		{"InvalidEntries", s.invalidEntries},
 		{"RedeliveryAfterVisibilityTimeout", s.redelivery},
 		{"ExtendedVisibility", s.extendedVisibility},
@@ -230,6 +231,45 @@ func (s *suite) roundTrip(t *testing.T) {
 		t.Fatalf("delete: %v", err)
 	}
 	s.expectEmpty(t, f.Queue, "after delete")
+}
+
+// groups: a message sent with a Group comes back with it, one sent without
+// comes back with none, and a Group SQS would refuse fails its entry with
+// queue.ErrInvalid while the rest of the batch is sent.
+func (s *suite) groups(t *testing.T) {
+	f := s.h.New(t, Options{})
+	long := strings.Repeat("g", queue.MaxGroupLen)
+	err := f.Queue.Send(ctxFor(t),
+		queue.SendEntry{Body: []byte("a"), Group: "acme-1.org_X"},
+		queue.SendEntry{Body: []byte("b")},
+		queue.SendEntry{Body: []byte("c"), Group: long},
+		queue.SendEntry{Body: []byte("bad1"), Group: "two words"},
+		queue.SendEntry{Body: []byte("bad2"), Group: "ünï"},
+		queue.SendEntry{Body: []byte("bad3"), Group: long + "g"},
+	)
+	var be *queue.BatchError
+	if !errors.As(err, &be) || len(be.Failed) != 3 {
+		t.Fatalf("send: %v, want entries 3, 4 and 5 failed", err)
+	}
+	for _, i := range []int{3, 4, 5} {
+		if !errors.Is(be.Failed[i], queue.ErrInvalid) {
+			t.Errorf("entry %d: %v, want queue.ErrInvalid", i, be.Failed[i])
+		}
+	}
+	got := s.receiveN(t, f.Queue, 3, 5*time.Second)
+	want := map[string]string{"a": "acme-1.org_X", "b": "", "c": long}
+	if len(got) != len(want) {
+		t.Fatalf("received %d messages, want %d", len(got), len(want))
+	}
+	for _, m := range got {
+		g, ok := want[string(m.Body)]
+		if !ok || m.Group != g {
+			t.Errorf("message %q: group %q, want %q", m.Body, m.Group, g)
+		}
+	}
+	if err := f.Queue.Delete(ctxFor(t), got...); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
 }
 
 func (s *suite) batches(t *testing.T) {

@@ -188,3 +188,41 @@ func (u *urlCounter) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, 
 	u.n++
 	return u.fakeAPI.GetQueueUrl(ctx, in, o...)
 }
+
+// TestSendGroups: an entry's Group goes out as its MessageGroupId; one SQS
+// would refuse fails with queue.ErrInvalid and is never sent.
+func TestSendGroups(t *testing.T) {
+	f := &groupAPI{}
+	q, err := sqsqueue.Open(context.Background(), f, "fake", sqsqueue.Config{RetryBackoff: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = q.Send(context.Background(),
+		queue.SendEntry{Body: []byte("a"), Group: "acme"},
+		queue.SendEntry{Body: []byte("b")},
+		queue.SendEntry{Body: []byte("c"), Group: "no spaces allowed"})
+	var be *queue.BatchError
+	if !errors.As(err, &be) || len(be.Failed) != 1 || !errors.Is(be.Failed[2], queue.ErrInvalid) {
+		t.Fatalf("send: %v, want entry 2 invalid", err)
+	}
+	if len(f.groups) != 2 || f.groups["0"] != "acme" || f.groups["1"] != "" {
+		t.Fatalf("MessageGroupIds sent by entry: %v", f.groups)
+	}
+}
+
+// groupAPI records the MessageGroupId of each entry sent.
+type groupAPI struct {
+	fakeAPI
+	groups map[string]string
+}
+
+func (g *groupAPI) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, o ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	if g.groups == nil {
+		g.groups = map[string]string{}
+	}
+	for _, e := range in.Entries {
+		g.groups[aws.ToString(e.Id)] = aws.ToString(e.MessageGroupId)
+	}
+	g.fail = func(string, int) *types.BatchResultErrorEntry { return nil }
+	return g.fakeAPI.SendMessageBatch(ctx, in, o...)
+}

@@ -203,7 +203,8 @@ func (q *Queue) Receive(ctx context.Context, n int, wait time.Duration) ([]*queu
 // ReceiveWith long-polls for up to o.Max messages (clamped to
 // 1..queue.MaxBatch; o.Wait to 0..queue.MaxWait and rounded up to whole
 // seconds, SQS's unit, as is o.Visibility). It asks for
-// ApproximateReceiveCount, SentTimestamp and all message attributes;
+// ApproximateReceiveCount, SentTimestamp, MessageGroupId and all message
+// attributes (in the one request);
 // string and number attributes are returned in Attributes.
 func (q *Queue) ReceiveWith(ctx context.Context, o queue.ReceiveOptions) ([]*queue.Message, error) {
 	if err := o.CheckVisibility(); err != nil {
@@ -218,6 +219,7 @@ func (q *Queue) ReceiveWith(ctx context.Context, o queue.ReceiveOptions) ([]*que
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{
 			types.MessageSystemAttributeNameApproximateReceiveCount,
 			types.MessageSystemAttributeNameSentTimestamp,
+			types.MessageSystemAttributeNameMessageGroupId,
 		},
 		MessageAttributeNames: []string{"All"},
 	}
@@ -244,6 +246,7 @@ func (q *Queue) ReceiveWith(ctx context.Context, o queue.ReceiveOptions) ([]*que
 		if v, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
 			qm.SentAt = time.UnixMilli(v)
 		}
+		qm.Group = m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 		for k, v := range m.MessageAttributes {
 			if v.StringValue == nil {
 				continue // binary attributes are not part of Mill's messages
@@ -292,9 +295,10 @@ func validBody(b []byte) bool {
 // Send sends the entries with SendMessageBatch, at most 10 and
 // MaxBatchBytes per request. Bodies must be text SQS accepts (see
 // queue.SendEntry; binary data must be encoded) — others fail with
-// queue.ErrInvalid, as do empty attribute values and delays outside
-// 0..queue.MaxDelay, and oversized entries fail with queue.ErrTooLarge,
-// all without a request.
+// queue.ErrInvalid, as do empty attribute values, delays outside
+// 0..queue.MaxDelay and groups queue.CheckGroup refuses; oversized entries
+// fail with queue.ErrTooLarge; all without a request. An entry's Group is
+// sent as its MessageGroupId.
 func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
 	b := newBatcher(q, "send")
 	var chunk []int
@@ -336,7 +340,7 @@ func validateEntry(e queue.SendEntry, maxBytes int) error {
 			return fmt.Errorf("attribute %q is empty: %w", k, queue.ErrInvalid)
 		}
 	}
-	return nil
+	return queue.CheckGroup(e.Group)
 }
 
 func (q *Queue) sendChunk(entries []queue.SendEntry) chunkFunc {
@@ -348,6 +352,9 @@ func (q *Queue) sendChunk(entries []queue.SendEntry) chunkFunc {
 				Id:           aws.String(strconv.Itoa(i)),
 				MessageBody:  aws.String(string(e.Body)),
 				DelaySeconds: seconds(e.Delay),
+			}
+			if e.Group != "" {
+				re.MessageGroupId = aws.String(e.Group)
 			}
 			if len(e.Attributes) > 0 {
 				re.MessageAttributes = make(map[string]types.MessageAttributeValue, len(e.Attributes))

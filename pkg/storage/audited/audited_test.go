@@ -56,6 +56,9 @@ func (h *harness) next(t *testing.T) []*task.Task {
 		if err != nil {
 			t.Fatalf("undecodable AUDIT body %q: %v", m.Body, err)
 		}
+		if m.Group != tk.Get(task.KeyAccount) || m.Group == "" {
+			t.Fatalf("AUDIT task of account %q sent with group %q", tk.Get(task.KeyAccount), m.Group)
+		}
 		out = append(out, tk)
 	}
 	h.seen = len(msgs)
