@@ -14,6 +14,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Manager receives tasks from its queues and runs them. Create it with New
@@ -346,7 +347,13 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	ctx := processors.WithQueue(hard, j.qs.q.Name())
 	ctx = processors.WithAttempts(ctx, processors.Attempts{Done: t.Attempts, Limit: m.cfg.MaxAttempts})
 	ctx, continued := processors.WithContinuation(ctx)
+	ctx, endSpan := m.cfg.Tracing.StartTask(ctx, j.qs.q.Name(), j.msg.Attributes, j.msg.ID)
 	herr := m.handler.Handle(ctx, t)
+	endSpan(string(t.Type), herr)
+	if m.cfg.Tracing.On() {
+		// What is sent for this task (its retry) continues its trace.
+		svc = trace.ContextWithSpan(svc, trace.SpanFromContext(ctx))
+	}
 	log := j.qs.log.With(t.LogAttrs()...)
 	if herr != nil && hard.Err() != nil {
 		// Shutdown cancelled the task: it neither failed nor succeeded.
