@@ -53,8 +53,12 @@ func Start(ctx context.Context, e Export) (t *Tracing, shutdown func(context.Con
 // endpointOptions reads an endpoint: a URL with scheme http or https (and
 // an optional path, default /v1/traces), or host:port (https).
 func endpointOptions(ep string) ([]otlptracehttp.Option, error) {
-	bad := func(why string) error { return fmt.Errorf("telemetry: OTLP endpoint %q: %s", ep, why) }
+	shown := ep // never a password: see below
+	bad := func(why string) error { return fmt.Errorf("telemetry: OTLP endpoint %q: %s", shown, why) }
 	if !strings.Contains(ep, "://") {
+		if strings.Contains(ep, "@") {
+			shown = "(redacted: holds user information)"
+		}
 		if strings.ContainsAny(ep, "/?#@ ") {
 			return nil, bad("want a URL (http://host:4318) or host:port")
 		}
@@ -62,8 +66,10 @@ func endpointOptions(ep string) ([]otlptracehttp.Option, error) {
 	}
 	u, err := url.Parse(ep)
 	if err != nil {
-		return nil, bad(err.Error())
+		shown = "(unparsable URL)"
+		return nil, bad("not a URL")
 	}
+	shown = u.Redacted()
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, bad("scheme must be http or https")
 	}
