@@ -141,20 +141,27 @@ func newEmulator(t *testing.T) *emulator {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rctx, cancel := context.WithCancel(context.Background())
-		stopped := make(chan error, 1)
-		go func() { stopped <- m.Run(rctx) }()
-		select {
-		case <-all:
-		case <-time.After(60 * time.Second): // a bound, not a wait: the test ends on its signal
-			t.Error("the tasks were not all handled within 60s")
-		}
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Fatal(err)
-		}
+		runUntil(t, m, all, "the tasks to be handled")
 	}
 	return e
+}
+
+// runUntil runs m until done is closed (at most a minute: a bound, not a
+// wait; the test ends on its signal), then stops it.
+func runUntil(t *testing.T, m *workman.Manager, done <-chan struct{}, what string) {
+	t.Helper()
+	rctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- m.Run(rctx) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Errorf("timed out waiting for %s", what)
+	}
+	cancel()
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestTraceFromSendToS3OnEmulator: a producer's send of a STORAGE_STATS

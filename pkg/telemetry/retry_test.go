@@ -47,18 +47,7 @@ func TestRetryContinuesTheTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- m.Run(rctx) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second): // a bound: the test ends on its signal
-		t.Error("the retry did not run")
-	}
-	cancel()
-	if err := <-stopped; err != nil {
-		t.Fatal(err)
-	}
+	runUntil(t, m, done, "the retry")
 	var in int
 	for _, s := range exp.GetSpans() {
 		if s.Name == "work process" {
