@@ -125,12 +125,11 @@ var command = producercmd.Command{
 				return errs
 			},
 			Build: func(ctx context.Context, e *producercmd.Env) (looping.Config, error) {
-				sqsc := e.AWS.SQS()
-				bitQ, err := producercmd.OpenQueue(ctx, sqsc, orName(*bitQueue, *e.Flags.QueuePrefix, queue.KeyBit))
+				bitQ, err := e.OpenQueue(ctx, orName(*bitQueue, *e.Flags.QueuePrefix, queue.KeyBit))
 				if err != nil {
 					return looping.Config{}, err
 				}
-				reportQ, err := producercmd.OpenQueue(ctx, sqsc, orName(*reportQueue, *e.Flags.QueuePrefix, queue.KeyBitReport))
+				reportQ, err := e.OpenQueue(ctx, orName(*reportQueue, *e.Flags.QueuePrefix, queue.KeyBitReport))
 				if err != nil {
 					return looping.Config{}, err
 				}

@@ -64,7 +64,7 @@ var command = producercmd.Command{
 			if err != nil {
 				return looping.Config{}, err
 			}
-			q, err := producercmd.OpenQueue(ctx, e.AWS.SQS(), queue.Resolve(*e.Flags.QueuePrefix, *queueName))
+			q, err := e.OpenQueue(ctx, queue.Resolve(*e.Flags.QueuePrefix, *queueName))
 			return looping.Config{Kind: dup.Kind, Producer: prod, Queue: q}, err
 		}}
 	},

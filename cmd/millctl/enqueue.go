@@ -78,6 +78,7 @@ type enqueueOptions struct {
 	count              int
 	delay              time.Duration
 	claims             *wiring.Claims
+	tracing            *wiring.Tracing
 }
 
 func (o *enqueueOptions) define(fs *flag.FlagSet, _ *app) {
@@ -90,6 +91,7 @@ func (o *enqueueOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.DurationVar(&o.delay, "delay", 0, "deliver after this `delay` (at most 15m)")
 	o.format = wiring.WireFormatFlag(fs)
 	o.claims = wiring.ClaimsFlags(fs)
+	o.tracing = wiring.TracingFlag(fs)
 }
 
 func (o *enqueueOptions) run(ctx context.Context, a *app, args []string) error {
@@ -199,6 +201,11 @@ func (o *enqueueOptions) send(ctx context.Context, a *app, byQueue map[string][]
 	if err != nil {
 		return err
 	}
+	_, stopTracing, err := o.tracing.Install(ctx, "millctl", a.getenv, a.logger, cfg, o.claims)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	api, s3c := cfg.SQS(), cfg.S3()
 	start := time.Now()
 	for _, name := range order {

@@ -51,6 +51,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 			reports := wiring.ReportsFlags(fs)
 			recheck := fs.Duration("recheck-delay", bit.DefaultRecheckDelay, "the bit check's \"wait 5 minutes\" before re-checking an item")
 			claims := wiring.ClaimsFlags(fs)
+			tracingFlag := wiring.TracingFlag(fs)
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected arguments: %q", args)
@@ -73,13 +74,18 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 				if err != nil {
 					return err
 				}
+				tracing, stopTracing, err := tracingFlag.Install(ctx, "millctl", a.getenv, a.logger, cfg, claims)
+				if err != nil {
+					return err
+				}
+				defer stopTracing()
 				key := strings.TrimPrefix(name, *prefix)
 				if !slices.Contains(queue.AllKeys, key) || key == queue.KeyDeadLetter {
 					return usagef("--queue %q: not one of the work queues %v (under --queue-prefix %q)", *qflag, queue.DefaultPriority, *prefix)
 				}
 				workerID := "millctl-" + workman.DefaultWorkerID()
 				d, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
-					AWS: cfg, Claims: claims, QueuePrefix: *prefix, QueueNames: map[string]string{key: name},
+					AWS: cfg, Claims: claims, Tracing: tracing, QueuePrefix: *prefix, QueueNames: map[string]string{key: name},
 					Config:     *cfgSrc.ConfigSource,
 					AuditTable: *auditTable, DatabaseURL: *dbURL, ReportsBucket: reports.Bucket, ReportsPrefix: reports.Prefix,
 					Types: types, RecheckDelay: *recheck,
@@ -101,7 +107,7 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 					// One queue, run until empty: never back off for long.
 					QueueBackoffMax: time.Second,
 					IdlePollWait:    time.Second, GracePeriod: 10 * time.Second,
-					Logger: a.logger, Observer: obs, WorkerID: workerID,
+					Logger: a.logger, Observer: obs, WorkerID: workerID, Tracing: tracing,
 				}})
 				if err != nil {
 					return err

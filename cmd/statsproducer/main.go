@@ -50,7 +50,7 @@ var command = producercmd.Command{
 	Define: func(fs *flag.FlagSet) producercmd.Own {
 		queueName := fs.String("queue", queue.KeyBit, "the queue STORAGE_STATS tasks go to: a queue `key` (named with --queue-prefix) or a full name")
 		return producercmd.Own{Build: func(ctx context.Context, e *producercmd.Env) (looping.Config, error) {
-			q, err := producercmd.OpenQueue(ctx, e.AWS.SQS(), queue.Resolve(*e.Flags.QueuePrefix, *queueName))
+			q, err := e.OpenQueue(ctx, queue.Resolve(*e.Flags.QueuePrefix, *queueName))
 			if err != nil {
 				return looping.Config{}, err
 			}

@@ -113,6 +113,7 @@ type options struct {
 	logLevel                           string
 	format                             *wiring.WireFormat
 	duracloudDB                        string
+	tracing                            *wiring.Tracing
 	noopSleep                          time.Duration
 	noopRecord                         string
 	taskTypes                          string
@@ -175,6 +176,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.Int64Var(&o.resumeMinSize, "resume-min-size", bit.DefaultResumeMinSize, "`bytes`: copies and bit checks of items at least this big are resumable")
 	fs.Int64Var(&o.bitCheckpointEvery, "bit-checkpoint-every", bit.DefaultCheckpointEvery, "`bytes` a resumable bit check reads between two checkpoints (a copy saves one per part)")
 	o.claims = wiring.ClaimsFlags(fs)
+	o.tracing = wiring.TracingFlag(fs)
 	o.fleet = fleetFlags(fs)
 	fs.DurationVar(&o.recheckDelay, "recheck-delay", bit.DefaultRecheckDelay, "the bit check's \"wait before trying again\" (cases 4, 8, 9, 10), also the report's\nwait for missing results (at most 15m)")
 	fs.DurationVar(&o.noopSleep, "noop-sleep", 0, "how long each NOOP task takes (tests and benchmarks)")
@@ -307,6 +309,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	tracing, stopTracing, err := o.tracing.Install(ctx, "workman", getenv, logger, awsCfg, o.claims)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	meter := sqsqueue.NewMeter()
 	client := awsCfg.SQS(meter.Option())
 	s3c := awsCfg.S3()
@@ -342,7 +349,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		workerID = workman.DefaultWorkerID()
 	}
 	deps, closeDeps, err := wiring.AWS(ctx, wiring.AWSConfig{
-		AWS: awsCfg, SQSOptions: []func(*sqs.Options){meter.Option()}, Claims: o.claims, QueuePrefix: *o.prefix,
+		AWS: awsCfg, SQSOptions: []func(*sqs.Options){meter.Option()}, Claims: o.claims, Tracing: tracing, QueuePrefix: *o.prefix,
 		Config: *o.config, PolicyRefresh: o.policyRefresh, AuditTable: o.auditTable, DatabaseURL: *o.databaseURL,
 		ReportsBucket: o.reports.Bucket, ReportsPrefix: o.reports.Prefix, Types: types,
 		NotifyTopicARN: *o.notifyTopic, ReportAdminSpace: o.adminReports, Prices: prices,
@@ -393,7 +400,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		IdlePollWait: o.longPollWait,
 		TaskTimeouts: timeouts, DefaultTaskTimeout: o.defaultTimeout,
 		MaxAttempts: o.maxAttempts, Format: format, GracePeriod: o.grace,
-		WorkerID: workerID, Logger: logger, Observer: rec, Pauser: pauser,
+		WorkerID: workerID, Logger: logger, Observer: rec, Pauser: pauser, Tracing: tracing,
 	}})
 	if err != nil {
 		return err

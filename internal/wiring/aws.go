@@ -35,6 +35,7 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/telemetry"
 	"github.com/millfleet/mill/pkg/workman"
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/noop"
@@ -47,8 +48,12 @@ type AWSConfig struct {
 	AWS *awsconfig.Config
 	// SQSOptions are applied to the SQS client (e.g. a request meter).
 	SQSOptions []func(*sqs.Options)
-	// Claims is the claim check put around every queue (nil: none).
+	// Claims is the claim check put around every queue (nil: none), and
+	// its Tracing the queues' tracing.
 	Claims *Claims
+	// Tracing traces the database's queries (the SDK's calls are traced
+	// through AWS's configuration: telemetry.Tracing.AWS).
+	Tracing *telemetry.Tracing
 	// QueuePrefix names the queues (default queue.DefaultPrefix);
 	// QueueNames overrides the name of a key.
 	QueuePrefix string
@@ -183,7 +188,11 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 	if err != nil {
 		return nil, nil, fmt.Errorf("wiring: %w", err)
 	}
-	db, err := milldb.Open(ctx, cfg.DatabaseURL, cfg.Database)
+	dbc := cfg.Database
+	if dbc.Tracer == nil {
+		dbc.Tracer = cfg.Tracing.PGX()
+	}
+	db, err := milldb.Open(ctx, cfg.DatabaseURL, dbc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("wiring: database: %w", err)
 	}

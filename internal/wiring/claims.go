@@ -11,6 +11,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/telemetry"
 )
 
 // Claims configures the claim check (pkg/queue/claimcheck) every Mill
@@ -21,6 +22,10 @@ import (
 // then refused at send.
 type Claims struct {
 	Bucket, Prefix string
+	// Tracing, when on, is put around the claim check (outermost), so
+	// every queue a binary opens through Claims carries trace context
+	// (pkg/telemetry).
+	Tracing *telemetry.Tracing
 }
 
 // ClaimsFlags registers --claims-bucket and --claims-prefix on fs. By
@@ -36,12 +41,15 @@ func ClaimsFlags(fs *flag.FlagSet) *Claims {
 }
 
 // Wrap returns q claim-checked in c's bucket, or q itself when c is nil
-// or has no bucket.
+// or has no bucket; traced when c.Tracing is on.
 func (c *Claims) Wrap(q queue.Queue, s3c s3blob.API) queue.Queue {
-	if c == nil || c.Bucket == "" {
+	if c == nil {
 		return q
 	}
-	return claimcheck.New(q, s3blob.New(s3c, c.Bucket, "", nil), claimcheck.Config{KeyPrefix: c.Prefix})
+	if c.Bucket != "" {
+		q = claimcheck.New(q, s3blob.New(s3c, c.Bucket, "", nil), claimcheck.Config{KeyPrefix: c.Prefix})
+	}
+	return c.Tracing.Queue(q)
 }
 
 // Open opens the SQS queue name and wraps it (see Wrap).

@@ -22,8 +22,9 @@
 // passing only its Deps, queues and tunables (WorkmanConfig).
 //
 // The flag groups the binaries share are defined here once (flags.go,
-// ClaimsFlags, NotifyFlag); their defaults are package setup's, the names
-// `millctl setup` creates.
+// ClaimsFlags, NotifyFlag, TracingFlag); their defaults are package
+// setup's, the names `millctl setup` creates. Tracing.Install
+// (telemetry.go) is the one call that turns tracing on in every binary.
 package wiring
 
 import (

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millfleet/mill/internal/base/validate"
@@ -49,6 +50,9 @@ type Config struct {
 	MaxConnIdleTime time.Duration
 	// ApplicationName (default DefaultApplicationName).
 	ApplicationName string
+	// Tracer, when set, traces every query (pgx's ConnConfig.Tracer;
+	// telemetry.Tracing.PGX).
+	Tracer pgx.QueryTracer
 }
 
 func (c Config) validate() error {
@@ -125,6 +129,9 @@ func PoolConfig(url string, cfg Config) (*pgxpool.Config, error) {
 		pc.ConnConfig.RuntimeParams["application_name"] = cfg.ApplicationName
 	} else if pc.ConnConfig.RuntimeParams["application_name"] == "" {
 		pc.ConnConfig.RuntimeParams["application_name"] = DefaultApplicationName
+	}
+	if cfg.Tracer != nil {
+		pc.ConnConfig.Tracer = cfg.Tracer
 	}
 	return pc, nil
 }

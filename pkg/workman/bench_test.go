@@ -2,8 +2,10 @@ package workman
 
 import (
 	"context"
+	"flag"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,13 +19,21 @@ import (
 
 // BenchmarkEmulatorNoop processes benchTasks NOOP tasks through a Manager on
 // the emulator and, in the same run, through a raw SDK-level loop (receive
-// 10, delete the batch). It reports workman's tasks/s and SQS requests per
-// task (receives + deletes + visibility changes), the raw loop's tasks/s and
-// the ratio. Run with:
+// 10, delete the batch). It reports workman's tasks/s, SQS requests per
+// task (receives + deletes + visibility changes) and heap allocations per
+// task (the whole process's while the Manager runs, SDK included), the raw
+// loop's tasks/s and the ratio. Tracing is off, as by default
+// (BenchmarkEmulatorNoopTraced has it on). Run with:
 //
 //	go test -run '^$' -bench EmulatorNoop -benchtime 1x ./pkg/workman/
-func BenchmarkEmulatorNoop(b *testing.B) {
-	const benchTasks = 1000
+func BenchmarkEmulatorNoop(b *testing.B) { benchEmulatorNoop(b, nil) }
+
+// benchTasks is how many tasks the emulator benchmarks run (-bench-tasks;
+// fewer on a slow emulator).
+var benchTasksFlag = flag.Int("bench-tasks", 1000, "tasks of the emulator benchmarks")
+
+func benchEmulatorNoop(b *testing.B, tracing func(queue.Queue, *Config) queue.Queue) {
+	benchTasks := *benchTasksFlag
 	cfg := testenv.AWS(b)
 	meter := sqsqueue.NewMeter()
 	client := cfg.SQS(meter.Option())
@@ -59,48 +69,57 @@ func BenchmarkEmulatorNoop(b *testing.B) {
 			}
 			done += len(msgs)
 		}
-		rawRate := benchTasks / time.Since(start).Seconds()
+		rawRate := float64(benchTasks) / time.Since(start).Seconds()
 
 		// Workman.
 		work, dlq := emuQueues(b, client, 30*time.Second)
 		sendNoops(b, work, benchTasks, nil)
 		var n atomic.Int64
 		allDone := make(chan struct{})
-		m, err := New(Config{
+		cfg := Config{
 			Queues: []queue.Queue{work}, DeadLetter: dlq, Workers: 16,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Handler: processors.HandlerFunc(func(ctx context.Context, tk *task.Task) error {
-				if n.Add(1) == benchTasks {
+				if n.Add(1) == int64(benchTasks) {
 					close(allDone)
 				}
 				return nil
 			}),
-		})
+		}
+		if tracing != nil {
+			cfg.Queues[0] = tracing(work, &cfg)
+		}
+		m, err := New(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
 		meter.Reset()
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
 		rctx, cancel := context.WithCancel(ctx)
 		stopped := make(chan error, 1)
 		start = time.Now()
 		go func() { stopped <- m.Run(rctx) }()
 		<-allDone
 		elapsed := time.Since(start)
+		runtime.ReadMemStats(&ms1)
+		allocs := float64(ms1.Mallocs-ms0.Mallocs) / float64(benchTasks)
 		cancel()
 		if err := <-stopped; err != nil {
 			b.Fatal(err)
 		}
 		snap := meter.Snapshot()
 		reqs := snap["ReceiveMessage"] + snap["DeleteMessageBatch"] + snap["ChangeMessageVisibilityBatch"]
-		rate := benchTasks / elapsed.Seconds()
+		rate := float64(benchTasks) / elapsed.Seconds()
 		if d, _ := work.Depth(ctx); d.Total() != 0 {
 			b.Fatalf("work queue not empty after the run: %+v", d)
 		}
 		b.ReportMetric(rate, "tasks/s")
 		b.ReportMetric(rawRate, "raw-tasks/s")
 		b.ReportMetric(rate/rawRate, "ratio")
-		b.ReportMetric(float64(reqs)/benchTasks, "req/task")
-		b.Logf("workman %.0f tasks/s, raw loop %.0f tasks/s (ratio %.2f); requests %v = %.3f req/task",
-			rate, rawRate, rate/rawRate, snap, float64(reqs)/benchTasks)
+		b.ReportMetric(float64(reqs)/float64(benchTasks), "req/task")
+		b.ReportMetric(allocs, "allocs/task")
+		b.Logf("workman %.0f tasks/s, raw loop %.0f tasks/s (ratio %.2f); requests %v = %.3f req/task; %.0f allocs/task",
+			rate, rawRate, rate/rawRate, snap, float64(reqs)/float64(benchTasks), allocs)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/telemetry"
 	"github.com/millfleet/mill/processors"
 )
 
@@ -163,6 +164,11 @@ type Config struct {
 	// uses it so a space's report does not wait for a check that was
 	// dead-lettered (bitreport.DeadLettered).
 	OnDeadLetter func(ctx context.Context, t *task.Task, reason string, cause error) error
+	// Tracing, when set, runs each decoded task in a span whose parent is
+	// the trace context its message carries (telemetry.AttrTraceparent),
+	// or a new root; the retry it sends continues that trace. Nil: off,
+	// at no cost (pkg/telemetry).
+	Tracing *telemetry.Tracing
 }
 
 // Pauser says which queues are paused. Implementations must be safe for

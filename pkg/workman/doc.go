@@ -102,6 +102,11 @@
 //     finds it down again. On closing, the queues it held back are woken.
 //     Manager.Outages lists the open circuits: the fleet registry's
 //     heartbeat shows them, with the state degraded.
+//   - Tracing (Config.Tracing, pkg/telemetry; nil: off, at no cost). Each
+//     decoded task runs in a span whose parent is the trace context its
+//     message carries (a new root without one, or with a malformed one),
+//     so the processor's calls join the sender's trace; its retry is sent
+//     in that trace.
 //   - Shutdown. When Run's ctx ends the manager stops receiving, releases
 //     held messages (visibility 0), lets running tasks finish within
 //     GracePeriod (counted from then), then cancels them and releases their

@@ -14,6 +14,7 @@ import (
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Manager receives tasks from its queues and runs them. Create it with New
@@ -348,7 +349,13 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	ctx = processors.WithAttempts(ctx, processors.Attempts{Done: t.Attempts, Limit: m.cfg.MaxAttempts})
 	ctx, continued := processors.WithContinuation(ctx)
 	started := m.clk.Now()
+	ctx, endSpan := m.cfg.Tracing.StartTask(ctx, j.qs.q.Name(), j.msg.Attributes, j.msg.ID)
 	herr := m.handler.Handle(ctx, t)
+	endSpan(string(t.Type), herr)
+	if m.cfg.Tracing.On() {
+		// What is sent for this task (its retry) continues its trace.
+		svc = trace.ContextWithSpan(svc, trace.SpanFromContext(ctx))
+	}
 	log := j.qs.log.With(t.LogAttrs()...)
 	if herr != nil && hard.Err() != nil {
 		// Shutdown cancelled the task: it neither failed nor succeeded.
@@ -383,48 +390,6 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	default:
 		m.retryTask(svc, j, t, herr, log)
 	}
-}
-
-// RetryDelay is the delay before attempt attempts+1 of a task that failed
-// with err: what processors.RetryAfter asked for, else base·2^attempts;
-// never more than max.
-func RetryDelay(attempts int, err error, base, max time.Duration) time.Duration {
-	if d, ok := processors.RetryDelay(err); ok {
-		return min(d, max)
-	}
-	d := base
-	for i := 0; i < attempts && d < max; i++ {
-		d *= 2
-	}
-	return min(d, max)
-}
-
-// retryTask sends a copy with attempts+1 after a delay, then deletes the
-// original. Send first: a crash between the two duplicates the task, it
-// never loses it.
-func (m *Manager) retryTask(svc context.Context, j *job, t *task.Task, herr error, log *slog.Logger) {
-	nt := t.Clone()
-	nt.Attempts = t.Attempts + 1
-	body, err := task.Encode(nt, m.cfg.Format)
-	if err != nil {
-		m.deadLetter(svc, j, t, ReasonPermanent, fmt.Errorf("re-encode for retry: %w (after: %v)", err, herr), nt.Attempts)
-		return
-	}
-	delay := RetryDelay(t.Attempts, herr, m.cfg.RetryBase, m.cfg.RetryMax)
-	err = m.retry(svc, func() error {
-		cctx, cancel := context.WithTimeout(svc, m.cfg.CallTimeout)
-		defer cancel()
-		return j.qs.q.Send(cctx, queue.SendEntry{Body: body, Delay: delay, Group: nt.Group()})
-	})
-	if err != nil {
-		log.Error("task failed and its retry could not be sent; the message will be redelivered", "error", herr, "send_error", err)
-		m.abandon(j, err)
-		return
-	}
-	m.wakes.at(j.qs.index, m.clk.Now().Add(delay))
-	log.Info("task failed; retry scheduled", "error", herr.Error(), "retry_in", delay, "next_attempt", nt.Attempts)
-	m.observe(svc, j, TaskOutcome{Task: t, Outcome: OutcomeRetry, Err: herr, Attempts: nt.Attempts})
-	m.succeed(j)
 }
 
 // deadLetter sends the message to the dead-letter queue, then deletes it.

@@ -19,10 +19,12 @@ import (
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/reportstore/s3reportstore"
 	"github.com/millfleet/mill/pkg/runs"
 	"github.com/millfleet/mill/pkg/runs/pgruns"
 	"github.com/millfleet/mill/pkg/stores"
+	"github.com/millfleet/mill/pkg/telemetry"
 	"github.com/millfleet/mill/producers/bit"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -85,6 +87,7 @@ type Flags struct {
 	filter       *filterFlags
 	Output       *Output
 	Schedule     *Schedule
+	Tracing      *wiring.Tracing
 }
 
 // Env is what a producer is built from: the parsed flags, the logger, AWS,
@@ -99,6 +102,19 @@ type Env struct {
 	Opener   *stores.Opener
 	DB       *milldb.DB // nil unless --database-url is given (always with Command.Database)
 	Filter   bit.Filter // the loaded --include/--exclude files
+	// Tracing is on with --otlp-endpoint (nil: off); OpenQueue's queues
+	// and the AWS and database clients are traced with it.
+	Tracing *telemetry.Tracing
+}
+
+// OpenQueue opens the SQS queue of that name on e's client, traced with
+// e.Tracing.
+func (e *Env) OpenQueue(ctx context.Context, name string) (queue.Queue, error) {
+	q, err := OpenQueue(ctx, e.AWS.SQS(), name)
+	if err != nil {
+		return nil, err
+	}
+	return e.Tracing.Queue(q), nil
 }
 
 // Main runs the command on the process's arguments and environment,
@@ -140,6 +156,7 @@ func (c Command) define(fs *flag.FlagSet) (*Flags, Own) {
 	}
 	f.Output = OutputFlags(fs)
 	f.Schedule = ScheduleFlags(fs)
+	f.Tracing = wiring.TracingFlag(fs)
 	return f, c.Define(fs)
 }
 
@@ -204,13 +221,18 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 	if e.AWS, err = awsconfig.Load(ctx, awsconfig.Options{Logger: e.Logger, Getenv: getenv}); err != nil {
 		return err
 	}
+	var stopTracing func()
+	if e.Tracing, stopTracing, err = f.Tracing.Install(ctx, c.Name, getenv, e.Logger, e.AWS, nil); err != nil {
+		return err
+	}
+	defer stopTracing()
 	e.S3 = e.AWS.S3()
 	if e.Registry, err = f.Config.Registry(ctx, e.S3); err != nil {
 		return err
 	}
 	e.Opener = wiring.NewOpener(e.Registry, &e.AWS.AWS, e.AWS.EndpointOverride)
 	if f.DatabaseURL != nil && *f.DatabaseURL != "" {
-		if e.DB, err = milldb.Open(ctx, *f.DatabaseURL, milldb.Config{}); err != nil {
+		if e.DB, err = milldb.Open(ctx, *f.DatabaseURL, milldb.Config{Tracer: e.Tracing.PGX()}); err != nil {
 			return err
 		}
 		defer e.DB.Close()
