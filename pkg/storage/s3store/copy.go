@@ -250,7 +250,17 @@ func (s *Store) serverSideCopy(ctx context.Context, from *Store, srcSpace, srcID
 		undo()
 		return nil, err
 	}
-	if pc := providerChecksum(out.etag, "", ""); pc == storage.ProviderMD5(srcInfo.Checksum) {
+	pc := providerChecksum(out.etag, "", "")
+	if alg, v, _ := storage.SplitProviderChecksum(pc); alg == storage.AlgMD5 && v != srcInfo.Checksum {
+		// S3 stored other bytes than the source's recorded MD5 says. Under
+		// a precondition on the source (ignored by this endpoint) the
+		// source changed since it was read.
+		if srcKey.ifMatch != "" {
+			return nil, fmt.Errorf("%w: the copy has MD5 %s, the source read before it %s", storage.ErrChanged, v, srcInfo.Checksum)
+		}
+		return nil, fmt.Errorf("%w: the copy has MD5 %s, the source %s", storage.ErrChecksumMismatch, v, srcInfo.Checksum)
+	}
+	if pc == storage.ProviderMD5(srcInfo.Checksum) {
 		props := make(map[string]string, len(srcInfo.Properties))
 		maps.Copy(props, srcInfo.Properties)
 		return &storage.Info{ContentID: dstID, Checksum: srcInfo.Checksum, ProviderChecksum: pc, Size: srcInfo.Size,
