@@ -51,11 +51,11 @@ var TaskRequests = []TaskCase{
 	{Type: "BIT_REPORT", Case: "a complete space of up to 1,000 items", Estimate: true, Requests: []Request{
 		{S3, "ListObjectsV2", 1}, {S3, "PutObject", 2}, {Postgres, Statements, 5}}},
 	{Type: "DUP", Case: "server-side, the copies differ", Requests: []Request{
-		{S3, "HeadObject", 7}, {S3, "CopyObject", 1}, {SQS, "SendMessageBatch", 1}}},
+		{S3, "HeadObject", 4}, {S3, "CopyObject", 1}, {SQS, "SendMessageBatch", 1}}},
 	{Type: "DUP", Case: "server-side, the copies are equal", Estimate: true, Requests: []Request{
 		{S3, "HeadObject", 2}}},
 	{Type: "DUP", Case: "streamed, the copies differ (an item below the part size)", Requests: []Request{
-		{S3, "HeadObject", 5}, {S3, "GetObject", 1}, {S3, "PutObject", 1}, {SQS, "SendMessageBatch", 1}}},
+		{S3, "HeadObject", 4}, {S3, "GetObject", 1}, {S3, "PutObject", 1}, {SQS, "SendMessageBatch", 1}}},
 	{Type: "DUP", Case: "streamed, the copies are equal", Requests: []Request{
 		{S3, "HeadObject", 2}}},
 	{Type: "STORAGE_STATS", Case: "a space of up to 1,000 items", Estimate: true, Requests: []Request{

@@ -24,6 +24,27 @@ type ServerSideCopier interface {
 	ServerSideCopy(ctx context.Context, src Provider, srcSpace, srcID, dstSpace, dstID string) (info *Info, ok bool, err error)
 }
 
+// Seen is what the caller of a copy has just read of its two items
+// (Head), so that the copy need not read them again.
+type Seen struct {
+	// Source is the source item as read, or nil (not read).
+	Source *Info
+	// Dest is the destination item as read; with DestRead and Dest nil,
+	// the destination was read and found absent.
+	Dest     *Info
+	DestRead bool
+}
+
+// SeenCopier is a ServerSideCopier that takes what the caller has read
+// of the items instead of reading them again. A provider uses an Info it
+// was given only under a precondition on its Revision (a conditional
+// request): an item rewritten since it was read fails the copy with
+// ErrChanged, an item that appeared where none was read is never
+// overwritten unseen.
+type SeenCopier interface {
+	ServerSideCopySeen(ctx context.Context, src Provider, srcSpace, srcID, dstSpace, dstID string, seen Seen) (info *Info, ok bool, err error)
+}
+
 // Unwrapper is implemented by decorators (such as audited) to expose the
 // provider they wrap, so that Copy can recognise a wrapped source for a
 // server-side copy. A decorator that must see writes should implement
@@ -58,8 +79,14 @@ type CopyOptions struct {
 	// only (ErrChanged when it was rewritten since) and sends no request
 	// before the destination asks for bytes: a copy resumed from a
 	// checkpoint fetches nothing before it. Otherwise Open's first ranged
-	// read, which gives the Info, starts the copy.
+	// read, which gives the Info, starts the copy. A server-side copy
+	// into a SeenCopier uses it instead of reading the source again.
 	Source *Info
+	// Dest and DestRead are the destination item as the caller just read
+	// it (Seen): a server-side copy into a SeenCopier, or a streamed one
+	// (PutOptions.Replaces), then does not read it again before writing.
+	Dest     *Info
+	DestRead bool
 }
 
 // Copy copies content item id from srcSpace of src to dstSpace of dst under
@@ -80,7 +107,15 @@ func Copy(ctx context.Context, src Provider, srcSpace, id string, dst Provider, 
 // CopyWith is Copy with options.
 func CopyWith(ctx context.Context, src Provider, srcSpace, id string, dst Provider, dstSpace string, o CopyOptions) (*Info, error) {
 	if c, ok := dst.(ServerSideCopier); ok {
-		info, done, err := c.ServerSideCopy(ctx, Unwrap(src), srcSpace, id, dstSpace, id)
+		var info *Info
+		var done bool
+		var err error
+		if sc, ok := dst.(SeenCopier); ok {
+			info, done, err = sc.ServerSideCopySeen(ctx, Unwrap(src), srcSpace, id, dstSpace, id,
+				Seen{Source: o.Source, Dest: o.Dest, DestRead: o.DestRead})
+		} else {
+			info, done, err = c.ServerSideCopy(ctx, Unwrap(src), srcSpace, id, dstSpace, id)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("storage: copy %s from %s to %s: %w", QuoteID(id), srcSpace, dstSpace, err)
 		}
@@ -94,11 +129,13 @@ func CopyWith(ctx context.Context, src Provider, srcSpace, id string, dst Provid
 	}
 	defer rc.Close()
 	opts := PutOptions{
-		Size:       info.Size,
-		Checksum:   info.Checksum,
-		MimeType:   info.MimeType,
-		Properties: UserProperties(info.Properties),
-		Transfer:   o.Transfer,
+		Size:         info.Size,
+		Checksum:     info.Checksum,
+		MimeType:     info.MimeType,
+		Properties:   UserProperties(info.Properties),
+		Transfer:     o.Transfer,
+		Replaces:     o.Dest,
+		ReplacesRead: o.DestRead,
 	}
 	if o.Resume != nil && info.Checksum != "" {
 		r := *o.Resume

@@ -132,6 +132,16 @@ type PutOptions struct {
 	// io.ReaderAt) keeps its progress there and a later Put with the same
 	// Resume continues it (see Resume). Others ignore it.
 	Resume *Resume
+	// Replaces is the item the put overwrites as the caller just read it
+	// (Head); with ReplacesRead and Replaces nil, the item was read and
+	// found absent. A provider that keeps an overwritten item recoverable
+	// (s3store in an unversioned bucket) then does not read it again: it
+	// keeps that revision under a precondition on its Revision
+	// (ErrChanged when it was rewritten since), and writes over an item
+	// read as absent only if none appeared since (ErrChanged). Others
+	// ignore it.
+	Replaces     *Info
+	ReplacesRead bool
 }
 
 // Provider is one store: a set of spaces holding content items.

@@ -96,7 +96,21 @@
 // from the source (two S3 stores on one client), otherwise streamed end to
 // end with no local staging, the destination verifying the source's MD5
 // while it writes; after every copy the destination is read back and its
-// checksum must equal the source's. Transient provider errors are retried
+// checksum must equal the source's.
+//
+// A request per need: the copy reuses the two HEADs the comparison made
+// (storage.CopyOptions Source, Dest and DestRead) instead of reading
+// either item again, and a store that takes them (storage.SeenCopier,
+// PutOptions.Replaces: s3store) makes its writes conditional on them, so
+// a change since the read fails the attempt (storage.ErrChanged; the
+// task's retry compares afresh) rather than being copied from or over
+// unseen. Against S3 a copy that differs then makes 4 HEADs: the source,
+// the destination, the destination space's marker (a write needs its
+// space) and the read-back. The read-back stays: it is the processor's
+// own observation (docs/ARCHITECTURE.md, Safety) that the copy landed
+// with the source's checksum, by the one rule (storage.ChecksumOf), not
+// the store's answer to the write; a copy it contradicts fails the task
+// (ErrDestinationChecksum). Transient provider errors are retried
 // inside the processor with capped exponential backoff on the injected
 // clock; storage.ErrNotFound is an answer, never retried. A source whose
 // bytes do not match its recorded checksum is reported with a permanent

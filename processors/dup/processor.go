@@ -177,14 +177,14 @@ func (p *Processor) content(ctx context.Context, j *job) (Action, error) {
 		}
 		return p.deleteContent(ctx, j)
 	case di == nil:
-		return CopyContent, p.copyContent(ctx, j, si)
+		return CopyContent, p.copyContent(ctx, j, si, nil)
 	case !InSync(si, di) || mimeType(di) != mimeType(si):
 		// Content or mimetype differ: a copy replaces both (a provider
 		// changes an item's mimetype only by writing it).
 		if err := j.mayDestroy("overwrite " + item); err != nil {
 			return None, err
 		}
-		return CopyContent, p.copyContent(ctx, j, si)
+		return CopyContent, p.copyContent(ctx, j, si, di)
 	case !storage.PropertiesEqual(si.Properties, di.Properties):
 		if err := j.mayDestroy("overwrite the properties of " + item); err != nil {
 			return None, err
@@ -283,9 +283,11 @@ func (p *Processor) deleteContent(ctx context.Context, j *job) (Action, error) {
 // storage.Copy streams.
 type noServerSideCopy struct{ storage.Provider }
 
-// copyContent copies the item from the source (as si describes it) and
-// verifies the destination afterwards.
-func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) error {
+// copyContent copies the item from the source (as si describes it) over
+// the destination (as di describes it: nil, absent) and verifies the
+// destination afterwards. The copy reads neither again: it is
+// conditional on both (storage.Seen; ErrChanged when either changed).
+func (p *Processor) copyContent(ctx context.Context, j *job, si, di *storage.Info) error {
 	d := j.d
 	if sc := storage.ChecksumOf(si, nil); sc.ClaimContradicted {
 		// The source is not the copy Mill wrote: never spread it.
@@ -299,13 +301,12 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 	if p.cfg.DisableServerSideCopy {
 		dst = noServerSideCopy{j.dst}
 	}
-	opts := storage.CopyOptions{Transfer: p.cfg.Transfer}
+	// Both items as just read: the copy reads neither again (a resumed
+	// copy reads nothing before its checkpoint).
+	opts := storage.CopyOptions{Transfer: p.cfg.Transfer, Source: si, Dest: di, DestRead: true}
 	if p.cfg.Checkpoints != nil {
 		opts.Resume = &storage.Resume{Checkpoints: p.cfg.Checkpoints, MinSize: p.cfg.ResumeMinSize,
 			Key: storage.CheckpointKey("dup", d.Account, d.StoreID, d.DestStoreID, d.SpaceID, d.ContentID)}
-		// The source as just read: a resumed copy then reads nothing
-		// before its checkpoint.
-		opts.Source = si
 		if p.cfg.ContinueAfter > 0 {
 			stop, done := make(chan struct{}), make(chan struct{})
 			defer close(done)
@@ -351,9 +352,10 @@ func (p *Processor) copyContent(ctx context.Context, j *job, si *storage.Info) e
 	case errors.Is(err, storage.ErrArchived):
 		// Archived since it was read (a lifecycle transition).
 		return p.archived(ctx, j, si)
-	case errors.Is(err, storage.ErrNotFound):
-		// The source item (or space) went away since it was read: the
-		// retry of this task deals with what is there then.
+	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrChanged):
+		// The source item (or space) went away, or an item changed, since
+		// it was read: the retry of this task deals with what is there
+		// then.
 		return fmt.Errorf("dup: copy %s/%s/%s/%s: the source changed during the copy: %w", d.Account, d.StoreID, d.SpaceID, d.ContentID, err)
 	case err != nil:
 		return fmt.Errorf("dup: copy %s/%s/%s/%s to store %s: %w", d.Account, d.StoreID, d.SpaceID, d.ContentID, d.DestStoreID, err)
@@ -420,7 +422,7 @@ func (p *Processor) archived(ctx context.Context, j *job, si *storage.Info) erro
 func final(err error) bool {
 	for _, e := range []error{
 		storage.ErrNotFound, storage.ErrChecksumMismatch, storage.ErrInvalidID,
-		storage.ErrPropertiesTooLarge, storage.ErrSpaceNotEmpty, ErrReadOnly, storage.ErrSuspended,
+		storage.ErrPropertiesTooLarge, storage.ErrSpaceNotEmpty, ErrReadOnly, storage.ErrSuspended, storage.ErrChanged,
 		context.Canceled, context.DeadlineExceeded,
 	} {
 		if errors.Is(err, e) {

@@ -308,6 +308,23 @@ func (p *Provider) ServerSideCopy(ctx context.Context, src storage.Provider, src
 	return info, true, p.emit(ctx, p.withSource(p.copyEvent(info, srcSpace, srcID, dstSpace, dstID)))
 }
 
+var _ storage.SeenCopier = (*Provider)(nil)
+
+// ServerSideCopySeen implements storage.SeenCopier as ServerSideCopy does,
+// passing what the caller read of the items to a wrapped SeenCopier (a
+// wrapped ServerSideCopier that takes none reads them itself).
+func (p *Provider) ServerSideCopySeen(ctx context.Context, src storage.Provider, srcSpace, srcID, dstSpace, dstID string, seen storage.Seen) (*storage.Info, bool, error) {
+	c, ok := p.inner.(storage.SeenCopier)
+	if !ok {
+		return p.ServerSideCopy(ctx, src, srcSpace, srcID, dstSpace, dstID)
+	}
+	info, done, err := c.ServerSideCopySeen(ctx, unwrap(src), srcSpace, srcID, dstSpace, dstID, seen)
+	if err != nil || !done {
+		return info, done, err
+	}
+	return info, true, p.emit(ctx, p.withSource(p.copyEvent(info, srcSpace, srcID, dstSpace, dstID)))
+}
+
 // Copy copies srcSpace/srcID of src (nil: this store) to dstSpace/dstID of
 // this store and emits COPY_CONTENT with the source's space and content
 // id. The copy is server-side when the wrapped provider can do it from src

@@ -133,4 +133,18 @@
 // same *s3.Client: CopyObject up to Config.CopyThreshold (5 GiB, S3's
 // limit), UploadPartCopy above it, keeping the MD5, properties and
 // mimetype. SetProperties is a copy of the object onto itself.
+//
+// It is also a storage.SeenCopier, and Put takes PutOptions.Replaces: a
+// caller that has just read the items (the duplication processor) passes
+// them, and the store does not read them again. What it was given it uses
+// only under a precondition: the copy from the source carries
+// x-amz-copy-source-if-match with the source's ETag, the trash copy of
+// the overwritten item the item's ETag, and a write over an item read as
+// absent If-None-Match: * — S3 refuses a change since (412, or 409 for a
+// concurrent conditional write: storage.ErrChanged). A single-part copy's
+// result ETag is the MD5 of what S3 stored; it must equal the source's
+// (else ErrChanged under a source precondition, ErrChecksumMismatch
+// otherwise), so no HEAD follows it; a multipart copy is read back. An
+// S3-compatible endpoint that ignores CopyObject's preconditions (moto
+// does) is back to what the copy result shows.
 package s3store

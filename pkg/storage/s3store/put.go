@@ -49,10 +49,15 @@ func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts sto
 	if err := s.needSpace(ctx, space); err != nil {
 		return nil, err
 	}
-	p := &putter{s: s, key: key, id: id, want: want, opts: opts, mime: mimeOr(opts.MimeType),
-		keep: func(ctx context.Context) (func(), error) {
-			return s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
-		}}
+	keep := func(ctx context.Context) (func(), error) {
+		return s.preserve(ctx, key, space, id, opts.Replaces, storage.ReplacedByOverwrite)
+	}
+	if opts.ReplacesRead && opts.Replaces == nil {
+		// Read as absent: nothing to keep, and written only if still so.
+		key.ifAbsent = true
+		keep = func(context.Context) (func(), error) { return func() {}, nil }
+	}
+	p := &putter{s: s, key: key, id: id, want: want, opts: opts, mime: mimeOr(opts.MimeType), keep: keep}
 	p.streams, p.partSize = s.cfg.Streams, s.cfg.PartSize
 	if opts.Transfer.Streams > 0 {
 		p.streams = opts.Transfer.Streams
@@ -147,6 +152,7 @@ func (p *putter) single(ctx context.Context, data []byte) (*storage.Info, error)
 		Body:            bytes.NewReader(data),
 		ContentLength:   aws.Int64(int64(len(data))),
 		ContentMD5:      aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+		IfNoneMatch:     p.key.condition(),
 		ContentType:     aws.String(p.mime),
 		Metadata:        meta,
 		ContentEncoding: enc,
@@ -394,6 +400,7 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 		MultipartUpload:   &types.CompletedMultipartUpload{Parts: u.completed()},
 		ChecksumCRC64NVME: aws.String(fullCRC),
 		ChecksumType:      types.ChecksumTypeFullObject,
+		IfNoneMatch:       target.condition(),
 	})
 	if err != nil {
 		undo()

@@ -93,8 +93,10 @@ func trashName(now time.Time, reason string) string {
 // replaced for reason. In a versioned bucket S3 keeps the previous
 // version itself: nothing to do. Otherwise the object is copied (server
 // side) under the trash prefix; info is the object's Info when the caller
-// has it, else it is read (a missing object — a first write — is not
-// copied). undo removes the copy when the replacement then fails.
+// has it (the copy is then conditional on its Revision: ErrChanged when
+// the object was rewritten since), else it is read (a missing object — a
+// first write — is not copied). undo removes the copy when the
+// replacement then fails.
 func (s *Store) preserve(ctx context.Context, key object, space, id string, info *storage.Info, reason string) (undo func(), err error) {
 	undo = func() {}
 	v, err := s.versioning(ctx)
@@ -109,6 +111,8 @@ func (s *Store) preserve(ctx context.Context, key object, space, id string, info
 		if err != nil {
 			return undo, err
 		}
+	} else {
+		key.ifMatch = info.Revision
 	}
 	meta, err := s.encodeMeta(info.Checksum, info.Properties)
 	if err != nil {

@@ -188,7 +188,7 @@ func mapErr(err error) error {
 			return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
 		case "BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch":
 			return fmt.Errorf("%w: %w", storage.ErrChecksumMismatch, err)
-		case "PreconditionFailed":
+		case "PreconditionFailed", "ConditionalRequestConflict":
 			return fmt.Errorf("%w: %w", storage.ErrChanged, err)
 		case "MetadataTooLarge":
 			return fmt.Errorf("%w: %w", storage.ErrPropertiesTooLarge, err)

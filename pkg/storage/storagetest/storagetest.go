@@ -62,6 +62,12 @@ type Harness struct {
 	// refuse with storage.ErrInvalidProperty, changing nothing.
 	ACLs        map[string]string
 	InvalidACLs []map[string]string
+	// CopyConditionsIgnored says the endpoint ignores a server-side
+	// copy's preconditions (moto ignores x-amz-copy-source-if-match and
+	// If-None-Match on CopyObject): the suite then holds the provider's
+	// Put to its preconditions but not its server-side copy. Unset
+	// against a real service.
+	CopyConditionsIgnored bool
 }
 
 // Fixture is one fresh store made for one subtest, with the hooks that
@@ -175,6 +181,7 @@ func Run(t *testing.T, h Harness) {
 		{"Concurrent", testConcurrent},
 		{"Recoverable", testRecoverable},
 		{"RecoverableCopy", testRecoverableCopy},
+		{"Seen", testSeen},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
