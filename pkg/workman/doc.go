@@ -90,6 +90,14 @@
 //     finds it down again. On closing, the queues it held back are woken.
 //     Manager.Outages lists the open circuits: the fleet registry's
 //     heartbeat shows them, with the state degraded.
+//   - Throttling (throttle.go). A task whose store throttled it
+//     (processors.IsThrottled: S3 SlowDown, DynamoDB or SNS throttling
+//     after the SDK's retries, or a turn the store's learnt request limit,
+//     pkg/aimd, would not give it soon enough) did not fail and found no
+//     outage: its message is made visible again after the delay asked for
+//     (5 s by default), no attempt is counted, no circuit opens (the
+//     other stores behind the same endpoint keep going), and its queue is
+//     woken when the delay ends.
 //   - Shutdown. When Run's ctx ends the manager stops receiving, releases
 //     held messages (visibility 0), lets running tasks finish within
 //     GracePeriod (counted from then), then cancels them and releases their

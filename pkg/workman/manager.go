@@ -358,6 +358,12 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 		m.release(svc, j, why)
 		return
 	}
+	if store, in, ok := processors.IsThrottled(herr); ok {
+		// The store answers, slower than asked: not an attempt, and
+		// no circuit (throttle.go).
+		m.releaseThrottled(svc, j, store, in, herr)
+		return
+	}
 	if dep, ok := processors.IsUnavailable(herr); ok {
 		// An outage, not a failure: no attempt is counted.
 		m.circ.trip(dep, t.Type, j.qs.index, herr)
