@@ -2,13 +2,11 @@ package processors
 
 import (
 	"errors"
-	"net/http"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
+
+	"github.com/millfleet/mill/pkg/awsconfig"
 )
 
 // ResultThrottled: a store throttled the task's requests (IsThrottled):
@@ -27,10 +25,8 @@ const DefaultThrottleDelay = 5 * time.Second
 //     because the store's learnt limit would have kept it waiting too long
 //     (pkg/aimd, through pkg/awsconfig);
 //   - an AWS operation whose last attempt the service throttled after the
-//     SDK's retries (or whose retry quota ran out on a throttle): an error
-//     code of retry.DefaultThrottleErrorCodes (S3 SlowDown,
-//     ThrottlingException, ProvisionedThroughputExceededException, …), or
-//     an S3 503 (S3 answers its Slow Down without a body to a HEAD).
+//     SDK's retries (or whose retry quota ran out on a throttle), as
+//     awsconfig.ThrottleError tells.
 //
 // Throttling is not an outage: the store answers, slower than asked. A
 // task it stops is released with the delay (DefaultThrottleDelay when
@@ -51,11 +47,7 @@ func IsThrottled(err error) (store string, retryIn time.Duration, ok bool) {
 	if !errors.As(err, &oe) {
 		return "", 0, false
 	}
-	if retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(oe.Err) == aws.TrueTernary {
-		return awsDependency(oe), DefaultThrottleDelay, true
-	}
-	var re *awshttp.ResponseError
-	if oe.ServiceID == "S3" && errors.As(oe.Err, &re) && re.HTTPStatusCode() == http.StatusServiceUnavailable {
+	if awsconfig.ThrottleError(oe.ServiceID, oe.Err) {
 		return awsDependency(oe), DefaultThrottleDelay, true
 	}
 	return "", 0, false
