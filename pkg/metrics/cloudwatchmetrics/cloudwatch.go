@@ -98,6 +98,8 @@ type Recorder struct {
 	tasks map[seriesKey]*series
 	dead  map[seriesKey]int64
 	calls int64
+	// limits: the per-store request limits' changes (limits.go)
+	limits map[string]*limitSeries
 
 	flushMu sync.Mutex // one publication at a time
 }
@@ -202,11 +204,12 @@ func (c *Recorder) Flush(ctx context.Context) error {
 	tasks, dead := c.tasks, c.dead
 	c.tasks, c.dead = map[seriesKey]*series{}, map[seriesKey]int64{}
 	c.mu.Unlock()
-	if len(tasks) == 0 && len(dead) == 0 {
+	lims := c.takeLimits()
+	if len(tasks) == 0 && len(dead) == 0 && len(lims) == 0 {
 		return nil
 	}
 	now := time.Now()
-	data := datums(tasks, dead, now)
+	data := append(datums(tasks, dead, now), limitDatums(lims, now)...)
 	var errs []error
 	for len(data) > 0 {
 		n := min(len(data), maxDatumsPerPutMetricData)
@@ -224,6 +227,7 @@ func (c *Recorder) Flush(ctx context.Context) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		c.restore(tasks, dead)
+		c.restoreLimits(lims)
 		return fmt.Errorf("metrics: cloudwatch: put metric data: %w", err)
 	}
 	return nil

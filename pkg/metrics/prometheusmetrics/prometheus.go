@@ -37,6 +37,8 @@ type Options struct {
 //	mill_messages_received_total{queue}             counter
 //	mill_dead_lettered_total{task_type,reason}      counter
 //	mill_sqs_requests_total{operation}              counter (from Requests)
+//	mill_store_request_limit{store}                 gauge (limits.go)
+//	mill_store_request_limit_changes_total{store,change} counter
 type Recorder struct {
 	reg      *prometheus.Registry
 	tasks    *prometheus.CounterVec
@@ -47,6 +49,7 @@ type Recorder struct {
 	messages *prometheus.CounterVec
 	dead     *prometheus.CounterVec
 	labels   metrics.TaskTypeLabels
+	limits   limits // limits.go
 }
 
 var _ metrics.Recorder = (*Recorder)(nil)
