@@ -302,7 +302,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	awsCfg, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
+	// A task waits at most 2 s for its store's turn (pkg/aimd), then is
+	// released until it: a worker is not held by a throttled store while
+	// other stores' tasks wait.
+	awsCfg, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv, Throttle: aimd.Config{MaxWait: 2 * time.Second}})
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,8 @@
 // it on average.
 //
 // Wait takes a request's turn: requests to a limited key are spaced
-// 1/limit apart. A turn further away than MaxWait is not waited for:
+// 1/limit apart. A turn further away than MaxWait (Patience times that
+// for work that has had a turn of the key: WithTurns) is not waited for:
 // Wait returns a *ThrottledError saying when to come back, which the
 // processors read as "release the task with that delay, without counting
 // an attempt" (processors.IsThrottled). Every change of a limit is told to
@@ -174,7 +175,12 @@ func (l *Limiter) Wait(ctx context.Context, key string) error {
 		turn = now
 	}
 	wait := turn.Sub(now)
-	if wait > l.cfg.MaxWait {
+	maxWait := l.cfg.MaxWait
+	tu := turnsFrom(ctx)
+	if tu.had(key) {
+		maxWait *= Patience
+	}
+	if wait > maxWait {
 		err := &ThrottledError{Key: key, Limit: s.limit, RetryIn: wait}
 		l.mu.Unlock()
 		return err
@@ -184,7 +190,51 @@ func (l *Limiter) Wait(ctx context.Context, key string) error {
 		s.heldInInt = true
 	}
 	l.mu.Unlock()
+	tu.add(key)
 	return clock.Sleep(ctx, l.cfg.Clock, wait)
+}
+
+// Patience multiplies MaxWait for a request of a piece of work that has
+// had a turn of the same key already (WithTurns): work half done is
+// finished rather than given up and redone, which would spend the
+// store's rate twice.
+const Patience = 5
+
+type turnsKey struct{}
+
+// turns records the keys a piece of work had turns of.
+type turns struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+// WithTurns returns ctx for one piece of work (a task): a request of it
+// to a key it has had a turn of waits up to Patience·MaxWait.
+func WithTurns(ctx context.Context) context.Context {
+	return context.WithValue(ctx, turnsKey{}, &turns{keys: map[string]bool{}})
+}
+
+func turnsFrom(ctx context.Context) *turns {
+	t, _ := ctx.Value(turnsKey{}).(*turns)
+	return t
+}
+
+func (t *turns) had(key string) bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.keys[key]
+}
+
+func (t *turns) add(key string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	t.keys[key] = true
+	t.mu.Unlock()
 }
 
 // Observe records the answer to a request to key: throttled, or not

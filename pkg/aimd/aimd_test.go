@@ -281,3 +281,34 @@ func TestConvergesNearTheAcceptedRate(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkWithATurnWaitsLonger: a request of work that has had a turn of
+// the key waits up to Patience·MaxWait; fresh work is refused beyond
+// MaxWait.
+func TestWorkWithATurnWaitsLonger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{Min: 1, MaxWait: 2 * time.Second, Interval: time.Hour})
+		l.Observe("k", true) // 1/s
+		task := WithTurns(context.Background())
+		if err := l.Wait(task, "k"); err != nil { // its first turn, now
+			t.Fatal(err)
+		}
+		for range 2 { // others take the turns at 1 and 2 s
+			go func() { _ = l.Wait(context.Background(), "k") }()
+		}
+		synctest.Wait()
+		// The next turn is 3 s away: fresh work is refused…
+		var te *ThrottledError
+		if err := l.Wait(context.Background(), "k"); !errors.As(err, &te) {
+			t.Fatalf("fresh work 3 s from its turn: %v, want refused", err)
+		}
+		// …the task that had a turn waits for it.
+		start := time.Now()
+		if err := l.Wait(task, "k"); err != nil {
+			t.Fatalf("work with a turn: %v", err)
+		}
+		if d := time.Since(start); d != 3*time.Second {
+			t.Errorf("waited %v, want 3s", d)
+		}
+	})
+}

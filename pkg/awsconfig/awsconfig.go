@@ -174,9 +174,7 @@ func (c *Config) S3(optFns ...func(*s3.Options)) *s3.Client {
 		// Mill verifies content MD5s itself; the SDK's plain-text notice
 		// that a response carried no checksum would only break JSON logs.
 		o.DisableLogOutputChecksumValidationSkipped = true
-		if f := c.throttleOption("s3"); f != nil {
-			o.APIOptions = append(o.APIOptions, f)
-		}
+		c.LimitS3(o)
 	}}, optFns...)
 	return s3.NewFromConfig(c.AWS, fns...)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/millfleet/mill/pkg/aimd"
@@ -66,6 +67,14 @@ func (c *Config) Limiter() *aimd.Limiter {
 func (c *Config) OnLimitChange(f func(aimd.Change)) {
 	if c.throttle != nil {
 		c.throttle.onChange.Store(&f)
+	}
+}
+
+// LimitS3 makes an S3 client built elsewhere from c.AWS (a store's own
+// client, stores.Opener) share c's per-store request limits.
+func (c *Config) LimitS3(o *s3.Options) {
+	if f := c.throttleOption("s3"); f != nil {
+		o.APIOptions = append(o.APIOptions, f)
 	}
 }
 

@@ -93,9 +93,11 @@
 //   - Throttling (throttle.go). A task whose store throttled it
 //     (processors.IsThrottled: S3 SlowDown, DynamoDB or SNS throttling
 //     after the SDK's retries, or a turn the store's learnt request limit,
-//     pkg/aimd, would not give it soon enough) did not fail and found no
+//     pkg/aimd, would not give it within its MaxWait — workman's 2 s,
+//     five times that for a task that has had a turn of that store, so
+//     work half done is finished, not redone) did not fail and found no
 //     outage: its message is made visible again after the delay asked for
-//     (5 s by default), no attempt is counted, no circuit opens (the
+//     (5 s by default) and up to half again at random, no attempt is counted, no circuit opens (the
 //     other stores behind the same endpoint keep going), and its queue is
 //     woken when the delay ends.
 //   - Shutdown. When Run's ctx ends the manager stops receiving, releases

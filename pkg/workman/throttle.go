@@ -2,6 +2,7 @@ package workman
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/millfleet/mill/pkg/queue"
@@ -9,17 +10,20 @@ import (
 
 // releaseThrottled hands back the message of a task whose store throttled
 // it (processors.IsThrottled): it becomes visible again after the delay
-// asked for (at most RetryMax), counts no attempt and opens no circuit —
-// the store answers, only slower than asked, and its learnt request limit
-// (pkg/aimd) paces the tasks that follow. Its queue is woken when the
-// delay ends. If the visibility cannot be changed, the message reappears
+// asked for and up to half again at random (at most RetryMax), counts no
+// attempt and opens no circuit — the store answers, only slower than
+// asked, and its learnt request limit (pkg/aimd) paces the tasks that
+// follow. Its queue is woken when the delay ends. If the visibility cannot be changed, the message reappears
 // when its visibility timeout ends: later, never lost.
 func (m *Manager) releaseThrottled(ctx context.Context, j *job, store string, delay time.Duration, cause error) {
 	if !j.settled.CompareAndSwap(false, true) {
 		return
 	}
 	m.ext.remove(j.item)
-	delay = min(max(delay, time.Second), m.cfg.RetryMax, queue.MaxVisibility)
+	// Up to half again at random: the tasks one throttle released do not
+	// all come back at once.
+	delay = max(delay, time.Second)
+	delay = min(delay+rand.N(delay/2+1), m.cfg.RetryMax, queue.MaxVisibility)
 	err := m.retry(ctx, func() error {
 		cctx, cancel := context.WithTimeout(ctx, m.cfg.CallTimeout)
 		defer cancel()
