@@ -133,7 +133,7 @@ func runThrottledDup(t *testing.T, hot, cold int, rate float64) ThrottleResult {
 	for key, body := range map[string]string{
 		"accounts.json": fmt.Sprintf(`{"accounts": [{"id": "hot", "status": "active", "stores": [%s, %s]},
   {"id": "cold", "status": "active", "stores": [%s, %s]}]}`, store("1", hotSrc), store("2", hotDst), store("1", coldSrc), store("2", coldDst)),
-		"duplication-accounts.json":   `["hot", "cold"]`,
+		"duplication-accounts.json":    `["hot", "cold"]`,
 		"hot-duplication-policy.json":  `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`,
 		"cold-duplication-policy.json": `{"defaultPolicies": [{"srcStoreId": "1", "destStoreId": "2"}]}`,
 	} {
