@@ -8,12 +8,18 @@
 // it is throttled (Observe with throttled true). The first throttle sets
 // its limit to Decrease times the rate at which its requests succeeded in
 // the last one to two seconds (the rate the store accepted, not the rate
-// that was offered); every later throttle multiplies the limit by
+// that was offered), then doubles each Interval in which it held a request
+// back until the next throttle (a slow start: that rate may have been
+// measured over the first moments, before any request succeeded); every
+// later throttle multiplies the limit by
 // Decrease, at most once per Cooldown (the throttles of requests already
 // in flight when the limit fell are one signal, not many). Each Interval
 // without a throttle in which the limit held a request back raises it by
-// Step (Config.Step: by default 1 % of the limit at the last decrease, so
-// a cut of 15 % is won back in about 15 intervals at any scale). A key not
+// Step (Config.Step: by default 2 % of the limit at the last decrease, at
+// least Min, so a cut of 15 % is won back in about 8 intervals at any
+// scale, and a limit set too low from a slow start climbs back at Min a
+// second at least). A throttle of a request sent before the limit last
+// fell lowers nothing (ObserveSent). A key not
 // throttled for Forget is unlimited again. With the defaults the limit
 // saws between 0.85 and 1 times the rate the store accepts: about 0.92 of
 // it on average.
@@ -56,7 +62,7 @@ type Config struct {
 	// Decrease multiplies the limit on a throttle (default 0.85).
 	Decrease float64
 	// Step is the additive increase per Interval, requests per second
-	// (default: 1 % of the limit at the last decrease, at least 0.1).
+	// (default: 2 % of the limit at the last decrease, at least Min).
 	Step float64
 	// Min is the lowest limit, requests per second (default 1).
 	Min float64
@@ -135,6 +141,10 @@ type state struct {
 	intervalStart  time.Time
 	throttledInInt bool
 	heldInInt      bool
+	// slowStart: the first limit came from a rate measured over moments
+	// (a store throttling from its first requests); it doubles each
+	// interval until the next throttle.
+	slowStart bool
 }
 
 // New returns a Limiter.
@@ -240,6 +250,13 @@ func (t *turns) add(key string) {
 // Observe records the answer to a request to key: throttled, or not
 // (any other answer: the store took the request).
 func (l *Limiter) Observe(key string, throttled bool) {
+	l.ObserveSent(key, throttled, time.Time{})
+}
+
+// ObserveSent is Observe for a request sent at sent: a throttle of a
+// request sent before the limit last fell says nothing of the new limit,
+// and lowers nothing.
+func (l *Limiter) ObserveSent(key string, throttled bool, sent time.Time) {
 	var ch *Change
 	l.mu.Lock()
 	now := l.cfg.Clock.Now()
@@ -255,17 +272,19 @@ func (l *Limiter) Observe(key string, throttled bool) {
 		return
 	}
 	s.lastThrottle, s.throttledInInt = now, true
-	if s.limit == 0 || now.Sub(s.lastDecrease) >= l.cfg.Cooldown {
+	stale := !sent.IsZero() && sent.Before(s.lastDecrease)
+	if s.limit == 0 || (!stale && now.Sub(s.lastDecrease) >= l.cfg.Cooldown) {
 		if s.limit == 0 {
 			s.limit = l.cfg.Decrease * s.successRate(now)
-			s.next = now
+			s.next, s.slowStart = now, true
 		} else {
 			s.limit *= l.cfg.Decrease
+			s.slowStart = false
 		}
 		s.limit = max(s.limit, l.cfg.Min)
 		s.step = l.cfg.Step
 		if s.step <= 0 {
-			s.step = max(0.01*s.limit, 0.1)
+			s.step = max(0.02*s.limit, l.cfg.Min)
 		}
 		s.lastDecrease, s.intervalStart, s.throttledInInt, s.heldInInt = now, now, false, false
 		ch = &Change{Key: key, Kind: KindDecrease, Limit: s.limit}
@@ -308,7 +327,11 @@ func (l *Limiter) tickLocked(key string, s *state, now time.Time) {
 	}
 	for now.Sub(s.intervalStart) >= l.cfg.Interval {
 		if !s.throttledInInt && s.heldInInt {
-			s.limit += s.step
+			if s.slowStart {
+				s.limit *= 2
+			} else {
+				s.limit += s.step
+			}
 			l.tellLater(Change{Key: key, Kind: KindIncrease, Limit: s.limit})
 		}
 		s.intervalStart = s.intervalStart.Add(l.cfg.Interval)

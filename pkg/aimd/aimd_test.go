@@ -123,6 +123,8 @@ func TestIncreasesOnlyWhileHoldingBack(t *testing.T) {
 		rec := &recorder{}
 		l := New(Config{Min: 10, Step: 2, OnChange: rec.add})
 		l.Observe("k", true)
+		time.Sleep(time.Second)
+		l.Observe("k", true) // a second throttle ends the slow start
 		// Idle for 5 s: the limit was not binding, nothing to raise.
 		time.Sleep(5 * time.Second)
 		if got := l.Limit("k"); got != 10 {
@@ -168,7 +170,7 @@ func TestForgetsAfterQuiet(t *testing.T) {
 
 func TestTurnBeyondMaxWaitIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := New(Config{Min: 1, MaxWait: 3 * time.Second})
+		l := New(Config{Min: 1, MaxWait: 3 * time.Second, Interval: time.Hour})
 		l.Observe("k", true) // 1/s
 		ctx := context.Background()
 		for range 4 { // turns at 0, 1, 2, 3 s
@@ -309,6 +311,59 @@ func TestWorkWithATurnWaitsLonger(t *testing.T) {
 		}
 		if d := time.Since(start); d != 3*time.Second {
 			t.Errorf("waited %v, want 3s", d)
+		}
+	})
+}
+
+// TestSlowStartDoublesUntilThrottled: a first limit set before any
+// request succeeded doubles each busy interval until the next throttle,
+// then climbs by steps.
+func TestSlowStartDoublesUntilThrottled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{Step: 1})
+		l.Observe("k", true) // no success seen: the floor, 1/s
+		ctx := context.Background()
+		busy := func(d time.Duration) {
+			end := time.Now().Add(d)
+			for time.Now().Before(end) {
+				_ = l.Wait(ctx, "k")
+				l.Observe("k", false)
+			}
+		}
+		busy(4 * time.Second)
+		if got := l.Limit("k"); got < 8 || got > 16 {
+			t.Fatalf("limit after 4 busy seconds of slow start %v, want 8..16", got)
+		}
+		l.Observe("k", true)
+		after := l.Limit("k")
+		busy(3 * time.Second)
+		if got := l.Limit("k"); got < after+1 || got > after+3 {
+			t.Errorf("after the throttle the limit went from %v to %v in 3 s, want steps of 1", after, got)
+		}
+	})
+}
+
+// TestStaleThrottleLowersNothing: a throttle of a request sent before the
+// limit fell (in flight at the old rate) does not lower it again; one
+// sent at the new limit does.
+func TestStaleThrottleLowersNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Config{Interval: time.Hour})
+		for range 200 {
+			l.Observe("k", false)
+			time.Sleep(10 * time.Millisecond)
+		}
+		sent := time.Now()
+		l.ObserveSent("k", true, sent)
+		first := l.Limit("k")
+		time.Sleep(5 * time.Second)
+		l.ObserveSent("k", true, sent.Add(-time.Second)) // sent before the cut
+		if got := l.Limit("k"); got != first {
+			t.Fatalf("a stale throttle moved the limit from %v to %v", first, got)
+		}
+		l.ObserveSent("k", true, time.Now()) // sent at the new limit
+		if got, want := l.Limit("k"), first*0.85; math.Abs(got-want) > 1e-9 {
+			t.Fatalf("limit %v after a fresh throttle, want %v", got, want)
 		}
 	})
 }

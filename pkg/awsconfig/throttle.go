@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
@@ -112,12 +113,13 @@ func (c *Config) throttleOption(svc string) func(*middleware.Stack) error {
 				if err := lim.Wait(ctx, key); err != nil {
 					return middleware.FinalizeOutput{}, middleware.Metadata{}, err
 				}
+				sent := time.Now()
 				out, md, err := next.HandleFinalize(ctx, in)
 				switch {
 				case err == nil:
 					lim.Observe(key, false)
 				case ThrottleError(svc, err):
-					lim.Observe(key, true)
+					lim.ObserveSent(key, true, sent)
 				default:
 					var re *awshttp.ResponseError
 					if errors.As(err, &re) && re.HTTPStatusCode() < 500 {
