@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testkit/faultproxy"
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
@@ -65,15 +63,7 @@ func TestDynamoDBOutageDuringAudits(t *testing.T) {
 		account = "acme"
 		space   = "photos"
 	)
-	u, err := url.Parse(testenv.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.NewHTTP(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy := emulatorProxy(t)
 	prefix := testenv.Prefix(t)
 	sqsc, ddb := cfg.SQS(), cfg.DynamoDB()
 	testenv.CleanupQueues(t, sqsc, prefix)
@@ -158,20 +148,8 @@ func TestDynamoDBOutageDuringAudits(t *testing.T) {
 	down := time.Now()
 	before := recorded()
 	reg := dynamofleet.New(ddb, fleetTable, nil)
-	self := func() fleet.Worker {
-		ws, _ := reg.Workers(ctx)
-		for _, w := range ws {
-			if w.ID == prefix+"w" {
-				return w
-			}
-		}
-		return fleet.Worker{}
-	}
-	var seen fleet.Worker
-	shown := testbin.Poll(outage, 200*time.Millisecond, func() bool {
-		seen = self()
-		return seen.State == fleet.StateDegraded && len(seen.Outages) > 0
-	})
+	self := func() fleet.Worker { return registryWorker(ctx, reg, prefix+"w") }
+	seen, shown, _ := degradedWithin(ctx, reg, prefix+"w", outage)
 	seenAfter := time.Since(down)
 	if !shown {
 		t.Errorf("during the outage the fleet registry shows %+v, want state degraded with an outage of dynamodb", seen)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,15 +65,7 @@ func runThrottledDup(t *testing.T, hot, cold int, rate float64) ThrottleResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	workmanBin := binary(t, "workman")
-	u, err := url.Parse(testenv.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.NewHTTP(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy := emulatorProxy(t)
 	prefix := testenv.Prefix(t)
 	sqsc, ddb, s3c := cfg.SQS(), cfg.DynamoDB(), cfg.S3()
 	testenv.CleanupQueues(t, sqsc, prefix)
@@ -83,14 +74,7 @@ func runThrottledDup(t *testing.T, hot, cold int, rate float64) ThrottleResult {
 	dupQ := ensureQueue(t, ctx, sqsc, queue.Name(prefix, queue.KeyDupLow), 60*time.Second)
 	auditTable := prefix + "audit"
 	testenv.CreateTable(t, ddb, dynamoauditlog.CreateTableInput(auditTable), nil)
-	bucket := func(name string) string {
-		b := strings.TrimSuffix(prefix, "-") + "-" + name
-		testenv.CleanupBucket(t, s3c, b)
-		if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	bucket := func(name string) string { return newBucket(t, ctx, s3c, prefix, name) }
 	hotSrc, hotDst, coldSrc, coldDst, conf := bucket("hot-src"), bucket("hot-dst"), bucket("cold-src"), bucket("cold-dst"), bucket("config")
 	dbURL := testenv.Schema(t)
 	migratedPool(t, ctx, dbURL)
