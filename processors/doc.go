@@ -2,7 +2,9 @@
 // task processor implements, the outcomes a handler reports through its error
 // (nil, Permanent, RetryAfter, Release, Unavailable — an outage of a
 // dependency, which IsUnavailable also reads from the pgx and AWS SDK
-// errors where they are typed (unavailable.go) — any other error; a nil
+// errors where they are typed (unavailable.go); throttling, which
+// IsThrottled reads from the AWS SDK's errors and pkg/aimd's refused turns
+// (throttled.go) — any other error; a nil
 // after Continue: a continuation of the task was queued, so it is not done
 // for the record of runs), a Mux that routes tasks to
 // processors by task type, and the middleware that adds cross-cutting

@@ -42,6 +42,9 @@ func Result(ctx context.Context, err error) string {
 	if _, ok := IsReleased(err); ok {
 		return ResultReleased
 	}
+	if _, _, ok := IsThrottled(err); ok {
+		return ResultThrottled
+	}
 	if _, ok := IsUnavailable(err); ok {
 		return ResultUnavailable
 	}

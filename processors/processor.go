@@ -23,6 +23,9 @@ import (
 //     a driver's error that says the dependency does not answer): no
 //     attempt is counted; Workman opens that dependency's circuit and
 //     hands the task back (pkg/workman).
+//   - its store throttled it (IsThrottled: S3 SlowDown, DynamoDB or SNS
+//     throttling, or the store's learnt request limit, pkg/aimd, refused
+//     it a turn): released with a delay, no attempt counted, no circuit.
 //   - any other error: the task is retried with exponential backoff and goes
 //     to the dead-letter queue when it has failed Workman's MaxAttempts
 //     times (--max-attempts, default 3).

@@ -62,14 +62,19 @@ func Unavailable(dep string, err error) error {
 //     many connections).
 //   - AWS (aws-sdk-go-v2): an operation that failed with an error the
 //     SDK itself classes as transient (a connection refused or reset, a
-//     timeout, a 5xx, throttling) after its retries, or whose retry quota
-//     ran out. A 4xx that is not throttling (AccessDenied, NoSuchKey, a
-//     failed condition) is the task's own failure.
+//     timeout, a 5xx) after its retries, or whose retry quota ran out. A
+//     4xx that is not throttling (AccessDenied, NoSuchKey, a failed
+//     condition) is the task's own failure.
 //
-// A permanent error is never an outage (IsPermanent wins), nor is a
-// context's cancellation or deadline on its own.
+// A permanent error is never an outage (IsPermanent wins), nor is
+// throttling (IsThrottled wins: the store answers, and one bucket's
+// throttling must not stop the tasks of every store behind its
+// endpoint), nor a context's cancellation or deadline on its own.
 func IsUnavailable(err error) (dep string, ok bool) {
 	if err == nil || IsPermanent(err) {
+		return "", false
+	}
+	if _, _, throttled := IsThrottled(err); throttled {
 		return "", false
 	}
 	var u interface{ Unavailable() string }

@@ -36,6 +36,7 @@ import (
 	"github.com/millfleet/mill/internal/cli/envflag"
 	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/wiring"
+	"github.com/millfleet/mill/pkg/aimd"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/bitlog"
@@ -305,7 +306,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	awsCfg, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv})
+	// A task waits at most 2 s for its store's turn (pkg/aimd), then is
+	// released until it: a worker is not held by a throttled store while
+	// other stores' tasks wait.
+	awsCfg, err := awsconfig.Load(ctx, awsconfig.Options{Logger: logger, Getenv: getenv, Throttle: aimd.Config{MaxWait: 2 * time.Second}})
 	if err != nil {
 		return err
 	}
@@ -380,6 +384,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		rec = metrics.Multi(prom, cw)
 	}
+	// The per-store request limits (pkg/aimd) are metrics, and logged.
+	awsCfg.OnLimitChange(func(c aimd.Change) {
+		prom.LimitChanged(c.Key, c.Kind, c.Limit)
+		if cw != nil {
+			cw.LimitChanged(c.Key, c.Kind, c.Limit)
+		}
+		if c.Kind != aimd.KindIncrease {
+			logger.Info("store request limit changed", "store", c.Key, "change", c.Kind, "limit", c.Limit)
+		}
+	})
 	member, err := newMember(o.fleet, awsCfg, workerID, *o.prefix, queueNames, o.workers, logger)
 	if err != nil {
 		return err

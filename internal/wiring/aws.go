@@ -182,7 +182,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
-	opener := NewOpener(reg, &aws.AWS, aws.EndpointOverride)
+	opener := NewOpener(reg, &aws.AWS, aws.EndpointOverride, aws.LimitS3)
 
 	notifier, err := Notifier(aws, cfg.NotifyTopicARN, cfg.Logger)
 	if err != nil {

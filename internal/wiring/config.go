@@ -79,9 +79,12 @@ func (c ConfigSource) Files(s3c *s3.Client, maxSize int64) (configstore.Store, e
 // read from the shared AWS config files), else base's, which go only to
 // AWS endpoints unless the store sets ambientCredentials (see
 // stores.Opener). S3 stores reached the same way (stores.Store.Access)
-// share a client, so copies between them are server-side.
-func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool) *stores.Opener {
+// share a client, so copies between them are server-side. s3opts apply
+// to every store's S3 client (awsconfig.Config.LimitS3: the per-store
+// request limits).
+func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool, s3opts ...func(*s3.Options)) *stores.Opener {
 	oc := stores.OpenerConfig{
+		S3Options: s3opts,
 		PathStyle: pathStyle,
 		Profile:   awsconfig.ProfileCredentials,
 		S3: stores.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {

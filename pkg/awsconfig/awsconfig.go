@@ -8,6 +8,10 @@
 // S3 uses path-style addressing. This is the only package that looks at the
 // process environment for AWS settings; everything under pkg/ takes clients.
 //
+// The S3, DynamoDB and SNS clients pace their requests to each store
+// (bucket, table, topic) with a limit learnt from its throttling
+// (throttle.go, pkg/aimd); other stores keep full speed.
+//
 // Endpoints that cannot be reached fail fast, with one line that says what
 // to do (UnreachableError): Load connects to every endpoint override in
 // force (the local emulator) before it returns, and the clients it builds
@@ -42,6 +46,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
 
+	"github.com/millfleet/mill/pkg/aimd"
 	"github.com/millfleet/mill/pkg/endpoint"
 )
 
@@ -64,6 +69,9 @@ type Options struct {
 	// ConnectTimeout bounds the reachability check of each endpoint
 	// (default DefaultConnectTimeout).
 	ConnectTimeout time.Duration
+	// Throttle tunes the per-store request limits of the S3, DynamoDB
+	// and SNS clients (throttle.go; zero: pkg/aimd's defaults).
+	Throttle aimd.Config
 }
 
 // Config is the loaded SDK configuration plus what Mill derives from it.
@@ -72,6 +80,8 @@ type Config struct {
 	// EndpointOverride is true when a custom endpoint is in force for any
 	// service (AWS_ENDPOINT_URL or a service-specific variable).
 	EndpointOverride bool
+
+	throttle *throttling
 }
 
 // Load reads the default chain. A missing region is defaulted to
@@ -116,7 +126,7 @@ func Load(ctx context.Context, o Options) (*Config, error) {
 		cfg.Region = DefaultRegion
 		o.Logger.Info("no AWS region configured; using the default", "region", DefaultRegion)
 	}
-	c := &Config{AWS: cfg}
+	c := &Config{AWS: cfg, throttle: newThrottling(o.Throttle)}
 	reach := newReacher(o.ConnectTimeout)
 	var overrides []*url.URL
 	override := func(raw, source string) error {
@@ -164,6 +174,7 @@ func (c *Config) S3(optFns ...func(*s3.Options)) *s3.Client {
 		// Mill verifies content MD5s itself; the SDK's plain-text notice
 		// that a response carried no checksum would only break JSON logs.
 		o.DisableLogOutputChecksumValidationSkipped = true
+		c.LimitS3(o)
 	}}, optFns...)
 	return s3.NewFromConfig(c.AWS, fns...)
 }
@@ -175,12 +186,22 @@ func (c *Config) SQS(optFns ...func(*sqs.Options)) *sqs.Client {
 
 // SNS returns an SNS client (notifications).
 func (c *Config) SNS(optFns ...func(*sns.Options)) *sns.Client {
-	return sns.NewFromConfig(c.AWS, optFns...)
+	fns := append([]func(*sns.Options){func(o *sns.Options) {
+		if f := c.throttleOption("sns"); f != nil {
+			o.APIOptions = append(o.APIOptions, f)
+		}
+	}}, optFns...)
+	return sns.NewFromConfig(c.AWS, fns...)
 }
 
 // DynamoDB returns a DynamoDB client.
 func (c *Config) DynamoDB(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	return dynamodb.NewFromConfig(c.AWS, optFns...)
+	fns := append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
+		if f := c.throttleOption("dynamodb"); f != nil {
+			o.APIOptions = append(o.APIOptions, f)
+		}
+	}}, optFns...)
+	return dynamodb.NewFromConfig(c.AWS, fns...)
 }
 
 // AutoScaling returns an Auto Scaling client.

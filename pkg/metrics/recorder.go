@@ -67,3 +67,14 @@ func (Nop) TaskDone(task.Type, string, time.Duration) {}
 func (Nop) DeadLettered(task.Type, string)            {}
 func (Nop) Received(string, int)                      {}
 func (Nop) InFlight(int)                              {}
+
+// LimitRecorder receives the changes of the per-store request limits
+// (pkg/aimd, through awsconfig.Config.OnLimitChange): store is the
+// limiter's key ("s3 <bucket>", "dynamodb <table>", "sns <topic>"), change
+// aimd's kind (decrease, increase, reset) and limit the new limit in
+// requests per second (0: unlimited). The Prometheus and CloudWatch
+// recorders implement it. Stores are operator configuration, so the
+// series stay few.
+type LimitRecorder interface {
+	LimitChanged(store, change string, limit float64)
+}

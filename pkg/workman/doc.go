@@ -107,6 +107,16 @@
 //     message carries (a new root without one, or with a malformed one),
 //     so the processor's calls join the sender's trace; its retry is sent
 //     in that trace.
+//   - Throttling (throttle.go). A task whose store throttled it
+//     (processors.IsThrottled: S3 SlowDown, DynamoDB or SNS throttling
+//     after the SDK's retries, or a turn the store's learnt request limit,
+//     pkg/aimd, would not give it within its MaxWait — workman's 2 s,
+//     five times that for a task that has had a turn of that store, so
+//     work half done is finished, not redone) did not fail and found no
+//     outage: its message is made visible again after the delay asked for
+//     (5 s by default) and up to half again at random, no attempt is counted, no circuit opens (the
+//     other stores behind the same endpoint keep going), and its queue is
+//     woken when the delay ends.
 //   - Shutdown. When Run's ctx ends the manager stops receiving, releases
 //     held messages (visibility 0), lets running tasks finish within
 //     GracePeriod (counted from then), then cancels them and releases their

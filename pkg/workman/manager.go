@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/millfleet/mill/pkg/aimd"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
@@ -345,7 +346,9 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 		m.release(svc, j, "dependency "+dep+" unavailable")
 		return
 	}
-	ctx := processors.WithQueue(hard, j.qs.q.Name())
+	// aimd.WithTurns: a task that has had its store's turn finishes
+	// rather than being released half done (throttle.go).
+	ctx := processors.WithQueue(aimd.WithTurns(hard), j.qs.q.Name())
 	ctx = processors.WithAttempts(ctx, processors.Attempts{Done: t.Attempts, Limit: m.cfg.MaxAttempts})
 	ctx, continued := processors.WithContinuation(ctx)
 	started := m.clk.Now()
@@ -365,6 +368,12 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	if why, ok := processors.IsReleased(herr); ok {
 		// Not an attempt: the message goes back as it came.
 		m.release(svc, j, why)
+		return
+	}
+	if store, in, ok := processors.IsThrottled(herr); ok {
+		// The store answers, slower than asked: not an attempt, and
+		// no circuit (throttle.go).
+		m.releaseThrottled(svc, j, store, in, herr)
 		return
 	}
 	m.timeTask(j, t, started)

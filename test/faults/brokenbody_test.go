@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/millfleet/mill/internal/testkit/faultproxy"
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
@@ -45,15 +43,7 @@ func TestBrokenBodies(t *testing.T) {
 	workmanBin, bitBin, dupBin := binary(t, "workman"), binary(t, "bitproducer"), binary(t, "dupproducer")
 	items := scaled(100, 50)
 	const account, space = "acme", "photos"
-	u, err := url.Parse(testenv.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.NewHTTP(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy := emulatorProxy(t)
 
 	prefix := testenv.Prefix(t)
 	sqsc, ddb, s3c := cfg.SQS(), cfg.DynamoDB(), cfg.S3()
@@ -64,14 +54,7 @@ func TestBrokenBodies(t *testing.T) {
 	auditTable, leaseTable := prefix+"audit", prefix+"leases"
 	testenv.CreateTable(t, ddb, dynamoauditlog.CreateTableInput(auditTable), nil)
 	testenv.CreateTable(t, ddb, dynamolease.CreateTableInput(leaseTable), nil)
-	bucket := func(name string) string {
-		b := strings.TrimSuffix(prefix, "-") + "-" + name
-		testenv.CleanupBucket(t, s3c, b)
-		if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	bucket := func(name string) string { return newBucket(t, ctx, s3c, prefix, name) }
 	src, dst, conf, state, reports := bucket("src"), bucket("dst"), bucket("config"), bucket("state"), bucket("reports")
 	dbURL := testenv.Schema(t)
 	pool := migratedPool(t, ctx, dbURL)

@@ -6,7 +6,11 @@
 // killed with SIGKILL, two producers of one kind started together; and faults
 // that must heal without an operator: PostgreSQL stopped through a bit run for
 // MILL_FAULTS_OUTAGE (default 40 s, past the 30 s three attempts used to last;
-// the acceptance figure is 120 s), 30 % of S3 GET bodies broken mid-read under
+// the acceptance figure is 120 s), the audit table of DynamoDB answering only
+// 500s for as long during audits, one bucket answering 503 SlowDown above
+// MILL_FAULTS_THROTTLE_RATE requests a second (default 20) during a
+// duplication whose other account's buckets keep full speed, 30 % of S3
+// GET bodies broken mid-read under
 // the producers and workman, and a burst of retries on the lowest of six
 // queues of an otherwise idle workman.
 //

@@ -144,20 +144,8 @@ func TestPostgresOutageDuringBitRun(t *testing.T) {
 	}
 	down := time.Now()
 	reg := dynamofleet.New(ddb, fleetTable, nil)
-	self := func() fleet.Worker {
-		ws, _ := reg.Workers(ctx)
-		for _, w := range ws {
-			if w.ID == prefix+"w" {
-				return w
-			}
-		}
-		return fleet.Worker{}
-	}
-	var seen fleet.Worker
-	shown := testbin.Poll(outage, 200*time.Millisecond, func() bool {
-		seen = self()
-		return seen.State == fleet.StateDegraded && len(seen.Outages) > 0
-	})
+	self := func() fleet.Worker { return registryWorker(ctx, reg, prefix+"w") }
+	seen, shown, _ := degradedWithin(ctx, reg, prefix+"w", outage)
 	seenAfter := time.Since(down)
 	if !shown {
 		t.Errorf("during the outage the fleet registry shows %+v, want state degraded with an outage of postgres", seen)

@@ -26,7 +26,10 @@
 //
 // HTTP (http.go) is an HTTP reverse proxy for faults inside a response:
 // armed with CutBody, it cuts one matching response to half its body and
-// frames the half as the whole (a read that goes wrong without an error).
+// frames the half as the whole (a read that goes wrong without an error);
+// Limit answers 503 SlowDown to one bucket's requests beyond a rate, as S3
+// does on a hot prefix; Fail answers every matching request with an error
+// (a service that answers only errors) — rate.go.
 package faultproxy
 
 import (

@@ -31,6 +31,9 @@ type HTTP struct {
 	breaks   int
 	cuts     int
 	requests []string // "METHOD path" of every request forwarded
+	// Rules the proxy answers itself (rate.go).
+	limit, fail     *rule
+	refused, failed int
 }
 
 // NewHTTP listens on 127.0.0.1 (a free port) and forwards HTTP requests to
@@ -61,6 +64,9 @@ func NewHTTP(target string) (*HTTP, error) {
 		FlushInterval: -1,
 	}
 	h.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.answer(w, r) {
+			return
+		}
 		h.mu.Lock()
 		h.requests = append(h.requests, r.Method+" "+r.URL.Path)
 		h.mu.Unlock()

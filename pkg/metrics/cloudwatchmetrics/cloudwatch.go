@@ -100,6 +100,8 @@ type Recorder struct {
 	dead  map[seriesKey]int64
 	timed map[timingKey]*timing // timing.go
 	calls int64
+	// limits: the per-store request limits' changes (limits.go)
+	limits map[string]*limitSeries
 
 	flushMu sync.Mutex // one publication at a time
 }
@@ -204,11 +206,13 @@ func (c *Recorder) Flush(ctx context.Context) error {
 	tasks, dead, timed := c.tasks, c.dead, c.timed
 	c.tasks, c.dead, c.timed = map[seriesKey]*series{}, map[seriesKey]int64{}, map[timingKey]*timing{}
 	c.mu.Unlock()
-	if len(tasks) == 0 && len(dead) == 0 && len(timed) == 0 {
+	lims := c.takeLimits()
+	if len(tasks) == 0 && len(dead) == 0 && len(timed) == 0 && len(lims) == 0 {
 		return nil
 	}
 	now := time.Now()
 	data := append(datums(tasks, dead, now), timingDatums(timed, now)...)
+	data = append(data, limitDatums(lims, now)...)
 	var errs []error
 	for len(data) > 0 {
 		n := min(len(data), maxDatumsPerPutMetricData)
@@ -226,6 +230,7 @@ func (c *Recorder) Flush(ctx context.Context) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		c.restore(tasks, dead, timed)
+		c.restoreLimits(lims)
 		return fmt.Errorf("metrics: cloudwatch: put metric data: %w", err)
 	}
 	return nil

@@ -37,6 +37,8 @@ type Options struct {
 //	mill_messages_received_total{queue}             counter
 //	mill_dead_lettered_total{task_type,reason}      counter
 //	mill_sqs_requests_total{operation}              counter (from Requests)
+//	mill_store_request_limit{store}                 gauge (limits.go)
+//	mill_store_request_limit_changes_total{store,change} counter
 //
 // and the queue-wait histograms of timing.go (TaskTimed).
 type Recorder struct {
@@ -50,6 +52,7 @@ type Recorder struct {
 	dead     *prometheus.CounterVec
 	labels   metrics.TaskTypeLabels
 	timing   timing
+	limits   limits // limits.go
 }
 
 var _ metrics.Recorder = (*Recorder)(nil)

@@ -389,7 +389,7 @@ func (m *Member) TaskDone(t task.Type, result string, _ time.Duration) {
 	switch result {
 	case processors.ResultSuccess:
 		c.Processed++
-	case processors.ResultReleased, processors.ResultCanceled, processors.ResultUnavailable:
+	case processors.ResultReleased, processors.ResultCanceled, processors.ResultUnavailable, processors.ResultThrottled:
 		return
 	default:
 		c.Failed++
