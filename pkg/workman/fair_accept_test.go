@@ -84,7 +84,7 @@ func fairRun(t *testing.T, fair bool, nA, nB int) int {
 // of account B on one queue that delivers as SQS fair queues do (memqueue
 // Fair, AWS's documented behaviour), B's tasks all finish before A's
 // 2,000th, through Workman's own dispatch. On a queue that delivers in send
-// order (what the emulators do) they finish after all of A's: the test
+// order (what the emulators do) they finish after (nearly) all of A's: the test
 // tells the two apart.
 func TestFairQueueAcceptance(t *testing.T) {
 	const nA, nB = 10000, 100
@@ -96,7 +96,9 @@ func TestFairQueueAcceptance(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	if plain := fairRun(t, false, nA, nB); plain != nA {
-		t.Errorf("send-order queue: B's last task finished after %d of A's, want all %d", plain, nA)
+	// In send order B's tasks come in the last batches, where Workman's
+	// round robin may still finish a few of A's last ones after them.
+	if plain := fairRun(t, false, nA, nB); plain < nA-2*16 {
+		t.Errorf("send-order queue: B's last task finished after %d of A's, want nearly all %d", plain, nA)
 	}
 }
