@@ -174,7 +174,7 @@ func (o *enqueueOptions) encode(tasks []*task.Task, f task.Format) (map[string][
 			if _, ok := byQueue[name]; !ok {
 				order = append(order, name)
 			}
-			byQueue[name] = append(byQueue[name], queue.SendEntry{Body: body, Delay: o.delay, Group: tn.Group()})
+			byQueue[name] = append(byQueue[name], queue.SendEntry{Body: body, Delay: o.delay, Group: queue.GroupFor(tn.Get(task.KeyAccount))})
 		}
 	}
 	return byQueue, order, nil

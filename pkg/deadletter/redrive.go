@@ -224,7 +224,7 @@ func group(b []byte) string {
 	if err != nil {
 		return ""
 	}
-	return t.Group()
+	return queue.GroupFor(t.Get(task.KeyAccount))
 }
 
 // wait holds back n more sends until the rate allows them.

@@ -107,7 +107,7 @@ func sendAccount(t testing.TB, q queue.Queue, acct string, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		es[i] = queue.SendEntry{Body: b, Group: tk.Group()}
+		es[i] = queue.SendEntry{Body: b, Group: queue.GroupFor(tk.Get(task.KeyAccount))}
 	}
 	if err := q.Send(context.Background(), es...); err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestEmulatorQueueWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := work.Send(context.Background(), queue.SendEntry{Body: body, Delay: 2 * time.Second, Group: tk.Group()}); err != nil {
+	if err := work.Send(context.Background(), queue.SendEntry{Body: body, Delay: 2 * time.Second, Group: queue.GroupFor(tk.Get(task.KeyAccount))}); err != nil {
 		t.Fatal(err)
 	}
 	proxy.reset()

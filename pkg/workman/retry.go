@@ -40,7 +40,7 @@ func (m *Manager) retryTask(svc context.Context, j *job, t *task.Task, herr erro
 	err = m.retry(svc, func() error {
 		cctx, cancel := context.WithTimeout(svc, m.cfg.CallTimeout)
 		defer cancel()
-		return j.qs.q.Send(cctx, queue.SendEntry{Body: body, Delay: delay, Group: nt.Group()})
+		return j.qs.q.Send(cctx, queue.SendEntry{Body: body, Delay: delay, Group: queue.GroupFor(nt.Get(task.KeyAccount))})
 	})
 	if err != nil {
 		log.Error("task failed and its retry could not be sent; the message will be redelivered", "error", herr, "send_error", err)

@@ -433,7 +433,7 @@ func send(ctx context.Context, q queue.Queue, t *task.Task, f task.Format) error
 	if err != nil {
 		return fmt.Errorf("bit: encode %s: %w", t.Type, err)
 	}
-	if err := q.Send(ctx, queue.SendEntry{Body: body, Group: t.Group()}); err != nil {
+	if err := q.Send(ctx, queue.SendEntry{Body: body, Group: queue.GroupFor(t.Get(task.KeyAccount))}); err != nil {
 		return fmt.Errorf("bit: send %s to %s: %w", t.Type, q.Name(), err)
 	}
 	return nil

@@ -156,7 +156,7 @@ func send(ctx context.Context, q queue.Queue, t *task.Task, f task.Format, delay
 	if err != nil {
 		return fmt.Errorf("biterror: encode %s: %w", t.Type, err)
 	}
-	if err := q.Send(ctx, queue.SendEntry{Body: body, Delay: delay, Group: t.Group()}); err != nil {
+	if err := q.Send(ctx, queue.SendEntry{Body: body, Delay: delay, Group: queue.GroupFor(t.Get(task.KeyAccount))}); err != nil {
 		return fmt.Errorf("biterror: send %s to %s: %w", t.Type, q.Name(), err)
 	}
 	return nil

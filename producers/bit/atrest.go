@@ -355,7 +355,7 @@ func (p *Producer) queueJob(ctx context.Context, j bitlog.AtRestJob) error {
 			if err != nil {
 				return fmt.Errorf("bit: encode BIT: %w", err)
 			}
-			entries = append(entries, queue.SendEntry{Body: body, Group: t.Group()})
+			entries = append(entries, queue.SendEntry{Body: body, Group: queue.GroupFor(t.Get(task.KeyAccount))})
 		}
 		if len(entries) > 0 {
 			if err := a.Queue.Send(ctx, entries...); err != nil {

@@ -300,7 +300,7 @@ func (r *runner) emit(ctx context.Context, tasks ...*task.Task) error {
 		if err != nil {
 			return fmt.Errorf("encode %v: %w", t, err)
 		}
-		r.pending = append(r.pending, queue.SendEntry{Body: b, Group: t.Group()})
+		r.pending = append(r.pending, queue.SendEntry{Body: b, Group: queue.GroupFor(t.Get(task.KeyAccount))})
 		r.pendMeta = append(r.pendMeta, countKey{string(t.Type), t.Get(task.KeyAccount)})
 		r.emitted++
 		if len(r.pending) == queue.MaxBatch {

@@ -436,7 +436,7 @@ func (p *Provider) emit(ctx context.Context, e *task.Task) error {
 	}
 	body, err := task.Encode(e, p.cfg.Format)
 	if err == nil {
-		err = p.q.Send(ctx, queue.SendEntry{Body: body, Group: e.Group()})
+		err = p.q.Send(ctx, queue.SendEntry{Body: body, Group: queue.GroupFor(e.Get(task.KeyAccount))})
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %s on store %s/%s succeeded; sending to queue %s failed: %w",

@@ -1,15 +1,15 @@
-package task_test
+package queue_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/millfleet/mill/pkg/task"
+	"github.com/millfleet/mill/pkg/queue"
 )
 
-// TestGroup: a task's queue group is its account when SQS can carry it as
-// a MessageGroupId, else none.
-func TestGroup(t *testing.T) {
+// TestGroupFor: a task's queue group is its account when SQS can carry it
+// as a MessageGroupId, else none.
+func TestGroupFor(t *testing.T) {
 	for account, want := range map[string]string{
 		"acme":                   "acme",
 		"acme-2.org_x":           "acme-2.org_x",
@@ -20,8 +20,7 @@ func TestGroup(t *testing.T) {
 		strings.Repeat("a", 129): "",
 		"new\nline":              "",
 	} {
-		tk := task.New(task.TypeDup, map[string]string{task.KeyAccount: account})
-		if got := tk.Group(); got != want {
+		if got := queue.GroupFor(account); got != want {
 			t.Errorf("account %q: group %q, want %q", account, got, want)
 		}
 	}
