@@ -145,6 +145,35 @@ func TestAcceptance(t *testing.T) {
 			tok = next
 		}
 	}
+	// write puts an item into store 1 of account in space, as a write's
+	// AUDIT task finds it (a write of an item not in its store is history
+	// only), and returns its MD5.
+	write := func(t *testing.T, account, space, content, body string) string {
+		t.Helper()
+		prov, err := opener.Open(ctx, account, "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prov.CreateSpace(ctx, space); err != nil {
+			t.Fatal(err)
+		}
+		info, err := prov.Put(ctx, space, content, strings.NewReader(body), storage.PutOptions{Size: int64(len(body)), MimeType: "text/plain"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return storage.ChecksumOf(info, nil).MD5
+	}
+	// remove deletes an item of solo's store 1.
+	remove := func(t *testing.T, space, content string) {
+		t.Helper()
+		prov, err := opener.Open(ctx, "solo", "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prov.Delete(ctx, space, content); err != nil {
+			t.Fatal(err)
+		}
+	}
 	solo := func(content string, at time.Time, checksum string) *task.Task {
 		tk := add(content, at, checksum)
 		tk.Set(task.KeyAccount, "solo") // no policy: no DUP tasks
@@ -185,13 +214,18 @@ func TestAcceptance(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make(chan error, 100)
 		sem := make(chan struct{}, 10)
+		sums := make([]string, 100)
+		for i := range sums {
+			id := fmt.Sprintf("item-%03d", i)
+			sums[i] = write(t, "acme", "bulk", id, id)
+		}
 		for i := range 100 {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				tk := add(fmt.Sprintf("item-%03d", i), t0.Add(time.Duration(i)*time.Millisecond), fmt.Sprintf("%032x", i))
+				tk := add(fmt.Sprintf("item-%03d", i), t0.Add(time.Duration(i)*time.Millisecond), sums[i])
 				tk.Set(task.KeySpaceID, "bulk")
 				if err := p.Handle(ctx, tk); err != nil {
 					errs <- err
@@ -234,7 +268,7 @@ func TestAcceptance(t *testing.T) {
 
 	t.Run("b/RedeliveredOnce", func(t *testing.T) {
 		before := index.Applied()
-		tk := solo("twice", t0, "c1")
+		tk := solo("twice", t0, write(t, "solo", "s", "twice", "c1"))
 		handle(t, tk)
 		handle(t, tk)
 		if n := historyLen(t, "solo", "s"); n != 1 {
@@ -246,18 +280,28 @@ func TestAcceptance(t *testing.T) {
 	})
 
 	t.Run("c/OlderAfterNewer", func(t *testing.T) {
-		handle(t, solo("order", t0.Add(time.Hour), "newer"))
+		newer := write(t, "solo", "s", "order", "newer")
+		handle(t, solo("order", t0.Add(time.Hour), newer))
 		handle(t, solo("order", t0, "older"))
-		if r := row(t, at("solo", "s", "order")); r.Checksum != "newer" || !r.Modified.Equal(t0.Add(time.Hour)) {
+		if r := row(t, at("solo", "s", "order")); r.Checksum != newer || !r.Modified.Equal(t0.Add(time.Hour)) {
 			t.Fatalf("row = %+v", r)
 		}
 	})
 
 	t.Run("d/Deletes", func(t *testing.T) {
+		remove(t, "s", "twice")
 		del := task.Audit{Account: "solo", StoreID: "1", SpaceID: "s", ContentID: "twice", Action: task.ActionDeleteContent, DateTime: t0.Add(time.Minute)}.Task()
 		handle(t, del)
 		if !row(t, at("solo", "s", "twice")).Deleted || row(t, at("solo", "s", "order")).Deleted {
 			t.Fatal("DELETE_CONTENT did not mark exactly its item")
+		}
+		remove(t, "s", "order")
+		solo, err := opener.Open(ctx, "solo", "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := solo.DeleteSpace(ctx, "s"); err != nil {
+			t.Fatal(err)
 		}
 		sp := task.Audit{Account: "solo", StoreID: "1", SpaceID: "s", Action: task.ActionDeleteSpace, DateTime: t0.Add(2 * time.Hour)}.Task()
 		handle(t, sp)

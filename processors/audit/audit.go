@@ -21,12 +21,9 @@ import (
 	"github.com/millfleet/mill/processors"
 )
 
-// ErrNotConfirmed reports an AUDIT task the store contradicts: a
-// DELETE_CONTENT of an item that exists and was not written after the
-// event, a DELETE_SPACE of a space that exists, a CREATE_SPACE of a space
-// that does not (it would be announced to operators), or a content write whose
-// checksum is not the item's (which was not written after the event). It
-// is forged or mistaken: nothing is recorded and the task is permanent.
+// ErrNotConfirmed reports an AUDIT task its store contradicts (the package
+// doc, Checked against the store): forged or mistaken, nothing is recorded
+// and the task is permanent.
 var ErrNotConfirmed = errors.New("audit: not confirmed by the store")
 
 // DefaultEchoWindow is Config.EchoWindow's default.
@@ -120,14 +117,12 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 	if e.SourceStoreID, err = p.sourceStore(ctx, e); err != nil {
 		return err
 	}
-	superseded, err := p.confirm(ctx, e)
+	history, err := p.confirm(ctx, e)
 	if err != nil {
 		return err
 	}
-	if superseded {
-		// History, recorded as it was reported; the item exists, and its
-		// later write's own task indexes and duplicates it.
-		p.cfg.Logger.InfoContext(ctx, "audit: a delete of an item written again since; recorded in the audit log only",
+	if history != "" {
+		p.cfg.Logger.InfoContext(ctx, "audit: "+history+"; recorded in the audit log only",
 			"account", e.Account, "store_id", e.StoreID, "space_id", e.SpaceID, "content_id", storage.ShortID(e.ContentID), "action", e.Action)
 		return p.record(ctx, e)
 	}
@@ -145,18 +140,11 @@ func (p *Processor) notLater(at time.Time) time.Time {
 }
 
 // confirm checks what an AUDIT task claims against its store before any
-// step acts on it (docs/ARCHITECTURE.md, Audit). A deleted space must be
-// gone, a created one must exist. A deleted item must be gone; if it exists and was surely written
-// before the event, the task is refused, otherwise (written again since,
-// or in the same second as the event on a store that keeps whole seconds)
-// the delete is superseded — history only: recorded, neither indexed nor
-// duplicated, so no time an attacker picks tombstones an existing item. A
-// content write's checksum must be the item's when the item was surely
-// written before the event; a write is never superseded (the index orders
-// events by time, its DUP tasks read the source, and a writer's clock may
-// lag the store's). Other actions delete nothing and are taken as they
-// are. A contradiction is a permanent ErrNotConfirmed.
-func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) (superseded bool, err error) {
+// step acts on it, by the rules of the package doc (Checked against the
+// store). It returns why the event is history only (recorded in the audit
+// log, neither indexed nor duplicated), or "" when every step is to run.
+// A contradiction is a permanent ErrNotConfirmed.
+func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) (history string, err error) {
 	item := auditlog.ItemKey(e.Account, e.StoreID, e.SpaceID, e.ContentID)
 	var check func(storage.Provider) error
 	switch {
@@ -187,11 +175,16 @@ func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) (superseded b
 			info, err := prov.Head(ctx, e.SpaceID, e.ContentID)
 			switch {
 			case errors.Is(err, storage.ErrNotFound):
+				if e.Action != task.ActionDeleteContent {
+					history = "a write of an item not in the store (deleted since, or forged)"
+				}
 				return nil
 			case err != nil:
 				return err
 			case !writtenBefore(info.Modified, e.Time):
-				superseded = e.Action == task.ActionDeleteContent
+				if e.Action == task.ActionDeleteContent {
+					history = "a delete of an item written again since"
+				}
 				return nil
 			case e.Action == task.ActionDeleteContent:
 				return fmt.Errorf("%w: %s of %s at %s, but the item exists (last written %s)", ErrNotConfirmed, e.Action, item,
@@ -204,7 +197,7 @@ func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) (superseded b
 			return nil
 		}
 	default:
-		return false, nil
+		return "", nil
 	}
 	prov, err := p.cfg.Stores.Open(ctx, e.Account, e.StoreID)
 	if err == nil {
@@ -212,11 +205,11 @@ func (p *Processor) confirm(ctx context.Context, e auditlog.Entry) (superseded b
 	}
 	switch {
 	case errors.Is(err, ErrNotConfirmed):
-		return false, processors.Permanent(err)
+		return "", processors.Permanent(err)
 	case err != nil:
-		return false, fmt.Errorf("audit: %s %s: check against the store: %w", e.Action, item, err)
+		return "", fmt.Errorf("audit: %s %s: check against the store: %w", e.Action, item, err)
 	}
-	return superseded, nil
+	return history, nil
 }
 
 // writtenBefore reports whether an item last written at modified was

@@ -92,6 +92,13 @@ func (p *fakeProvider) Head(_ context.Context, space, id string) (*storage.Info,
 
 func size(n int64) *int64 { return &n }
 
+// put writes an item into the fake store (every store of the fixture) at
+// at, as a write's AUDIT task finds it: a content write of an item that is
+// not in its store is history only (neither indexed nor duplicated).
+func (f *fixture) put(content string, at time.Time, checksum string) {
+	f.prov.items["photos/"+content] = &storage.Info{ContentID: content, Checksum: checksum, Size: 1, MimeType: "text/plain", Modified: at}
+}
+
 func add(content string, at time.Time, checksum string) *task.Task {
 	return task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: content, Action: task.ActionAddContent,
 		UserID: "bob", DateTime: at, ContentChecksum: checksum, ContentMimetype: "text/plain", ContentSize: size(1),
@@ -116,6 +123,7 @@ func (f *fixture) row(t *testing.T, content string) *contentindex.Entry {
 
 func TestAddContentAllSteps(t *testing.T) {
 	f := setup(t)
+	f.put("a/b.txt", t0, "c1")
 	f.handle(t, add("a/b.txt", t0, "c1"))
 	got, err := f.log.Latest(context.Background(), "acme", "1", "photos", "a/b.txt")
 	if err != nil || got.Checksum != "c1" || got.UserID != "bob" {
@@ -139,6 +147,7 @@ func TestAddContentAllSteps(t *testing.T) {
 		t.Errorf("DUP destinations = %v", dests)
 	}
 	// A write to a store that is not a policy source duplicates nothing.
+	f.put("x", t0, "c")
 	tk := add("x", t0, "c")
 	tk.Set(task.KeyStoreID, "2")
 	f.handle(t, tk)
@@ -149,6 +158,7 @@ func TestAddContentAllSteps(t *testing.T) {
 
 func TestRedeliveryOnce(t *testing.T) {
 	f := setup(t)
+	f.put("a", t0, "c1")
 	tk := add("a", t0, "c1")
 	f.handle(t, tk)
 	f.handle(t, tk.Clone())
@@ -162,6 +172,7 @@ func TestRedeliveryOnce(t *testing.T) {
 
 func TestOlderEventChangesNothing(t *testing.T) {
 	f := setup(t)
+	f.put("a", t0.Add(time.Minute), "new")
 	f.handle(t, add("a", t0.Add(time.Minute), "new"))
 	f.handle(t, add("a", t0, "old"))
 	if r := f.row(t, "a"); r.Checksum != "new" {
@@ -176,14 +187,17 @@ func TestOlderEventChangesNothing(t *testing.T) {
 func TestDeletes(t *testing.T) {
 	f := setup(t)
 	for _, c := range []string{"a", "b", "c"} {
+		f.put(c, t0, "x")
 		f.handle(t, add(c, t0, "x"))
 	}
 	drain(t, f.dups)
+	delete(f.prov.items, "photos/a")
 	del := task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "a", Action: task.ActionDeleteContent, DateTime: t0.Add(time.Second)}.Task()
 	f.handle(t, del)
 	if !f.row(t, "a").Deleted || f.row(t, "b").Deleted {
 		t.Fatal("DELETE_CONTENT did not mark exactly its item deleted")
 	}
+	clear(f.prov.items) // the space is gone, and its items with it
 	sp := task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", Action: task.ActionDeleteSpace, DateTime: t0.Add(2 * time.Second)}.Task()
 	f.handle(t, sp)
 	for _, c := range []string{"a", "b", "c"} {
@@ -216,6 +230,7 @@ func TestCreateSpaceNotifies(t *testing.T) {
 
 func TestNoPolicyNoDups(t *testing.T) {
 	f := setup(t)
+	f.put("a", t0, "c")
 	tk := add("a", t0, "c")
 	tk.Set(task.KeyAccount, "nopolicy")
 	f.handle(t, tk)
@@ -258,6 +273,7 @@ func TestRetryAfterSendFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.put("a", t0, "c")
 	tk := add("a", t0, "c")
 	if err := p.Handle(context.Background(), tk); err == nil || processors.IsPermanent(err) {
 		t.Fatalf("err = %v, want a retryable error", err)
@@ -290,6 +306,10 @@ func TestDuraCloudPropertiesMessages(t *testing.T) {
 			a, err := task.AuditFrom(tk)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if a.Action.ContentAction() && a.Action != task.ActionDeleteContent {
+				// The write's item is in its store (a deleted one is gone).
+				f.prov.items[a.SpaceID+"/"+a.ContentID] = &storage.Info{ContentID: a.ContentID, Checksum: a.ContentChecksum, Modified: a.DateTime}
 			}
 			f.p, _ = audit.New(audit.Config{Log: f.log, Index: f.index, DupHigh: f.dups,
 				Policies: policies{a.Account: mustPolicy(t, `{"defaultPolicies":[{"srcStoreId":"`+a.StoreID+`","destStoreId":"9"}]}`)},
@@ -451,8 +471,11 @@ func TestUnlistedAccountIsNotDuplicated(t *testing.T) {
 	}
 	dups := memqueue.New("dup-high", memqueue.Config{})
 	log := memauditlog.New()
+	f := setup(t)
+	f.put("a", t0, "c1")
+	f.put("b", t0, "c2")
 	p, err := audit.New(audit.Config{Log: log, Index: memcontentindex.New(), DupHigh: dups, Policies: policy.NewDir(dir), Logger: testLogger(t),
-		Stores: setup(t).opener()})
+		Stores: f.opener()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,10 +588,12 @@ func TestForgedAuditTasksAreRefused(t *testing.T) {
 
 	// A time in the future is taken as now.
 	future := time.Now().Add(365 * 24 * time.Hour)
+	f.put("gone", t0, "c2")
 	f.handle(t, add("gone", future, "c2"))
 	if r := f.row(t, "gone"); r.Modified.After(time.Now()) {
 		t.Errorf("row time %s is in the future", r.Modified)
 	}
+	delete(f.prov.items, "photos/gone")
 	f.handle(t, task.Audit{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "gone",
 		Action: task.ActionDeleteContent, DateTime: time.Now().Add(time.Second)}.Task())
 	if r := f.row(t, "gone"); !r.Deleted {

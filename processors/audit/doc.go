@@ -22,15 +22,32 @@
 // # Checked against the store
 //
 // Anyone who can send to the audit queue can make an AUDIT task, so before
-// the steps the processor checks what a task says was deleted, and a
-// content write's checksum with one read of the store (Config.Stores): a
-// DELETE_SPACE of a space that exists, a DELETE_CONTENT of an item that
-// exists and was surely written before the event, or a content write whose
-// checksum is not that of an item surely written before the event, is
-// ErrNotConfirmed — a permanent error; nothing is recorded. A
-// DELETE_CONTENT of an item written again since (or in the event's own
-// second, on a store keeping whole seconds) is superseded: recorded in the
-// audit log only (step 1), neither indexed nor duplicated. A time later
+// the steps the processor checks it with one read of the store
+// (Config.Stores): a HEAD of the item for a content action, a read of the
+// space for DELETE_SPACE and CREATE_SPACE. It is ErrNotConfirmed — a
+// permanent error; nothing is recorded — when the store contradicts it: a
+// DELETE_SPACE of a space that exists, a CREATE_SPACE of one that does not
+// (it would be announced to operators), a DELETE_CONTENT of an item that
+// exists and was surely written before the event, or a content write
+// (ADD_CONTENT, COPY_CONTENT, SET_CONTENT_PROPERTIES) whose checksum is
+// not that of an item surely written before the event. Two events are
+// history only: recorded in the audit log (step 1), neither indexed nor
+// duplicated, and logged with why —
+//
+//   - a DELETE_CONTENT of an item written again since (or in the event's
+//     own second, on a store keeping whole seconds): the later write's own
+//     task indexes and duplicates it, and no time a forger picks
+//     tombstones an existing item;
+//   - a content write of an item that is not in the store: written and
+//     deleted again before this task (the delete's own task tombstones and
+//     duplicates), or forged. Indexed, it would be a row for an item Mill
+//     never saw, which a bit report reports missing and a repair brings
+//     back from another store.
+//
+// A write of an item that is there is never superseded, even when the
+// item was written after the event: the index orders events by time, its
+// DUP tasks read the source, and a writer's clock may lag the store's.
+// Other actions delete nothing and are taken as they say. A time later
 // than now is taken as now.
 //
 // The item's checksum a write is checked against (and the one an S3

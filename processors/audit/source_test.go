@@ -92,6 +92,7 @@ func TestSourceStoreClaim(t *testing.T) {
 	}
 	// It authorises nothing: a store-1 write claiming store 3 as its
 	// source is duplicated by the policies alone, as one claiming none.
+	prov.items["photos/a"] = &storage.Info{ContentID: "a", Checksum: "c1", Modified: t0}
 	for _, source := range []string{"", "3"} {
 		p, _, dups := newProc()
 		if err := p.Handle(context.Background(), write("1", task.ActionAddContent, source)); err != nil {
