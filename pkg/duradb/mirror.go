@@ -70,8 +70,8 @@ func ManifestRow(e contentindex.Entry, info *storage.Info) ManifestItem {
 
 // mirror writes the index's current row of item: a tombstone as it is, a
 // live row only when the item is in its store, with the store's values
-// (an index row may hold what an AUDIT task said of an item no longer
-// there, or never there; such a claim is not DuraCloud's manifest).
+// (an index row may hold an AUDIT task's mimetype and size, or an item
+// removed since; such a claim is not DuraCloud's manifest).
 func (m *Manifest) mirror(ctx context.Context, item contentindex.Item) error {
 	e, err := m.Index.Get(ctx, item)
 	if errors.Is(err, contentindex.ErrNotFound) {
