@@ -127,8 +127,14 @@ func TestJavaShapedMessages(t *testing.T) {
 		b, err := m.read("1", space, "a")
 		return err == nil && string(b) == items["a"]
 	})
-	rows, _, err := bl.Results(ctx, bitlog.Filter{Account: "acme", StoreID: "1", SpaceID: space, ContentID: "a"})
-	must(t, err)
+	// The bit-error processor repairs first and records the row after.
+	var rows []bitlog.Row
+	testbin.WaitFor(t, 30*time.Second, "a's bit-log row", func() bool {
+		var err error
+		rows, _, err = bl.Results(ctx, bitlog.Filter{Account: "acme", StoreID: "1", SpaceID: space, ContentID: "a"})
+		must(t, err)
+		return len(rows) > 0
+	})
 	if len(rows) != 1 || rows[0].RunID != "" || rows[0].Result != bitlog.ResultFailure ||
 		rows[0].StorageChecksum == "00000000000000000000000000000000" || !strings.Contains(rows[0].Details, "Java-shaped") {
 		t.Fatalf("a's rows %+v, want the observed FAILURE outside any run", rows)
