@@ -37,3 +37,26 @@ func ResetPeak() bool {
 	debug.FreeOSMemory()
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 }
+
+// RSSParts returns the process's current resident memory split as
+// /proc/self/status splits it, in MiB: anonymous (the Go heap, stacks,
+// the runtime) and file-backed (mostly the binary's mapped code), or
+// zeros where that file does not exist. A peak over a bound is explained
+// by which part grew.
+func RSSParts() (anon, file float64) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		for key, dst := range map[string]*float64{"RssAnon:": &anon, "RssFile:": &file} {
+			if v, ok := strings.CutPrefix(sc.Text(), key); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				*dst = kb / 1024
+			}
+		}
+	}
+	return anon, file
+}
