@@ -39,6 +39,15 @@
 #                         default 10000; on MILL_BENCH_SQS_ENDPOINT)
 #   MILL_BENCH_FLAT_ITEMS sizes of the fs walk over one flat directory,
 #                         comma-separated (default 10000,100000,1000000)
+#   MILL_BENCH_ITEMS      sizes of the space the dup and bit producers run
+#                         over on an fs store (test/scale; default
+#                         10000,100000; acceptance 10000,100000,1000000)
+#   MILL_BENCH_S3_ITEMS   the same on S3 at MILL_BENCH_S3_ENDPOINT (default
+#                         10000: seeding LocalStack runs at a few hundred
+#                         objects/s here, about an hour per million)
+#   MILL_BENCH_SHAPED_BYTES size of the object of the shaped transfers
+#                         (test/transfer; default 268435456: ten transfers
+#                         at 2-16 MB/s; at 1 GiB they take 20 minutes)
 #   BENCH                 -bench pattern (default .)
 #   BENCH_TIMEOUT         go test -timeout (default 30m)
 #   BENCH_LOG             where the raw go test output is kept
