@@ -103,6 +103,13 @@ fi
 echo "bench: ${#pkgs[@]} packages with benchmarks: ${pkgs[*]}" >&2
 echo "bench: MILL_BENCH_BIG_BYTES=$MILL_BENCH_BIG_BYTES MILL_BENCH_BITLOG_ROWS=${MILL_BENCH_BITLOG_ROWS:-200000}" >&2
 
+# The test binaries are built first, in parallel (running no test and no
+# benchmark): the measured run below, -p 1, would also compile one
+# package at a time, which took a third of the run on a loaded machine.
+echo "bench: building the test binaries" >&2
+$GO test -count=1 -run '^$' -bench '^$' "${pkgs[@]}" >/dev/null 2>&1 ||
+  echo "bench: some packages do not build; the run below says which" >&2
+
 # -p 1: one package at a time, so throughput and peak-memory numbers are
 # not measured against each other on a loaded machine.
 $GO test -p 1 -run '^$' -bench "${BENCH:-.}" -benchtime 1x -timeout "${BENCH_TIMEOUT:-30m}" "${pkgs[@]}" 2>&1 | tee "$log"
