@@ -109,7 +109,7 @@
 // destination's multipart upload reads the source's ranges straight into
 // them; the read-back check reuses them from storage's shared pool): with
 // the defaults 4 of 8 MiB, 32 MiB per copy in flight. A process's peak is
-// that per copy in flight plus storage.MemoryConstMiB, 88 MiB for one copy
+// that per copy in flight plus storage.MemoryConstMiB, 92 MiB for one copy
 // at the defaults (storage.MemoryBound); BenchmarkStreamingCopy1GiB fails
 // when a 1 GiB copy passes it or 100 MiB.
 //

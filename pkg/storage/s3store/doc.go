@@ -95,7 +95,7 @@
 // MultipartThreshold) bytes of content, and a process doing one put or
 // get peaks at that plus storage.MemoryConstMiB (storage.MemoryBound).
 // With the defaults (4 streams of 8 MiB, threshold 16 MiB): 32 MiB of
-// buffers, 88 MiB peak RSS; BenchmarkBigObject fails when a put and get
+// buffers, 92 MiB peak RSS; BenchmarkBigObject fails when a put and get
 // of 1 GiB pass it. Each stream of 8 MiB more adds 8 MiB; 4 streams of
 // 16 MiB peak at about 110 MiB.
 //
