@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -19,14 +22,18 @@ import (
 // the emulator and, in the same run, through a raw SDK-level loop (receive
 // 10, delete the batch). It reports workman's tasks/s and SQS requests per
 // task (receives + deletes + visibility changes), the raw loop's tasks/s and
-// the ratio. Run with:
+// the ratio, on testenv.BenchSQSEndpoint. Run with:
 //
 //	go test -run '^$' -bench EmulatorNoop -benchtime 1x ./pkg/workman/
 func BenchmarkEmulatorNoop(b *testing.B) {
 	const benchTasks = 1000
 	cfg := testenv.AWS(b)
 	meter := sqsqueue.NewMeter()
-	client := cfg.SQS(meter.Option())
+	// On the bench SQS (LocalStack under make bench): moto answers a
+	// receive in time proportional to the queue's depth, and both loops
+	// took nearly seven minutes there on a loaded machine.
+	ep := testenv.BenchSQSEndpoint(b)
+	client := cfg.SQS(meter.Option(), func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) })
 	ctx := context.Background()
 	for range b.N {
 		// Raw loop.
