@@ -18,8 +18,8 @@
 #                         reads a whole object for every ranged GET, which
 #                         caps parallel reads below the shaping)
 #   MILL_BENCH_SQS_ENDPOINT the SQS of the console's dead-letter benchmark
-#                         (5,000 dead letters) and of Workman's six-vs-one
-#                         drain (default: LocalStack when it answers, as
+#                         (5,000 dead letters), of Workman's NOOP throughput
+#                         and six-vs-one drain (default: LocalStack when it answers, as
 #                         above, else AWS_ENDPOINT_URL; moto answers a
 #                         receive in time proportional to the queue's depth,
 #                         so its drains take minutes and the start, where
