@@ -18,8 +18,8 @@
 #                         reads a whole object for every ranged GET, which
 #                         caps parallel reads below the shaping)
 #   MILL_BENCH_SQS_ENDPOINT the SQS of the console's dead-letter benchmark
-#                         (5,000 dead letters) and of Workman's six-vs-one
-#                         drain (default: LocalStack when it answers, as
+#                         (5,000 dead letters), of Workman's NOOP throughput
+#                         and six-vs-one drain (default: LocalStack when it answers, as
 #                         above, else AWS_ENDPOINT_URL; moto answers a
 #                         receive in time proportional to the queue's depth,
 #                         so its drains take minutes and the start, where
@@ -41,6 +41,15 @@
 #                         comma-separated (default 10000,100000,1000000)
 #   MILL_BENCH_MIGRATE_ITEMS 4 KiB items of the DuraCloud migration benchmark
 #                         (default 500; its 1 GiB item is MILL_BENCH_BIG_BYTES)
+#   MILL_BENCH_ITEMS      sizes of the space the dup and bit producers run
+#                         over on an fs store (test/scale; default
+#                         10000,100000; acceptance 10000,100000,1000000)
+#   MILL_BENCH_S3_ITEMS   the same on S3 at MILL_BENCH_S3_ENDPOINT (default
+#                         10000: seeding LocalStack runs at a few hundred
+#                         objects/s here, about an hour per million)
+#   MILL_BENCH_SHAPED_BYTES size of the object of the shaped transfers
+#                         (test/transfer; default 268435456: ten transfers
+#                         at 2-16 MB/s; at 1 GiB they take 20 minutes)
 #   BENCH                 -bench pattern (default .)
 #   BENCH_TIMEOUT         go test -timeout (default 30m)
 #   BENCH_LOG             where the raw go test output is kept
@@ -95,6 +104,13 @@ if [[ ${#pkgs[@]} -eq 0 ]]; then
 fi
 echo "bench: ${#pkgs[@]} packages with benchmarks: ${pkgs[*]}" >&2
 echo "bench: MILL_BENCH_BIG_BYTES=$MILL_BENCH_BIG_BYTES MILL_BENCH_BITLOG_ROWS=${MILL_BENCH_BITLOG_ROWS:-200000}" >&2
+
+# The test binaries are built first, in parallel (running no test and no
+# benchmark): the measured run below, -p 1, would also compile one
+# package at a time, which took a third of the run on a loaded machine.
+echo "bench: building the test binaries" >&2
+$GO test -count=1 -run '^$' -bench '^$' "${pkgs[@]}" >/dev/null 2>&1 ||
+  echo "bench: some packages do not build; the run below says which" >&2
 
 # -p 1: one package at a time, so throughput and peak-memory numbers are
 # not measured against each other on a loaded machine.

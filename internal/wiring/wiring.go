@@ -138,7 +138,7 @@ type Deps struct {
 	// of an archived source item, kept that many days (0: do not).
 	DupRestoreDays int
 	// Transfer: parts in flight and their size for streamed copies and
-	// the bit check's reads (zero: storage's defaults, 4 of 16 MiB).
+	// the bit check's reads (zero: storage's defaults, 4 of 8 MiB).
 	Transfer storage.Transfer
 	// Checkpoints, when set, makes copies and bit checks of items of at
 	// least ResumeMinSize resumable (docs/ARCHITECTURE.md, Transfers); the

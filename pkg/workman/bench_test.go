@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -22,8 +25,8 @@ import (
 // 10, delete the batch). It reports workman's tasks/s, SQS requests per
 // task (receives + deletes + visibility changes) and heap allocations per
 // task (the whole process's while the Manager runs, SDK included), the raw
-// loop's tasks/s and the ratio. Tracing is off, as by default
-// (BenchmarkEmulatorNoopTraced has it on). Run with:
+// loop's tasks/s and the ratio, on testenv.BenchSQSEndpoint. Tracing is
+// off, as by default (BenchmarkEmulatorNoopTraced has it on). Run with:
 //
 //	go test -run '^$' -bench EmulatorNoop -benchtime 1x ./pkg/workman/
 func BenchmarkEmulatorNoop(b *testing.B) { benchEmulatorNoop(b, nil) }
@@ -36,7 +39,11 @@ func benchEmulatorNoop(b *testing.B, tracing func(queue.Queue, *Config) queue.Qu
 	benchTasks := *benchTasksFlag
 	cfg := testenv.AWS(b)
 	meter := sqsqueue.NewMeter()
-	client := cfg.SQS(meter.Option())
+	// On the bench SQS (LocalStack under make bench): moto answers a
+	// receive in time proportional to the queue's depth, and both loops
+	// took nearly seven minutes there on a loaded machine.
+	ep := testenv.BenchSQSEndpoint(b)
+	client := cfg.SQS(meter.Option(), func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) })
 	ctx := context.Background()
 	for range b.N {
 		// Raw loop.

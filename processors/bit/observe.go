@@ -48,7 +48,7 @@ type ReadSettings struct {
 	UnreadableKinds  []storage.Kind
 	UnreadableStores []string
 	// Transfer: the ranged reads in flight and their size (zero: the
-	// defaults, 4 of 16 MiB).
+	// defaults, 4 of 8 MiB).
 	Transfer storage.Transfer
 	// Checkpoints, when set, makes the bit check's reads of items of at
 	// least ResumeMinSize (default 256 MiB) resumable, saving progress

@@ -83,7 +83,10 @@ func (p *peak) mib() float64 {
 // with a minimal SDK loop doing the same protocol work in the same run
 // (GetObject streamed into a multipart upload of the same part size with
 // per-part and full-object CRC64NVME, one request at a time). Metrics: MB/s of each, their ratio, and the
-// peak Go heap of each (sampled), plus the process's VmHWM. The S3 is
+// peak Go heap of each (sampled), the process's VmHWM over the whole run,
+// and the copy's own peak RSS (peak-rss-MiB, measured from a reset of the
+// peak just before it), which must stay under storage.MemoryBound of the
+// default Transfer (bound-MiB) and 100 MiB. The S3 is
 // testenv.BenchS3Endpoint's: Mill reads by ranged GETs, which moto serves
 // in time proportional to the whole object.
 //
@@ -189,19 +192,21 @@ func BenchmarkStreamingCopy1GiB(b *testing.B) {
 	}
 
 	var millTime, rawTime time.Duration
-	var millPeak, rawPeak float64
+	var millPeak, rawPeak, copyRSS float64
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		if err := dst.Delete(ctx, space, id); err != nil {
 			b.Fatal(err)
 		}
+		memstat.ResetPeak() // the copy's own peak, not the fixture's
 		b.StartTimer()
 		p := startPeak()
 		t0 := time.Now()
 		a, err := proc.Process(ctx, d)
 		millTime += time.Since(t0)
 		millPeak = max(millPeak, p.mib())
+		copyRSS = max(copyRSS, memstat.PeakRSSMiB())
 		if err != nil || a != dup.CopyContent {
 			b.Fatalf("Process = %v, %v", a, err)
 		}
@@ -221,4 +226,14 @@ func BenchmarkStreamingCopy1GiB(b *testing.B) {
 	b.ReportMetric(millPeak, "mill-peak-heap-MiB")
 	b.ReportMetric(rawPeak, "sdk-peak-heap-MiB")
 	b.ReportMetric(memstat.PeakRSSMiB(), "VmHWM-MiB")
+	// The copy with the processor's default Transfer must stay within the
+	// bound the package doc states (storage.MemoryBound) and 100 MiB.
+	bound := storage.MemoryBound(storage.Transfer{})
+	b.ReportMetric(copyRSS, "peak-rss-MiB")
+	b.ReportMetric(bound, "bound-MiB")
+	anon, file := memstat.RSSParts()
+	b.Logf("dup copy peak RSS %.1f MiB (bound %.0f); now %.1f MiB anonymous, %.1f MiB file-backed", copyRSS, bound, anon, file)
+	if copyRSS > bound || copyRSS > 100 {
+		b.Errorf("dup copy peak RSS %.1f MiB, want under the bound %.0f MiB and under 100 MiB", copyRSS, bound)
+	}
 }

@@ -121,7 +121,7 @@ type Config struct {
 	RestoreArchivedDays int
 	// Transfer: parts in flight and their size for streamed copies (the
 	// source's ranged reads and the destination's multipart upload; zero:
-	// the defaults, 4 of 16 MiB — 64 MiB of buffers per copy).
+	// the defaults, 4 of 8 MiB — 32 MiB of buffers per copy).
 	Transfer storage.Transfer
 	// Checkpoints, when set, makes streamed copies of items of at least
 	// ResumeMinSize (default DefaultResumeMinSize) resumable: their

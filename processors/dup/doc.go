@@ -117,6 +117,16 @@
 // error wrapping ErrSourceCorrupt (nothing is committed at the
 // destination; the bit integrity check reports the sour content).
 //
+// # Memory
+//
+// A streamed copy holds Config.Transfer.Streams buffers of PartSize (the
+// destination's multipart upload reads the source's ranges straight into
+// them; the read-back check reuses them from storage's shared pool): with
+// the defaults 4 of 8 MiB, 32 MiB per copy in flight. A process's peak is
+// that per copy in flight plus storage.MemoryConstMiB, 92 MiB for one copy
+// at the defaults (storage.MemoryBound); BenchmarkStreamingCopy1GiB fails
+// when a 1 GiB copy passes it or 100 MiB.
+//
 // # Cold storage
 //
 // An item whose source copy is in an archival storage class (S3 Glacier

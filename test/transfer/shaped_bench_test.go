@@ -88,8 +88,10 @@ func measure(b *testing.B, what string, fn func() error) phase {
 	return p
 }
 
-// BenchmarkShapedTransfers copies and checks one MILL_BENCH_BIG_BYTES
-// object (default 1 GiB) through a proxy capping each connection at
+// BenchmarkShapedTransfers copies and checks one MILL_BENCH_SHAPED_BYTES
+// object (default 256 MiB: at the shaped rates every transfer of it takes
+// 10 to 60 s, and ten of them run; the ratios and the peak memory, bounded
+// by the buffers, are those of 1 GiB) through a proxy capping each connection at
 // MILL_BENCH_SHAPE_RATE bytes/s each way (default 4 MiB/s: the four
 // streams of a copy then move 34 MB/s through the emulator, a third of
 // what it serves here unshaped; at 16 MiB/s the emulator, not the
@@ -115,7 +117,7 @@ func measure(b *testing.B, what string, fn func() error) phase {
 // the object (same rate, less waiting).
 func BenchmarkShapedTransfers(b *testing.B) {
 	cfg := testenv.AWS(b)
-	size := envInt(b, "MILL_BENCH_BIG_BYTES", 1<<30)
+	size := envInt(b, "MILL_BENCH_SHAPED_BYTES", 256<<20)
 	rate := envInt(b, "MILL_BENCH_SHAPE_RATE", 4<<20)
 	latency := time.Duration(envInt(b, "MILL_BENCH_SHAPE_LATENCY_MS", 20)) * time.Millisecond
 	t := storage.Transfer{}.WithDefaults()

@@ -12,20 +12,27 @@ import (
 
 // PeakRSSMiB returns the process's peak resident set size (VmHWM from
 // /proc/self/status) in MiB, or 0 where that file does not exist.
-func PeakRSSMiB() float64 {
+func PeakRSSMiB() float64 { return statusMiB("VmHWM")[0] }
+
+// statusMiB returns the /proc/self/status fields named (in kB there) in
+// MiB, zeros where the file or a field does not exist.
+func statusMiB(names ...string) []float64 {
+	out := make([]float64, len(names))
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		return 0
+		return out
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
+		for i, name := range names {
+			if v, ok := strings.CutPrefix(sc.Text(), name+":"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				out[i] = kb / 1024
+			}
 		}
 	}
-	return 0
+	return out
 }
 
 // ResetPeak returns the memory the Go runtime holds but no longer uses to
@@ -36,4 +43,14 @@ func PeakRSSMiB() float64 {
 func ResetPeak() bool {
 	debug.FreeOSMemory()
 	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// RSSParts returns the process's current resident memory split as
+// /proc/self/status splits it, in MiB: anonymous (the Go heap, stacks,
+// the runtime) and file-backed (mostly the binary's mapped code), or
+// zeros where that file does not exist. A peak over a bound is explained
+// by which part grew.
+func RSSParts() (anon, file float64) {
+	v := statusMiB("RssAnon", "RssFile")
+	return v[0], v[1]
 }

@@ -57,3 +57,23 @@ func TestResetPeak(t *testing.T) {
 	}
 	_ = big
 }
+
+// TestRSSPartsAnonGrows: memory the program touches is anonymous, and the
+// binary's code is file-backed.
+func TestRSSPartsAnonGrows(t *testing.T) {
+	anon, file := RSSParts()
+	if anon <= 0 || file <= 0 {
+		if testenv.InCI() {
+			t.Fatalf("CI=true: RSSParts = %v, %v: /proc not available", anon, file)
+		}
+		t.Skipf("RSSParts = %v, %v: /proc not available", anon, file)
+	}
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	if after, _ := RSSParts(); after < anon+32 {
+		t.Fatalf("anonymous RSS %v MiB after touching 64 MiB (was %v)", after, anon)
+	}
+	_ = buf[len(buf)-1]
+}

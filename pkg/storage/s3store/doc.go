@@ -86,11 +86,18 @@
 // rely on the server checking Content-MD5 (emulators such as moto 5.2 do
 // not). So a single-part put buffers its content (at most
 // MultipartThreshold bytes), checks it, and sends it with Content-MD5.
-// Multipart uploads read one part at a time into one reused buffer of
-// PartSize bytes, hashing MD5 and CRC64NVME as they go, and complete the
-// upload only when the MD5 matches. Get returns the response body as a
-// stream. With the defaults a put of any size holds at most 16 MiB of
-// content.
+// Multipart uploads fill Streams reused buffers of PartSize bytes (shared
+// by the process's transfers, storage.Parts), hashing MD5 and CRC64NVME
+// in order, and complete the upload only when the MD5 matches. Get
+// returns the response body as a stream and holds no buffer.
+//
+// The bound per setting: a put holds max(Streams·PartSize,
+// MultipartThreshold) bytes of content, and a process doing one put or
+// get peaks at that plus storage.MemoryConstMiB (storage.MemoryBound).
+// With the defaults (4 streams of 8 MiB, threshold 16 MiB): 32 MiB of
+// buffers, 92 MiB peak RSS; BenchmarkBigObject fails when a put and get
+// of 1 GiB pass it. Each stream of 8 MiB more adds 8 MiB; 4 streams of
+// 16 MiB peak at about 110 MiB.
 //
 // Get reports the object's checksums but does not let the SDK validate the
 // body against them; callers check the bytes against Info.Checksum.

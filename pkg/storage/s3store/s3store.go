@@ -25,7 +25,7 @@ import (
 // Defaults and S3 limits.
 const (
 	DefaultMultipartThreshold = 16 << 20
-	DefaultPartSize           = 16 << 20
+	DefaultPartSize           = storage.DefaultPartSize // 8 MiB
 	// DefaultCopyThreshold is S3's CopyObject limit: larger server-side
 	// copies use UploadPartCopy.
 	DefaultCopyThreshold = 5 << 30
@@ -60,7 +60,7 @@ type Config struct {
 	// most 5 GiB.
 	MultipartThreshold int64
 	// PartSize of multipart uploads and of ranged reads (GetRange through
-	// storage.Open). Default 16 MiB, at least 5 MiB. It is raised for a
+	// storage.Open). Default 8 MiB, at least 5 MiB. It is raised for a
 	// known size that would need more than 10 000 parts.
 	PartSize int64
 	// Streams is how many parts a multipart upload or a multipart
