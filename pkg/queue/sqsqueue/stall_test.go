@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/millfleet/mill/internal/ops/setup"
+	"github.com/millfleet/mill/internal/testkit/faultproxy"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/processors"
@@ -191,5 +195,74 @@ func checkTimeout(t *testing.T, err error, took, min time.Duration, dep string) 
 	}
 	if !strings.Contains(err.Error(), "no answer within") {
 		t.Fatalf("error %q does not say the service did not answer", err)
+	}
+}
+
+// TestStallThenRecover, on the emulator behind a proxy that goes silent
+// (faultproxy's Pause: requests accepted, never forwarded): a receive fails
+// with a *TimeoutError at its deadline, and once the proxy forwards again
+// the same Queue works with no reopening, receiving a message sent
+// meanwhile. (The stalled request, forwarded late, may take the message
+// first; it comes back after its visibility timeout, as at-least-once
+// allows.)
+func TestStallThenRecover(t *testing.T) {
+	if testenv.RealAWS() {
+		t.Skip("the proxy stands in front of the emulator")
+	}
+	c, _, prefix := client(t)
+	ctx := context.Background()
+	if _, err := (setup.Queue{Client: c, QueueName: prefix + "stall", VisibilityTimeout: visibility}).Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(testenv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.New(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	pc := testenv.AWS(t).SQS(func(o *sqs.Options) { o.BaseEndpoint = aws.String(proxy.URL()) })
+	q, err := sqsqueue.Open(ctx, pc, prefix+"stall", sqsqueue.Config{CallTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := sqsqueue.Open(ctx, c, prefix+"stall", sqsqueue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	proxy.Pause()
+	err, _ = within(t, 10*time.Second, func() error { _, err := q.Receive(ctx, 10, time.Second); return err })
+	var te *sqsqueue.TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("receive through the silent proxy: %v, want a *sqsqueue.TimeoutError", err)
+	}
+	proxy.Restore()
+
+	if err := direct.Send(ctx, queue.SendEntry{Body: []byte("after the stall")}); err != nil {
+		t.Fatal(err)
+	}
+	bound := time.After(30 * time.Second)
+	for {
+		select {
+		case <-bound:
+			t.Fatal("the message sent after the stall was not received within 30 s")
+		default:
+		}
+		ms, err := q.Receive(ctx, 10, time.Second)
+		if err != nil {
+			t.Fatalf("receive after the stall: %v", err)
+		}
+		if len(ms) > 0 {
+			if len(ms) != 1 || string(ms[0].Body) != "after the stall" {
+				t.Fatalf("received %d messages, first %q", len(ms), ms[0].Body)
+			}
+			if err := q.Delete(ctx, ms...); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
 	}
 }
