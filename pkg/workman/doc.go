@@ -19,7 +19,11 @@
 //     picked up within one long-poll wait (20 s), on any other within one
 //     round (2·(queues−1) waits: 200 s for six queues). Work this manager
 //     sent with a delay (a retry) does not wait for the rotation: its queue
-//     is watched as soon as the delay ends (wake.go).
+//     is watched as soon as the delay ends (wake.go). A receive that fails,
+//     or that the queue does not answer within its wait plus CallTimeout (a
+//     stalled SQS), is logged ("receive failed") and tried again after
+//     QueueBackoffMin doubling to QueueBackoffMax; a receiver stops only at
+//     shutdown.
 //   - Dispatching. One dispatcher hands each free worker the held message of
 //     the highest queue (strict priority); within a queue, the message of
 //     the account with the fewest tasks running, the earliest received

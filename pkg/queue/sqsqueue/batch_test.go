@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -158,12 +159,12 @@ func TestDeleteAndReleaseTreatGoneAsSuccess(t *testing.T) {
 func TestOpenValidatesConfig(t *testing.T) {
 	f := &urlCounter{}
 	_, err := sqsqueue.Open(context.Background(), f, "fake", sqsqueue.Config{
-		RetryBackoff: -1, MaxMessageBytes: 2 << 20, MaxBatchBytes: 1,
+		RetryBackoff: -1, MaxMessageBytes: 2 << 20, MaxBatchBytes: 1, CallTimeout: -time.Second,
 	})
 	if !errors.Is(err, queue.ErrInvalid) {
 		t.Fatalf("err = %v, want queue.ErrInvalid", err)
 	}
-	for _, want := range []string{"Config.RetryBackoff", "Config.MaxMessageBytes", "Config.MaxBatchBytes"} {
+	for _, want := range []string{"Config.RetryBackoff", "Config.MaxMessageBytes", "Config.MaxBatchBytes", "Config.CallTimeout"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
 		}

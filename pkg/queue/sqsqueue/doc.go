@@ -17,6 +17,17 @@
 // parameter — in the query codes, the JSON types and the emulators' variants
 // of them; see portable in errors.go.
 //
+// Every request has a deadline (timeout.go): a receive its long-poll wait
+// plus Config.CallTimeout (SQS answers a long poll within its wait), any
+// other request CallTimeout (10 s), covering the SDK's retries of it. An
+// endpoint that accepts a request and never answers would otherwise hold
+// the caller forever; past the deadline the call fails with a
+// *TimeoutError, an outage of "sqs <host>" to processors.IsUnavailable and
+// not the caller's own context.DeadlineExceeded. It is a context deadline
+// per call rather than a response-header timeout of the shared HTTP
+// transport, which serves every AWS client and would have to allow the
+// longest long poll to all of them.
+//
 // Meter counts SQS requests per operation as an SDK middleware, so retried
 // HTTP attempts count too; benchmarks and metrics use it. Queues are
 // provisioned by internal/ops/setup (`millctl setup`, and setup.Queue.Ensure in

@@ -13,8 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/millfleet/mill/internal/base/validate"
-	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 )
 
@@ -32,80 +30,12 @@ type API interface {
 
 var _ API = (*sqs.Client)(nil)
 
-// Defaults of Config.
-const (
-	DefaultRetries         = 3
-	DefaultRetryBackoff    = 100 * time.Millisecond
-	DefaultMaxMessageBytes = 256 << 10
-	DefaultMaxBatchBytes   = 256 << 10
-)
-
-// Config tunes a Queue. The zero value is ready to use.
-type Config struct {
-	// Retries is how many times a batch entry that failed through no fault
-	// of the sender is sent again (default DefaultRetries; negative = 0).
-	// Whole-call failures are retried by the SDK's retryer, not here.
-	Retries int
-	// RetryBackoff is the wait before the first entry retry, doubling
-	// after each (default DefaultRetryBackoff).
-	RetryBackoff time.Duration
-	// MaxMessageBytes is the largest message (body plus attribute names,
-	// types and values) Send hands to SQS (default DefaultMaxMessageBytes,
-	// SQS's classic limit); a larger entry fails with queue.ErrTooLarge
-	// without a request.
-	MaxMessageBytes int
-	// MaxBatchBytes is the largest total payload of one SendMessageBatch
-	// (default DefaultMaxBatchBytes).
-	MaxBatchBytes int
-	// Clock times the entry retry backoff (default clock.Real{}).
-	Clock clock.Clock
-}
-
-// WithDefaults returns c with zero fields set to their defaults (a zero
-// MaxBatchBytes is at least MaxMessageBytes, so one message always fits a
-// batch).
-func (c Config) WithDefaults() Config {
-	if c.Retries == 0 {
-		c.Retries = DefaultRetries
-	}
-	if c.Retries < 0 {
-		c.Retries = 0
-	}
-	if c.RetryBackoff == 0 {
-		c.RetryBackoff = DefaultRetryBackoff
-	}
-	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if c.MaxBatchBytes == 0 {
-		c.MaxBatchBytes = max(DefaultMaxBatchBytes, c.MaxMessageBytes)
-	}
-	c.Clock = clock.Or(c.Clock)
-	return c
-}
-
-// MaxPayloadBytes is the most SQS takes in one message and in one batch
-// (1 MiB).
-const MaxPayloadBytes = 1 << 20
-
-// validate reports every field of c (defaults applied) out of range.
-func (c Config) validate() error {
-	p := validate.New("sqsqueue: Config")
-	p.Check(c.RetryBackoff >= 0, "RetryBackoff", c.RetryBackoff, "not be negative")
-	p.Check(c.MaxMessageBytes >= 0 && c.MaxMessageBytes <= MaxPayloadBytes, "MaxMessageBytes", c.MaxMessageBytes, "be within 1..%d", MaxPayloadBytes)
-	p.Check(c.MaxBatchBytes >= c.MaxMessageBytes && c.MaxBatchBytes <= MaxPayloadBytes, "MaxBatchBytes", c.MaxBatchBytes,
-		"be within MaxMessageBytes (%d)..%d", c.MaxMessageBytes, MaxPayloadBytes)
-	if err := p.Err(); err != nil {
-		return fmt.Errorf("%w: %w", queue.ErrInvalid, err)
-	}
-	return nil
-}
-
 // Queue is one SQS queue. Create it with Open.
 type Queue struct {
 	api  API
 	name string
 	url  string
+	host string // of url, naming the dependency in a TimeoutError
 	cfg  Config
 
 	visMu sync.Mutex
@@ -122,11 +52,16 @@ func Open(ctx context.Context, api API, name string, cfg Config) (*Queue, error)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	out, err := api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	var out *sqs.GetQueueUrlOutput
+	err := request(ctx, "GetQueueUrl", "", cfg.CallTimeout, func(ctx context.Context) (err error) {
+		out, err = api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sqsqueue: open %q: %w", name, mapError(err))
 	}
-	return &Queue{api: api, name: name, url: aws.ToString(out.QueueUrl), cfg: cfg}, nil
+	u := aws.ToString(out.QueueUrl)
+	return &Queue{api: api, name: name, url: u, host: urlHost(u), cfg: cfg}, nil
 }
 
 // Name returns the queue's name.
@@ -160,7 +95,11 @@ func (q *Queue) VisibilityTimeout(ctx context.Context) (time.Duration, error) {
 }
 
 func (q *Queue) attributes(ctx context.Context, names ...types.QueueAttributeName) (map[string]string, error) {
-	out, err := q.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.url), AttributeNames: names})
+	var out *sqs.GetQueueAttributesOutput
+	err := q.request(ctx, "GetQueueAttributes", q.cfg.CallTimeout, func(ctx context.Context) (err error) {
+		out, err = q.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.url), AttributeNames: names})
+		return err
+	})
 	if err != nil {
 		return nil, mapError(err)
 	}
@@ -226,7 +165,14 @@ func (q *Queue) ReceiveWith(ctx context.Context, o queue.ReceiveOptions) ([]*que
 	if o.Visibility > 0 {
 		in.VisibilityTimeout = seconds(o.Visibility)
 	}
-	out, err := q.api.ReceiveMessage(ctx, in)
+	var out *sqs.ReceiveMessageOutput
+	// SQS answers a long poll within its wait: the deadline is the wait
+	// SQS was asked for plus CallTimeout.
+	deadline := time.Duration(in.WaitTimeSeconds)*time.Second + q.cfg.CallTimeout
+	err := q.request(ctx, "ReceiveMessage", deadline, func(ctx context.Context) (err error) {
+		out, err = q.api.ReceiveMessage(ctx, in)
+		return err
+	})
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
@@ -364,7 +310,11 @@ func (q *Queue) sendChunk(entries []queue.SendEntry) chunkFunc {
 			}
 			in.Entries[j] = re
 		}
-		out, err := q.api.SendMessageBatch(ctx, in)
+		var out *sqs.SendMessageBatchOutput
+		err := q.request(ctx, "SendMessageBatch", q.cfg.CallTimeout, func(ctx context.Context) (err error) {
+			out, err = q.api.SendMessageBatch(ctx, in)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -392,7 +342,11 @@ func (q *Queue) deleteChunk(msgs []*queue.Message) chunkFunc {
 		for j, i := range idx {
 			in.Entries[j] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(msgs[i].ReceiptHandle)}
 		}
-		out, err := q.api.DeleteMessageBatch(ctx, in)
+		var out *sqs.DeleteMessageBatchOutput
+		err := q.request(ctx, "DeleteMessageBatch", q.cfg.CallTimeout, func(ctx context.Context) (err error) {
+			out, err = q.api.DeleteMessageBatch(ctx, in)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -445,7 +399,11 @@ func (q *Queue) visibilityChunk(changes []queue.VisibilityChange) chunkFunc {
 				VisibilityTimeout: seconds(c.Timeout),
 			}
 		}
-		out, err := q.api.ChangeMessageVisibilityBatch(ctx, in)
+		var out *sqs.ChangeMessageVisibilityBatchOutput
+		err := q.request(ctx, "ChangeMessageVisibilityBatch", q.cfg.CallTimeout, func(ctx context.Context) (err error) {
+			out, err = q.api.ChangeMessageVisibilityBatch(ctx, in)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -457,7 +415,11 @@ func (q *Queue) visibilityChunk(changes []queue.VisibilityChange) chunkFunc {
 // within 60 s; a second purge within 60 s fails with
 // queue.ErrPurgeInProgress.
 func (q *Queue) Purge(ctx context.Context) error {
-	if _, err := q.api.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(q.url)}); err != nil {
+	err := q.request(ctx, "PurgeQueue", q.cfg.CallTimeout, func(ctx context.Context) error {
+		_, err := q.api.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(q.url)})
+		return err
+	})
+	if err != nil {
 		return q.wrap("purge", mapError(err))
 	}
 	return nil
