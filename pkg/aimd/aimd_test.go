@@ -205,11 +205,13 @@ func TestTurnBeyondMaxWaitIsRefused(t *testing.T) {
 	})
 }
 
-// store accepts rate requests a second (a token bucket of one second's
-// burst) and throttles the rest, as S3 does on a hot prefix.
+// store accepts rate requests a second (a token bucket of burst, by
+// default one second's) and throttles the rest, as S3 does on a hot
+// prefix.
 type store struct {
 	mu     sync.Mutex
 	rate   float64
+	burst  float64 // 0: rate
 	tokens float64
 	last   time.Time
 	ok     int
@@ -220,7 +222,11 @@ func (s *store) take() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	s.tokens = min(s.rate, s.tokens+now.Sub(s.last).Seconds()*s.rate)
+	burst := s.burst
+	if burst == 0 {
+		burst = s.rate
+	}
+	s.tokens = min(burst, s.tokens+now.Sub(s.last).Seconds()*s.rate)
 	s.last = now
 	if s.tokens < 1 {
 		s.no++
@@ -364,6 +370,54 @@ func TestStaleThrottleLowersNothing(t *testing.T) {
 		l.ObserveSent("k", true, time.Now()) // sent at the new limit
 		if got, want := l.Limit("k"), first*0.85; math.Abs(got-want) > 1e-9 {
 			t.Fatalf("limit %v after a fresh throttle, want %v", got, want)
+		}
+	})
+}
+
+// TestColdStoreThrottlingAtOnce: a store that throttles a key's first
+// requests (a burst of 5 at 50 a second, its SlowDown answered before
+// any accepted request has come back) is limited near the rate it
+// accepts within its first seconds, not from the floor: 10 s of 24
+// workers reach at least 0.85 of the rate.
+func TestColdStoreThrottlingAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const rate = 50.0
+		st := &store{rate: rate, burst: 5, last: time.Now(), tokens: 5}
+		l := New(Config{MaxWait: 2 * time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for range 24 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					if err := l.Wait(ctx, "hot"); err != nil {
+						var te *ThrottledError
+						if errors.As(err, &te) {
+							time.Sleep(te.RetryIn)
+						}
+						continue
+					}
+					ok := st.take()
+					if ok {
+						time.Sleep(20 * time.Millisecond) // stored
+					} else {
+						time.Sleep(2 * time.Millisecond) // refused at the door
+					}
+					l.Observe("hot", !ok)
+				}
+			})
+		}
+		wg.Wait()
+		st.mu.Lock()
+		ok := st.ok
+		st.mu.Unlock()
+		ratio := float64(ok) / 10 / rate
+		t.Logf("accepted %d in 10 s: %.3f of the rate; limit %.1f", ok, ratio, l.Limit("hot"))
+		if ratio < 0.85 {
+			t.Errorf("achieved %.3f of the accepted rate in the first 10 s, want at least 0.85", ratio)
+		}
+		if got := l.Limit("hot"); got < 0.8*rate || got > 1.2*rate {
+			t.Errorf("limit after 10 s %.1f, want near %v", got, rate)
 		}
 	})
 }
