@@ -27,6 +27,14 @@ func (r *recorder) kinds() map[string]int {
 	return m
 }
 
+// floor throttles a fresh key and lets the span its first limit is
+// measured over pass without a success: the limit is Min, in slow start.
+func floor(l *Limiter, key string) {
+	l.Observe(key, true)
+	time.Sleep(measure)
+	l.Limit(key)
+}
+
 func TestUnlimitedUntilThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{})
@@ -71,7 +79,7 @@ func TestFirstThrottleSetsLimitFromSuccessRate(t *testing.T) {
 func TestPacesAtTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{Min: 10, Interval: time.Hour}) // no increase
-		l.Observe("k", true)                           // no successes: the floor, 10/s
+		floor(l, "k")                                  // no successes: the floor, 10/s
 		if got := l.Limit("k"); got != 10 {
 			t.Fatalf("limit %v, want 10", got)
 		}
@@ -122,7 +130,7 @@ func TestIncreasesOnlyWhileHoldingBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
 		l := New(Config{Min: 10, Step: 2, OnChange: rec.add})
-		l.Observe("k", true)
+		floor(l, "k")
 		time.Sleep(time.Second)
 		l.Observe("k", true) // a second throttle ends the slow start
 		// Idle for 5 s: the limit was not binding, nothing to raise.
@@ -171,7 +179,7 @@ func TestForgetsAfterQuiet(t *testing.T) {
 func TestTurnBeyondMaxWaitIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{Min: 1, MaxWait: 3 * time.Second, Interval: time.Hour})
-		l.Observe("k", true) // 1/s
+		floor(l, "k") // 1/s
 		ctx := context.Background()
 		for range 4 { // turns at 0, 1, 2, 3 s
 			if err := l.Wait(ctx, "k"); err != nil {
@@ -296,7 +304,7 @@ func TestConvergesNearTheAcceptedRate(t *testing.T) {
 func TestWorkWithATurnWaitsLonger(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{Min: 1, MaxWait: 2 * time.Second, Interval: time.Hour})
-		l.Observe("k", true) // 1/s
+		floor(l, "k") // 1/s
 		task := WithTurns(context.Background())
 		if err := l.Wait(task, "k"); err != nil { // its first turn, now
 			t.Fatal(err)
@@ -327,7 +335,7 @@ func TestWorkWithATurnWaitsLonger(t *testing.T) {
 func TestSlowStartDoublesUntilThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{Step: 1})
-		l.Observe("k", true) // no success seen: the floor, 1/s
+		floor(l, "k") // no success seen: the floor, 1/s
 		ctx := context.Background()
 		busy := func(d time.Duration) {
 			end := time.Now().Add(d)
