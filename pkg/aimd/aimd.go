@@ -336,7 +336,10 @@ func (s *state) successRate(now time.Time) float64 {
 // tickLocked rolls key's windows to now: the success window, the
 // increase interval, and forgetting.
 func (l *Limiter) tickLocked(key string, s *state, now time.Time) {
-	if s.pending && s.measured(now) >= measure {
+	switch {
+	case s.pending && now.Sub(s.lastThrottle) >= l.cfg.Forget:
+		s.pending = false // a throttle long forgotten: no limit
+	case s.pending && s.measured(now) >= measure:
 		// Before the windows roll: a quiet spell counts in the rate.
 		l.tell(l.firstLimitLocked(key, s, now))
 	}

@@ -429,3 +429,33 @@ func TestColdStoreThrottlingAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestThrottleBeforeAMeasureWaitsForIt: a key throttled before a second
+// of its answers was counted stays unlimited for that second, then is
+// limited from the rate measured over it; a throttle of a key nobody
+// used since, for Forget, sets no limit at all.
+func TestThrottleBeforeAMeasureWaitsForIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		l := New(Config{Forget: time.Minute, OnChange: rec.add})
+		l.Observe("k", true)
+		if got := l.Limit("k"); got != 0 {
+			t.Fatalf("limit %v before any rate was measured, want unlimited", got)
+		}
+		for range 40 { // 40 successes in the second
+			time.Sleep(25 * time.Millisecond)
+			l.Observe("k", false)
+		}
+		if got := l.Limit("k"); math.Abs(got-0.85*40) > 2 {
+			t.Errorf("limit %v after a second of 40 successes, want about 0.85×40", got)
+		}
+		l.Observe("idle", true)
+		time.Sleep(time.Minute)
+		if got := l.Limit("idle"); got != 0 {
+			t.Errorf("limit %v from a throttle a minute old, want unlimited", got)
+		}
+		if got := rec.kinds(); got[KindDecrease] != 1 || got[KindReset] != 0 {
+			t.Errorf("changes %v, want the one decrease of k", got)
+		}
+	})
+}
