@@ -245,6 +245,35 @@ func (s *store) take() bool {
 	return true
 }
 
+// hammer starts workers sending requests to key "hot" of st as fast as
+// l gives them turns (a refused turn: back when it says) until ctx ends;
+// an accepted request is answered after okRTT, a throttled one after
+// noRTT. It returns a wait for the workers.
+func hammer(ctx context.Context, l *Limiter, st *store, workers int, okRTT, noRTT time.Duration) (wait func()) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if err := l.Wait(ctx, "hot"); err != nil {
+					var te *ThrottledError
+					if errors.As(err, &te) {
+						time.Sleep(te.RetryIn)
+					}
+					continue
+				}
+				ok := st.take()
+				if ok {
+					time.Sleep(okRTT)
+				} else {
+					time.Sleep(noRTT)
+				}
+				l.Observe("hot", !ok)
+			}
+		})
+	}
+	return wg.Wait
+}
+
 // TestConvergesNearTheAcceptedRate: 16 workers as fast as they may against
 // a store that accepts 50 requests a second: after the limit has settled,
 // the requests accepted run at 0.85..1 of that rate.
@@ -255,23 +284,8 @@ func TestConvergesNearTheAcceptedRate(t *testing.T) {
 		l := New(Config{})
 		ctx, cancel := context.WithTimeout(context.Background(), 130*time.Second)
 		defer cancel()
-		var wg sync.WaitGroup
 		var measured int
-		for range 16 {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					if err := l.Wait(ctx, "hot"); err != nil {
-						var te *ThrottledError
-						if errors.As(err, &te) {
-							time.Sleep(te.RetryIn)
-						}
-						continue
-					}
-					time.Sleep(20 * time.Millisecond) // the round trip
-					l.Observe("hot", !st.take())
-				}
-			})
-		}
+		wait := hammer(ctx, l, st, 16, 20*time.Millisecond, 20*time.Millisecond)
 		time.Sleep(10 * time.Second) // settle
 		st.mu.Lock()
 		base, baseNo := st.ok, st.no
@@ -282,7 +296,7 @@ func TestConvergesNearTheAcceptedRate(t *testing.T) {
 		throttled := st.no - baseNo
 		st.mu.Unlock()
 		cancel()
-		wg.Wait()
+		wait()
 		ratio := float64(measured) / 120 / rate
 		t.Logf("accepted %.1f requests/s of %v allowed: %.3f", float64(measured)/120, rate, ratio)
 		if ratio < 0.9 || ratio > 1.01 {
@@ -394,28 +408,8 @@ func TestColdStoreThrottlingAtOnce(t *testing.T) {
 		l := New(Config{MaxWait: 2 * time.Second})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		var wg sync.WaitGroup
-		for range 24 {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					if err := l.Wait(ctx, "hot"); err != nil {
-						var te *ThrottledError
-						if errors.As(err, &te) {
-							time.Sleep(te.RetryIn)
-						}
-						continue
-					}
-					ok := st.take()
-					if ok {
-						time.Sleep(20 * time.Millisecond) // stored
-					} else {
-						time.Sleep(2 * time.Millisecond) // refused at the door
-					}
-					l.Observe("hot", !ok)
-				}
-			})
-		}
-		wg.Wait()
+		// Stored in 20 ms; refused at the door in 2.
+		hammer(ctx, l, st, 24, 20*time.Millisecond, 2*time.Millisecond)()
 		st.mu.Lock()
 		ok := st.ok
 		st.mu.Unlock()
