@@ -6,23 +6,27 @@
 //
 // A Limiter keeps one limit per key. A key is unlimited until a request to
 // it is throttled (Observe with throttled true). The first throttle sets
-// its limit to Decrease times the rate at which its requests succeeded in
-// the last one to two seconds (the rate the store accepted, not the rate
-// that was offered), then doubles each Interval in which it held a request
-// back until the next throttle (a slow start: that rate may have been
-// measured over the first moments, before any request succeeded); every
-// later throttle multiplies the limit by
-// Decrease, at most once per Cooldown (the throttles of requests already
-// in flight when the limit fell are one signal, not many). Each Interval
-// without a throttle in which the limit held a request back raises it by
-// Step (Config.Step: by default 2 % of the limit at the last decrease, at
-// least Min, so a cut of 15 % is won back in about 8 intervals at any
-// scale, and a limit set too low from a slow start climbs back at Min a
-// second at least). A throttle of a request sent before the limit last
-// fell lowers nothing (ObserveSent). A key not
-// throttled for Forget is unlimited again. With the defaults the limit
-// saws between 0.85 and 1 times the rate the store accepts: about 0.92 of
-// it on average.
+// its limit to Decrease times the rate at which its requests succeeded
+// over the last one to two seconds (the rate the store accepted, not the
+// rate that was offered). A key throttled before a second of its answers
+// has been counted (a store throttling from its first requests, or after
+// a quiet spell) stays unlimited until that second is over, and its
+// first limit is then measured from it: a rate measured over the first
+// moments, when a SlowDown comes back before any accepted request, is
+// nothing (measured so, a store of 50 requests a second was limited to
+// 1, and it took the slow start 8 s to climb back). When no request
+// succeeded in that second, the first limit is Min and doubles each
+// Interval in which it held a request back until the next throttle (a
+// slow start). Every later throttle multiplies the limit by Decrease, at
+// most once per Cooldown (the throttles of requests already in flight
+// when the limit fell are one signal, not many); a throttle of a request
+// sent before the limit last fell lowers nothing (ObserveSent). Each
+// Interval without a throttle in which the limit held a request back
+// raises it by Step (Config.Step: by default 2 % of the limit at the last
+// decrease, at least Min, so a cut of 15 % is won back in about 8
+// intervals at any scale). A key not throttled for Forget is unlimited
+// again. With the defaults the limit saws between 0.85 and 1 times the
+// rate the store accepts: about 0.92 of it on average.
 //
 // Wait takes a request's turn: requests to a limited key are spaced
 // 1/limit apart. A turn further away than MaxWait (Patience times that
@@ -141,9 +145,13 @@ type state struct {
 	intervalStart  time.Time
 	throttledInInt bool
 	heldInInt      bool
-	// slowStart: the first limit came from a rate measured over moments
-	// (a store throttling from its first requests); it doubles each
-	// interval until the next throttle.
+	// pending: throttled before a rate was measured (a key throttling
+	// from its first requests, or after a quiet spell); the first limit
+	// is set once measure has passed.
+	pending bool
+	// slowStart: the first limit is the floor (no request succeeded in
+	// the span measured); it doubles each interval until the next
+	// throttle.
 	slowStart bool
 }
 
@@ -273,30 +281,52 @@ func (l *Limiter) ObserveSent(key string, throttled bool, sent time.Time) {
 	}
 	s.lastThrottle, s.throttledInInt = now, true
 	stale := !sent.IsZero() && sent.Before(s.lastDecrease)
-	if s.limit == 0 || (!stale && now.Sub(s.lastDecrease) >= l.cfg.Cooldown) {
-		if s.limit == 0 {
-			s.limit = l.cfg.Decrease * s.successRate(now)
-			s.next, s.slowStart = now, true
-		} else {
-			s.limit *= l.cfg.Decrease
-			s.slowStart = false
-		}
-		s.limit = max(s.limit, l.cfg.Min)
-		s.step = l.cfg.Step
-		if s.step <= 0 {
-			s.step = max(0.02*s.limit, l.cfg.Min)
-		}
-		s.lastDecrease, s.intervalStart, s.throttledInInt, s.heldInInt = now, now, false, false
-		ch = &Change{Key: key, Kind: KindDecrease, Limit: s.limit}
+	switch {
+	case s.limit == 0 && s.measured(now) < measure:
+		s.pending = true // limited once a rate is measured (tickLocked)
+	case s.limit == 0:
+		ch = l.firstLimitLocked(key, s, now)
+	case !stale && now.Sub(s.lastDecrease) >= l.cfg.Cooldown:
+		s.limit = max(s.limit*l.cfg.Decrease, l.cfg.Min)
+		s.slowStart = false
+		ch = l.decreasedLocked(key, s, now)
 	}
 	l.mu.Unlock()
 	l.tell(ch)
 }
 
+// measure is the span of successes the first limit is measured over.
+const measure = time.Second
+
+// firstLimitLocked sets key's first limit: Decrease times the rate its
+// requests succeeded at, or, when none did, Min in slow start.
+func (l *Limiter) firstLimitLocked(key string, s *state, now time.Time) *Change {
+	s.limit = l.cfg.Decrease * s.successRate(now)
+	s.slowStart = s.limit < l.cfg.Min
+	s.limit = max(s.limit, l.cfg.Min)
+	s.next, s.pending = now, false
+	return l.decreasedLocked(key, s, now)
+}
+
+// decreasedLocked starts the accounting of a limit just lowered (or set).
+func (l *Limiter) decreasedLocked(key string, s *state, now time.Time) *Change {
+	s.step = l.cfg.Step
+	if s.step <= 0 {
+		s.step = max(0.02*s.limit, l.cfg.Min)
+	}
+	s.lastDecrease, s.intervalStart, s.throttledInInt, s.heldInInt = now, now, false, false
+	return &Change{Key: key, Kind: KindDecrease, Limit: s.limit}
+}
+
+// measured is the span the success rate is counted over.
+func (s *state) measured(now time.Time) time.Duration {
+	return now.Sub(s.winStart) + s.prevLen
+}
+
 // successRate is the rate of the successes counted over the current and
 // the previous window.
 func (s *state) successRate(now time.Time) float64 {
-	span := now.Sub(s.winStart) + s.prevLen
+	span := s.measured(now)
 	if span < 100*time.Millisecond {
 		span = 100 * time.Millisecond
 	}
@@ -306,6 +336,13 @@ func (s *state) successRate(now time.Time) float64 {
 // tickLocked rolls key's windows to now: the success window, the
 // increase interval, and forgetting.
 func (l *Limiter) tickLocked(key string, s *state, now time.Time) {
+	switch {
+	case s.pending && now.Sub(s.lastThrottle) >= l.cfg.Forget:
+		s.pending = false // a throttle long forgotten: no limit
+	case s.pending && s.measured(now) >= measure:
+		// Before the windows roll: a quiet spell counts in the rate.
+		l.tell(l.firstLimitLocked(key, s, now))
+	}
 	if d := now.Sub(s.winStart); d >= time.Second {
 		if d < 2*time.Second {
 			s.prevOK, s.prevLen = s.ok, d

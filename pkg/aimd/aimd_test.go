@@ -27,6 +27,14 @@ func (r *recorder) kinds() map[string]int {
 	return m
 }
 
+// floor throttles a fresh key and lets the span its first limit is
+// measured over pass without a success: the limit is Min, in slow start.
+func floor(l *Limiter, key string) {
+	l.Observe(key, true)
+	time.Sleep(measure)
+	l.Limit(key)
+}
+
 func TestUnlimitedUntilThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{})
@@ -71,7 +79,7 @@ func TestFirstThrottleSetsLimitFromSuccessRate(t *testing.T) {
 func TestPacesAtTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{Min: 10, Interval: time.Hour}) // no increase
-		l.Observe("k", true)                           // no successes: the floor, 10/s
+		floor(l, "k")                                  // no successes: the floor, 10/s
 		if got := l.Limit("k"); got != 10 {
 			t.Fatalf("limit %v, want 10", got)
 		}
@@ -122,7 +130,7 @@ func TestIncreasesOnlyWhileHoldingBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
 		l := New(Config{Min: 10, Step: 2, OnChange: rec.add})
-		l.Observe("k", true)
+		floor(l, "k")
 		time.Sleep(time.Second)
 		l.Observe("k", true) // a second throttle ends the slow start
 		// Idle for 5 s: the limit was not binding, nothing to raise.
@@ -171,7 +179,7 @@ func TestForgetsAfterQuiet(t *testing.T) {
 func TestTurnBeyondMaxWaitIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{Min: 1, MaxWait: 3 * time.Second, Interval: time.Hour})
-		l.Observe("k", true) // 1/s
+		floor(l, "k") // 1/s
 		ctx := context.Background()
 		for range 4 { // turns at 0, 1, 2, 3 s
 			if err := l.Wait(ctx, "k"); err != nil {
@@ -205,11 +213,13 @@ func TestTurnBeyondMaxWaitIsRefused(t *testing.T) {
 	})
 }
 
-// store accepts rate requests a second (a token bucket of one second's
-// burst) and throttles the rest, as S3 does on a hot prefix.
+// store accepts rate requests a second (a token bucket of burst, by
+// default one second's) and throttles the rest, as S3 does on a hot
+// prefix.
 type store struct {
 	mu     sync.Mutex
 	rate   float64
+	burst  float64 // 0: rate
 	tokens float64
 	last   time.Time
 	ok     int
@@ -220,7 +230,11 @@ func (s *store) take() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	s.tokens = min(s.rate, s.tokens+now.Sub(s.last).Seconds()*s.rate)
+	burst := s.burst
+	if burst == 0 {
+		burst = s.rate
+	}
+	s.tokens = min(burst, s.tokens+now.Sub(s.last).Seconds()*s.rate)
 	s.last = now
 	if s.tokens < 1 {
 		s.no++
@@ -229,6 +243,35 @@ func (s *store) take() bool {
 	s.tokens--
 	s.ok++
 	return true
+}
+
+// hammer starts workers sending requests to key "hot" of st as fast as
+// l gives them turns (a refused turn: back when it says) until ctx ends;
+// an accepted request is answered after okRTT, a throttled one after
+// noRTT. It returns a wait for the workers.
+func hammer(ctx context.Context, l *Limiter, st *store, workers int, okRTT, noRTT time.Duration) (wait func()) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if err := l.Wait(ctx, "hot"); err != nil {
+					var te *ThrottledError
+					if errors.As(err, &te) {
+						time.Sleep(te.RetryIn)
+					}
+					continue
+				}
+				ok := st.take()
+				if ok {
+					time.Sleep(okRTT)
+				} else {
+					time.Sleep(noRTT)
+				}
+				l.Observe("hot", !ok)
+			}
+		})
+	}
+	return wg.Wait
 }
 
 // TestConvergesNearTheAcceptedRate: 16 workers as fast as they may against
@@ -241,23 +284,8 @@ func TestConvergesNearTheAcceptedRate(t *testing.T) {
 		l := New(Config{})
 		ctx, cancel := context.WithTimeout(context.Background(), 130*time.Second)
 		defer cancel()
-		var wg sync.WaitGroup
 		var measured int
-		for range 16 {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					if err := l.Wait(ctx, "hot"); err != nil {
-						var te *ThrottledError
-						if errors.As(err, &te) {
-							time.Sleep(te.RetryIn)
-						}
-						continue
-					}
-					time.Sleep(20 * time.Millisecond) // the round trip
-					l.Observe("hot", !st.take())
-				}
-			})
-		}
+		wait := hammer(ctx, l, st, 16, 20*time.Millisecond, 20*time.Millisecond)
 		time.Sleep(10 * time.Second) // settle
 		st.mu.Lock()
 		base, baseNo := st.ok, st.no
@@ -268,7 +296,7 @@ func TestConvergesNearTheAcceptedRate(t *testing.T) {
 		throttled := st.no - baseNo
 		st.mu.Unlock()
 		cancel()
-		wg.Wait()
+		wait()
 		ratio := float64(measured) / 120 / rate
 		t.Logf("accepted %.1f requests/s of %v allowed: %.3f", float64(measured)/120, rate, ratio)
 		if ratio < 0.9 || ratio > 1.01 {
@@ -290,7 +318,7 @@ func TestConvergesNearTheAcceptedRate(t *testing.T) {
 func TestWorkWithATurnWaitsLonger(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{Min: 1, MaxWait: 2 * time.Second, Interval: time.Hour})
-		l.Observe("k", true) // 1/s
+		floor(l, "k") // 1/s
 		task := WithTurns(context.Background())
 		if err := l.Wait(task, "k"); err != nil { // its first turn, now
 			t.Fatal(err)
@@ -321,7 +349,7 @@ func TestWorkWithATurnWaitsLonger(t *testing.T) {
 func TestSlowStartDoublesUntilThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := New(Config{Step: 1})
-		l.Observe("k", true) // no success seen: the floor, 1/s
+		floor(l, "k") // no success seen: the floor, 1/s
 		ctx := context.Background()
 		busy := func(d time.Duration) {
 			end := time.Now().Add(d)
@@ -364,6 +392,64 @@ func TestStaleThrottleLowersNothing(t *testing.T) {
 		l.ObserveSent("k", true, time.Now()) // sent at the new limit
 		if got, want := l.Limit("k"), first*0.85; math.Abs(got-want) > 1e-9 {
 			t.Fatalf("limit %v after a fresh throttle, want %v", got, want)
+		}
+	})
+}
+
+// TestColdStoreThrottlingAtOnce: a store that throttles a key's first
+// requests (a burst of 5 at 50 a second, its SlowDown answered before
+// any accepted request has come back) is limited near the rate it
+// accepts within its first seconds, not from the floor: 10 s of 24
+// workers reach at least 0.85 of the rate.
+func TestColdStoreThrottlingAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const rate = 50.0
+		st := &store{rate: rate, burst: 5, last: time.Now(), tokens: 5}
+		l := New(Config{MaxWait: 2 * time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// Stored in 20 ms; refused at the door in 2.
+		hammer(ctx, l, st, 24, 20*time.Millisecond, 2*time.Millisecond)()
+		st.mu.Lock()
+		ok := st.ok
+		st.mu.Unlock()
+		ratio := float64(ok) / 10 / rate
+		t.Logf("accepted %d in 10 s: %.3f of the rate; limit %.1f", ok, ratio, l.Limit("hot"))
+		if ratio < 0.85 {
+			t.Errorf("achieved %.3f of the accepted rate in the first 10 s, want at least 0.85", ratio)
+		}
+		if got := l.Limit("hot"); got < 0.8*rate || got > 1.2*rate {
+			t.Errorf("limit after 10 s %.1f, want near %v", got, rate)
+		}
+	})
+}
+
+// TestThrottleBeforeAMeasureWaitsForIt: a key throttled before a second
+// of its answers was counted stays unlimited for that second, then is
+// limited from the rate measured over it; a throttle of a key nobody
+// used since, for Forget, sets no limit at all.
+func TestThrottleBeforeAMeasureWaitsForIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		l := New(Config{Forget: time.Minute, OnChange: rec.add})
+		l.Observe("k", true)
+		if got := l.Limit("k"); got != 0 {
+			t.Fatalf("limit %v before any rate was measured, want unlimited", got)
+		}
+		for range 40 { // 40 successes in the second
+			time.Sleep(25 * time.Millisecond)
+			l.Observe("k", false)
+		}
+		if got := l.Limit("k"); math.Abs(got-0.85*40) > 2 {
+			t.Errorf("limit %v after a second of 40 successes, want about 0.85×40", got)
+		}
+		l.Observe("idle", true)
+		time.Sleep(time.Minute)
+		if got := l.Limit("idle"); got != 0 {
+			t.Errorf("limit %v from a throttle a minute old, want unlimited", got)
+		}
+		if got := rec.kinds(); got[KindDecrease] != 1 || got[KindReset] != 0 {
+			t.Errorf("changes %v, want the one decrease of k", got)
 		}
 	})
 }

@@ -108,6 +108,31 @@ func runThrottled(tb testing.TB, allowed float64, hotWorkers, coldWorkers int, d
 		}
 	}
 	start := time.Now()
+	if testing.Verbose() {
+		// The trajectory, each second: the hot bucket's limit, the
+		// requests it took, the SlowDowns and the turns refused.
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			var lastOK, lastRefused, lastCold int64
+			lastSlow := 0
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				ok, refused := atomic.LoadInt64(&r.hotOK), atomic.LoadInt64(&r.refusedTurns)
+				slow, _ := proxy.Answered()
+				cold := atomic.LoadInt64(&r.coldOK)
+				tb.Logf("%6.2fs limit %5.1f ok %3d slowdown %3d refused %3d; cold ok %3d", time.Since(start).Seconds(),
+					cfg.Limiter().Limit("s3 "+hot), ok-lastOK, slow-lastSlow, refused-lastRefused, cold-lastCold)
+				lastOK, lastSlow, lastRefused, lastCold = ok, slow, refused, cold
+			}
+		}()
+	}
 	for w := range hotWorkers {
 		wg.Go(func() { work(hot, &r.hotOK, w) })
 	}
