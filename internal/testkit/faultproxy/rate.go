@@ -21,7 +21,6 @@ type rule struct {
 	status      int
 	contentType string
 	body        string
-	answered    int
 }
 
 // Bucket matches the path-style requests to S3 bucket name (what Mill's

@@ -93,17 +93,17 @@ func (k knownURL) GetQueueUrl(context.Context, *sqs.GetQueueUrlInput, ...func(*s
 
 // within runs f and returns its error and how long it took, failing the
 // test if f has not returned after bound.
-func within(t *testing.T, bound time.Duration, f func() error) (error, time.Duration) {
+func within(t *testing.T, bound time.Duration, f func() error) (time.Duration, error) {
 	t.Helper()
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- f() }()
 	select {
 	case err := <-done:
-		return err, time.Since(start)
+		return time.Since(start), err
 	case <-time.After(bound):
 		t.Fatalf("still waiting for the stalled server after %v", bound)
-		return nil, 0
+		return 0, nil
 	}
 }
 
@@ -119,7 +119,7 @@ func TestStalledServer(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("open", func(t *testing.T) {
-		err, took := within(t, bound, func() error {
+		took, err := within(t, bound, func() error {
 			_, err := sqsqueue.Open(ctx, s.client(), "stalled", cfg)
 			return err
 		})
@@ -157,7 +157,7 @@ func TestStalledServer(t *testing.T) {
 		{"purge", callTimeout, func() error { return q.Purge(ctx) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err, took := within(t, bound, c.call)
+			took, err := within(t, bound, c.call)
 			checkTimeout(t, err, took, c.min, dep)
 		})
 	}
@@ -165,7 +165,7 @@ func TestStalledServer(t *testing.T) {
 	t.Run("caller's deadline first", func(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout/2)
 		defer cancel()
-		err, _ := within(t, bound, func() error { _, err := q.Receive(cctx, 10, time.Second); return err })
+		_, err := within(t, bound, func() error { _, err := q.Receive(cctx, 10, time.Second); return err })
 		var te *sqsqueue.TimeoutError
 		if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &te) {
 			t.Fatalf("receive past the caller's own deadline: %v, want the caller's context.DeadlineExceeded", err)
@@ -234,7 +234,7 @@ func TestStallThenRecover(t *testing.T) {
 	}
 
 	proxy.Pause()
-	err, _ = within(t, 10*time.Second, func() error { _, err := q.Receive(ctx, 10, time.Second); return err })
+	_, err = within(t, 10*time.Second, func() error { _, err := q.Receive(ctx, 10, time.Second); return err })
 	var te *sqsqueue.TimeoutError
 	if !errors.As(err, &te) {
 		t.Fatalf("receive through the silent proxy: %v, want a *sqsqueue.TimeoutError", err)
