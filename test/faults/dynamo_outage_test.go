@@ -23,7 +23,6 @@ import (
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -79,13 +78,7 @@ func TestDynamoDBOutageDuringAudits(t *testing.T) {
 	// The items in the store, and an ADD_CONTENT audit task for each.
 	dir := t.TempDir()
 	root := filepath.Join(dir, "store")
-	fs, err := fsstore.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.CreateSpace(ctx, space); err != nil {
-		t.Fatal(err)
-	}
+	fs := newSpace(t, ctx, root, space)
 	at := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
 	var entries []queue.SendEntry
 	for i := range items {

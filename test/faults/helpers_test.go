@@ -21,6 +21,7 @@ import (
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
+	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors/noop"
 )
@@ -312,4 +313,17 @@ func start(t *testing.T, bin, logPath string, env []string, args ...string) *pro
 	t.Cleanup(func() { lf.Close(); of.Close() }) // after the process's own cleanup
 	p := testbin.Start(t, testbin.Spec{Path: bin, Args: args, Env: append(os.Environ(), env...), Stderr: lf, Stdout: of})
 	return &process{Proc: p, log: logPath}
+}
+
+// newSpace opens a filesystem store at root and creates space in it.
+func newSpace(t *testing.T, ctx context.Context, root, space string) *fsstore.Store {
+	t.Helper()
+	fs, err := fsstore.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.CreateSpace(ctx, space); err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }

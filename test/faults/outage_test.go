@@ -27,7 +27,6 @@ import (
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
 	"github.com/millfleet/mill/pkg/lease/dynamolease"
 	"github.com/millfleet/mill/pkg/queue"
-	"github.com/millfleet/mill/pkg/storage/fsstore"
 )
 
 // outageFor is how long the outage tests keep a dependency down:
@@ -86,13 +85,7 @@ func TestPostgresOutageDuringBitRun(t *testing.T) {
 	// The items: in the store, the index and the audit log, all agreeing.
 	dir := t.TempDir()
 	root := filepath.Join(dir, "store")
-	fs, err := fsstore.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.CreateSpace(ctx, space); err != nil {
-		t.Fatal(err)
-	}
+	fs := newSpace(t, ctx, root, space)
 	seedItems(t, ctx, fs, pgcontentindex.New(pool), dynamoauditlog.New(ddb, auditTable), account, "1", space, items,
 		func(i int) []byte { return []byte(fmt.Sprintf("content of item %d", i)) })
 	conf := filepath.Join(dir, "config")
@@ -158,6 +151,7 @@ func TestPostgresOutageDuringBitRun(t *testing.T) {
 	}
 	up := time.Now()
 	var reps []bitlog.Report
+	var err error
 	if !testbin.Poll(5*time.Minute, 200*time.Millisecond, func() bool {
 		reps, err = blog.Reports(ctx, bitlog.ReportFilter{RunID: runID, Account: account, StoreID: "1", SpaceID: space})
 		return err == nil && len(reps) > 0

@@ -67,13 +67,7 @@ func TestPostgresRestartDuringBitRun(t *testing.T) {
 	// The items: in the store, the index and the audit log, all agreeing.
 	dir := t.TempDir()
 	root := filepath.Join(dir, "store")
-	fs, err := fsstore.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.CreateSpace(ctx, space); err != nil {
-		t.Fatal(err)
-	}
+	fs := newSpace(t, ctx, root, space)
 	at := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
 	for i := range items {
 		body := fmt.Sprintf("content of item %d", i)

@@ -22,7 +22,6 @@ import (
 	"github.com/millfleet/mill/pkg/milldb"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -32,13 +31,7 @@ import (
 func fillStore(t *testing.T, root, space string, n int) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := fsstore.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateSpace(ctx, space); err != nil {
-		t.Fatal(err)
-	}
+	s := newSpace(t, ctx, root, space)
 	for i := range n {
 		body := fmt.Sprintf("content of %s/%d", space, i)
 		if _, err := s.Put(ctx, space, itemID(i), strings.NewReader(body), storage.PutOptions{Size: int64(len(body)), MimeType: "text/plain"}); err != nil {
