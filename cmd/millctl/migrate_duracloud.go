@@ -53,8 +53,7 @@ type migrateDuraCloudOptions struct {
 	reports     *wiring.Reports
 	reportsDir  string
 	workers     int
-	streams     int
-	partSize    int64
+	transfer    *storage.Transfer
 }
 
 func (o *migrateDuraCloudOptions) define(fs *flag.FlagSet, a *app) {
@@ -65,8 +64,7 @@ func (o *migrateDuraCloudOptions) define(fs *flag.FlagSet, a *app) {
 	o.reports = wiring.ReportsFlags(fs)
 	fs.StringVar(&o.reportsDir, "reports-dir", "", "local `directory` of the reports, instead of --reports-bucket")
 	fs.IntVar(&o.workers, "workers", migrate.DefaultWorkers, "items migrated at once")
-	fs.IntVar(&o.streams, "transfer-streams", storage.DefaultStreams, "parts of one large item read and written at once")
-	fs.Int64Var(&o.partSize, "transfer-part-size", storage.DefaultPartSize, "`bytes` of one part of a large item (at least 5 MiB)")
+	o.transfer = wiring.TransferFlags(fs)
 }
 
 func (o *migrateDuraCloudOptions) run(ctx context.Context, a *app, args []string) error {
@@ -85,10 +83,10 @@ func (o *migrateDuraCloudOptions) run(ctx context.Context, a *app, args []string
 			return usagef("SPACE %q: %v", s, err)
 		}
 	}
-	if o.streams < 1 || o.partSize < 5<<20 {
+	if o.transfer.Streams < 1 || o.transfer.PartSize < 5<<20 {
 		return usagef("--transfer-streams must be at least 1 and --transfer-part-size at least 5 MiB")
 	}
-	transfer := storage.Transfer{Streams: o.streams, PartSize: o.partSize}
+	transfer := *o.transfer
 	format, err := o.format.Parse()
 	if err != nil {
 		return usagef("%v", err)

@@ -124,8 +124,8 @@ type options struct {
 	databaseURL                        *string
 	reports                            *wiring.Reports
 	checkpointBucket, checkpointPrefix string
-	transferStreams                    int
-	transferPartSize, resumeMinSize    int64
+	transfer                           *storage.Transfer
+	resumeMinSize                      int64
 	bitCheckpointEvery                 int64
 	recheckDelay                       time.Duration
 	notifyTopic                        *string
@@ -170,8 +170,7 @@ func defineFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.priceTable, "price-table", "", "JSON price `file` of the cost estimates of bit reports and run reports (default: the\nbuilt-in us-east-1 list prices, dated; see docs/CAPACITY.md)")
 	fs.IntVar(&o.dupRestoreDays, "dup-restore-days", 0, "when a DUP must copy an archived source item (S3 Glacier, Deep Archive), ask S3 to\nrestore it for this many `days` before dead-lettering the task (redrive it once restored);\n0: dead-letter it without asking")
 	o.notifyTopic = wiring.NotifyFlag(fs)
-	fs.IntVar(&o.transferStreams, "transfer-streams", storage.DefaultStreams, "parts in flight of one streamed copy or bit check read (ranged GETs, parts uploaded);\nmemory per transfer is streams x part size")
-	fs.Int64Var(&o.transferPartSize, "transfer-part-size", storage.DefaultPartSize, "`bytes` of one part of a streamed copy or bit check read (at least 5 MiB)")
+	o.transfer = wiring.TransferFlags(fs)
 	fs.StringVar(&o.checkpointBucket, "checkpoint-bucket", setup.DefaultStateBucket, "S3 `bucket` where long copies and bit checks keep their checkpoints (the state bucket;\nempty: none, a restarted transfer starts over)")
 	fs.StringVar(&o.checkpointPrefix, "checkpoint-prefix", setup.CheckpointPrefix, "key `prefix` of the checkpoints in the checkpoint bucket")
 	fs.Int64Var(&o.resumeMinSize, "resume-min-size", bit.DefaultResumeMinSize, "`bytes`: copies and bit checks of items at least this big are resumable")
@@ -360,7 +359,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		DuraCloudDB:      o.duracloudDB,
 		DupRestoreDays:   o.dupRestoreDays,
 		CheckpointBucket: o.checkpointBucket, CheckpointPrefix: o.checkpointPrefix,
-		Transfer:      storage.Transfer{Streams: o.transferStreams, PartSize: o.transferPartSize},
+		Transfer:      *o.transfer,
 		ResumeMinSize: o.resumeMinSize, CheckpointEvery: o.bitCheckpointEvery,
 		Format: format, RecheckDelay: o.recheckDelay, Noop: noopCfg, Logger: logger,
 		Agent: bitlog.Agent{Instance: workerID, Version: buildinfo.Version()},

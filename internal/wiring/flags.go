@@ -6,6 +6,7 @@ import (
 
 	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/storage"
 )
 
 // The flag groups the Mill binaries share, each defined once here with its
@@ -55,6 +56,16 @@ func QueuePrefixFlag(fs *flag.FlagSet) *string {
 // QueuePrefixVar defines --queue-prefix on fs into p.
 func QueuePrefixVar(fs *flag.FlagSet, p *string) {
 	fs.StringVar(p, "queue-prefix", queue.DefaultPrefix, "`prefix` of the queue names made from queue keys")
+}
+
+// TransferFlags defines --transfer-streams and --transfer-part-size on fs:
+// how the bytes of a large item move (storage.Transfer), in Workman's
+// copies and bit check reads and in millctl migrate duracloud.
+func TransferFlags(fs *flag.FlagSet) *storage.Transfer {
+	t := &storage.Transfer{}
+	fs.IntVar(&t.Streams, "transfer-streams", storage.DefaultStreams, "parts in flight of one streamed transfer: a copy, a bit check read, a migrated item\n(ranged GETs, parts uploaded); memory per transfer is streams x part size")
+	fs.Int64Var(&t.PartSize, "transfer-part-size", storage.DefaultPartSize, "`bytes` of one part of a streamed transfer (at least 5 MiB)")
+	return t
 }
 
 // DatabaseURLFlag defines --database-url (MILL_DATABASE_URL) on fs: the
