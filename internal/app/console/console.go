@@ -26,6 +26,7 @@ import (
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/fleet"
+	"github.com/millfleet/mill/pkg/policy"
 	"github.com/millfleet/mill/pkg/policyedit"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/runs"
@@ -44,7 +45,9 @@ const (
 	DefaultRefresh       = 5 * time.Second
 	DefaultSampleEvery   = 30 * time.Second
 	DefaultHistoryWindow = time.Hour
-	DefaultPolicyRefresh = 5 * time.Minute
+	// DefaultPolicyRefresh is the policy cache's own default, the one
+	// Workman and the producers use unless told otherwise.
+	DefaultPolicyRefresh = policy.DefaultRefresh
 	// DefaultDeadLetterRescan: see Config.DeadLetterRescan.
 	DefaultDeadLetterRescan = time.Minute
 	// DefaultDeadLetterMax: see Config.DeadLetterMax.
