@@ -2,7 +2,6 @@ package pricing
 
 import (
 	"context"
-	"maps"
 	"sync"
 )
 
@@ -75,12 +74,4 @@ func AddCounts(a, b map[string]int64) map[string]int64 {
 		a[k] += v
 	}
 	return a
-}
-
-// CloneCounts returns a copy of counts (nil for none).
-func CloneCounts(counts map[string]int64) map[string]int64 {
-	if len(counts) == 0 {
-		return nil
-	}
-	return maps.Clone(counts)
 }
