@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/millfleet/mill/pkg/runs"
+	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
 )
 
@@ -36,5 +37,9 @@ func (o runOutcomes) TaskOutcome(ctx context.Context, x workman.TaskOutcome) err
 	if x.Err != nil {
 		msg = x.Err.Error()
 	}
-	return o.r.Observe(ctx, x.Task, st, x.Reason, msg, x.Attempts)
+	return o.r.ObserveCounted(ctx, x.Task, st, x.Reason, msg, x.Attempts, x.Requests)
 }
+
+// CountsRequests implements workman.RequestCounter: the requests of a
+// task a run counts are counted.
+func (o runOutcomes) CountsRequests(t *task.Task) bool { return runs.Counted(t) != "" }

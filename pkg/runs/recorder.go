@@ -81,12 +81,19 @@ func Counted(t *task.Task) string {
 // down) are returned. When the outcome finishes the run, Observe
 // completes it.
 func (r *Recorder) Observe(ctx context.Context, t *task.Task, state State, reason, errText string, attempts int) error {
+	return r.ObserveCounted(ctx, t, state, reason, errText, attempts, nil)
+}
+
+// ObserveCounted is Observe of an attempt that made requests (by "service
+// Op": Workman's pricing.Counter of the attempt, never the task's
+// message), added to the run's (Store.Record).
+func (r *Recorder) ObserveCounted(ctx context.Context, t *task.Task, state State, reason, errText string, attempts int, requests map[string]int64) error {
 	producer := Counted(t)
 	if producer == "" {
 		return nil
 	}
 	o := Outcome{Producer: producer, RunID: t.RunID(), Key: TaskKey(t), State: state, Type: t.Type,
-		Item: itemOf(t), Reason: reason, Error: errText, Attempts: attempts, At: r.clock().Now()}
+		Item: itemOf(t), Reason: reason, Error: errText, Attempts: attempts, At: r.clock().Now(), Requests: requests}
 	st, err := r.Store.Record(ctx, o)
 	if errors.Is(err, ErrNoRun) || errors.Is(err, ErrInvalid) {
 		r.logger().Debug("task claims a run no producer recorded; its outcome is not counted",
@@ -140,9 +147,14 @@ func (r *Recorder) finish(ctx context.Context, st Status) error {
 	if err != nil {
 		return err
 	}
+	counted, err := r.Store.Requests(ctx, st.Producer, st.ID)
+	if err != nil {
+		return err
+	}
 	now := Truncate(r.clock().Now())
 	rep := NewReport(st, fails, now)
-	rep.Cost = Estimate(attempts, r.Prices)
+	rep.Cost = CountedCost(counted, attempts, r.Prices)
+	rep.Estimate = Estimate(attempts, r.Prices)
 	loc := ""
 	if r.Reports != nil {
 		if loc, err = rep.Store(ctx, r.Reports); err != nil {
