@@ -3,8 +3,8 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"strconv"
