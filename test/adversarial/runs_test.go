@@ -110,11 +110,16 @@ func TestRunCountsOutcomes(t *testing.T) {
 	if rep.RunID != id || rep.Enqueued != st.Enqueued || rep.Done != st.Done || rep.Dead != 0 || len(rep.Failures) != 0 {
 		t.Fatalf("report %+v, want the run's counts", rep)
 	}
-	// Its cost: every DUP attempt at the documented DUP estimate (2 HEADs),
-	// priced from workman's price table (the default).
-	if c := rep.Cost; c == nil || c.Requests["s3 HeadObject"] < 2*float64(rep.Done) || c.Total <= 0 ||
+	// Its estimate: every DUP attempt at the documented DUP estimate (2
+	// HEADs), priced from workman's price table (the default); its cost,
+	// counted: at least the source's HEAD of every copy
+	// (TestRunCostCounted checks the counts at a proxy).
+	if c := rep.Estimate; c == nil || c.Requests["s3 HeadObject"] < 2*float64(rep.Done) || c.Total <= 0 ||
 		c.TakenOn != pricing.Default().TakenOn || !strings.HasPrefix(c.Basis, "estimate") {
-		t.Fatalf("report cost %+v, want the run's requests priced", rep.Cost)
+		t.Fatalf("report estimate %+v, want the run's requests priced", rep.Estimate)
+	}
+	if c := rep.Cost; c == nil || c.Requests["s3 HeadObject"] < float64(rep.Done) || c.Total <= 0 || !strings.HasPrefix(c.Basis, "counted") {
+		t.Fatalf("report cost %+v, want the run's counted requests priced", rep.Cost)
 	}
 	_, err = m.s3c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(m.prefix + "reports"), Key: aws.String("runs/dupproducer/" + id + ".csv")})
 	must(t, err)
