@@ -29,6 +29,10 @@ var outcomeStates = map[workman.Outcome]runs.State{
 }
 
 func (o runOutcomes) TaskOutcome(ctx context.Context, x workman.TaskOutcome) error {
+	if x.Outcome == workman.OutcomeContinued {
+		o.r.Continued(ctx, x.Task, x.Requests)
+		return nil
+	}
 	st, ok := outcomeStates[x.Outcome]
 	if !ok {
 		return nil

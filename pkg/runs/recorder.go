@@ -106,6 +106,22 @@ func (r *Recorder) ObserveCounted(ctx context.Context, t *task.Task, state State
 	return r.finish(ctx, st)
 }
 
+// Continued adds the requests of an attempt at t that queued a
+// continuation of its task (processors.Continue: no outcome yet) to the
+// run t claims. It is best effort: a task no run counts, a run no
+// producer recorded and a store error are logged, never returned (the
+// continuation is already queued; the message must not come back).
+func (r *Recorder) Continued(ctx context.Context, t *task.Task, requests map[string]int64) {
+	producer := Counted(t)
+	if producer == "" || len(requests) == 0 {
+		return
+	}
+	if err := r.Store.AddRequests(ctx, producer, t.RunID(), requests); err != nil {
+		r.logger().Debug("the requests of a continued task are not counted", "producer", producer,
+			"run_id", Clip(t.RunID()), "error", err)
+	}
+}
+
 func itemOf(t *task.Task) string {
 	s := ""
 	for _, k := range []string{task.KeyAccount, task.KeyStoreID, task.KeySpaceID, task.KeyContentID} {

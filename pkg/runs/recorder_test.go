@@ -180,3 +180,29 @@ type failing struct{ runs.Store }
 func (failing) Record(context.Context, runs.Outcome) (runs.Status, error) {
 	return runs.Status{}, errors.New("connection refused")
 }
+
+// TestContinuedCountsRequests: the requests of an attempt that continued
+// its task (no outcome) are added to its run, without counting the task;
+// a continued task claiming a run nobody recorded, or no run counts, adds
+// nothing and is no error.
+func TestContinuedCountsRequests(t *testing.T) {
+	ctx := context.Background()
+	r, st, _, _ := newRecorder(t)
+	const id = "20260501T030000Z"
+	if err := r.Start(ctx, runs.Run{Producer: runs.ProducerBit, ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	rep := task.BitReport{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: id}.Task()
+	r.Continued(ctx, rep, map[string]int64{"s3 ListObjectsV2": 2})
+	r.Continued(ctx, task.BitReport{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: "20990101T000000Z"}.Task(),
+		map[string]int64{"s3 ListObjectsV2": 50})
+	r.Continued(ctx, task.BitError{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "a", RunID: id}.Task(),
+		map[string]int64{"s3 GetObject": 50})
+	got, err := st.Requests(ctx, runs.ProducerBit, id)
+	if err != nil || len(got) != 1 || got["s3 ListObjectsV2"] != 2 {
+		t.Fatalf("requests %v %v, want the continued report's 2 LISTs", got, err)
+	}
+	if s, _ := st.Get(ctx, runs.ProducerBit, id); s.Done+s.Failed+s.Dead != 0 {
+		t.Errorf("status %+v: a continued attempt counted as an outcome", s)
+	}
+}

@@ -51,7 +51,7 @@ const CostBasis = "estimate: each attempt of a task counts the requests docs/CAP
 const CountedBasis = "counted: every AWS request the run's task attempts made, as Workman counted them in the SDK " +
 	"(each answered HTTP attempt, retries included), by service and operation; plus each attempt's share of the producer's " +
 	"enqueue and of Workman's receive and delete (the \"(share)\" lines, at the per-task rates make bench measures). " +
-	"Not counted: stores outside AWS (fs, GCS, Azure), attempts released unfinished or continued (a bit report waiting), " +
+	"Not counted: stores outside AWS (fs, GCS, Azure), attempts released unfinished or killed, " +
 	"Workman's sends of retries and dead letters, PostgreSQL"
 
 // Share lines of a counted cost: the producer's enqueue and Workman's

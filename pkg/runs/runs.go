@@ -151,6 +151,9 @@ func (o Outcome) Validate() error {
 	return checkRequests(o.RunID, o.Requests)
 }
 
+// CheckRequests reports request counts no counter makes (ErrInvalid).
+func CheckRequests(run string, reqs map[string]int64) error { return checkRequests(run, reqs) }
+
 // checkRequests refuses request counts no counter makes: too many kinds, a
 // kind not of the form "service Op" in printable ASCII, a negative count.
 func checkRequests(run string, reqs map[string]int64) error {
@@ -291,6 +294,10 @@ func (s Status) ETA(now time.Time) (d time.Duration, ok bool) {
 //   - Requests returns the sum of the Requests of every outcome Record
 //     took for the run (stale ones included; {} or nil: none); ErrNoRun.
 //     It is written in Record's own write, not by another request.
+//   - AddRequests adds requests to the run's without an outcome (an
+//     attempt that continued its task, whose outcome comes later).
+//     Unknown run: ErrNoRun; malformed counts: ErrInvalid; both write
+//     nothing.
 //   - Safe for concurrent use.
 type Store interface {
 	Start(ctx context.Context, r Run) error
@@ -303,6 +310,7 @@ type Store interface {
 	Failures(ctx context.Context, producer, id string, limit int) ([]Outcome, error)
 	Attempts(ctx context.Context, producer, id string) (map[task.Type]int64, error)
 	Requests(ctx context.Context, producer, id string) (map[string]int64, error)
+	AddRequests(ctx context.Context, producer, id string, requests map[string]int64) error
 }
 
 // Truncate is the time precision stores keep (PostgreSQL's microseconds).

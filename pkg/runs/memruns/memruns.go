@@ -218,3 +218,18 @@ func (s *Store) Requests(_ context.Context, producer, id string) (map[string]int
 	}
 	return maps.Clone(r.requests), nil
 }
+
+// AddRequests implements runs.Store.
+func (s *Store) AddRequests(_ context.Context, producer, id string, reqs map[string]int64) error {
+	if err := runs.CheckRequests(id, reqs); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(producer, id)
+	if err != nil {
+		return err
+	}
+	r.requests = pricing.AddCounts(r.requests, reqs)
+	return nil
+}

@@ -298,3 +298,26 @@ func (s *Store) Requests(ctx context.Context, producer, id string) (map[string]i
 	}
 	return out, nil
 }
+
+// AddRequests implements runs.Store.
+func (s *Store) AddRequests(ctx context.Context, producer, id string, reqs map[string]int64) error {
+	if err := runs.CheckRequests(id, reqs); err != nil {
+		return err
+	}
+	if len(reqs) == 0 {
+		_, err := s.Get(ctx, producer, id)
+		return err
+	}
+	b, err := json.Marshal(reqs)
+	if err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE run_record SET `+addRequests("$3")+` WHERE producer = $1 AND run_id = $2`, producer, id, string(b))
+	if err != nil {
+		return fmt.Errorf("pgruns: add requests %s %s: %w", producer, id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return noRun(producer, id)
+	}
+	return nil
+}

@@ -330,8 +330,9 @@ func testAttempts(t *testing.T, s runs.Store) {
 
 // testRequests: a run's requests are the sum of the requests of every
 // outcome recorded for it — retries, and stale copies after a final
-// outcome, included — kept apart from other runs; a malformed count is
-// refused and adds nothing; a run no producer recorded is ErrNoRun.
+// outcome, included — and of AddRequests, kept apart from other runs; a
+// malformed count is refused and adds nothing; a run no producer recorded
+// is ErrNoRun.
 func testRequests(t *testing.T, s runs.Store) {
 	ctx := context.Background()
 	const id, other = "20260501T030000Z", "20260502T030000Z"
@@ -390,5 +391,25 @@ func testRequests(t *testing.T, s runs.Store) {
 	}
 	if _, err := s.Requests(ctx, runs.ProducerDup, "20990101T000000Z"); !errors.Is(err, runs.ErrNoRun) {
 		t.Errorf("requests of an unknown run: %v, want ErrNoRun", err)
+	}
+
+	// Requests without an outcome (a continued attempt's).
+	if err := s.AddRequests(ctx, runs.ProducerDup, other, map[string]int64{"s3 GetObject": 2, "s3 ListObjectsV2": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddRequests(ctx, runs.ProducerDup, other, map[string]int64{"s3 GetObject": -1}); !errors.Is(err, runs.ErrInvalid) {
+		t.Errorf("add a negative count: %v, want ErrInvalid", err)
+	}
+	if err := s.AddRequests(ctx, runs.ProducerDup, "20990101T000000Z", map[string]int64{"s3 GetObject": 1}); !errors.Is(err, runs.ErrNoRun) {
+		t.Errorf("add requests to an unknown run: %v, want ErrNoRun", err)
+	}
+	if got, err := s.Requests(ctx, runs.ProducerDup, other); err != nil || !maps.Equal(got, map[string]int64{"s3 GetObject": 7, "s3 ListObjectsV2": 1}) {
+		t.Errorf("the other run's requests after AddRequests: %v %v", got, err)
+	}
+	if st, err := s.Get(ctx, runs.ProducerDup, other); err != nil || st.Done != 1 {
+		t.Errorf("the other run's status %+v %v: AddRequests changed its counts", st, err)
+	}
+	if l, _ := s.List(ctx, 10); len(l) != 2 {
+		t.Errorf("%d runs, want AddRequests to make none", len(l))
 	}
 }
