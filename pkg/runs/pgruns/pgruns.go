@@ -1,7 +1,10 @@
 // Package pgruns is the PostgreSQL runs.Store, on the run_record and
 // run_outcome tables (pkg/milldb migration NNN_runs). Record takes the run's
 // row lock, so the outcome row and the run's counts change together and
-// concurrent Workmen count each task once.
+// concurrent Workmen count each task once; the statement that updates the
+// counts also adds the outcome's requests to the run's
+// (run_record.requests, migration NNN_run_requests; before it is applied,
+// outcomes are recorded without their requests).
 package pgruns
 
 import (
