@@ -12,6 +12,7 @@ import (
 
 	"github.com/millfleet/mill/internal/cli/progress"
 	"github.com/millfleet/mill/pkg/milldb"
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/runs"
 	"github.com/millfleet/mill/pkg/runs/pgruns"
 	"github.com/millfleet/mill/pkg/task"
@@ -19,7 +20,8 @@ import (
 
 const runsUsage = `Without ID, list the latest producer runs with their counts: tasks queued,
 done, failed (retrying), dead-lettered, left, rate and ETA. With ID, show that
-run (of every producer that has one, or of --producer) with a progress bar;
+run (of every producer that has one, or of --producer) with a progress bar
+and its AWS requests counted so far, priced at the default price table;
 --watch redraws it every --interval until the run completes.
 Example: millctl runs 20260501T030000Z --producer dupproducer --watch`
 
@@ -75,6 +77,9 @@ type runJSON struct {
 	Left float64 `json:"left"`
 	Rate float64 `json:"tasks_per_second"`
 	ETA  string  `json:"eta,omitempty"`
+	// Cost is what the run's counted requests cost so far, at the default
+	// prices (a run's view only; runs.CountedCost).
+	Cost *pricing.RequestsEstimate `json:"cost,omitempty"`
 }
 
 func asJSON(st runs.Status, now time.Time) runJSON {
@@ -158,7 +163,12 @@ func (o *runsOptions) show(ctx context.Context, a *app, s runs.Store, id string)
 	if o.json {
 		enc := json.NewEncoder(a.stdout)
 		for _, st := range found {
-			if err := enc.Encode(asJSON(st, time.Now())); err != nil {
+			j := asJSON(st, time.Now())
+			var err error
+			if j.Cost, err = cost(ctx, s, st); err != nil {
+				return err
+			}
+			if err := enc.Encode(j); err != nil {
 				return err
 			}
 		}
@@ -169,8 +179,27 @@ func (o *runsOptions) show(ctx context.Context, a *app, s runs.Store, id string)
 		if err := o.follow(ctx, a.stdout, s, st); err != nil {
 			return err
 		}
+		c, err := cost(ctx, s, st)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "requests counted: %s; cost $%.6f at the default prices of %s (the report prices with Workman's table)\n",
+			runs.CountSummary(c.Requests), c.Total, c.TakenOn)
 	}
 	return nil
+}
+
+// cost is the run's counted cost so far at the default prices.
+func cost(ctx context.Context, s runs.Store, st runs.Status) (*pricing.RequestsEstimate, error) {
+	reqs, err := s.Requests(ctx, st.Producer, st.ID)
+	if err != nil {
+		return nil, err
+	}
+	attempts, err := s.Attempts(ctx, st.Producer, st.ID)
+	if err != nil {
+		return nil, err
+	}
+	return runs.CountedCost(reqs, attempts, nil), nil
 }
 
 func header(w io.Writer, st runs.Status) {

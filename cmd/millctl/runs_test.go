@@ -32,7 +32,8 @@ func TestRunsCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, st := range []runs.State{runs.StateDone, runs.StateDone, runs.StateFailed} {
-		o := runs.Outcome{Producer: runs.ProducerDup, RunID: "20260501T030000Z", Key: string(rune('a' + i)), State: st, At: t0.Add(time.Duration(i+1) * 10 * time.Second)}
+		o := runs.Outcome{Producer: runs.ProducerDup, RunID: "20260501T030000Z", Key: string(rune('a' + i)), State: st, At: t0.Add(time.Duration(i+1) * 10 * time.Second),
+			Requests: map[string]int64{"s3 HeadObject": 2, "sqs SendMessageBatch": 1}}
 		if _, err := s.Record(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +51,8 @@ func TestRunsCommand(t *testing.T) {
 
 	code, out, _ = setupRun(t, env, "runs", "20260501T030000Z", "--producer", "dupproducer")
 	if code != 0 || !strings.Contains(out, "dupproducer run 20260501T030000Z (2 morsels)") ||
-		!strings.Contains(out, "running [###############...............] 2/4") || !strings.Contains(out, "left 2") {
+		!strings.Contains(out, "running [###############...............] 2/4") || !strings.Contains(out, "left 2") ||
+		!strings.Contains(out, "requests counted: 9 (s3 6, sqs 3); cost $") {
 		t.Fatalf("show: %d\n%s", code, out)
 	}
 
@@ -63,7 +65,8 @@ func TestRunsCommand(t *testing.T) {
 		}
 		got = append(got, j)
 	}
-	if code != 0 || len(got) != 2 || got[0].Done != 2 || got[0].Left != 2 || got[1].Producer != runs.ProducerBit {
+	if code != 0 || len(got) != 2 || got[0].Done != 2 || got[0].Left != 2 || got[1].Producer != runs.ProducerBit ||
+		got[0].Cost == nil || got[0].Cost.Requests["s3 HeadObject"] != 6 || got[0].Cost.Total <= 0 {
 		t.Fatalf("json: %d %+v", code, got)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/millfleet/mill/pkg/runs"
+	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/pkg/workman"
 )
 
@@ -28,6 +29,10 @@ var outcomeStates = map[workman.Outcome]runs.State{
 }
 
 func (o runOutcomes) TaskOutcome(ctx context.Context, x workman.TaskOutcome) error {
+	if x.Outcome == workman.OutcomeContinued {
+		o.r.Continued(ctx, x.Task, x.Requests)
+		return nil
+	}
 	st, ok := outcomeStates[x.Outcome]
 	if !ok {
 		return nil
@@ -36,5 +41,9 @@ func (o runOutcomes) TaskOutcome(ctx context.Context, x workman.TaskOutcome) err
 	if x.Err != nil {
 		msg = x.Err.Error()
 	}
-	return o.r.Observe(ctx, x.Task, st, x.Reason, msg, x.Attempts)
+	return o.r.ObserveCounted(ctx, x.Task, st, x.Reason, msg, x.Attempts, x.Requests)
 }
+
+// CountsRequests implements workman.RequestCounter: the requests of a
+// task a run counts are counted.
+func (o runOutcomes) CountsRequests(t *task.Task) bool { return runs.Counted(t) != "" }

@@ -10,7 +10,9 @@
 //
 // The S3, DynamoDB and SNS clients pace their requests to each store
 // (bucket, table, topic) with a limit learnt from its throttling
-// (throttle.go, pkg/aimd); other stores keep full speed.
+// (throttle.go, pkg/aimd); other stores keep full speed. Every client
+// counts each answered HTTP attempt against the pricing.Counter its
+// request's context carries (count.go; a task's requests, pkg/runs).
 //
 // Endpoints that cannot be reached fail fast, with one line that says what
 // to do (UnreachableError): Load connects to every endpoint override in
@@ -126,6 +128,7 @@ func Load(ctx context.Context, o Options) (*Config, error) {
 		cfg.Region = DefaultRegion
 		o.Logger.Info("no AWS region configured; using the default", "region", DefaultRegion)
 	}
+	cfg.APIOptions = append(cfg.APIOptions, countRequests) // count.go
 	c := &Config{AWS: cfg, throttle: newThrottling(o.Throttle)}
 	reach := newReacher(o.ConnectTimeout)
 	var overrides []*url.URL

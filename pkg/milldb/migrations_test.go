@@ -13,7 +13,7 @@ func TestEmbeddedMigrationsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"001_content_index", "002_bit_log", "003_bit_report", "004_content_index_missing", "005_bit_log_by_month", "006_space_stats", "007_bit_run_space", "008_bit_verdict", "009_bit_at_rest", "010_content_index_search", "011_bit_log_checked", "012_runs", "013_bit_log_agent"}
+	want := []string{"001_content_index", "002_bit_log", "003_bit_report", "004_content_index_missing", "005_bit_log_by_month", "006_space_stats", "007_bit_run_space", "008_bit_verdict", "009_bit_at_rest", "010_content_index_search", "011_bit_log_checked", "012_runs", "013_bit_log_agent", "014_run_requests"}
 	if len(migs) != len(want) {
 		t.Fatalf("got %d migrations, want %d", len(migs), len(want))
 	}

@@ -45,6 +45,9 @@
 // docs/CAPACITY.md renders (Markdown) and an end-to-end test counts at a
 // proxy; EstimateRequests and Table.RequestsCost turn a run's attempts by
 // task type into its estimated requests and dollars (pkg/runs' reports).
+// Counter (counter.go) counts the requests a task really makes, by
+// service and operation, filled by pkg/awsconfig's SDK middleware; a
+// run's report prices those counts with RequestsCost too.
 //
 // A table names its unverified figures (Table.Unverified); every estimate
 // carries that list, so a report says which of its numbers rest on them.

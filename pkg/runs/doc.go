@@ -23,14 +23,29 @@
 // and every queued task has a final outcome. Recorder then writes its
 // completion report (JSON and CSV in the reports store under runs/), marks
 // it completed (once, however many Workmen see it finish) and notifies.
-// The report carries the run's cost in requests and dollars (Estimate):
-// an estimate, not a count — each attempt of a task (Store.Attempts, by
-// type) counts its type's documented request list (pkg/pricing's
-// TaskRequests, the case marked estimate, which an end-to-end test counts
-// at a proxy; docs/CAPACITY.md) and its run outcome, plus the SQS
-// requests per task; priced with the Recorder's table (Workman's
-// --price-table; pkg/pricing's default otherwise). A DUP counts as a copy
-// already in step (2 HEADs): a run that copies costs more.
+// The report carries the run's cost in requests and dollars, counted
+// (Report.Cost, CountedCost): every AWS request the run's task attempts
+// made, by service and operation, as Workman counted them in the SDK
+// (pkg/awsconfig's middleware, each answered HTTP attempt, retries
+// included, into the attempt's pricing.Counter; never from the message),
+// recorded with each outcome (Outcome.Requests, summed into the run in
+// the write that records the outcome; an attempt that continued its task
+// has no outcome: Recorder.Continued adds its requests alone, best
+// effort) — plus each attempt's share of
+// the producer's enqueue and of Workman's receive and delete, batched
+// across tasks and runs and so apportioned at the per-task rates make
+// bench measures (the "(share)" lines). Not counted: stores outside AWS
+// (fs, GCS, Azure), attempts released unfinished (an outage, throttling,
+// shutdown) or killed, Workman's sends of retries and dead letters,
+// PostgreSQL, and requests recorded after the report was made (a stale
+// copy's). Beside it, for comparison and for
+// what the count cannot see, the estimate (Report.Estimate, Estimate):
+// each attempt of a task (Store.Attempts, by type) at its type's
+// documented request list (pkg/pricing's TaskRequests, the case marked
+// estimate, which an end-to-end test counts at a proxy;
+// docs/CAPACITY.md); a DUP there counts as a copy already in step. Both
+// are priced with the Recorder's table (Workman's --price-table;
+// pkg/pricing's default otherwise).
 //
 // One implementation per sub-package, both held to runstest.Run: pgruns
 // (PostgreSQL, milldb migration NNN_runs) and memruns (unit tests, dev mode).

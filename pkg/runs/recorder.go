@@ -81,12 +81,19 @@ func Counted(t *task.Task) string {
 // down) are returned. When the outcome finishes the run, Observe
 // completes it.
 func (r *Recorder) Observe(ctx context.Context, t *task.Task, state State, reason, errText string, attempts int) error {
+	return r.ObserveCounted(ctx, t, state, reason, errText, attempts, nil)
+}
+
+// ObserveCounted is Observe of an attempt that made requests (by "service
+// Op": Workman's pricing.Counter of the attempt, never the task's
+// message), added to the run's (Store.Record).
+func (r *Recorder) ObserveCounted(ctx context.Context, t *task.Task, state State, reason, errText string, attempts int, requests map[string]int64) error {
 	producer := Counted(t)
 	if producer == "" {
 		return nil
 	}
 	o := Outcome{Producer: producer, RunID: t.RunID(), Key: TaskKey(t), State: state, Type: t.Type,
-		Item: itemOf(t), Reason: reason, Error: errText, Attempts: attempts, At: r.clock().Now()}
+		Item: itemOf(t), Reason: reason, Error: errText, Attempts: attempts, At: r.clock().Now(), Requests: requests}
 	st, err := r.Store.Record(ctx, o)
 	if errors.Is(err, ErrNoRun) || errors.Is(err, ErrInvalid) {
 		r.logger().Debug("task claims a run no producer recorded; its outcome is not counted",
@@ -97,6 +104,22 @@ func (r *Recorder) Observe(ctx context.Context, t *task.Task, state State, reaso
 		return err
 	}
 	return r.finish(ctx, st)
+}
+
+// Continued adds the requests of an attempt at t that queued a
+// continuation of its task (processors.Continue: no outcome yet) to the
+// run t claims. It is best effort: a task no run counts, a run no
+// producer recorded and a store error are logged, never returned (the
+// continuation is already queued; the message must not come back).
+func (r *Recorder) Continued(ctx context.Context, t *task.Task, requests map[string]int64) {
+	producer := Counted(t)
+	if producer == "" || len(requests) == 0 {
+		return
+	}
+	if err := r.Store.AddRequests(ctx, producer, t.RunID(), requests); err != nil {
+		r.logger().Debug("the requests of a continued task are not counted", "producer", producer,
+			"run_id", Clip(t.RunID()), "error", err)
+	}
 }
 
 func itemOf(t *task.Task) string {
@@ -140,9 +163,14 @@ func (r *Recorder) finish(ctx context.Context, st Status) error {
 	if err != nil {
 		return err
 	}
+	counted, err := r.Store.Requests(ctx, st.Producer, st.ID)
+	if err != nil {
+		return err
+	}
 	now := Truncate(r.clock().Now())
 	rep := NewReport(st, fails, now)
-	rep.Cost = Estimate(attempts, r.Prices)
+	rep.Cost = CountedCost(counted, attempts, r.Prices)
+	rep.Estimate = Estimate(attempts, r.Prices)
 	loc := ""
 	if r.Reports != nil {
 		if loc, err = rep.Store(ctx, r.Reports); err != nil {

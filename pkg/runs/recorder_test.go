@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -66,8 +67,10 @@ func TestObserveRefusesUnrecordedRun(t *testing.T) {
 
 // TestObserveCountsAndCompletes: outcomes count once per task whatever its
 // deliveries; the last one completes the run once, with a JSON and CSV
-// report naming the dead letter's reason, and one notification. Tasks no
-// run counts (BIT_ERROR, an at-rest BIT) are left out.
+// report naming the dead letter's reason and the run's counted requests
+// (every attempt's, redeliveries included) beside the estimate, and one
+// notification. Tasks no run counts (BIT_ERROR, an at-rest BIT) are left
+// out, their requests too.
 func TestObserveCountsAndCompletes(t *testing.T) {
 	ctx := context.Background()
 	r, st, n, clk := newRecorder(t)
@@ -81,18 +84,21 @@ func TestObserveCountsAndCompletes(t *testing.T) {
 	a, b, c := dup(id, "a"), dup(id, "b"), dup(id, "=cmd|calc")
 	retried := b.Clone()
 	retried.Attempts = 1
+	heads := func(n int64) map[string]int64 { return map[string]int64{"s3 HeadObject": n} }
 	steps := []struct {
 		t     *task.Task
 		state runs.State
-	}{{a, runs.StateDone}, {a, runs.StateDone}, {b, runs.StateFailed}, {retried, runs.StateDone}}
+		reqs  map[string]int64
+	}{{a, runs.StateDone, heads(2)}, {a, runs.StateDone, heads(2)},
+		{b, runs.StateFailed, map[string]int64{"s3 HeadObject": 5, "s3 CopyObject": 1}}, {retried, runs.StateDone, heads(2)}}
 	for _, s := range steps {
 		clk.Advance(time.Second)
-		if err := r.Observe(ctx, s.t, s.state, "", "", s.t.Attempts+1); err != nil {
+		if err := r.ObserveCounted(ctx, s.t, s.state, "", "", s.t.Attempts+1, s.reqs); err != nil {
 			t.Fatal(err)
 		}
 	}
 	berr := task.BitError{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "a", RunID: id}.Task()
-	if err := r.Observe(ctx, berr, runs.StateDone, "", "", 1); err != nil {
+	if err := r.ObserveCounted(ctx, berr, runs.StateDone, "", "", 1, heads(100)); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := st.Get(ctx, runs.ProducerDup, id)
@@ -100,10 +106,10 @@ func TestObserveCountsAndCompletes(t *testing.T) {
 		t.Fatalf("before the last task: %+v, %d events; want 2 done, 1 left, not completed", got, len(n.Events()))
 	}
 	clk.Advance(time.Second)
-	if err := r.Observe(ctx, c, runs.StateDead, "permanent", "source item gone", 1); err != nil {
+	if err := r.ObserveCounted(ctx, c, runs.StateDead, "permanent", "source item gone", 1, heads(1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Observe(ctx, c, runs.StateDead, "permanent", "source item gone", 1); err != nil { // redelivered
+	if err := r.ObserveCounted(ctx, c, runs.StateDead, "permanent", "source item gone", 1, heads(1)); err != nil { // redelivered
 		t.Fatal(err)
 	}
 	got, _ = st.Get(ctx, runs.ProducerDup, id)
@@ -127,22 +133,36 @@ func TestObserveCountsAndCompletes(t *testing.T) {
 	if !strings.Contains(string(body), "DUP,acme/1/photos/=cmd|calc,permanent,source item gone,1,") {
 		t.Fatalf("CSV lacks the failure :\n%s", body)
 	}
-	// The cost: 4 attempts of DUP tasks (a once, b twice, c once), each
-	// the DUP estimate case (2 HEADs), at the default prices.
+	// The cost, counted: every attempt's requests recorded before the run
+	// completed (a twice, b twice, c once: 12 HEADs and a COPY; c's
+	// redelivery came after the report), plus the SQS shares of the 4
+	// attempts the latest outcomes count, at the default prices.
 	prices := pricing.Default()
-	if rep.Cost == nil || rep.Cost.Requests["s3 HeadObject"] != 8 || rep.Cost.TakenOn != prices.TakenOn {
-		t.Fatalf("report cost %+v, want 8 HEADs at the default prices", rep.Cost)
+	shares := 4 * (pricing.EnqueueSQSPerTask + pricing.WorkmanSQSPerTask) * prices.SQSPerMillion / 1e6
+	if c := rep.Cost; c == nil || c.Requests["s3 HeadObject"] != 12 || c.Requests["s3 CopyObject"] != 1 || len(c.Requests) != 4 ||
+		c.TakenOn != prices.TakenOn || !strings.HasPrefix(c.Basis, "counted") {
+		t.Fatalf("report cost %+v, want 12 HEADs and a COPY counted, at the default prices", rep.Cost)
 	}
-	wantUSD := 8*prices.HeadPer1000/1000 + 4*(pricing.EnqueueSQSPerTask+pricing.WorkmanSQSPerTask)*prices.SQSPerMillion/1e6
-	if math.Abs(rep.Cost.Total-wantUSD) > 1e-12 {
-		t.Errorf("report cost $%v, want $%v", rep.Cost.Total, wantUSD)
+	if want := 12*prices.HeadPer1000/1000 + prices.PutPer1000/1000 + shares; math.Abs(rep.Cost.Total-want) > 1e-12 {
+		t.Errorf("report cost $%v, want $%v", rep.Cost.Total, want)
 	}
-	if !strings.Contains(string(body), "cost_usd,prices_taken_on,basis\n"+strconv.FormatFloat(rep.Cost.Total, 'f', 6, 64)+","+prices.TakenOn+",") ||
-		!strings.Contains(string(body), "\ns3 HeadObject,8\n") {
-		t.Errorf("CSV lacks the cost:\n%s", body)
+	// The estimate: 4 attempts of DUP tasks (a once, b twice, c once),
+	// each the DUP estimate case (2 HEADs).
+	if e := rep.Estimate; e == nil || e.Requests["s3 HeadObject"] != 8 || !strings.HasPrefix(e.Basis, "estimate") ||
+		math.Abs(e.Total-(8*prices.HeadPer1000/1000+shares)) > 1e-12 {
+		t.Fatalf("report estimate %+v, want 8 HEADs", rep.Estimate)
 	}
-	if !strings.Contains(evs[0].Body, "Estimated cost: $") {
-		t.Errorf("notification lacks the cost: %q", evs[0].Body)
+	for _, c := range []*pricing.RequestsEstimate{rep.Cost, rep.Estimate} {
+		if !strings.Contains(string(body), "cost_usd,prices_taken_on,basis\n"+strconv.FormatFloat(c.Total, 'f', 6, 64)+","+prices.TakenOn+",") {
+			t.Errorf("CSV lacks the cost $%v:\n%s", c.Total, body)
+		}
+	}
+	if !strings.Contains(string(body), "\ns3 HeadObject,12\n") || !strings.Contains(string(body), "\ns3 HeadObject,8\n") {
+		t.Errorf("CSV lacks the counted or estimated HEADs:\n%s", body)
+	}
+	if want := fmt.Sprintf("Cost: $%.4f for 13 (s3 13) requests counted", rep.Cost.Total); !strings.Contains(evs[0].Body, want) ||
+		!strings.Contains(evs[0].Body, "Estimated cost from the documented requests per task: $") {
+		t.Errorf("notification %q lacks %q or the estimate", evs[0].Body, want)
 	}
 }
 
@@ -159,4 +179,30 @@ type failing struct{ runs.Store }
 
 func (failing) Record(context.Context, runs.Outcome) (runs.Status, error) {
 	return runs.Status{}, errors.New("connection refused")
+}
+
+// TestContinuedCountsRequests: the requests of an attempt that continued
+// its task (no outcome) are added to its run, without counting the task;
+// a continued task claiming a run nobody recorded, or no run counts, adds
+// nothing and is no error.
+func TestContinuedCountsRequests(t *testing.T) {
+	ctx := context.Background()
+	r, st, _, _ := newRecorder(t)
+	const id = "20260501T030000Z"
+	if err := r.Start(ctx, runs.Run{Producer: runs.ProducerBit, ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	rep := task.BitReport{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: id}.Task()
+	r.Continued(ctx, rep, map[string]int64{"s3 ListObjectsV2": 2})
+	r.Continued(ctx, task.BitReport{Account: "acme", StoreID: "1", SpaceID: "photos", RunID: "20990101T000000Z"}.Task(),
+		map[string]int64{"s3 ListObjectsV2": 50})
+	r.Continued(ctx, task.BitError{Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: "a", RunID: id}.Task(),
+		map[string]int64{"s3 GetObject": 50})
+	got, err := st.Requests(ctx, runs.ProducerBit, id)
+	if err != nil || len(got) != 1 || got["s3 ListObjectsV2"] != 2 {
+		t.Fatalf("requests %v %v, want the continued report's 2 LISTs", got, err)
+	}
+	if s, _ := st.Get(ctx, runs.ProducerBit, id); s.Done+s.Failed+s.Dead != 0 {
+		t.Errorf("status %+v: a continued attempt counted as an outcome", s)
+	}
 }

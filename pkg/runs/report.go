@@ -2,6 +2,7 @@ package runs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/millfleet/mill/pkg/notify"
@@ -34,14 +36,54 @@ type Report struct {
 	// Recorder.MaxFailures; Truncated says some were left out).
 	Failures  []Failure `json:"failures"`
 	Truncated bool      `json:"failures_truncated,omitempty"`
-	// Cost is the run's estimated requests and their price (Estimate);
-	// nil when unknown.
-	Cost *pricing.RequestsEstimate `json:"cost,omitempty"`
+	// Cost is the run's counted requests and their price (CountedCost);
+	// Estimate, for comparison, what the documented request lists make
+	// of its attempts (Estimate). nil when unknown.
+	Cost     *pricing.RequestsEstimate `json:"cost,omitempty"`
+	Estimate *pricing.RequestsEstimate `json:"estimate,omitempty"`
 }
 
-// CostBasis says how a report's cost is counted.
+// CostBasis says how a report's estimate is counted.
 const CostBasis = "estimate: each attempt of a task counts the requests docs/CAPACITY.md lists for its type " +
 	"(pkg/pricing.TaskRequests, its estimate case) and its run outcome, plus the producer's and Workman's SQS requests per task"
+
+// CountedBasis says how a report's cost is counted.
+const CountedBasis = "counted: every AWS request the run's task attempts made, as Workman counted them in the SDK " +
+	"(each answered HTTP attempt, retries included), by service and operation; plus each attempt's share of the producer's " +
+	"enqueue and of Workman's receive and delete (the \"(share)\" lines, at the per-task rates make bench measures). " +
+	"Not counted: stores outside AWS (fs, GCS, Azure), attempts released unfinished or killed, " +
+	"Workman's sends of retries and dead letters, PostgreSQL"
+
+// Share lines of a counted cost: the producer's enqueue and Workman's
+// receive and delete, per attempt (pricing.EnqueueSQSPerTask,
+// pricing.WorkmanSQSPerTask).
+const (
+	EnqueueShare = pricing.SQS + " SendMessageBatch (share)"
+	WorkmanShare = pricing.SQS + " Workman (share)"
+)
+
+// CountedCost is the cost of a run whose tasks' attempts (by type;
+// Store.Attempts) made requests (Store.Requests), at prices (nil:
+// pricing.Default()).
+func CountedCost(requests map[string]int64, attempts map[task.Type]int64, prices *pricing.Table) *pricing.RequestsEstimate {
+	if prices == nil {
+		prices = pricing.Default()
+	}
+	reqs := make(map[string]float64, len(requests)+2)
+	for k, n := range requests {
+		reqs[k] += float64(n)
+	}
+	var n int64
+	for _, a := range attempts {
+		n += a
+	}
+	if n > 0 {
+		reqs[EnqueueShare] = float64(n) * pricing.EnqueueSQSPerTask
+		reqs[WorkmanShare] = float64(n) * pricing.WorkmanSQSPerTask
+	}
+	e := prices.RequestsCost(reqs, CountedBasis)
+	return &e
+}
 
 // Estimate is the cost of a run whose tasks made attempts (by type;
 // Store.Attempts), at prices (nil: pricing.Default()).
@@ -106,7 +148,10 @@ func (r Report) CSV() ([]byte, error) {
 	for _, f := range r.Failures {
 		rows = append(rows, []string{f.Type, csvSafe(f.Item), f.Reason, csvSafe(f.Error), strconv.Itoa(f.Attempts), f.At.Format(time.RFC3339)})
 	}
-	if c := r.Cost; c != nil {
+	for _, c := range []*pricing.RequestsEstimate{r.Cost, r.Estimate} {
+		if c == nil {
+			continue
+		}
 		names := slices.Sorted(maps.Keys(c.Requests))
 		rows = append(rows, []string{}, []string{"cost_usd", "prices_taken_on", "basis"},
 			[]string{strconv.FormatFloat(c.Total, 'f', 6, 64), c.TakenOn, c.Basis}, []string{"request", "count"})
@@ -153,8 +198,11 @@ func (r Report) Event(loc string) notify.Event {
 		result = "FAILURE"
 	}
 	body := fmt.Sprintf("%s run %s completed: %d tasks queued, %d done, %d dead-lettered.\n", r.Producer, r.RunID, r.Enqueued, r.Done, r.Dead)
-	if r.Cost != nil {
-		body += fmt.Sprintf("Estimated cost: $%.4f (prices of %s).\n", r.Cost.Total, r.Cost.TakenOn)
+	if c := r.Cost; c != nil {
+		body += fmt.Sprintf("Cost: $%.4f for %s requests counted (prices of %s).\n", c.Total, CountSummary(c.Requests), c.TakenOn)
+	}
+	if r.Estimate != nil {
+		body += fmt.Sprintf("Estimated cost from the documented requests per task: $%.4f.\n", r.Estimate.Total)
 	}
 	if loc != "" {
 		body += "Report: " + loc + "\n"
@@ -165,4 +213,30 @@ func (r Report) Event(loc string) notify.Event {
 		Body:    body, Time: r.Completed,
 		Attributes: map[string]string{notify.AttrProducer: r.Producer, notify.AttrRunID: r.RunID, notify.AttrResult: result},
 	}
+}
+
+// CountSummary is counted requests by service, largest first, as "120
+// (s3 100, sqs 20)": the share lines are left out.
+func CountSummary(reqs map[string]float64) string {
+	by := map[string]float64{}
+	var total float64
+	for k, n := range reqs {
+		if strings.HasSuffix(k, "(share)") {
+			continue
+		}
+		svc, _, _ := strings.Cut(k, " ")
+		by[svc] += n
+		total += n
+	}
+	svcs := slices.SortedFunc(maps.Keys(by), func(a, b string) int {
+		return cmp.Or(cmp.Compare(by[b], by[a]), strings.Compare(a, b))
+	})
+	parts := make([]string, len(svcs))
+	for i, s := range svcs {
+		parts[i] = fmt.Sprintf("%s %.0f", s, by[s])
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%.0f (%s)", total, strings.Join(parts, ", "))
 }

@@ -123,7 +123,19 @@ type Outcome struct {
 	Attempts      int
 	// At is when the outcome was observed; zero means now.
 	At time.Time
+	// Requests are the AWS requests this attempt made, by "service Op"
+	// (pricing.Counter.Counts: Workman's counter of the task, never the
+	// task message). Record adds them to the run's, even when the outcome
+	// itself changes nothing (a stale copy's requests were made too).
+	Requests map[string]int64
 }
+
+// MaxRequestKinds bounds the kinds of request one outcome may carry, and
+// MaxRequestKindLen the length of a kind's name ("s3 GetObject").
+const (
+	MaxRequestKinds   = 64
+	MaxRequestKindLen = 80
+)
 
 // Validate reports a malformed outcome (wrapping ErrInvalid).
 func (o Outcome) Validate() error {
@@ -135,6 +147,25 @@ func (o Outcome) Validate() error {
 	}
 	if !slices.Contains([]State{StateDone, StateFailed, StateDead}, o.State) {
 		return fmt.Errorf("%w: outcome of run %s: state %q", ErrInvalid, o.RunID, o.State)
+	}
+	return checkRequests(o.RunID, o.Requests)
+}
+
+// CheckRequests reports request counts no counter makes (ErrInvalid).
+func CheckRequests(run string, reqs map[string]int64) error { return checkRequests(run, reqs) }
+
+// checkRequests refuses request counts no counter makes: too many kinds, a
+// kind not of the form "service Op" in printable ASCII, a negative count.
+func checkRequests(run string, reqs map[string]int64) error {
+	if len(reqs) > MaxRequestKinds {
+		return fmt.Errorf("%w: outcome of run %s: %d kinds of request (at most %d)", ErrInvalid, run, len(reqs), MaxRequestKinds)
+	}
+	for k, n := range reqs {
+		svc, op, ok := strings.Cut(k, " ")
+		if !ok || svc == "" || op == "" || len(k) > MaxRequestKindLen || n < 0 ||
+			strings.ContainsFunc(k, func(r rune) bool { return r < ' ' || r > '~' }) || strings.Contains(op, " ") {
+			return fmt.Errorf("%w: outcome of run %s: request count %q=%d", ErrInvalid, run, Clip(k), n)
+		}
 	}
 	return nil
 }
@@ -260,6 +291,13 @@ func (s Status) ETA(now time.Time) (d time.Duration, ok bool) {
 //     run (then failed ones), at most limit.
 //   - Attempts returns the attempts of the run's tasks by type, from
 //     each task's latest outcome (at least one a task); ErrNoRun.
+//   - Requests returns the sum of the Requests of every outcome Record
+//     took for the run (stale ones included; {} or nil: none); ErrNoRun.
+//     It is written in Record's own write, not by another request.
+//   - AddRequests adds requests to the run's without an outcome (an
+//     attempt that continued its task, whose outcome comes later).
+//     Unknown run: ErrNoRun; malformed counts: ErrInvalid; both write
+//     nothing.
 //   - Safe for concurrent use.
 type Store interface {
 	Start(ctx context.Context, r Run) error
@@ -271,6 +309,8 @@ type Store interface {
 	List(ctx context.Context, limit int) ([]Status, error)
 	Failures(ctx context.Context, producer, id string, limit int) ([]Outcome, error)
 	Attempts(ctx context.Context, producer, id string) (map[task.Type]int64, error)
+	Requests(ctx context.Context, producer, id string) (map[string]int64, error)
+	AddRequests(ctx context.Context, producer, id string, requests map[string]int64) error
 }
 
 // Truncate is the time precision stores keep (PostgreSQL's microseconds).

@@ -80,7 +80,12 @@
 //     decoded task's outcome — done and dead-lettered before the message
 //     is deleted, and a failure there leaves the message to be redelivered
 //     (an outcome is never lost, the observer is idempotent); a failed
-//     attempt after its retry is sent.
+//     attempt after its retry is sent. An observer that is a
+//     RequestCounter has each attempt of the tasks it counts run with a
+//     fresh pricing.Counter, which pkg/awsconfig's middleware fills with
+//     the attempt's AWS requests, and is handed the counts with the
+//     outcome (TaskOutcome.Requests); Workman's own requests are not the
+//     task's. Other tasks get no counter and cost nothing more.
 //   - Queue wait (timing.go). Each task run (not released, not cancelled
 //     at shutdown) is reported to an Observer that is a
 //     metrics.TaskTimer: its queue and type, the wait from its message's

@@ -11,6 +11,7 @@ import (
 
 	"github.com/millfleet/mill/pkg/aimd"
 	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/claimcheck"
 	"github.com/millfleet/mill/pkg/task"
@@ -59,6 +60,9 @@ type job struct {
 	item    *tracked
 	settled atomic.Bool // a disposition was taken (exactly one is)
 	tenant  string      // the task's account (tenantOf)
+	// requests counts the AWS requests of the task's attempt, when the
+	// outcome observer counts them (countRequests).
+	requests *pricing.Counter
 }
 
 // New validates cfg and returns a Manager.
@@ -351,6 +355,7 @@ func (m *Manager) process(svc, hard context.Context, j *job) {
 	ctx := processors.WithQueue(aimd.WithTurns(hard), j.qs.q.Name())
 	ctx = processors.WithAttempts(ctx, processors.Attempts{Done: t.Attempts, Limit: m.cfg.MaxAttempts})
 	ctx, continued := processors.WithContinuation(ctx)
+	ctx = m.countRequests(ctx, j, t)
 	started := m.clk.Now()
 	ctx, endSpan := m.cfg.Tracing.StartTask(ctx, j.qs.q.Name(), j.msg.Attributes, j.msg.ID)
 	herr := m.handler.Handle(ctx, t)

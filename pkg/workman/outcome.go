@@ -3,6 +3,7 @@ package workman
 import (
 	"context"
 
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/task"
 )
 
@@ -39,6 +40,9 @@ type TaskOutcome struct {
 	Reason   string
 	Err      error
 	Attempts int
+	// Requests are the AWS requests this attempt made, by "service Op",
+	// when the observer counts them (RequestCounter); nil otherwise.
+	Requests map[string]int64
 }
 
 // OutcomeObserver is told the outcome of every decoded task
@@ -53,12 +57,33 @@ type OutcomeObserver interface {
 	TaskOutcome(ctx context.Context, o TaskOutcome) error
 }
 
+// RequestCounter is an OutcomeObserver that is told the AWS requests of
+// the tasks it counts: for a task t it asks of, Workman runs the attempt
+// with a pricing.Counter in its context (counted by pkg/awsconfig's
+// middleware in every AWS client) and hands the counts on with the
+// attempt's outcome (TaskOutcome.Requests). Workman's own requests (the
+// receive, delete, visibility changes, a retry's or dead letter's send)
+// are not the task's and are not counted.
+type RequestCounter interface {
+	CountsRequests(t *task.Task) bool
+}
+
+// countRequests returns ctx with a counter for j's attempt at t when the
+// outcome observer counts t's requests.
+func (m *Manager) countRequests(ctx context.Context, j *job, t *task.Task) context.Context {
+	if rc, ok := m.cfg.Outcomes.(RequestCounter); ok && rc.CountsRequests(t) {
+		ctx, j.requests = pricing.WithCounter(ctx)
+	}
+	return ctx
+}
+
 // observe tells Config.Outcomes of o, reporting false when the message was
 // abandoned because the observer failed.
 func (m *Manager) observe(svc context.Context, j *job, o TaskOutcome) bool {
 	if m.cfg.Outcomes == nil || o.Task == nil {
 		return true
 	}
+	o.Requests = j.requests.Counts()
 	ctx, cancel := context.WithTimeout(svc, m.cfg.CallTimeout)
 	defer cancel()
 	err := m.cfg.Outcomes.TaskOutcome(ctx, o)

@@ -3,11 +3,13 @@ package workman
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
@@ -118,6 +120,64 @@ func TestOutcomeObserverDownRedelivers(t *testing.T) {
 		obs.setDown(false)
 		if !h.advanceUntil(2*time.Minute, func() bool { return len(obs.byID()["a"]) == 1 && h.queues[0].Len() == 0 }) {
 			t.Fatalf("after the observer came back: outcomes %v, %d messages, %d runs", obs.byID(), h.queues[0].Len(), len(rec.get()))
+		}
+	})
+}
+
+// countingRec is an outcome observer that counts the requests of the
+// tasks whose id is not "uncounted".
+type countingRec struct{ outcomeRec }
+
+func (c *countingRec) CountsRequests(t *task.Task) bool { return t.Get("id") != "uncounted" }
+
+// TestOutcomesCarryRequests: for a task its observer counts, each attempt
+// runs with a fresh pricing.Counter and its outcome carries that
+// attempt's counts (the failed one's and the retry's apart); a task it
+// does not count runs without a counter; a message's own properties
+// cannot set the counts.
+func TestOutcomesCarryRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &countingRec{}
+		tries := map[string]int{}
+		var mu sync.Mutex
+		rec := &recorder{fn: func(ctx context.Context, tk *task.Task) error {
+			mu.Lock()
+			defer mu.Unlock()
+			id := tk.Get("id")
+			tries[id]++
+			c := pricing.FromContext(ctx)
+			if (c != nil) != (id != "uncounted") {
+				t.Errorf("%s: counter %v", id, c)
+			}
+			c.Add(pricing.S3, "HeadObject", int64(tries[id])) // as the SDK middleware would
+			if id == "flaky" && tries[id] == 1 {
+				return errors.New("timeout")
+			}
+			return nil
+		}}
+		h := newHarness(t, harnessOpts{handler: rec, cfg: func(c *Config) { c.Outcomes = obs }})
+		rec.clk = h.clk
+		forged := noopTask("forged")
+		forged.Props["requests"] = `{"s3 HeadObject": 1000000}`
+		h.put(0, noopTask("flaky"), noopTask("uncounted"), forged)
+		h.start()
+		if !h.advanceUntil(time.Minute, func() bool { return len(obs.byID()["flaky"]) == 2 && len(obs.byID()) == 3 }) {
+			t.Fatalf("outcomes %v", obs.byID())
+		}
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		got := map[string][]int64{}
+		for _, x := range obs.got {
+			got[x.Task.Get("id")] = append(got[x.Task.Get("id")], x.Requests["s3 HeadObject"])
+			if x.Task.Get("id") == "uncounted" && x.Requests != nil {
+				t.Errorf("uncounted task's outcome carries %v", x.Requests)
+			}
+		}
+		want := map[string][]int64{"flaky": {1, 2}, "uncounted": {0}, "forged": {1}}
+		for id, w := range want {
+			if !slices.Equal(got[id], w) {
+				t.Errorf("%s: HEADs by attempt %v, want %v", id, got[id], w)
+			}
 		}
 	})
 }

@@ -23,9 +23,10 @@ import (
 // the signature's credential scope, the operation from X-Amz-Target (SQS,
 // DynamoDB), or from the method and query (S3) — and counts it.
 type Counter struct {
-	mu     sync.Mutex
-	counts map[string]int
-	url    string
+	mu       sync.Mutex
+	counts   map[string]int
+	byBucket map[string]map[string]int // S3's, by bucket (path-style)
+	url      string
 }
 
 var credScope = regexp.MustCompile(`Credential=[^/]+/[0-9]+/[^/]+/([^/]+)/aws4_request`)
@@ -38,7 +39,7 @@ func Start(t testing.TB, target string) *Counter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Counter{counts: map[string]int{}}
+	c := &Counter{counts: map[string]int{}, byBucket: map[string]map[string]int{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ErrorLog = log.New(io.Discard, "", 0) // a long poll cut at the end
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -49,6 +50,13 @@ func Start(t testing.TB, target string) *Counter {
 		name := Name(r)
 		c.mu.Lock()
 		c.counts[name]++
+		if strings.HasPrefix(name, "s3 ") {
+			b, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+			if c.byBucket[b] == nil {
+				c.byBucket[b] = map[string]int{}
+			}
+			c.byBucket[b][name]++
+		}
 		c.mu.Unlock()
 		rp.ServeHTTP(w, r)
 	})}
@@ -124,6 +132,20 @@ func (c *Counter) Take() map[string]int {
 	m := c.counts
 	c.counts = map[string]int{}
 	return m
+}
+
+// Buckets returns the S3 requests to the named buckets (path-style),
+// summed, since the proxy started (Take does not clear them).
+func (c *Counter) Buckets(buckets ...string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for _, b := range buckets {
+		for k, n := range c.byBucket[b] {
+			out[k] += n
+		}
+	}
+	return out
 }
 
 // URL is the proxy's "http://host:port".

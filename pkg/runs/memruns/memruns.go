@@ -6,11 +6,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/millfleet/mill/pkg/clock"
+	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/runs"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -20,6 +22,7 @@ type key struct{ producer, id string }
 type run struct {
 	st       runs.Status
 	outcomes map[string]runs.Outcome
+	requests map[string]int64
 }
 
 // Store is an in-memory runs.Store.
@@ -105,6 +108,8 @@ func (s *Store) Record(_ context.Context, o runs.Outcome) (runs.Status, error) {
 	}
 	o.At = s.now(o.At)
 	o.Item, o.Reason, o.Error = runs.Clip(o.Item), runs.Clip(o.Reason), runs.Clip(o.Error)
+	r.requests = pricing.AddCounts(r.requests, o.Requests)
+	o.Requests = nil
 	old, seen := r.outcomes[o.Key]
 	if seen && old.State.Final() {
 		return r.st, nil
@@ -201,4 +206,30 @@ func (s *Store) Attempts(_ context.Context, producer, id string) (map[task.Type]
 		out[o.Type] += int64(max(o.Attempts, 1))
 	}
 	return out, nil
+}
+
+// Requests implements runs.Store.
+func (s *Store) Requests(_ context.Context, producer, id string) (map[string]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(producer, id)
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(r.requests), nil
+}
+
+// AddRequests implements runs.Store.
+func (s *Store) AddRequests(_ context.Context, producer, id string, reqs map[string]int64) error {
+	if err := runs.CheckRequests(id, reqs); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(producer, id)
+	if err != nil {
+		return err
+	}
+	r.requests = pricing.AddCounts(r.requests, reqs)
+	return nil
 }

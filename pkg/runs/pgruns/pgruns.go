@@ -1,11 +1,15 @@
 // Package pgruns is the PostgreSQL runs.Store, on the run_record and
 // run_outcome tables (pkg/milldb migration NNN_runs). Record takes the run's
 // row lock, so the outcome row and the run's counts change together and
-// concurrent Workmen count each task once.
+// concurrent Workmen count each task once; the statement that updates the
+// counts also adds the outcome's requests to the run's
+// (run_record.requests, migration NNN_run_requests; before it is applied,
+// outcomes are recorded without their requests).
 package pgruns
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -84,6 +88,36 @@ func (s *Store) Record(ctx context.Context, o runs.Outcome) (runs.Status, error)
 	if err := o.Validate(); err != nil {
 		return runs.Status{}, err
 	}
+	st, err := s.record(ctx, o)
+	if undefinedColumn(err) && len(o.Requests) > 0 {
+		// A database without the requests column (its migration not
+		// applied yet): the outcome counts, its requests do not.
+		o.Requests = nil
+		st, err = s.record(ctx, o)
+	}
+	if undefinedTable(err) {
+		// A database without the runs tables (its migration not applied)
+		// has no run a producer recorded: the claim is refused, not the
+		// task failed.
+		return st, noRun(o.Producer, o.RunID)
+	}
+	if err != nil && !errors.Is(err, runs.ErrNoRun) {
+		err = fmt.Errorf("pgruns: record %s %s: %w", o.Producer, o.RunID, err)
+	}
+	return st, err
+}
+
+func (s *Store) record(ctx context.Context, o runs.Outcome) (runs.Status, error) {
+	// The requests are added by the statement that updates the run's
+	// counts: no statement more (none when there are none).
+	addReqs, reqArgs := "", []any(nil)
+	if len(o.Requests) > 0 {
+		b, err := json.Marshal(o.Requests)
+		if err != nil {
+			return runs.Status{}, err
+		}
+		addReqs, reqArgs = ", "+addRequests("$7"), []any{string(b)}
+	}
 	var st runs.Status
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var exists bool
@@ -103,7 +137,14 @@ func (s *Store) Record(ctx context.Context, o runs.Outcome) (runs.Status, error)
 		case err != nil:
 			return err
 		case runs.State(old).Final():
-			return nil // counted already; a stale copy changes nothing
+			// Counted already; a stale copy changes nothing but the
+			// requests it made.
+			if addReqs == "" {
+				return nil
+			}
+			_, err = tx.Exec(ctx, `UPDATE run_record SET `+addRequests("$3")+` WHERE producer = $1 AND run_id = $2`,
+				o.Producer, o.RunID, reqArgs[0])
+			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO run_outcome (producer, run_id, task_key, state, task_type, item, reason, error, attempts, at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10, now()))
@@ -120,23 +161,27 @@ func (s *Store) Record(ctx context.Context, o runs.Outcome) (runs.Status, error)
 		}
 		_, err = tx.Exec(ctx, `UPDATE run_record SET done = done + $3, failed = failed + $4, dead = dead + $5,
 			first_outcome = LEAST(first_outcome, COALESCE($6, now())), last_outcome = GREATEST(last_outcome, COALESCE($6, now()))
-			WHERE producer = $1 AND run_id = $2`,
-			o.Producer, o.RunID, d[runs.StateDone], d[runs.StateFailed], d[runs.StateDead], at(o.At))
+			`+addReqs+` WHERE producer = $1 AND run_id = $2`,
+			append([]any{o.Producer, o.RunID, d[runs.StateDone], d[runs.StateFailed], d[runs.StateDead], at(o.At)}, reqArgs...)...)
 		return err
 	})
 	if err == nil {
 		st, err = s.Get(ctx, o.Producer, o.RunID)
 	}
-	if undefinedTable(err) {
-		// A database without the runs tables (its migration not applied)
-		// has no run a producer recorded: the claim is refused, not the
-		// task failed.
-		return st, noRun(o.Producer, o.RunID)
-	}
-	if err != nil && !errors.Is(err, runs.ErrNoRun) {
-		err = fmt.Errorf("pgruns: record %s %s: %w", o.Producer, o.RunID, err)
-	}
 	return st, err
+}
+
+// addRequests sets the run's requests to their sum with the counts of
+// parameter p (a JSON object of "service Op": count).
+func addRequests(p string) string {
+	return `requests = (SELECT jsonb_object_agg(k, n) FROM (SELECT k, sum(n)::bigint AS n FROM (
+		SELECT key AS k, value::bigint AS n FROM jsonb_each_text(run_record.requests)
+		UNION ALL SELECT key, value::bigint FROM jsonb_each_text(` + p + `::jsonb)) AS a GROUP BY k) AS b)`
+}
+
+func undefinedColumn(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42703"
 }
 
 func undefinedTable(err error) bool {
@@ -242,4 +287,40 @@ func (s *Store) Attempts(ctx context.Context, producer, id string) (map[task.Typ
 		return nil, fmt.Errorf("pgruns: attempts %s %s: %w", producer, id, err)
 	}
 	return out, nil
+}
+
+// Requests implements runs.Store.
+func (s *Store) Requests(ctx context.Context, producer, id string) (map[string]int64, error) {
+	var out map[string]int64
+	err := s.pool.QueryRow(ctx, `SELECT requests FROM run_record WHERE producer = $1 AND run_id = $2`, producer, id).Scan(&out)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, noRun(producer, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgruns: requests %s %s: %w", producer, id, err)
+	}
+	return out, nil
+}
+
+// AddRequests implements runs.Store.
+func (s *Store) AddRequests(ctx context.Context, producer, id string, reqs map[string]int64) error {
+	if err := runs.CheckRequests(id, reqs); err != nil {
+		return err
+	}
+	if len(reqs) == 0 {
+		_, err := s.Get(ctx, producer, id)
+		return err
+	}
+	b, err := json.Marshal(reqs)
+	if err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE run_record SET `+addRequests("$3")+` WHERE producer = $1 AND run_id = $2`, producer, id, string(b))
+	if err != nil {
+		return fmt.Errorf("pgruns: add requests %s %s: %w", producer, id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return noRun(producer, id)
+	}
+	return nil
 }

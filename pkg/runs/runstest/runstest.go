@@ -36,6 +36,7 @@ func Run(t *testing.T, h Harness) {
 		{"Concurrent", testConcurrent},
 		{"Invalid", testInvalid},
 		{"AttemptsByType", testAttempts},
+		{"RequestsSummed", testRequests},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.f(t, h.New(t)) })
 	}
@@ -324,5 +325,91 @@ func testAttempts(t *testing.T, s runs.Store) {
 	}
 	if _, err := s.Attempts(ctx, runs.ProducerBit, "20990101T000000Z"); !errors.Is(err, runs.ErrNoRun) {
 		t.Errorf("attempts of an unknown run: %v, want ErrNoRun", err)
+	}
+}
+
+// testRequests: a run's requests are the sum of the requests of every
+// outcome recorded for it — retries, and stale copies after a final
+// outcome, included — and of AddRequests, kept apart from other runs; a
+// malformed count is refused and adds nothing; a run no producer recorded
+// is ErrNoRun.
+func testRequests(t *testing.T, s runs.Store) {
+	ctx := context.Background()
+	const id, other = "20260501T030000Z", "20260502T030000Z"
+	mustStart(t, s, runs.ProducerDup, id, t0)
+	mustStart(t, s, runs.ProducerDup, other, t0)
+	if got, err := s.Requests(ctx, runs.ProducerDup, id); err != nil || len(got) != 0 {
+		t.Fatalf("requests of a new run: %v %v, want none", got, err)
+	}
+	o := func(run, key string, st runs.State, reqs map[string]int64) runs.Outcome {
+		x := out(run, key, st, t0.Add(time.Second))
+		x.Requests = reqs
+		return x
+	}
+	for _, x := range []runs.Outcome{
+		o(id, "a", runs.StateFailed, map[string]int64{"s3 HeadObject": 3, "s3 CopyObject": 1}),
+		o(id, "a", runs.StateDone, map[string]int64{"s3 HeadObject": 2}),
+		o(id, "a", runs.StateDone, map[string]int64{"s3 HeadObject": 2}), // a redelivered copy ran again
+		o(id, "b", runs.StateDone, nil),
+		o(id, "c", runs.StateDead, map[string]int64{"s3 HeadObject": 1, "sqs SendMessageBatch": 1}),
+		o(other, "a", runs.StateDone, map[string]int64{"s3 GetObject": 5}),
+	} {
+		if _, err := s.Record(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []map[string]int64{
+		{"s3 HeadObject": -5},
+		{"s3": 1},
+		{"s3 Head Object": 1},
+		{"s3 HeadObject\n": 1},
+		{string(make([]byte, runs.MaxRequestKindLen+1)): 1},
+	} {
+		if _, err := s.Record(ctx, o(id, "d", runs.StateDone, bad)); !errors.Is(err, runs.ErrInvalid) {
+			t.Errorf("record with requests %v: %v, want ErrInvalid", bad, err)
+		}
+	}
+	many := map[string]int64{}
+	for i := range runs.MaxRequestKinds + 1 {
+		many[fmt.Sprintf("s3 Op%d", i)] = 1
+	}
+	if _, err := s.Record(ctx, o(id, "d", runs.StateDone, many)); !errors.Is(err, runs.ErrInvalid) {
+		t.Errorf("record with %d kinds of request: %v, want ErrInvalid", len(many), err)
+	}
+	got, err := s.Requests(ctx, runs.ProducerDup, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int64{"s3 HeadObject": 8, "s3 CopyObject": 1, "sqs SendMessageBatch": 1}; !maps.Equal(got, want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
+	if st, err := s.Get(ctx, runs.ProducerDup, id); err != nil || st.Done != 2 || st.Dead != 1 {
+		t.Errorf("status %+v %v: want 2 done and 1 dead, the refused outcomes not counted", st, err)
+	}
+	if got, err := s.Requests(ctx, runs.ProducerDup, other); err != nil || !maps.Equal(got, map[string]int64{"s3 GetObject": 5}) {
+		t.Errorf("the other run's requests: %v %v", got, err)
+	}
+	if _, err := s.Requests(ctx, runs.ProducerDup, "20990101T000000Z"); !errors.Is(err, runs.ErrNoRun) {
+		t.Errorf("requests of an unknown run: %v, want ErrNoRun", err)
+	}
+
+	// Requests without an outcome (a continued attempt's).
+	if err := s.AddRequests(ctx, runs.ProducerDup, other, map[string]int64{"s3 GetObject": 2, "s3 ListObjectsV2": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddRequests(ctx, runs.ProducerDup, other, map[string]int64{"s3 GetObject": -1}); !errors.Is(err, runs.ErrInvalid) {
+		t.Errorf("add a negative count: %v, want ErrInvalid", err)
+	}
+	if err := s.AddRequests(ctx, runs.ProducerDup, "20990101T000000Z", map[string]int64{"s3 GetObject": 1}); !errors.Is(err, runs.ErrNoRun) {
+		t.Errorf("add requests to an unknown run: %v, want ErrNoRun", err)
+	}
+	if got, err := s.Requests(ctx, runs.ProducerDup, other); err != nil || !maps.Equal(got, map[string]int64{"s3 GetObject": 7, "s3 ListObjectsV2": 1}) {
+		t.Errorf("the other run's requests after AddRequests: %v %v", got, err)
+	}
+	if st, err := s.Get(ctx, runs.ProducerDup, other); err != nil || st.Done != 1 {
+		t.Errorf("the other run's status %+v %v: AddRequests changed its counts", st, err)
+	}
+	if l, _ := s.List(ctx, 10); len(l) != 2 {
+		t.Errorf("%d runs, want AddRequests to make none", len(l))
 	}
 }

@@ -1,0 +1,1 @@
+ALTER TABLE run_record DROP COLUMN IF EXISTS requests;
