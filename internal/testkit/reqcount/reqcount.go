@@ -26,6 +26,8 @@ type Counter struct {
 	mu     sync.Mutex
 	counts map[string]int
 	url    string
+	// observe, when set, sees every request's name and body.
+	observe func(name string, body []byte)
 }
 
 var credScope = regexp.MustCompile(`Credential=[^/]+/[0-9]+/[^/]+/([^/]+)/aws4_request`)
@@ -49,7 +51,17 @@ func Start(t testing.TB, target string) *Counter {
 		name := Name(r)
 		c.mu.Lock()
 		c.counts[name]++
+		observe := c.observe
 		c.mu.Unlock()
+		if observe != nil && r.Body != nil {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			observe(name, b)
+		}
 		rp.ServeHTTP(w, r)
 	})}
 	go func() { _ = srv.Serve(ln) }()
@@ -124,6 +136,15 @@ func (c *Counter) Take() map[string]int {
 	m := c.counts
 	c.counts = map[string]int{}
 	return m
+}
+
+// Observe calls f with the name and body of every request from now on,
+// before it is forwarded (a test checks what went on the wire); f must be
+// safe for concurrent use.
+func (c *Counter) Observe(f func(name string, body []byte)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observe = f
 }
 
 // URL is the proxy's "http://host:port".

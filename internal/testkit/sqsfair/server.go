@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -185,6 +186,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	_, _ = w.Write(b)
 }
 
@@ -195,8 +197,9 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 	w.Header().Set("x-amzn-query-error", e.queryCode+";"+fault)
-	w.WriteHeader(e.status)
 	b, _ := json.Marshal(map[string]string{"__type": "com.amazonaws.sqs#" + e.shape, "message": e.message})
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(e.status)
 	_, _ = w.Write(b)
 }
 
