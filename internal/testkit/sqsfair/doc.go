@@ -44,7 +44,8 @@
 // is in send order, as on the emulators. Replies carry MD5OfMessageBody,
 // MD5OfBody and MD5OfMessageAttributes as AWS computes them (the
 // Developer Guide's "Calculating the MD5 message digest for message
-// attributes"); the SDK checks the body digests. Receipt handles are
+// attributes"); the SDK checks the body digests. Answers carry their
+// Content-Length, as AWS's do. Receipt handles are
 // opaque; one the stand-in did not give is ReceiptHandleIsInvalid, a
 // stale one deletes nothing, and changing the visibility of a message
 // not in flight is InvalidParameterValue naming the ReceiptHandle, as AWS
