@@ -46,10 +46,7 @@ func (s *Server) sendMessage(ctx context.Context, body []byte) (any, error) {
 		QueueUrl *string
 		sendEntry
 	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	q, err := s.queueOf(in.QueueUrl)
+	q, err := s.request(body, &in, &in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -69,10 +66,7 @@ func (s *Server) sendMessageBatch(ctx context.Context, body []byte) (any, error)
 		QueueUrl *string
 		Entries  []sendEntry
 	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	q, err := s.queueOf(in.QueueUrl)
+	q, err := s.request(body, &in, &in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -149,10 +143,7 @@ func (s *Server) receiveMessage(ctx context.Context, body []byte) (any, error) {
 		WaitTimeSeconds             *int
 		ReceiveRequestAttemptId     *string
 	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	q, err := s.queueOf(in.QueueUrl)
+	q, err := s.request(body, &in, &in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -268,18 +259,20 @@ type receiptEntry struct {
 }
 
 func (s *Server) deleteMessage(ctx context.Context, body []byte) (any, error) {
+	return s.receiptOne(body, (*fqueue).delete)
+}
+
+// receiptOne runs one entry operation on the entry a request names.
+func (s *Server) receiptOne(body []byte, op func(*fqueue, receiptEntry) error) (any, error) {
 	var in struct {
 		QueueUrl *string
 		receiptEntry
 	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	q, err := s.queueOf(in.QueueUrl)
+	q, err := s.request(body, &in, &in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
-	if err := q.delete(in.receiptEntry); err != nil {
+	if err := op(q, in.receiptEntry); err != nil {
 		return nil, err
 	}
 	return struct{}{}, nil
@@ -296,21 +289,7 @@ func (q *fqueue) delete(e receiptEntry) error {
 }
 
 func (s *Server) changeMessageVisibility(ctx context.Context, body []byte) (any, error) {
-	var in struct {
-		QueueUrl *string
-		receiptEntry
-	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	q, err := s.queueOf(in.QueueUrl)
-	if err != nil {
-		return nil, err
-	}
-	if err := q.changeVisibility(in.receiptEntry); err != nil {
-		return nil, err
-	}
-	return struct{}{}, nil
+	return s.receiptOne(body, (*fqueue).changeVisibility)
 }
 
 // changeVisibility sets an in-flight message's visibility timeout,
@@ -345,10 +324,7 @@ func (s *Server) receiptBatch(body []byte, op func(*fqueue, receiptEntry) error)
 		QueueUrl *string
 		Entries  []receiptEntry
 	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	q, err := s.queueOf(in.QueueUrl)
+	q, err := s.request(body, &in, &in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}

@@ -190,10 +190,7 @@ func (s *Server) getQueueAttributes(ctx context.Context, body []byte) (any, erro
 		QueueUrl       *string
 		AttributeNames []string
 	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	q, err := s.queueOf(in.QueueUrl)
+	q, err := s.request(body, &in, &in.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
@@ -268,12 +265,23 @@ func (s *Server) listQueues(ctx context.Context, body []byte) (any, error) {
 	return map[string]any{"QueueUrls": urls}, nil
 }
 
-func (s *Server) deleteQueue(ctx context.Context, body []byte) (any, error) {
+// queueIn is the queue a request of only a QueueUrl names.
+func (s *Server) queueIn(body []byte) (*fqueue, error) {
 	var in struct{ QueueUrl *string }
-	if err := decode(body, &in); err != nil {
+	return s.request(body, &in, &in.QueueUrl)
+}
+
+// request decodes body into in and resolves the queue its QueueUrl (at
+// queueURL, a field of in) names.
+func (s *Server) request(body []byte, in any, queueURL **string) (*fqueue, error) {
+	if err := decode(body, in); err != nil {
 		return nil, err
 	}
-	q, err := s.queueOf(in.QueueUrl)
+	return s.queueOf(*queueURL)
+}
+
+func (s *Server) deleteQueue(ctx context.Context, body []byte) (any, error) {
+	q, err := s.queueIn(body)
 	if err != nil {
 		return nil, err
 	}
@@ -286,11 +294,7 @@ func (s *Server) deleteQueue(ctx context.Context, body []byte) (any, error) {
 // purgeQueue deletes every message at once; a second purge within 60 s
 // is PurgeQueueInProgress, as on SQS.
 func (s *Server) purgeQueue(ctx context.Context, body []byte) (any, error) {
-	var in struct{ QueueUrl *string }
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	q, err := s.queueOf(in.QueueUrl)
+	q, err := s.queueIn(body)
 	if err != nil {
 		return nil, err
 	}
