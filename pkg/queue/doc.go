@@ -22,6 +22,8 @@
 // (GroupFor). The emulators accept MessageGroupId on a standard queue and
 // return it, but deliver in send order: moto 5.2.5 stores any value,
 // LocalStack 4.14 refuses one AWS would refuse; neither de-prioritises a
-// tenant. Workman shares its own workers between the accounts of what it
-// holds (pkg/workman).
+// tenant, so the end-to-end fairness test runs on a stand-in of SQS fair
+// queues (internal/testkit/sqsfair, on memqueue's Fair mode), and on a
+// real SQS queue under `make test/aws`. Workman shares its own workers
+// between the accounts of what it holds (pkg/workman).
 package queue

@@ -137,7 +137,8 @@ func (o *timings) TaskTimed(tt metrics.TaskTiming) {
 // de-prioritise a tenant (pkg/queue), so here B's tasks come after A's
 // backlog whatever Workman does with a batch; where B finished among A's
 // is logged, not asserted. TestFairQueueAcceptance asserts it with fair
-// delivery as AWS documents it.
+// delivery as AWS documents it, and test/e2e's TestFairnessAcceptance with
+// the real binaries on the SQS fair-queue stand-in or on AWS.
 func TestEmulatorFairnessOnTheWire(t *testing.T) {
 	// 300 and 3, not the 10,000 and 100 of TestFairQueueAcceptance: on a
 	// standard queue of the emulator B's tasks come after A's whatever the

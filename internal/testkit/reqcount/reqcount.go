@@ -27,6 +27,8 @@ type Counter struct {
 	counts   map[string]int
 	byBucket map[string]map[string]int // S3's, by bucket (path-style)
 	url      string
+	// observe, when set, sees every request's name and body.
+	observe func(name string, body []byte)
 }
 
 var credScope = regexp.MustCompile(`Credential=[^/]+/[0-9]+/[^/]+/([^/]+)/aws4_request`)
@@ -57,7 +59,17 @@ func Start(t testing.TB, target string) *Counter {
 			}
 			c.byBucket[b][name]++
 		}
+		observe := c.observe
 		c.mu.Unlock()
+		if observe != nil && r.Body != nil {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			observe(name, b)
+		}
 		rp.ServeHTTP(w, r)
 	})}
 	go func() { _ = srv.Serve(ln) }()
@@ -146,6 +158,15 @@ func (c *Counter) Buckets(buckets ...string) map[string]int {
 		}
 	}
 	return out
+}
+
+// Observe calls f with the name and body of every request from now on,
+// before it is forwarded (a test checks what went on the wire); f must be
+// safe for concurrent use.
+func (c *Counter) Observe(f func(name string, body []byte)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observe = f
 }
 
 // URL is the proxy's "http://host:port".

@@ -157,62 +157,6 @@ func newID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-func size(e queue.SendEntry) int {
-	n := len(e.Body)
-	for k, v := range e.Attributes {
-		n += len(k) + len(v)
-	}
-	return n
-}
-
-// Send stores the entries. An entry with a delay outside 0..queue.MaxDelay
-// or a Group queue.CheckGroup refuses fails with queue.ErrInvalid, one larger than MaxBodyBytes with
-// queue.ErrTooLarge; the others are stored.
-func (q *Queue) Send(ctx context.Context, entries ...queue.SendEntry) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if len(entries) == 0 {
-		return nil
-	}
-	failed := map[int]error{}
-	q.mu.Lock()
-	q.countLocked(OpSend, len(entries))
-	now := q.cfg.Clock.Now()
-	for i, e := range entries {
-		if err := q.fault(OpSend, i); err != nil {
-			failed[i] = err
-			continue
-		}
-		if err := queue.CheckDelay(e.Delay); err != nil {
-			failed[i] = err
-			continue
-		}
-		if err := queue.CheckGroup(e.Group); err != nil {
-			failed[i] = err
-			continue
-		}
-		if n := size(e); n > q.cfg.MaxBodyBytes {
-			failed[i] = fmt.Errorf("%d bytes > %d: %w", n, q.cfg.MaxBodyBytes, queue.ErrTooLarge)
-			continue
-		}
-		q.msgs = append(q.msgs, &message{
-			id:        newID(),
-			body:      append([]byte(nil), e.Body...),
-			attrs:     maps.Clone(e.Attributes),
-			group:     e.Group,
-			sentAt:    now,
-			visibleAt: now.Add(e.Delay),
-		})
-	}
-	q.notifyLocked()
-	q.mu.Unlock()
-	if len(failed) > 0 {
-		return &queue.BatchError{Op: "send", Failed: failed}
-	}
-	return nil
-}
-
 // accept stores messages moved here by another queue's redrive.
 func (q *Queue) accept(moved []*message) {
 	q.mu.Lock()
