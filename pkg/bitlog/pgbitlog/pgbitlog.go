@@ -27,7 +27,9 @@ import (
 // DropMonths. Rows are upserted through the bit_log_item_per_run and
 // bit_report_space_per_run constraints, so a redelivered task updates its
 // row and concurrent writers cannot duplicate it; queries of one run read
-// only its month's partition. A row that is a fresh verdict also upserts
+// only its month's partition, and the rows of one space of a producer run
+// (the bit report's listing) are paged through that constraint's index,
+// a page of the index per page (space.go). A row that is a fresh verdict also upserts
 // its copy's bit_verdict row, in the same statement and only forward in
 // time; bit_verdict is not partitioned, so DropMonths leaves it. Empty
 // checksums, case 0, an empty method and an empty agent field (migration
