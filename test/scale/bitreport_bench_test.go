@@ -37,7 +37,10 @@ func TestMain(m *testing.M) { testbin.Main(m) }
 // RSS before the task, and the time per item at the largest size over
 // that at the smallest (1 = linear). A run over 1.2x linear or 64 MiB is
 // logged as a MISS and counted (misses). The acceptance sizes are
-// 10000,100000,1000000.
+// 10000,100000,1000000. On S3 the space is also listed once with raw
+// ListObjectsV2 pages (sdk-list-N-ns/item and its largest/smallest): the
+// emulator's own growth, the baseline of the report's (LocalStack answers
+// a page in time proportional to the bucket).
 //
 // Each size has its own PostgreSQL schema, seeded server-side: a content
 // index row and a SUCCESS bit log row of the run per item, and the bit
@@ -63,10 +66,18 @@ func BenchmarkBitReportScale(b *testing.B) {
 func reportScale(b *testing.B, ns []int, seed seeder, s3Endpoint string) {
 	b.StopTimer()
 	defer b.StartTimer()
-	var per []float64
+	var per, raw []float64
 	misses := 0
 	for _, n := range ns {
 		sp := seed(b, n)
+		if sp.list != nil { // the emulator's own time per listed item: the baseline
+			t := time.Now()
+			if got := sp.list(); got != n {
+				b.Fatalf("raw listing of %d items saw %d", n, got)
+			}
+			raw = append(raw, float64(time.Since(t).Nanoseconds())/float64(n))
+			b.ReportMetric(raw[len(raw)-1], fmt.Sprintf("sdk-list-%d-ns/item", n))
+		}
 		m := runReport(b, n, sp, s3Endpoint)
 		ns := float64(m.elapsed.Nanoseconds()) / float64(n)
 		per = append(per, ns)
@@ -83,6 +94,9 @@ func reportScale(b *testing.B, ns []int, seed seeder, s3Endpoint string) {
 	}
 	g := per[len(per)-1] / per[0]
 	b.ReportMetric(g, "report-largest/smallest")
+	if len(raw) > 0 {
+		b.ReportMetric(raw[len(raw)-1]/raw[0], "sdk-list-largest/smallest")
+	}
 	if len(per) > 1 && g > maxGrowth {
 		misses++
 		b.Logf("MISS: BIT_REPORT: %.2fx the time per item at %d items as at %d, want at most %.1fx", g, ns[len(ns)-1], ns[0], maxGrowth)

@@ -23,4 +23,8 @@ func init() {
 			Row{Measure: "Space of N items, " + store + ": BIT_REPORT acceptance misses (time per item over 1.2x linear, peak RSS over 64 MiB; 0 = met)",
 				Pkg: "test/scale", Name: name, Value: units(`^misses$`), Expect: expect})
 	}
+	Rows = append(Rows, Row{Measure: "Space of N items, s3, BIT_REPORT's space: raw ListObjectsV2 time per item, largest N vs 10,000 (the emulator's own growth: the baseline of the report's)",
+		Pkg: "test/scale", Name: regexp.MustCompile(`^BenchmarkBitReportScale/s3$`),
+		Value: units(`^sdk-list-1000000-ns/item$`, `^sdk-list-100000-ns/item$`, `^sdk-list-10000-ns/item$`), Baseline: units(`^sdk-list-10000-ns/item$`),
+		Ratio: units(`^sdk-list-largest/smallest$`), Expect: "test/scale BenchmarkBitReportScale/s3"})
 }
