@@ -24,7 +24,8 @@ import (
 	"github.com/millfleet/mill/pkg/task"
 )
 
-func TestMain(m *testing.M) { testbin.Main(m) }
+// The package's TestMain (testbin.Main, which removes the built Workman)
+// is in proc_bench_test.go.
 
 // BenchmarkBitReportScale runs the real Workman (cmd/workman, one worker,
 // BIT_REPORT only) over one BIT_REPORT of a space of each size of
