@@ -47,6 +47,11 @@
 #   MILL_BENCH_S3_ITEMS   the same on S3 at MILL_BENCH_S3_ENDPOINT (default
 #                         10000: seeding LocalStack runs at a few hundred
 #                         objects/s here, about an hour per million)
+#   MILL_BENCH_REPORT_ITEMS sizes of the space of the BIT_REPORT benchmark
+#                         (test/scale: the real Workman's report; default
+#                         10000,100000; acceptance 10000,100000,1000000)
+#   MILL_BENCH_REPORT_S3_ITEMS the same on S3 at MILL_BENCH_S3_ENDPOINT
+#                         (default: not run)
 #   MILL_BENCH_SHAPED_BYTES size of the object of the shaped transfers
 #                         (test/transfer; default 268435456: ten transfers
 #                         at 2-16 MB/s; at 1 GiB they take 20 minutes)

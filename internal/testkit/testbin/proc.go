@@ -271,13 +271,17 @@ func healthz(addr string) error {
 
 // PeakRSS returns the child's peak resident set (VmHWM) in bytes, or 0
 // when /proc does not say.
-func (p *Proc) PeakRSS() int64 {
+func (p *Proc) PeakRSS() int64 { return p.Status("VmHWM") }
+
+// Status returns a memory field of the child's /proc status (VmHWM, VmRSS,
+// RssAnon, RssFile...) in bytes, or 0 when /proc does not say.
+func (p *Proc) Status(field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
 			var kb int64
 			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
 			return kb << 10

@@ -38,6 +38,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("RecordUpsert", func(t *testing.T) { testRecordUpsert(t, newLog(t)) })
 	t.Run("NullsAndZeroTime", func(t *testing.T) { testNulls(t, newLog(t)) })
 	t.Run("FilterAndPages", func(t *testing.T) { testPages(t, newLog(t)) })
+	t.Run("SpaceOfARunInPages", func(t *testing.T) { testSpacePages(t, newLog(t)) })
 	t.Run("OneItem", func(t *testing.T) { testOneItem(t, newLog(t)) })
 	t.Run("Count", func(t *testing.T) { testCount(t, newLog(t)) })
 	t.Run("Reports", func(t *testing.T) { testReports(t, newLog(t)) })

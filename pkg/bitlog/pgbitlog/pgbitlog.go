@@ -27,7 +27,9 @@ import (
 // DropMonths. Rows are upserted through the bit_log_item_per_run and
 // bit_report_space_per_run constraints, so a redelivered task updates its
 // row and concurrent writers cannot duplicate it; queries of one run read
-// only its month's partition. A row that is a fresh verdict also upserts
+// only its month's partition, and the rows of one space of a producer run
+// (the bit report's listing) are paged through that constraint's index,
+// a page of the index per page (space.go). A row that is a fresh verdict also upserts
 // its copy's bit_verdict row, in the same statement and only forward in
 // time; bit_verdict is not partitioned, so DropMonths leaves it. Empty
 // checksums, case 0, an empty method and an empty agent field (migration
@@ -176,16 +178,19 @@ func (l *Log) Record(ctx context.Context, r bitlog.Row) error {
 	}
 }
 
-// sqlBitResults: $1..$5 filter (an empty value matches all), $6 whether a page key
-// follows in $7..$11, $12 the limit, $13 the content ID filter (empty: all);
-// sqlBitResultsOfMonth also reads only the partition of month $14 (the
-// filter's run is a producer run).
-const sqlBitResults = `
+// sqlBitColumns reads the columns scanRow scans.
+const sqlBitColumns = `
 SELECT run_id, account, store_id, store_kind, space_id, content_id, result, COALESCE(case_number, 0),
        COALESCE(content_checksum, ''), COALESCE(storage_checksum, ''), COALESCE(index_checksum, ''),
        COALESCE(audit_checksum, ''), details, checked_at, COALESCE(method, ''), bytes, archived,
        COALESCE(agent_instance, ''), COALESCE(agent_version, '')
-FROM bit_log
+FROM bit_log`
+
+// sqlBitResults: $1..$5 filter (an empty value matches all), $6 whether a page key
+// follows in $7..$11, $12 the limit, $13 the content ID filter (empty: all);
+// sqlBitResultsOfMonth also reads only the partition of month $14 (the
+// filter's run is a producer run).
+const sqlBitResults = sqlBitColumns + `
 WHERE ($1 = '' OR run_id = $1)
   AND ($2 = '' OR account = $2)
   AND ($3 = '' OR store_id = $3)
@@ -218,12 +223,13 @@ func (l *Log) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, strin
 	limit := bitlog.PageSize(f.Limit)
 	args := []any{f.RunID, f.Account, f.StoreID, f.SpaceID, string(f.Result),
 		hasAfter, after.RunID, after.Account, after.StoreID, after.SpaceID, after.ContentID, limit + 1, f.ContentID}
-	var rows pgx.Rows
-	if m, ok := bitlog.RunMonth(f.RunID); ok {
-		rows, err = l.pool.Query(ctx, sqlBitResultsOfMonth, append(args, m)...)
-	} else {
-		rows, err = l.pool.Query(ctx, sqlBitResultsAll, args...)
+	sql := sqlBitResultsAll
+	if q, qargs, ok := spaceResults(f, after, hasAfter, limit); ok {
+		sql, args = q, qargs
+	} else if m, ok := bitlog.RunMonth(f.RunID); ok {
+		sql, args = sqlBitResultsOfMonth, append(args, m)
 	}
+	rows, err := l.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("milldb: bit log results: %w", err)
 	}
