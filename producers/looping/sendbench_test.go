@@ -23,18 +23,22 @@ import (
 // BenchmarkEnqueueInFlight runs one looping-producer run of
 // MILL_BENCH_ENQUEUE_TASKS tasks (default 10,000; two morsels, bites of
 // 1,000) onto a fresh queue on MILL_BENCH_SQS_ENDPOINT (make bench:
-// LocalStack when it answers) with one batch in flight — the sequential
-// baseline — then with each of MILL_BENCH_ENQUEUE_INFLIGHT (default
-// DefaultSendsInFlight, 16 and 32). It reports each run's tasks/s, the
-// default's over the baseline, and the producer's own CPU time per task
-// in the default's run (user + system of this process: the SDK's signing,
-// JSON and HTTP included), so a slow run can be told apart from a slow
-// queue. Each run's start and end (Unix ms) are logged, to match against
-// the CPU time of the queue's server.
+// LocalStack when it answers; make test/aws: real SQS) with one batch in
+// flight — the sequential baseline — then with each of
+// MILL_BENCH_ENQUEUE_INFLIGHT (default DefaultSendsInFlight, 16 and 32).
+// It reports each run's tasks/s, the default's over the baseline, and the
+// producer's own CPU time per task in the default's run (user + system of
+// this process: the SDK's signing, JSON and HTTP included), so a slow run
+// can be told apart from a slow queue. Each run's start and end (Unix ms)
+// are logged, to match against the CPU time of the queue's server.
 func BenchmarkEnqueueInFlight(b *testing.B) {
 	cfg := testenv.AWS(b)
-	ep := testenv.BenchSQSEndpoint(b)
-	client := cfg.SQS(func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) })
+	// On real AWS (scripts/test-aws.sh real) there is no endpoint to set.
+	var opts []func(*sqs.Options)
+	if ep := testenv.BenchSQSEndpoint(b); ep != "" {
+		opts = append(opts, func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) })
+	}
+	client := cfg.SQS(opts...)
 	ctx := context.Background()
 	prefix := testenv.Prefix(b)
 	testenv.CleanupQueues(b, client, prefix)
