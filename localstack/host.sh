@@ -179,9 +179,11 @@ up() {
   # 127.0.0.1, the address LocalStack reaches it on (not ::1).
   # SQS_DISABLE_CLOUDWATCH_METRICS: with CloudWatch among SERVICES, LocalStack
   # publishes two metrics (NumberOfMessagesSent, SentMessageSize) per message
-  # sent, twenty per SendMessageBatch: 3.0 ms of LocalStack's CPU per batch of
-  # 10 instead of 1.1-1.3 ms, which halved a producer's enqueue rate. The cost:
-  # no AWS/SQS metrics of LocalStack's queues in its CloudWatch (no Mill test
+  # sent, each a PutMetricData over HTTP to itself, queued behind three
+  # threads: 20,000 messages cost it ~2 minutes of CPU, most of it in the 6
+  # minutes after they were sent (~60 ms per SendMessageBatch of 10, against
+  # 1.0-1.3 ms without), slowing every test that came after. The cost: no
+  # AWS/SQS metrics of LocalStack's queues in its CloudWatch (no Mill test
   # reads them; millctl queues --no-age in the tests, alarms only created).
   local shim
   shim=$(build_loopback_shim "$state")
