@@ -177,6 +177,14 @@ up() {
   # DynamoDB Local has no bind address; the shim keeps both on loopback.
   # JAVA_TOOL_OPTIONS: DynamoDB Local on IPv4 sockets, so the shim binds it to
   # 127.0.0.1, the address LocalStack reaches it on (not ::1).
+  # SQS_DISABLE_CLOUDWATCH_METRICS: with CloudWatch among SERVICES, LocalStack
+  # publishes two metrics (NumberOfMessagesSent, SentMessageSize) per message
+  # sent, each a PutMetricData over HTTP to itself, queued behind three
+  # threads: 20,000 messages cost it ~2 minutes of CPU, most of it in the 6
+  # minutes after they were sent (~60 ms per SendMessageBatch of 10, against
+  # 1.0-1.3 ms without), slowing every test that came after. The cost: no
+  # AWS/SQS metrics of LocalStack's queues in its CloudWatch (no Mill test
+  # reads them; millctl queues --no-age in the tests, alarms only created).
   local shim
   shim=$(build_loopback_shim "$state")
   (
@@ -188,6 +196,7 @@ up() {
       SERVICES=sqs,s3,dynamodb,cloudwatch,sts,cloudformation,sns \
       EAGER_SERVICE_LOADING=1 \
       SQS_ENDPOINT_STRATEGY=path \
+      SQS_DISABLE_CLOUDWATCH_METRICS=1 \
       DNS_ADDRESS=0 \
       SKIP_SSL_CERT_DOWNLOAD=1 \
       DISABLE_EVENTS=1 \

@@ -35,8 +35,11 @@
 #                         (default 100000; its verification time is given
 #                         per million events, extrapolated)
 #   MILL_BENCH_ENQUEUE_TASKS tasks of each run of the producer enqueue
-#                         benchmark (one batch in flight, the default, 32;
-#                         default 10000; on MILL_BENCH_SQS_ENDPOINT)
+#                         benchmark (one batch in flight, then each of
+#                         MILL_BENCH_ENQUEUE_INFLIGHT; default 10000; on
+#                         MILL_BENCH_SQS_ENDPOINT)
+#   MILL_BENCH_ENQUEUE_INFLIGHT its batches in flight after the sequential
+#                         baseline, comma-separated (default 8,16,32)
 #   MILL_BENCH_FLAT_ITEMS sizes of the fs walk over one flat directory,
 #                         comma-separated (default 10000,100000,1000000)
 #   MILL_BENCH_MIGRATE_ITEMS 4 KiB items of the DuraCloud migration benchmark

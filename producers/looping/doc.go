@@ -33,7 +33,7 @@
 // A concrete producer implements Producer (and optionally Deleter for a
 // delete step that comes first in each morsel). It emits tasks; the
 // framework sends them in batches of queue.MaxBatch, up to
-// Config.SendsInFlight batches at once (default 8: a bite's round trips
+// Config.SendsInFlight batches at once (default 32: a bite's round trips
 // overlap), counts a batch when the queue acknowledges it, and saves the
 // state only after every batch of a bite is acknowledged, so a crash
 // (kill -9) at any point re-sends at most one bite and never skips one.

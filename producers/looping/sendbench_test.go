@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,13 +24,23 @@ import (
 // BenchmarkEnqueueInFlight runs one looping-producer run of
 // MILL_BENCH_ENQUEUE_TASKS tasks (default 10,000; two morsels, bites of
 // 1,000) onto a fresh queue on MILL_BENCH_SQS_ENDPOINT (make bench:
-// LocalStack when it answers) with one batch in flight — the sequential
-// baseline — then with DefaultSendsInFlight and with 32, and reports each
-// run's tasks/s and the default's over the baseline.
+// LocalStack when it answers; make test/aws: real SQS) with one batch in
+// flight — the sequential baseline — then with each of
+// MILL_BENCH_ENQUEUE_INFLIGHT (default 8, 16 and 32) and
+// DefaultSendsInFlight. It reports each run's tasks/s (N-tasks/s), the
+// default's as tasks/s and over the baseline, and the producer's own CPU
+// time per task in the default's run (user + system of this process: the
+// SDK's signing, JSON and HTTP included), so a slow run can be told apart
+// from a slow queue. Each run's start and end (Unix ms) are logged, to
+// match against the CPU time of the queue's server.
 func BenchmarkEnqueueInFlight(b *testing.B) {
 	cfg := testenv.AWS(b)
-	ep := testenv.BenchSQSEndpoint(b)
-	client := cfg.SQS(func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) })
+	// On real AWS (scripts/test-aws.sh real) there is no endpoint to set.
+	var opts []func(*sqs.Options)
+	if ep := testenv.BenchSQSEndpoint(b); ep != "" {
+		opts = append(opts, func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) })
+	}
+	client := cfg.SQS(opts...)
 	ctx := context.Background()
 	prefix := testenv.Prefix(b)
 	testenv.CleanupQueues(b, client, prefix)
@@ -35,7 +48,19 @@ func BenchmarkEnqueueInFlight(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("MILL_BENCH_ENQUEUE_TASKS")); err == nil && n >= 1000 {
 		items = n
 	}
-	rate := func(inFlight int) float64 {
+	widths := []int{8, 16, 32}
+	if s := os.Getenv("MILL_BENCH_ENQUEUE_INFLIGHT"); s != "" {
+		widths = nil
+		for f := range strings.SplitSeq(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > 64 {
+				b.Fatalf("MILL_BENCH_ENQUEUE_INFLIGHT %q: want batches in flight between 1 and 64, comma-separated", s)
+			}
+			widths = append(widths, n)
+		}
+	}
+	// rate returns one run's tasks/s and this process's CPU time per task.
+	rate := func(inFlight int) (tasksPerSec, cpuPerTask float64) {
 		name := fmt.Sprintf("%senq-%d", prefix, inFlight)
 		if _, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)}); err != nil {
 			b.Fatal(err)
@@ -55,25 +80,45 @@ func BenchmarkEnqueueInFlight(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		cpu0 := processCPU()
 		start := time.Now()
 		sum, err := loop.Run(ctx)
 		elapsed := time.Since(start)
+		cpu := processCPU() - cpu0
 		if err != nil {
 			b.Fatal(err)
 		}
 		if got := sum.RunQueued.Total(); got != int64(items) {
 			b.Fatalf("%d in flight: queued %d tasks, want %d", inFlight, got, items)
 		}
-		b.Logf("%d in flight: %d tasks in %v", inFlight, items, elapsed)
-		return float64(items) / elapsed.Seconds()
+		b.Logf("%d in flight: %d tasks in %v (%.0f tasks/s), producer CPU %v (%.1f µs/task); unix ms %d-%d",
+			inFlight, items, elapsed, float64(items)/elapsed.Seconds(), cpu, float64(cpu.Microseconds())/float64(items),
+			start.UnixMilli(), start.Add(elapsed).UnixMilli())
+		return float64(items) / elapsed.Seconds(), float64(cpu.Microseconds()) / float64(items)
+	}
+	if !slices.Contains(widths, looping.DefaultSendsInFlight) {
+		widths = append(widths, looping.DefaultSendsInFlight)
 	}
 	for b.Loop() {
-		seq := rate(1)
-		def := rate(looping.DefaultSendsInFlight)
-		wide := rate(32)
+		seq, _ := rate(1)
 		b.ReportMetric(seq, "seq-tasks/s")
-		b.ReportMetric(def, "tasks/s")
-		b.ReportMetric(wide, "32-tasks/s")
-		b.ReportMetric(def/seq, "inflight/seq")
+		for _, n := range widths {
+			r, cpu := rate(n)
+			b.ReportMetric(r, fmt.Sprintf("%d-tasks/s", n))
+			if n == looping.DefaultSendsInFlight {
+				b.ReportMetric(r, "tasks/s")
+				b.ReportMetric(r/seq, "inflight/seq")
+				b.ReportMetric(cpu, "cpu-µs/task")
+			}
+		}
 	}
+}
+
+// processCPU is this process's user + system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

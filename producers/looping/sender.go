@@ -7,8 +7,14 @@ import (
 	"github.com/millfleet/mill/pkg/queue"
 )
 
-// DefaultSendsInFlight is Config.SendsInFlight's default.
-const DefaultSendsInFlight = 8
+// DefaultSendsInFlight is Config.SendsInFlight's default. A producer
+// sends at most SendsInFlight × 10 tasks per round trip, fewer at each
+// bite's end, where it waits for the bite's last batches: with bites of
+// 1,000, 32 batches reach 10,000 tasks/s up to a 25 ms round trip, 8 only
+// up to 8 ms (BenchmarkEnqueueStubSQS at 10 ms: 13,081 against 4,978
+// tasks/s). 32 connections fit the SDK client's idle pool
+// (endpoint.MaxIdleConnsPerHost).
+const DefaultSendsInFlight = 32
 
 // A bite's tasks go to the queue in batches of queue.MaxBatch, up to
 // Config.SendsInFlight batches at a time. A batch is counted (Summary,

@@ -109,6 +109,17 @@ func startDrainer(ctx context.Context, q queue.Queue) *drainer {
 	return d
 }
 
+// count is the number of distinct messages received so far.
+func (d *drainer) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	seen := make(map[string]bool, len(d.got))
+	for _, m := range d.got {
+		seen[m.id] = true
+	}
+	return len(seen)
+}
+
 func (d *drainer) fail(err error) {
 	d.mu.Lock()
 	d.errs = append(d.errs, err)
@@ -146,9 +157,11 @@ func perItem(msgs []received, key func(*task.Task) string) (sends map[string]int
 }
 
 // TestProducerKilledAndRestarted kills dupproducer with SIGKILL in the
-// middle of a run over a few thousand items and starts it again until the
-// run is done: every source item must have a DUP task, the run must resume
-// (same run, no second listing from scratch) and re-send at most one bite.
+// middle of a run over a few thousand items, once a task of the bite in
+// progress is on the queue (its batches in flight), and starts it again
+// until the run is done: every source item must have a DUP task, the run
+// must resume (same run, no second listing from scratch), and the only
+// items sent twice are those of the bite in progress at the kill.
 func TestProducerKilledAndRestarted(t *testing.T) {
 	cfg := testenv.AWS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -210,14 +223,28 @@ func TestProducerKilledAndRestarted(t *testing.T) {
 	}) || mid == nil {
 		t.Fatalf("no kill point reached (bite %d; exited: %v); log:\n%s", killBite, first.Exited(), tail(first.log, 4000))
 	}
+	// Then kill once the queue holds more tasks than the last save counts
+	// (drained, then still on the queue: an undercount at worst), i.e.
+	// with batches of the bite in progress acknowledged. The bite may end,
+	// be saved and the next begin before the signal lands: the state read
+	// after the kill names the bite in progress either way.
+	landed := testbin.Poll(20*time.Second, 20*time.Millisecond, func() bool {
+		st := readState(t, state)
+		if first.Exited() || st == nil {
+			return first.Exited()
+		}
+		got := int64(drained.count())
+		d, err := dupLow.Depth(ctx)
+		return err == nil && got+d.Total() > st.Queued.Total()
+	})
 	if err := first.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("SIGKILL: %v (the run ended before the kill point)", err)
 	}
 	<-first.Done()
 	killedAt := time.Now()
 	mid = readState(t, state) // what the killed process saved last
-	t.Logf("killed dupproducer at bite %d after %v: %d tasks queued by the saved state, cursor %d",
-		mid.Bites, killedAt.Sub(runStart).Round(time.Millisecond), mid.Queued.Total(), mid.Cursor)
+	t.Logf("killed dupproducer at bite %d after %v: %d tasks queued by the saved state, cursor %d; tasks past the save on the queue before the kill: %v",
+		mid.Bites, killedAt.Sub(runStart).Round(time.Millisecond), mid.Queued.Total(), mid.Cursor, landed)
 
 	// Restart until the run is done: the first restarts meet the dead
 	// process's lease until it expires (3 s), and exit 0 naming it.
@@ -266,10 +293,7 @@ func TestProducerKilledAndRestarted(t *testing.T) {
 		if err != nil {
 			t.Fatalf("not a DUP task: %v", err)
 		}
-		if d.ContentID == "" {
-			return "" // a space-level task
-		}
-		return d.SpaceID + "/" + d.ContentID
+		return d.SpaceID + "/" + d.ContentID // "space/": the space-level task
 	})
 	missing, dups := 0, 0
 	for space, n := range sizes {
@@ -290,6 +314,20 @@ func TestProducerKilledAndRestarted(t *testing.T) {
 	}
 	if dups > biteSize {
 		t.Errorf("%d items queued twice, more than one bite (%d)", dups, biteSize)
+	}
+	// The re-sent items are those of the batches in flight at the kill: the
+	// bite after the dead process's last save, and no other item.
+	inFlight := nextBite(t, mid, sizes, biteSize)
+	outside := 0
+	for key, c := range sent {
+		if c > 1 && !inFlight[key] {
+			if outside++; outside <= 5 {
+				t.Errorf("%s queued %d times, outside the bite in progress at the kill (after %s)", key, c, describeNext(mid))
+			}
+		}
+	}
+	if outside > 0 {
+		t.Errorf("%d items queued twice outside the bite in progress at the kill", outside)
 	}
 	t.Logf("RESULT producer-kill: %d items in 2 spaces, bite %d, killed at bite %d; %d restarts (%d met the dead holder's lease, %d stopped on a full queue) "+
 		"resumed run %s; %d messages drained (%d redeliveries), %d items re-sent, none skipped=%v; run done %v after the kill, %v after its start",
@@ -402,4 +440,52 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// nextBite is the set of "space/item" keys of the bite the producer takes
+// after the saved state st: the first morsel from st.Cursor not yet done,
+// its delete step when that is not done (the space-level task, keyed
+// "space/"), else the biteSize items after its marker. The dup producer's
+// morsel IDs are "account/space/policy" and its items are listed in order.
+func nextBite(t *testing.T, st *looping.State, sizes map[string]int, biteSize int) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	m := nextMorsel(st)
+	if m == nil {
+		return out
+	}
+	parts := strings.Split(m.ID, "/")
+	if len(parts) < 3 {
+		t.Fatalf("morsel ID %q is not account/space/policy", m.ID)
+	}
+	space := parts[1]
+	if !m.DeletesDone {
+		// The delete step's first bite: the space-level task alone (the
+		// destination is empty).
+		out[space+"/"] = true
+		return out
+	}
+	for i := 0; i < sizes[space] && len(out) < biteSize; i++ {
+		if id := itemID(i); id > m.Marker {
+			out[space+"/"+id] = true
+		}
+	}
+	return out
+}
+
+// nextMorsel is the morsel whose bite follows the saved state st, or nil.
+func nextMorsel(st *looping.State) *looping.Morsel {
+	for k := range st.Morsels {
+		if m := &st.Morsels[(st.Cursor+k)%len(st.Morsels)]; !m.Done {
+			return m
+		}
+	}
+	return nil
+}
+
+func describeNext(st *looping.State) string {
+	if m := nextMorsel(st); m != nil {
+		return fmt.Sprintf("morsel %s, marker %q", m.ID, m.Marker)
+	}
+	return "no morsel left"
 }
