@@ -61,6 +61,7 @@
 # The raw output is also printed as it comes. Exit status: that of go test
 # (a failed or missing benchmark shows as n/a in the table with its reason).
 set -uo pipefail
+began=$SECONDS
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 if [[ -f localstack/env.sh ]]; then
@@ -111,6 +112,8 @@ echo "bench: MILL_BENCH_BIG_BYTES=$MILL_BENCH_BIG_BYTES MILL_BENCH_BITLOG_ROWS=$
 echo "bench: building the test binaries" >&2
 $GO test -count=1 -run '^$' -bench '^$' "${pkgs[@]}" >/dev/null 2>&1 ||
   echo "bench: some packages do not build; the run below says which" >&2
+build=$((SECONDS - began))
+echo "bench: built in ${build}s" >&2
 
 # -p 1: one package at a time, so throughput and peak-memory numbers are
 # not measured against each other on a loaded machine.
@@ -124,6 +127,8 @@ if [[ -n ${BENCH:-} ]]; then
 else
   doc=${BENCH_DOC:-docs/PERFORMANCE.md}
 fi
-$GO run ./scripts/benchtable -markdown "$doc" -log "$log" "$log" || status=1
-echo "bench: the table, the date and the machine are in $doc" >&2
+took=$((SECONDS - began))
+$GO run ./scripts/benchtable -markdown "$doc" -log "$log" -duration "${took}s" -build "${build}s" "$log" || status=1
+echo "bench: the table, the date, the machine and each package's time are in $doc" >&2
+printf 'bench: total %dm%02ds (building %dm%02ds)\n' $((took / 60)) $((took % 60)) $((build / 60)) $((build % 60)) >&2
 exit "$status"
