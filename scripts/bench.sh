@@ -50,6 +50,10 @@
 #   MILL_BENCH_SHAPED_BYTES size of the object of the shaped transfers
 #                         (test/transfer; default 268435456: ten transfers
 #                         at 2-16 MB/s; at 1 GiB they take 20 minutes)
+#   MILL_BENCH_DUP_STATE_SPACES space counts of the dupproducer state
+#                         benchmark on moto, comma-separated multiples of
+#                         100 (default 200,2000; acceptance 2000,20000,
+#                         which takes 3 to 9 minutes more)
 #   BENCH                 -bench pattern (default .)
 #   BENCH_TIMEOUT         go test -timeout (default 30m)
 #   BENCH_LOG             where the raw go test output is kept
