@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,15 +91,24 @@ func feedNoops(b *testing.B, q queue.Queue, n, window int, done *atomic.Int64, s
 // with the queue's depth, and its 2,000-task drains take minutes, so two
 // races are all a run affords there; on LocalStack, which answers in
 // milliseconds like SQS, a drain takes seconds and the start is a visible
-// part of it. Run with:
+// part of it. minRacing is MILL_BENCH_RACE_SECONDS (default 30; make
+// bench runs 10: two races, each drain about 5 s on LocalStack here, and
+// the same ratios within the noise). Run with:
 //
 //	go test -run '^$' -bench EmulatorSixQueues -benchtime 1x ./pkg/workman/
 func BenchmarkEmulatorSixQueues(b *testing.B) {
 	const (
-		window    = 300
-		minRaces  = 2
-		minRacing = 30 * time.Second
+		window   = 300
+		minRaces = 2
 	)
+	minRacing := 30 * time.Second
+	if v := os.Getenv("MILL_BENCH_RACE_SECONDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("MILL_BENCH_RACE_SECONDS=%q: want a positive number of seconds", v)
+		}
+		minRacing = time.Duration(n) * time.Second
+	}
 	cfg := testenv.AWS(b)
 	ep := testenv.BenchSQSEndpoint(b)
 	at := func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) }
