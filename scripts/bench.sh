@@ -12,7 +12,7 @@
 # -bench alone). The acceptance run, about an hour:
 #   MILL_BENCH_DUP_STATE_SPACES=2000,20000 MILL_BENCH_SEARCH_ROWS=1000000 \
 #   MILL_BENCH_FIXITY_COPIES=1000000 MILL_BENCH_FLAT_ITEMS=10000,100000,1000000 \
-#   MILL_BENCH_RACE_SECONDS=30 MILL_BENCH_SHAPED_BYTES=268435456 make bench
+#   MILL_BENCH_RACE_SECONDS=30 MILL_BENCH_RATE_BYTES=1073741824 make bench
 # (and the larger MILL_BENCH_ITEMS, MILL_BENCH_S3_ITEMS, MILL_BENCH_BITLOG_ROWS
 # below). The 1 GiB objects (MILL_BENCH_BIG_BYTES) stay 1 GiB: their peak
 # memory rows prove the bound for an object of any size.
@@ -20,6 +20,11 @@
 # Environment:
 #   MILL_BENCH_BIG_BYTES  size of the "1 GiB" objects (default 1073741824);
 #                         e.g. MILL_BENCH_BIG_BYTES=$((64<<20)) for a quick run
+#   MILL_BENCH_RATE_BYTES size of the object of the throughput-only
+#                         benchmarks: the DuraCloud migration, the copies
+#                         S3 → GCS and S3 → Azure (make bench: 268435456;
+#                         acceptance MILL_BENCH_BIG_BYTES, 1 GiB, about 3
+#                         minutes more)
 #   MILL_BENCH_SHAPE_RATE  per-connection cap of the S3-like proxy of
 #                         test/transfer, bytes/s each way (default 4 MiB/s)
 #   MILL_BENCH_SHAPE_LATENCY_MS its per-request latency (default 20)
@@ -61,7 +66,7 @@
 #   MILL_BENCH_RACE_SECONDS racing time of Workman's six-vs-one drain
 #                         (make bench: 10, two races; default 30, six)
 #   MILL_BENCH_MIGRATE_ITEMS 4 KiB items of the DuraCloud migration benchmark
-#                         (default 500; its 1 GiB item is MILL_BENCH_BIG_BYTES)
+#                         (default 500; its big item is MILL_BENCH_RATE_BYTES)
 #   MILL_BENCH_ITEMS      sizes of the space the dup and bit producers run
 #                         over on an fs store (test/scale; default
 #                         10000,100000; acceptance 10000,100000,1000000)
@@ -105,6 +110,7 @@ export MILL_BENCH_SEARCH_ROWS=${MILL_BENCH_SEARCH_ROWS:-200000}
 export MILL_BENCH_FIXITY_COPIES=${MILL_BENCH_FIXITY_COPIES:-300000}
 export MILL_BENCH_FLAT_ITEMS=${MILL_BENCH_FLAT_ITEMS:-10000,100000,300000}
 export MILL_BENCH_RACE_SECONDS=${MILL_BENCH_RACE_SECONDS:-10}
+export MILL_BENCH_RATE_BYTES=${MILL_BENCH_RATE_BYTES:-$((256 << 20))}
 # rclone is the shaped transfer benchmark's reference (Debian's package).
 if ! command -v rclone >/dev/null 2>&1; then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
