@@ -74,19 +74,13 @@ func BenchmarkDupproducerState(b *testing.B) {
 }
 
 // stateSpaces reads MILL_BENCH_DUP_STATE_SPACES: space counts, each a
-// positive multiple of 100 (the spaces of one account).
+// multiple of 100 (the spaces of one account).
 func stateSpaces(b *testing.B) []int {
-	v := os.Getenv("MILL_BENCH_DUP_STATE_SPACES")
-	if v == "" {
-		v = "2000,20000"
-	}
-	var out []int
-	for f := range strings.SplitSeq(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 || n%100 != 0 {
-			b.Fatalf("MILL_BENCH_DUP_STATE_SPACES=%q: %q is not a positive multiple of 100", v, f)
+	out := testenv.BenchSizes(b, "MILL_BENCH_DUP_STATE_SPACES", "2000,20000")
+	for _, n := range out {
+		if n%100 != 0 {
+			b.Fatalf("MILL_BENCH_DUP_STATE_SPACES: %d is not a multiple of 100", n)
 		}
-		out = append(out, n)
 	}
 	return out
 }

@@ -1,8 +1,10 @@
 package testenv
 
 import (
+	"cmp"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -27,4 +29,21 @@ func BenchRateBytes(t testing.TB) int64 {
 		}
 	}
 	return 1 << 30
+}
+
+// BenchSizes reads the comma-separated positive counts of the setting
+// name (def when it is unset), e.g. MILL_BENCH_FLAT_ITEMS=10000,100000;
+// a value that is not one fails t.
+func BenchSizes(t testing.TB, name, def string) []int {
+	t.Helper()
+	v := cmp.Or(os.Getenv(name), def)
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			t.Fatalf("%s=%q: %q is not a positive count", name, v, f)
+		}
+		out = append(out, n)
+	}
+	return out
 }

@@ -6,30 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/millfleet/mill/internal/testkit/memstat"
+	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/storage"
 )
 
 // benchFlatSizes are the sizes of BenchmarkFlatWalk's spaces:
 // MILL_BENCH_FLAT_ITEMS, comma-separated (default 10000,100000,1000000).
 func benchFlatSizes(b *testing.B) []int {
-	v := os.Getenv("MILL_BENCH_FLAT_ITEMS")
-	if v == "" {
-		v = "10000,100000,1000000"
-	}
-	var out []int
-	for f := range strings.SplitSeq(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			b.Fatalf("MILL_BENCH_FLAT_ITEMS=%q: %q is not a positive count", v, f)
-		}
-		out = append(out, n)
-	}
-	return out
+	return testenv.BenchSizes(b, "MILL_BENCH_FLAT_ITEMS", "10000,100000,1000000")
 }
 
 // BenchmarkFlatWalk walks (storage.Walk, pages of 1,000) a space of one
