@@ -12,7 +12,8 @@
 # -bench alone). The acceptance run, about an hour:
 #   MILL_BENCH_DUP_STATE_SPACES=2000,20000 MILL_BENCH_SEARCH_ROWS=1000000 \
 #   MILL_BENCH_FIXITY_COPIES=1000000 MILL_BENCH_FLAT_ITEMS=10000,100000,1000000 \
-#   MILL_BENCH_RACE_SECONDS=30 MILL_BENCH_RATE_BYTES=1073741824 make bench
+#   MILL_BENCH_RACE_SECONDS=30 MILL_BENCH_RATE_BYTES=1073741824 \
+#   MILL_BENCH_SHAPED_BYTES=268435456 make bench
 # (and the larger MILL_BENCH_ITEMS, MILL_BENCH_S3_ITEMS, MILL_BENCH_BITLOG_ROWS
 # below). The 1 GiB objects (MILL_BENCH_BIG_BYTES) stay 1 GiB: their peak
 # memory rows prove the bound for an object of any size.
@@ -74,8 +75,10 @@
 #                         10000: seeding LocalStack runs at a few hundred
 #                         objects/s here, about an hour per million)
 #   MILL_BENCH_SHAPED_BYTES size of the object of the shaped transfers
-#                         (test/transfer; default 268435456: ten transfers
-#                         at 2-16 MB/s; at 1 GiB they take 20 minutes)
+#                         (test/transfer; make bench: 134217728, 16 parts
+#                         of 8 MiB, four per stream; default 268435456:
+#                         ten transfers at 2-16 MB/s, about 5 minutes; at
+#                         1 GiB they take 20 minutes)
 #   MILL_BENCH_DUP_STATE_SPACES space counts of the dupproducer state
 #                         benchmark on moto, comma-separated multiples of
 #                         100 (make bench: 200,2000; acceptance 2000,20000,
@@ -111,6 +114,7 @@ export MILL_BENCH_FIXITY_COPIES=${MILL_BENCH_FIXITY_COPIES:-300000}
 export MILL_BENCH_FLAT_ITEMS=${MILL_BENCH_FLAT_ITEMS:-10000,100000,300000}
 export MILL_BENCH_RACE_SECONDS=${MILL_BENCH_RACE_SECONDS:-10}
 export MILL_BENCH_RATE_BYTES=${MILL_BENCH_RATE_BYTES:-$((256 << 20))}
+export MILL_BENCH_SHAPED_BYTES=${MILL_BENCH_SHAPED_BYTES:-$((128 << 20))}
 # rclone is the shaped transfer benchmark's reference (Debian's package).
 if ! command -v rclone >/dev/null 2>&1; then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
