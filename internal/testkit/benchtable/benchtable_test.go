@@ -31,13 +31,13 @@ PASS
 ok  	github.com/millfleet/mill/pkg/storage/s3store	0.1s
 goos: linux
 goarch: amd64
-pkg: github.com/millfleet/mill/test/e2e
+pkg: github.com/millfleet/mill/test/readpath
 BenchmarkBitCheckReadPath-2   	       1	100 ns/op	       500.0 bitcheck_MB/s	       550.0 md5sum_MB/s	        0.9091 ratio	        20.5 peak-rss-MiB	        92 bound-MiB
 --- FAIL: BenchmarkCheck-2
     bench_test.go:80: check: boom
 FAIL
 exit status 1
-FAIL	github.com/millfleet/mill/test/e2e	3.2s
+FAIL	github.com/millfleet/mill/test/readpath	3.2s
 # github.com/millfleet/mill/producers/dup [github.com/millfleet/mill/producers/dup.test]
 producers/dup/bench_test.go:10:2: undefined: foo
 FAIL	github.com/millfleet/mill/producers/dup [build failed]
@@ -70,12 +70,12 @@ func TestTable(t *testing.T) {
 	check("Throughput: Workman vs raw SDK loop (tasks/s)", "100 tasks/s", "200 raw-tasks/s", "0.5x", "BenchmarkEmulatorNoop")
 	check("SQS requests/msg: sqsqueue send+receive+delete", "0.301 req/msg", "", "", "sqsqueue BenchmarkSendReceiveDelete")
 	check("Peak RSS MiB: s3store big object put+get vs its bound (streams × part size + constant)", "n/a", "", "", "skipped: the AWS emulator at http://127.0.0.1:4566 is not reachable")
-	check("Throughput: bit check read path vs md5sum (MB/s)", "500 bitcheck_MB/s", "550 md5sum_MB/s", "0.909x", "test/e2e BenchmarkBitCheckReadPath")
+	check("Throughput: bit check read path vs md5sum (MB/s)", "500 bitcheck_MB/s", "550 md5sum_MB/s", "0.909x", "test/readpath BenchmarkBitCheckReadPath")
 	check("Peak RSS MiB: bit check (download + hash) vs its bound (streams × part size + constant)", "20.50 peak-rss-MiB", "92.00 bound-MiB", "", "BenchmarkBitCheckReadPath")
 	check("SQS requests/task: producer enqueue", "n/a", "", "", "package failed: build failed")
 	check("Throughput: dup copy vs minimal SDK multipart copy, unshaped (MB/s)", "90.00 mill-MB/s", "100 raw-MB/s", "0.9x", "processors/dup BenchmarkCopy")
 	check("Peak RSS MiB: dup copy vs its bound (streams × part size + constant)", "60.00 VmHWM-MiB", "n/a", "", "BenchmarkCopy")
-	if r.Find("test/e2e", Rows[0].Name) != nil {
+	if r.Find("test/readpath", Rows[0].Name) != nil {
 		t.Error("a workman row matched a bit benchmark")
 	}
 	var fail *Bench

@@ -34,7 +34,7 @@ func TestWriteMarkdown(t *testing.T) {
 		"- duration: 11 min 40 s (building the test binaries: 1 min 5 s)\n",
 		// The packages' own times, from go test's ok and FAIL lines (a
 		// build failure has none).
-		"- per package: pkg/queue/sqsqueue 6 s, pkg/workman 12 s, pkg/storage/s3store 0 s, test/e2e 3 s",
+		"- per package: pkg/queue/sqsqueue 6 s, pkg/workman 12 s, pkg/storage/s3store 0 s, test/readpath 3 s",
 		"| Throughput: Workman vs raw SDK loop (tasks/s) | 100 tasks/s | 200 raw-tasks/s | 0.5x | pkg/workman BenchmarkEmulatorNoop |\n",
 		"| SQS requests/task: Workman steady state (NOOP) | 0.21 req/task | - | - | pkg/workman BenchmarkEmulatorNoop |\n",
 	} {
