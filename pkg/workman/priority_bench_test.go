@@ -295,7 +295,7 @@ func BenchmarkEmulatorMinShare(b *testing.B) {
 	// Eight workers × 0.5 s tasks need 16 tasks/s: less than the emulator
 	// delivers, so dup-high keeps every worker busy, as a backlog would.
 	const (
-		n        = 300
+		n        = 150
 		taskTime = 500 * time.Millisecond
 	)
 	ep := testenv.BenchSQSEndpoint(b)
