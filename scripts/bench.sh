@@ -5,9 +5,27 @@
 # big objects; it writes the same table, with the date, the machine and the
 # settings, to docs/PERFORMANCE.md. `make bench` runs this script.
 #
+# Its sizes of the long runs (below, "make bench:") keep the whole run under
+# 15 minutes on a shared 2-core machine while still showing each scaling
+# (a ratio between two sizes); where an acceptance size is larger, it is
+# given with the setting and is each benchmark's own default (go test
+# -bench alone). The acceptance run, about an hour:
+#   MILL_BENCH_DUP_STATE_SPACES=2000,20000 MILL_BENCH_SEARCH_ROWS=1000000 \
+#   MILL_BENCH_FIXITY_COPIES=1000000 MILL_BENCH_FLAT_ITEMS=10000,100000,1000000 \
+#   MILL_BENCH_RACE_SECONDS=30 MILL_BENCH_RATE_BYTES=1073741824 \
+#   MILL_BENCH_SHAPED_BYTES=268435456 make bench
+# (and the larger MILL_BENCH_ITEMS, MILL_BENCH_S3_ITEMS, MILL_BENCH_BITLOG_ROWS
+# below). The 1 GiB objects (MILL_BENCH_BIG_BYTES) stay 1 GiB: their peak
+# memory rows prove the bound for an object of any size.
+#
 # Environment:
 #   MILL_BENCH_BIG_BYTES  size of the "1 GiB" objects (default 1073741824);
 #                         e.g. MILL_BENCH_BIG_BYTES=$((64<<20)) for a quick run
+#   MILL_BENCH_RATE_BYTES size of the object of the throughput-only
+#                         benchmarks: the DuraCloud migration, the copies
+#                         S3 → GCS and S3 → Azure (make bench: 268435456;
+#                         acceptance MILL_BENCH_BIG_BYTES, 1 GiB, about 3
+#                         minutes more)
 #   MILL_BENCH_SHAPE_RATE  per-connection cap of the S3-like proxy of
 #                         test/transfer, bytes/s each way (default 4 MiB/s)
 #   MILL_BENCH_SHAPE_LATENCY_MS its per-request latency (default 20)
@@ -30,7 +48,12 @@
 #   MILL_BENCH_VERDICTS   copies of the space whose bit verdicts are read
 #                         (default 1000000)
 #   MILL_BENCH_FIXITY_COPIES copies of the fixity coverage benchmark's large
-#                         space (default and acceptance size 1000000)
+#                         space (make bench: 300000; acceptance 1000000,
+#                         whose writing takes a minute more; its seconds
+#                         are given per million copies)
+#   MILL_BENCH_SEARCH_ROWS content-index rows of the console's item search
+#                         benchmark (make bench: 200000; acceptance
+#                         1000000, two minutes of writing here)
 #   MILL_BENCH_EVIDENCE_EVENTS events of the evidence log benchmark
 #                         (default 100000; its verification time is given
 #                         per million events, extrapolated)
@@ -41,9 +64,13 @@
 #   MILL_BENCH_ENQUEUE_INFLIGHT its batches in flight after the sequential
 #                         baseline, comma-separated (default 8,16,32)
 #   MILL_BENCH_FLAT_ITEMS sizes of the fs walk over one flat directory,
-#                         comma-separated (default 10000,100000,1000000)
+#                         comma-separated (make bench: 10000,100000,300000;
+#                         acceptance 10000,100000,1000000, whose 2,000,000
+#                         directory entries take 3 minutes to create here)
+#   MILL_BENCH_RACE_SECONDS racing time of Workman's six-vs-one drain
+#                         (make bench: 10, two races; default 30, six)
 #   MILL_BENCH_MIGRATE_ITEMS 4 KiB items of the DuraCloud migration benchmark
-#                         (default 500; its 1 GiB item is MILL_BENCH_BIG_BYTES)
+#                         (default 500; its big item is MILL_BENCH_RATE_BYTES)
 #   MILL_BENCH_ITEMS      sizes of the space the dup and bit producers run
 #                         over on an fs store (test/scale; default
 #                         10000,100000; acceptance 10000,100000,1000000)
@@ -56,19 +83,28 @@
 #   MILL_BENCH_REPORT_S3_ITEMS the same on S3 at MILL_BENCH_S3_ENDPOINT
 #                         (default: not run)
 #   MILL_BENCH_SHAPED_BYTES size of the object of the shaped transfers
-#                         (test/transfer; default 268435456: ten transfers
-#                         at 2-16 MB/s; at 1 GiB they take 20 minutes)
+#                         (test/transfer; make bench: 134217728, 16 parts
+#                         of 8 MiB, four per stream; default 268435456:
+#                         ten transfers at 2-16 MB/s, about 5 minutes; at
+#                         1 GiB they take 20 minutes)
+#   MILL_BENCH_DUP_STATE_SPACES space counts of the dupproducer state
+#                         benchmark on moto, comma-separated multiples of
+#                         100 (make bench: 200,2000; acceptance 2000,20000,
+#                         3 to 9 minutes more)
 #   BENCH                 -bench pattern (default .)
-#   BENCH_TIMEOUT         go test -timeout (default 30m)
+#   BENCH_TIMEOUT         -test.timeout of each package (default 30m)
+#   BENCH_BIN             where the test binaries are built (default
+#                         .local/benchbin)
 #   BENCH_LOG             where the raw go test output is kept
 #                         (default .local/bench.log)
 #   BENCH_DOC             where the Markdown table is written (default
 #                         docs/PERFORMANCE.md for a full run; with BENCH set,
 #                         a partial run, .local/PERFORMANCE.md, so a partial
 #                         run never replaces the record)
-# The raw output is also printed as it comes. Exit status: that of go test
-# (a failed or missing benchmark shows as n/a in the table with its reason).
+# The raw output is also printed as it comes. Exit status: 1 when a package
+# failed or did not build (its rows show as n/a in the table with the reason).
 set -uo pipefail
+began=$SECONDS
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 if [[ -f localstack/env.sh ]]; then
@@ -78,6 +114,15 @@ fi
 export MILL_BENCH_BIG_BYTES=${MILL_BENCH_BIG_BYTES:-$((1 << 30))}
 # processors/dup reads its own variable; one knob sizes every big object.
 export MILL_BENCH_DUP_BYTES=${MILL_BENCH_DUP_BYTES:-$MILL_BENCH_BIG_BYTES}
+# make bench's sizes of the long runs (see above); docs/PERFORMANCE.md
+# lists them with the run.
+export MILL_BENCH_DUP_STATE_SPACES=${MILL_BENCH_DUP_STATE_SPACES:-200,2000}
+export MILL_BENCH_SEARCH_ROWS=${MILL_BENCH_SEARCH_ROWS:-200000}
+export MILL_BENCH_FIXITY_COPIES=${MILL_BENCH_FIXITY_COPIES:-300000}
+export MILL_BENCH_FLAT_ITEMS=${MILL_BENCH_FLAT_ITEMS:-10000,100000,300000}
+export MILL_BENCH_RACE_SECONDS=${MILL_BENCH_RACE_SECONDS:-10}
+export MILL_BENCH_RATE_BYTES=${MILL_BENCH_RATE_BYTES:-$((256 << 20))}
+export MILL_BENCH_SHAPED_BYTES=${MILL_BENCH_SHAPED_BYTES:-$((128 << 20))}
 # rclone is the shaped transfer benchmark's reference (Debian's package).
 if ! command -v rclone >/dev/null 2>&1; then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
@@ -113,17 +158,45 @@ fi
 echo "bench: ${#pkgs[@]} packages with benchmarks: ${pkgs[*]}" >&2
 echo "bench: MILL_BENCH_BIG_BYTES=$MILL_BENCH_BIG_BYTES MILL_BENCH_BITLOG_ROWS=${MILL_BENCH_BITLOG_ROWS:-200000}" >&2
 
-# The test binaries are built first, in parallel (running no test and no
-# benchmark): the measured run below, -p 1, would also compile one
-# package at a time, which took a third of the run on a loaded machine.
-echo "bench: building the test binaries" >&2
-$GO test -count=1 -run '^$' -bench '^$' "${pkgs[@]}" >/dev/null 2>&1 ||
+# The test binaries (and benchtable) are built first, two at a time, each
+# to its own file: the measured run below then only runs them. (go test
+# -p 1 would compile and link one package at a time, a third of the run
+# on a loaded machine, and go test relinks a test binary on every run.)
+bin=${BENCH_BIN:-.local/benchbin}
+rm -rf "$bin" && mkdir -p "$bin"
+echo "bench: building the test binaries into $bin" >&2
+binname() { local p=${1#./}; echo "${p//\//_}.test"; }
+export GO bin
+export -f binname
+printf '%s\n' "${pkgs[@]}" | xargs -P "${BENCH_BUILD_JOBS:-2}" -I{} bash -c \
+  '$GO test -c -o "$bin/$(binname {})" {} >"$bin/$(binname {}).build" 2>&1' ||
   echo "bench: some packages do not build; the run below says which" >&2
+$GO build -o "$bin/benchtable" ./scripts/benchtable || exit 1
+build=$((SECONDS - began))
+echo "bench: built in ${build}s" >&2
 
-# -p 1: one package at a time, so throughput and peak-memory numbers are
-# not measured against each other on a loaded machine.
-$GO test -p 1 -run '^$' -bench "${BENCH:-.}" -benchtime 1x -timeout "${BENCH_TIMEOUT:-30m}" "${pkgs[@]}" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
+# One package at a time, so throughput and peak-memory numbers are not
+# measured against each other; each binary runs in its package's
+# directory, as go test runs it, and each package ends with go test's
+# "ok"/"FAIL" line and its time, which benchtable reads.
+status=0
+for p in "${pkgs[@]}"; do
+  exe=$bin/$(binname "$p")
+  imp=$($GO list "$p" 2>/dev/null || echo "$p")
+  t0=$SECONDS
+  if [[ ! -x $exe ]]; then
+    cat "$exe.build"
+    printf 'FAIL\t%s [build failed]\n' "$imp"
+    continue
+  fi
+  abs=$(cd "$(dirname "$exe")" && pwd)/$(basename "$exe")
+  if (cd "$p" && "$abs" -test.paniconexit0 -test.run '^$' -test.bench "${BENCH:-.}" -test.benchtime 1x -test.timeout "${BENCH_TIMEOUT:-30m}"); then
+    printf 'ok  \t%s\t%ds\n' "$imp" $((SECONDS - t0))
+  else
+    printf 'FAIL\t%s\t%ds\n' "$imp" $((SECONDS - t0))
+  fi
+done 2>&1 | tee "$log"
+grep -q '^FAIL' "$log" && status=1
 
 echo
 echo "== Mill benchmarks (MILL_BENCH_BIG_BYTES=$MILL_BENCH_BIG_BYTES; raw output in $log)"
@@ -132,6 +205,8 @@ if [[ -n ${BENCH:-} ]]; then
 else
   doc=${BENCH_DOC:-docs/PERFORMANCE.md}
 fi
-$GO run ./scripts/benchtable -markdown "$doc" -log "$log" "$log" || status=1
-echo "bench: the table, the date and the machine are in $doc" >&2
+took=$((SECONDS - began))
+"$bin/benchtable" -markdown "$doc" -log "$log" -duration "${took}s" -build "${build}s" "$log" || status=1
+echo "bench: the table, the date, the machine and each package's time are in $doc" >&2
+printf 'bench: total %dm%02ds (building %dm%02ds)\n' $((took / 60)) $((took % 60)) $((build / 60)) $((build % 60)) >&2
 exit "$status"

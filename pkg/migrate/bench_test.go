@@ -169,19 +169,19 @@ func runBench(b *testing.B, cfg migrate.Config, counter *countingClient, want mi
 // streams (as the dup processor with DisableServerSideCopy).
 type noServerSide struct{ storage.Provider }
 
-// BenchmarkMigrate1GiB migrates one item of MILL_BENCH_BIG_BYTES (default
-// 1 GiB) from a DuraCloud-layout store to a Mill store, and in the same
+// BenchmarkMigrate1GiB migrates one item of MILL_BENCH_RATE_BYTES
+// (testenv.BenchRateBytes: else MILL_BENCH_BIG_BYTES, else 1 GiB) from a DuraCloud-layout store to a Mill store, and in the same
 // run streams the same item with storage.Copy (the dup processor's
 // streamed copy, no verification beyond the destination's MD5). Metrics:
 // MB/s of each and their ratio; the migration also reads the copy back.
 //
-//	make bench, or: MILL_BENCH_BIG_BYTES=$((64<<20)) go test -run '^$' -bench Migrate1GiB -benchtime 1x ./pkg/migrate
+//	make bench, or: MILL_BENCH_RATE_BYTES=$((64<<20)) go test -run '^$' -bench Migrate1GiB -benchtime 1x ./pkg/migrate
 func BenchmarkMigrate1GiB(b *testing.B) {
 	src, dst, counter, _, _ := benchStores(b)
 	ctx := context.Background()
-	size := envInt(b, "MILL_BENCH_BIG_BYTES", 1<<30)
+	size := testenv.BenchRateBytes(b)
 	if size > s3store.DuraCloudMaxItem {
-		b.Fatalf("MILL_BENCH_BIG_BYTES=%d: DuraCloud items are at most %d bytes", size, s3store.DuraCloudMaxItem)
+		b.Fatalf("%s=%d: DuraCloud items are at most %d bytes", testenv.BenchRateBytesVar, size, s3store.DuraCloudMaxItem)
 	}
 	const space, id = "big", "big.bin"
 	if err := src.CreateSpace(ctx, space); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,15 +91,24 @@ func feedNoops(b *testing.B, q queue.Queue, n, window int, done *atomic.Int64, s
 // with the queue's depth, and its 2,000-task drains take minutes, so two
 // races are all a run affords there; on LocalStack, which answers in
 // milliseconds like SQS, a drain takes seconds and the start is a visible
-// part of it. Run with:
+// part of it. minRacing is MILL_BENCH_RACE_SECONDS (default 30; make
+// bench runs 10: two races, each drain about 5 s on LocalStack here, and
+// the same ratios within the noise). Run with:
 //
 //	go test -run '^$' -bench EmulatorSixQueues -benchtime 1x ./pkg/workman/
 func BenchmarkEmulatorSixQueues(b *testing.B) {
 	const (
-		window    = 300
-		minRaces  = 2
-		minRacing = 30 * time.Second
+		window   = 300
+		minRaces = 2
 	)
+	minRacing := 30 * time.Second
+	if v := os.Getenv("MILL_BENCH_RACE_SECONDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("MILL_BENCH_RACE_SECONDS=%q: want a positive number of seconds", v)
+		}
+		minRacing = time.Duration(n) * time.Second
+	}
 	cfg := testenv.AWS(b)
 	ep := testenv.BenchSQSEndpoint(b)
 	at := func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) }
@@ -275,17 +286,20 @@ func BenchmarkEmulatorHighPickup(b *testing.B) {
 // BenchmarkEmulatorMinShare floods dup-high and bit and counts what bit
 // completes until dup-high has drained, with --min-share bit=0.2 and
 // without. It reports bit's share of the completed tasks in percent for
-// each (the bars: 20 ± 5 and 0). Run with:
+// each (the bars: 20 ± 5 and 0). The queues are on MILL_BENCH_SQS_ENDPOINT
+// when it is set (make bench: LocalStack; on moto under load this took 160
+// s instead of the 45 s its tasks take). Run with:
 //
 //	go test -run '^$' -bench EmulatorMinShare -benchtime 1x ./pkg/workman/
 func BenchmarkEmulatorMinShare(b *testing.B) {
 	// Eight workers × 0.5 s tasks need 16 tasks/s: less than the emulator
 	// delivers, so dup-high keeps every worker busy, as a backlog would.
 	const (
-		n        = 300
+		n        = 150
 		taskTime = 500 * time.Millisecond
 	)
-	client := testenv.AWS(b).SQS()
+	ep := testenv.BenchSQSEndpoint(b)
+	client := testenv.AWS(b).SQS(func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) })
 	share := func(c *sqs.Client, floor float64) float64 {
 		qs := emuQueueSet(b, c, 30*time.Second, queue.DefaultPriority...)
 		sendNoops(b, qs[1], n, map[string]string{"kind": "high"})

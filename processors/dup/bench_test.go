@@ -231,9 +231,5 @@ func BenchmarkStreamingCopy1GiB(b *testing.B) {
 	bound := storage.MemoryBound(storage.Transfer{})
 	b.ReportMetric(copyRSS, "peak-rss-MiB")
 	b.ReportMetric(bound, "bound-MiB")
-	anon, file := memstat.RSSParts()
-	b.Logf("dup copy peak RSS %.1f MiB (bound %.0f); now %.1f MiB anonymous, %.1f MiB file-backed", copyRSS, bound, anon, file)
-	if copyRSS > bound || copyRSS > 100 {
-		b.Errorf("dup copy peak RSS %.1f MiB, want under the bound %.0f MiB and under 100 MiB", copyRSS, bound)
-	}
+	memstat.CheckBound(b, "dup copy", copyRSS, bound)
 }

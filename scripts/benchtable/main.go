@@ -2,7 +2,8 @@
 // arguments, or stdin) and prints Mill's benchmark summary table; see
 // internal/testkit/benchtable. With -markdown FILE it also writes the table, the
 // date, the machine and the run's MILL_BENCH_* settings to FILE as
-// Markdown (scripts/bench.sh: docs/PERFORMANCE.md).
+// Markdown (scripts/bench.sh: docs/PERFORMANCE.md), with the run's
+// duration (-duration, -build) and each package's time from the output.
 package main
 
 import (
@@ -30,6 +31,8 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("benchtable", flag.ContinueOnError)
 	markdown := fs.String("markdown", "", "also write the table as Markdown, with the date and the machine, to this `file`")
 	logName := fs.String("log", "", "name the raw output `file` in the Markdown (default: the first argument)")
+	took := fs.Duration("duration", 0, "state the run's wall time, build included, in the Markdown (scripts/bench.sh measures it)")
+	build := fs.Duration("build", 0, "state the part of -duration spent building the test binaries")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,7 +60,8 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	if *markdown == "" {
 		return nil
 	}
-	m := benchtable.Meta{When: time.Now(), Machine: machine(), Settings: settings(os.Environ()), Log: *logName}
+	m := benchtable.Meta{When: time.Now(), Machine: machine(), Settings: settings(os.Environ()), Log: *logName,
+		Duration: *took, Build: *build, Packages: res.PkgTimes}
 	if m.Log == "" && fs.NArg() > 0 {
 		m.Log = fs.Arg(0)
 	}

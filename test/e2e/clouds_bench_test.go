@@ -5,8 +5,6 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"io"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -21,7 +19,8 @@ import (
 	"github.com/millfleet/mill/pkg/storage/s3store"
 )
 
-// BenchmarkCopyToClouds streams MILL_BENCH_BIG_BYTES (default 1 GiB) from
+// BenchmarkCopyToClouds streams MILL_BENCH_RATE_BYTES (testenv.BenchRateBytes:
+// else MILL_BENCH_BIG_BYTES, else 1 GiB) from
 // S3 (MILL_BENCH_S3_ENDPOINT, else the emulator) to GCS (fake-gcs-server in
 // this process) and to Azure (Azurite) with storage.Copy — Mill's copy:
 // parallel ranged reads, the destination's checked upload — and with each
@@ -29,14 +28,7 @@ import (
 // azblob's UploadStream), in the same run. It reports both rates and
 // their ratio (mill/sdk). It runs under `make bench`.
 func BenchmarkCopyToClouds(b *testing.B) {
-	size := int64(1 << 30)
-	if v := os.Getenv("MILL_BENCH_BIG_BYTES"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			b.Fatalf("MILL_BENCH_BIG_BYTES=%q: want a positive byte count", v)
-		}
-		size = n
-	}
+	size := testenv.BenchRateBytes(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	cfg := testenv.AWS(b)

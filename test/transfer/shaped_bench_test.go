@@ -114,7 +114,9 @@ func measure(b *testing.B, what string, fn func() error) phase {
 // alike; LocalStack's S3 serves a 16 MiB range of it in 25 ms
 // (scripts/bench.sh points this benchmark at LocalStack when it answers).
 // Mill with one stream runs on an eighth of
-// the object (same rate, less waiting).
+// the object (same rate, less waiting). The peak RSS of Mill's copy and
+// check must stay under storage.MemoryBound of the default Transfer and
+// 100 MiB.
 func BenchmarkShapedTransfers(b *testing.B) {
 	cfg := testenv.AWS(b)
 	size := envInt(b, "MILL_BENCH_SHAPED_BYTES", 256<<20)
@@ -309,6 +311,12 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	}
 	b.ReportMetric(copyP.peakMiB, "copy-peak-rss-MiB")
 	b.ReportMetric(checkP.peakMiB, "check-peak-rss-MiB")
+	// Mill's copy and check at the default Transfer stay within the bound
+	// the storage package states, and under 100 MiB.
+	bound := storage.MemoryBound(t)
+	b.ReportMetric(bound, "bound-MiB")
+	memstat.CheckBound(b, "shaped copy", copyP.peakMiB, bound)
+	memstat.CheckBound(b, "shaped bit check", checkP.peakMiB, bound)
 	st := proxy.Stats()
 	b.Logf("proxy: %d requests, %d MB up, %d MB down; rate %d B/s per connection each way, latency %v", st.Requests, st.BytesUp/1e6, st.BytesDown/1e6, rate, latency)
 }

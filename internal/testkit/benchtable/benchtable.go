@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Bench is one benchmark's outcome in the output.
@@ -32,12 +33,22 @@ type Result struct {
 	// PkgFail maps a package that failed outside any benchmark (build
 	// failure, panic, timeout) to its first error line.
 	PkgFail map[string]string
+	// PkgTimes is each package's wall time as go test printed it on its
+	// "ok" or "FAIL" line, in the order of the output.
+	PkgTimes []PkgTime
+}
+
+// PkgTime is one package's wall time in the run.
+type PkgTime struct {
+	Pkg  string
+	Time time.Duration
 }
 
 var (
 	benchLine = regexp.MustCompile(`^(Benchmark[^\s]*?)(?:-\d+)?\s+(\d+)\s+(.*)$`)
 	resultHdr = regexp.MustCompile(`^--- (SKIP|FAIL|BENCH): (Benchmark[^\s]*?)(?:-\d+)?(?:\s|$)`)
 	pkgFail   = regexp.MustCompile(`^FAIL\s+(\S+)\s+(?:\[(.*)\]|[\d.]+s)`)
+	pkgTime   = regexp.MustCompile(`^(?:ok|FAIL)\s+(\S+)\s+([\d.]+)s\b`)
 )
 
 // Parse reads `go test -bench` text output (several packages may follow
@@ -63,6 +74,11 @@ func Parse(r io.Reader) (*Result, error) {
 	for sc.Scan() {
 		line := sc.Text()
 		trimmed := strings.TrimSpace(line)
+		if m := pkgTime.FindStringSubmatch(line); m != nil {
+			if secs, err := strconv.ParseFloat(m[2], 64); err == nil {
+				res.PkgTimes = append(res.PkgTimes, PkgTime{Pkg: m[1], Time: time.Duration(secs * float64(time.Second))})
+			}
+		}
 		switch {
 		case strings.HasPrefix(line, "pkg: "):
 			pkg, pending, lastErr = strings.TrimSpace(line[5:]), nil, ""

@@ -31,13 +31,13 @@ PASS
 ok  	github.com/millfleet/mill/pkg/storage/s3store	0.1s
 goos: linux
 goarch: amd64
-pkg: github.com/millfleet/mill/test/e2e
-BenchmarkBitCheckReadPath-2   	       1	100 ns/op	       500.0 bitcheck_MB/s	       550.0 md5sum_MB/s	        0.9091 ratio	        20.5 peak-rss-MiB
+pkg: github.com/millfleet/mill/test/readpath
+BenchmarkBitCheckReadPath-2   	       1	100 ns/op	       500.0 bitcheck_MB/s	       550.0 md5sum_MB/s	        0.9091 ratio	        20.5 peak-rss-MiB	        92 bound-MiB
 --- FAIL: BenchmarkCheck-2
     bench_test.go:80: check: boom
 FAIL
 exit status 1
-FAIL	github.com/millfleet/mill/test/e2e	3.2s
+FAIL	github.com/millfleet/mill/test/readpath	3.2s
 # github.com/millfleet/mill/producers/dup [github.com/millfleet/mill/producers/dup.test]
 producers/dup/bench_test.go:10:2: undefined: foo
 FAIL	github.com/millfleet/mill/producers/dup [build failed]
@@ -70,12 +70,12 @@ func TestTable(t *testing.T) {
 	check("Throughput: Workman vs raw SDK loop (tasks/s)", "100 tasks/s", "200 raw-tasks/s", "0.5x", "BenchmarkEmulatorNoop")
 	check("SQS requests/msg: sqsqueue send+receive+delete", "0.301 req/msg", "", "", "sqsqueue BenchmarkSendReceiveDelete")
 	check("Peak RSS MiB: s3store big object put+get vs its bound (streams × part size + constant)", "n/a", "", "", "skipped: the AWS emulator at http://127.0.0.1:4566 is not reachable")
-	check("Throughput: bit check read path vs md5sum (MB/s)", "500 bitcheck_MB/s", "550 md5sum_MB/s", "0.909x", "test/e2e BenchmarkBitCheckReadPath")
-	check("Peak RSS MiB: bit check (download + hash)", "20.50 peak-rss-MiB", "", "", "BenchmarkBitCheckReadPath")
+	check("Throughput: bit check read path vs md5sum (MB/s)", "500 bitcheck_MB/s", "550 md5sum_MB/s", "0.909x", "test/readpath BenchmarkBitCheckReadPath")
+	check("Peak RSS MiB: bit check (download + hash) vs its bound (streams × part size + constant)", "20.50 peak-rss-MiB", "92.00 bound-MiB", "", "BenchmarkBitCheckReadPath")
 	check("SQS requests/task: producer enqueue", "n/a", "", "", "package failed: build failed")
 	check("Throughput: dup copy vs minimal SDK multipart copy, unshaped (MB/s)", "90.00 mill-MB/s", "100 raw-MB/s", "0.9x", "processors/dup BenchmarkCopy")
 	check("Peak RSS MiB: dup copy vs its bound (streams × part size + constant)", "60.00 VmHWM-MiB", "n/a", "", "BenchmarkCopy")
-	if r.Find("test/e2e", Rows[0].Name) != nil {
+	if r.Find("test/readpath", Rows[0].Name) != nil {
 		t.Error("a workman row matched a bit benchmark")
 	}
 	var fail *Bench
@@ -107,7 +107,8 @@ func TestMissingMetric(t *testing.T) {
 
 // A broad row ("producers/", any benchmark) takes the benchmark that
 // reports its metric, not the first one its pattern matches; the
-// dupproducer's sub-benchmarks each feed their own rows.
+// dupproducer's sub-benchmarks (sizes from a setting, smallest first) feed
+// the rows of the fewest and of the most spaces.
 func TestRowTakesTheBenchmarkReportingItsValue(t *testing.T) {
 	const out = `pkg: github.com/millfleet/mill/producers/dup
 BenchmarkDupproducerState/spaces=2000-2         	       1	396211407323 ns/op	       588.6 B/changed-morsel	    343334 old-B/changed-morsel	         0.001714 journal/old	      4104 state-PUTs	         0 unexpiring
@@ -127,13 +128,13 @@ ok  	github.com/millfleet/mill/producers/looping	1.0s
 	}
 	for measure, want := range map[string][3]string{ // value, ratio, source
 		"SQS requests/task: producer enqueue": {"0.1 req/task", "", "producers/looping BenchmarkProducerEnqueue"},
-		"Dupproducer run, 20,000 spaces: state bytes/changed morsel, journal vs whole-state rewrite": {
+		"Dupproducer run, the most spaces of MILL_BENCH_DUP_STATE_SPACES (acceptance: 20,000): state bytes/changed morsel, journal vs whole-state rewrite": {
 			"600 B/changed-morsel", "0.0002x", "producers/dup BenchmarkDupproducerState/spaces=20000"},
-		"Dupproducer run, 2,000 spaces: state bytes/changed morsel, journal vs whole-state rewrite": {
+		"Dupproducer run, the fewest spaces of MILL_BENCH_DUP_STATE_SPACES: state bytes/changed morsel, journal vs whole-state rewrite": {
 			"589 B/changed-morsel", "0.00171x", "producers/dup BenchmarkDupproducerState/spaces=2000"},
-		"Dupproducer run, 20,000 spaces: state PUTs (one per save or base)": {
+		"Dupproducer run, the most spaces: state PUTs (one per save or base)": {
 			"40000 state-PUTs", "", "producers/dup BenchmarkDupproducerState/spaces=20000"},
-		"Dupproducer run, 20,000 spaces: state versions left that no lifecycle rule expires": {
+		"Dupproducer run, the most spaces: state versions left that no lifecycle rule expires": {
 			"0 unexpiring", "", "producers/dup BenchmarkDupproducerState/spaces=20000"},
 	} {
 		l := got[measure]

@@ -14,6 +14,11 @@ type Meta struct {
 	Machine  string   // e.g. "linux/amd64, 2 CPUs (AMD EPYC …), go1.26.0"
 	Settings []string // the knobs of the run, e.g. "MILL_BENCH_BIG_BYTES=1073741824"
 	Log      string   // where the raw go test output is kept
+	// Duration is the whole run's wall time (build and benchmarks), Build
+	// the part spent building the test binaries; zero: not stated.
+	Duration, Build time.Duration
+	// Packages are the packages' own times (Result.PkgTimes).
+	Packages []PkgTime
 }
 
 // Preamble opens docs/PERFORMANCE.md: what the figures are and how to
@@ -38,6 +43,20 @@ func WriteMarkdown(w io.Writer, m Meta, lines []Line) error {
 	b.WriteString(Preamble)
 	fmt.Fprintf(&b, "\n## The run of %s\n\n", m.When.UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- machine: %s\n", mdCell(m.Machine))
+	if m.Duration > 0 {
+		fmt.Fprintf(&b, "- duration: %s", minutes(m.Duration))
+		if m.Build > 0 {
+			fmt.Fprintf(&b, " (building the test binaries: %s)", minutes(m.Build))
+		}
+		b.WriteString("\n")
+	}
+	if len(m.Packages) > 0 {
+		parts := make([]string, len(m.Packages))
+		for i, p := range m.Packages {
+			parts[i] = short(p.Pkg) + " " + minutes(p.Time)
+		}
+		fmt.Fprintf(&b, "- per package: %s\n", mdCell(strings.Join(parts, ", ")))
+	}
 	for _, s := range m.Settings {
 		fmt.Fprintf(&b, "- `%s`\n", s)
 	}
@@ -57,4 +76,13 @@ func mdCell(s string) string {
 	s = strings.ReplaceAll(s, "\r", " ")
 	s = strings.ReplaceAll(s, "\n", " ")
 	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+// minutes formats d as "12 min 5 s" (or "41 s"), to the second.
+func minutes(d time.Duration) string {
+	s := int64(d.Round(time.Second) / time.Second)
+	if s < 60 {
+		return fmt.Sprintf("%d s", s)
+	}
+	return fmt.Sprintf("%d min %d s", s/60, s%60)
 }

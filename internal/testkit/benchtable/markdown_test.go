@@ -18,6 +18,9 @@ func TestWriteMarkdown(t *testing.T) {
 		Machine:  "linux/amd64, 2 CPUs | shared",
 		Settings: []string{"MILL_BENCH_BIG_BYTES=1073741824"},
 		Log:      ".local/bench.log",
+		Duration: 11*time.Minute + 40*time.Second,
+		Build:    65 * time.Second,
+		Packages: r.PkgTimes,
 	}
 	if err := WriteMarkdown(&sb, m, lines); err != nil {
 		t.Fatal(err)
@@ -28,6 +31,10 @@ func TestWriteMarkdown(t *testing.T) {
 		"## The run of 2026-11-24 21:05 UTC\n",
 		"- machine: linux/amd64, 2 CPUs \\| shared\n",
 		"- `MILL_BENCH_BIG_BYTES=1073741824`\n",
+		"- duration: 11 min 40 s (building the test binaries: 1 min 5 s)\n",
+		// The packages' own times, from go test's ok and FAIL lines (a
+		// build failure has none).
+		"- per package: pkg/queue/sqsqueue 6 s, pkg/workman 12 s, pkg/storage/s3store 0 s, test/readpath 3 s",
 		"| Throughput: Workman vs raw SDK loop (tasks/s) | 100 tasks/s | 200 raw-tasks/s | 0.5x | pkg/workman BenchmarkEmulatorNoop |\n",
 		"| SQS requests/task: Workman steady state (NOOP) | 0.21 req/task | - | - | pkg/workman BenchmarkEmulatorNoop |\n",
 	} {

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // PeakRSSMiB returns the process's peak resident set size (VmHWM from
@@ -53,4 +54,24 @@ func ResetPeak() bool {
 func RSSParts() (anon, file float64) {
 	v := statusMiB("RssAnon", "RssFile")
 	return v[0], v[1]
+}
+
+// MaxMiB is the ceiling of every peak-RSS row of the benchmark table
+// (docs/PERFORMANCE.md): a Mill process moving an object of any size at
+// the default settings stays under it.
+const MaxMiB = 100
+
+// CheckBound reports peak (a phase's PeakRSSMiB) against bound (its
+// storage.MemoryBound, in MiB) and fails tb when peak is over bound or
+// over MaxMiB, naming the anonymous and file-backed parts of the RSS now
+// so a failure says which one grew.
+func CheckBound(tb testing.TB, what string, peak, bound float64) {
+	tb.Helper()
+	anon, file := RSSParts()
+	if peak > bound || peak > MaxMiB {
+		tb.Errorf("%s: peak RSS %.1f MiB, want under its bound %.0f MiB and under %d MiB (now %.1f MiB anonymous, %.1f MiB file-backed)",
+			what, peak, bound, MaxMiB, anon, file)
+		return
+	}
+	tb.Logf("%s: peak RSS %.1f MiB, within its bound %.0f MiB", what, peak, bound)
 }

@@ -77,3 +77,30 @@ func TestRSSPartsAnonGrows(t *testing.T) {
 	}
 	_ = buf[len(buf)-1]
 }
+
+// recorder is a testing.TB that records whether it was failed.
+type recorder struct {
+	testing.TB
+	failed bool
+}
+
+func (r *recorder) Helper()               {}
+func (r *recorder) Logf(string, ...any)   {}
+func (r *recorder) Errorf(string, ...any) { r.failed = true }
+
+func TestCheckBound(t *testing.T) {
+	for _, c := range []struct {
+		peak, bound float64
+		fail        bool
+	}{
+		{peak: 91, bound: 92},
+		{peak: 93, bound: 92, fail: true},
+		{peak: 101, bound: 200, fail: true}, // over MaxMiB whatever the bound
+	} {
+		r := &recorder{TB: t}
+		CheckBound(r, "copy", c.peak, c.bound)
+		if r.failed != c.fail {
+			t.Errorf("CheckBound(peak %v, bound %v) failed = %v, want %v", c.peak, c.bound, r.failed, c.fail)
+		}
+	}
+}

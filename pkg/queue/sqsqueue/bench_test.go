@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/queue"
@@ -15,12 +18,16 @@ import (
 // BenchmarkSendReceiveDelete moves benchMessages messages through a queue in
 // batches of 10 per b.N iteration and reports SQS requests per message (0.3
 // is ideal: a tenth of a request each to send, receive and delete) and
-// messages per second.
+// messages per second, on MILL_BENCH_SQS_ENDPOINT when it is set.
 func BenchmarkSendReceiveDelete(b *testing.B) {
 	const benchMessages = 2000
 	cfg := testenv.AWS(b)
 	meter := sqsqueue.NewMeter()
-	c := cfg.SQS(meter.Option())
+	// MILL_BENCH_SQS_ENDPOINT (make bench: LocalStack when it answers),
+	// else the emulator's: moto answers a receive in time proportional
+	// to the queue's depth, which took this benchmark minutes there.
+	ep := testenv.BenchSQSEndpoint(b)
+	c := cfg.SQS(meter.Option(), func(o *sqs.Options) { o.BaseEndpoint = aws.String(ep) })
 	prefix := testenv.Prefix(b)
 	testenv.CleanupQueues(b, c, prefix)
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -159,10 +160,5 @@ func BenchmarkBigObject(b *testing.B) {
 	b.ReportMetric(bound, "bound-MiB")
 	b.ReportMetric(float64(size)/mib/putTime.Seconds()*float64(b.N), "put-MiB/s")
 	b.ReportMetric(float64(size)/mib/getTime.Seconds()*float64(b.N), "get-MiB/s")
-	anon, file := memstat.RSSParts()
-	b.Logf("peak RSS %.1f MiB (bound %.0f: %d streams of %d MiB + %d); now %.1f MiB anonymous, %.1f MiB file-backed",
-		hwm, bound, cfg.Streams, cfg.PartSize>>20, storage.MemoryConstMiB, anon, file)
-	if hwm > bound || hwm > 100 {
-		b.Errorf("peak RSS %.1f MiB, want under the bound %.0f MiB and under 100 MiB", hwm, bound)
-	}
+	memstat.CheckBound(b, fmt.Sprintf("put + get (%d streams of %d MiB + %d)", cfg.Streams, cfg.PartSize>>20, storage.MemoryConstMiB), hwm, bound)
 }

@@ -1,4 +1,4 @@
-package e2e
+package readpath
 
 import (
 	"context"
@@ -33,7 +33,8 @@ import (
 // MD5 + CRC64NVME of the content, the index, audit and bit log look-ups
 // (memory) — and reports its throughput next to md5sum over the same
 // bytes, timed in the same run (the best of three alternating passes of
-// each). Run: go test -run '^$' -bench
+// each), and the checks' peak RSS, which must stay under
+// storage.MemoryBound of the default Transfer and 100 MiB. Run: go test -run '^$' -bench
 // BitCheckReadPath -benchtime 1x ./test/e2e
 func BenchmarkBitCheckReadPath(b *testing.B) {
 	const size = 1 << 30
@@ -127,5 +128,10 @@ func BenchmarkBitCheckReadPath(b *testing.B) {
 	b.ReportMetric(millMBs, "bitcheck_MB/s")
 	b.ReportMetric(toolMBs, "md5sum_MB/s")
 	b.ReportMetric(millMBs/toolMBs, "ratio")
-	b.ReportMetric(memstat.PeakRSSMiB(), "peak-rss-MiB")
+	// The checks with the processor's default Transfer must stay within
+	// the bound the storage package states, and under 100 MiB.
+	peak, bound := memstat.PeakRSSMiB(), storage.MemoryBound(storage.Transfer{})
+	b.ReportMetric(peak, "peak-rss-MiB")
+	b.ReportMetric(bound, "bound-MiB")
+	memstat.CheckBound(b, "bit checks of 1 GiB", peak, bound)
 }
