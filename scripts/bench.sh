@@ -71,9 +71,11 @@
 #                         (make bench: 10, two races; default 30, six)
 #   MILL_BENCH_MIGRATE_ITEMS 4 KiB items of the DuraCloud migration benchmark
 #                         (default 500; its big item is MILL_BENCH_RATE_BYTES)
-#   MILL_BENCH_ITEMS      sizes of the space the dup and bit producers run
-#                         over on an fs store (test/scale; default
-#                         10000,100000; acceptance 10000,100000,1000000)
+#   MILL_BENCH_ITEMS      sizes of the space the dupproducer and bitproducer
+#                         binaries run over, as processes, on an fs store
+#                         (test/scale; default 10000,100000; acceptance
+#                         MILL_BENCH_ITEMS=10000,100000,1000000: about 10
+#                         more minutes, seeding 2 M links included)
 #   MILL_BENCH_S3_ITEMS   the same on S3 at MILL_BENCH_S3_ENDPOINT (default
 #                         10000: seeding LocalStack runs at a few hundred
 #                         objects/s here, about an hour per million)
