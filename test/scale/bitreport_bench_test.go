@@ -51,7 +51,7 @@ import (
 func BenchmarkBitReportScale(b *testing.B) {
 	b.Run("fs", func(b *testing.B) {
 		for b.Loop() {
-			reportScale(b, sizes(b, "MILL_BENCH_REPORT_ITEMS", "10000,100000"), newFSSpace, "")
+			reportScale(b, testenv.BenchSizes(b, "MILL_BENCH_REPORT_ITEMS", "10000,100000"), newFSSpace, "")
 		}
 	})
 	b.Run("s3", func(b *testing.B) {
@@ -59,7 +59,7 @@ func BenchmarkBitReportScale(b *testing.B) {
 			b.Skip("MILL_BENCH_REPORT_S3_ITEMS is not set (seeding LocalStack's S3 takes about an hour per million objects)")
 		}
 		for b.Loop() {
-			reportScale(b, sizes(b, "MILL_BENCH_REPORT_S3_ITEMS", ""), newS3Space, testenv.BenchS3Endpoint(b))
+			reportScale(b, testenv.BenchSizes(b, "MILL_BENCH_REPORT_S3_ITEMS", ""), newS3Space, testenv.BenchS3Endpoint(b))
 		}
 	})
 }

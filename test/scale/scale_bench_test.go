@@ -42,27 +42,6 @@ const (
 	space      = "big"
 )
 
-// sizes reads a comma-separated list of item counts from env (def when unset).
-func sizes(b *testing.B, env, def string) []int {
-	v := cmpOr(os.Getenv(env), def)
-	var out []int
-	for f := range strings.SplitSeq(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			b.Fatalf("%s=%q: %q is not a positive count", env, v, f)
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // BenchmarkSpaceScale runs the dup producer and the bit producer (each a
 // whole looping run: morsels, bites of the default size, its tasks sent
 // to a queue that counts and drops them) over one space of each size of
@@ -89,12 +68,12 @@ func cmpOr(a, b string) string {
 func BenchmarkSpaceScale(b *testing.B) {
 	b.Run("fs", func(b *testing.B) {
 		for b.Loop() {
-			scale(b, sizes(b, "MILL_BENCH_ITEMS", "10000,100000"), newFSSpace, runProcess)
+			scale(b, testenv.BenchSizes(b, "MILL_BENCH_ITEMS", "10000,100000"), newFSSpace, runProcess)
 		}
 	})
 	b.Run("s3", func(b *testing.B) {
 		for b.Loop() {
-			scale(b, sizes(b, "MILL_BENCH_S3_ITEMS", "10000"), newS3Space, runProducer)
+			scale(b, testenv.BenchSizes(b, "MILL_BENCH_S3_ITEMS", "10000"), newS3Space, runProducer)
 		}
 	})
 }
