@@ -32,6 +32,11 @@ var dynamicSQL = map[string]string{
 	// One of four constant statements (sqlBitRecord, a [2][2]string of
 	// literals), picked by two booleans; the values are $n parameters.
 	"pkg/bitlog/pgbitlog/pgbitlog.go Record sql": "sqlBitRecord[…][…]",
+	// One of four constant statements: the general listing, the listing of
+	// one run's month, or one of the two of a space of a run
+	// (sqlSpaceResults, literals, picked by an index); values are $n
+	// parameters.
+	"pkg/bitlog/pgbitlog/pgbitlog.go Results sql": "sqlBitResultsAll sqlSpaceResults[…] sqlBitResultsOfMonth",
 	// One of four statements (sqlSearch, built once from constants and the
 	// $n numbers of the bounds that apply), picked by two indexes; the
 	// values are $n parameters.

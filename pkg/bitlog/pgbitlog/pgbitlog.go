@@ -224,8 +224,8 @@ func (l *Log) Results(ctx context.Context, f bitlog.Filter) ([]bitlog.Row, strin
 	args := []any{f.RunID, f.Account, f.StoreID, f.SpaceID, string(f.Result),
 		hasAfter, after.RunID, after.Account, after.StoreID, after.SpaceID, after.ContentID, limit + 1, f.ContentID}
 	sql := sqlBitResultsAll
-	if q, qargs, ok := spaceResults(f, after, hasAfter, limit); ok {
-		sql, args = q, qargs
+	if i, qargs, ok := spaceResults(f, after, hasAfter, limit); ok {
+		sql, args = sqlSpaceResults[i], qargs
 	} else if m, ok := bitlog.RunMonth(f.RunID); ok {
 		sql, args = sqlBitResultsOfMonth, append(args, m)
 	}

@@ -23,21 +23,21 @@ const spaceTail = `
 ORDER BY content_id
 LIMIT $7`
 
-// spaceResults returns the statement and arguments of Results for a
-// filter of one space of one producer run; ok is false for any other
-// filter, and for a page token from another listing, which the general
-// statement answers as before.
-func spaceResults(f bitlog.Filter, after bitlog.PageKey, hasAfter bool, limit int) (sql string, args []any, ok bool) {
+// spaceResults returns the index in sqlSpaceResults of the statement of
+// Results for a filter of one space of one producer run, and its
+// arguments; ok is false for any other filter, and for a page token from
+// another listing, which the general statement answers as before.
+func spaceResults(f bitlog.Filter, after bitlog.PageKey, hasAfter bool, limit int) (i int, args []any, ok bool) {
 	m, inRun := bitlog.RunMonth(f.RunID)
 	if !inRun || f.Account == "" || f.StoreID == "" || f.SpaceID == "" || f.ContentID != "" {
-		return "", nil, false
+		return 0, nil, false
 	}
 	if hasAfter && (after.RunID != f.RunID || after.Account != f.Account || after.StoreID != f.StoreID || after.SpaceID != f.SpaceID) {
-		return "", nil, false
+		return 0, nil, false
 	}
 	args = []any{f.RunID, f.Account, f.StoreID, f.SpaceID, m, string(f.Result), limit + 1}
 	if !hasAfter {
-		return sqlSpaceResults[0], args, true
+		return 0, args, true
 	}
-	return sqlSpaceResults[1], append(args, after.ContentID), true
+	return 1, append(args, after.ContentID), true
 }

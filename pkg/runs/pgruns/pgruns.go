@@ -110,13 +110,13 @@ func (s *Store) Record(ctx context.Context, o runs.Outcome) (runs.Status, error)
 func (s *Store) record(ctx context.Context, o runs.Outcome) (runs.Status, error) {
 	// The requests are added by the statement that updates the run's
 	// counts: no statement more (none when there are none).
-	addReqs, reqArgs := "", []any(nil)
+	var reqs []byte
 	if len(o.Requests) > 0 {
 		b, err := json.Marshal(o.Requests)
 		if err != nil {
 			return runs.Status{}, err
 		}
-		addReqs, reqArgs = ", "+addRequests("$7"), []any{string(b)}
+		reqs = b
 	}
 	var st runs.Status
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -139,11 +139,10 @@ func (s *Store) record(ctx context.Context, o runs.Outcome) (runs.Status, error)
 		case runs.State(old).Final():
 			// Counted already; a stale copy changes nothing but the
 			// requests it made.
-			if addReqs == "" {
+			if reqs == nil {
 				return nil
 			}
-			_, err = tx.Exec(ctx, `UPDATE run_record SET `+addRequests("$3")+` WHERE producer = $1 AND run_id = $2`,
-				o.Producer, o.RunID, reqArgs[0])
+			_, err = tx.Exec(ctx, sqlAddRequests, o.Producer, o.RunID, string(reqs))
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO run_outcome (producer, run_id, task_key, state, task_type, item, reason, error, attempts, at)
@@ -159,10 +158,13 @@ func (s *Store) record(ctx context.Context, o runs.Outcome) (runs.Status, error)
 		if old != "" {
 			d[runs.StateFailed]--
 		}
-		_, err = tx.Exec(ctx, `UPDATE run_record SET done = done + $3, failed = failed + $4, dead = dead + $5,
-			first_outcome = LEAST(first_outcome, COALESCE($6, now())), last_outcome = GREATEST(last_outcome, COALESCE($6, now()))
-			`+addReqs+` WHERE producer = $1 AND run_id = $2`,
-			append([]any{o.Producer, o.RunID, d[runs.StateDone], d[runs.StateFailed], d[runs.StateDead], at(o.At)}, reqArgs...)...)
+		if reqs == nil {
+			_, err = tx.Exec(ctx, sqlCountOutcome+runKey,
+				o.Producer, o.RunID, d[runs.StateDone], d[runs.StateFailed], d[runs.StateDead], at(o.At))
+			return err
+		}
+		_, err = tx.Exec(ctx, sqlCountOutcomeRequests,
+			o.Producer, o.RunID, d[runs.StateDone], d[runs.StateFailed], d[runs.StateDead], at(o.At), string(reqs))
 		return err
 	})
 	if err == nil {
@@ -171,13 +173,23 @@ func (s *Store) record(ctx context.Context, o runs.Outcome) (runs.Status, error)
 	return st, err
 }
 
-// addRequests sets the run's requests to their sum with the counts of
-// parameter p (a JSON object of "service Op": count).
-func addRequests(p string) string {
-	return `requests = (SELECT jsonb_object_agg(k, n) FROM (SELECT k, sum(n)::bigint AS n FROM (
+// The run's requests become their sum with the counts of a parameter (a
+// JSON object of "service Op": count): reqSumHead + "$n" + reqSumTail.
+const (
+	reqSumHead = `requests = (SELECT jsonb_object_agg(k, n) FROM (SELECT k, sum(n)::bigint AS n FROM (
 		SELECT key AS k, value::bigint AS n FROM jsonb_each_text(run_record.requests)
-		UNION ALL SELECT key, value::bigint FROM jsonb_each_text(` + p + `::jsonb)) AS a GROUP BY k) AS b)`
-}
+		UNION ALL SELECT key, value::bigint FROM jsonb_each_text(`
+	reqSumTail = `::jsonb)) AS a GROUP BY k) AS b)`
+	runKey     = ` WHERE producer = $1 AND run_id = $2`
+
+	// sqlAddRequests adds $3's counts to run $1/$2.
+	sqlAddRequests = `UPDATE run_record SET ` + reqSumHead + `$3` + reqSumTail + runKey
+	// sqlCountOutcome adds an outcome ($3..$5 done, failed, dead at $6) to
+	// run $1/$2; sqlCountOutcomeRequests also its requests ($7).
+	sqlCountOutcome = `UPDATE run_record SET done = done + $3, failed = failed + $4, dead = dead + $5,
+			first_outcome = LEAST(first_outcome, COALESCE($6, now())), last_outcome = GREATEST(last_outcome, COALESCE($6, now()))`
+	sqlCountOutcomeRequests = sqlCountOutcome + `, ` + reqSumHead + `$7` + reqSumTail + runKey
+)
 
 func undefinedColumn(err error) bool {
 	var pe *pgconn.PgError
@@ -315,7 +327,7 @@ func (s *Store) AddRequests(ctx context.Context, producer, id string, reqs map[s
 	if err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE run_record SET `+addRequests("$3")+` WHERE producer = $1 AND run_id = $2`, producer, id, string(b))
+	tag, err := s.pool.Exec(ctx, sqlAddRequests, producer, id, string(b))
 	if err != nil {
 		return fmt.Errorf("pgruns: add requests %s %s: %w", producer, id, err)
 	}
