@@ -69,17 +69,7 @@ func BenchmarkEnqueueInFlight(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		loop, err := looping.New(looping.Config{
-			Kind:     "bench",
-			Producer: counter{spaces: map[string]int{"red": items / 2, "blue": items - items/2}},
-			Queue:    q, State: looping.NewMemoryStore(), Lease: memlease.New(nil),
-			Frequency: looping.Frequency{N: 1, Unit: looping.Days}, MaxQueueSize: 10 * int64(items),
-			SendsInFlight: inFlight,
-			Logger:        slog.New(slog.DiscardHandler), Progress: looping.ProgressOff,
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		loop := benchLoop(b, q, items, inFlight)
 		cpu0 := processCPU()
 		start := time.Now()
 		sum, err := loop.Run(ctx)
@@ -121,4 +111,22 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchLoop is an enqueue benchmark's producer: one run of items tasks in
+// two spaces sent to q, inFlight batches at a time, with nothing else.
+func benchLoop(b *testing.B, q *sqsqueue.Queue, items, inFlight int) *looping.Loop {
+	b.Helper()
+	loop, err := looping.New(looping.Config{
+		Kind:     "bench",
+		Producer: counter{spaces: map[string]int{"red": items / 2, "blue": items - items/2}},
+		Queue:    q, State: looping.NewMemoryStore(), Lease: memlease.New(nil),
+		Frequency: looping.Frequency{N: 1, Unit: looping.Days}, MaxQueueSize: 10 * int64(items),
+		SendsInFlight: inFlight,
+		Logger:        slog.New(slog.DiscardHandler), Progress: looping.ProgressOff,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return loop
 }

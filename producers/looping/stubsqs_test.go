@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/millfleet/mill/pkg/awsconfig"
-	"github.com/millfleet/mill/pkg/lease/memlease"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/producers/looping"
 )
@@ -104,17 +103,7 @@ func benchStub(b *testing.B, latency time.Duration) {
 		items = 4000 // 400 round trips: 4 s one at a time
 	}
 	rate := func(inFlight int) (tasksPerSec, cpuPerTask float64) {
-		loop, err := looping.New(looping.Config{
-			Kind:     "bench",
-			Producer: counter{spaces: map[string]int{"red": items / 2, "blue": items / 2}},
-			Queue:    q, State: looping.NewMemoryStore(), Lease: memlease.New(nil),
-			Frequency: looping.Frequency{N: 1, Unit: looping.Days}, MaxQueueSize: 10 * int64(items),
-			SendsInFlight: inFlight,
-			Logger:        slog.New(slog.DiscardHandler), Progress: looping.ProgressOff,
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		loop := benchLoop(b, q, items, inFlight)
 		before := stub.sent.Load()
 		cpu0 := processCPU()
 		start := time.Now()
