@@ -36,7 +36,7 @@ type ReportOpener interface {
 	Open(ctx context.Context, location string) (io.ReadCloser, int64, error)
 }
 
-func (s *Server) bitRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
+func (s *Server) bitRoutes(route routeFunc) {
 	route("GET /bit", auth.RoleViewer, s.runsPage)
 	route("GET /bit/run", auth.RoleViewer, s.runPage)
 	route("GET /bit/space", auth.RoleViewer, s.spacePage)

@@ -299,6 +299,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
+// pageHandler serves a page to the signed-in user u.
+type pageHandler func(w http.ResponseWriter, r *http.Request, u *auth.User)
+
+// routeFunc registers a page: its pattern, the role it needs and its
+// handler. Each part of the console registers its own pages with it
+// (policyRoutes, bitRoutes, ...).
+type routeFunc func(pattern string, need auth.Role, h pageHandler)
+
 // routes builds the handler: security headers around everything, then
 // the Host check, the check of the path and query string, cross-origin
 // protection, then authentication, then the pages.
@@ -311,7 +319,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
 
-	route := func(pattern string, need auth.Role, h func(http.ResponseWriter, *http.Request, *auth.User)) {
+	var route routeFunc = func(pattern string, need auth.Role, h pageHandler) {
 		mux.Handle(pattern, s.authenticated(need, h))
 	}
 	route("GET /{$}", auth.RoleViewer, s.homePage)
@@ -356,7 +364,7 @@ type userKey struct{}
 // authenticated wraps a page: the user must be authenticated and have the
 // role need. A GET without credentials is sent to the login form (tokens
 // mode); anything else gets 401 or 403.
-func (s *Server) authenticated(need auth.Role, h func(http.ResponseWriter, *http.Request, *auth.User)) http.Handler {
+func (s *Server) authenticated(need auth.Role, h pageHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, err := s.cfg.Auth.Authenticate(r)
 		if err != nil {

@@ -25,7 +25,7 @@ const maxDLPage = 1 << 20
 // for (messages per second).
 const MaxRedriveRate = 1000
 
-func (s *Server) deadLetterRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
+func (s *Server) deadLetterRoutes(route routeFunc) {
 	if s.dl == nil {
 		route("GET /dead-letters", auth.RoleViewer, s.pendingPage("dead-letters"))
 		return

@@ -13,7 +13,7 @@ import (
 	"github.com/millfleet/mill/pkg/fleet"
 )
 
-func (s *Server) fleetRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
+func (s *Server) fleetRoutes(route routeFunc) {
 	if s.cfg.Fleet == nil {
 		route("GET /fleet", auth.RoleViewer, s.pendingPage("fleet"))
 		return

@@ -22,7 +22,7 @@ import (
 // itemsPage is how many index rows a search page lists.
 const itemsPage = 50
 
-func (s *Server) itemRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
+func (s *Server) itemRoutes(route routeFunc) {
 	route("GET /items", auth.RoleViewer, s.itemsPage)
 	route("GET /item", auth.RoleViewer, s.itemPage)
 	route("GET /item/audit", auth.RoleViewer, s.itemAuditPage)

@@ -45,7 +45,7 @@ var pending = map[string]missingData{
 }
 
 // pendingPage shows what is missing instead of a page.
-func (s *Server) pendingPage(name string) func(http.ResponseWriter, *http.Request, *auth.User) {
+func (s *Server) pendingPage(name string) pageHandler {
 	return func(w http.ResponseWriter, r *http.Request, u *auth.User) {
 		d := pending[name]
 		if name == "dead-letters" { // the depth, at least
@@ -62,7 +62,7 @@ func (s *Server) pendingPage(name string) func(http.ResponseWriter, *http.Reques
 	}
 }
 
-func (s *Server) otherRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
+func (s *Server) otherRoutes(route routeFunc) {
 	s.statsRoutes(route)
 	route("GET /changes", auth.RoleViewer, s.changesPage)
 }

@@ -19,7 +19,7 @@ import (
 // historyLimit is how many versions the history page shows.
 const historyLimit = 100
 
-func (s *Server) policyRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
+func (s *Server) policyRoutes(route routeFunc) {
 	route("GET /policies", auth.RoleViewer, s.policiesPage)
 	route("GET /policies/{account}", auth.RoleViewer, s.policyPage)
 	route("GET /policies/{account}/history", auth.RoleViewer, s.historyPage)

@@ -160,7 +160,7 @@ type queuesData struct {
 	Error       string
 }
 
-func (s *Server) queueRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
+func (s *Server) queueRoutes(route routeFunc) {
 	route("GET /queues", auth.RoleViewer, s.queuesPage)
 }
 

@@ -42,7 +42,7 @@ func statsQuery(r *http.Request) (spacestats.Level, spacestats.Filter, error) {
 	return level, f, nil
 }
 
-func (s *Server) statsRoutes(route func(string, auth.Role, func(http.ResponseWriter, *http.Request, *auth.User))) {
+func (s *Server) statsRoutes(route routeFunc) {
 	if s.cfg.Stats == nil {
 		route("GET /statistics", auth.RoleViewer, s.pendingPage("statistics"))
 		return
