@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/millfleet/mill/internal/app/console/auth"
@@ -283,10 +282,7 @@ func (s *Server) savePolicy(w http.ResponseWriter, r *http.Request, u *auth.User
 	} else if list && base == "" {
 		c.Summary += " and listed the account"
 	}
-	if err := s.record(ctx, u, c); err != nil {
-		msg += "&msg=unrecorded"
-	}
-	http.Redirect(w, r, "/policies/"+url.PathEscape(acct)+"?msg="+msg, http.StatusSeeOther)
+	s.policyChanged(w, r, u, acct, c, msg)
 }
 
 // conflict explains a refused save: what the other editor changed since

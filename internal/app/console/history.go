@@ -3,7 +3,6 @@ package console
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -181,9 +180,5 @@ func (s *Server) restorePolicy(w http.ResponseWriter, r *http.Request, u *auth.U
 			}
 		}
 	}
-	msg := "restored"
-	if err := s.record(ctx, u, c); err != nil {
-		msg += "&msg=unrecorded"
-	}
-	http.Redirect(w, r, "/policies/"+url.PathEscape(acct)+"?msg="+msg, http.StatusSeeOther)
+	s.policyChanged(w, r, u, acct, c, "restored")
 }

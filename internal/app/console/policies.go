@@ -173,6 +173,16 @@ func (s *Server) account(w http.ResponseWriter, r *http.Request) (string, bool) 
 	return a, true
 }
 
+// policyChanged records the change c to the policy of acct and sends the
+// user to the account's page with the notice msg (and, when the change
+// log could not record c, the unrecorded one).
+func (s *Server) policyChanged(w http.ResponseWriter, r *http.Request, u *auth.User, acct string, c changelog.Change, msg string) {
+	if err := s.record(r.Context(), u, c); err != nil {
+		msg += "&msg=unrecorded"
+	}
+	http.Redirect(w, r, "/policies/"+url.PathEscape(acct)+"?msg="+msg, http.StatusSeeOther)
+}
+
 // accountForm returns the {account} of the path and the posted form (at
 // most limit bytes), or writes the error page.
 func (s *Server) accountForm(w http.ResponseWriter, r *http.Request, u *auth.User, limit int64) (string, *form, bool) {
@@ -336,9 +346,5 @@ func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request, u *auth.Us
 			c.Detail = policyedit.Summary(policyedit.Diff(before.Policy, nil))
 		}
 	}
-	msg := "deleted"
-	if err := s.record(ctx, u, c); err != nil {
-		msg += "&msg=unrecorded"
-	}
-	http.Redirect(w, r, "/policies/"+url.PathEscape(acct)+"?msg="+msg, http.StatusSeeOther)
+	s.policyChanged(w, r, u, acct, c, "deleted")
 }
