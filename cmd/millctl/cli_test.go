@@ -112,6 +112,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"dev", "--items", "many"}, `invalid argument "many" for "--items"`},
 		{[]string{"dev", "--items", "2"}, "at least 5"},
 		{[]string{"dev", "extra"}, "unexpected arguments"},
+		{[]string{"evidence", "keygen", "extra", "two"}, `unexpected arguments: ["extra" "two"]`},
+		{[]string{"evidence", "events", "extra"}, `unexpected arguments: ["extra"]`},
 		{[]string{"version", "--json"}, "unknown flag: --json"},
 		{[]string{"console", "--evidence-log", "/nonexistent"}, "--evidence-log and --evidence-key go together"},
 	} {

@@ -115,8 +115,8 @@ func (o *evidenceVerifyOptions) define(fs *flag.FlagSet, _ *app) {
 }
 
 func (o *evidenceVerifyOptions) run(ctx context.Context, a *app, args []string) error {
-	if len(args) > 0 {
-		return usagef("unexpected arguments: %s", strings.Join(args, " "))
+	if err := noArgs(args); err != nil {
+		return err
 	}
 	b, v, err := o.open(ctx, a)
 	if err != nil {
@@ -167,8 +167,8 @@ func (o *evidenceProofOptions) define(fs *flag.FlagSet, _ *app) {
 }
 
 func (o *evidenceProofOptions) run(ctx context.Context, a *app, args []string) error {
-	if len(args) > 0 {
-		return usagef("unexpected arguments: %s", strings.Join(args, " "))
+	if err := noArgs(args); err != nil {
+		return err
 	}
 	if o.event == "" {
 		return usagef("--event is required")

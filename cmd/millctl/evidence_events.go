@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/millfleet/mill/pkg/evidence"
@@ -88,8 +87,8 @@ func (o *evidenceEventsOptions) match(e *evidence.Event) bool {
 }
 
 func (o *evidenceEventsOptions) run(ctx context.Context, a *app, args []string) error {
-	if len(args) > 0 {
-		return usagef("unexpected arguments: %s", strings.Join(args, " "))
+	if err := noArgs(args); err != nil {
+		return err
 	}
 	if err := o.parse(); err != nil {
 		return err

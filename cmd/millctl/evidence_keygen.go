@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/millfleet/mill/pkg/evidence"
 )
@@ -30,8 +29,8 @@ func (o *evidenceKeygenOptions) define(fs *flag.FlagSet, _ *app) {
 }
 
 func (o *evidenceKeygenOptions) run(_ context.Context, a *app, args []string) error {
-	if len(args) > 0 {
-		return usagef("unexpected arguments: %s", strings.Join(args, " "))
+	if err := noArgs(args); err != nil {
+		return err
 	}
 	if o.name == "" || o.signer == "" || o.verifier == "" {
 		return usagef("--name, --signer and --verifier are required")

@@ -53,8 +53,8 @@ bucket), exactly as workman does. Tasks of other types are dead-lettered.`,
 			claims := wiring.ClaimsFlags(fs)
 			tracingFlag := wiring.TracingFlag(fs)
 			return func(ctx context.Context, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %q", args)
+				if err := noArgs(args); err != nil {
+					return err
 				}
 				if *qflag == "" {
 					return usagef("--queue is required")
