@@ -328,8 +328,7 @@ func (s *Server) routes() http.Handler {
 	s.policyRoutes(route)
 	s.queueRoutes(route)
 	s.bitRoutes(route)
-	s.deadLetterRoutes(route)
-	s.fleetRoutes(route)
+	s.optionalRoutes(route)
 	s.otherRoutes(route)
 
 	return securityHeaders(s.checkHost(s.checkInput(s.checkOrigin(mux))))

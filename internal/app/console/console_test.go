@@ -524,8 +524,8 @@ func TestQueuesPage(t *testing.T) {
 	}
 }
 
-// TestNotConfigured: without the dead-letter queue or the fleet registry
-// their pages say what is missing (the dead-letter queue's depth, at
+// TestNotConfigured: without the dead-letter queue, the fleet registry or
+// the statistics store their pages say what is missing (the dead-letter queue's depth, at
 // least) and what to use meanwhile.
 func TestNotConfigured(t *testing.T) {
 	e := newEnv(t, func(c *console.Config) { c.DeadLetters, c.Fleet = nil, nil })
@@ -542,6 +542,15 @@ func TestNotConfigured(t *testing.T) {
 	}
 	if resp, _ := e.do(e.admin, "POST", "/fleet/pause", url.Values{"target": {"type:DUP"}}); resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound {
 		t.Errorf("pause without a registry: %d", resp.StatusCode)
+	}
+	// No statistics store (the env has none): the page says so, the CSV
+	// is not there.
+	_, body = e.do(e.viewer, "GET", "/statistics", nil)
+	if !strings.Contains(body, "need the database") || !strings.Contains(body, "millctl stats") {
+		t.Error("the statistics page does not say what is missing")
+	}
+	if resp, _ := e.do(e.viewer, "GET", "/statistics.csv", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("statistics.csv without a statistics store: %d", resp.StatusCode)
 	}
 }
 

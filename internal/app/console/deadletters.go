@@ -26,10 +26,6 @@ const maxDLPage = 1 << 20
 const MaxRedriveRate = 1000
 
 func (s *Server) deadLetterRoutes(route routeFunc) {
-	if s.dl == nil {
-		route("GET /dead-letters", auth.RoleViewer, s.pendingPage("dead-letters"))
-		return
-	}
 	route("GET /dead-letters", auth.RoleViewer, s.deadLettersPage)
 	route("POST /dead-letters/rescan", auth.RoleViewer, s.rescanDeadLetters)
 	route("GET /dead-letters/redrive", auth.RoleOperator, s.redrivePage)

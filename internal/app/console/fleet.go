@@ -14,10 +14,6 @@ import (
 )
 
 func (s *Server) fleetRoutes(route routeFunc) {
-	if s.cfg.Fleet == nil {
-		route("GET /fleet", auth.RoleViewer, s.pendingPage("fleet"))
-		return
-	}
 	route("GET /fleet", auth.RoleViewer, s.fleetPage)
 	route("POST /fleet/pause", auth.RoleOperator, s.pause)
 	route("POST /fleet/resume", auth.RoleOperator, s.resume)

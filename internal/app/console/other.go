@@ -62,8 +62,28 @@ func (s *Server) pendingPage(name string) pageHandler {
 	}
 }
 
+// optionalRoutes registers the parts whose source a console may lack:
+// with it, the part's pages; without, at the part's page (GET /NAME), the
+// pending page that says what is missing.
+func (s *Server) optionalRoutes(route routeFunc) {
+	for _, p := range []struct {
+		name   string // the part's page and its entry of pending
+		ready  bool
+		routes func(routeFunc)
+	}{
+		{"dead-letters", s.dl != nil, s.deadLetterRoutes},
+		{"fleet", s.cfg.Fleet != nil, s.fleetRoutes},
+		{"statistics", s.cfg.Stats != nil, s.statsRoutes},
+	} {
+		if !p.ready {
+			route("GET /"+p.name, auth.RoleViewer, s.pendingPage(p.name))
+			continue
+		}
+		p.routes(route)
+	}
+}
+
 func (s *Server) otherRoutes(route routeFunc) {
-	s.statsRoutes(route)
 	route("GET /changes", auth.RoleViewer, s.changesPage)
 }
 

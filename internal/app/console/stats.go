@@ -43,10 +43,6 @@ func statsQuery(r *http.Request) (spacestats.Level, spacestats.Filter, error) {
 }
 
 func (s *Server) statsRoutes(route routeFunc) {
-	if s.cfg.Stats == nil {
-		route("GET /statistics", auth.RoleViewer, s.pendingPage("statistics"))
-		return
-	}
 	route("GET /statistics", auth.RoleViewer, s.statsPage)
 	route("GET /statistics.csv", auth.RoleViewer, s.statsCSV)
 }
