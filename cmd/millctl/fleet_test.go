@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/internal/ops/queuestats"
 	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/testkit/testenv"
@@ -35,7 +36,7 @@ func TestFleetPauseResume(t *testing.T) {
 	reg := dynamofleet.New(ddb, table, nil)
 	now := time.Now()
 	rec := func(id string, beat time.Time, st fleet.State) fleet.Worker {
-		return fleet.Worker{ID: id, Started: now.Add(-time.Hour), Heartbeat: beat, Interval: 30 * time.Second,
+		return fleet.Worker{ID: id, Identity: process.Identity{Started: now.Add(-time.Hour)}, Heartbeat: beat, Interval: 30 * time.Second,
 			Expires: beat.Add(time.Hour), Queues: []string{prefix + "dup-high", prefix + "bit"}, Pool: 8, State: st,
 			Running: map[string]int{"DUP": 2}, Counts: map[string]fleet.Counts{"DUP": {Processed: 40, Failed: 1}, "BIT": {Processed: 2}}}
 	}

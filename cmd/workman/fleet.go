@@ -4,10 +4,10 @@ import (
 	"context"
 	"flag"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/millfleet/mill/internal/base/buildinfo"
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/awsconfig"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
@@ -44,10 +44,9 @@ func newMember(o *fleetOptions, awsCfg *awsconfig.Config, workerID, prefix strin
 	if o.table == "" {
 		return nil, nil
 	}
-	host, _ := os.Hostname()
 	return fleetmember.New(fleetmember.Config{
 		Registry: dynamofleet.New(awsCfg.DynamoDB(), o.table, nil), QueuePrefix: prefix, Interval: o.interval, Logger: logger,
-		Self: fleet.Worker{ID: workerID, Hostname: host, PID: os.Getpid(), Version: buildinfo.Version(), Started: time.Now(), Queues: queues, Pool: pool},
+		Self: fleet.Worker{ID: workerID, Identity: process.Self(time.Now()), Version: buildinfo.Version(), Queues: queues, Pool: pool},
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/millfleet/mill/internal/base/process"
 )
 
 // DefaultTable is the fleet table's name `millctl setup` and Workman use by
@@ -68,18 +70,17 @@ func (c Counts) Add(d Counts) Counts {
 // Worker is one Workman's heartbeat record.
 type Worker struct {
 	// ID identifies the worker process (Workman's --worker-id).
-	ID       string `json:"id"`
-	Hostname string `json:"hostname,omitempty"`
-	PID      int    `json:"pid,omitempty"`
+	ID string `json:"id"`
+	// Identity is the process's host, PID and start time.
+	process.Identity
 	// InstanceID and Zone are the EC2 instance and availability zone, read
 	// from the instance metadata service; empty off EC2.
 	InstanceID string `json:"instance_id,omitempty"`
 	Zone       string `json:"zone,omitempty"`
 	// Version of the workman binary.
 	Version string `json:"version,omitempty"`
-	// Started is when the process started; Heartbeat when this record was
-	// written; Interval how often the worker writes it.
-	Started   time.Time     `json:"started"`
+	// Heartbeat is when this record was written; Interval how often the
+	// worker writes it.
 	Heartbeat time.Time     `json:"heartbeat"`
 	Interval  time.Duration `json:"interval"`
 	// Expires is when the record may be removed (DynamoDB's TTL); readers

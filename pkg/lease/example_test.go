@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/lease/memlease"
@@ -16,12 +17,12 @@ func Example() {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	l := memlease.New(clk) // dynamolease.New(dynamoClient, lease.DefaultTable, nil) in production
 
-	me := lease.Holder{ID: "worker-1", Hostname: "host-a", PID: 4242, Started: clk.Now()}
+	me := lease.Holder{ID: "worker-1", Identity: process.Identity{Hostname: "host-a", PID: 4242, Started: clk.Now()}}
 	ok, cur, err := l.Acquire(ctx, "bitproducer", me, time.Minute)
 	fmt.Println("first:", ok, err)
 
 	// A second invocation is told who holds the lease.
-	other := lease.Holder{ID: "worker-2", Hostname: "host-b", PID: 7}
+	other := lease.Holder{ID: "worker-2", Identity: process.Identity{Hostname: "host-b", PID: 7}}
 	ok2, holder, _ := l.Acquire(ctx, "bitproducer", other, time.Minute)
 	fmt.Println("second:", ok2, "held by", holder)
 

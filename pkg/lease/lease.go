@@ -6,8 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"time"
+
+	"github.com/millfleet/mill/internal/base/process"
 )
 
 // DefaultTable is the lease table's name `millctl setup` and the producers
@@ -23,11 +24,8 @@ var ErrNotHeld = errors.New("lease: not held by caller")
 type Holder struct {
 	// ID is unique per holding process (see Self).
 	ID string `json:"id"`
-	// Hostname and PID of the holding process.
-	Hostname string `json:"hostname,omitempty"`
-	PID      int    `json:"pid,omitempty"`
-	// Started is when the holding process started.
-	Started time.Time `json:"started,omitzero"`
+	// Identity is the holding process's host, PID and start time.
+	process.Identity
 	// Acquired is when the lease was last granted to this holder (a
 	// re-acquire by the same holder refreshes it); Expires is when it lapses
 	// unless renewed. Both are filled in by the implementation.
@@ -62,19 +60,10 @@ func (h Holder) String() string {
 // time, and an ID made of them plus random bytes, so two processes (or two
 // Loops in one test process) never share an ID.
 func Self(started time.Time) Holder {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown-host"
-	}
+	p := process.Self(started.UTC().Truncate(time.Second))
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	pid := os.Getpid()
-	return Holder{
-		ID:       fmt.Sprintf("%s/%d/%s", host, pid, hex.EncodeToString(b[:])),
-		Hostname: host,
-		PID:      pid,
-		Started:  started.UTC().Truncate(time.Second),
-	}
+	return Holder{ID: fmt.Sprintf("%s/%d/%s", p.Hostname, p.PID, hex.EncodeToString(b[:])), Identity: p}
 }
 
 // Lease is a store of named leases.

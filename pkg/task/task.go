@@ -2,6 +2,7 @@ package task
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/millfleet/mill/internal/base/shortid"
@@ -28,14 +29,7 @@ const (
 var Types = []Type{TypeDup, TypeBit, TypeBitReport, TypeBitError, TypeAudit, TypeNoop, TypeStorageStats}
 
 // Known reports whether t is one of Types.
-func (t Type) Known() bool {
-	for _, k := range Types {
-		if k == t {
-			return true
-		}
-	}
-	return false
-}
+func (t Type) Known() bool { return slices.Contains(Types, t) }
 
 // Property keys shared by several task types (DuraCloud's names).
 const (

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -24,7 +23,7 @@ import (
 //   - the base, at the store's own name (the file path, the S3 key): the
 //     whole state as JSON, with the generation of its journal;
 //   - the journal, entries named NAME.journal/GENERATION/SEQ: entry n holds
-//     the run fields (cursor, counts of bites…), the task counts that
+//     the run fields (RunFields: cursor, counts of bites…), the task counts that
 //     changed and the morsels that changed since entry n-1.
 //
 // Each blob is written atomically, and a save is one blob, so a crash at
@@ -69,32 +68,13 @@ type base struct {
 
 // entry is the stored form of a journal entry.
 type entry struct {
-	Version    int    `json:"version"`
-	Generation int64  `json:"generation"`
-	Seq        int    `json:"seq"`
-	Header     header `json:"header"`
+	Version    int       `json:"version"`
+	Generation int64     `json:"generation"`
+	Seq        int       `json:"seq"`
+	Header     RunFields `json:"header"`
 	// Queued holds the task counts that changed (their new values).
 	Queued  Counts          `json:"queued,omitempty"`
 	Morsels []indexedMorsel `json:"morsels,omitempty"`
-}
-
-// header is a State's fields other than its morsels and counts.
-type header struct {
-	RunID           string    `json:"run_id,omitempty"`
-	CurrentRunStart time.Time `json:"current_run_start,omitzero"`
-	NextRunStart    time.Time `json:"next_run_start,omitzero"`
-	LastRunStart    time.Time `json:"last_run_start,omitzero"`
-	LastRunEnd      time.Time `json:"last_run_end,omitzero"`
-	Cursor          int       `json:"cursor"`
-	Bites           int64     `json:"bites"`
-	Invocations     int64     `json:"invocations"`
-	SavedAt         time.Time `json:"saved_at,omitzero"`
-}
-
-func headerOf(s *State) header {
-	return header{RunID: s.RunID, CurrentRunStart: s.CurrentRunStart, NextRunStart: s.NextRunStart,
-		LastRunStart: s.LastRunStart, LastRunEnd: s.LastRunEnd, Cursor: s.Cursor, Bites: s.Bites,
-		Invocations: s.Invocations, SavedAt: s.SavedAt}
 }
 
 type indexedMorsel struct {
@@ -250,9 +230,7 @@ func (j *journal) readEntries(ctx context.Context, names []string) ([]entry, []i
 
 // apply brings st up to date with e.
 func (e *entry) apply(st *State) error {
-	h := e.Header
-	st.RunID, st.Cursor, st.Bites, st.Invocations = h.RunID, h.Cursor, h.Bites, h.Invocations
-	st.CurrentRunStart, st.NextRunStart, st.LastRunStart, st.LastRunEnd, st.SavedAt = h.CurrentRunStart, h.NextRunStart, h.LastRunStart, h.LastRunEnd, h.SavedAt
+	st.RunFields = e.Header
 	if st.Queued == nil {
 		st.Queued = Counts{}
 	}
@@ -362,7 +340,7 @@ func (j *journal) count(n int) {
 // diff returns the entry that takes j.last to s (ok false when a task
 // count disappeared, which only a new run does: compact then).
 func (j *journal) diff(s *State) (entry, bool) {
-	e := entry{Version: StateVersion, Generation: j.gen, Seq: j.seq + 1, Header: headerOf(s)}
+	e := entry{Version: StateVersion, Generation: j.gen, Seq: j.seq + 1, Header: s.RunFields}
 	for typ, m := range j.last.Queued {
 		for acct := range m {
 			if _, ok := s.Queued[typ][acct]; !ok {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
 	"github.com/millfleet/mill/pkg/lease/memlease"
@@ -469,7 +470,7 @@ func TestLeaseHeld(t *testing.T) {
 	e := newEnv(t)
 	p := newFake([]string{"A"}, map[string]int{"A": 10}, nil)
 	cfg := e.config(t, p)
-	other := lease.Holder{ID: "other", Hostname: "box-7", PID: 99, Started: e.clk.Now()}
+	other := lease.Holder{ID: "other", Identity: process.Identity{Hostname: "box-7", PID: 99, Started: e.clk.Now()}}
 	if ok, _, err := e.lease.Acquire(context.Background(), "dupproducer", other, time.Minute); !ok || err != nil {
 		t.Fatal(ok, err)
 	}

@@ -25,8 +25,8 @@ func TestStateBytesProportionalToChange(t *testing.T) {
 		ctx := context.Background()
 		s := looping.NewMemoryStore()
 		start := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-		st := &looping.State{Version: looping.StateVersion, Kind: "dupproducer", RunID: "20260601T000000Z",
-			CurrentRunStart: start, NextRunStart: start.Add(7 * 24 * time.Hour), Invocations: 1}
+		st := &looping.State{Version: looping.StateVersion, Kind: "dupproducer", RunFields: looping.RunFields{RunID: "20260601T000000Z",
+			CurrentRunStart: start, NextRunStart: start.Add(7 * 24 * time.Hour), Invocations: 1}}
 		for i := range n {
 			st.Morsels = append(st.Morsels, looping.Morsel{ID: fmt.Sprintf("acct%03d/space-%05d/1→2", i%250, i),
 				Data: json.RawMessage(fmt.Sprintf(`{"space":"space-%05d","src":"1","dest":"2"}`, i))})

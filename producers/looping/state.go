@@ -94,6 +94,16 @@ func (c Counts) Clone() Counts {
 type State struct {
 	Version int    `json:"version"`
 	Kind    string `json:"kind"`
+	RunFields
+	// Morsels of the current (or last) run, in the order they are nibbled.
+	Morsels []Morsel `json:"morsels"`
+	// Queued counts the tasks sent in the current (or last) run.
+	Queued Counts `json:"queued,omitempty"`
+}
+
+// RunFields are a State's fields other than its version, kind, morsels
+// and counts: where the run stands. A journal entry holds them whole.
+type RunFields struct {
 	// RunID identifies the current (or last) run; the producer may put it
 	// on tasks (the bit producer's runId). It is the run's start in UTC,
 	// e.g. "20260101T000000Z".
@@ -107,12 +117,8 @@ type State struct {
 	// LastRunStart and LastRunEnd describe the last completed run.
 	LastRunStart time.Time `json:"last_run_start,omitzero"`
 	LastRunEnd   time.Time `json:"last_run_end,omitzero"`
-	// Morsels of the current (or last) run, in the order they are nibbled.
-	Morsels []Morsel `json:"morsels"`
 	// Cursor is the index of the morsel whose turn is next.
 	Cursor int `json:"cursor"`
-	// Queued counts the tasks sent in the current (or last) run.
-	Queued Counts `json:"queued,omitempty"`
 	// Bites taken and invocations made in the current (or last) run.
 	Bites       int64 `json:"bites"`
 	Invocations int64 `json:"invocations"`

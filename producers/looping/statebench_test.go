@@ -55,8 +55,8 @@ func BenchmarkStateWrites20000Spaces(b *testing.B) {
 	}
 
 	start := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	st := &looping.State{Version: looping.StateVersion, Kind: "dupproducer", RunID: "20260601T000000Z",
-		CurrentRunStart: start, NextRunStart: start.Add(7 * 24 * time.Hour), Queued: looping.Counts{}, Invocations: 1}
+	st := &looping.State{Version: looping.StateVersion, Kind: "dupproducer", Queued: looping.Counts{},
+		RunFields: looping.RunFields{RunID: "20260601T000000Z", CurrentRunStart: start, NextRunStart: start.Add(7 * 24 * time.Hour), Invocations: 1}}
 	for i := range spaces {
 		account := fmt.Sprintf("account%03d", i%250)
 		st.Morsels = append(st.Morsels, looping.Morsel{ID: fmt.Sprintf("%s/space-%05d/1→2", account, i),

@@ -23,20 +23,22 @@ import (
 func sampleState() *looping.State {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	return &looping.State{
-		Version:         looping.StateVersion,
-		Kind:            "dupproducer",
-		RunID:           "20260101T000000Z",
-		CurrentRunStart: start,
-		NextRunStart:    start.Add(24 * time.Hour),
+		Version: looping.StateVersion,
+		Kind:    "dupproducer",
+		RunFields: looping.RunFields{
+			RunID:           "20260101T000000Z",
+			CurrentRunStart: start,
+			NextRunStart:    start.Add(24 * time.Hour),
+			Cursor:          1,
+			Bites:           2,
+			Invocations:     1,
+			SavedAt:         start.Add(time.Minute),
+		},
 		Morsels: []looping.Morsel{
 			{ID: "acme/spaceA/1>2", Marker: "photos/0999.jpg", DeletesDone: true, Queued: 1003, Data: json.RawMessage(`{"account":"acme","space":"spaceA","src":"1","dst":"2"}`)},
 			{ID: "acme/spaceB/1>3", DeletesDone: false, Data: json.RawMessage(`{"account":"acme","space":"spaceB","src":"1","dst":"3"}`)},
 		},
-		Cursor:      1,
-		Queued:      looping.Counts{"DUP": {"acme": 1003}},
-		Bites:       2,
-		Invocations: 1,
-		SavedAt:     start.Add(time.Minute),
+		Queued: looping.Counts{"DUP": {"acme": 1003}},
 	}
 }
 

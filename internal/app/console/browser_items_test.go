@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/millfleet/mill/internal/app/console"
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
@@ -146,7 +147,7 @@ func TestBrowserHomeItemsStatistics(t *testing.T) {
 	}
 	// A worker that stopped beating five minutes ago: lost.
 	beat := now.Add(-5 * time.Minute)
-	if err := b.fleet.Put(ctx, fleet.Worker{ID: "ip-10-0-1-9-2207", Hostname: "ip-10-0-1-9", Version: "v1.4.0", Started: beat.Add(-3 * time.Hour),
+	if err := b.fleet.Put(ctx, fleet.Worker{ID: "ip-10-0-1-9-2207", Identity: process.Identity{Hostname: "ip-10-0-1-9", Started: beat.Add(-3 * time.Hour)}, Version: "v1.4.0",
 		Heartbeat: beat, Interval: 30 * time.Second, Expires: beat.Add(24 * time.Hour), State: fleet.StateRunning}); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/millfleet/mill/internal/app/console"
 	"github.com/millfleet/mill/internal/app/console/auth"
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/internal/ops/queuestats"
 	"github.com/millfleet/mill/internal/testkit/slogtest"
 	"github.com/millfleet/mill/internal/testkit/testbin"
@@ -654,8 +655,8 @@ func TestBrowserDeadLettersAndFleet(t *testing.T) {
 	// env put on dup-low and the redriven one), beside a worker that
 	// stopped beating five minutes ago (lost); pause DUP, resume it.
 	beat := time.Now().Add(-5 * time.Minute)
-	if err := b.fleet.Put(ctx, fleet.Worker{ID: "ip-10-0-1-9-2207", Hostname: "ip-10-0-1-9", InstanceID: "i-0a1b2c3d4e5f67890", Zone: "us-east-1b",
-		Version: "v1.4.0", Started: beat.Add(-3 * time.Hour), Heartbeat: beat, Interval: 30 * time.Second, Expires: beat.Add(24 * time.Hour),
+	if err := b.fleet.Put(ctx, fleet.Worker{ID: "ip-10-0-1-9-2207", Identity: process.Identity{Hostname: "ip-10-0-1-9", Started: beat.Add(-3 * time.Hour)},
+		InstanceID: "i-0a1b2c3d4e5f67890", Zone: "us-east-1b", Version: "v1.4.0", Heartbeat: beat, Interval: 30 * time.Second, Expires: beat.Add(24 * time.Hour),
 		Queues: []string{queue.Name(b.prefix, queue.KeyDupHigh), queue.Name(b.prefix, queue.KeyBit)}, Pool: 32, Held: 4,
 		Running: map[string]int{"DUP": 3, "BIT": 1}, Counts: map[string]fleet.Counts{"DUP": {Processed: 18230, Failed: 12, DeadLettered: 3}, "BIT": {Processed: 9120}},
 		State: fleet.StateRunning}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/queue"
@@ -272,7 +273,7 @@ func TestFleetPage(t *testing.T) {
 	ctx := context.Background()
 	now := e.clock.Now()
 	for _, w := range []fleet.Worker{
-		{ID: "w-run", State: fleet.StateRunning, Heartbeat: now, Started: now.Add(-time.Hour), Queues: []string{"mill-dup-high", "mill-bit"}, Pool: 8, Held: 3,
+		{ID: "w-run", State: fleet.StateRunning, Heartbeat: now, Identity: process.Identity{Started: now.Add(-time.Hour)}, Queues: []string{"mill-dup-high", "mill-bit"}, Pool: 8, Held: 3,
 			Running: map[string]int{"DUP": 2}, Counts: map[string]fleet.Counts{"DUP": {Processed: 41, Failed: 2}, "BIT": {Processed: 1}}},
 		{ID: "w-lost", State: fleet.StateRunning, Heartbeat: now.Add(-10 * time.Minute)},
 		{ID: "w-gone", State: fleet.StateGone, Heartbeat: now.Add(-time.Minute)},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/app/console"
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/contentindex"
 	"github.com/millfleet/mill/pkg/contentindex/memcontentindex"
@@ -186,7 +187,7 @@ func TestHomePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	beat := e.clock.Now().Add(-10 * time.Minute)
-	if err := e.fleet.Put(ctx, fleet.Worker{ID: "w-lost", Heartbeat: beat, Started: beat, Interval: 30 * time.Second, Expires: beat.Add(time.Hour), State: fleet.StateRunning}); err != nil {
+	if err := e.fleet.Put(ctx, fleet.Worker{ID: "w-lost", Heartbeat: beat, Identity: process.Identity{Started: beat}, Interval: 30 * time.Second, Expires: beat.Add(time.Hour), State: fleet.StateRunning}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(10 * time.Second) // past the queue read's cache

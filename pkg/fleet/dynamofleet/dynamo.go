@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/clock"
 
 	"github.com/millfleet/mill/pkg/fleet"
@@ -286,12 +287,12 @@ func (r reader) m(k string) map[string]types.AttributeValue {
 func workerFromItem(it map[string]types.AttributeValue) fleet.Worker {
 	r := reader(it)
 	w := fleet.Worker{
-		ID: r.s(AttrID), Hostname: r.s(attrHostname), PID: int(r.n(attrPID)),
+		ID: r.s(AttrID), Identity: process.Identity{Hostname: r.s(attrHostname), PID: int(r.n(attrPID)), Started: r.ms(attrStarted)},
 		InstanceID: r.s(attrInstanceID), Zone: r.s(attrZone), Version: r.s(attrVersion),
-		Started: r.ms(attrStarted), Heartbeat: r.ms(attrHeartbeat),
-		Interval: time.Duration(r.n(attrInterval)) * time.Millisecond,
-		Expires:  time.Unix(r.n(AttrExpiresAt), 0).UTC(),
-		Queues:   r.list(attrQueues), Pool: int(r.n(attrPool)), Held: int(r.n(attrHeld)),
+		Heartbeat: r.ms(attrHeartbeat),
+		Interval:  time.Duration(r.n(attrInterval)) * time.Millisecond,
+		Expires:   time.Unix(r.n(AttrExpiresAt), 0).UTC(),
+		Queues:    r.list(attrQueues), Pool: int(r.n(attrPool)), Held: int(r.n(attrHeld)),
 		State: fleet.State(r.s(attrState)), Pauses: r.list(attrPauses), Note: r.s(attrNote),
 	}
 	w.Outages = outagesOf(r[attrOutages])

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/fleet"
 )
@@ -34,8 +35,8 @@ type Harness struct {
 // worker is a full record written at now.
 func worker(id string, now time.Time) fleet.Worker {
 	return fleet.Worker{
-		ID: id, Hostname: "host-" + id, PID: 4242, InstanceID: "i-0123456789abcdef0", Zone: "us-east-1a",
-		Version: "v1.2.3", Started: now.Add(-time.Hour), Heartbeat: now, Interval: 30 * time.Second,
+		ID: id, Identity: process.Identity{Hostname: "host-" + id, PID: 4242, Started: now.Add(-time.Hour)},
+		InstanceID: "i-0123456789abcdef0", Zone: "us-east-1a", Version: "v1.2.3", Heartbeat: now, Interval: 30 * time.Second,
 		Expires: now.Add(fleet.DefaultKeepLost),
 		Queues:  []string{"mill-audit", "mill-dup-high"}, Pool: 16, Held: 5,
 		Running: map[string]int{"DUP": 3, "AUDIT": 1},

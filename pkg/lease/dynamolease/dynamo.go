@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/clock"
 
 	"github.com/millfleet/mill/pkg/lease"
@@ -199,9 +200,7 @@ func fromItem(item map[string]types.AttributeValue) lease.Holder {
 	}
 	return lease.Holder{
 		ID:       s(attrHolder),
-		Hostname: s(attrHostname),
-		PID:      int(n(attrPID)),
-		Started:  t(attrStarted),
+		Identity: process.Identity{Hostname: s(attrHostname), PID: int(n(attrPID)), Started: t(attrStarted)},
 		Acquired: t(attrAcquired),
 		Expires:  t(attrExpires),
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
 )
@@ -44,7 +45,7 @@ func uniqueName(t *testing.T) string {
 }
 
 func holder(id string, started time.Time) lease.Holder {
-	return lease.Holder{ID: id, Hostname: "host-" + id, PID: 4000 + len(id), Started: started.UTC().Truncate(time.Second)}
+	return lease.Holder{ID: id, Identity: process.Identity{Hostname: "host-" + id, PID: 4000 + len(id), Started: started.UTC().Truncate(time.Second)}}
 }
 
 // Run runs the suite.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/fleet"
 	"github.com/millfleet/mill/pkg/fleet/dynamofleet"
@@ -43,7 +44,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 	for range b.N {
 		m, err := fleetmember.New(fleetmember.Config{
 			Registry: reg, QueuePrefix: "mill-", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Self: fleet.Worker{ID: "bench", Queues: []string{"mill-audit", "mill-dup-high", "mill-bit"}, Pool: 16, Started: time.Now()},
+			Self: fleet.Worker{ID: "bench", Queues: []string{"mill-audit", "mill-dup-high", "mill-bit"}, Pool: 16, Identity: process.Identity{Started: time.Now()}},
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/deadletter"
 	"github.com/millfleet/mill/pkg/fleet"
@@ -70,8 +71,8 @@ func newMember(t *testing.T, queues ...string) *memberHarness {
 	m, err := fleetmember.New(fleetmember.Config{
 		Registry: reg, QueuePrefix: "mill-", Interval: 10 * time.Second, Clock: clk,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Self: fleet.Worker{ID: "w1", Hostname: "h", PID: 7, InstanceID: "i-1", Zone: "us-east-1a", Version: "v1",
-			Started: clk.Now(), Queues: queues, Pool: 4},
+		Self: fleet.Worker{ID: "w1", Identity: process.Identity{Hostname: "h", PID: 7, Started: clk.Now()},
+			InstanceID: "i-1", Zone: "us-east-1a", Version: "v1", Queues: queues, Pool: 4},
 	})
 	if err != nil {
 		t.Fatal(err)
