@@ -36,21 +36,14 @@ const (
 // row still tells its history.
 const KeyRecheckOf = "recheckOf"
 
-// Stores opens the storage providers of registered stores and exposes the
-// registry; *stores.Opener implements it.
-type Stores interface {
-	storage.Opener
-	Registry() *stores.Registry
-}
-
 // Config configures the processor.
 type Config struct {
-	Stores        Stores             `validate:"required"`
-	Index         contentindex.Index `validate:"required"`
-	AuditLog      auditlog.Log       `validate:"required"`
-	BitLog        bitlog.Log         `validate:"required"`
-	AuditQueue    queue.Queue        `validate:"required"` // AUDIT tasks (cases 7, 9, 10)
-	BitErrorQueue queue.Queue        `validate:"required"` // BIT_ERROR tasks (cases 2, 3, 4, 6, 8)
+	Stores        stores.RegistryOpener `validate:"required"`
+	Index         contentindex.Index    `validate:"required"`
+	AuditLog      auditlog.Log          `validate:"required"`
+	BitLog        bitlog.Log            `validate:"required"`
+	AuditQueue    queue.Queue           `validate:"required"` // AUDIT tasks (cases 7, 9, 10)
+	BitErrorQueue queue.Queue           `validate:"required"` // BIT_ERROR tasks (cases 2, 3, 4, 6, 8)
 	// ReadSettings are how the check reads content (see Observer): no
 	// store is unreadable, the default transfer, no checkpoints when zero.
 	ReadSettings
@@ -306,7 +299,7 @@ func (p *Processor) sendBitError(ctx context.Context, b task.Bit, o *check) erro
 // fix its checksum); any other case is when another store of the account
 // holds a copy with the consensus checksum (FindCopy), which is then noted
 // in o.Details. Its description is the case and o.Details.
-func NewBitError(ctx context.Context, s Stores, b task.Bit, o *Observation, caseNumber int) (task.BitError, error) {
+func NewBitError(ctx context.Context, s stores.RegistryOpener, b task.Bit, o *Observation, caseNumber int) (task.BitError, error) {
 	resolvable := false
 	switch caseNumber {
 	case 6:
@@ -339,7 +332,7 @@ func NewBitError(ctx context.Context, s Stores, b task.Bit, o *Observation, case
 // provider's own digest beats the recorded MD5, and a copy whose recorded
 // MD5 is contradicted holds nothing); "" when none does. Stores that do not
 // have the item are skipped; other errors are returned.
-func FindCopy(ctx context.Context, s Stores, account, storeID, space, contentID, want string) (string, error) {
+func FindCopy(ctx context.Context, s stores.RegistryOpener, account, storeID, space, contentID, want string) (string, error) {
 	acct := s.Registry().Account(account)
 	if acct == nil {
 		return "", nil

@@ -118,6 +118,7 @@ import (
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/bit"
@@ -148,7 +149,7 @@ var (
 
 // Config configures the processor.
 type Config struct {
-	Stores bit.Stores `validate:"required"`
+	Stores stores.RegistryOpener `validate:"required"`
 	// Observer looks at the item again (required; the bit check's
 	// Observer over the same stores, index and audit log).
 	Observer   *bit.Observer `validate:"required"`
