@@ -87,6 +87,16 @@ func NewOpener(reg *Registry, cfg OpenerConfig) *Opener {
 // Registry returns the registry the opener serves.
 func (o *Opener) Registry() *Registry { return o.reg }
 
+// RegistryOpener opens the storage providers of registered stores and
+// exposes the registry: what a processor that visits the stores of an
+// account needs. *Opener implements it.
+type RegistryOpener interface {
+	storage.Opener
+	Registry() *Registry
+}
+
+var _ RegistryOpener = (*Opener)(nil)
+
 // Open returns the provider of account's store storeID. Errors wrap
 // ErrUnknownAccount or ErrUnknownStore for stores that are not registered.
 func (o *Opener) Open(ctx context.Context, account, storeID string) (storage.Provider, error) {

@@ -36,46 +36,28 @@ const (
 // row still tells its history.
 const KeyRecheckOf = "recheckOf"
 
-// Stores opens the storage providers of registered stores and exposes the
-// registry; *stores.Opener implements it.
-type Stores interface {
-	storage.Opener
-	Registry() *stores.Registry
-}
-
 // Config configures the processor.
 type Config struct {
-	Stores        Stores             `validate:"required"`
-	Index         contentindex.Index `validate:"required"`
-	AuditLog      auditlog.Log       `validate:"required"`
-	BitLog        bitlog.Log         `validate:"required"`
-	AuditQueue    queue.Queue        `validate:"required"` // AUDIT tasks (cases 7, 9, 10)
-	BitErrorQueue queue.Queue        `validate:"required"` // BIT_ERROR tasks (cases 2, 3, 4, 6, 8)
-	// RecheckDelay is the wait of cases 4, 8, 9 and 10 before the next
-	// attempt (default DefaultRecheckDelay; at most queue.MaxDelay).
-	RecheckDelay time.Duration
+	Stores        stores.RegistryOpener `validate:"required"`
+	Index         contentindex.Index    `validate:"required"`
+	AuditLog      auditlog.Log          `validate:"required"`
+	BitLog        bitlog.Log            `validate:"required"`
+	AuditQueue    queue.Queue           `validate:"required"` // AUDIT tasks (cases 7, 9, 10)
+	BitErrorQueue queue.Queue           `validate:"required"` // BIT_ERROR tasks (cases 2, 3, 4, 6, 8)
 	// ReadSettings are how the check reads content (see Observer): no
 	// store is unreadable, the default transfer, no checkpoints when zero.
 	ReadSettings
-	// UserID is the user-id of emitted AUDIT tasks (default DefaultUserID).
-	UserID string
-	// Agent is recorded in every bit-log row the processor writes: this
-	// Workman's instance and Mill's version (zero: none recorded).
-	Agent bitlog.Agent
-	// Format of emitted task bodies (default task.FormatJSON).
-	Format task.Format
+	// Writes: RecheckDelay is the wait of cases 4, 8, 9 and 10 before the
+	// next attempt; UserID (default DefaultUserID) that of the AUDIT tasks
+	// the check emits.
+	Writes
 	Clock  clock.Clock  // default the system clock
 	Logger *slog.Logger // default slog.Default()
 }
 
 // WithDefaults returns c with every zero default filled in.
 func (c Config) WithDefaults() Config {
-	if c.RecheckDelay == 0 {
-		c.RecheckDelay = DefaultRecheckDelay
-	}
-	if c.UserID == "" {
-		c.UserID = DefaultUserID
-	}
+	c.Writes = c.Writes.WithDefaults(DefaultUserID)
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
@@ -83,10 +65,44 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	p := validate.New("bit: Config")
 	p.Required(c)
-	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
-	p.Add("Format", c.Format.Validate())
-	p.Add("Agent", c.Agent.Validate())
+	c.Writes.Check(p)
 	return p.Err()
+}
+
+// Writes are the settings of what a bit processor writes, alike in the
+// bit check's Config and the bit-error processor's (package biterror).
+type Writes struct {
+	// RecheckDelay is the wait before the processor's re-check of an item
+	// (default DefaultRecheckDelay; at most queue.MaxDelay).
+	RecheckDelay time.Duration
+	// UserID is the user-id of the AUDIT tasks (and writes) the processor
+	// emits (default the processor's DefaultUserID).
+	UserID string
+	// Agent is recorded in every bit-log row the processor writes: this
+	// Workman's instance and Mill's version (zero: none recorded).
+	Agent bitlog.Agent
+	// Format of emitted task bodies (default task.FormatJSON).
+	Format task.Format
+}
+
+// WithDefaults returns w with zero fields set to their defaults; userID
+// is the processor's default UserID.
+func (w Writes) WithDefaults(userID string) Writes {
+	if w.RecheckDelay == 0 {
+		w.RecheckDelay = DefaultRecheckDelay
+	}
+	if w.UserID == "" {
+		w.UserID = userID
+	}
+	return w
+}
+
+// Check records w's problems in p, the problems of the Config w is in
+// (named as that Config's fields: "bit: Config.Agent ...").
+func (w Writes) Check(p *validate.Problems) {
+	p.Add("RecheckDelay", queue.CheckDelay(w.RecheckDelay))
+	p.Add("Format", w.Format.Validate())
+	p.Add("Agent", w.Agent.Validate())
 }
 
 // Processor is the BIT task processor. Safe for concurrent use.
@@ -283,7 +299,7 @@ func (p *Processor) sendBitError(ctx context.Context, b task.Bit, o *check) erro
 // fix its checksum); any other case is when another store of the account
 // holds a copy with the consensus checksum (FindCopy), which is then noted
 // in o.Details. Its description is the case and o.Details.
-func NewBitError(ctx context.Context, s Stores, b task.Bit, o *Observation, caseNumber int) (task.BitError, error) {
+func NewBitError(ctx context.Context, s stores.RegistryOpener, b task.Bit, o *Observation, caseNumber int) (task.BitError, error) {
 	resolvable := false
 	switch caseNumber {
 	case 6:
@@ -316,7 +332,7 @@ func NewBitError(ctx context.Context, s Stores, b task.Bit, o *Observation, case
 // provider's own digest beats the recorded MD5, and a copy whose recorded
 // MD5 is contradicted holds nothing); "" when none does. Stores that do not
 // have the item are skipped; other errors are returned.
-func FindCopy(ctx context.Context, s Stores, account, storeID, space, contentID, want string) (string, error) {
+func FindCopy(ctx context.Context, s stores.RegistryOpener, account, storeID, space, contentID, want string) (string, error) {
 	acct := s.Registry().Account(account)
 	if acct == nil {
 		return "", nil

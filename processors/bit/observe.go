@@ -24,9 +24,9 @@ import (
 // report's re-check of a missing item all look at an item through it.
 // Safe for concurrent use.
 type Observer struct {
-	Stores   Stores             // required
-	Index    contentindex.Index // required
-	AuditLog auditlog.Log       // required
+	Stores   stores.RegistryOpener // required
+	Index    contentindex.Index    // required
+	AuditLog auditlog.Log          // required
 	// ReadSettings are how content is read (the bit check's Config holds
 	// its own and passes them on); a read that breaks mid-body is read on
 	// from its hash (cutread.go).

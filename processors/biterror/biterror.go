@@ -112,13 +112,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
+	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/bit"
@@ -149,35 +149,23 @@ var (
 
 // Config configures the processor.
 type Config struct {
-	Stores bit.Stores `validate:"required"`
+	Stores stores.RegistryOpener `validate:"required"`
 	// Observer looks at the item again (required; the bit check's
 	// Observer over the same stores, index and audit log).
 	Observer   *bit.Observer `validate:"required"`
 	BitLog     bitlog.Log    `validate:"required"`
 	AuditQueue queue.Queue   `validate:"required"` // audited repairs and case 6 re-syncs
 	BitQueue   queue.Queue   `validate:"required"` // re-checks of repaired items
-	// RecheckDelay delays the re-check after a case 6 audit re-sync
-	// (default bit.DefaultRecheckDelay; at most queue.MaxDelay).
-	RecheckDelay time.Duration
-	// UserID of repair writes (default DefaultUserID).
-	UserID string
-	// Agent is recorded in every bit-log row the processor writes: this
-	// Workman's instance and Mill's version (zero: none recorded).
-	Agent bitlog.Agent
-	// Format of emitted task bodies (default task.FormatJSON).
-	Format task.Format
+	// Writes: RecheckDelay delays the re-check after a case 6 audit
+	// re-sync; UserID (default DefaultUserID) is that of repair writes.
+	bit.Writes
 	Clock  clock.Clock  // default the system clock
 	Logger *slog.Logger // default slog.Default()
 }
 
 // WithDefaults returns c with every zero default filled in.
 func (c Config) WithDefaults() Config {
-	if c.RecheckDelay == 0 {
-		c.RecheckDelay = bit.DefaultRecheckDelay
-	}
-	if c.UserID == "" {
-		c.UserID = DefaultUserID
-	}
+	c.Writes = c.Writes.WithDefaults(DefaultUserID)
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
@@ -185,9 +173,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	p := validate.New("biterror: Config")
 	p.Required(c)
-	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
-	p.Add("Format", c.Format.Validate())
-	p.Add("Agent", c.Agent.Validate())
+	c.Writes.Check(p)
 	return p.Err()
 }
 

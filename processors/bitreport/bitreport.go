@@ -20,6 +20,7 @@ import (
 	"github.com/millfleet/mill/pkg/notify"
 	"github.com/millfleet/mill/pkg/pricing"
 	"github.com/millfleet/mill/pkg/queue"
+	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
 	"github.com/millfleet/mill/processors/bit"
@@ -45,10 +46,10 @@ const (
 
 // Config configures the processor.
 type Config struct {
-	Stores  bit.Stores         `validate:"required"`
-	Index   contentindex.Index `validate:"required"`
-	BitLog  bitlog.Log         `validate:"required"`
-	Reports Reports            `validate:"required"`
+	Stores  stores.RegistryOpener `validate:"required"`
+	Index   contentindex.Index    `validate:"required"`
+	BitLog  bitlog.Log            `validate:"required"`
+	Reports Reports               `validate:"required"`
 	// Observer looks again at an item the comparison finds missing from
 	// storage (the bit check's Observer over the same stores, index and
 	// audit log).

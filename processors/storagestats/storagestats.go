@@ -25,17 +25,10 @@ const DefaultMaxItems = 1_000_000
 // outside any run (the producers' run ID form).
 const RunIDFormat = "20060102T150405Z"
 
-// Stores opens registered stores and exposes the registry (*stores.Opener
-// implements it).
-type Stores interface {
-	storage.Opener
-	Registry() *stores.Registry
-}
-
 // Config configures the processor. Stores, Stats and Continue are required.
 type Config struct {
-	Stores Stores           `validate:"required"`
-	Stats  spacestats.Store `validate:"required"`
+	Stores stores.RegistryOpener `validate:"required"`
+	Stats  spacestats.Store      `validate:"required"`
 	// Continue is the queue a continued count goes to: the queue
 	// STORAGE_STATS tasks travel on (bit, in Mill's layout).
 	Continue queue.Queue `validate:"required"`

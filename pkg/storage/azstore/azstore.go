@@ -75,7 +75,7 @@ func (c Config) WithDefaults() Config {
 
 func (c Config) validate() error {
 	p := validate.New("azstore: Config")
-	p.Check(len(c.Prefix) <= MaxNameLen/2, "Prefix", fmt.Sprintf("(%d bytes)", len(c.Prefix)), "be at most %d bytes", MaxNameLen/2)
+	objstore.CheckPrefix(p, c.Prefix, MaxNameLen)
 	p.Check(c.Threshold > 0 && c.Threshold <= 256<<20, "Threshold", c.Threshold, "be within 1..%d", 256<<20)
 	p.Check(c.BlockSize >= 64<<10 && c.BlockSize <= MaxBlockSize, "BlockSize", c.BlockSize, "be within %d..%d", 64<<10, int64(MaxBlockSize))
 	p.Check(c.Streams >= 1 && c.Streams <= MaxStreams, "Streams", c.Streams, "be within 1..%d", MaxStreams)

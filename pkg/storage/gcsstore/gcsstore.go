@@ -70,7 +70,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	p := validate.New("gcsstore: Config")
 	p.Require("Bucket", c.Bucket != "")
-	p.Check(len(c.Prefix) <= MaxNameLen/2, "Prefix", fmt.Sprintf("(%d bytes)", len(c.Prefix)), "be at most %d bytes", MaxNameLen/2)
+	objstore.CheckPrefix(p, c.Prefix, MaxNameLen)
 	p.Check(c.Threshold > 0 && c.Threshold <= MaxChunkSize, "Threshold", c.Threshold, "be within 1..%d", int64(MaxChunkSize))
 	p.Check(c.ChunkSize >= chunkUnit && c.ChunkSize <= MaxChunkSize && c.ChunkSize%chunkUnit == 0, "ChunkSize", c.ChunkSize, "be a multiple of %d within %d..%d", chunkUnit, chunkUnit, MaxChunkSize)
 	return p.Err()

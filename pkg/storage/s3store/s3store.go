@@ -110,7 +110,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	p := validate.New("s3store: Config")
 	p.Required(c)
-	p.Check(len(c.Prefix) <= MaxKeyLen/2, "Prefix", fmt.Sprintf("(%d bytes)", len(c.Prefix)), "be at most %d bytes", MaxKeyLen/2)
+	objstore.CheckPrefix(p, c.Prefix, MaxKeyLen)
 	p.Check(c.MultipartThreshold >= 0 && c.MultipartThreshold <= MaxPartSize, "MultipartThreshold", c.MultipartThreshold, "be within 0..%d", int64(MaxPartSize))
 	p.Check(c.PartSize >= MinPartSize && c.PartSize <= MaxPartSize, "PartSize", c.PartSize, "be within %d..%d", MinPartSize, int64(MaxPartSize))
 	p.Check(c.Streams >= 1 && c.Streams <= MaxStreams, "Streams", c.Streams, "be within 1..%d", MaxStreams)

@@ -3,6 +3,7 @@ package objstore
 import (
 	"fmt"
 
+	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/storage"
 )
 
@@ -21,6 +22,13 @@ type Layout struct {
 	// name").
 	Encode      func(string) string
 	EncodedWhat string
+}
+
+// CheckPrefix records in p (a provider Config's problems) a store prefix
+// longer than half of maxNameLen, the service's name limit: the space and
+// the content ID keep at least the other half.
+func CheckPrefix(p *validate.Problems, prefix string, maxNameLen int) {
+	p.Check(len(prefix) <= maxNameLen/2, "Prefix", fmt.Sprintf("(%d bytes)", len(prefix)), "be at most %d bytes", maxNameLen/2)
 }
 
 // MaxContentIDLen returns the longest content ID (as a name) space
