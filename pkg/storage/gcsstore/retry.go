@@ -1,12 +1,13 @@
 package gcsstore
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/millfleet/mill/pkg/clock"
 )
 
 // retrying retries the idempotent requests of the JSON API (GET and HEAD,
@@ -42,7 +43,7 @@ func (t retrying) RoundTrip(req *http.Request) (*http.Response, error) {
 			_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 4<<10))
 			res.Body.Close()
 		}
-		if err := sleep(req.Context(), wait); err != nil {
+		if err := clock.Sleep(req.Context(), clock.Real{}, wait); err != nil {
 			return nil, err
 		}
 		wait *= 2
@@ -56,21 +57,6 @@ func transient(res *http.Response, err error) bool {
 		return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 	}
 	return res.StatusCode == http.StatusRequestTimeout || res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // CloseIdleConnections closes the idle connections of the transport
