@@ -8,7 +8,6 @@ import (
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/storage/gcsstore"
 	"github.com/millfleet/mill/pkg/stores"
 )
 
@@ -17,11 +16,7 @@ import (
 // read from the environment variable it names, and hold content.
 func TestOpenCloudStores(t *testing.T) {
 	gcsEP := testenv.FakeGCS(t)
-	gc, err := gcsstore.NewClient(t.Context(), gcsstore.ClientConfig{Endpoint: gcsEP, Anonymous: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucket := testenv.GCSBucket(t, gc)
+	bucket := testenv.GCSBucket(t, testenv.GCSClient(t, gcsEP))
 	azEP, container := testenv.AzureContainer(t)
 	t.Setenv("MILL_TEST_AZURE_CONN", testenv.AzuriteConnectionString(azEP))
 	doc := `{"accounts": [{"id": "a", "stores": [

@@ -46,7 +46,8 @@ func TestCloudStoresRefuseForgedTasks(t *testing.T) {
 	gcsEP := testenv.FakeGCS(t)
 	gc, err := gcsstore.NewClient(ctx, gcsstore.ClientConfig{Endpoint: gcsEP, Anonymous: true})
 	must(t, err)
-	bucket := testenv.GCSBucket(t, gc)
+	gsdk := testenv.GCSClient(t, gcsEP)
+	bucket := testenv.GCSBucket(t, gsdk)
 	azEP, cont := testenv.AzureContainer(t)
 	conn := testenv.AzuriteConnectionString(azEP)
 	azc, err := azstore.NewClient(ctx, azstore.ClientConfig{StorageAccount: testenv.AzuriteAccount, Container: cont, ConnectionString: conn})
@@ -67,7 +68,7 @@ func TestCloudStoresRefuseForgedTasks(t *testing.T) {
 	dst, err := azstore.New(azc, azstore.Config{Prefix: "mill/"})
 	must(t, err)
 	must(t, dst.CreateSpace(ctx, space))
-	before := cloudSnapshot(t, ctx, gc, bucket, azc)
+	before := cloudSnapshot(t, ctx, gsdk, bucket, azc)
 
 	w := m.startWorkman()
 	// "../" in a content ID is an ordinary name in an object store (as on
@@ -99,7 +100,7 @@ func TestCloudStoresRefuseForgedTasks(t *testing.T) {
 		}
 	}
 	w.alive(t)
-	if after := cloudSnapshot(t, ctx, gc, bucket, azc); !slices.Equal(before, after) {
+	if after := cloudSnapshot(t, ctx, gsdk, bucket, azc); !slices.Equal(before, after) {
 		t.Errorf("the cloud stores changed:\n before %q\n after  %q", before, after)
 	}
 

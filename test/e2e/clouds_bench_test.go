@@ -60,7 +60,8 @@ func BenchmarkCopyToClouds(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gbucket := testenv.GCSBucket(b, gc)
+	gsdk := testenv.GCSClient(b, gcsEP)
+	gbucket := testenv.GCSBucket(b, gsdk)
 	azEP, cont := testenv.AzureContainer(b)
 	azc, err := azstore.NewClient(ctx, azstore.ClientConfig{StorageAccount: testenv.AzuriteAccount, Container: cont, ConnectionString: testenv.AzuriteConnectionString(azEP)})
 	if err != nil {
@@ -89,7 +90,7 @@ func BenchmarkCopyToClouds(b *testing.B) {
 		{"gcs", gdst, func() {
 			body := sdkGet()
 			defer body.Close()
-			w := gc.Bucket(gbucket).Object("sdk/object").NewWriter(ctx)
+			w := gsdk.Bucket(gbucket).Object("sdk/object").NewWriter(ctx)
 			if _, err := io.Copy(w, body); err != nil {
 				b.Fatal(err)
 			}

@@ -25,7 +25,6 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/audited"
 	"github.com/millfleet/mill/pkg/storage/azstore"
-	"github.com/millfleet/mill/pkg/storage/gcsstore"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 	"github.com/millfleet/mill/processors"
@@ -65,11 +64,7 @@ func TestChainAcrossClouds(t *testing.T) {
 	}
 	testenv.CleanupBucket(t, s3c, bucket)
 	gcsEP := testenv.FakeGCS(t)
-	gc, err := gcsstore.NewClient(ctx, gcsstore.ClientConfig{Endpoint: gcsEP, Anonymous: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gbucket := testenv.GCSBucket(t, gc)
+	gbucket := testenv.GCSBucket(t, testenv.GCSClient(t, gcsEP))
 	azEP, container := testenv.AzureContainer(t)
 	t.Setenv("MILL_E2E_AZURE", testenv.AzuriteConnectionString(azEP))
 	reg, err := stores.Parse("accounts.json", []byte(`{"accounts": [{"id": "`+account+`", "stores": [

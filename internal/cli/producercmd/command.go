@@ -118,8 +118,11 @@ func (e *Env) OpenQueue(ctx context.Context, name string) (queue.Queue, error) {
 }
 
 // Main runs the command on the process's arguments and environment,
-// stopping on SIGTERM or SIGINT, and exits with its status (ExitCode).
+// stopping on SIGTERM or SIGINT, and exits with its status (ExitCode). The
+// process's soft memory limit is DefaultMemoryLimit unless GOMEMLIMIT
+// sets one.
 func (c Command) Main() {
+	limitMemory(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := c.Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()

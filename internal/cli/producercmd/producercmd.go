@@ -9,7 +9,8 @@
 // --wire-format, --log-level, the schedule --start-at and
 // --notify-topic-arn), the usage error and exit status, and the end of
 // every run: the registry, the database, the state, the lease and the loop
-// itself (loop.go).
+// itself (loop.go). Command.Main gives the process a soft memory limit,
+// DefaultMemoryLimit, unless GOMEMLIMIT sets one (memlimit.go).
 package producercmd
 
 import (

@@ -12,6 +12,7 @@ import (
 	gcs "cloud.google.com/go/storage"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
 )
 
 // GCSEmulatorVar names the variable holding the fake-gcs-server endpoint
@@ -47,6 +48,20 @@ func GCSEmulator(t testing.TB) string {
 		Unavailable(t, "fake-gcs-server (GCS emulator) at "+ep, err)
 	}
 	return ep
+}
+
+// GCSClient returns a client of the GCS emulator at ep (anonymous, JSON
+// API), closed after the test: Google's cloud.google.com/go/storage, not
+// Mill's gcsstore, so a test can act as another tool writing the bucket.
+func GCSClient(t testing.TB, ep string) *gcs.Client {
+	t.Helper()
+	c, err := gcs.NewClient(context.Background(), option.WithEndpoint(strings.TrimSuffix(ep, "/")+"/storage/v1/"),
+		option.WithoutAuthentication(), gcs.WithJSONReads())
+	if err != nil {
+		t.Fatalf("GCS client of %s: %v", ep, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // GCSBucket creates a fresh bucket through c, removed with its objects

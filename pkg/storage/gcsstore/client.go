@@ -12,8 +12,8 @@ import (
 	"cloud.google.com/go/auth"
 	"cloud.google.com/go/auth/credentials"
 	"cloud.google.com/go/auth/httptransport"
-	gcs "cloud.google.com/go/storage"
 	"google.golang.org/api/option"
+	raw "google.golang.org/api/storage/v1"
 
 	"github.com/millfleet/mill/pkg/endpoint"
 )
@@ -41,10 +41,24 @@ type ClientConfig struct {
 	Resolver *net.Resolver
 }
 
+// Client is a connection to GCS's JSON API (Google's generated REST
+// client, google.golang.org/api/storage/v1), shared by the stores opened
+// on it. It is safe for concurrent use.
+type Client struct {
+	svc *raw.Service
+	hc  *http.Client
+}
+
+// Close releases the client's idle connections.
+func (c *Client) Close() error {
+	c.hc.CloseIdleConnections()
+	return nil
+}
+
 // NewClient returns a GCS client for cc. Its connections never reach a
 // link-local or metadata address (endpoint.HTTPClient's dialer), so a
 // hostile endpoint cannot point it at a metadata server.
-func NewClient(ctx context.Context, cc ClientConfig) (*gcs.Client, error) {
+func NewClient(ctx context.Context, cc ClientConfig) (*Client, error) {
 	if cc.Endpoint != "" {
 		if err := endpoint.Check(cc.Endpoint, cc.AllowInsecureEndpoint); err != nil {
 			return nil, fmt.Errorf("gcsstore: %w", err)
@@ -55,7 +69,7 @@ func NewClient(ctx context.Context, cc ClientConfig) (*gcs.Client, error) {
 	if cc.ServiceAccountFile != "" && (cc.Anonymous || !filepath.IsAbs(cc.ServiceAccountFile)) {
 		return nil, fmt.Errorf("gcsstore: service account file %q: want an absolute path, and not with anonymous access", cc.ServiceAccountFile)
 	}
-	base := endpoint.HTTPClient(cc.Resolver).GetTransport()
+	var base http.RoundTripper = retrying{next: endpoint.HTTPClient(cc.Resolver).GetTransport(), retries: defaultRetries, first: defaultRetryFirst}
 	hc := &http.Client{Transport: base}
 	if !cc.Anonymous {
 		opts := &credentials.DetectOptions{Scopes: []string{scope}}
@@ -77,11 +91,11 @@ func NewClient(ctx context.Context, cc ClientConfig) (*gcs.Client, error) {
 	}
 	opts := []option.ClientOption{option.WithHTTPClient(hc)}
 	if cc.Endpoint != "" {
-		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(cc.Endpoint, "/")+"/storage/v1/"), gcs.WithJSONReads())
+		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(cc.Endpoint, "/")+"/storage/v1/"))
 	}
-	c, err := gcs.NewClient(ctx, opts...)
+	svc, err := raw.NewService(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("gcsstore: %w", err)
 	}
-	return c, nil
+	return &Client{svc: svc, hc: hc}, nil
 }

@@ -7,9 +7,6 @@ import (
 	"io"
 	"strconv"
 
-	gcs "cloud.google.com/go/storage"
-	"google.golang.org/api/iterator"
-
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
@@ -22,31 +19,23 @@ func (s *Store) ListContent(ctx context.Context, space, after string, limit int)
 	}
 	page := objstore.NewPage(after, limit)
 	prefix := s.layout.SpacePrefix(space)
-	q := &gcs.Query{Prefix: prefix}
+	q := listing{prefix: prefix, pageSize: int64(min(page.Limit+1, 1000)), fields: []string{"name"}}
 	if after != "" {
-		q.StartOffset = prefix + after // inclusive: the marker itself is skipped below
+		q.startOffset = prefix + after // inclusive: the marker itself is skipped below
 	}
-	if err := q.SetAttrSelection([]string{"Name"}); err != nil {
-		return nil, false, err
+	more := false
+	err := s.bucket.list(ctx, q, func(a *attrs) (bool, error) {
+		more = page.Add(a.Name[len(prefix):])
+		return !more, nil
+	})
+	if err != nil {
+		return nil, false, wrap("list", space, err)
 	}
-	it := s.bucket.Objects(ctx, q)
-	it.PageInfo().MaxSize = min(page.Limit+1, 1000)
-	for {
-		a, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return page.IDs, false, nil
-		}
-		if err != nil {
-			return nil, false, wrap("list", space, err)
-		}
-		if page.Add(a.Name[len(prefix):]) {
-			return page.IDs, true, nil
-		}
-	}
+	return page.IDs, more, nil
 }
 
 func (s *Store) head(ctx context.Context, key, id string) (*storage.Info, error) {
-	a, err := s.bucket.Object(key).Attrs(ctx)
+	a, err := s.bucket.attrs(ctx, key, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -76,18 +65,16 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 	if err != nil {
 		return nil, nil, wrap("get", space+"/"+id, err)
 	}
-	o := s.bucket.Object(key)
 	var gen int64
 	if revision != "" {
 		gen, err = strconv.ParseInt(revision, 10, 64)
 		if err != nil || gen <= 0 {
 			return nil, nil, wrap("get", space+"/"+id, fmt.Errorf("%w: revision %q is not a GCS generation", storage.ErrChanged, revision))
 		}
-		o = o.Generation(gen)
 	}
-	// The reader's attributes lack the custom metadata: read them first,
-	// then the bytes of that generation.
-	a, err := o.Attrs(ctx)
+	// A read's response lacks the custom metadata: read the attributes
+	// first, then the bytes of that generation.
+	a, err := s.bucket.attrs(ctx, key, gen)
 	if err != nil {
 		return nil, nil, wrap("get", space+"/"+id, s.readErr(ctx, space, key, gen, err))
 	}
@@ -97,13 +84,16 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 		return io.NopCloser(eofReader{}), info, nil
 	}
 	length := n
+	var want *uint32
 	if off == 0 && n == a.Size {
-		// A whole read asks for no range: the client library then checks
-		// the bytes against GCS's CRC32C of the object as they arrive
-		// (it does not for a ranged read).
+		// A whole read asks for no range and is checked against GCS's
+		// CRC32C of the object as its bytes arrive (a ranged read is not).
 		length = -1
+		if a.HasCRC32C {
+			want = &a.CRC32C
+		}
 	}
-	r, err := s.bucket.Object(key).Generation(a.Generation).NewRangeReader(ctx, off, length)
+	r, err := s.bucket.read(ctx, key, a.Generation, off, length, want)
 	if err != nil {
 		return nil, nil, wrap("get", space+"/"+id, s.readErr(ctx, space, key, a.Generation, err))
 	}
@@ -124,7 +114,7 @@ func (s *Store) readErr(ctx context.Context, space, key string, gen int64, err e
 		return serr
 	}
 	if gen > 0 {
-		if a, aerr := s.bucket.Object(key).Attrs(ctx); aerr == nil && a.Generation != gen {
+		if a, aerr := s.bucket.attrs(ctx, key, 0); aerr == nil && a.Generation != gen {
 			return fmt.Errorf("%w: generation %d, now %d", storage.ErrChanged, gen, a.Generation)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // TestWholeReadChecksCRC32C: a byte changed on the wire in a whole read
-// fails the read (the client library checks GCS's CRC32C of the object);
+// fails the read (the store checks GCS's CRC32C of the object);
 // the bytes never reach the caller as the item's.
 func TestWholeReadChecksCRC32C(t *testing.T) {
 	target, err := url.Parse(testenv.FakeGCS(t))
@@ -41,7 +41,7 @@ func TestWholeReadChecksCRC32C(t *testing.T) {
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
 	c := emulatorClient(t, srv.URL)
-	s, err := New(c, Config{Bucket: testenv.GCSBucket(t, c)})
+	s, err := New(c, Config{Bucket: testenv.GCSBucket(t, testenv.GCSClient(t, srv.URL))})
 	if err != nil {
 		t.Fatal(err)
 	}

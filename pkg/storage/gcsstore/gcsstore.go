@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	gcs "cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
 
 	"github.com/millfleet/mill/internal/base/validate"
@@ -90,8 +89,8 @@ var (
 // MaxContentIDLen is GCS's 1024-byte name limit less the prefix, the
 // space and a slash.
 type Store struct {
-	client *gcs.Client
-	bucket *gcs.BucketHandle
+	client *Client
+	bucket objects
 	cfg    Config
 	layout objstore.Layout
 	spaces objstore.Spaces
@@ -102,11 +101,11 @@ type Store struct {
 
 // methods are the methods every object-store provider shares: the
 // embedded field is unexported, only its methods are the store's.
-type methods = objstore.Methods[gcs.ObjectAttrs]
+type methods = objstore.Methods[attrs]
 
 // New returns the store cfg describes, using client (see NewClient). It
 // does not create the bucket.
-func New(client *gcs.Client, cfg Config) (*Store, error) {
+func New(client *Client, cfg Config) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("gcsstore: new: nil client")
 	}
@@ -114,10 +113,10 @@ func New(client *gcs.Client, cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, bucket: client.Bucket(cfg.Bucket), cfg: cfg}
+	s := &Store{client: client, bucket: objects{svc: client.svc, bucket: cfg.Bucket}, cfg: cfg}
 	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen}
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
-	s.methods = objstore.Provider[gcs.ObjectAttrs]{
+	s.methods = objstore.Provider[attrs]{
 		Spaces:   s.spaces,
 		Put:      objstore.Put{Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putLarge},
 		Recovery: s.recovery(),
@@ -143,9 +142,6 @@ func mapErr(err error) error {
 	}
 	if objstore.Portable(err, storage.ErrChanged) {
 		return err
-	}
-	if errors.Is(err, gcs.ErrObjectNotExist) || errors.Is(err, gcs.ErrBucketNotExist) {
-		return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
 	}
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
@@ -183,7 +179,7 @@ func metadata(md5hex string, crc string, props map[string]string) (map[string]st
 }
 
 // infoOf describes an object as an item.
-func infoOf(a *gcs.ObjectAttrs, id string) *storage.Info {
+func infoOf(a *attrs, id string) *storage.Info {
 	// GCS computes the MD5 of every object written in one piece (not of a
 	// composite object, which has only its CRC32C): the provider checksum.
 	info := objstore.Attrs{
@@ -209,5 +205,5 @@ func randHex() string { return objstore.RandHex() }
 func (s *Store) deleteKey(ctx context.Context, key string) {
 	dctx, cancel := objstore.Detached(ctx)
 	defer cancel()
-	_ = s.bucket.Object(key).Delete(dctx)
+	_ = s.bucket.delete(dctx, key, 0)
 }

@@ -5,8 +5,6 @@ import (
 	"io"
 	"testing"
 
-	gcs "cloud.google.com/go/storage"
-
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/storage/storagetest"
 )
@@ -18,18 +16,16 @@ var testConfig = Config{Threshold: 1 << 20, ChunkSize: 1 << 20}
 // TestConformance runs the suite on fake-gcs-server inside the test
 // process; TestConformanceEmulator on the one `make up` starts.
 func TestConformance(t *testing.T) {
-	client := emulatorClient(t, testenv.FakeGCS(t))
-	conformance(t, client, testenv.GCSBucket(t, client))
+	conformance(t, testenv.FakeGCS(t))
 }
 
 func TestConformanceEmulator(t *testing.T) {
-	client := emulatorClient(t, testenv.GCSEmulator(t))
-	conformance(t, client, testenv.GCSBucket(t, client))
+	conformance(t, testenv.GCSEmulator(t))
 }
 
 // emulatorClient is the client the registry's wiring builds for an
 // emulator's endpoint.
-func emulatorClient(t *testing.T, ep string) *gcs.Client {
+func emulatorClient(t *testing.T, ep string) *Client {
 	c, err := NewClient(t.Context(), ClientConfig{Endpoint: ep, Anonymous: true})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +34,13 @@ func emulatorClient(t *testing.T, ep string) *gcs.Client {
 	return c
 }
 
-func conformance(t *testing.T, client *gcs.Client, bucket string) {
+// conformance runs the suite on the emulator at ep. Another tool
+// (Google's cloud.google.com/go/storage) creates the bucket and corrupts
+// or replaces items behind the store's back.
+func conformance(t *testing.T, ep string) {
+	client := emulatorClient(t, ep)
+	other := testenv.GCSClient(t, ep)
+	bucket := testenv.GCSBucket(t, other)
 	storagetest.Run(t, storagetest.Harness{
 		LargeSize:         11 << 20,
 		MaxPropertiesSize: MaxMetadataSize,
@@ -52,7 +54,7 @@ func conformance(t *testing.T, client *gcs.Client, bucket string) {
 			rewrite := func(t *testing.T, space, id string, change func([]byte) []byte) {
 				key, _ := s.contentKey(space, id)
 				ctx := t.Context()
-				o := client.Bucket(bucket).Object(key)
+				o := other.Bucket(bucket).Object(key)
 				a, err := o.Attrs(ctx)
 				if err != nil {
 					t.Fatal(err)

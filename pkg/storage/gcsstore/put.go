@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-
-	gcs "cloud.google.com/go/storage"
 
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
@@ -34,7 +31,7 @@ func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.write(ctx, s.bucket.Object(key), bytes.NewReader(data), sums, opts, 0, nil)
+	a, err := s.write(ctx, key, bytes.NewReader(data), sums, opts, 0, nil)
 	if err != nil {
 		undo()
 		return nil, err
@@ -54,7 +51,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 		if err != nil {
 			return nil, err
 		}
-		a, err := s.write(ctx, s.bucket.Object(key), r, sums, opts, s.cfg.ChunkSize, func() error {
+		a, err := s.write(ctx, key, r, sums, opts, s.cfg.ChunkSize, func() error {
 			if err := sizeErr(sums.Len(), opts.Size); err != nil {
 				return err
 			}
@@ -68,7 +65,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 	}
 	tmp := s.layout.TmpKey(randHex())
 	defer s.deleteKey(ctx, tmp)
-	if _, err := s.write(ctx, s.bucket.Object(tmp), r, sums, storage.PutOptions{Size: opts.Size, MimeType: opts.MimeType, Properties: opts.Properties}, s.cfg.ChunkSize, func() error {
+	if _, err := s.write(ctx, tmp, r, sums, storage.PutOptions{Size: opts.Size, MimeType: opts.MimeType, Properties: opts.Properties}, s.cfg.ChunkSize, func() error {
 		return sizeErr(sums.Len(), opts.Size)
 	}); err != nil {
 		return nil, err
@@ -92,25 +89,20 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 	return infoOf(a, id), nil
 }
 
-// write uploads r to o, hashing it into sums. chunk 0 sends it in one
+// write uploads r to key, hashing it into sums. chunk 0 sends it in one
 // request with its MD5 (known from sums, which already hold the bytes);
 // otherwise check runs when r ends, before the last chunk leaves: an error
 // abandons the upload, so nothing is committed.
-func (s *Store) write(ctx context.Context, o *gcs.ObjectHandle, r io.Reader, sums *storage.Sums, opts storage.PutOptions, chunk int, check func() error) (*gcs.ObjectAttrs, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	w := o.NewWriter(ctx)
-	w.ChunkSize = chunk
-	w.ContentType = mimeOr(opts.MimeType)
+func (s *Store) write(ctx context.Context, key string, r io.Reader, sums *storage.Sums, opts storage.PutOptions, chunk int, check func() error) (*attrs, error) {
+	u := upload{key: key, contentType: mimeOr(opts.MimeType), chunk: chunk}
 	md5 := ""
 	if chunk == 0 {
 		md5 = sums.MD5()
-		b, _ := hex.DecodeString(md5)
-		w.MD5 = b
 	} else if want, _ := storage.NormalizeMD5(opts.Checksum); want != "" {
 		md5 = want
-		b, _ := hex.DecodeString(want)
-		w.MD5 = b
+	}
+	if md5 != "" {
+		u.md5, _ = hex.DecodeString(md5)
 	}
 	crc := ""
 	if chunk == 0 {
@@ -120,39 +112,34 @@ func (s *Store) write(ctx context.Context, o *gcs.ObjectHandle, r io.Reader, sum
 	if err != nil {
 		return nil, err
 	}
-	w.Metadata = meta
+	u.metadata = meta
 	src := r
 	if chunk != 0 {
-		src = io.TeeReader(r, sums)
+		src = &checked{r: io.TeeReader(r, sums), check: check}
 	}
-	// Cancelling the writer's context abandons the upload (nothing is
-	// committed); Close then waits for it to end.
-	if _, err := io.Copy(w, src); err != nil {
-		cancel(err)
-		_ = w.Close()
-		return nil, errors.Join(err, context.Cause(ctx))
-	}
-	if check != nil {
-		if err := check(); err != nil {
-			cancel(err)
-			_ = w.Close()
-			return nil, err
+	return s.bucket.insert(ctx, u, src)
+}
+
+// checked is a stream that runs check at its end: a failed check is the
+// stream's error instead of io.EOF, which abandons a resumable upload
+// before its last chunk is sent.
+type checked struct {
+	r     io.Reader
+	check func() error
+}
+
+func (c *checked) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err == io.EOF && c.check != nil {
+		if cerr := c.check(); cerr != nil {
+			return n, cerr
 		}
 	}
-	if err := w.Close(); err != nil {
-		if ctx.Err() != nil {
-			return nil, errors.Join(err, context.Cause(ctx))
-		}
-		return nil, err
-	}
-	return w.Attrs(), nil
+	return n, err
 }
 
 // copyObject copies src to dst server side (a rewrite) with metadata meta
 // and content type mime, and returns the new object's attributes.
-func (s *Store) copyObject(ctx context.Context, src, dst string, meta map[string]string, mime string) (*gcs.ObjectAttrs, error) {
-	c := s.bucket.Object(dst).CopierFrom(s.bucket.Object(src))
-	c.Metadata = meta
-	c.ContentType = mime
-	return c.Run(ctx)
+func (s *Store) copyObject(ctx context.Context, src, dst string, meta map[string]string, mime string) (*attrs, error) {
+	return s.bucket.rewrite(ctx, src, 0, dst, meta, mime)
 }

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"maps"
 
-	gcs "cloud.google.com/go/storage"
-	"google.golang.org/api/iterator"
-
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
@@ -21,17 +18,14 @@ func (s *Store) trashItemPrefix(space, id string) string {
 // replaced for reason: a server-side copy of that generation under the
 // trash prefix with its metadata (objstore.Preserver). a is the object's
 // attributes when the caller has them, else they are read.
-func (s *Store) preserve(ctx context.Context, key, space, id string, a *gcs.ObjectAttrs, reason string) (undo func(), err error) {
-	return objstore.Preserver[gcs.ObjectAttrs]{
-		Read: func(ctx context.Context, key string) (*gcs.ObjectAttrs, error) {
-			return s.bucket.Object(key).Attrs(ctx)
+func (s *Store) preserve(ctx context.Context, key, space, id string, a *attrs, reason string) (undo func(), err error) {
+	return objstore.Preserver[attrs]{
+		Read: func(ctx context.Context, key string) (*attrs, error) {
+			return s.bucket.attrs(ctx, key, 0)
 		},
 		Missing: notFound,
-		Copy: func(ctx context.Context, a *gcs.ObjectAttrs, key, tkey string) error {
-			c := s.bucket.Object(tkey).CopierFrom(s.bucket.Object(key).Generation(a.Generation))
-			c.Metadata = maps.Clone(a.Metadata)
-			c.ContentType = a.ContentType
-			_, err := c.Run(ctx)
+		Copy: func(ctx context.Context, a *attrs, key, tkey string) error {
+			_, err := s.bucket.rewrite(ctx, key, a.Generation, tkey, maps.Clone(a.Metadata), a.ContentType)
 			return err
 		},
 		Stale:  notFound, // the generation copied is gone
@@ -44,48 +38,40 @@ func notFound(err error) bool { return errors.Is(mapErr(err), storage.ErrNotFoun
 
 // recovery lists the trash copies (storage.Recoverer, by
 // objstore.Methods) and copies one back with its metadata (a rewrite).
-func (s *Store) recovery() objstore.Recovery[gcs.ObjectAttrs] {
-	return objstore.Recovery[gcs.ObjectAttrs]{
+func (s *Store) recovery() objstore.Recovery[attrs] {
+	return objstore.Recovery[attrs]{
 		List: s.listAttrs,
-		Attrs: func(ctx context.Context, key string) (*gcs.ObjectAttrs, error) {
-			return s.bucket.Object(key).Attrs(ctx)
+		Attrs: func(ctx context.Context, key string) (*attrs, error) {
+			return s.bucket.attrs(ctx, key, 0)
 		},
 		Preserve: s.preserve,
 		// A metadata patch: the bytes and generation stay, the modified
 		// time becomes now.
-		Patch: func(a *gcs.ObjectAttrs, props map[string]string) (func(context.Context, string) error, error) {
+		Patch: func(a *attrs, props map[string]string) (func(context.Context, string) error, error) {
 			meta, err := metadata(a.Metadata[MetaMD5], a.Metadata[MetaCRC64], props)
 			return func(ctx context.Context, key string) error {
 				// Only the generation read: a concurrent rewrite fails the patch.
-				_, err := s.bucket.Object(key).If(gcs.Conditions{GenerationMatch: a.Generation}).Update(ctx, gcs.ObjectAttrsToUpdate{Metadata: meta})
-				return err
+				return s.bucket.patchMetadata(ctx, key, a.Generation, meta)
 			}, err
 		},
-		Remove: func(ctx context.Context, key string, a *gcs.ObjectAttrs) error {
-			return s.bucket.Object(key).If(gcs.Conditions{GenerationMatch: a.Generation}).Delete(ctx)
+		Remove: func(ctx context.Context, key string, a *attrs) error {
+			return s.bucket.delete(ctx, key, a.Generation)
 		},
-		Copy: func(ctx context.Context, src, dst string, from *gcs.ObjectAttrs) error {
+		Copy: func(ctx context.Context, src, dst string, from *attrs) error {
 			_, err := s.copyObject(ctx, src, dst, maps.Clone(from.Metadata), from.ContentType)
 			return err
 		},
-		Sum:  func(a *gcs.ObjectAttrs) ([]byte, int64) { return a.MD5, a.Size },
-		Info: func(a *gcs.ObjectAttrs, id string) *storage.Info { return infoOf(a, id) },
+		Sum:  func(a *attrs) ([]byte, int64) { return a.MD5, a.Size },
+		Info: func(a *attrs, id string) *storage.Info { return infoOf(a, id) },
 		What: "object",
 	}
 }
 
 // listAttrs calls each with the name and attributes of every object
 // under prefix.
-func (s *Store) listAttrs(ctx context.Context, prefix string, each func(name string, a *gcs.ObjectAttrs)) error {
-	it := s.bucket.Objects(ctx, &gcs.Query{Prefix: prefix})
-	for {
-		a, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+func (s *Store) listAttrs(ctx context.Context, prefix string, each func(name string, a *attrs)) error {
+	return s.bucket.list(ctx, listing{prefix: prefix}, func(a *attrs) (bool, error) {
 		each(a.Name, a)
-	}
+		return true, nil
+	})
 }
