@@ -246,11 +246,23 @@ func encode(t *testing.T, tk *task.Task) string {
 // it read.
 func (m *mill) deadLetters(want int, within time.Duration, w *worker) []*workman.DeadLetter {
 	m.t.Helper()
+	var out []*workman.DeadLetter
+	m.deadLettersUntil(within, w, func(d *workman.DeadLetter) bool {
+		out = append(out, d)
+		return len(out) >= want
+	})
+	return out
+}
+
+// deadLettersUntil hands each task's letter to add (once per message ID)
+// until add returns true or the deadline passes; every letter of the last
+// batch read is handed over (all are deleted).
+func (m *mill) deadLettersUntil(within time.Duration, w *worker, add func(*workman.DeadLetter) (done bool)) {
+	m.t.Helper()
 	dlq, err := m.claims.Open(m.ctx, m.sqsc, m.s3c, queue.Name(m.prefix, queue.KeyDeadLetter), sqsqueue.Config{})
 	must(m.t, err)
-	var out []*workman.DeadLetter
 	seen := map[string]bool{}
-	for deadline := time.Now().Add(within); len(out) < want && time.Now().Before(deadline); {
+	for deadline, done := time.Now().Add(within), false; !done && time.Now().Before(deadline); {
 		select {
 		case <-w.Done():
 			m.t.Fatalf("workman exited while processing: %v", w.Cmd.ProcessState)
@@ -268,14 +280,13 @@ func (m *mill) deadLetters(want int, within time.Duration, w *worker) []*workman
 			// task's letter may come twice.
 			if !seen[d.MessageID] {
 				seen[d.MessageID] = true
-				out = append(out, d)
+				done = add(d) || done
 			}
 		}
 		if len(ms) > 0 {
 			must(m.t, dlq.Delete(m.ctx, ms...))
 		}
 	}
-	return out
 }
 
 // drained waits until every work queue is empty (nothing visible, in
