@@ -273,7 +273,7 @@ func TestAdversarialInputs(t *testing.T) {
 	twice, once := false, false
 	for i := range attacks {
 		a := &attacks[i]
-		before := m.resends.count()
+		before := m.resends.Count()
 		switch {
 		case i == resent && m.sendingTwice(func() {
 			_, err := m.sqsc.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(m.urls[a.queue]), MessageBody: aws.String(a.body)})
@@ -291,7 +291,7 @@ func TestAdversarialInputs(t *testing.T) {
 			must(t, err)
 			must(t, q.Send(ctx, queue.SendEntry{Body: []byte(a.body)}))
 		}
-		if copies[a] = 1 + m.resends.count() - before; copies[a] > 1 {
+		if copies[a] = 1 + m.resends.Count() - before; copies[a] > 1 {
 			t.Logf("%s: its send took %d attempts", a.name, copies[a])
 		}
 	}

@@ -80,7 +80,7 @@ type mill struct {
 func newMill(t *testing.T, ctx context.Context) *mill {
 	t.Helper()
 	m := &mill{t: t, ctx: ctx, cfg: testenv.AWS(t), prefix: testenv.Prefix(t), urls: map[string]string{}}
-	m.s3c, m.sqsc = m.cfg.S3(), m.cfg.SQS(m.resends.option)
+	m.s3c, m.sqsc = m.cfg.S3(), m.cfg.SQS(m.resends.Option)
 	testenv.CleanupQueues(t, m.sqsc, m.prefix)
 	for _, k := range queue.AllKeys {
 		u, err := (setup.Queue{Client: m.sqsc, QueueName: queue.Name(m.prefix, k), VisibilityTimeout: 30 * time.Second}).Ensure(ctx)
@@ -230,10 +230,10 @@ func (m *mill) send(key, body string, attrs map[string]string) string {
 		}
 		in.MessageAttributes[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
 	}
-	before := m.resends.count()
+	before := m.resends.Count()
 	out, err := m.sqsc.SendMessage(m.ctx, in)
 	must(m.t, err)
-	if m.resends.count() > before {
+	if m.resends.Count() > before {
 		m.resends.sentAgain(body, aws.ToString(out.MessageId))
 	}
 	return aws.ToString(out.MessageId)

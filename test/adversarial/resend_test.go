@@ -1,61 +1,33 @@
 package adversarial
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"sync"
-	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/millfleet/mill/internal/testkit/faultproxy"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/workman"
 )
 
-// SQS is at least once from the sender's side too: a SendMessage (or
-// SendMessageBatch) whose answer breaks after SQS took the message is
-// retried by the SDK's retryer ("use of closed network connection",
-// "connection reset" and a body cut short are retryable), and the queue
-// then holds the message twice, under two message IDs. A test that counts
-// one dead letter per message sent must allow one more for each retry:
-// the mill's client counts its retried sends (newMill), m.send notes the
+// A send the SDK retried may have queued its message twice
+// (testenv.SendRetries). A test that counts one dead letter per message
+// sent allows one more for each retry: the mill's client counts its
+// retried sends (newMill), m.send notes the
 // bodies it sent more than once, and deadLetters gives a letter of such a
 // body the ID the send returned, so that it counts as that send's letter
 // (and a second one is dropped like a letter delivered twice).
 
-// resends counts the attempts past the first of the SQS send calls of a
-// client made with its option: the most copies of a message a send may
-// have added beyond the one it meant to.
+// resends counts the retried sends of the clients made with its option
+// (testenv.SendRetries) and notes the bodies m.send sent more than once.
 type resends struct {
-	n      atomic.Int64
+	testenv.SendRetries
 	mu     sync.Mutex
 	bodies map[string]string // body → message ID, of the sends retried
 }
-
-// option is an sqs.Options function that counts the client's resends.
-func (r *resends) option(o *sqs.Options) {
-	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("CountSendRetries", func(ctx context.Context, in middleware.InitializeInput,
-			next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			out, md, err := next.HandleInitialize(ctx, in)
-			switch in.Parameters.(type) {
-			case *sqs.SendMessageInput, *sqs.SendMessageBatchInput:
-				if res, ok := retry.GetAttemptResults(md); ok && len(res.Results) > 1 {
-					r.n.Add(int64(len(res.Results) - 1))
-				}
-			}
-			return out, md, err
-		}), middleware.After)
-	})
-}
-
-// count returns the resends so far.
-func (r *resends) count() int { return int(r.n.Load()) }
 
 // sentAgain notes a send of body that the SDK retried; id is the message
 // ID its call returned.
@@ -103,11 +75,11 @@ func (m *mill) sendingTwice(send func()) bool {
 	})
 	direct := m.sqsc
 	defer func() { m.sqsc = direct }()
-	m.sqsc = m.cfg.SQS(m.resends.option, func(o *sqs.Options) { o.BaseEndpoint = aws.String(proxy.URL()) })
-	before := m.resends.count()
+	m.sqsc = m.cfg.SQS(m.resends.Option, func(o *sqs.Options) { o.BaseEndpoint = aws.String(proxy.URL()) })
+	before := m.resends.Count()
 	send()
-	if proxy.Breaks() != 1 || m.resends.count()-before != 1 {
-		m.t.Fatalf("a send whose first answer broke: %d answers broken, %d resends counted; want 1 and 1", proxy.Breaks(), m.resends.count()-before)
+	if proxy.Breaks() != 1 || m.resends.Count()-before != 1 {
+		m.t.Fatalf("a send whose first answer broke: %d answers broken, %d resends counted; want 1 and 1", proxy.Breaks(), m.resends.Count()-before)
 	}
 	return true
 }
