@@ -10,7 +10,12 @@
 //     the good task's item must be byte-identical afterwards (all object
 //     versions of every bucket, every file and link of every directory),
 //     the preserved items present, and Workman alive: /healthz answers and
-//     a good task sent last is processed.
+//     a good task sent last is processed. Sends are at least once: two
+//     attacks' sends are retried by the SDK after the emulator took them
+//     (a proxy breaks the answer); each copy of the one sent bare must be
+//     dead-lettered, and an attack has more letters than one only as far
+//     as the SDK retried its send. resend_test.go counts the retries; the
+//     helpers count a task an m.send queued twice as the one send.
 //   - random_test.go: a few hundred mixed valid, malformed and forged tasks
 //     across every queue in a seeded random order (MILL_SAFETY_SEED
 //     replays one; MILL_SAFETY_TASKS sizes the run); afterwards no source

@@ -71,14 +71,16 @@ type mill struct {
 	// directory no store may touch (symbolic links in store 3 point there).
 	bucket1, bucket2, root3, outside, claimsBucket string
 	stores                                         map[string]storage.Provider
-	extraAccounts                                  string   // more accounts.json entries
-	extraEnv                                       []string // more variables of the children's environment
+	extraAccounts                                  string          // more accounts.json entries
+	extraEnv                                       []string        // more variables of the children's environment
+	resends                                        resends         // of sqsc's sends (resend_test.go)
+	lettered                                       map[string]bool // message IDs deadLetters handed over
 }
 
 func newMill(t *testing.T, ctx context.Context) *mill {
 	t.Helper()
 	m := &mill{t: t, ctx: ctx, cfg: testenv.AWS(t), prefix: testenv.Prefix(t), urls: map[string]string{}}
-	m.s3c, m.sqsc = m.cfg.S3(), m.cfg.SQS()
+	m.s3c, m.sqsc = m.cfg.S3(), m.cfg.SQS(m.resends.Option)
 	testenv.CleanupQueues(t, m.sqsc, m.prefix)
 	for _, k := range queue.AllKeys {
 		u, err := (setup.Queue{Client: m.sqsc, QueueName: queue.Name(m.prefix, k), VisibilityTimeout: 30 * time.Second}).Ensure(ctx)
@@ -228,8 +230,12 @@ func (m *mill) send(key, body string, attrs map[string]string) string {
 		}
 		in.MessageAttributes[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
 	}
+	before := m.resends.Count()
 	out, err := m.sqsc.SendMessage(m.ctx, in)
 	must(m.t, err)
+	if m.resends.Count() > before {
+		m.resends.sentAgain(body, aws.ToString(out.MessageId))
+	}
 	return aws.ToString(out.MessageId)
 }
 
@@ -246,11 +252,25 @@ func encode(t *testing.T, tk *task.Task) string {
 // it read.
 func (m *mill) deadLetters(want int, within time.Duration, w *worker) []*workman.DeadLetter {
 	m.t.Helper()
+	var out []*workman.DeadLetter
+	m.deadLettersUntil(within, w, func(d *workman.DeadLetter) bool {
+		out = append(out, d)
+		return len(out) >= want
+	})
+	return out
+}
+
+// deadLettersUntil hands each task's letter to add (once per message ID,
+// over every call) until add returns true or the deadline passes; every
+// letter of the last batch read is handed over (all are deleted).
+func (m *mill) deadLettersUntil(within time.Duration, w *worker, add func(*workman.DeadLetter) (done bool)) {
+	m.t.Helper()
 	dlq, err := m.claims.Open(m.ctx, m.sqsc, m.s3c, queue.Name(m.prefix, queue.KeyDeadLetter), sqsqueue.Config{})
 	must(m.t, err)
-	var out []*workman.DeadLetter
-	seen := map[string]bool{}
-	for deadline := time.Now().Add(within); len(out) < want && time.Now().Before(deadline); {
+	if m.lettered == nil {
+		m.lettered = map[string]bool{}
+	}
+	for deadline, done := time.Now().Add(within), false; !done && time.Now().Before(deadline); {
 		select {
 		case <-w.Done():
 			m.t.Fatalf("workman exited while processing: %v", w.Cmd.ProcessState)
@@ -265,17 +285,18 @@ func (m *mill) deadLetters(want int, within time.Duration, w *worker) []*workman
 				continue
 			}
 			// Delivery is at least once, dead letters included: one
-			// task's letter may come twice.
-			if !seen[d.MessageID] {
-				seen[d.MessageID] = true
-				out = append(out, d)
+			// task's letter may come twice, and a send the SDK retried
+			// may have queued its task twice (counted as the one send).
+			d.MessageID = m.resends.idOf(d)
+			if !m.lettered[d.MessageID] {
+				m.lettered[d.MessageID] = true
+				done = add(d) || done
 			}
 		}
 		if len(ms) > 0 {
 			must(m.t, dlq.Delete(m.ctx, ms...))
 		}
 	}
-	return out
 }
 
 // drained waits until every work queue is empty (nothing visible, in

@@ -93,13 +93,21 @@ func ensureAllQueues(t *testing.T, ctx context.Context, api interface {
 // dead-letter queue, all removed when the test ends.
 func noopQueues(t *testing.T, ctx context.Context, cfg *awsconfig.Config, vt time.Duration) (prefix string, work, dead *sqsqueue.Queue) {
 	t.Helper()
-	prefix = testenv.Prefix(t)
-	sqsc := cfg.SQS()
+	prefix, work, dead, _ = noopQueuesCounted(t, ctx, cfg, vt)
+	return prefix, work, dead
+}
+
+// noopQueuesCounted is noopQueues whose queues count the sends the SDK
+// retried: each may have queued a task twice.
+func noopQueuesCounted(t *testing.T, ctx context.Context, cfg *awsconfig.Config, vt time.Duration) (prefix string, work, dead *sqsqueue.Queue, retries *testenv.SendRetries) {
+	t.Helper()
+	prefix, retries = testenv.Prefix(t), &testenv.SendRetries{}
+	sqsc := cfg.SQS(retries.Option)
 	testenv.CleanupQueues(t, sqsc, prefix)
 	work = ensureQueue(t, ctx, sqsc, prefix+"noop", vt)
 	ensureAllQueues(t, ctx, sqsc, prefix)
 	dead = ensureQueue(t, ctx, sqsc, queue.Name(prefix, queue.KeyDeadLetter), 30*time.Second)
-	return prefix, work, dead
+	return prefix, work, dead, retries
 }
 
 // noopID is the id of NOOP task i.

@@ -42,7 +42,7 @@ func TestKillWorkman(t *testing.T) {
 	defer cancel()
 	bin := binary(t, "workman")
 	dir := t.TempDir()
-	prefix, work, dead := noopQueues(t, ctx, cfg, vt)
+	prefix, work, dead, retries := noopQueuesCounted(t, ctx, cfg, vt)
 	record := filepath.Join(dir, "record")
 	feed := startFeeder(t, ctx, work, tasks, feedWindow, record)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
@@ -121,12 +121,13 @@ func TestKillWorkman(t *testing.T) {
 		if perKill[k] > inFlight {
 			overInFlight++
 		}
-		if perKill[k] > bound {
-			t.Errorf("kill %d: %d duplicates, more than a process can hold undeleted (%d)", k+1, perKill[k], bound)
+		if perKill[k] > bound+retries.Count() {
+			t.Errorf("kill %d: %d duplicates, more than a process can hold undeleted (%d) and the feeder's retried sends (%d)", k+1, perKill[k], bound, retries.Count())
 		}
 	}
-	if perKill[kills] > 0 {
-		t.Errorf("%d duplicates of tasks first completed by the process stopped gracefully", perKill[kills])
+	// A feeder's send the SDK retried may have queued a task twice.
+	if perKill[kills] > retries.Count() {
+		t.Errorf("%d duplicates of tasks first completed by the process stopped gracefully (%d sends retried)", perKill[kills], retries.Count())
 	}
 	if d, err := dead.Depth(ctx); err != nil || d.Total() != 0 {
 		t.Errorf("dead-letter queue: %+v, %v", d, err)
