@@ -57,6 +57,7 @@ const (
 type dirList struct {
 	blocks [][]byte
 	ents   []uint32
+	inUse  int // blocks in use (reset keeps the others for reuse)
 	keyLen int // bytes of keys, with their length bytes
 	idx    *diskIndex
 	// The directory as it was stat'ed before the read: a listing is used
@@ -96,16 +97,19 @@ func (d *dirList) add(rel string, key []byte, dir bool) error {
 	if n == 0 || n > 255 {
 		return fmt.Errorf("directory %s holds a name of %d bytes", rel, len(key))
 	}
-	last := len(d.blocks) - 1
+	last := d.inUse - 1
 	if last < 0 || len(d.blocks[last])+1+n > cap(d.blocks[last]) {
-		if len(d.blocks) == 1<<(32-arenaShift) {
-			return fmt.Errorf("directory %s is too large to list", rel)
+		if d.inUse == len(d.blocks) {
+			if len(d.blocks) == 1<<(32-arenaShift) {
+				return fmt.Errorf("directory %s is too large to list", rel)
+			}
+			size := 4 << 10 // small directories are common: grow to arenaBlock
+			if last >= 0 {
+				size = min(arenaBlock, 2*cap(d.blocks[last]))
+			}
+			d.blocks = append(d.blocks, make([]byte, 0, size))
 		}
-		size := 4 << 10 // small directories are common: grow to arenaBlock
-		if last >= 0 {
-			size = min(arenaBlock, 2*cap(d.blocks[last]))
-		}
-		d.blocks = append(d.blocks, make([]byte, 0, size))
+		d.inUse++
 		last++
 	}
 	b := d.blocks[last]
@@ -174,6 +178,14 @@ func (d *dirList) entries(rel string, all bool) iter.Seq2[[]byte, error] {
 			}
 		}
 	}
+}
+
+// reset empties d, keeping its memory for the next chunk.
+func (d *dirList) reset() {
+	for i := range d.blocks {
+		d.blocks[i] = d.blocks[i][:0]
+	}
+	d.ents, d.inUse, d.keyLen = d.ents[:0], 0, 0
 }
 
 func (d *dirList) sort() {
@@ -344,7 +356,7 @@ func (s *Store) readList(rel string) (*dirList, error) {
 		if err := sp.spill(d); err != nil {
 			return fmt.Errorf("list directory %s: spill: %w", rel, err)
 		}
-		d = &dirList{}
+		d.reset()
 		return nil
 	})
 	if err == nil && sp != nil && d.len() > 0 {

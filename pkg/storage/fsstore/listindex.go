@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"sync"
 )
 
 // A directory too large for one chunk is listed from a sorted index on
@@ -189,8 +190,24 @@ type recordReader struct {
 	key []byte
 }
 
+// readers keeps recordReaders between pages: a walk reads a page at a
+// time.
+var readers sync.Pool
+
 func newRecordReader(f *os.File, off, n int64) *recordReader {
-	return &recordReader{r: bufio.NewReaderSize(io.NewSectionReader(f, off, n), mergeBuf)}
+	src := io.NewSectionReader(f, off, n)
+	if rr, _ := readers.Get().(*recordReader); rr != nil && rr.r.Size() == mergeBuf {
+		rr.r.Reset(src)
+		return rr
+	}
+	return &recordReader{r: bufio.NewReaderSize(src, mergeBuf)}
+}
+
+// done returns rr to the pool.
+func (rr *recordReader) done() {
+	rr.r.Reset(nil)
+	rr.key = nil
+	readers.Put(rr)
 }
 
 // next reads the next record into rr.key; it returns io.EOF at the end.
@@ -229,11 +246,18 @@ func (h *runHeap) Pop() any {
 // merge calls emit with the keys of runs of f in ascending order.
 func merge(f *os.File, runs []run, emit func([]byte) error) error {
 	h := make(runHeap, 0, len(runs))
+	defer func() {
+		for _, rr := range h {
+			rr.done()
+		}
+	}()
 	for _, r := range runs {
 		rr := newRecordReader(f, r.off, r.n)
 		switch err := rr.next(); {
 		case err == io.EOF:
+			rr.done()
 		case err != nil:
+			rr.done()
 			return err
 		default:
 			h = append(h, rr)
@@ -247,7 +271,7 @@ func merge(f *os.File, runs []run, emit func([]byte) error) error {
 		}
 		switch err := rr.next(); {
 		case err == io.EOF:
-			heap.Pop(&h)
+			heap.Pop(&h).(*recordReader).done()
 		case err != nil:
 			return err
 		default:
@@ -293,6 +317,7 @@ func (x *diskIndex) entries(rel string, all bool) iter.Seq2[[]byte, error] {
 			}
 		}
 		rr := newRecordReader(x.f.File, start, x.size-start)
+		defer rr.done()
 		skipping := !all
 		for {
 			err := rr.next()
