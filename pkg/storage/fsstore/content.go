@@ -57,16 +57,18 @@ func (s *Store) walk(dir, prefix, after string, n int, out *[]string) (bool, err
 		}
 		return false, err
 	}
-	start := 0
-	if rel, ok := strings.CutPrefix(after, prefix); ok {
-		start = d.firstAfter(rel)
-	} else if after > prefix {
+	defer s.lists.release(d)
+	rel, inside := strings.CutPrefix(after, prefix)
+	if !inside && after > prefix {
 		return false, nil // every ID here sorts before the marker
 	}
-	for i := start; i < d.len(); i++ {
-		key := prefix + string(d.key(i))
-		if d.isDir(i) {
-			full, err := s.walk(filepath.Join(dir, d.name(i)), key, after, n, out)
+	for k, err := range d.entries(rel, !inside) {
+		if err != nil {
+			return false, fmt.Errorf("list directory %s: %w", dir, err)
+		}
+		key := prefix + string(k)
+		if isDirKey(k) {
+			full, err := s.walk(filepath.Join(dir, keyName(k)), key, after, n, out)
 			if err != nil || full {
 				return full, err
 			}

@@ -37,17 +37,36 @@
 // entries sorted by the IDs they stand for ("a/" for a directory "a.d"),
 // starting in each at the marker by binary search. A store keeps the sorted
 // entries of the directories it lists (listcache.go) so that a walk reads
-// each directory once, not once per page: names are read with getdents64
-// (Linux) into length-prefixed keys in blocks of up to 1 MiB with a 4-byte
-// offset per entry, about len(name)+5 bytes an entry (a million flat items
-// walk in under 64 MiB peak RSS). At most 16 directories and 32 MiB are
-// kept (the most recent listing even when larger), directories of fewer
-// than 64 entries are not, and the next listing drops one idle for a minute.
-// A kept listing is used only while its directory has the modification
-// time and inode it had when read, and only if that time was at least 2 s
-// older than the read (a change in the same clock tick leaves the time
-// unchanged); the store's own writes drop the listings of the directory
-// and its parents. Every page is thus the directory as it is when asked.
+// each directory once, not once per page. Names are read with getdents64
+// (Linux), a 64 KiB buffer at a time. A directory whose keys fit in
+// spillChunk (1 MiB of keys, a length byte each, and 4 bytes an entry:
+// about 60,000 13-byte names) is held in memory, its keys in blocks with
+// an offset per entry. A larger one is sorted on disk (listindex.go): each
+// full chunk is sorted and written as a run of records (a length byte and
+// the key; a key may hold any byte but '/' and NUL) to a temporary file,
+// the runs are merged, at most 32 at once and in passes beyond that, into
+// one index file, and only every 128th key stays in memory with its
+// offset; a page finds the marker by binary search among those keys and
+// reads the index on from there through a 16 KiB buffer. So reading a
+// directory of N names costs O(N log N) time and at most 2 × spillChunk
+// (a chunk with its blocks' slack) + 32 × 16 KiB of merge buffers + 128
+// KiB of write and read buffers, whatever N is, and a kept index holds
+// N/128 keys (about 200 KB for a million 13-byte names). The temporary
+// files are created in the directory WithListSpillDir names (default
+// os.TempDir()) and unlinked at once, so a crash leaves nothing behind;
+// an index file takes about N × (key length + 1) bytes of disk, twice
+// that during a merge, and is closed when its listing is dropped. A failed
+// spill, merge or read fails the listing: a page is never partial.
+//
+// At most 16 directories and 8 MiB of listing memory are kept (the most
+// recent listing even when larger), directories held in memory with fewer
+// than 64 entries are not, and the next listing drops one idle for a
+// minute. A kept listing is used only while its directory has the
+// modification time and inode it had when read, and only if that time was
+// at least 2 s older than the read (a change in the same clock tick leaves
+// the time unchanged); the store's own writes drop the listings of the
+// directory and its parents. Every page is thus the directory as it is
+// when asked.
 //
 // # Trash
 //

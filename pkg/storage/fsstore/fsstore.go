@@ -45,6 +45,7 @@ type Store struct {
 	mu        sync.Mutex
 	lastPurge time.Time
 	lists     listCache // sorted directory listings (listcache.go)
+	spillDir  string    // where large listings are indexed (listindex.go)
 }
 
 // Option configures a Store.
@@ -53,6 +54,11 @@ type Option func(*Store)
 // WithRetention sets how long the trash keeps what the store deleted or
 // replaced (default storage.DefaultRetention).
 func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
+
+// WithListSpillDir sets the directory where the listing of a large
+// directory is sorted and indexed, in temporary files unlinked as soon as
+// they are created (default os.TempDir()).
+func WithListSpillDir(dir string) Option { return func(s *Store) { s.spillDir = dir } }
 
 // New opens (creating when missing) the store rooted at root and purges
 // its expired trash. The store holds the directory open until Close.
@@ -102,8 +108,11 @@ func (s *Store) ensureDir(rel string) error {
 	return s.checkDirs(rel, false)
 }
 
-// Close releases the store's directory handle.
-func (s *Store) Close() error { return s.root.Close() }
+// Close releases the store's directory handle and the listings it keeps.
+func (s *Store) Close() error {
+	s.lists.close()
+	return s.root.Close()
+}
 
 // Root returns the store's absolute root directory.
 func (s *Store) Root() string { return s.dir }

@@ -19,6 +19,13 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// The suite again with listings spilled to indexes on disk every few
+// entries (smallIndex).
+func TestConformanceSpilledListings(t *testing.T) {
+	smallIndex(t)
+	TestConformance(t)
+}
+
 func fixture(t *testing.T) storagetest.Fixture {
 	s, err := New(t.TempDir())
 	if err != nil {

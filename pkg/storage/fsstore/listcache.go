@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"iter"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,18 +17,21 @@ import (
 // flat space quadratic. listCache keeps the sorted entries of the
 // directories listings are working through (see the package doc,
 // Listings), so that each page costs a stat per directory on the way to
-// the marker, a binary search and the page itself.
+// the marker, a binary search and the page itself. A directory larger
+// than spillChunk is kept as a sorted index on disk (listindex.go), so
+// that what a listing holds in memory does not grow with the directory.
 
 const (
 	// cacheMinEntries is the size from which a directory's listing is
 	// kept: a smaller one is cheaper to read again than to hold.
 	cacheMinEntries = 64
 	// cacheMaxDirs and cacheBudget bound the cache: at most that many
-	// directories and that many bytes of names and entries; the most
-	// recent listing is kept even when it alone is larger (the page being
-	// listed needed it anyway).
+	// directories and that many bytes of memory (names and entries, or
+	// the sparse keys of an index on disk); the most recent listing is
+	// kept even when it alone is larger (the page being listed needed it
+	// anyway).
 	cacheMaxDirs = 16
-	cacheBudget  = 32 << 20
+	cacheBudget  = 8 << 20
 	// cacheIdle: the next listing drops one nobody used for that long.
 	cacheIdle = time.Minute
 	// racyWindow is how much older than the read a directory's
@@ -48,16 +52,24 @@ const (
 	arenaBlock = 1 << arenaShift
 )
 
-// dirList is one directory's listable entries sorted by key.
+// dirList is one directory's listable entries sorted by key: in memory,
+// or in an index on disk when idx is set.
 type dirList struct {
 	blocks [][]byte
 	ents   []uint32
+	inUse  int // blocks in use (reset keeps the others for reuse)
+	keyLen int // bytes of keys, with their length bytes
+	idx    *diskIndex
 	// The directory as it was stat'ed before the read: a listing is used
 	// again only while the directory still has this time and file number.
 	mod     time.Time
 	fileNum uint64
 	trusted bool // mod is older than the read by racyWindow
 	used    time.Time
+	// refs counts the listings using it; one dropped from the cache
+	// closes its index when the last is done.
+	refs    int
+	dropped bool
 }
 
 func (d *dirList) at(e uint32) []byte {
@@ -69,12 +81,12 @@ func (d *dirList) at(e uint32) []byte {
 func (d *dirList) len() int         { return len(d.ents) }
 func (d *dirList) key(i int) []byte { return d.at(d.ents[i]) }
 
-// isDir reports whether entry i is a directory: only directory keys end
-// in '/' (a segment never holds one).
-func (d *dirList) isDir(i int) bool {
-	k := d.key(i)
-	return k[len(k)-1] == '/'
-}
+// isDir reports whether entry i is a directory.
+func (d *dirList) isDir(i int) bool { return isDirKey(d.key(i)) }
+
+// isDirKey reports whether a key is a directory's: only directory keys
+// end in '/' (a segment never holds one).
+func isDirKey(k []byte) bool { return k[len(k)-1] == '/' }
 
 // add appends an entry with the given key.
 func (d *dirList) add(rel string, key []byte, dir bool) error {
@@ -85,20 +97,24 @@ func (d *dirList) add(rel string, key []byte, dir bool) error {
 	if n == 0 || n > 255 {
 		return fmt.Errorf("directory %s holds a name of %d bytes", rel, len(key))
 	}
-	last := len(d.blocks) - 1
+	last := d.inUse - 1
 	if last < 0 || len(d.blocks[last])+1+n > cap(d.blocks[last]) {
-		if len(d.blocks) == 1<<(32-arenaShift) {
-			return fmt.Errorf("directory %s is too large to list", rel)
+		if d.inUse == len(d.blocks) {
+			if len(d.blocks) == 1<<(32-arenaShift) {
+				return fmt.Errorf("directory %s is too large to list", rel)
+			}
+			size := 4 << 10 // small directories are common: grow to arenaBlock
+			if last >= 0 {
+				size = min(arenaBlock, 2*cap(d.blocks[last]))
+			}
+			d.blocks = append(d.blocks, make([]byte, 0, size))
 		}
-		size := 4 << 10 // small directories are common: grow to arenaBlock
-		if last >= 0 {
-			size = min(arenaBlock, 2*cap(d.blocks[last]))
-		}
-		d.blocks = append(d.blocks, make([]byte, 0, size))
+		d.inUse++
 		last++
 	}
 	b := d.blocks[last]
 	d.ents = append(d.ents, uint32(last)<<arenaShift|uint32(len(b)))
+	d.keyLen += 1 + n
 	b = append(b, byte(n))
 	b = append(b, key...)
 	if dir {
@@ -108,16 +124,19 @@ func (d *dirList) add(rel string, key []byte, dir bool) error {
 	return nil
 }
 
-// name returns entry i's file name in the directory.
-func (d *dirList) name(i int) string {
-	k := string(d.key(i))
-	if d.isDir(i) {
-		return strings.TrimSuffix(k, "/") + dirSuffix
+// keyName returns the file name in the directory of the entry with key k.
+func keyName(k []byte) string {
+	if isDirKey(k) {
+		return string(k[:len(k)-1]) + dirSuffix
 	}
-	return k + metaSuffix
+	return string(k) + metaSuffix
 }
 
+// size is the memory the listing holds.
 func (d *dirList) size() int {
+	if d.idx != nil {
+		return d.idx.memSize()
+	}
 	n := 4 * cap(d.ents)
 	for _, b := range d.blocks {
 		n += cap(b)
@@ -142,6 +161,37 @@ func (d *dirList) firstAfter(rel string) int {
 	return i
 }
 
+// entries yields the keys from the first holding an ID after rel
+// (firstAfter), or every key when all. A key is valid until the next.
+func (d *dirList) entries(rel string, all bool) iter.Seq2[[]byte, error] {
+	if d.idx != nil {
+		return d.idx.entries(rel, all)
+	}
+	return func(yield func([]byte, error) bool) {
+		start := 0
+		if !all {
+			start = d.firstAfter(rel)
+		}
+		for i := start; i < d.len(); i++ {
+			if !yield(d.key(i), nil) {
+				return
+			}
+		}
+	}
+}
+
+// reset empties d, keeping its memory for the next chunk.
+func (d *dirList) reset() {
+	for i := range d.blocks {
+		d.blocks[i] = d.blocks[i][:0]
+	}
+	d.ents, d.inUse, d.keyLen = d.ents[:0], 0, 0
+}
+
+func (d *dirList) sort() {
+	slices.SortFunc(d.ents, func(a, b uint32) int { return bytes.Compare(d.at(a), d.at(b)) })
+}
+
 // listCache holds the listings of recently listed directories.
 type listCache struct {
 	mu    sync.Mutex
@@ -158,13 +208,44 @@ func (c *listCache) invalidate(dir string) {
 	c.gen++
 	for k := range c.dirs {
 		if k == dir || strings.HasPrefix(dir, k+string(filepath.Separator)) || strings.HasPrefix(k, dir+string(filepath.Separator)) {
-			delete(c.dirs, k)
+			c.drop(k)
 		}
 	}
 }
 
+// drop removes directory k's listing from the cache, closing its index
+// unless a listing is still using it. c.mu is held.
+func (c *listCache) drop(k string) {
+	d := c.dirs[k]
+	delete(c.dirs, k)
+	d.dropped = true
+	if d.refs == 0 && d.idx != nil {
+		d.idx.close()
+	}
+}
+
+// release ends a use of d that dirList returned.
+func (c *listCache) release(d *dirList) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d.refs--
+	if d.refs == 0 && d.dropped && d.idx != nil {
+		d.idx.close()
+	}
+}
+
+// close drops every listing (Store.Close).
+func (c *listCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.dirs {
+		c.drop(k)
+	}
+}
+
 // dirList returns the sorted listable entries of directory rel, from the
-// cache when the directory has not changed since they were read.
+// cache when the directory has not changed since they were read. The
+// caller releases it (s.lists.release) when done.
 func (s *Store) dirList(rel string) (*dirList, error) {
 	fi, err := s.root.Lstat(rel)
 	if err != nil {
@@ -178,11 +259,12 @@ func (s *Store) dirList(rel string) (*dirList, error) {
 	c.mu.Lock()
 	for k, d := range c.dirs {
 		if now.Sub(d.used) > cacheIdle {
-			delete(c.dirs, k)
+			c.drop(k)
 		}
 	}
 	if d := c.dirs[rel]; d != nil && d.trusted && d.mod.Equal(fi.ModTime()) && d.fileNum == fileNumber(fi) {
 		d.used = now
+		d.refs++
 		c.mu.Unlock()
 		return d, nil
 	}
@@ -196,7 +278,8 @@ func (s *Store) dirList(rel string) (*dirList, error) {
 	}
 	d.mod, d.fileNum, d.used = fi.ModTime(), fileNumber(fi), now
 	d.trusted = fi.ModTime().Before(now.Add(-racyWindow))
-	if !d.trusted || d.len() < cacheMinEntries {
+	d.refs, d.dropped = 1, true // not kept unless below
+	if !d.trusted || (d.idx == nil && d.len() < cacheMinEntries) {
 		return d, nil
 	}
 	c.mu.Lock()
@@ -204,6 +287,10 @@ func (s *Store) dirList(rel string) (*dirList, error) {
 	if c.gen != gen {
 		return d, nil // changed by this store while it was read
 	}
+	if old := c.dirs[rel]; old != nil {
+		c.drop(rel)
+	}
+	d.dropped = false
 	if c.dirs == nil {
 		c.dirs = map[string]*dirList{}
 	}
@@ -227,13 +314,15 @@ func (c *listCache) evict(keep string) {
 		if oldest == "" || (len(c.dirs) <= cacheMaxDirs && total <= cacheBudget) {
 			return
 		}
-		delete(c.dirs, oldest)
+		c.drop(oldest)
 	}
 }
 
 // readList reads directory rel a chunk at a time, keeping the keys of the
 // entries a listing shows — content directories and sidecars, never a
-// symbolic link — in arena blocks, and sorts them.
+// symbolic link — in arena blocks, and sorts them. A directory whose keys
+// outgrow spillChunk is spilled a sorted chunk at a time and merged into
+// an index on disk.
 func (s *Store) readList(rel string) (*dirList, error) {
 	f, err := s.root.Open(rel)
 	if err != nil {
@@ -241,6 +330,7 @@ func (s *Store) readList(rel string) (*dirList, error) {
 	}
 	defer f.Close()
 	d := &dirList{}
+	var sp *spiller
 	err = s.readNames(f, rel, func(name []byte, typ fs.FileMode) error {
 		var key []byte
 		dir := false
@@ -254,11 +344,39 @@ func (s *Store) readList(rel string) (*dirList, error) {
 		default:
 			return nil
 		}
-		return d.add(rel, key, dir)
+		if err := d.add(rel, key, dir); err != nil {
+			return err
+		}
+		if d.keyLen+4*len(d.ents) < spillChunk {
+			return nil
+		}
+		if sp == nil {
+			sp = &spiller{dir: s.spillDir}
+		}
+		if err := sp.spill(d); err != nil {
+			return fmt.Errorf("list directory %s: spill: %w", rel, err)
+		}
+		d.reset()
+		return nil
 	})
+	if err == nil && sp != nil && d.len() > 0 {
+		if err = sp.spill(d); err != nil {
+			err = fmt.Errorf("list directory %s: spill: %w", rel, err)
+		}
+	}
 	if err != nil {
+		if sp != nil {
+			sp.abandon()
+		}
 		return nil, err
 	}
-	slices.SortFunc(d.ents, func(a, b uint32) int { return bytes.Compare(d.at(a), d.at(b)) })
-	return d, nil
+	if sp == nil {
+		d.sort()
+		return d, nil
+	}
+	x, err := sp.index()
+	if err != nil {
+		return nil, fmt.Errorf("list directory %s: merge: %w", rel, err)
+	}
+	return &dirList{idx: x}, nil
 }
