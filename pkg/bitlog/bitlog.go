@@ -6,7 +6,8 @@
 // provider, or only the stored checksums compared; with the bytes hashed
 // and whether the copy was archived) and the agent that made it (Agent:
 // the Workman instance and Mill version, from the processor's own
-// configuration), plus one report per space per run,
+// configuration; a run's finding stands against a later SUCCESS of the
+// run that is not its re-check: Row.Replaces), plus one report per space per run,
 // the bit producer's record of each space of its runs (RunSpace: when it
 // listed the space and how many items it listed), and the latest fresh
 // verdict of each copy over every run (Verdicts: what fixity coverage is

@@ -26,7 +26,8 @@ import (
 // next month's, so the month's first rows do not wait for it), dropped by
 // DropMonths. Rows are upserted through the bit_log_item_per_run and
 // bit_report_space_per_run constraints, so a redelivered task updates its
-// row and concurrent writers cannot duplicate it; queries of one run read
+// row (as bitlog.Row.Replaces allows, in the upsert's WHERE) and
+// concurrent writers cannot duplicate it; queries of one run read
 // only its month's partition, and the rows of one space of a producer run
 // (the bit report's listing) are paged through that constraint's index,
 // a page of the index per page (space.go). A row that is a fresh verdict also upserts
