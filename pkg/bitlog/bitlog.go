@@ -6,7 +6,8 @@
 // provider, or only the stored checksums compared; with the bytes hashed
 // and whether the copy was archived) and the agent that made it (Agent:
 // the Workman instance and Mill version, from the processor's own
-// configuration), plus one report per space per run,
+// configuration; a run's finding stands against a later SUCCESS of the
+// run that is not its re-check: Row.Replaces), plus one report per space per run,
 // the bit producer's record of each space of its runs (RunSpace: when it
 // listed the space and how many items it listed), and the latest fresh
 // verdict of each copy over every run (Verdicts: what fixity coverage is
@@ -137,7 +138,8 @@ func PageSize(limit int) int { return paging.Size(limit, DefaultPageSize, MaxPag
 
 // Row is the result of checking one item in one run. The key of a row is
 // (RunID, Account, StoreID, SpaceID, ContentID): recording a row with the
-// key of an existing one replaces it.
+// key of an existing one replaces it, except that a run's finding stands
+// (Row.Replaces).
 type Row struct {
 	// RunID is the bitproducer run; "" for a check outside any run (an
 	// ad-hoc BIT task), which then shares one row per item.
@@ -174,6 +176,36 @@ type Row struct {
 	// Agent is who made the check ("" fields: not recorded, as on rows
 	// written before agents were).
 	Agent Agent
+	// Supersedes, on a re-check after a repair, is the case of the finding
+	// it re-checks (the bit-error processor's re-check names it); 0
+	// otherwise. Not stored: it only decides whether the row may replace
+	// a finding (Replaces), and reads back as 0.
+	Supersedes int
+}
+
+// Finding reports whether r is what a check found wrong: a FAILURE, or an
+// ERROR that names a case of the decision table (an ERROR of case 0 —
+// "not checked", a dead-lettered check — is a placeholder, not a finding).
+func (r Row) Finding() bool {
+	return r.Result == ResultFailure || (r.Result == ResultError && r.Case > 0)
+}
+
+// Replaces reports whether recording r replaces old, the row with r's key.
+// It does, except that a producer run's finding stands: a SUCCESS does not
+// replace a finding of the same run (RunID not "") unless it is the
+// re-check of that finding's case (r.Supersedes = old.Case > 0). A check
+// that runs again in the same run — a redelivered or retried task, a
+// duplicate message — looks at an item its first run's actions (an audit
+// entry re-synced, an index checksum set) may have repaired; what the run
+// found must stay in its report. The item's verdict (Verdicts) still
+// moves forward with the SUCCESS: it is the copy's latest observation.
+// A finding replaces a finding, and a row outside any run is the item's
+// latest check.
+func (r Row) Replaces(old Row) bool {
+	if r.RunID == "" || r.Result != ResultSuccess || !old.Finding() {
+		return true
+	}
+	return r.Supersedes > 0 && r.Supersedes == old.Case
 }
 
 // Agent names the Workman that made a check: its instance ID (the fleet
@@ -226,6 +258,9 @@ func (r Row) Validate() error {
 	}
 	if r.Bytes < 0 {
 		errs = append(errs, fmt.Errorf("%w: row %s: negative byte count %d", ErrInvalid, r.Key(), r.Bytes))
+	}
+	if r.Supersedes < 0 {
+		errs = append(errs, fmt.Errorf("%w: row %s: negative superseded case %d", ErrInvalid, r.Key(), r.Supersedes))
 	}
 	if err := r.Agent.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("row %s: %w", r.Key(), err))
@@ -342,9 +377,11 @@ type ReportFilter struct {
 // Contract (every implementation passes bitlogtest.Run):
 //
 //   - Record upserts a row: one row per (RunID, Account, StoreID, SpaceID,
-//     ContentID). A redelivered check replaces every field of its row; it
-//     never adds a second one. An invalid row fails with ErrInvalid and
-//     writes nothing. A zero CheckedAt is stored as the current time.
+//     ContentID). A row replaces every field of the row with its key when
+//     Row.Replaces says so (a run's finding stands against a later
+//     SUCCESS that is not its re-check) and is dropped otherwise; it never
+//     adds a second one. An invalid row fails with ErrInvalid and writes
+//     nothing. A zero CheckedAt is stored as the current time.
 //   - Results returns the rows matching f in ascending byte-wise order of
 //     (RunID, Account, StoreID, SpaceID, ContentID), at most f.Limit per
 //     page, and a token for the next page ("" when no more follow). A
@@ -360,7 +397,8 @@ type ReportFilter struct {
 //     apart from the rows and updated by Record in the same write: it only
 //     moves forward in time (a row checked before the copy's verdict, such
 //     as a replayed older check, leaves it as it is; one checked at the
-//     same instant replaces it), a row that is not a fresh verdict (ERROR,
+//     same instant replaces it; a SUCCESS that leaves a finding's row moves
+//     it all the same), a row that is not a fresh verdict (ERROR,
 //     MethodStored, no method) never touches it, and it outlives the rows
 //     that made it (the retention of old months, a redelivered check that
 //     replaced its row with an ERROR). Copies of other spaces, stores or

@@ -227,6 +227,7 @@ func (p *Processor) Handle(ctx context.Context, t *task.Task) error {
 		CheckedAt: p.cfg.Clock.Now(), Agent: p.cfg.Agent,
 	}
 	row.Details += RecheckNote(b.Extra[KeyRecheckOf])
+	row.Supersedes = RecheckCase(b.Extra[KeyRecheckOf])
 	if o.AtRestJob != "" {
 		row.Method, row.Bytes, row.Archived = bitlog.MethodAtRest, o.Info.Size, o.Info.Archived
 	}

@@ -282,12 +282,17 @@ func TestCase5RepairsIndexAndPatchesAudit(t *testing.T) {
 	if n := e.Audit.Len(); n != 1 {
 		t.Errorf("audit log holds %d entries, want the patched one only", n)
 	}
-	// The next check finds everything in order.
+	// The next check finds everything in order: the copy's verdict is its
+	// SUCCESS, while the run's row keeps what the run found.
+	e.Clock.Advance(time.Minute)
 	if err := p.Handle(ctx, bt.BitTask(0)); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.Row(); r.Case != 1 || r.Result != bitlog.ResultSuccess {
-		t.Fatalf("re-check row %+v, want SUCCESS case 1", r)
+	if vs, _, err := e.BitLog.Verdicts(ctx, bt.Account, "1", bt.Space, "", 0); err != nil || len(vs) != 1 || vs[0].Result != bitlog.ResultSuccess || !vs[0].CheckedAt.Equal(e.Clock.Now()) {
+		t.Fatalf("verdict after the next check %+v %v, want its SUCCESS", vs, err)
+	}
+	if r := e.Row(); r.Case != 5 || r.Result != bitlog.ResultFailure {
+		t.Fatalf("the run's row after the next check %+v, want its FAILURE case 5", r)
 	}
 }
 

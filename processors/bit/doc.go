@@ -141,7 +141,11 @@
 // default 3 attempts: attempt 0 is retried at once (10 s backoff), attempt
 // 1 waits 5 minutes, attempt 2 is final; the check waits once. Rows are
 // recorded after the case's actions, so a row means the actions were
-// taken.
+// taken. The task may run again in its run (SQS delivers at least once; a
+// duplicate message): it then sees what those actions repaired, and its
+// SUCCESS does not replace the run's finding (bitlog.Row.Replaces); only
+// the bit-error processor's re-check of that case does (KeyRecheckOf, in
+// its form: RecheckCase sets the row's Supersedes).
 //
 //	case  bit log            actions
 //	1     SUCCESS            none

@@ -1,6 +1,9 @@
 package bit
 
-import "regexp"
+import (
+	"regexp"
+	"strconv"
+)
 
 // recheckForm is the form of the KeyRecheckOf values the bit-error
 // processor writes: "case 2: repaired from store 2", "case 6: audit log
@@ -21,4 +24,16 @@ func RecheckNote(why string) string {
 		return "; re-check after " + why
 	}
 	return "; re-check (its stated reason is not one Mill writes: left out)"
+}
+
+// RecheckCase is the case of the finding a task's KeyRecheckOf value says
+// it re-checks (2, 4, 6 or 8), in the form the bit-error processor writes
+// only; 0 for any other value. It is the row's bitlog.Row.Supersedes: the
+// re-check replaces the run's finding of that case, and only that one.
+func RecheckCase(why string) int {
+	if !recheckForm.MatchString(why) {
+		return 0
+	}
+	n, _ := strconv.Atoi(why[len("case ") : len("case ")+1])
+	return n
 }

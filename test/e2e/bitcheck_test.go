@@ -336,7 +336,11 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	mux.Register(task.TypeAudit, audP)
 	// The four queues in the production priority order (audit,
 	// bit-report, bit-error, bit).
-	opened := map[string]queue.Queue{queue.KeyAudit: auditQ, queue.KeyBitReport: reportQ, queue.KeyBitError: errorQ, queue.KeyBit: bitQ}
+	// The first checks of the case-5 and case-7 items are redelivered
+	// once their repair is done, as SQS may redeliver any message.
+	redeliver := newRedeliverer(bitQ, badIndex, noAudit)
+	opened := map[string]queue.Queue{queue.KeyAudit: deleteHook{auditQ, redeliver.deleted}, queue.KeyBitReport: reportQ,
+		queue.KeyBitError: errorQ, queue.KeyBit: deleteHook{bitQ, redeliver.deleted}}
 	var queues []queue.Queue
 	for _, k := range queue.DefaultPriority {
 		if q, ok := opened[k]; ok {
@@ -518,6 +522,23 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 		}
 	}
 	t.Logf("bit log: %d rows, %d false positives", len(rows), falsePositives)
+	// A redelivered check of a repaired item saw it healthy: the copy's
+	// verdict is that SUCCESS, the run's row keeps what the run found.
+	for _, f := range slices.Concat(badIndex, noAudit) {
+		var v *bitlog.Verdict
+		vs, _, err := bitLog.Verdicts(ctx, account, f.store, f.space, "", bitlog.MaxPageSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range vs {
+			if vs[i].ContentID == itemID(f.i) {
+				v = &vs[i]
+			}
+		}
+		if n := redeliver.Sent(f.key()); n != 1 || v == nil || v.Result != bitlog.ResultSuccess || !v.CheckedAt.After(rows[f.key()].CheckedAt) {
+			t.Errorf("%s: redelivered %d times, verdict %+v, want once and its SUCCESS after the run's row (%v)", f.key(), n, v, rows[f.key()].CheckedAt)
+		}
+	}
 	for _, f := range badIndex { // corrected in place
 		e, err := index.Get(ctx, contentindex.Item{Account: account, StoreID: f.store, SpaceID: f.space, ContentID: itemID(f.i)})
 		if err != nil || e.Checksum != md5hex(content(f.space, f.i)) {

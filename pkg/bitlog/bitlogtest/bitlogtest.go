@@ -54,6 +54,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("AtRestJobs", func(t *testing.T) { testAtRest(t, newLog(t)) })
 	t.Run("CheckedByTime", func(t *testing.T) { testChecked(t, newLog(t)) })
 	t.Run("Agent", func(t *testing.T) { testAgent(t, newLog(t)) })
+	t.Run("FindingStands", func(t *testing.T) { testFindingStands(t, newLog(t)) })
 }
 
 // testOneItem: Filter.ContentID selects one item's rows; with the run,
@@ -81,10 +82,11 @@ func testOneItem(t *testing.T, l bitlog.Log) {
 // check redelivered in a later month, still leave one row per item.
 func testAcrossMonths(t *testing.T, l bitlog.Log) {
 	for _, run := range []string{"", "adhoc", "20240131T230000Z"} {
-		r := row(run, "photos", "x", bitlog.ResultFailure)
+		r := row(run, "photos", "x", bitlog.ResultError)
+		r.Case = 0 // not a finding (FindingStands), so a SUCCESS replaces it
 		r.CheckedAt = time.Date(2024, 1, 31, 23, 30, 0, 0, time.UTC)
 		record(t, l, r)
-		r.Result, r.CheckedAt = bitlog.ResultSuccess, time.Date(2024, 2, 1, 0, 30, 0, 0, time.UTC)
+		r.Result, r.Case, r.CheckedAt = bitlog.ResultSuccess, 1, time.Date(2024, 2, 1, 0, 30, 0, 0, time.UTC)
 		record(t, l, r)
 		rows, _ := results(t, l, bitlog.Filter{RunID: run, SpaceID: "photos"})
 		var mine []bitlog.Row
@@ -197,9 +199,10 @@ func testRecordUpsert(t *testing.T, l bitlog.Log) {
 	r := row("run1", "photos", "a/b.jpg", bitlog.ResultFailure)
 	r.Case = 5
 	record(t, l, r)
-	// A redelivered check updates its row.
+	// A redelivered check updates its row (a finding replaces a finding;
+	// see FindingStands for a SUCCESS).
 	r2 := r
-	r2.Result, r2.Case, r2.IndexChecksum, r2.Details = bitlog.ResultSuccess, 1, "i2", "second"
+	r2.Result, r2.Case, r2.IndexChecksum, r2.Details = bitlog.ResultError, 10, "i2", "second"
 	r2.CheckedAt = t0.Add(time.Minute)
 	record(t, l, r2)
 	rows, next := results(t, l, bitlog.Filter{RunID: "run1"})
@@ -297,8 +300,10 @@ func testCount(t *testing.T, l bitlog.Log) {
 	}
 	record(t, l, row("run1", "a", "1", bitlog.ResultSuccess))
 	record(t, l, row("run1", "a", "2", bitlog.ResultFailure))
-	record(t, l, row("run1", "a", "3", bitlog.ResultError))
-	record(t, l, row("run1", "a", "3", bitlog.ResultSuccess)) // redelivery
+	notChecked := row("run1", "a", "3", bitlog.ResultError)
+	notChecked.Case = 0 // a placeholder, not a finding (FindingStands)
+	record(t, l, notChecked)
+	record(t, l, row("run1", "a", "3", bitlog.ResultSuccess)) // its check
 	record(t, l, row("run1", "b", "1", bitlog.ResultSuccess))
 	record(t, l, row("run2", "a", "1", bitlog.ResultSuccess))
 	c, err = l.Count(ctx, "run1", "acme", "1", "a")

@@ -54,7 +54,11 @@ func (m *Log) Record(ctx context.Context, r bitlog.Row) error {
 	r.CheckedAt = bitlog.Truncate(r.CheckedAt)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.rows[bitlog.KeyOf(r)] = r
+	k := bitlog.KeyOf(r)
+	if old, ok := m.rows[k]; !ok || r.Replaces(old) {
+		r.Supersedes = 0 // not stored
+		m.rows[k] = r
+	}
 	if v, ok := r.Verdict(); ok {
 		m.putVerdict(r.Account, r.StoreID, r.SpaceID, v)
 	}

@@ -26,7 +26,8 @@ import (
 // next month's, so the month's first rows do not wait for it), dropped by
 // DropMonths. Rows are upserted through the bit_log_item_per_run and
 // bit_report_space_per_run constraints, so a redelivered task updates its
-// row and concurrent writers cannot duplicate it; queries of one run read
+// row (as bitlog.Row.Replaces allows, in the upsert's WHERE) and
+// concurrent writers cannot duplicate it; queries of one run read
 // only its month's partition, and the rows of one space of a producer run
 // (the bit report's listing) are paged through that constraint's index,
 // a page of the index per page (space.go). A row that is a fresh verdict also upserts
@@ -73,7 +74,10 @@ func noPartition(err error) bool {
 // sqlBitInsert upserts a row: $1 run, $2 account, $3 store, $4 store kind,
 // $5 space, $6 content, $7 result, $8 case, $9..$12 checksums, $13 details,
 // $14 checked at, $15 month, $16 method, $17 bytes, $18 archived, $19 and
-// $20 the agent's instance and version.
+// $20 the agent's instance and version, $21 the case the row supersedes.
+// The WHERE of the update is bitlog.Row.Replaces: a run's finding (FAILURE,
+// or ERROR with a case) stands against a SUCCESS that is not the re-check
+// of its case.
 const sqlBitInsert = `
 INSERT INTO bit_log AS b
     (run_id, account, store_id, store_kind, space_id, content_id, result, case_number,
@@ -96,7 +100,10 @@ ON CONFLICT (run_id, account, store_id, space_id, content_id, run_month) DO UPDA
     bytes            = excluded.bytes,
     archived         = excluded.archived,
     agent_instance   = excluded.agent_instance,
-    agent_version    = excluded.agent_version`
+    agent_version    = excluded.agent_version
+WHERE b.run_id = '' OR excluded.result <> 'SUCCESS'
+   OR NOT (b.result = 'FAILURE' OR (b.result = 'ERROR' AND b.case_number IS NOT NULL))
+   OR ($21::integer > 0 AND b.case_number = $21::integer)`
 
 // cteMoved, for a row outside any producer run, whose month is the month it
 // is recorded in: its row of an earlier month goes, so the item keeps one
@@ -161,7 +168,7 @@ func (l *Log) Record(ctx context.Context, r bitlog.Row) error {
 	sql := sqlBitRecord[b2i(!inRun)][b2i(fresh)]
 	args := []any{r.RunID, r.Account, r.StoreID, r.StoreKind, r.SpaceID, r.ContentID,
 		string(r.Result), r.Case, r.ContentChecksum, r.StorageChecksum, r.IndexChecksum, r.AuditChecksum,
-		r.Details, at, month, string(r.Method), r.Bytes, r.Archived, r.Agent.Instance, r.Agent.Version}
+		r.Details, at, month, string(r.Method), r.Bytes, r.Archived, r.Agent.Instance, r.Agent.Version, r.Supersedes}
 	for try := 0; ; try++ {
 		if err := l.ensureMonth(ctx, month); err != nil {
 			return err

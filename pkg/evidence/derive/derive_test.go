@@ -72,6 +72,19 @@ func (f *fixture) row(t *testing.T, run, id string, at time.Time, res bitlog.Res
 	return r
 }
 
+// recheck records the SUCCESS of a re-check after the repair of a failed
+// row's case (3): the one check that replaces the run's failure.
+func (f *fixture) recheck(t *testing.T, run, id string, at time.Time) bitlog.Row {
+	t.Helper()
+	r := bitlog.Row{RunID: run, Account: "acme", StoreID: "1", SpaceID: "photos", ContentID: id, Result: bitlog.ResultSuccess,
+		ContentChecksum: md5a, IndexChecksum: md5a, Method: bitlog.MethodRead, CheckedAt: at, Case: 1, Supersedes: 3}
+	if err := f.bits.Record(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	r.Supersedes = 0 // not stored
+	return r
+}
+
 func (f *fixture) entry(t *testing.T, user string, action task.Action, id string, at time.Time) auditlog.Entry {
 	t.Helper()
 	e := auditlog.Entry{Account: "acme", StoreID: "2", SpaceID: "photos", ContentID: id, Action: action, UserID: user, Time: at}
@@ -154,7 +167,7 @@ func TestAppendDerivesEveryActionOnce(t *testing.T) {
 	// A second pass two hours later adds the new records only: the
 	// re-check after the repair, which replaced the failed check's row
 	// in its run (the failure's event stays: superseded, not a mismatch).
-	f.row(t, "20260701T110000Z", "b", t0.Add(24*time.Hour), bitlog.ResultSuccess)
+	f.recheck(t, "20260701T110000Z", "b", t0.Add(24*time.Hour))
 	f.clk.Advance(2 * time.Hour)
 	sum, err = f.appender(t, f.blobs).Run(ctx)
 	if err != nil || sum.Appended != 1 || sum.Duplicates != 0 {
@@ -245,7 +258,7 @@ func TestCrossCheckNamesEachChange(t *testing.T) {
 		t.Fatalf("untouched: %+v", r)
 	}
 	// The failed check's row says SUCCESS now, at the same time.
-	changed := f.row(t, "20260701T110000Z", "b", t0.Add(time.Second), bitlog.ResultSuccess)
+	changed := f.recheck(t, "20260701T110000Z", "b", t0.Add(time.Second))
 	r := check()
 	if len(r.Problems) != 1 {
 		t.Fatalf("changed result: %v", r.Problems)
