@@ -6,8 +6,9 @@
 // provider, or only the stored checksums compared; with the bytes hashed
 // and whether the copy was archived) and the agent that made it (Agent:
 // the Workman instance and Mill version, from the processor's own
-// configuration; a run's finding stands against a later SUCCESS of the
-// run that is not its re-check: Row.Replaces), plus one report per space per run,
+// configuration; a run's finding stands against a later row of the run
+// that is no finding and not its re-check: Row.Replaces), plus one report
+// per space per run,
 // the bit producer's record of each space of its runs (RunSpace: when it
 // listed the space and how many items it listed), and the latest fresh
 // verdict of each copy over every run (Verdicts: what fixity coverage is
@@ -191,9 +192,10 @@ func (r Row) Finding() bool {
 }
 
 // Replaces reports whether recording r replaces old, the row with r's key.
-// It does, except that a producer run's finding stands: a SUCCESS does not
-// replace a finding of the same run (RunID not "") unless it is the
-// re-check of that finding's case (r.Supersedes = old.Case > 0). A check
+// It does, except that a producer run's finding stands: a row that is no
+// finding (a SUCCESS, or a placeholder ERROR of case 0) does not replace a
+// finding of the same run (RunID not "") unless it is the re-check of that
+// finding's case (r.Supersedes = old.Case > 0). A check
 // that runs again in the same run — a redelivered or retried task, a
 // duplicate message — looks at an item its first run's actions (an audit
 // entry re-synced, an index checksum set) may have repaired; what the run
@@ -202,7 +204,7 @@ func (r Row) Finding() bool {
 // A finding replaces a finding, and a row outside any run is the item's
 // latest check.
 func (r Row) Replaces(old Row) bool {
-	if r.RunID == "" || r.Result != ResultSuccess || !old.Finding() {
+	if r.RunID == "" || r.Finding() || !old.Finding() {
 		return true
 	}
 	return r.Supersedes > 0 && r.Supersedes == old.Case
@@ -378,8 +380,8 @@ type ReportFilter struct {
 //
 //   - Record upserts a row: one row per (RunID, Account, StoreID, SpaceID,
 //     ContentID). A row replaces every field of the row with its key when
-//     Row.Replaces says so (a run's finding stands against a later
-//     SUCCESS that is not its re-check) and is dropped otherwise; it never
+//     Row.Replaces says so (a run's finding stands against a later row
+//     that is no finding and not its re-check) and is dropped otherwise; it never
 //     adds a second one. An invalid row fails with ErrInvalid and writes
 //     nothing. A zero CheckedAt is stored as the current time.
 //   - Results returns the rows matching f in ascending byte-wise order of

@@ -143,7 +143,8 @@
 // recorded after the case's actions, so a row means the actions were
 // taken. The task may run again in its run (SQS delivers at least once; a
 // duplicate message): it then sees what those actions repaired, and its
-// SUCCESS does not replace the run's finding (bitlog.Row.Replaces); only
+// SUCCESS (or a "not checked" ERROR) does not replace the run's finding
+// (bitlog.Row.Replaces); only
 // the bit-error processor's re-check of that case does (KeyRecheckOf, in
 // its form: RecheckCase sets the row's Supersedes).
 //

@@ -1,6 +1,7 @@
 package bitlogtest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -72,6 +73,30 @@ func testFindingStands(t *testing.T, l bitlog.Log) {
 	record(t, l, again)
 	if got := rowOf(first); got != again {
 		t.Errorf("a finding after a finding: %+v\nwant %+v", got, again)
+	}
+	// A placeholder ERROR (case 0: "not checked", e.g. an at-rest job that
+	// failed, or a dead-lettered redelivery) is no observation of the copy:
+	// it does not replace the run's finding either, unless it is the
+	// re-check of that case.
+	for _, tc := range []struct {
+		name       string
+		supersedes int
+		kept       bool
+	}{{"placeholder ERROR after a finding", 0, true}, {"placeholder ERROR of its re-check", 8, false}} {
+		found := finding("removed-"+fmt.Sprint(tc.supersedes), bitlog.ResultFailure, 8)
+		record(t, l, found)
+		later := found
+		later.Result, later.Case, later.Details, later.Supersedes = bitlog.ResultError, 0, "not checked", tc.supersedes
+		later.CheckedAt = found.CheckedAt.Add(time.Minute)
+		record(t, l, later)
+		want := later
+		if tc.kept {
+			want = found
+		}
+		want.Supersedes = 0
+		if got := rowOf(found); got != want {
+			t.Errorf("%s: row %+v\nwant %+v", tc.name, got, want)
+		}
 	}
 	// A negative Supersedes is invalid.
 	bad := success(first, -1)

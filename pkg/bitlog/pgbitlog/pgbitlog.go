@@ -76,8 +76,8 @@ func noPartition(err error) bool {
 // $14 checked at, $15 month, $16 method, $17 bytes, $18 archived, $19 and
 // $20 the agent's instance and version, $21 the case the row supersedes.
 // The WHERE of the update is bitlog.Row.Replaces: a run's finding (FAILURE,
-// or ERROR with a case) stands against a SUCCESS that is not the re-check
-// of its case.
+// or ERROR with a case) stands against a row that is no finding (SUCCESS,
+// or ERROR of case 0) and not the re-check of its case.
 const sqlBitInsert = `
 INSERT INTO bit_log AS b
     (run_id, account, store_id, store_kind, space_id, content_id, result, case_number,
@@ -101,7 +101,8 @@ ON CONFLICT (run_id, account, store_id, space_id, content_id, run_month) DO UPDA
     archived         = excluded.archived,
     agent_instance   = excluded.agent_instance,
     agent_version    = excluded.agent_version
-WHERE b.run_id = '' OR excluded.result <> 'SUCCESS'
+WHERE b.run_id = ''
+   OR excluded.result = 'FAILURE' OR (excluded.result = 'ERROR' AND excluded.case_number IS NOT NULL)
    OR NOT (b.result = 'FAILURE' OR (b.result = 'ERROR' AND b.case_number IS NOT NULL))
    OR ($21::integer > 0 AND b.case_number = $21::integer)`
 
