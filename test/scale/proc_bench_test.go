@@ -37,9 +37,9 @@ func TestMain(m *testing.M) { testbin.Main(m) }
 // the RSS at its start (zero for a process of its own), and the tasks it
 // sent.
 type procRun struct {
-	wall, cpu         time.Duration
-	peakMiB, startMiB float64
-	tasks             int64
+	wall, cpu time.Duration
+	peakMiB   float64
+	tasks     int64
 }
 
 // runProcess runs the real dupproducer or bitproducer binary (kind "dup"
@@ -73,6 +73,7 @@ func runProcess(b *testing.B, kind string, sp seeded) procRun {
 		args = append(args, "--database-url", bitLogURL(b))
 	}
 	env := append(os.Environ(), "AWS_ENDPOINT_URL="+sink.url, "AWS_ENDPOINT_URL_SQS="+sink.url)
+	env = append(env, sp.env...)
 	b.StartTimer()
 	start := time.Now()
 	p := testbin.Start(b, testbin.Spec{Path: bin, Args: args, Env: env})

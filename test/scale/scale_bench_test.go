@@ -5,7 +5,6 @@ package scale_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,19 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/millfleet/mill/internal/testkit/memstat"
 	"github.com/millfleet/mill/internal/testkit/testenv"
-	"github.com/millfleet/mill/internal/wiring"
-	"github.com/millfleet/mill/pkg/bitlog/membitlog"
-	"github.com/millfleet/mill/pkg/lease/memlease"
 	"github.com/millfleet/mill/pkg/policy"
-	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
-	"github.com/millfleet/mill/producers/bit"
-	"github.com/millfleet/mill/producers/dup"
-	"github.com/millfleet/mill/producers/looping"
 )
 
 // Acceptance: the time per item at the largest size within 1.2x of that at
@@ -50,12 +41,10 @@ const (
 // default 10000), and reports per producer and size the time per item and
 // the run's peak RSS, and the time per item at the largest size over that
 // at the smallest (1 = linear). A run over 1.2x linear or 64 MiB is logged
-// as a MISS and counted (misses; the figures stay in the table). On fs the
-// real dupproducer and bitproducer binaries run as processes (runProcess):
-// their wall and CPU time and their own peak RSS. On S3 the producers run
-// in this process (runProducer): its peak RSS, reset before each run,
-// includes this test binary's code (35-40 MiB; start-rss-MiB is the RSS at
-// the run's start). The acceptance sizes are
+// as a MISS and counted (misses; the figures stay in the table). The real
+// dupproducer and bitproducer binaries run as processes (runProcess), on
+// S3 with AWS_ENDPOINT_URL_S3 naming the benchmark endpoint: their wall
+// and CPU time and their own peak RSS. The acceptance sizes are
 // MILL_BENCH_ITEMS=10000,100000,1000000 and the same for S3.
 //
 // The fs space is one flat directory of hard links to one item's files
@@ -73,7 +62,7 @@ func BenchmarkSpaceScale(b *testing.B) {
 	})
 	b.Run("s3", func(b *testing.B) {
 		for b.Loop() {
-			scale(b, testenv.BenchSizes(b, "MILL_BENCH_S3_ITEMS", "10000"), newS3Space, runProducer)
+			scale(b, testenv.BenchSizes(b, "MILL_BENCH_S3_ITEMS", "10000"), newS3Space, runProcess)
 		}
 	})
 }
@@ -83,6 +72,9 @@ func BenchmarkSpaceScale(b *testing.B) {
 type seeded struct {
 	cfgDir string
 	base   *aws.Config
+	// env is what the producer processes need besides the SQS sink's
+	// endpoint (for S3, the store's endpoint).
+	env []string
 	// list, for S3, lists the space with raw ListObjectsV2 pages of
 	// 1,000 and returns the keys seen: the emulator's own cost per item.
 	list func() int
@@ -119,9 +111,6 @@ func scale(b *testing.B, ns []int, seed seeder, run runner) {
 			per[kind] = append(per[kind], ns)
 			b.ReportMetric(ns, fmt.Sprintf("%s-%d-ns/item", kind, n))
 			b.ReportMetric(r.peakMiB, fmt.Sprintf("%s-%d-peak-rss-MiB", kind, n))
-			if r.startMiB > 0 {
-				b.ReportMetric(r.startMiB, fmt.Sprintf("%s-%d-start-rss-MiB", kind, n))
-			}
 			cpu := ""
 			if r.cpu > 0 {
 				cns := float64(r.cpu.Nanoseconds()) / float64(n)
@@ -148,53 +137,6 @@ func scale(b *testing.B, ns []int, seed seeder, run runner) {
 		}
 	}
 	b.ReportMetric(float64(misses), "misses")
-}
-
-// runProducer runs one whole run of the producer kind in this process and
-// returns its time, the tasks it queued, and its RSS at its start and at
-// its peak (this test binary's included).
-func runProducer(b *testing.B, kind string, sp seeded) procRun {
-	ctx := context.Background()
-	logger := slog.New(slog.DiscardHandler)
-	src := wiring.ConfigSource{Dir: sp.cfgDir}
-	reg, err := src.Registry(ctx, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	opener := wiring.NewOpener(reg, sp.base, true)
-	var prod looping.Producer
-	switch kind {
-	case "dup":
-		pols := policy.NewCache(src.Policies(nil), policy.CacheConfig{Refresh: 24 * time.Hour, Logger: logger})
-		prod, err = dup.New(dup.Config{Registry: reg, Policies: pols, Opener: opener, Logger: logger})
-	case "bit":
-		prod, err = bit.New(bit.Config{Source: bit.Source{Registry: reg, Opener: opener, Logger: logger}, BitLog: membitlog.New(nil)})
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	q := &dropQueue{}
-	loop, err := looping.New(looping.Config{Kind: kind, Producer: prod, Queue: q, State: looping.NewMemoryStore(),
-		Lease: memlease.New(nil), MaxQueueSize: 1 << 40, Logger: logger, Progress: looping.ProgressOff})
-	if err != nil {
-		b.Fatal(err)
-	}
-	memstat.ResetPeak()
-	anon, file := memstat.RSSParts()
-	b.Logf("%s run: RSS at its start %.1f MiB (%.1f anonymous, %.1f file-backed: mostly this binary's code)", kind, anon+file, anon, file)
-	b.StartTimer()
-	start := time.Now()
-	sum, err := loop.Run(ctx)
-	elapsed := time.Since(start)
-	b.StopTimer()
-	peak := memstat.PeakRSSMiB()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if len(sum.Failed) > 0 || sum.Stopped != looping.StopDone {
-		b.Fatalf("%s run: stopped %s, failed %v", kind, sum.Stopped, sum.Failed)
-	}
-	return procRun{wall: elapsed, tasks: q.sent.Load(), startMiB: anon + file, peakMiB: peak}
 }
 
 // writeConfig writes the registry (one account, source store src and an
@@ -339,29 +281,5 @@ func newS3Space(b *testing.B, n int) seeded {
 		}
 		return seen
 	}
-	return seeded{cfgDir: writeConfig(b, src), base: &base, list: list}
-}
-
-// dropQueue counts the tasks sent and keeps none: a run of a million
-// tasks measures the producer, not a queue's memory.
-type dropQueue struct{ sent atomic.Int64 }
-
-func (q *dropQueue) Name() string { return "drop" }
-func (q *dropQueue) Send(_ context.Context, entries ...queue.SendEntry) error {
-	q.sent.Add(int64(len(entries)))
-	return nil
-}
-func (q *dropQueue) Receive(context.Context, int, time.Duration) ([]*queue.Message, error) {
-	return nil, nil
-}
-func (q *dropQueue) ReceiveWith(context.Context, queue.ReceiveOptions) ([]*queue.Message, error) {
-	return nil, nil
-}
-func (q *dropQueue) Delete(context.Context, ...*queue.Message) error                   { return nil }
-func (q *dropQueue) ChangeVisibility(context.Context, ...queue.VisibilityChange) error { return nil }
-func (q *dropQueue) Release(context.Context, ...*queue.Message) error                  { return nil }
-func (q *dropQueue) Depth(context.Context) (queue.Depth, error)                        { return queue.Depth{}, nil }
-func (q *dropQueue) Purge(context.Context) error                                       { return nil }
-func (q *dropQueue) VisibilityTimeout(context.Context) (time.Duration, error) {
-	return 30 * time.Second, nil
+	return seeded{cfgDir: writeConfig(b, src), base: &base, list: list, env: []string{"AWS_ENDPOINT_URL_S3=" + ep}}
 }
