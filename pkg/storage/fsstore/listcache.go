@@ -344,6 +344,9 @@ func (s *Store) readList(rel string) (*dirList, error) {
 		default:
 			return nil
 		}
+		if len(key) == 0 {
+			return nil // ".d" or ".m": an empty segment, which no ID has
+		}
 		if err := d.add(rel, key, dir); err != nil {
 			return err
 		}

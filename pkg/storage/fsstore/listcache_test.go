@@ -184,3 +184,18 @@ func TestKeptListingsPageLikeASortedList(t *testing.T) {
 		t.Errorf("%d pages read directories %d times, want each of the 4 once", len(markers), r)
 	}
 }
+
+// A file named exactly ".m" or a directory named exactly ".d" has an empty
+// segment, so fsstore never wrote it (IDs have no empty segment): a
+// listing passes over it like any other foreign file, instead of failing
+// the whole directory or listing an ID that starts with '/'.
+func TestListingPassesOverEmptySegmentNames(t *testing.T) {
+	s, dir := flatSpace(t, 3)
+	touch(t, filepath.Join(dir, metaSuffix))
+	if err := os.MkdirAll(filepath.Join(dir, dirSuffix, "x.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	touch(t, filepath.Join(dir, dirSuffix, "inner"+metaSuffix))
+	touch(t, filepath.Join(dir, dirSuffix, "x.d", "deep"+metaSuffix))
+	page(t, s, "", 10, []string{"item-00000", "item-00001", "item-00002"})
+}
