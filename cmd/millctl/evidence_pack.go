@@ -138,12 +138,7 @@ func (o *evidencePackOptions) run(ctx context.Context, a *app, args []string) er
 		if err != nil {
 			return err
 		}
-		counts := map[ndsa.Verdict]int{}
-		for _, c := range pk.Cells {
-			counts[c.Verdict]++
-		}
-		fmt.Fprintf(a.stdout, "%s\nNDSA cells: %d met, %d partial, %d not met, %d not evidenced\n", path,
-			counts[ndsa.Met], counts[ndsa.Partial], counts[ndsa.NotMet], counts[ndsa.NotEvidenced])
+		fmt.Fprintf(a.stdout, "%s\nNDSA cells: %s\n", path, ndsa.Tally(pk.Cells))
 		if !pk.Facts.LogVerified {
 			return fmt.Errorf("the evidence log does not verify (see %s in the bundle)", pack.FileVerification)
 		}

@@ -2,7 +2,6 @@ package migrate
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/millfleet/mill/pkg/storage"
 )
@@ -81,7 +80,7 @@ func Plan(src, dst *storage.Info) Action {
 	}
 	d := storage.ChecksumOf(dst, nil)
 	if d.MD5 == md5 && !d.ClaimContradicted && dst.Size == src.Size {
-		return Action{Outcome: Skipped, MD5: md5, Detail: "already at the destination with DuraCloud's MD5 (" + sourceName(d.Source) + ") and size"}
+		return Action{Outcome: Skipped, MD5: md5, Detail: "already at the destination with DuraCloud's MD5 (" + d.Source.Describe() + ") and size"}
 	}
 	got := d.MD5
 	if got == "" {
@@ -92,15 +91,4 @@ func Plan(src, dst *storage.Info) Action {
 		detail += "; the destination's recorded MD5 is contradicted by its provider"
 	}
 	return Action{Outcome: Differs, MD5: md5, Detail: detail + ": not overwritten"}
-}
-
-// sourceName says where a destination MD5 came from.
-func sourceName(s storage.ChecksumSource) string {
-	switch s {
-	case storage.SourceProvider:
-		return "the provider's digest"
-	case storage.SourceClaim:
-		return "the MD5 recorded with the copy"
-	}
-	return strings.TrimSpace(string(s))
 }

@@ -34,13 +34,27 @@ import (
 // Verdict is a cell's or a requirement's verdict.
 type Verdict string
 
-// The verdicts.
+// The verdicts; each is also its own text in the pack and millctl's output.
 const (
 	Met          Verdict = "met"
 	Partial      Verdict = "partial"
 	NotMet       Verdict = "not met"
 	NotEvidenced Verdict = "not evidenced"
 )
+
+// Tally counts cells by verdict, every verdict in this order:
+// "6 met, 10 partial, 0 not met, 0 not evidenced".
+func Tally(cells []Cell) string {
+	counts := map[Verdict]int{}
+	for _, c := range cells {
+		counts[c.Verdict]++
+	}
+	var parts []string
+	for _, v := range []Verdict{Met, Partial, NotMet, NotEvidenced} {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[v], v))
+	}
+	return strings.Join(parts, ", ")
+}
 
 // Area is a functional area of the Levels.
 type Area string

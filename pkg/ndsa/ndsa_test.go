@@ -166,3 +166,15 @@ func TestCellVerdictsCombineTheEvidencedRequirements(t *testing.T) {
 		}
 	}
 }
+
+// The tally is the line the pack's README and `millctl evidence pack`
+// print: every verdict counted, zeros too, in a fixed order.
+func TestTally(t *testing.T) {
+	cells := []Cell{{Verdict: NotMet}, {Verdict: Met}, {Verdict: NotMet}, {Verdict: Met}, {Verdict: Met}}
+	if got, want := Tally(cells), "3 met, 0 partial, 2 not met, 0 not evidenced"; got != want {
+		t.Errorf("Tally = %q, want %q", got, want)
+	}
+	if got, want := Tally(nil), "0 met, 0 partial, 0 not met, 0 not evidenced"; got != want {
+		t.Errorf("Tally(nil) = %q, want %q", got, want)
+	}
+}

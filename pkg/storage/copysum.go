@@ -34,6 +34,23 @@ const (
 	SourceNone     ChecksumSource = ""         // no source gives an MD5
 )
 
+// sourceText is each source in a report's words (Describe).
+var sourceText = map[ChecksumSource]string{
+	SourceContent:  "the bytes read",
+	SourceProvider: "the provider's digest",
+	SourceClaim:    "the MD5 recorded with the copy",
+	SourceNone:     "no source",
+}
+
+// Describe says in a report's words where an MD5 came from ("the
+// provider's digest"); a value that is no source is written as it is.
+func (s ChecksumSource) Describe() string {
+	if t, ok := sourceText[s]; ok {
+		return t
+	}
+	return string(s)
+}
+
 // CopyChecksum is which checksum one copy of an item has (ChecksumOf).
 type CopyChecksum struct {
 	// MD5 is the copy's MD5 (lower-case hex) from the strongest source;

@@ -118,3 +118,22 @@ func TestChecksumOfNeverTakesAContradictedClaim(t *testing.T) {
 		}
 	}
 }
+
+// Every checksum source has its own words in a report (migrate's Skipped
+// detail says which one vouched for the destination's MD5).
+func TestChecksumSourceDescribe(t *testing.T) {
+	seen := map[string]storage.ChecksumSource{}
+	for _, s := range []storage.ChecksumSource{storage.SourceContent, storage.SourceProvider, storage.SourceClaim, storage.SourceNone} {
+		d := s.Describe()
+		if d == "" || d == string(s) {
+			t.Errorf("%q has no words of its own: %q", s, d)
+		}
+		if o, dup := seen[d]; dup {
+			t.Errorf("%q and %q both read %q", o, s, d)
+		}
+		seen[d] = s
+	}
+	if got := storage.ChecksumSource("etag").Describe(); got != "etag" {
+		t.Errorf("an unknown source reads %q", got)
+	}
+}

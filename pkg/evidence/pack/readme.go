@@ -31,17 +31,16 @@ var mdEscape = strings.NewReplacer(`\`, `\\`, "|", `\|`, "<", "&lt;", ">", "&gt;
 
 func md(s string) string { return mdEscape.Replace(oneLine(s)) }
 
-// symbol marks a verdict in the matrix.
+// symbol marks a verdict in the matrix: its text, NOT MET in capitals so
+// that it stands out; a value that is no verdict reads as not evidenced.
 func symbol(v ndsa.Verdict) string {
 	switch v {
-	case ndsa.Met:
-		return "met"
-	case ndsa.Partial:
-		return "partial"
 	case ndsa.NotMet:
-		return "NOT MET"
+		return strings.ToUpper(string(v))
+	case ndsa.Met, ndsa.Partial:
+		return string(v)
 	}
-	return "not evidenced"
+	return string(ndsa.NotEvidenced)
 }
 
 // matrix is ndsa.md: the matrix at a glance, then each cell's
@@ -98,12 +97,8 @@ records, none was typed in.
 ## Verdicts
 
 `)
-	counts := map[ndsa.Verdict]int{}
-	for _, c := range pk.Cells {
-		counts[c.Verdict]++
-	}
-	fmt.Fprintf(&b, "Of %d NDSA cells (Storage, Integrity, Control, Metadata; levels 1 to 4): %d met, %d partial, %d not met, %d not evidenced. See `%s`.\n\n",
-		len(pk.Cells), counts[ndsa.Met], counts[ndsa.Partial], counts[ndsa.NotMet], counts[ndsa.NotEvidenced], FileMatrix)
+	fmt.Fprintf(&b, "Of %d NDSA cells (Storage, Integrity, Control, Metadata; levels 1 to 4): %s. See `%s`.\n\n",
+		len(pk.Cells), ndsa.Tally(pk.Cells), FileMatrix)
 	b.WriteString("Evidence log: ")
 	b.Write(bytes.SplitN(pk.verification(), []byte("\n"), 2)[0])
 	b.WriteString("\n\n## Files\n\n")
