@@ -59,6 +59,18 @@ func (t Transfer) WithDefaults() Transfer {
 	return t
 }
 
+// Upload tunes how an object store (s3store, gcsstore, azstore) writes an
+// item: content up to Threshold bytes is buffered whole, checked and sent
+// in one request; larger content goes in parts of PartSize bytes, Streams
+// of them in flight. Threshold bounds the buffer of a one-request write,
+// Streams·PartSize that of a write in parts. Each store's Config embeds
+// it; the store sets its zero fields to the store's defaults and bounds
+// them by its service's limits (see the store's Config).
+type Upload struct {
+	Threshold int64
+	Transfer
+}
+
 // RangeReader is implemented by providers that can read part of an item,
 // which lets Open read big items with parallel requests.
 type RangeReader interface {

@@ -70,7 +70,7 @@ func TestCopyContinuesAfterContinueAfter(t *testing.T) {
 	testenv.CleanupBucket(t, client, bucket)
 	const part = 5 << 20
 	store := func(prefix string) *s3store.Store {
-		s, err := s3store.New(client, s3store.Config{Bucket: bucket, Prefix: prefix, MultipartThreshold: part, PartSize: part})
+		s, err := s3store.New(client, s3store.Config{Bucket: bucket, Prefix: prefix, Upload: storage.Upload{Threshold: part, Transfer: storage.Transfer{PartSize: part}}})
 		if err != nil {
 			t.Fatal(err)
 		}

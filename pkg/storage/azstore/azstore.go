@@ -21,8 +21,11 @@ const (
 	// DefaultThreshold: content up to this size is buffered, checked and
 	// sent in one Put Blob; larger content is staged in blocks.
 	DefaultThreshold = 16 << 20
+	// MaxThreshold bounds the one-request buffer (memory).
+	MaxThreshold = 256 << 20
 	// DefaultBlockSize of staged uploads.
 	DefaultBlockSize = 16 << 20
+	MinBlockSize     = 64 << 10
 	MaxBlockSize     = 4000 << 20 // Azure's largest block
 	MaxBlocks        = 50000
 	MaxStreams       = 64
@@ -48,37 +51,30 @@ type Config struct {
 	// Prefix of every blob name of the store, normally ending in '/'; ""
 	// uses the whole container.
 	Prefix string
-	// Threshold: content up to this size is buffered whole and sent in
-	// one request. Default 16 MiB; at most 256 MiB (Azure's Put Blob
-	// limit is 5000 MiB, the buffer is memory).
-	Threshold int64
-	// BlockSize of staged uploads. Default 16 MiB.
-	BlockSize int64
-	// Streams is how many blocks an upload stages at once (default
-	// storage.DefaultStreams). An upload holds Streams·BlockSize bytes.
-	Streams int
+	// Upload: content up to Threshold (default 16 MiB; at most 256 MiB:
+	// Azure's Put Blob limit is 5000 MiB, the buffer is memory) is sent
+	// in one Put Blob; larger content is staged in blocks of PartSize
+	// (default 16 MiB, 64 KiB..4000 MiB), Streams at once (default
+	// storage.DefaultStreams; at most 64).
+	storage.Upload
+}
+
+// uploadRules holds the defaults and Azure's limits of Config.Upload.
+var uploadRules = objstore.UploadRules{
+	Default:      storage.Upload{Threshold: DefaultThreshold, Transfer: storage.Transfer{PartSize: DefaultBlockSize, Streams: storage.DefaultStreams}},
+	MaxThreshold: MaxThreshold, MinPartSize: MinBlockSize, MaxPartSize: MaxBlockSize, MaxStreams: MaxStreams,
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.Threshold == 0 {
-		c.Threshold = DefaultThreshold
-	}
-	if c.BlockSize == 0 {
-		c.BlockSize = DefaultBlockSize
-	}
-	if c.Streams == 0 {
-		c.Streams = storage.DefaultStreams
-	}
+	c.Upload = uploadRules.WithDefaults(c.Upload)
 	return c
 }
 
 func (c Config) validate() error {
 	p := validate.New("azstore: Config")
 	objstore.CheckPrefix(p, c.Prefix, MaxNameLen)
-	p.Check(c.Threshold > 0 && c.Threshold <= 256<<20, "Threshold", c.Threshold, "be within 1..%d", 256<<20)
-	p.Check(c.BlockSize >= 64<<10 && c.BlockSize <= MaxBlockSize, "BlockSize", c.BlockSize, "be within %d..%d", 64<<10, int64(MaxBlockSize))
-	p.Check(c.Streams >= 1 && c.Streams <= MaxStreams, "Streams", c.Streams, "be within 1..%d", MaxStreams)
+	uploadRules.Check(p, c.Upload)
 	return p.Err()
 }
 

@@ -10,12 +10,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/storagetest"
 )
 
 // Small sizes so the suite's large items (11 MiB) are staged in blocks,
 // several at once.
-var testConfig = Config{Threshold: 1 << 20, BlockSize: 1 << 20}
+var testConfig = Config{Upload: storage.Upload{Threshold: 1 << 20, Transfer: storage.Transfer{PartSize: 1 << 20}}}
 
 func TestConformance(t *testing.T) {
 	ep, name := testenv.AzureContainer(t)

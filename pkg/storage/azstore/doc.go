@@ -43,7 +43,7 @@
 // # Writes
 //
 // Content up to Config.Threshold is buffered, checked and sent in one
-// Put Blob. Larger content is staged in blocks of BlockSize, Streams at a
+// Put Blob. Larger content is staged in blocks of PartSize, Streams at a
 // time, while Mill hashes the stream in order; the block list is
 // committed (with Content-MD5, metadata and mimetype) only when the
 // stream ended with the promised size and MD5. Nothing is visible before

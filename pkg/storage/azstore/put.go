@@ -74,7 +74,7 @@ func (s *Store) commit(ctx context.Context, key, space, id string, sums *storage
 	return p.info(id), nil
 }
 
-// putBlocks stages the content in blocks of BlockSize, Streams at a time,
+// putBlocks stages the content in blocks of PartSize, Streams at a time,
 // each with a transactional MD5 that Azure verifies, while Mill hashes the
 // whole stream; only when the stream ends with the promised size and MD5
 // does it commit the block list, setting Content-MD5 to the MD5 it
@@ -84,13 +84,13 @@ func (s *Store) putBlocks(ctx context.Context, key, space, id string, r io.Reade
 	bb := s.c.NewBlockBlobClient(key)
 	upload := randHex()[:16]
 	sums := storage.NewSums()
-	pool := sync.Pool{New: func() any { b := make([]byte, s.cfg.BlockSize); return &b }}
+	pool := sync.Pool{New: func() any { b := make([]byte, s.cfg.PartSize); return &b }}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.Streams)
 	var ids []string
 	for n := 0; ; n++ {
 		if n >= MaxBlocks {
-			return nil, fmt.Errorf("azstore: more than %d blocks of %d bytes", MaxBlocks, s.cfg.BlockSize)
+			return nil, fmt.Errorf("azstore: more than %d blocks of %d bytes", MaxBlocks, s.cfg.PartSize)
 		}
 		bufp := pool.Get().(*[]byte)
 		k, err := io.ReadFull(r, *bufp)

@@ -16,11 +16,6 @@ import (
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
-// trashItemPrefix is the name prefix of one item's trash copies.
-func (s *Store) trashItemPrefix(space, id string) string {
-	return s.layout.TrashItemPrefix(space, id)
-}
-
 // copyBlob copies src to dst server side (Copy Blob within the account;
 // the source must still have ETag etag when it is not ""), with metadata
 // m (nil: the source's), and waits for the copy to finish.
@@ -70,7 +65,7 @@ func (s *Store) preserve(ctx context.Context, key, space, id string, p *props, r
 		},
 		Forget: s.deleteKey,
 		What:   "blob",
-	}.Preserve(ctx, key, s.trashItemPrefix(space, id), reason, p)
+	}.Preserve(ctx, key, s.layout.TrashItemPrefix(space, id), reason, p)
 }
 
 func (s *Store) propsPtr(ctx context.Context, key string) (*props, error) {

@@ -55,7 +55,7 @@
 // GCS so that GCS checks it too. Content up to Config.Threshold is
 // buffered, hashed and sent in one request carrying its MD5. Larger
 // content is a resumable upload (GCS's resumable upload protocol, in
-// ChunkSize chunks, with the REST client's automatic retries of a
+// PartSize chunks, with the REST client's automatic retries of a
 // chunk; a chunk is sent once whole or at the stream's end): with an expected MD5 the upload declares it and Mill checks its
 // own hash of the stream before the last chunk leaves (a mismatch or a
 // short stream abandons the upload: nothing is committed); without one

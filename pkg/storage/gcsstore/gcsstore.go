@@ -48,21 +48,23 @@ type Config struct {
 	// Prefix of every object name of the store, normally ending in '/';
 	// "" uses the whole bucket.
 	Prefix string
-	// Threshold: content up to this size (or of unknown size ending
-	// within it) is buffered whole and sent in one request. Default 16 MiB.
-	Threshold int64
-	// ChunkSize of resumable uploads, a multiple of 256 KiB. Default 16 MiB.
-	ChunkSize int
+	// Upload: content up to Threshold (or of unknown size ending within
+	// it; default 16 MiB, at most 1 GiB) is buffered whole and sent in
+	// one request; larger content is a resumable upload in chunks of
+	// PartSize (a multiple of 256 KiB, default 16 MiB, at most 1 GiB),
+	// one at a time (Streams is 1).
+	storage.Upload
+}
+
+// uploadRules holds the defaults and GCS's limits of Config.Upload.
+var uploadRules = objstore.UploadRules{
+	Default:      storage.Upload{Threshold: DefaultThreshold, Transfer: storage.Transfer{PartSize: DefaultChunkSize, Streams: 1}},
+	MaxThreshold: MaxChunkSize, MinPartSize: chunkUnit, MaxPartSize: MaxChunkSize, PartUnit: chunkUnit, MaxStreams: 1,
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.Threshold == 0 {
-		c.Threshold = DefaultThreshold
-	}
-	if c.ChunkSize == 0 {
-		c.ChunkSize = DefaultChunkSize
-	}
+	c.Upload = uploadRules.WithDefaults(c.Upload)
 	return c
 }
 
@@ -70,8 +72,7 @@ func (c Config) validate() error {
 	p := validate.New("gcsstore: Config")
 	p.Require("Bucket", c.Bucket != "")
 	objstore.CheckPrefix(p, c.Prefix, MaxNameLen)
-	p.Check(c.Threshold > 0 && c.Threshold <= MaxChunkSize, "Threshold", c.Threshold, "be within 1..%d", int64(MaxChunkSize))
-	p.Check(c.ChunkSize >= chunkUnit && c.ChunkSize <= MaxChunkSize && c.ChunkSize%chunkUnit == 0, "ChunkSize", c.ChunkSize, "be a multiple of %d within %d..%d", chunkUnit, chunkUnit, MaxChunkSize)
+	uploadRules.Check(p, c.Upload)
 	return p.Err()
 }
 

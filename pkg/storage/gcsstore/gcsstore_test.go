@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/storagetest"
 )
 
 // Small sizes so the suite's large items (11 MiB) take the resumable
 // upload path in chunks.
-var testConfig = Config{Threshold: 1 << 20, ChunkSize: 1 << 20}
+var testConfig = Config{Upload: storage.Upload{Threshold: 1 << 20, Transfer: storage.Transfer{PartSize: 1 << 20}}}
 
 // TestConformance runs the suite on fake-gcs-server inside the test
 // process; TestConformanceEmulator on the one `make up` starts.

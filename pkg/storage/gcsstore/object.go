@@ -145,7 +145,7 @@ type upload struct {
 	md5              []byte            // declared: GCS refuses other bytes
 	metadata         map[string]string // custom metadata
 	onlyNew          bool              // ifGenerationMatch=0
-	chunk            int               // 0: one request; else a resumable upload in chunks of this size
+	chunk            int64             // 0: one request; else a resumable upload in chunks of this size
 }
 
 // insert writes r as object u.key. A resumable upload sends a chunk only
@@ -157,7 +157,7 @@ func (b objects) insert(ctx context.Context, u upload, r io.Reader) (*attrs, err
 		o.Md5Hash = base64.StdEncoding.EncodeToString(u.md5)
 	}
 	c := b.svc.Objects.Insert(b.bucket, o).Context(ctx).
-		Media(r, googleapi.ChunkSize(u.chunk), googleapi.ContentType(u.contentType))
+		Media(r, googleapi.ChunkSize(int(u.chunk)), googleapi.ContentType(u.contentType))
 	if u.onlyNew {
 		c = c.IfGenerationMatch(0)
 	}

@@ -39,7 +39,7 @@ func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte
 	return infoOf(a, id), nil
 }
 
-// putLarge streams content as a resumable upload of ChunkSize chunks. With
+// putLarge streams content as a resumable upload of PartSize chunks. With
 // an expected MD5 it writes the item itself, declaring the MD5 (GCS refuses
 // the upload when the bytes disagree) and checking it before the last
 // chunk is sent. Without one it uploads to .mill-tmp/, then copies
@@ -51,7 +51,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 		if err != nil {
 			return nil, err
 		}
-		a, err := s.write(ctx, key, r, sums, opts, s.cfg.ChunkSize, func() error {
+		a, err := s.write(ctx, key, r, sums, opts, s.cfg.PartSize, func() error {
 			if err := sizeErr(sums.Len(), opts.Size); err != nil {
 				return err
 			}
@@ -65,7 +65,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 	}
 	tmp := s.layout.TmpKey(randHex())
 	defer s.deleteKey(ctx, tmp)
-	if _, err := s.write(ctx, tmp, r, sums, storage.PutOptions{Size: opts.Size, MimeType: opts.MimeType, Properties: opts.Properties}, s.cfg.ChunkSize, func() error {
+	if _, err := s.write(ctx, tmp, r, sums, storage.PutOptions{Size: opts.Size, MimeType: opts.MimeType, Properties: opts.Properties}, s.cfg.PartSize, func() error {
 		return sizeErr(sums.Len(), opts.Size)
 	}); err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 // request with its MD5 (known from sums, which already hold the bytes);
 // otherwise check runs when r ends, before the last chunk leaves: an error
 // abandons the upload, so nothing is committed.
-func (s *Store) write(ctx context.Context, key string, r io.Reader, sums *storage.Sums, opts storage.PutOptions, chunk int, check func() error) (*attrs, error) {
+func (s *Store) write(ctx context.Context, key string, r io.Reader, sums *storage.Sums, opts storage.PutOptions, chunk int64, check func() error) (*attrs, error) {
 	u := upload{key: key, contentType: mimeOr(opts.MimeType), chunk: chunk}
 	md5 := ""
 	if chunk == 0 {

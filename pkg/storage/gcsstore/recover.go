@@ -9,11 +9,6 @@ import (
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
-// trashItemPrefix is the name prefix of one item's trash copies.
-func (s *Store) trashItemPrefix(space, id string) string {
-	return s.layout.TrashItemPrefix(space, id)
-}
-
 // preserve keeps the object at key recoverable before it is deleted or
 // replaced for reason: a server-side copy of that generation under the
 // trash prefix with its metadata (objstore.Preserver). a is the object's
@@ -31,7 +26,7 @@ func (s *Store) preserve(ctx context.Context, key, space, id string, a *attrs, r
 		Stale:  notFound, // the generation copied is gone
 		Forget: s.deleteKey,
 		What:   "object",
-	}.Preserve(ctx, key, s.trashItemPrefix(space, id), reason, a)
+	}.Preserve(ctx, key, s.layout.TrashItemPrefix(space, id), reason, a)
 }
 
 func notFound(err error) bool { return errors.Is(mapErr(err), storage.ErrNotFound) }

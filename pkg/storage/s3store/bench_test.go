@@ -155,7 +155,7 @@ func BenchmarkBigObject(b *testing.B) {
 	b.ReportMetric(float64(mem.sys.Load())/mib, "peak-sys-MiB")
 	hwm := memstat.PeakRSSMiB()
 	cfg := s.Config()
-	bound := storage.MemoryBound(storage.Transfer{Streams: cfg.Streams, PartSize: max(cfg.PartSize, cfg.MultipartThreshold/int64(cfg.Streams))})
+	bound := storage.MemoryBound(storage.Transfer{Streams: cfg.Streams, PartSize: max(cfg.PartSize, cfg.Threshold/int64(cfg.Streams))})
 	b.ReportMetric(hwm, "peak-rss-MiB")
 	b.ReportMetric(bound, "bound-MiB")
 	b.ReportMetric(float64(size)/mib/putTime.Seconds()*float64(b.N), "put-MiB/s")

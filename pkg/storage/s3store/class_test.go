@@ -13,7 +13,7 @@ import (
 func TestPutStorageClass(t *testing.T) {
 	client, bucket := setupBucket(t)
 	enableVersioning(t, client, bucket)
-	s, err := New(client, Config{Bucket: bucket, MultipartThreshold: 5 << 20, PartSize: 5 << 20})
+	s, err := New(client, Config{Bucket: bucket, Upload: storage.Upload{Threshold: 5 << 20, Transfer: storage.Transfer{PartSize: 5 << 20}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@
 // space: trash copies (the layout always keeps them, whatever the space
 // buckets' versioning), temporary uploads, and a claim per space Mill
 // created (P.mill-spaces/<space>, written If-None-Match: * so concurrent
-// creators agree on one). Content above MultipartThreshold is uploaded in
+// creators agree on one). Content above Config.Threshold is uploaded in
 // parts to P.mill-tmp/ and committed with one CopyObject, which gives the
 // item a single-part ETag, its MD5.
 //
@@ -67,7 +67,7 @@
 //
 // # Provider checksums
 //
-// Content up to Config.MultipartThreshold is one PutObject sent with
+// Content up to Config.Threshold is one PutObject sent with
 // Content-MD5, so S3 verifies it and its ETag is the MD5: ProviderChecksum
 // "md5:<etag>". Larger content is a multipart upload with S3 full-object
 // CRC64NVME checksums (ChecksumAlgorithm CRC64NVME, ChecksumType
@@ -85,14 +85,14 @@
 // Every put checks the MD5 itself before S3 commits anything, rather than
 // rely on the server checking Content-MD5 (emulators such as moto 5.2 do
 // not). So a single-part put buffers its content (at most
-// MultipartThreshold bytes), checks it, and sends it with Content-MD5.
+// Threshold bytes), checks it, and sends it with Content-MD5.
 // Multipart uploads fill Streams reused buffers of PartSize bytes (shared
 // by the process's transfers, storage.Parts), hashing MD5 and CRC64NVME
 // in order, and complete the upload only when the MD5 matches. Get
 // returns the response body as a stream and holds no buffer.
 //
 // The bound per setting: a put holds max(Streams·PartSize,
-// MultipartThreshold) bytes of content, and a process doing one put or
+// Threshold) bytes of content, and a process doing one put or
 // get peaks at that plus storage.MemoryConstMiB (storage.MemoryBound).
 // With the defaults (4 streams of 8 MiB, threshold 16 MiB): 32 MiB of
 // buffers, 92 MiB peak RSS; BenchmarkBigObject fails when a put and get

@@ -20,7 +20,7 @@ import (
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
-// Put uploads r to the item: one request up to MultipartThreshold, a
+// Put uploads r to the item: one request up to Config.Threshold, a
 // multipart upload above it with Streams parts in flight, resumable when
 // opts.Resume asks (see the package doc).
 func (s *Store) Put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
@@ -62,7 +62,7 @@ func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts sto
 	if opts.Transfer.PartSize >= MinPartSize && opts.Transfer.PartSize <= MaxPartSize {
 		p.partSize = opts.Transfer.PartSize
 	}
-	if ra, ok := r.(io.ReaderAt); ok && opts.Size > s.cfg.MultipartThreshold {
+	if ra, ok := r.(io.ReaderAt); ok && opts.Size > s.cfg.Threshold {
 		// Parts are fetched in parallel; the reader honours its own
 		// context (storage.Open's, an *os.File's reads are short).
 		p.ra = ra
@@ -95,7 +95,7 @@ type putter struct {
 }
 
 func (p *putter) run(ctx context.Context, r io.Reader) (*storage.Info, error) {
-	size, threshold := p.opts.Size, p.s.cfg.MultipartThreshold
+	size, threshold := p.opts.Size, p.s.cfg.Threshold
 	switch {
 	case size >= 0 && size <= threshold:
 		buf := make([]byte, size+1) // one byte more reveals a longer stream

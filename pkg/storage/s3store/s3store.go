@@ -53,20 +53,16 @@ type Config struct {
 	// Prefix of every key of the store, normally ending in '/'; "" uses
 	// the whole bucket.
 	Prefix string
-	// MultipartThreshold: content larger than this (or of unknown size
-	// and longer than one part) is uploaded in parts. Content up to it is
-	// buffered whole (its MD5 must be checked before S3 commits it), so it
-	// bounds a put's memory together with PartSize. Default 16 MiB; at
-	// most 5 GiB.
-	MultipartThreshold int64
-	// PartSize of multipart uploads and of ranged reads (GetRange through
-	// storage.Open). Default 8 MiB, at least 5 MiB. It is raised for a
-	// known size that would need more than 10 000 parts.
-	PartSize int64
-	// Streams is how many parts a multipart upload or a multipart
-	// server-side copy has in flight (default storage.DefaultStreams, 4;
-	// at most 64). An upload holds Streams·PartSize bytes of buffers.
-	Streams int
+	// Upload: content larger than Threshold (or of unknown size and
+	// longer than one part) is uploaded in parts. Content up to it is
+	// buffered whole (its MD5 must be checked before S3 commits it).
+	// Threshold: default 16 MiB; at most 5 GiB. PartSize, of multipart
+	// uploads and of ranged reads (GetRange through storage.Open):
+	// default 8 MiB, at least 5 MiB; it is raised for a known size that
+	// would need more than 10 000 parts. Streams is how many parts a
+	// multipart upload or a multipart server-side copy has in flight
+	// (default storage.DefaultStreams, 4; at most 64).
+	storage.Upload
 	// CopyThreshold: server-side copies larger than this use
 	// UploadPartCopy. Default (and maximum) 5 GiB.
 	CopyThreshold int64
@@ -84,17 +80,15 @@ type Config struct {
 	AccountPrefix string
 }
 
+// uploadRules holds the defaults and S3's limits of Config.Upload.
+var uploadRules = objstore.UploadRules{
+	Default:      storage.Upload{Threshold: DefaultMultipartThreshold, Transfer: storage.Transfer{PartSize: DefaultPartSize, Streams: storage.DefaultStreams}},
+	MaxThreshold: MaxPartSize, MinPartSize: MinPartSize, MaxPartSize: MaxPartSize, MaxStreams: MaxStreams,
+}
+
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.MultipartThreshold == 0 {
-		c.MultipartThreshold = DefaultMultipartThreshold
-	}
-	if c.PartSize == 0 {
-		c.PartSize = DefaultPartSize
-	}
-	if c.Streams == 0 {
-		c.Streams = storage.DefaultStreams
-	}
+	c.Upload = uploadRules.WithDefaults(c.Upload)
 	if c.CopyThreshold == 0 {
 		c.CopyThreshold = DefaultCopyThreshold
 	}
@@ -111,9 +105,7 @@ func (c Config) validate() error {
 	p := validate.New("s3store: Config")
 	p.Required(c)
 	objstore.CheckPrefix(p, c.Prefix, MaxKeyLen)
-	p.Check(c.MultipartThreshold >= 0 && c.MultipartThreshold <= MaxPartSize, "MultipartThreshold", c.MultipartThreshold, "be within 0..%d", int64(MaxPartSize))
-	p.Check(c.PartSize >= MinPartSize && c.PartSize <= MaxPartSize, "PartSize", c.PartSize, "be within %d..%d", MinPartSize, int64(MaxPartSize))
-	p.Check(c.Streams >= 1 && c.Streams <= MaxStreams, "Streams", c.Streams, "be within 1..%d", MaxStreams)
+	uploadRules.Check(p, c.Upload)
 	p.Check(c.CopyThreshold > 0 && c.CopyThreshold <= DefaultCopyThreshold, "CopyThreshold", c.CopyThreshold, "be within 1..%d", int64(DefaultCopyThreshold))
 	p.Check(c.CopyPartSize >= MinPartSize && c.CopyPartSize <= MaxPartSize, "CopyPartSize", c.CopyPartSize, "be within %d..%d", MinPartSize, int64(MaxPartSize))
 	c.validateLayout(p)

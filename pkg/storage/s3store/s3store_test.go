@@ -23,10 +23,9 @@ import (
 // Small thresholds so the suite's large items (5 MiB + 1 KiB: two parts)
 // take the multipart put and multipart copy paths.
 var testConfig = Config{
-	MultipartThreshold: 5 << 20,
-	PartSize:           5 << 20,
-	CopyThreshold:      5 << 20,
-	CopyPartSize:       5 << 20,
+	Upload:        storage.Upload{Threshold: 5 << 20, Transfer: storage.Transfer{PartSize: 5 << 20}},
+	CopyThreshold: 5 << 20,
+	CopyPartSize:  5 << 20,
 }
 
 // setupBucket returns a client and a fresh bucket removed after the test.
@@ -129,7 +128,7 @@ func emulatorCRC64NVME(t *testing.T, client *s3.Client, bucket string) []string 
 	if err := s.CreateSpace(ctx, "probe"); err != nil {
 		t.Fatal(err)
 	}
-	data := bytes.Repeat([]byte{7}, int(cfg.MultipartThreshold)+1)
+	data := bytes.Repeat([]byte{7}, int(cfg.Threshold)+1)
 	sum, _, _ := storage.MD5Hex(bytes.NewReader(data)) // a known MD5: a direct multipart upload, no commit copy
 	_, err = s.Put(ctx, "probe", "multipart", bytes.NewReader(data), storage.PutOptions{Size: int64(len(data)), Checksum: sum})
 	if err != nil {
@@ -153,14 +152,14 @@ func emulatorCRC64NVME(t *testing.T, client *s3.Client, bucket string) []string 
 }
 
 func TestNewValidates(t *testing.T) {
-	if _, err := New(s3.New(s3.Options{}), Config{PartSize: 1}); err == nil {
+	if _, err := New(s3.New(s3.Options{}), Config{Upload: storage.Upload{Transfer: storage.Transfer{PartSize: 1}}}); err == nil {
 		t.Fatal("New with no bucket and a 1-byte part size: nil error")
 	}
 	s, err := New(s3.New(s3.Options{}), Config{Bucket: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := s.Config(); c.MultipartThreshold != DefaultMultipartThreshold || c.PartSize != DefaultPartSize || c.CopyThreshold != DefaultCopyThreshold {
+	if c := s.Config(); c.Threshold != DefaultMultipartThreshold || c.PartSize != DefaultPartSize || c.CopyThreshold != DefaultCopyThreshold {
 		t.Errorf("defaults not applied: %+v", c)
 	}
 }

@@ -13,7 +13,9 @@
 //     Restore), built from a Provider: its Spaces, Put, Recovery (the
 //     service's calls on one object) and GetRange.
 //   - Put: the front of a put (refusals before any byte is read, then
-//     one buffered request or a streamed upload); CheckMD5, SizeErr.
+//     one buffered request or a streamed upload); CheckMD5, SizeErr;
+//     UploadRules: the defaults and the service's limits of a store
+//     Config's storage.Upload, applied and checked in one place.
 //   - Metadata and Attrs: an item's metadata (MD5, properties JSON,
 //     CRC-64/NVME) within the service's limit, and its Info.
 //   - Preserver and the trash names and version IDs (TrashName,

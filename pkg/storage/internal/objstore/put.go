@@ -1,10 +1,12 @@
 package objstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 
+	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/storage"
 )
 
@@ -57,4 +59,35 @@ func CheckMD5(sums *storage.Sums, want string) error {
 		return fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, sums.MD5(), want)
 	}
 	return nil
+}
+
+// UploadRules are a store's defaults and its service's limits for its
+// Config's storage.Upload.
+type UploadRules struct {
+	Default      storage.Upload
+	MaxThreshold int64
+	// PartSize is within MinPartSize..MaxPartSize and, when PartUnit is
+	// not 0, a multiple of it.
+	MinPartSize, MaxPartSize, PartUnit int64
+	MaxStreams                         int
+}
+
+// WithDefaults returns u with its zero fields set to r's defaults.
+func (r UploadRules) WithDefaults(u storage.Upload) storage.Upload {
+	u.Threshold = cmp.Or(u.Threshold, r.Default.Threshold)
+	u.PartSize = cmp.Or(u.PartSize, r.Default.PartSize)
+	u.Streams = cmp.Or(u.Streams, r.Default.Streams)
+	return u
+}
+
+// Check records in p (the store Config's problems) every field of u
+// outside r's limits.
+func (r UploadRules) Check(p *validate.Problems, u storage.Upload) {
+	p.Check(u.Threshold > 0 && u.Threshold <= r.MaxThreshold, "Threshold", u.Threshold, "be within 1..%d", r.MaxThreshold)
+	if r.PartUnit != 0 {
+		p.Check(u.PartSize >= r.MinPartSize && u.PartSize <= r.MaxPartSize && u.PartSize%r.PartUnit == 0, "PartSize", u.PartSize, "be a multiple of %d within %d..%d", r.PartUnit, r.MinPartSize, r.MaxPartSize)
+	} else {
+		p.Check(u.PartSize >= r.MinPartSize && u.PartSize <= r.MaxPartSize, "PartSize", u.PartSize, "be within %d..%d", r.MinPartSize, r.MaxPartSize)
+	}
+	p.Check(u.Streams >= 1 && u.Streams <= r.MaxStreams, "Streams", u.Streams, "be within 1..%d", r.MaxStreams)
 }
