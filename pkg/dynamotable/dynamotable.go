@@ -6,7 +6,8 @@
 // calls it makes (one interface per call, so the list is its IAM grant),
 // the table's name and a clock. Attributes are written with S, N, Unix,
 // UnixMilli and Strings and read back through Item, which reads a missing
-// or malformed attribute as zero; ConditionFailed tells a failed condition
+// or malformed attribute as zero; Identity stores a process identity (a
+// lease holder, a fleet worker); ConditionFailed tells a failed condition
 // expression from other errors.
 package dynamotable
 

@@ -10,18 +10,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/dynamotable"
 
 	"github.com/millfleet/mill/pkg/fleet"
 )
 
-// Item attributes besides the keys and the TTL (table.go). Times are epoch
+// Item attributes besides the keys, the TTL (table.go) and the process
+// identity (hostname, pid and started_ms: identity). Times are epoch
 // milliseconds, except expires_at (epoch seconds, as TTL wants).
 const (
-	attrHostname   = "hostname"
-	attrPID        = "pid"
 	attrInstanceID = "instance_id"
 	attrZone       = "zone"
 	attrVersion    = "version"
@@ -48,6 +46,9 @@ const (
 	attrFailed       = "failed"
 	attrDeadLettered = "dead_lettered"
 )
+
+// identity is how a worker item holds the worker's process.
+var identity = dynamotable.Identity{Started: attrStarted, Millis: true}
 
 // API is the part of the DynamoDB client Registry uses.
 type API interface {
@@ -78,7 +79,6 @@ func (d *Registry) Put(ctx context.Context, w fleet.Worker) error {
 		AttrKind:      dynamotable.S(KindWorker),
 		AttrID:        dynamotable.S(w.ID),
 		AttrExpiresAt: dynamotable.N(fleet.ExpirySeconds(w.Expires)),
-		attrPID:       dynamotable.N(int64(w.PID)),
 		attrHeartbeat: dynamotable.UnixMilli(w.Heartbeat),
 		attrInterval:  dynamotable.N(w.Interval.Milliseconds()),
 		attrQueues:    dynamotable.Strings(w.Queues),
@@ -87,10 +87,8 @@ func (d *Registry) Put(ctx context.Context, w fleet.Worker) error {
 		attrState:     dynamotable.S(string(w.State)),
 		attrPauses:    dynamotable.Strings(w.Pauses),
 	}
-	if !w.Started.IsZero() {
-		item[attrStarted] = dynamotable.UnixMilli(w.Started)
-	}
-	for k, v := range map[string]string{attrHostname: w.Hostname, attrInstanceID: w.InstanceID, attrZone: w.Zone, attrVersion: w.Version, attrNote: w.Note} {
+	identity.Put(item, w.Identity)
+	for k, v := range map[string]string{attrInstanceID: w.InstanceID, attrZone: w.Zone, attrVersion: w.Version, attrNote: w.Note} {
 		if v != "" {
 			item[k] = dynamotable.S(v)
 		}
@@ -218,7 +216,7 @@ func (d *Registry) Pauses(ctx context.Context) ([]fleet.Pause, error) {
 func workerFromItem(it map[string]types.AttributeValue) fleet.Worker {
 	r := dynamotable.Item(it)
 	w := fleet.Worker{
-		ID: r.S(AttrID), Identity: process.Identity{Hostname: r.S(attrHostname), PID: int(r.N(attrPID)), Started: r.UnixMilli(attrStarted)},
+		ID: r.S(AttrID), Identity: identity.Of(r),
 		InstanceID: r.S(attrInstanceID), Zone: r.S(attrZone), Version: r.S(attrVersion),
 		Heartbeat: r.UnixMilli(attrHeartbeat),
 		Interval:  time.Duration(r.N(attrInterval)) * time.Millisecond,

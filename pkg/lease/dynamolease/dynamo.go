@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/millfleet/mill/internal/base/process"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/dynamotable"
 
@@ -22,11 +21,13 @@ const (
 	attrName     = AttrName
 	attrExpires  = AttrExpiresAt
 	attrHolder   = "holder"
-	attrHostname = "hostname"
-	attrPID      = "pid"
 	attrStarted  = "started_at"
 	attrAcquired = "acquired_at"
 )
+
+// identity is how a lease item holds its holder's process (hostname, pid,
+// started_at).
+var identity = dynamotable.Identity{Started: attrStarted}
 
 // API is the part of the DynamoDB client Lease uses.
 type API interface {
@@ -70,14 +71,8 @@ func (l *Lease) Acquire(ctx context.Context, name string, holder lease.Holder, t
 			attrHolder:   dynamotable.S(holder.ID),
 			attrExpires:  dynamotable.Unix(holder.Expires),
 			attrAcquired: dynamotable.Unix(holder.Acquired),
-			attrPID:      dynamotable.N(int64(holder.PID)),
 		}
-		if holder.Hostname != "" {
-			item[attrHostname] = dynamotable.S(holder.Hostname)
-		}
-		if !holder.Started.IsZero() {
-			item[attrStarted] = dynamotable.Unix(holder.Started)
-		}
+		identity.Put(item, holder.Identity)
 		_, err := l.t.Client.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName:           aws.String(l.t.Name),
 			Item:                item,
@@ -166,7 +161,7 @@ func (l *Lease) Release(ctx context.Context, name, holderID string) error {
 func fromItem(it dynamotable.Item) lease.Holder {
 	return lease.Holder{
 		ID:       it.S(attrHolder),
-		Identity: process.Identity{Hostname: it.S(attrHostname), PID: int(it.N(attrPID)), Started: it.Unix(attrStarted)},
+		Identity: identity.Of(it),
 		Acquired: it.Unix(attrAcquired),
 		Expires:  it.Unix(attrExpires),
 	}
