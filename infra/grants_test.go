@@ -36,7 +36,12 @@ func TestWorkmanGrantsWhatItsClientsCall(t *testing.T) {
 	}
 }
 
-// interfaceMethods returns the method names of interface name in file.
+// dynamotableClient declares the DynamoDB calls, one interface each, that
+// a backend's client interface embeds.
+const dynamotableClient = "../pkg/dynamotable/client.go"
+
+// interfaceMethods returns the method names of interface name in file,
+// with those of the dynamotable interfaces it embeds.
 func interfaceMethods(t *testing.T, file, name string) []string {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
@@ -56,6 +61,12 @@ func interfaceMethods(t *testing.T, file, name string) []string {
 		for _, m := range it.Methods.List {
 			for _, n := range m.Names {
 				out = append(out, n.Name)
+			}
+			if sel, ok := m.Type.(*ast.SelectorExpr); ok && len(m.Names) == 0 {
+				if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "dynamotable" {
+					t.Fatalf("%s: %s embeds %s.%s: only dynamotable's calls are read", file, name, sel.X, sel.Sel.Name)
+				}
+				out = append(out, interfaceMethods(t, dynamotableClient, sel.Sel.Name)...)
 			}
 		}
 		return false

@@ -1,7 +1,14 @@
-// Package dynamotable describes the DynamoDB tables of Mill's ports (the
-// audit log, the leases, the fleet registry) in the one way they are all
-// made: billed on demand, keyed by strings, with DynamoDB's TTL where
-// records expire. `millctl setup` creates them from these descriptions.
+// Package dynamotable is what the DynamoDB backends of Mill's ports (the
+// audit log, the leases, the fleet registry) share. Their tables are made
+// one way: billed on demand, keyed by strings, with DynamoDB's TTL where
+// records expire (Create, TTL: `millctl setup` creates them from these
+// descriptions). A backend holds a Table: its client, narrowed to the
+// calls it makes (one interface per call, so the list is its IAM grant),
+// the table's name and a clock. Attributes are written with S, N, Unix,
+// UnixMilli and Strings and read back through Item, which reads a missing
+// or malformed attribute as zero; Identity stores a process identity (a
+// lease holder, a fleet worker); ConditionFailed tells a failed condition
+// expression from other errors.
 package dynamotable
 
 import (

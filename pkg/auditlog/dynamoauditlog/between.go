@@ -3,7 +3,6 @@ package dynamoauditlog
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/dynamotable"
 )
 
 var _ auditlog.Between = (*Log)(nil)
@@ -25,12 +25,12 @@ func (d *Log) Between(ctx context.Context, since, until time.Time, pageToken str
 		return nil, "", fmt.Errorf("auditlog: between: %w", err)
 	}
 	in := &dynamodb.ScanInput{
-		TableName:                aws.String(d.table),
+		TableName:                aws.String(d.t.Name),
 		FilterExpression:         aws.String("#t >= :a AND #t < :b"),
 		ExpressionAttributeNames: map[string]string{"#t": auditlog.AttrTime},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":a": &types.AttributeValueMemberN{Value: strconv.FormatInt(since.UnixMilli(), 10)},
-			":b": &types.AttributeValueMemberN{Value: strconv.FormatInt(until.UnixMilli(), 10)},
+			":a": dynamotable.UnixMilli(since),
+			":b": dynamotable.UnixMilli(until),
 		},
 		ConsistentRead: aws.Bool(true),
 		Limit:          aws.Int32(int32(auditlog.PageSize(limit))),
@@ -38,7 +38,7 @@ func (d *Log) Between(ctx context.Context, since, until time.Time, pageToken str
 	if ok {
 		in.ExclusiveStartKey = tableKey(pk, sk)
 	}
-	sc, can := d.api.(ScanAPI)
+	sc, can := d.t.Client.(ScanAPI)
 	if !can {
 		return nil, "", fmt.Errorf("auditlog: between: the DynamoDB client given to New cannot Scan")
 	}

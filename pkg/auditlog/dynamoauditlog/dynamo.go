@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,38 +11,29 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/dynamotable"
 )
 
 // API is the part of *dynamodb.Client the DynamoDB log uses.
 type API interface {
-	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	dynamotable.PutItemAPI
+	dynamotable.QueryAPI
+	dynamotable.DeleteItemAPI
 }
 
 // ScanAPI is the call Between adds, kept out of API so that Workman's
 // role, granted exactly what API calls (infra/grants_test.go), needs no
 // Scan: only the evidence appender reads a time range.
-type ScanAPI interface {
-	Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-}
-
-var (
-	_ API     = (*dynamodb.Client)(nil)
-	_ ScanAPI = (*dynamodb.Client)(nil)
-)
+type ScanAPI = dynamotable.ScanAPI
 
 // Log is the audit log in a DynamoDB table created with CreateTableInput.
 // Safe for concurrent use.
-type Log struct {
-	api   API
-	table string
-}
+type Log struct{ t dynamotable.Table[API] }
 
 var _ auditlog.Log = (*Log)(nil)
 
 // New returns the log in table, reached through api.
-func New(api API, table string) *Log { return &Log{api: api, table: table} }
+func New(api API, table string) *Log { return &Log{t: dynamotable.Open(api, table, nil)} }
 
 // Put implements auditlog.Log: a PutItem conditional on the key being new.
 func (d *Log) Put(ctx context.Context, e auditlog.Entry) (bool, error) {
@@ -57,18 +47,18 @@ func (d *Log) Put(ctx context.Context, e auditlog.Entry) (bool, error) {
 		if a.Number {
 			item[a.Name] = &types.AttributeValueMemberN{Value: a.Value}
 		} else {
-			item[a.Name] = &types.AttributeValueMemberS{Value: a.Value}
+			item[a.Name] = dynamotable.S(a.Value)
 		}
 	}
-	_, err = d.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(d.table),
+	_, err = d.t.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(d.t.Name),
 		Item:                     item,
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": auditlog.AttrPK},
 	})
-	var ccf *types.ConditionalCheckFailedException
+	_, exists := dynamotable.ConditionFailed(err)
 	switch {
-	case errors.As(err, &ccf):
+	case exists:
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("auditlog: put %s: %w", pk, err)
@@ -118,10 +108,10 @@ func (d *Log) LatestChecksum(ctx context.Context, account, storeID, spaceID, con
 // newest first, in pages of limit entries.
 func (d *Log) itemQuery(pk string, limit int32) *dynamodb.QueryInput {
 	return &dynamodb.QueryInput{
-		TableName:                 aws.String(d.table),
+		TableName:                 aws.String(d.t.Name),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
 		ExpressionAttributeNames:  map[string]string{"#pk": auditlog.AttrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": dynamotable.S(pk)},
 		ScanIndexForward:          aws.Bool(false),
 		ConsistentRead:            aws.Bool(true),
 		Limit:                     aws.Int32(limit),
@@ -133,7 +123,7 @@ func (d *Log) itemQuery(pk string, limit int32) *dynamodb.QueryInput {
 func (d *Log) latest(ctx context.Context, pk string, page int32, keep func(auditlog.Entry) bool) (*auditlog.Entry, error) {
 	in := d.itemQuery(pk, page)
 	for {
-		out, err := d.api.Query(ctx, in)
+		out, err := d.t.Client.Query(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("auditlog: latest %s: %w", pk, err)
 		}
@@ -159,11 +149,11 @@ func (d *Log) latest(ctx context.Context, pk string, page int32, keep func(audit
 func (d *Log) SpaceHistory(ctx context.Context, account, storeID, spaceID, pageToken string, limit int) ([]auditlog.Entry, string, error) {
 	gpk := auditlog.SpaceKey(account, storeID, spaceID)
 	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(d.table),
+		TableName:                 aws.String(d.t.Name),
 		IndexName:                 aws.String(auditlog.IndexSpaceHistory),
 		KeyConditionExpression:    aws.String("#g = :g"),
 		ExpressionAttributeNames:  map[string]string{"#g": auditlog.AttrGSI1PK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":g": &types.AttributeValueMemberS{Value: gpk}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":g": dynamotable.S(gpk)},
 		ScanIndexForward:          aws.Bool(true),
 		Limit:                     aws.Int32(int32(auditlog.PageSize(limit))),
 	}
@@ -174,7 +164,7 @@ func (d *Log) SpaceHistory(ctx context.Context, account, storeID, spaceID, pageT
 		}
 		in.ExclusiveStartKey = start
 	}
-	out, err := d.api.Query(ctx, in)
+	out, err := d.t.Client.Query(ctx, in)
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
 	}
@@ -212,7 +202,7 @@ func decodeDynamoToken(tok, gpk string) (map[string]types.AttributeValue, error)
 	}
 	out := make(map[string]types.AttributeValue, 4)
 	for _, k := range []string{auditlog.AttrPK, auditlog.AttrSK, auditlog.AttrGSI1PK, auditlog.AttrGSI1SK} {
-		out[k] = &types.AttributeValueMemberS{Value: m[k]}
+		out[k] = dynamotable.S(m[k])
 	}
 	return out, nil
 }
@@ -225,11 +215,11 @@ func (d *Log) Delete(ctx context.Context, keys ...auditlog.Key) error {
 		if err != nil {
 			return fmt.Errorf("auditlog: delete %s: %w", k.PK(), err)
 		}
-		_, err = d.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: aws.String(d.table),
+		_, err = d.t.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(d.t.Name),
 			Key: map[string]types.AttributeValue{
-				auditlog.AttrPK: &types.AttributeValueMemberS{Value: k.PK()},
-				auditlog.AttrSK: &types.AttributeValueMemberS{Value: sk},
+				auditlog.AttrPK: dynamotable.S(k.PK()),
+				auditlog.AttrSK: dynamotable.S(sk),
 			},
 		})
 		if err != nil {

@@ -22,7 +22,7 @@ func (d *Log) ItemHistory(ctx context.Context, account, storeID, spaceID, conten
 	if ok {
 		in.ExclusiveStartKey = tableKey(pk, sk)
 	}
-	out, err := d.api.Query(ctx, in)
+	out, err := d.t.Client.Query(ctx, in)
 	if err != nil {
 		return nil, "", fmt.Errorf("auditlog: item history %s: %w", pk, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/millfleet/mill/pkg/auditlog"
+	"github.com/millfleet/mill/pkg/dynamotable"
 )
 
 // item is one DynamoDB item or key.
@@ -29,8 +30,8 @@ func page(items []item, last item, next func(last item) (string, error)) ([]audi
 // tableKey is the table key of an entry: its item key and sort key.
 func tableKey(pk, sk string) item {
 	return item{
-		auditlog.AttrPK: &types.AttributeValueMemberS{Value: pk},
-		auditlog.AttrSK: &types.AttributeValueMemberS{Value: sk},
+		auditlog.AttrPK: dynamotable.S(pk),
+		auditlog.AttrSK: dynamotable.S(sk),
 	}
 }
 
