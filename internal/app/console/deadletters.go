@@ -253,17 +253,15 @@ func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request, u *auth.Use
 
 // redrive starts a redrive after the dry run.
 func (s *Server) redrive(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	fm, ok := s.readForm(w, r, u, 8<<10)
-	if !ok {
-		return
-	}
-	// Every field is sent by the dry run's form: an empty filter selects
-	// every letter, and an empty rate is no limit, so none may be missing.
-	for _, k := range []string{"type", "source", "error", "id", "rate", "to"} {
-		fm.req(k)
-	}
-	fm.flag("keep", "on")
-	if !s.checkForm(w, r, u, fm) {
+	if !s.postForm(w, r, u, 8<<10, func(fm *form) {
+		// Every field is sent by the dry run's form: an empty filter
+		// selects every letter, and an empty rate is no limit, so none
+		// may be missing.
+		for _, k := range []string{"type", "source", "error", "id", "rate", "to"} {
+			fm.req(k)
+		}
+		fm.flag("keep", "on")
+	}) {
 		return
 	}
 	f, ok := s.dlFilterOr(w, r, u)
@@ -376,17 +374,15 @@ func (s *Server) purgeConfirm(w http.ResponseWriter, r *http.Request, u *auth.Us
 // the number the user confirmed: if more match by the time the queue is
 // scanned, nothing is deleted.
 func (s *Server) purge(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	fm, ok := s.readForm(w, r, u, 8<<10)
-	if !ok {
-		return
-	}
-	// An empty filter purges the whole queue: a form that lost its filter
-	// fields must not.
-	for _, k := range []string{"type", "source", "error", "id"} {
-		fm.req(k)
-	}
-	confirm, exp := fm.req("confirm"), fm.nonEmpty("expected")
-	if !s.checkForm(w, r, u, fm) {
+	var confirm, exp string
+	if !s.postForm(w, r, u, 8<<10, func(fm *form) {
+		// An empty filter purges the whole queue: a form that lost its
+		// filter fields must not.
+		for _, k := range []string{"type", "source", "error", "id"} {
+			fm.req(k)
+		}
+		confirm, exp = fm.req("confirm"), fm.nonEmpty("expected")
+	}) {
 		return
 	}
 	f, ok := s.dlFilterOr(w, r, u)

@@ -168,13 +168,13 @@ func (s *Server) renderEditor(w http.ResponseWriter, r *http.Request, u *auth.Us
 // editPost applies an editor action (add or remove a row, check, preview)
 // to the draft the form holds and shows the result. Nothing is written.
 func (s *Server) editPost(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	acct, f, ok := s.accountForm(w, r, u, maxEditorForm)
+	var j, base, op string
+	var list, checked bool
+	acct, ok := s.accountForm(w, r, u, maxEditorForm, func(f *form) {
+		// base is empty when the edit creates the policy.
+		j, base, list, op, checked = f.opt("policy"), f.req("base"), f.flag("list", "on"), f.opt("op"), f.flag("checked", "1")
+	})
 	if !ok {
-		return
-	}
-	// base is empty when the edit creates the policy.
-	j, base, list, op, checked := f.opt("policy"), f.req("base"), f.flag("list", "on"), f.opt("op"), f.flag("checked", "1")
-	if !s.checkForm(w, r, u, f) {
 		return
 	}
 	a, doc, ok := s.editorContext(w, r, u, acct)
@@ -234,13 +234,13 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, u *auth.User, a
 // savePolicy stores the previewed policy when the file is still at the
 // version the edit started from.
 func (s *Server) savePolicy(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	acct, f, ok := s.accountForm(w, r, u, maxEditorForm)
+	var j, base string
+	var list bool
+	acct, ok := s.accountForm(w, r, u, maxEditorForm, func(f *form) {
+		// base is empty when the save creates the policy.
+		j, base, list = f.nonEmpty("policy"), f.req("base"), f.flag("list", "on")
+	})
 	if !ok {
-		return
-	}
-	// base is empty when the save creates the policy.
-	j, base, list := f.nonEmpty("policy"), f.req("base"), f.flag("list", "on")
-	if !s.checkForm(w, r, u, f) {
 		return
 	}
 	ctx := r.Context()

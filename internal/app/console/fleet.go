@@ -98,12 +98,10 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request, u *auth.User)
 
 // pause pauses one of fleet.Targets fleet-wide, as millctl pause does.
 func (s *Server) pause(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	f, ok := s.readForm(w, r, u, 4<<10)
-	if !ok {
-		return
-	}
-	key, reason := f.nonEmpty("target"), strings.TrimSpace(f.req("reason"))
-	if !s.checkForm(w, r, u, f) {
+	var key, reason string
+	if !s.postForm(w, r, u, 4<<10, func(f *form) {
+		key, reason = f.nonEmpty("target"), strings.TrimSpace(f.req("reason"))
+	}) {
 		return
 	}
 	i := slices.IndexFunc(fleet.Targets(s.cfg.Queues.Prefix()), func(p fleet.Pause) bool { return p.Key() == key })
@@ -126,12 +124,8 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, u *auth.User) {
 
 // resume lifts a pause in force, as millctl resume does.
 func (s *Server) resume(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	f, ok := s.readForm(w, r, u, 4<<10)
-	if !ok {
-		return
-	}
-	target := f.nonEmpty("target")
-	if !s.checkForm(w, r, u, f) {
+	var target string
+	if !s.postForm(w, r, u, 4<<10, func(f *form) { target = f.nonEmpty("target") }) {
 		return
 	}
 	kind, name, _ := strings.Cut(target, ":")

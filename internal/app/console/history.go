@@ -141,13 +141,12 @@ func (s *Server) versionPage(w http.ResponseWriter, r *http.Request, u *auth.Use
 }
 
 func (s *Server) restorePolicy(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	acct, f, ok := s.accountForm(w, r, u, 8<<10)
+	var id, base string
+	acct, ok := s.accountForm(w, r, u, 8<<10, func(f *form) {
+		// base is empty when the policy is deleted now.
+		id, base = f.nonEmpty("version"), f.req("base")
+	})
 	if !ok {
-		return
-	}
-	// base is empty when the policy is deleted now.
-	id, base := f.nonEmpty("version"), f.req("base")
-	if !s.checkForm(w, r, u, f) {
 		return
 	}
 	ctx := r.Context()

@@ -99,7 +99,7 @@ func capitalize(s string) string {
 }
 
 // form is a POST's fields, read by readForm. Its getters note what is
-// missing or wrong; check then answers 400 once for all of them, before
+// missing or wrong; checkForm then answers 400 once for all of them, before
 // anything changes. A field a handler needs is never taken as empty or
 // false because it is absent.
 type form struct {
@@ -205,8 +205,22 @@ func (f *form) flag(name, on string) bool {
 	return ok
 }
 
-// check answers 400 listing the problems, and returns false, when there
-// are any.
+// postForm reads a POST's form (readForm, at most limit bytes), lets read
+// take its fields with the getters, then answers 400 for every problem
+// they noted (checkForm). It returns false when it has answered: the
+// handler returns, having changed nothing. One call does all three, so no
+// handler acts on fields whose problems were not checked.
+func (s *Server) postForm(w http.ResponseWriter, r *http.Request, u *auth.User, limit int64, read func(f *form)) bool {
+	f, ok := s.readForm(w, r, u, limit)
+	if !ok {
+		return false
+	}
+	read(f)
+	return s.checkForm(w, r, u, f)
+}
+
+// checkForm answers 400 listing the problems, and returns false, when
+// there are any.
 func (s *Server) checkForm(w http.ResponseWriter, r *http.Request, u *auth.User, f *form) bool {
 	if len(f.problems) == 0 {
 		return true

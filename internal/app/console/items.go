@@ -282,13 +282,12 @@ func before(id string) string {
 // restore makes a version of one store's copy current again, through the
 // audited provider, as millctl content restore does; admins only.
 func (s *Server) restore(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	f, ok := s.readForm(w, r, u, 8<<10)
-	if !ok {
-		return
-	}
-	store, version := f.nonEmpty("store"), f.nonEmpty("version")
-	account, space, id, perr := itemParams(f.nonEmpty)
-	if !s.checkForm(w, r, u, f) {
+	var store, version, account, space, id string
+	var perr error
+	if !s.postForm(w, r, u, 8<<10, func(f *form) {
+		store, version = f.nonEmpty("store"), f.nonEmpty("version")
+		account, space, id, perr = itemParams(f.nonEmpty)
+	}) {
 		return
 	}
 	if perr != nil || len(store) > maxID || len(version) > maxID {

@@ -183,15 +183,12 @@ func (s *Server) policyChanged(w http.ResponseWriter, r *http.Request, u *auth.U
 	http.Redirect(w, r, "/policies/"+url.PathEscape(acct)+"?msg="+msg, http.StatusSeeOther)
 }
 
-// accountForm returns the {account} of the path and the posted form (at
-// most limit bytes), or writes the error page.
-func (s *Server) accountForm(w http.ResponseWriter, r *http.Request, u *auth.User, limit int64) (string, *form, bool) {
+// accountForm returns the {account} of the path after reading the posted
+// form (postForm: at most limit bytes, its fields taken by read), or
+// writes the error page and returns false.
+func (s *Server) accountForm(w http.ResponseWriter, r *http.Request, u *auth.User, limit int64, read func(f *form)) (string, bool) {
 	acct, ok := s.account(w, r)
-	if !ok {
-		return "", nil, false
-	}
-	f, ok := s.readForm(w, r, u, limit)
-	return acct, f, ok
+	return acct, ok && s.postForm(w, r, u, limit, read)
 }
 
 // accountDoc returns the {account} of the path and its policy file, or
@@ -248,15 +245,15 @@ func (s *Server) policyPage(w http.ResponseWriter, r *http.Request, u *auth.User
 
 // setListed is the switch of duplication-accounts.json.
 func (s *Server) setListed(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	acct, f, ok := s.accountForm(w, r, u, 4<<10)
+	var listed bool
+	var back string
+	acct, ok := s.accountForm(w, r, u, 4<<10, func(f *form) {
+		listed, back = f.oneOf("listed", "true", "false") == "true", f.opt("back")
+		if back != "" && back != "account" {
+			f.problem("the field \"back\" is %s; want account or nothing", quoteSafe(back))
+		}
+	})
 	if !ok {
-		return
-	}
-	listed, back := f.oneOf("listed", "true", "false") == "true", f.opt("back")
-	if back != "" && back != "account" {
-		f.problem("the field \"back\" is %s; want account or nothing", quoteSafe(back))
-	}
-	if !s.checkForm(w, r, u, f) {
 		return
 	}
 	changed, err := s.editor.SetListed(r.Context(), acct, listed, configstore.Meta{Author: u.Name})
@@ -309,12 +306,11 @@ func (s *Server) deletePage(w http.ResponseWriter, r *http.Request, u *auth.User
 }
 
 func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	acct, f, ok := s.accountForm(w, r, u, 8<<10)
+	var base, confirm string
+	acct, ok := s.accountForm(w, r, u, 8<<10, func(f *form) {
+		base, confirm = f.nonEmpty("base"), f.req("confirm")
+	})
 	if !ok {
-		return
-	}
-	base, confirm := f.nonEmpty("base"), f.req("confirm")
-	if !s.checkForm(w, r, u, f) {
 		return
 	}
 	ctx := r.Context()

@@ -236,12 +236,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	f, ok := s.readForm(w, r, &auth.User{}, 4<<10)
-	if !ok {
-		return
-	}
-	tok := strings.TrimSpace(f.req("token"))
-	if !s.checkForm(w, r, &auth.User{}, f) {
+	var tok string
+	if !s.postForm(w, r, &auth.User{}, 4<<10, func(f *form) { tok = strings.TrimSpace(f.req("token")) }) {
 		return
 	}
 	u, err := tk.Check(tok)
