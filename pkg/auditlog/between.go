@@ -2,10 +2,10 @@ package auditlog
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/millfleet/mill/internal/base/paging"
 )
 
 // Between lists the entries of a time range across every space: what the
@@ -27,8 +27,8 @@ type Between interface {
 
 // BetweenToken encodes the table key (PK, SK) a page of Between ended at.
 func BetweenToken(pk, sk string) string {
-	b, _ := json.Marshal([2]string{pk, sk}) // strings always marshal
-	return base64.RawURLEncoding.EncodeToString(b)
+	tok, _ := paging.EncodeToken([2]string{pk, sk}) // strings always encode
+	return tok
 }
 
 // DecodeBetweenToken reads a BetweenToken; ok is false for "".
@@ -37,12 +37,12 @@ func DecodeBetweenToken(tok string) (pk, sk string, ok bool, err error) {
 		return "", "", false, nil
 	}
 	var a [2]string
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err == nil {
-		err = json.Unmarshal(b, &a)
+	err = paging.DecodeToken(tok, &a)
+	if err == nil && (a[0] == "" || a[1] == "") {
+		err = fmt.Errorf("%w: %q", ErrBadPageToken, tok)
 	}
-	if err != nil || a[0] == "" || a[1] == "" {
-		return "", "", false, fmt.Errorf("%w: %q", ErrBadPageToken, tok)
+	if err != nil {
+		return "", "", false, fmt.Errorf("auditlog: %w", err)
 	}
 	return a[0], a[1], true, nil
 }

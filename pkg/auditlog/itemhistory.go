@@ -33,7 +33,7 @@ func DecodeItemHistoryToken(tok, pk string) (sk string, ok bool, err error) {
 		return "", false, err
 	}
 	if ok && tpk != pk {
-		return "", false, fmt.Errorf("%w: a token of another item", ErrBadPageToken)
+		return "", false, fmt.Errorf("auditlog: %w: a token of another item", ErrBadPageToken)
 	}
 	return sk, ok, nil
 }

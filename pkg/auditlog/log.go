@@ -23,8 +23,11 @@ var (
 	ErrTooLarge = errors.New("auditlog: entry too large")
 	// ErrInvalid: the entry lacks a required field.
 	ErrInvalid = errors.New("auditlog: invalid entry")
-	// ErrBadPageToken: SpaceHistory was given a token it did not make.
-	ErrBadPageToken = errors.New("auditlog: bad page token")
+	// ErrBadPageToken: SpaceHistory (or ItemHistory, Between) was given a
+	// token it did not make. It is paging.ErrBadToken, the error of every
+	// listing's page tokens; the audit log's errors wrapping it say
+	// "auditlog: bad page token".
+	ErrBadPageToken = paging.ErrBadToken
 )
 
 // MaxItemSize is the largest item the log writes: DynamoDB allows 400 KB

@@ -7,10 +7,6 @@ import (
 	"time"
 )
 
-// ErrNoAtRestJob: the bit producer recorded no at-rest job for such a
-// space in such a run, or no such object in it (AtRestJobs).
-var ErrNoAtRestJob = errors.New("bitlog: no such at-rest job")
-
 // AtRestKey names the at-rest job of one space in one producer run: a run
 // makes at most one job per space.
 type AtRestKey struct {

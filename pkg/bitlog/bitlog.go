@@ -24,8 +24,6 @@ package bitlog
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -119,23 +117,16 @@ type Verdicts interface {
 	Verdicts(ctx context.Context, account, storeID, spaceID, after string, limit int) (vs []Verdict, more bool, err error)
 }
 
-// Errors of every Log implementation (test with errors.Is).
-var (
-	// ErrInvalid: a row or report lacks a required field or has an unknown
-	// result, or a filter is malformed.
-	ErrInvalid = errors.New("bitlog: invalid")
-	// ErrBadPageToken: Results was given an After token it did not make.
-	ErrBadPageToken = errors.New("bitlog: bad page token")
-)
-
-// Page sizes of Results and Reports.
+// Page sizes of Results, Reports and Verdicts: those of every listing of
+// items (paging.DefaultItems, paging.MaxItems), so the bit log and the
+// content index page side by side.
 const (
-	DefaultPageSize = 1000
-	MaxPageSize     = 10000
+	DefaultPageSize = paging.DefaultItems
+	MaxPageSize     = paging.MaxItems
 )
 
 // PageSize clamps a limit to 1..MaxPageSize (DefaultPageSize for ≤ 0).
-func PageSize(limit int) int { return paging.Size(limit, DefaultPageSize, MaxPageSize) }
+func PageSize(limit int) int { return paging.Items(limit) }
 
 // Row is the result of checking one item in one run. The key of a row is
 // (RunID, Account, StoreID, SpaceID, ContentID): recording a row with the
@@ -446,8 +437,8 @@ func (k PageKey) Less(o PageKey) bool {
 // EncodeToken returns the page token for "after k". Implementations share
 // it so a token is stable across them.
 func EncodeToken(k PageKey) string {
-	b, _ := json.Marshal([5]string{k.RunID, k.Account, k.StoreID, k.SpaceID, k.ContentID}) // strings always marshal
-	return base64.RawURLEncoding.EncodeToString(b)
+	tok, _ := paging.EncodeToken([5]string{k.RunID, k.Account, k.StoreID, k.SpaceID, k.ContentID}) // strings always encode
+	return tok
 }
 
 // DecodeToken reads a token made by EncodeToken; ok is false for "" (from
@@ -456,13 +447,9 @@ func DecodeToken(tok string) (k PageKey, ok bool, err error) {
 	if tok == "" {
 		return PageKey{}, false, nil
 	}
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil {
-		return PageKey{}, false, fmt.Errorf("%w: %q", ErrBadPageToken, tok)
-	}
 	var a [5]string
-	if err := json.Unmarshal(b, &a); err != nil {
-		return PageKey{}, false, fmt.Errorf("%w: %q", ErrBadPageToken, tok)
+	if err := paging.DecodeToken(tok, &a); err != nil {
+		return PageKey{}, false, fmt.Errorf("bitlog: %w", err)
 	}
 	return PageKey{RunID: a[0], Account: a[1], StoreID: a[2], SpaceID: a[3], ContentID: a[4]}, true, nil
 }

@@ -2,10 +2,10 @@ package bitlog
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/millfleet/mill/internal/base/paging"
 )
 
 // Checked lists the rows by the time of their check, across runs, spaces,
@@ -42,8 +42,8 @@ func (k CheckedKey) Less(o CheckedKey) bool {
 
 // CheckedToken returns the token for "after k".
 func CheckedToken(k CheckedKey) string {
-	b, _ := json.Marshal([6]string{k.At.UTC().Format(time.RFC3339Nano), k.RunID, k.Account, k.StoreID, k.SpaceID, k.ContentID}) // strings always marshal
-	return base64.RawURLEncoding.EncodeToString(b)
+	tok, _ := paging.EncodeToken([6]string{k.At.UTC().Format(time.RFC3339Nano), k.RunID, k.Account, k.StoreID, k.SpaceID, k.ContentID}) // strings always encode
+	return tok
 }
 
 // DecodeCheckedToken reads a token made by CheckedToken; ok is false for ""
@@ -53,16 +53,15 @@ func DecodeCheckedToken(tok string) (k CheckedKey, ok bool, err error) {
 		return CheckedKey{}, false, nil
 	}
 	var a [6]string
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err == nil {
-		err = json.Unmarshal(b, &a)
-	}
+	err = paging.DecodeToken(tok, &a)
 	var at time.Time
 	if err == nil {
-		at, err = time.Parse(time.RFC3339Nano, a[0])
+		if at, err = time.Parse(time.RFC3339Nano, a[0]); err != nil {
+			err = fmt.Errorf("%w: %q", ErrBadPageToken, tok)
+		}
 	}
 	if err != nil {
-		return CheckedKey{}, false, fmt.Errorf("%w: %q", ErrBadPageToken, tok)
+		return CheckedKey{}, false, fmt.Errorf("bitlog: %w", err)
 	}
 	return CheckedKey{At: at.UTC(), PageKey: PageKey{RunID: a[1], Account: a[2], StoreID: a[3], SpaceID: a[4], ContentID: a[5]}}, true, nil
 }

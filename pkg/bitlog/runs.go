@@ -7,10 +7,6 @@ import (
 	"time"
 )
 
-// ErrNoRun: the bit producer recorded no such space in such a run
-// (Runs.RunSpace).
-var ErrNoRun = errors.New("bitlog: no such run")
-
 // RunSpace is the bit producer's record of one space in one of its runs,
 // keyed by (RunID, Account, StoreID, SpaceID). Only the producer writes it
 // (Runs.StartSpace, Runs.FinishSpace), before it queues the space's

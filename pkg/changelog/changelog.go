@@ -59,8 +59,10 @@ func (c Change) Validate() error {
 
 // Errors.
 var (
-	// ErrBadToken: List was given an After token it did not make.
-	ErrBadToken = errors.New("changelog: bad page token")
+	// ErrBadToken: List was given an After token it did not make. It is
+	// paging.ErrBadToken, the error of every listing's page tokens; the
+	// change log's errors wrapping it say "changelog: bad page token".
+	ErrBadToken = paging.ErrBadToken
 )
 
 // MaxPage is the most entries List returns at once.

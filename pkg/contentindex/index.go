@@ -19,12 +19,6 @@ var (
 	ErrInvalid = errors.New("contentindex: invalid")
 )
 
-// Page sizes of List.
-const (
-	DefaultPageSize = 1000
-	MaxPageSize     = 10000
-)
-
 // Item names one content item.
 type Item struct {
 	Account, StoreID, SpaceID, ContentID string
@@ -84,8 +78,7 @@ type Entry struct {
 //   - Get returns the row, tombstones included, or ErrNotFound.
 //   - List returns live rows of a space with content ID strictly after
 //     `after` ("" = from the start) in byte-wise ascending order of content
-//     ID, at most limit (DefaultPageSize when ≤ 0, at most MaxPageSize), and
-//     whether more follow.
+//     ID, at most PageSize(limit), and whether more follow.
 //   - SetChecksum replaces the checksum of an existing row in place,
 //     leaving Modified alone (the bit check's "update content index");
 //     ErrNotFound when there is no row.
@@ -120,8 +113,10 @@ type Pruner interface {
 // DefaultPurgeBatch is the batch of PurgeTombstones when limit ≤ 0.
 const DefaultPurgeBatch = 10000
 
-// PageSize clamps a List limit to 1..MaxPageSize (DefaultPageSize for ≤ 0).
-func PageSize(limit int) int { return paging.Size(limit, DefaultPageSize, MaxPageSize) }
+// PageSize clamps a List limit to the page sizes of every listing of items
+// (paging.Items: 1..paging.MaxItems, paging.DefaultItems for ≤ 0), which
+// the bit log shares, so the two page side by side.
+func PageSize(limit int) int { return paging.Items(limit) }
 
 // Check validates an Upsert entry (the item and its time); implementations
 // call it first.

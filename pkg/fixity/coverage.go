@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/paging"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/contentindex"
@@ -27,8 +28,8 @@ type Source struct {
 	// Clock tells the time coverage is measured at (default the system
 	// clock).
 	Clock clock.Clock
-	// PageSize is the page of both listings (default the larger of the
-	// two packages' maximum page sizes, clamped by each).
+	// PageSize is the page of both listings (default paging.MaxItems, the
+	// largest page of both; clamped by each).
 	PageSize int
 }
 
@@ -229,7 +230,7 @@ func (src Source) pageSize() int {
 	if src.PageSize > 0 {
 		return src.PageSize
 	}
-	return max(contentindex.MaxPageSize, bitlog.MaxPageSize)
+	return paging.MaxItems
 }
 
 // verdictStream walks a space's verdicts in content-id order, one page at

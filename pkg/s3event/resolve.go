@@ -1,23 +1,12 @@
 package s3event
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/s3store"
 	"github.com/millfleet/mill/pkg/stores"
-)
-
-// Errors of Resolve.
-var (
-	// ErrUnknownBucket: no registered store lives in the bucket. The event
-	// cannot be processed (the audit processor dead-letters it).
-	ErrUnknownBucket = errors.New("s3event: no store registered for bucket")
-	// ErrIgnored: the key is in a store but is not a content item (a
-	// space marker, a reserved key, a key outside every store's prefix).
-	ErrIgnored = errors.New("s3event: not a content key")
 )
 
 // Location is the item an object key holds.

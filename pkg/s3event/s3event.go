@@ -2,15 +2,11 @@ package s3event
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 )
-
-// ErrMalformed wraps every Parse error.
-var ErrMalformed = errors.New("s3event: malformed notification")
 
 // Record is one record of a notification.
 type Record struct {

@@ -1,25 +1,8 @@
 package s3event
 
 import (
-	"errors"
 	"fmt"
 	"time"
-)
-
-// Verdicts of Confirm that are not a confirmation.
-var (
-	// ErrNotConfirmed: the object's current state contradicts the event —
-	// an ObjectRemoved event for an object that exists, was not written
-	// again after the event and is not about another version. The event is
-	// forged or mistaken; it must not be acted on (the audit processor
-	// dead-letters it as permanent).
-	ErrNotConfirmed = errors.New("s3event: not confirmed by HEAD")
-	// ErrSuperseded: the object changed after the event (an ObjectCreated
-	// event for an object that is gone, an ObjectRemoved event for one
-	// written again since, or the removal of a version that is not the
-	// current one). The event is skipped; the later change's own event
-	// tells the current state.
-	ErrSuperseded = errors.New("s3event: event superseded by a later change")
 )
 
 // Object is what a HEAD of an event's object found.

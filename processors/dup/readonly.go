@@ -2,15 +2,11 @@ package dup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/millfleet/mill/pkg/storage"
 )
-
-// ErrReadOnly is returned by every write method of a ReadOnly view.
-var ErrReadOnly = errors.New("dup: the source store is read-only to the duplication processor")
 
 // ReadOnly is a view of a provider that can only be read. It is a
 // storage.Provider (so storage.Copy and storage.Walk accept it) whose write

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/millfleet/mill/internal/base/paging"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
@@ -278,7 +279,7 @@ func TestAuditDuplicationEndToEnd(t *testing.T) {
 		t.Helper()
 		out := map[string]contentindex.Entry{}
 		for after := ""; ; {
-			es, more, err := index.List(ctx, "acme", storeID, auditSpace, after, contentindex.MaxPageSize)
+			es, more, err := index.List(ctx, "acme", storeID, auditSpace, after, paging.MaxItems)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,3 +9,11 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+func TestItems(t *testing.T) {
+	for _, c := range []struct{ limit, want int }{{0, DefaultItems}, {1, 1}, {MaxItems, MaxItems}, {MaxItems + 1, MaxItems}} {
+		if got := Items(c.limit); got != c.want {
+			t.Errorf("Items(%d) = %d, want %d", c.limit, got, c.want)
+		}
+	}
+}

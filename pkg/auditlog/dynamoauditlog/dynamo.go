@@ -2,14 +2,13 @@ package dynamoauditlog
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/millfleet/mill/internal/base/paging"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/dynamotable"
 )
@@ -184,21 +183,17 @@ func encodeDynamoToken(key map[string]types.AttributeValue) (string, error) {
 		}
 		m[k] = s.Value
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	return paging.EncodeToken(m)
 }
 
 func decodeDynamoToken(tok, gpk string) (map[string]types.AttributeValue, error) {
-	b, err := base64.RawURLEncoding.DecodeString(tok)
 	var m map[string]string
-	if err == nil {
-		err = json.Unmarshal(b, &m)
+	err := paging.DecodeToken(tok, &m)
+	if err == nil && (m[auditlog.AttrGSI1PK] != gpk || m[auditlog.AttrPK] == "" || m[auditlog.AttrSK] == "" || m[auditlog.AttrGSI1SK] == "") {
+		err = fmt.Errorf("%w: %q", auditlog.ErrBadPageToken, tok)
 	}
-	if err != nil || m[auditlog.AttrGSI1PK] != gpk || m[auditlog.AttrPK] == "" || m[auditlog.AttrSK] == "" || m[auditlog.AttrGSI1SK] == "" {
-		return nil, auditlog.ErrBadPageToken
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[string]types.AttributeValue, 4)
 	for _, k := range []string{auditlog.AttrPK, auditlog.AttrSK, auditlog.AttrGSI1PK, auditlog.AttrGSI1SK} {

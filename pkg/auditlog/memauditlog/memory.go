@@ -3,14 +3,13 @@ package memauditlog
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/paging"
 	"github.com/millfleet/mill/pkg/auditlog"
 )
 
@@ -127,13 +126,9 @@ func (m *Log) SpaceHistory(ctx context.Context, account, storeID, spaceID, pageT
 	gpk := auditlog.SpaceKey(account, storeID, spaceID)
 	var after *memToken
 	if pageToken != "" {
-		b, err := base64.RawURLEncoding.DecodeString(pageToken)
 		var t memToken
-		if err == nil {
-			err = json.Unmarshal(b, &t)
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, auditlog.ErrBadPageToken)
+		if err := paging.DecodeToken(pageToken, &t); err != nil {
+			return nil, "", fmt.Errorf("auditlog: space history %s: %w", gpk, err)
 		}
 		after = &t
 	}
@@ -153,8 +148,7 @@ func (m *Log) SpaceHistory(ctx context.Context, account, storeID, spaceID, pageT
 	if len(all) > n {
 		all = all[:n]
 		last := all[n-1]
-		b, _ := json.Marshal(memToken{GSK: last.gsk, PK: last.pk, SK: last.sk})
-		next = base64.RawURLEncoding.EncodeToString(b)
+		next, _ = paging.EncodeToken(memToken{GSK: last.gsk, PK: last.pk, SK: last.sk}) // strings always encode
 	}
 	out := make([]auditlog.Entry, 0, len(all))
 	for _, it := range all {

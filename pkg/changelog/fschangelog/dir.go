@@ -56,7 +56,7 @@ func (d *Log) Record(ctx context.Context, c changelog.Change) (changelog.Change,
 // List implements changelog.Log.
 func (d *Log) List(ctx context.Context, after string, limit int) ([]changelog.Change, string, error) {
 	if after != "" && !changelog.ValidID(after) {
-		return nil, "", fmt.Errorf("%w: %q", changelog.ErrBadToken, after)
+		return nil, "", fmt.Errorf("changelog: %w: %q", changelog.ErrBadToken, after)
 	}
 	root, err := os.OpenRoot(d.dir)
 	if err != nil {

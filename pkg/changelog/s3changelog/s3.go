@@ -63,7 +63,7 @@ func (s *Log) Record(ctx context.Context, c changelog.Change) (changelog.Change,
 // List implements changelog.Log.
 func (s *Log) List(ctx context.Context, after string, limit int) ([]changelog.Change, string, error) {
 	if after != "" && !changelog.ValidID(after) {
-		return nil, "", fmt.Errorf("%w: %q", changelog.ErrBadToken, after)
+		return nil, "", fmt.Errorf("changelog: %w: %q", changelog.ErrBadToken, after)
 	}
 	n := changelog.PageSize(limit)
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(s.prefix), MaxKeys: aws.Int32(int32(n) + 1)}
