@@ -18,10 +18,8 @@ const contentPropsUsage = "millctl content props ACCOUNT STORE SPACE CONTENT_ID\
 // contentPropsOptions are the options of content props.
 type contentPropsOptions struct{ contentEnv }
 
-func (o *contentPropsOptions) define(fs *flag.FlagSet, a *app) { o.contentEnv.define(fs, a, false) }
-
 func (o *contentPropsOptions) run(ctx context.Context, a *app, args []string) error {
-	p, err := o.itemProvider(ctx, args, false)
+	p, err := itemProvider(ctx, o, args)
 	if err != nil {
 		return err
 	}
@@ -44,13 +42,13 @@ the store's and are refused.`
 
 // contentPropsSetOptions are the options of content props set.
 type contentPropsSetOptions struct {
-	contentEnv
+	contentWriter
 	replace bool
 	del     stringList
 }
 
 func (o *contentPropsSetOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentEnv.define(fs, a, true)
+	o.contentWriter.define(fs, a)
 	fs.BoolVar(&o.replace, "replace", false, "replace all properties instead of merging")
 	fs.Var(&o.del, "delete", "remove property `KEY` (repeatable)")
 }
@@ -69,7 +67,7 @@ func (o *contentPropsSetOptions) run(ctx context.Context, a *app, args []string)
 	if err != nil {
 		return err
 	}
-	p, err := o.provider(ctx, args[0], args[1], true)
+	p, err := o.provider(ctx, args[0], args[1])
 	if err != nil {
 		return err
 	}
