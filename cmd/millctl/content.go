@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,7 +26,7 @@ type contentEnv struct {
 	src *configSource
 }
 
-func (e *contentEnv) define(fs *flag.FlagSet, a *app) { e.a, e.src = a, configFlags(fs, a) }
+func (e *contentEnv) defineGroup(fs *flag.FlagSet, a *app) { e.a, e.src = a, configFlags(fs, a) }
 
 // contentWriter is the flag group of the content commands that write (and
 // dev load): the registry source, the audit queue and who writes. Their
@@ -40,8 +39,8 @@ type contentWriter struct {
 	claims      *wiring.Claims
 }
 
-func (e *contentWriter) define(fs *flag.FlagSet, a *app) {
-	e.contentEnv.define(fs, a)
+func (e *contentWriter) defineGroup(fs *flag.FlagSet, a *app) {
+	e.contentEnv.defineGroup(fs, a)
 	wiring.QueuePrefixVar(fs, &e.queuePrefix)
 	fs.StringVar(&e.userID, "user-id", "millctl", "user `id` recorded in the AUDIT tasks")
 	e.format = wiring.WireFormatFlag(fs)
@@ -119,32 +118,6 @@ func (e *contentWriter) provider(ctx context.Context, account, storeID string) (
 	return audited.New(p, q, audited.Config{Account: account, StoreID: storeID, StoreKind: s.Kind, UserID: e.userID, Format: format})
 }
 
-// infoJSON is how content props prints an item.
-type infoJSON struct {
-	ContentID        string            `json:"contentId"`
-	Checksum         string            `json:"checksum"`
-	ProviderChecksum string            `json:"providerChecksum,omitempty"`
-	Size             int64             `json:"size"`
-	MimeType         string            `json:"mimetype"`
-	Modified         string            `json:"modified,omitempty"`
-	Properties       map[string]string `json:"properties"`
-}
-
-func printInfo(w io.Writer, info *storage.Info) error {
-	j := infoJSON{ContentID: info.ContentID, Checksum: info.Checksum, ProviderChecksum: info.ProviderChecksum,
-		Size: info.Size, MimeType: info.MimeType, Properties: info.Properties}
-	if !info.Modified.IsZero() {
-		j.Modified = info.Modified.UTC().Format("2006-01-02T15:04:05.000Z")
-	}
-	if j.Properties == nil {
-		j.Properties = map[string]string{}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(j)
-}
-
 // auditNote turns ErrNotAudited into a message that says what happened.
 func auditNote(err error) error {
 	if errors.Is(err, audited.ErrNotAudited) {
@@ -167,8 +140,7 @@ type contentPutOptions struct {
 	createSpace bool
 }
 
-func (o *contentPutOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentWriter.define(fs, a)
+func (o *contentPutOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&o.mimetype, "mimetype", "", "content `type` (default application/octet-stream)")
 	o.props = propsFlag{}
 	fs.Var(o.props, "prop", "content property `KEY=VALUE` (repeatable)")
@@ -242,8 +214,7 @@ type contentGetOptions struct {
 	out string
 }
 
-func (o *contentGetOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentEnv.define(fs, a)
+func (o *contentGetOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&o.out, "out", "", "write to `file` instead of stdout")
 }
 
@@ -294,8 +265,7 @@ type contentLsOptions struct {
 	limit int
 }
 
-func (o *contentLsOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentEnv.define(fs, a)
+func (o *contentLsOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&o.after, "after", "", "list content ids after this `id`")
 	fs.IntVar(&o.limit, "limit", 1000, "list at most `n` ids (0 = all)")
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"mime"
 	"strings"
@@ -12,6 +14,32 @@ import (
 
 	"github.com/millfleet/mill/pkg/storage"
 )
+
+// infoJSON is how content props and content props set print an item.
+type infoJSON struct {
+	ContentID        string            `json:"contentId"`
+	Checksum         string            `json:"checksum"`
+	ProviderChecksum string            `json:"providerChecksum,omitempty"`
+	Size             int64             `json:"size"`
+	MimeType         string            `json:"mimetype"`
+	Modified         string            `json:"modified,omitempty"`
+	Properties       map[string]string `json:"properties"`
+}
+
+func printInfo(w io.Writer, info *storage.Info) error {
+	j := infoJSON{ContentID: info.ContentID, Checksum: info.Checksum, ProviderChecksum: info.ProviderChecksum,
+		Size: info.Size, MimeType: info.MimeType, Properties: info.Properties}
+	if !info.Modified.IsZero() {
+		j.Modified = info.Modified.UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	if j.Properties == nil {
+		j.Properties = map[string]string{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(j)
+}
 
 const contentPropsUsage = "millctl content props ACCOUNT STORE SPACE CONTENT_ID\n\nPrints the item's metadata as JSON."
 
@@ -47,8 +75,7 @@ type contentPropsSetOptions struct {
 	del     stringList
 }
 
-func (o *contentPropsSetOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentWriter.define(fs, a)
+func (o *contentPropsSetOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.BoolVar(&o.replace, "replace", false, "replace all properties instead of merging")
 	fs.Var(&o.del, "delete", "remove property `KEY` (repeatable)")
 }

@@ -77,8 +77,7 @@ type contentRestoreOptions struct {
 	createSpace bool
 }
 
-func (o *contentRestoreOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentWriter.define(fs, a)
+func (o *contentRestoreOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&o.version, "version-id", "", "`ID` of the version to restore, from content versions (default: the newest)")
 	fs.BoolVar(&o.createSpace, "create-space", false, "re-create SPACE first when it no longer exists (audited CREATE_SPACE)")
 }

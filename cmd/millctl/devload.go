@@ -46,8 +46,7 @@ type devLoadOptions struct {
 	prefix string
 }
 
-func (o *devLoadOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentWriter.define(fs, a)
+func (o *devLoadOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.IntVar(&o.items, "items", 50, "number of content `items` to write (at least 5)")
 	fs.Uint64Var(&o.seed, "seed", devmode.DefaultSeed, "`seed` of the generated content")
 	fs.StringVar(&o.prefix, "demo-buckets", defaultDemoBuckets, "`prefix` of the demo's store bucket names")
