@@ -27,10 +27,10 @@ func configFlags(fs *flag.FlagSet, a *app) *configSource {
 }
 
 // configOptions are the options of a command whose only flags are the
-// config source's.
+// config source's: a flag group.
 type configOptions struct{ src *configSource }
 
-func (o *configOptions) define(fs *flag.FlagSet, a *app) { o.src = configFlags(fs, a) }
+func (o *configOptions) defineGroup(fs *flag.FlagSet, a *app) { o.src = configFlags(fs, a) }
 
 // s3 is the client of the config bucket; nil for a directory.
 func (c *configSource) s3(ctx context.Context) (*s3.Client, error) {

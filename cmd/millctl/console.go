@@ -77,23 +77,23 @@ pauses and resumes), admin (also edits policies).`
 
 // consoleOptions are the options of console.
 type consoleOptions struct {
-	src                                            *configSource
-	listen, mode, tokensFile                       string
-	allowedHosts                                   stringList
-	alb                                            auth.ALBConfig
-	admins, operators, viewers                     string
-	logoutURL, changeLog                           string
-	secure                                         bool
-	prefix, dbURL                                  string
-	reports                                        *wiring.Reports
-	reportsDir                                     string
-	refresh, sampleEvery, policyRefresh, dlqRescan time.Duration
-	dlqMax                                         int
-	dlqHold                                        time.Duration
-	claims                                         *wiring.Claims
-	fleetTable                                     string
-	items                                          consoleItemOptions
-	evidenceLog, evidenceKey                       string
+	// cfg holds the console's settings that are flags (--refresh,
+	// --secure-cookies, ...); run fills in the rest.
+	cfg                        console.Config
+	src                        *configSource
+	listen, mode, tokensFile   string
+	allowedHosts               stringList
+	alb                        auth.ALBConfig
+	admins, operators, viewers string
+	changeLog                  string
+	prefix, dbURL              string
+	reports                    *wiring.Reports
+	reportsDir                 string
+	dlqHold                    time.Duration
+	claims                     *wiring.Claims
+	fleetTable                 string
+	items                      consoleItemOptions
+	evidenceLog, evidenceKey   string
 }
 
 func (o *consoleOptions) define(fs *flag.FlagSet, a *app) {
@@ -103,18 +103,18 @@ func (o *consoleOptions) define(fs *flag.FlagSet, a *app) {
 	fs.Var(&o.allowedHosts, "allowed-host", "`host` or host:port the console answers to, as browsers send it (repeatable, or comma-separated; default: under --auth none the loopback names with the --listen port, otherwise any)")
 	fs.StringVar(&o.tokensFile, "tokens-file", "", "tokens `file` (--auth tokens)")
 	o.defineALB(fs)
-	fs.StringVar(&o.logoutURL, "logout-url", "", "`URL` of the identity provider's sign-out page, linked after signing out (--auth alb)")
-	fs.BoolVar(&o.secure, "secure-cookies", false, "mark the login cookie Secure (set it when users reach the console over HTTPS)")
+	fs.StringVar(&o.cfg.LogoutURL, "logout-url", "", "`URL` of the identity provider's sign-out page, linked after signing out (--auth alb)")
+	fs.BoolVar(&o.cfg.SecureCookies, "secure-cookies", false, "mark the login cookie Secure (set it when users reach the console over HTTPS)")
 	fs.StringVar(&o.changeLog, "change-log", "", "where changes are recorded: s3://`BUCKET/PREFIX` or a directory (default: the config bucket under "+defaultChangeLogPrefix+", or CONFIG_DIR/console-changes)")
 	wiring.QueuePrefixVar(fs, &o.prefix)
 	databaseURLVar(fs, &o.dbURL)
 	o.reports = wiring.ReportsFlags(fs)
 	fs.StringVar(&o.reportsDir, "reports-dir", "", "local `directory` of the reports, instead of --reports-bucket")
-	fs.DurationVar(&o.refresh, "refresh", console.DefaultRefresh, "how often live pages refresh (`duration`)")
-	fs.DurationVar(&o.sampleEvery, "sample-every", console.DefaultSampleEvery, "how often the queues are sampled for the depth charts (`duration`)")
-	fs.DurationVar(&o.policyRefresh, "policy-refresh", console.DefaultPolicyRefresh, "Workman's and the producers' policy cache (`duration`), told to users after a save")
-	fs.DurationVar(&o.dlqRescan, "dlq-rescan", console.DefaultDeadLetterRescan, "scan the dead-letter queue again when its page is viewed this long (`duration`) after the last scan")
-	fs.IntVar(&o.dlqMax, "dlq-max", console.DefaultDeadLetterMax, "keep at most `n` dead letters in the console's index")
+	fs.DurationVar(&o.cfg.Refresh, "refresh", console.DefaultRefresh, "how often live pages refresh (`duration`)")
+	fs.DurationVar(&o.cfg.SampleEvery, "sample-every", console.DefaultSampleEvery, "how often the queues are sampled for the depth charts (`duration`)")
+	fs.DurationVar(&o.cfg.PolicyRefresh, "policy-refresh", console.DefaultPolicyRefresh, "Workman's and the producers' policy cache (`duration`), told to users after a save")
+	fs.DurationVar(&o.cfg.DeadLetterRescan, "dlq-rescan", console.DefaultDeadLetterRescan, "scan the dead-letter queue again when its page is viewed this long (`duration`) after the last scan")
+	fs.IntVar(&o.cfg.DeadLetterMax, "dlq-max", console.DefaultDeadLetterMax, "keep at most `n` dead letters in the console's index")
 	fs.DurationVar(&o.dlqHold, "dlq-hold", console.DefaultDeadLetterHold, "how long a scan keeps the dead letters it looked at invisible (`duration`; extended while it runs, released at its end)")
 	o.claims = wiring.ClaimsFlags(fs)
 	fleetTableVar(fs, &o.fleetTable)
@@ -250,12 +250,8 @@ func (o *consoleOptions) config(ctx context.Context, a *app, awsCfg *awsconfig.C
 	if err != nil { // the page says so; the rest of the console works
 		a.logger.Error("console: the dead-letter queue cannot be read", "err", err)
 	}
-	cfg := console.Config{
-		Files: files, Changes: changes, Queues: queues, DeadLetters: dlq,
-		DeadLetterRescan: o.dlqRescan, DeadLetterMax: o.dlqMax,
-		Refresh: o.refresh, SampleEvery: o.sampleEvery, PolicyRefresh: o.policyRefresh,
-		SecureCookies: o.secure, LogoutURL: o.logoutURL, Logger: a.logger,
-	}
+	cfg := o.cfg
+	cfg.Files, cfg.Changes, cfg.Queues, cfg.DeadLetters, cfg.Logger = files, changes, queues, dlq, a.logger
 	return cfg, []string{"config " + files.Where(""), "queues " + o.prefix + "*"}, nil
 }
 

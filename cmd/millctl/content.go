@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,30 +16,35 @@ import (
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/audited"
+	"github.com/millfleet/mill/pkg/stores"
 )
 
-// contentEnv is the flag group of the content commands (and dev load):
-// the registry source and, for the commands that write, the audit queue
-// and who writes.
+// contentEnv is the flag group of the content commands that read: the
+// registry source. Their stores open plain (provider).
 type contentEnv struct {
-	a           *app
-	src         *configSource
+	a   *app
+	src *configSource
+}
+
+func (e *contentEnv) defineGroup(fs *flag.FlagSet, a *app) { e.a, e.src = a, configFlags(fs, a) }
+
+// contentWriter is the flag group of the content commands that write (and
+// dev load): the registry source, the audit queue and who writes. Their
+// stores open through the audited provider (provider).
+type contentWriter struct {
+	contentEnv
 	queuePrefix string
 	userID      string
 	format      *wiring.WireFormat
 	claims      *wiring.Claims
 }
 
-// define defines the group's flags: those of writes only when the
-// command writes.
-func (e *contentEnv) define(fs *flag.FlagSet, a *app, writes bool) {
-	e.a, e.src = a, configFlags(fs, a)
-	if writes {
-		wiring.QueuePrefixVar(fs, &e.queuePrefix)
-		fs.StringVar(&e.userID, "user-id", "millctl", "user `id` recorded in the AUDIT tasks")
-		e.format = wiring.WireFormatFlag(fs)
-		e.claims = wiring.ClaimsFlags(fs)
-	}
+func (e *contentWriter) defineGroup(fs *flag.FlagSet, a *app) {
+	e.contentEnv.defineGroup(fs, a)
+	wiring.QueuePrefixVar(fs, &e.queuePrefix)
+	fs.StringVar(&e.userID, "user-id", "millctl", "user `id` recorded in the AUDIT tasks")
+	e.format = wiring.WireFormatFlag(fs)
+	e.claims = wiring.ClaimsFlags(fs)
 }
 
 // openAuditQueue opens the audit queue; tests replace it.
@@ -52,36 +56,55 @@ var openAuditQueue = func(ctx context.Context, a *app, name string, claims *wiri
 	return claims.Open(ctx, cfg.SQS(), cfg.S3(), name, sqsqueue.Config{})
 }
 
+// storeOpener is how a content command opens a registered store: a
+// contentEnv (plain) or a contentWriter (audited).
+type storeOpener interface {
+	provider(ctx context.Context, account, storeID string) (storage.Provider, error)
+}
+
 // itemProvider checks the arguments ACCOUNT STORE SPACE CONTENT_ID of the
-// one-item commands and opens their store (see provider).
-func (e *contentEnv) itemProvider(ctx context.Context, args []string, audit bool) (storage.Provider, error) {
+// one-item commands and opens their store with o.
+func itemProvider(ctx context.Context, o storeOpener, args []string) (storage.Provider, error) {
 	if len(args) != 4 {
 		return nil, usagef("want ACCOUNT STORE SPACE CONTENT_ID")
 	}
-	return e.provider(ctx, args[0], args[1], audit)
+	return o.provider(ctx, args[0], args[1])
 }
 
-// provider opens a registered store: plain for reads, audited for writes.
-func (e *contentEnv) provider(ctx context.Context, account, storeID string, audit bool) (storage.Provider, error) {
+// provider opens a registered store, plain.
+func (e *contentEnv) provider(ctx context.Context, account, storeID string) (storage.Provider, error) {
+	p, _, err := e.open(ctx, account, storeID)
+	return p, err
+}
+
+// open opens a registered store, plain, and returns its entry.
+func (e *contentEnv) open(ctx context.Context, account, storeID string) (storage.Provider, *stores.Store, error) {
 	reg, err := e.src.registry(ctx)
 	if err != nil {
-		return nil, printFileErrors(e.a, err)
+		return nil, nil, printFileErrors(e.a, err)
 	}
 	s, err := reg.Store(account, storeID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var base *aws.Config
 	pathStyle := false
 	if s.Kind == storage.KindS3 {
 		cfg, err := e.a.awsConfig(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		base, pathStyle = &cfg.AWS, cfg.EndpointOverride
 	}
 	p, err := wiring.NewOpener(reg, base, pathStyle).Open(ctx, account, storeID)
-	if err != nil || !audit {
+	return p, s, err
+}
+
+// provider opens a registered store through the audited provider: every
+// write queues its AUDIT task.
+func (e *contentWriter) provider(ctx context.Context, account, storeID string) (storage.Provider, error) {
+	p, s, err := e.open(ctx, account, storeID)
+	if err != nil {
 		return p, err
 	}
 	format, err := e.format.Parse()
@@ -93,32 +116,6 @@ func (e *contentEnv) provider(ctx context.Context, account, storeID string, audi
 		return nil, fmt.Errorf("open the audit queue: %w", err)
 	}
 	return audited.New(p, q, audited.Config{Account: account, StoreID: storeID, StoreKind: s.Kind, UserID: e.userID, Format: format})
-}
-
-// infoJSON is how content props prints an item.
-type infoJSON struct {
-	ContentID        string            `json:"contentId"`
-	Checksum         string            `json:"checksum"`
-	ProviderChecksum string            `json:"providerChecksum,omitempty"`
-	Size             int64             `json:"size"`
-	MimeType         string            `json:"mimetype"`
-	Modified         string            `json:"modified,omitempty"`
-	Properties       map[string]string `json:"properties"`
-}
-
-func printInfo(w io.Writer, info *storage.Info) error {
-	j := infoJSON{ContentID: info.ContentID, Checksum: info.Checksum, ProviderChecksum: info.ProviderChecksum,
-		Size: info.Size, MimeType: info.MimeType, Properties: info.Properties}
-	if !info.Modified.IsZero() {
-		j.Modified = info.Modified.UTC().Format("2006-01-02T15:04:05.000Z")
-	}
-	if j.Properties == nil {
-		j.Properties = map[string]string{}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(j)
 }
 
 // auditNote turns ErrNotAudited into a message that says what happened.
@@ -137,14 +134,13 @@ first and verified by the store.`
 
 // contentPutOptions are the options of content put.
 type contentPutOptions struct {
-	contentEnv
+	contentWriter
 	mimetype    string
 	props       propsFlag
 	createSpace bool
 }
 
-func (o *contentPutOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentEnv.define(fs, a, true)
+func (o *contentPutOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&o.mimetype, "mimetype", "", "content `type` (default application/octet-stream)")
 	o.props = propsFlag{}
 	fs.Var(o.props, "prop", "content property `KEY=VALUE` (repeatable)")
@@ -161,7 +157,7 @@ func (o *contentPutOptions) run(ctx context.Context, a *app, args []string) erro
 		return err
 	}
 	defer in.Close()
-	p, err := o.provider(ctx, account, storeID, true)
+	p, err := o.provider(ctx, account, storeID)
 	if err != nil {
 		return err
 	}
@@ -218,13 +214,12 @@ type contentGetOptions struct {
 	out string
 }
 
-func (o *contentGetOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentEnv.define(fs, a, false)
+func (o *contentGetOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&o.out, "out", "", "write to `file` instead of stdout")
 }
 
 func (o *contentGetOptions) run(ctx context.Context, a *app, args []string) error {
-	p, err := o.itemProvider(ctx, args, false)
+	p, err := itemProvider(ctx, o, args)
 	if err != nil {
 		return err
 	}
@@ -243,12 +238,10 @@ func (o *contentGetOptions) run(ctx context.Context, a *app, args []string) erro
 const contentRmUsage = "millctl content rm ACCOUNT STORE SPACE CONTENT_ID\n\nDeletes the item through the audited provider (DELETE_CONTENT)."
 
 // contentRmOptions are the options of content rm.
-type contentRmOptions struct{ contentEnv }
-
-func (o *contentRmOptions) define(fs *flag.FlagSet, a *app) { o.contentEnv.define(fs, a, true) }
+type contentRmOptions struct{ contentWriter }
 
 func (o *contentRmOptions) run(ctx context.Context, a *app, args []string) error {
-	p, err := o.itemProvider(ctx, args, true)
+	p, err := itemProvider(ctx, o, args)
 	if err != nil {
 		return err
 	}
@@ -272,8 +265,7 @@ type contentLsOptions struct {
 	limit int
 }
 
-func (o *contentLsOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentEnv.define(fs, a, false)
+func (o *contentLsOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&o.after, "after", "", "list content ids after this `id`")
 	fs.IntVar(&o.limit, "limit", 1000, "list at most `n` ids (0 = all)")
 }
@@ -285,7 +277,7 @@ func (o *contentLsOptions) run(ctx context.Context, a *app, args []string) error
 	if o.limit < 0 {
 		return usagef("--limit must not be negative")
 	}
-	p, err := o.provider(ctx, args[0], args[1], false)
+	p, err := o.provider(ctx, args[0], args[1])
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,10 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"mime"
 	"strings"
@@ -13,15 +15,39 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 )
 
+// infoJSON is how content props and content props set print an item.
+type infoJSON struct {
+	ContentID        string            `json:"contentId"`
+	Checksum         string            `json:"checksum"`
+	ProviderChecksum string            `json:"providerChecksum,omitempty"`
+	Size             int64             `json:"size"`
+	MimeType         string            `json:"mimetype"`
+	Modified         string            `json:"modified,omitempty"`
+	Properties       map[string]string `json:"properties"`
+}
+
+func printInfo(w io.Writer, info *storage.Info) error {
+	j := infoJSON{ContentID: info.ContentID, Checksum: info.Checksum, ProviderChecksum: info.ProviderChecksum,
+		Size: info.Size, MimeType: info.MimeType, Properties: info.Properties}
+	if !info.Modified.IsZero() {
+		j.Modified = info.Modified.UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	if j.Properties == nil {
+		j.Properties = map[string]string{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(j)
+}
+
 const contentPropsUsage = "millctl content props ACCOUNT STORE SPACE CONTENT_ID\n\nPrints the item's metadata as JSON."
 
 // contentPropsOptions are the options of content props.
 type contentPropsOptions struct{ contentEnv }
 
-func (o *contentPropsOptions) define(fs *flag.FlagSet, a *app) { o.contentEnv.define(fs, a, false) }
-
 func (o *contentPropsOptions) run(ctx context.Context, a *app, args []string) error {
-	p, err := o.itemProvider(ctx, args, false)
+	p, err := itemProvider(ctx, o, args)
 	if err != nil {
 		return err
 	}
@@ -44,13 +70,12 @@ the store's and are refused.`
 
 // contentPropsSetOptions are the options of content props set.
 type contentPropsSetOptions struct {
-	contentEnv
+	contentWriter
 	replace bool
 	del     stringList
 }
 
-func (o *contentPropsSetOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentEnv.define(fs, a, true)
+func (o *contentPropsSetOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.BoolVar(&o.replace, "replace", false, "replace all properties instead of merging")
 	fs.Var(&o.del, "delete", "remove property `KEY` (repeatable)")
 }
@@ -69,7 +94,7 @@ func (o *contentPropsSetOptions) run(ctx context.Context, a *app, args []string)
 	if err != nil {
 		return err
 	}
-	p, err := o.provider(ctx, args[0], args[1], true)
+	p, err := o.provider(ctx, args[0], args[1])
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@ import (
 // itemRecoverer is itemProvider for the commands on an item's versions:
 // the store also as a storage.Recoverer (every store Mill opens is one; the
 // audited decorator passes it through).
-func (e *contentEnv) itemRecoverer(ctx context.Context, args []string, audit bool) (storage.Provider, storage.Recoverer, error) {
-	p, err := e.itemProvider(ctx, args, audit)
+func itemRecoverer(ctx context.Context, o storeOpener, args []string) (storage.Provider, storage.Recoverer, error) {
+	p, err := itemProvider(ctx, o, args)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -37,10 +37,8 @@ size and MD5. The item itself need not exist, nor its space.`
 // contentVersionsOptions are the options of content versions.
 type contentVersionsOptions struct{ contentEnv }
 
-func (o *contentVersionsOptions) define(fs *flag.FlagSet, a *app) { o.contentEnv.define(fs, a, false) }
-
 func (o *contentVersionsOptions) run(ctx context.Context, a *app, args []string) error {
-	_, r, err := o.itemRecoverer(ctx, args, false)
+	_, r, err := itemRecoverer(ctx, o, args)
 	if err != nil {
 		return err
 	}
@@ -74,19 +72,18 @@ that was deleted meanwhile (audited CREATE_SPACE; its ACLs start empty).`
 
 // contentRestoreOptions are the options of content restore.
 type contentRestoreOptions struct {
-	contentEnv
+	contentWriter
 	version     string
 	createSpace bool
 }
 
-func (o *contentRestoreOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentEnv.define(fs, a, true)
+func (o *contentRestoreOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&o.version, "version-id", "", "`ID` of the version to restore, from content versions (default: the newest)")
 	fs.BoolVar(&o.createSpace, "create-space", false, "re-create SPACE first when it no longer exists (audited CREATE_SPACE)")
 }
 
 func (o *contentRestoreOptions) run(ctx context.Context, a *app, args []string) error {
-	p, r, err := o.itemRecoverer(ctx, args, true)
+	p, r, err := itemRecoverer(ctx, o, args)
 	if err != nil {
 		return err
 	}

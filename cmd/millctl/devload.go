@@ -40,14 +40,13 @@ which runs it with Workman and the producers on the local emulator.`
 
 // devLoadOptions are the options of dev load.
 type devLoadOptions struct {
-	contentEnv
+	contentWriter
 	items  int
 	seed   uint64
 	prefix string
 }
 
-func (o *devLoadOptions) define(fs *flag.FlagSet, a *app) {
-	o.contentEnv.define(fs, a, true)
+func (o *devLoadOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.IntVar(&o.items, "items", 50, "number of content `items` to write (at least 5)")
 	fs.Uint64Var(&o.seed, "seed", devmode.DefaultSeed, "`seed` of the generated content")
 	fs.StringVar(&o.prefix, "demo-buckets", defaultDemoBuckets, "`prefix` of the demo's store bucket names")

@@ -25,7 +25,7 @@ type dlqEnv struct {
 	claims       *wiring.Claims
 }
 
-func (e *dlqEnv) define(fs *flag.FlagSet, _ *app) {
+func (e *dlqEnv) defineGroup(fs *flag.FlagSet, _ *app) {
 	wiring.QueuePrefixVar(fs, &e.prefix)
 	fs.StringVar(&e.name, "dead-letter-queue", "", "dead-letter queue `name` (default: the prefix + dead-letter)")
 	fs.DurationVar(&e.hold, "hold", deadletter.DefaultHold, "visibility timeout of messages looked at (they are released when done)")
@@ -67,8 +67,7 @@ type dlqListOptions struct {
 	limit, width int
 }
 
-func (o *dlqListOptions) define(fs *flag.FlagSet, a *app) {
-	o.dlqEnv.define(fs, a)
+func (o *dlqListOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.IntVar(&o.limit, "limit", 100, "list at most `n` matching messages (0 = all)")
 	fs.IntVar(&o.width, "width", 60, "cut errors to `n` characters (0 = no limit)")
 }
@@ -100,8 +99,6 @@ original task decoded, and the original body.`
 // dlqShowOptions are the options of dlq show.
 type dlqShowOptions struct{ dlqEnv }
 
-func (o *dlqShowOptions) define(fs *flag.FlagSet, a *app) { o.dlqEnv.define(fs, a) }
-
 func (o *dlqShowOptions) run(ctx context.Context, a *app, args []string) error {
 	in, err := o.inspector(ctx, a, args, 1)
 	if err != nil {
@@ -130,8 +127,7 @@ type dlqRedriveOptions struct {
 	r deadletter.Redrive
 }
 
-func (o *dlqRedriveOptions) define(fs *flag.FlagSet, a *app) {
-	o.dlqEnv.define(fs, a)
+func (o *dlqRedriveOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.BoolVar(&o.r.KeepAttempts, "keep-attempts", false, "send the tasks with their attempts as they were")
 	fs.BoolVar(&o.r.DryRun, "dry-run", false, "print what would be redriven; change nothing")
 	fs.Float64Var(&o.r.Rate, "rate", 0, "send at most `n` messages per second (0 = no limit)")
@@ -192,8 +188,7 @@ type dlqPurgeOptions struct {
 	yes bool
 }
 
-func (o *dlqPurgeOptions) define(fs *flag.FlagSet, a *app) {
-	o.dlqEnv.define(fs, a)
+func (o *dlqPurgeOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 }
 

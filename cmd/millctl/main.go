@@ -8,12 +8,13 @@
 //
 // tree.go lists every group and command (commandTree). A command's options
 // are a typed struct (options) whose define method binds its fields to
-// flags on a standard library flag.FlagSet and whose run method is the
-// command's body; its usage text is a constant next to it. cli.go turns
-// the tree into a command tree for the CLI library (cobra), which parses
-// the command line, and binds every flag to its MILL_* variable. The
-// helpers the commands share live in helpers.go (flags, prompts, files,
-// output) and configsource.go (the config source).
+// flags on a standard library flag.FlagSet (after those of the flag group
+// it embeds, if any) and whose run method is the command's body; its usage
+// text is a constant next to it. cli.go turns the tree into a command tree
+// for the CLI library (cobra), which parses the command line, and binds
+// every flag to its MILL_* variable. The helpers the commands share live in
+// helpers.go (flags, prompts, files, output) and configsource.go (the
+// config source).
 package main
 
 import (
@@ -40,12 +41,27 @@ type command struct {
 	flags func(fs *flag.FlagSet, app *app) func(ctx context.Context, args []string) error
 }
 
-// options are a command's typed options: define binds the fields to flags
-// (defaults, help texts), run is the command's body, called once the
-// command line and the MILL_* variables are parsed into the fields.
+// options are a command's typed options: run is the command's body,
+// called once the command line and the MILL_* variables are parsed into
+// the fields. Their flags are those of the flagGroup they embed, if any,
+// and their own (definer).
 type options interface {
-	define(fs *flag.FlagSet, a *app)
 	run(ctx context.Context, a *app, args []string) error
+}
+
+// definer is options with flags of their own: define binds the fields to
+// flags (defaults, help texts).
+type definer interface {
+	define(fs *flag.FlagSet, a *app)
+}
+
+// flagGroup is the environment that several commands work in (the config
+// source, the content stores, the dead-letter queue): the flags that name
+// it and what opens it. Options embed it, and bind defines its flags
+// before the command's own. Options embed at most one (two would hide each
+// other's defineGroup).
+type flagGroup interface {
+	defineGroup(fs *flag.FlagSet, a *app)
 }
 
 // bind is command.flags for the options type T: a new T per command line.
@@ -54,7 +70,12 @@ func bind[T any, P interface {
 	options
 }](fs *flag.FlagSet, a *app) func(context.Context, []string) error {
 	o := P(new(T))
-	o.define(fs, a)
+	if g, ok := any(o).(flagGroup); ok {
+		g.defineGroup(fs, a)
+	}
+	if d, ok := any(o).(definer); ok {
+		d.define(fs, a)
+	}
 	return func(ctx context.Context, args []string) error { return o.run(ctx, a, args) }
 }
 
