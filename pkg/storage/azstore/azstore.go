@@ -121,7 +121,7 @@ func New(c *container.Client, cfg Config) (*Store, error) {
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
 	s.methods = objstore.Provider[props]{
 		Spaces:   s.spaces,
-		Put:      objstore.Put{Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putBlocks},
+		Put:      objstore.Put{Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.spaces.Need, Whole: s.putSmall, Stream: s.putBlocks},
 		Recovery: s.recovery(),
 		GetRange: s.GetRange,
 	}.Methods()
@@ -133,8 +133,6 @@ func (s *Store) Config() Config { return s.cfg }
 
 // Kind returns storage.KindAzure.
 func (s *Store) Kind() storage.Kind { return storage.KindAzure }
-
-func (s *Store) contentKey(space, id string) (string, error) { return s.layout.ContentKey(space, id) }
 
 // Azure reads a backslash in a blob name as a slash, so content IDs are
 // stored under names in which '[' is "[0" and '\' is "[1": an encoding
@@ -241,15 +239,9 @@ func meta(m map[string]*string, name string) string {
 	return ""
 }
 
-func mimeOr(m string) string { return objstore.MimeOr(m) }
-
-func randHex() string { return objstore.RandHex() }
-
 // deleteKey removes a blob on a best-effort basis.
 func (s *Store) deleteKey(ctx context.Context, key string) {
 	dctx, cancel := objstore.Detached(ctx)
 	defer cancel()
 	_, _ = s.c.NewBlobClient(key).Delete(dctx, nil)
 }
-
-func azETag(s string) azcore.ETag { return azcore.ETag(s) }

@@ -38,7 +38,7 @@ func TestConformance(t *testing.T) {
 			// metadata (the recorded MD5), as another tool would with Put
 			// Blob, which computes the Content-MD5 of what it stores.
 			rewrite := func(t *testing.T, space, id string, change func([]byte) []byte) {
-				key, _ := s.contentKey(space, id)
+				key, _ := s.layout.ContentKey(space, id)
 				ctx := t.Context()
 				bc := c.NewBlobClient(key)
 				d, err := bc.DownloadStream(ctx, nil)

@@ -79,7 +79,7 @@ func (s *Store) props(ctx context.Context, key string) (props, error) {
 // ListContent returns up to limit content IDs of space after the marker,
 // in byte-wise order (Azure lists names in that order).
 func (s *Store) ListContent(ctx context.Context, space, after string, limit int) ([]string, bool, error) {
-	if err := s.needSpace(ctx, space); err != nil {
+	if err := s.spaces.Need(ctx, space); err != nil {
 		return nil, false, wrap("list", space, err)
 	}
 	page := objstore.NewPage(after, limit)
@@ -109,7 +109,7 @@ func (s *Store) ListContent(ctx context.Context, space, after string, limit int)
 
 // Head returns the item's Info.
 func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, error) {
-	key, err := s.contentKey(space, id)
+	key, err := s.layout.ContentKey(space, id)
 	if err != nil {
 		return nil, wrap("head", space+"/"+id, err)
 	}
@@ -124,7 +124,7 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 // ETag: the read is conditional on it (If-Match), so a rewritten item
 // gives storage.ErrChanged.
 func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, revision string) (io.ReadCloser, *storage.Info, error) {
-	key, err := s.contentKey(space, id)
+	key, err := s.layout.ContentKey(space, id)
 	if err != nil {
 		return nil, nil, wrap("get", space+"/"+id, err)
 	}
@@ -159,7 +159,7 @@ func (s *Store) readErr(ctx context.Context, space, key, revision string, err er
 	if !errors.Is(mapErr(err), storage.ErrNotFound) {
 		return err
 	}
-	if serr := s.needSpace(ctx, space); serr != nil {
+	if serr := s.spaces.Need(ctx, space); serr != nil {
 		return serr
 	}
 	return err

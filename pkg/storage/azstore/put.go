@@ -19,14 +19,9 @@ import (
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
-// sizeErr reports content whose length is not the promised size.
-func sizeErr(got, want int64) error {
-	return objstore.SizeErr("azstore", got, want)
-}
-
 func headers(md5hex, mime string) *blob.HTTPHeaders {
 	b, _ := hex.DecodeString(md5hex)
-	return &blob.HTTPHeaders{BlobContentMD5: b, BlobContentType: to.Ptr(mimeOr(mime))}
+	return &blob.HTTPHeaders{BlobContentMD5: b, BlobContentType: to.Ptr(objstore.MimeOr(mime))}
 }
 
 // putSmall checks buffered content and sends it in one Put Blob whose
@@ -49,10 +44,10 @@ func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte
 // and expected MD5, keeps what the item replaces recoverable, then writes
 // it with write (given the item's metadata) and returns its Info.
 func (s *Store) commit(ctx context.Context, key, space, id string, sums *storage.Sums, want string, opts storage.PutOptions, write func(m map[string]*string) error) (*storage.Info, error) {
-	if err := sizeErr(sums.Len(), opts.Size); err != nil {
+	if err := objstore.SizeErr(sums.Len(), opts.Size); err != nil {
 		return nil, err
 	}
-	if err := objstore.CheckMD5(sums, want); err != nil {
+	if err := objstore.CheckMD5(sums.MD5(), want); err != nil {
 		return nil, err
 	}
 	m, err := metadata(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)
@@ -82,7 +77,7 @@ func (s *Store) commit(ctx context.Context, key, space, id string, sums *storage
 // are discarded by Azure after a week.
 func (s *Store) putBlocks(ctx context.Context, key, space, id string, r io.Reader, want string, opts storage.PutOptions) (*storage.Info, error) {
 	bb := s.c.NewBlockBlobClient(key)
-	upload := randHex()[:16]
+	upload := objstore.RandHex()[:16]
 	sums := storage.NewSums()
 	pool := sync.Pool{New: func() any { b := make([]byte, s.cfg.PartSize); return &b }}
 	g, gctx := errgroup.WithContext(ctx)

@@ -22,7 +22,7 @@ import (
 func (s *Store) copyBlob(ctx context.Context, src, dst, etag string, m map[string]*string) error {
 	opts := &blob.StartCopyFromURLOptions{Metadata: m}
 	if etag != "" {
-		opts.SourceModifiedAccessConditions = &blob.SourceModifiedAccessConditions{SourceIfMatch: to.Ptr(azETag(etag))}
+		opts.SourceModifiedAccessConditions = &blob.SourceModifiedAccessConditions{SourceIfMatch: to.Ptr(azcore.ETag(etag))}
 	}
 	dc := s.c.NewBlobClient(dst)
 	r, err := dc.StartCopyFromURL(ctx, s.c.NewBlobClient(src).URL(), opts)

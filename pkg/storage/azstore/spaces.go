@@ -10,8 +10,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-
-	"github.com/millfleet/mill/pkg/storage"
 )
 
 // ListSpaces returns the spaces (marker blobs) in byte-wise order.
@@ -27,9 +25,8 @@ func (s *Store) ListSpaces(ctx context.Context) ([]string, error) {
 			if b.Name == nil {
 				continue
 			}
-			name := (*b.Name)[len(s.cfg.Prefix):]
-			if storage.ValidateSpaceID(name) == nil {
-				out = append(out, name)
+			if space, ok := s.layout.MarkerSpace(*b.Name); ok {
+				out = append(out, space)
 			}
 		}
 	}
@@ -83,6 +80,3 @@ func (markers) ConditionFailed(err error) bool { return conditionFailed(err) }
 type nopCloser struct{ io.ReadSeeker }
 
 func (nopCloser) Close() error { return nil }
-
-// needSpace returns ErrNotFound unless the space marker exists.
-func (s *Store) needSpace(ctx context.Context, space string) error { return s.spaces.Need(ctx, space) }

@@ -14,7 +14,7 @@ import (
 // ListContent returns up to limit content IDs of space after the marker,
 // in byte-wise order (GCS lists names in that order).
 func (s *Store) ListContent(ctx context.Context, space, after string, limit int) ([]string, bool, error) {
-	if err := s.needSpace(ctx, space); err != nil {
+	if err := s.spaces.Need(ctx, space); err != nil {
 		return nil, false, wrap("list", space, err)
 	}
 	page := objstore.NewPage(after, limit)
@@ -44,13 +44,13 @@ func (s *Store) head(ctx context.Context, key, id string) (*storage.Info, error)
 
 // Head returns the item's Info.
 func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, error) {
-	key, err := s.contentKey(space, id)
+	key, err := s.layout.ContentKey(space, id)
 	if err != nil {
 		return nil, wrap("head", space+"/"+id, err)
 	}
 	info, err := s.head(ctx, key, id)
 	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		if serr := s.needSpace(ctx, space); serr != nil {
+		if serr := s.spaces.Need(ctx, space); serr != nil {
 			err = serr
 		}
 	}
@@ -61,7 +61,7 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 // generation: the read asks for that generation, and when it is no longer
 // the live one the read fails with storage.ErrChanged.
 func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, revision string) (io.ReadCloser, *storage.Info, error) {
-	key, err := s.contentKey(space, id)
+	key, err := s.layout.ContentKey(space, id)
 	if err != nil {
 		return nil, nil, wrap("get", space+"/"+id, err)
 	}
@@ -110,7 +110,7 @@ func (s *Store) readErr(ctx context.Context, space, key string, gen int64, err e
 	if !errors.Is(mapErr(err), storage.ErrNotFound) {
 		return err
 	}
-	if serr := s.needSpace(ctx, space); serr != nil {
+	if serr := s.spaces.Need(ctx, space); serr != nil {
 		return serr
 	}
 	if gen > 0 {

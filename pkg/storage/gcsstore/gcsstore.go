@@ -119,7 +119,7 @@ func New(client *Client, cfg Config) (*Store, error) {
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
 	s.methods = objstore.Provider[attrs]{
 		Spaces:   s.spaces,
-		Put:      objstore.Put{Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.needSpace, Whole: s.putSmall, Stream: s.putLarge},
+		Put:      objstore.Put{Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.spaces.Need, Whole: s.putSmall, Stream: s.putLarge},
 		Recovery: s.recovery(),
 		GetRange: s.GetRange,
 	}.Methods()
@@ -131,8 +131,6 @@ func (s *Store) Config() Config { return s.cfg }
 
 // Kind returns storage.KindGCS.
 func (s *Store) Kind() storage.Kind { return storage.KindGCS }
-
-func (s *Store) contentKey(space, id string) (string, error) { return s.layout.ContentKey(space, id) }
 
 // mapErr maps GCS errors onto storage's portable errors (keeping the
 // original in the chain); other errors pass unchanged. This is the one
@@ -173,12 +171,6 @@ func conditionFailed(err error) bool {
 // metaNames are the custom-metadata entries of an item.
 var metaNames = objstore.Metadata{MD5: MetaMD5, Props: MetaProps, CRC64: MetaCRC64, Limit: MaxMetadataSize, What: "GCS custom metadata"}
 
-// metadata builds an item's custom metadata, refusing more than GCS
-// stores.
-func metadata(md5hex string, crc string, props map[string]string) (map[string]string, error) {
-	return metaNames.Build(md5hex, crc, props)
-}
-
 // infoOf describes an object as an item.
 func infoOf(a *attrs, id string) *storage.Info {
 	// GCS computes the MD5 of every object written in one piece (not of a
@@ -197,10 +189,6 @@ func infoOf(a *attrs, id string) *storage.Info {
 	}
 	return info
 }
-
-func mimeOr(m string) string { return objstore.MimeOr(m) }
-
-func randHex() string { return objstore.RandHex() }
 
 // deleteKey removes an object on a best-effort basis.
 func (s *Store) deleteKey(ctx context.Context, key string) {

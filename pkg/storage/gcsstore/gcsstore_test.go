@@ -53,7 +53,7 @@ func conformance(t *testing.T, ep string) {
 				t.Fatal(err)
 			}
 			rewrite := func(t *testing.T, space, id string, change func([]byte) []byte) {
-				key, _ := s.contentKey(space, id)
+				key, _ := s.layout.ContentKey(space, id)
 				ctx := t.Context()
 				o := other.Bucket(bucket).Object(key)
 				a, err := o.Attrs(ctx)

@@ -11,20 +11,15 @@ import (
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
-// sizeErr reports content whose length is not the promised size.
-func sizeErr(got, want int64) error {
-	return objstore.SizeErr("gcsstore", got, want)
-}
-
 // putSmall checks buffered content and sends it in one request with its
 // MD5, which GCS verifies.
 func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte, want string, opts storage.PutOptions) (*storage.Info, error) {
-	if err := sizeErr(int64(len(data)), opts.Size); err != nil {
+	if err := objstore.SizeErr(int64(len(data)), opts.Size); err != nil {
 		return nil, err
 	}
 	sums := storage.NewSums()
 	sums.Write(data)
-	if err := objstore.CheckMD5(sums, want); err != nil {
+	if err := objstore.CheckMD5(sums.MD5(), want); err != nil {
 		return nil, err
 	}
 	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
@@ -52,10 +47,10 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 			return nil, err
 		}
 		a, err := s.write(ctx, key, r, sums, opts, s.cfg.PartSize, func() error {
-			if err := sizeErr(sums.Len(), opts.Size); err != nil {
+			if err := objstore.SizeErr(sums.Len(), opts.Size); err != nil {
 				return err
 			}
-			return objstore.CheckMD5(sums, want)
+			return objstore.CheckMD5(sums.MD5(), want)
 		})
 		if err != nil {
 			undo()
@@ -63,14 +58,14 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 		}
 		return infoOf(a, id), nil
 	}
-	tmp := s.layout.TmpKey(randHex())
+	tmp := s.layout.TmpKey(objstore.RandHex())
 	defer s.deleteKey(ctx, tmp)
 	if _, err := s.write(ctx, tmp, r, sums, storage.PutOptions{Size: opts.Size, MimeType: opts.MimeType, Properties: opts.Properties}, s.cfg.PartSize, func() error {
-		return sizeErr(sums.Len(), opts.Size)
+		return objstore.SizeErr(sums.Len(), opts.Size)
 	}); err != nil {
 		return nil, err
 	}
-	meta, err := metadata(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)
+	meta, err := metaNames.Build(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +73,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.copyObject(ctx, tmp, key, meta, mimeOr(opts.MimeType))
+	a, err := s.copyObject(ctx, tmp, key, meta, objstore.MimeOr(opts.MimeType))
 	if err != nil {
 		undo()
 		return nil, err
@@ -94,7 +89,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 // otherwise check runs when r ends, before the last chunk leaves: an error
 // abandons the upload, so nothing is committed.
 func (s *Store) write(ctx context.Context, key string, r io.Reader, sums *storage.Sums, opts storage.PutOptions, chunk int64, check func() error) (*attrs, error) {
-	u := upload{key: key, contentType: mimeOr(opts.MimeType), chunk: chunk}
+	u := upload{key: key, contentType: objstore.MimeOr(opts.MimeType), chunk: chunk}
 	md5 := ""
 	if chunk == 0 {
 		md5 = sums.MD5()
@@ -108,7 +103,7 @@ func (s *Store) write(ctx context.Context, key string, r io.Reader, sums *storag
 	if chunk == 0 {
 		crc = storage.CRC64NVMEBase64(sums.CRC64NVME())
 	}
-	meta, err := metadata(md5, crc, opts.Properties)
+	meta, err := metaNames.Build(md5, crc, opts.Properties)
 	if err != nil {
 		return nil, err
 	}

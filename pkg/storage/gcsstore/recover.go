@@ -43,7 +43,7 @@ func (s *Store) recovery() objstore.Recovery[attrs] {
 		// A metadata patch: the bytes and generation stay, the modified
 		// time becomes now.
 		Patch: func(a *attrs, props map[string]string) (func(context.Context, string) error, error) {
-			meta, err := metadata(a.Metadata[MetaMD5], a.Metadata[MetaCRC64], props)
+			meta, err := metaNames.Build(a.Metadata[MetaMD5], a.Metadata[MetaCRC64], props)
 			return func(ctx context.Context, key string) error {
 				// Only the generation read: a concurrent rewrite fails the patch.
 				return s.bucket.patchMetadata(ctx, key, a.Generation, meta)

@@ -3,17 +3,14 @@ package gcsstore
 import (
 	"context"
 	"io"
-
-	"github.com/millfleet/mill/pkg/storage"
 )
 
 // ListSpaces returns the spaces (marker objects) in byte-wise order.
 func (s *Store) ListSpaces(ctx context.Context) ([]string, error) {
 	out := []string{}
 	err := s.bucket.list(ctx, listing{prefix: s.cfg.Prefix, delimiter: "/", fields: []string{"name"}}, func(a *attrs) (bool, error) {
-		name := a.Name[len(s.cfg.Prefix):]
-		if storage.ValidateSpaceID(name) == nil {
-			out = append(out, name)
+		if space, ok := s.layout.MarkerSpace(a.Name); ok {
+			out = append(out, space)
 		}
 		return true, nil
 	})
@@ -57,6 +54,3 @@ func (m markers) Any(ctx context.Context, prefix string) (bool, error) {
 
 func (markers) MapErr(err error) error         { return mapErr(err) }
 func (markers) ConditionFailed(err error) bool { return conditionFailed(err) }
-
-// needSpace returns ErrNotFound unless the space marker exists.
-func (s *Store) needSpace(ctx context.Context, space string) error { return s.spaces.Need(ctx, space) }

@@ -54,7 +54,7 @@ func (s *Store) put(ctx context.Context, space, id string, r io.Reader, opts sto
 		key.ifAbsent = true
 		keep = func(context.Context) (func(), error) { return func() {}, nil }
 	}
-	p := &putter{s: s, key: key, id: id, want: want, opts: opts, mime: mimeOr(opts.MimeType), keep: keep}
+	p := &putter{s: s, key: key, id: id, want: want, opts: opts, mime: objstore.MimeOr(opts.MimeType), keep: keep}
 	p.streams, p.partSize = s.cfg.Streams, s.cfg.PartSize
 	if opts.Transfer.Streams > 0 {
 		p.streams = opts.Transfer.Streams
@@ -131,8 +131,8 @@ func (p *putter) run(ctx context.Context, r io.Reader) (*storage.Info, error) {
 func (p *putter) single(ctx context.Context, data []byte) (*storage.Info, error) {
 	sum := md5.Sum(data)
 	got := hex.EncodeToString(sum[:])
-	if p.want != "" && got != p.want {
-		return nil, fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, got, p.want)
+	if err := objstore.CheckMD5(got, p.want); err != nil {
+		return nil, err
 	}
 	meta, err := p.s.encodeMeta(got, p.opts.Properties)
 	if err != nil {
@@ -196,7 +196,7 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 		// The temporary object stays in the default class: an archived
 		// one could not be copied. (In DuraCloud's layout the copy makes
 		// the item a single-part object, whose ETag is its MD5.)
-		target, targetClass = object{bucket: s.cfg.Bucket, key: s.cfg.Prefix + tmpPrefix + randHex()}, ""
+		target, targetClass = object{bucket: s.cfg.Bucket, key: s.layout.TmpKey(objstore.RandHex())}, ""
 	}
 	meta, err := s.encodeMeta(p.want, p.opts.Properties)
 	if err != nil {
@@ -342,8 +342,8 @@ func (p *putter) multipart(ctx context.Context, r io.Reader) (_ *storage.Info, e
 		}
 	}
 	got := u.sums.MD5()
-	if p.want != "" && got != p.want {
-		return nil, fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, got, p.want)
+	if err := objstore.CheckMD5(got, p.want); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

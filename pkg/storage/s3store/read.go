@@ -38,7 +38,7 @@ func (s *Store) ListEntries(ctx context.Context, space, after string, limit int)
 	if limit <= 0 {
 		limit = storage.DefaultPageSize
 	}
-	bucket, prefix := s.cfg.Bucket, s.cfg.Prefix+space+"/"
+	bucket, prefix := s.cfg.Bucket, s.layout.SpacePrefix(space)
 	if s.dura() {
 		bucket, prefix = s.duraBucket(space), ""
 	}

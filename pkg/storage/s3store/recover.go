@@ -79,16 +79,6 @@ func (s *Store) Versioned(ctx context.Context) (bool, error) {
 	return v == types.BucketVersioningStatusEnabled, err
 }
 
-// trashItemPrefix is the key prefix of one item's trash copies.
-func (s *Store) trashItemPrefix(space, id string) string {
-	return objstore.TrashItemPrefix(s.cfg.Prefix, space, id)
-}
-
-// trashName names a trash copy: when it was made, random hex, and why.
-func trashName(now time.Time, reason string) string {
-	return objstore.TrashName(now, randHex(), reason)
-}
-
 // preserve keeps the object at key recoverable before it is deleted or
 // replaced for reason. In a versioned bucket S3 keeps the previous
 // version itself: nothing to do. Otherwise the object is copied (server
@@ -118,7 +108,7 @@ func (s *Store) preserve(ctx context.Context, key object, space, id string, info
 	if err != nil {
 		return undo, err
 	}
-	tkey := object{bucket: s.cfg.Bucket, key: s.trashItemPrefix(space, id) + trashName(time.Now(), reason)}
+	tkey := object{bucket: s.cfg.Bucket, key: s.layout.TrashItemPrefix(space, id) + objstore.TrashName(time.Now(), objstore.RandHex(), reason)}
 	if _, err := s.copyObject(ctx, key, tkey, info.Size, meta, info.MimeType); err != nil {
 		return undo, fmt.Errorf("keep the replaced object recoverable under %s: %w", TrashPrefix, err)
 	}
@@ -265,7 +255,7 @@ func (s *Store) headVersion(ctx context.Context, o object, id string) (*storage.
 
 // trashVersions lists the item's trash copies.
 func (s *Store) trashVersions(ctx context.Context, space, id string) ([]storage.Version, error) {
-	prefix := s.trashItemPrefix(space, id)
+	prefix := s.layout.TrashItemPrefix(space, id)
 	var out []storage.Version
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: aws.String(s.cfg.Bucket), Prefix: aws.String(prefix)})
 	for p.HasMorePages() {
@@ -316,7 +306,7 @@ func (s *Store) restore(ctx context.Context, space, id, versionID string) (*stor
 		if !ok {
 			return nil, objstore.NoVersion(versionID)
 		}
-		src = object{bucket: s.cfg.Bucket, key: s.trashItemPrefix(space, id) + name}
+		src = object{bucket: s.cfg.Bucket, key: s.layout.TrashItemPrefix(space, id) + name}
 	} else if v, ok := strings.CutPrefix(versionID, versionIDPrefix); ok && v != "" {
 		src = object{bucket: key.bucket, key: key.key, version: v}
 	} else {

@@ -42,8 +42,6 @@ const (
 	// properties.
 	MetaMD5   = "mill-md5"
 	MetaProps = "mill-props"
-
-	tmpPrefix = ".mill-tmp/"
 )
 
 // Config describes one store.
@@ -123,6 +121,10 @@ var (
 type Store struct {
 	client *s3.Client
 	cfg    Config
+	// layout names the store's own objects under its prefix: the space
+	// markers and items of the Mill layout, and in either layout the
+	// trash copies and temporary uploads.
+	layout objstore.Layout
 	// spaces are the space markers of the Mill layout.
 	spaces objstore.Spaces
 
@@ -144,7 +146,8 @@ func New(client *s3.Client, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{client: client, cfg: cfg}
-	s.spaces = objstore.Spaces{Layout: objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxKeyLen}, Backend: markers{s}, Wrap: wrap}
+	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxKeyLen}
+	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
 	return s, nil
 }
 
@@ -160,7 +163,7 @@ func (s *Store) MaxContentIDLen(space string) int {
 	if s.dura() {
 		return storage.MaxContentIDLen // the key is the content ID
 	}
-	return min(storage.MaxContentIDLen, MaxKeyLen-len(s.cfg.Prefix)-len(space)-1)
+	return s.layout.MaxContentIDLen(space)
 }
 
 // mapErr maps S3 errors onto storage's portable errors (keeping the
@@ -203,29 +206,24 @@ func mapErr(err error) error {
 // mapErr.
 var wrap = objstore.Wrap("s3store", mapErr)
 
-func (s *Store) spaceKey(space string) (string, error) {
-	if err := s.validSpace(space); err != nil {
-		return "", err
-	}
-	return s.cfg.Prefix + space, nil
-}
-
 // contentKey returns the object of an item: in the store's bucket under
-// its prefix, or (DuraCloud layout) in the space's own bucket.
+// its prefix (Layout.ContentKey), or (DuraCloud layout) in the space's own
+// bucket under the content ID itself.
 func (s *Store) contentKey(space, id string) (object, error) {
+	if !s.dura() {
+		key, err := s.layout.ContentKey(space, id)
+		if err != nil {
+			return object{}, err
+		}
+		return object{bucket: s.cfg.Bucket, key: key}, nil
+	}
 	if err := s.validSpace(space); err != nil {
 		return object{}, err
 	}
 	if err := storage.ValidateContentID(id); err != nil {
 		return object{}, err
 	}
-	if max := s.MaxContentIDLen(space); len(id) > max {
-		return object{}, fmt.Errorf("%w: content ID is %d bytes; with the store prefix and space %q the limit is %d", storage.ErrInvalidID, len(id), space, max)
-	}
-	if s.dura() {
-		return object{bucket: s.duraBucket(space), key: id}, nil
-	}
-	return object{bucket: s.cfg.Bucket, key: s.cfg.Prefix + space + "/" + id}, nil
+	return object{bucket: s.duraBucket(space), key: id}, nil
 }
 
 // unsignedPayload lets a request carry a body the signer cannot hash
@@ -276,8 +274,6 @@ func metadata(md5hex string, props map[string]string) (map[string]string, error)
 	}
 	return m, nil
 }
-
-func mimeOr(m string) string { return objstore.MimeOr(m) }
 
 // deleteKey removes key (one version of it when version is set, which
 // leaves no delete marker) on a best-effort basis.
@@ -350,8 +346,6 @@ func (s *Store) Delete(ctx context.Context, space, id string) error {
 	}
 	return wrap("delete", space+"/"+id, err)
 }
-
-func randHex() string { return objstore.RandHex() }
 
 // getOptions are the options of a GetObject: the object's checksums
 // without response validation and, when ctx asks for a new connection

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -33,9 +32,8 @@ func (s *Store) ListSpaces(ctx context.Context) ([]string, error) {
 			return nil, wrap("list spaces", s.cfg.Prefix, err)
 		}
 		for _, o := range page.Contents {
-			name := strings.TrimPrefix(aws.ToString(o.Key), s.cfg.Prefix)
-			if storage.ValidateSpaceID(name) == nil {
-				out = append(out, name)
+			if space, ok := s.layout.MarkerSpace(aws.ToString(o.Key)); ok {
+				out = append(out, space)
 			}
 		}
 	}
@@ -174,7 +172,7 @@ func (s *Store) DeleteSpace(ctx context.Context, space string) error {
 	if s.dura() {
 		return wrap("delete space", space, s.duraDeleteSpace(ctx, space))
 	}
-	key, _ := s.spaceKey(space)
+	key, _ := s.layout.SpaceKey(space)
 	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
 	return wrap("delete space", space, err)
 }

@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/storage"
@@ -43,6 +44,13 @@ func (l Layout) SpaceKey(space string) (string, error) {
 		return "", err
 	}
 	return l.Prefix + space, nil
+}
+
+// MarkerSpace returns the space whose marker is the object name (listed
+// under Prefix with the delimiter "/"); ok is false for any other name.
+func (l Layout) MarkerSpace(name string) (space string, ok bool) {
+	space, ok = strings.CutPrefix(name, l.Prefix)
+	return space, ok && storage.ValidateSpaceID(space) == nil
 }
 
 // SpacePrefix returns the name prefix of the space's items.

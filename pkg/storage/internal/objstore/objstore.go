@@ -128,10 +128,10 @@ func Head(ctx context.Context, r io.Reader, size, threshold int64) (head []byte,
 }
 
 // SizeErr reports content whose length is not the promised size (want
-// -1: unknown, anything goes).
-func SizeErr(pkg string, got, want int64) error {
+// -1: unknown, anything goes). The provider's Wrap names it.
+func SizeErr(got, want int64) error {
 	if want >= 0 && got != want {
-		return fmt.Errorf("%s: read %d bytes, the put promised %d", pkg, got, want)
+		return fmt.Errorf("read %d bytes, the put promised %d", got, want)
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func TestHead(t *testing.T) {
 			t.Errorf("Head(%q, %d, %d): content %q", tc.data, tc.size, tc.thr, got)
 		}
 	}
-	if SizeErr("p", 3, -1) != nil || SizeErr("p", 3, 3) != nil || SizeErr("p", 3, 4) == nil {
+	if SizeErr(3, -1) != nil || SizeErr(3, 3) != nil || SizeErr(3, 4) == nil {
 		t.Error("SizeErr")
 	}
 }

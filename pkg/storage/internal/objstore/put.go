@@ -54,9 +54,9 @@ func (p Put) Run(ctx context.Context, space, id string, r io.Reader, opts storag
 
 // CheckMD5 compares the MD5 Mill measured with the expected one ("":
 // none expected).
-func CheckMD5(sums *storage.Sums, want string) error {
-	if want != "" && sums.MD5() != want {
-		return fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, sums.MD5(), want)
+func CheckMD5(got, want string) error {
+	if want != "" && got != want {
+		return fmt.Errorf("%w: content MD5 %s, expected %s", storage.ErrChecksumMismatch, got, want)
 	}
 	return nil
 }

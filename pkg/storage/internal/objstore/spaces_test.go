@@ -47,3 +47,13 @@ func TestRestoreSource(t *testing.T) {
 		t.Errorf("RestoreSource of an empty ID: %v", err)
 	}
 }
+
+func TestMarkerSpace(t *testing.T) {
+	l := Layout{Prefix: "p/", MaxNameLen: 1024}
+	for name, want := range map[string]string{"p/photos": "photos", "p/": "", "p/.mill-trash/": "", "q/photos": "", "p/.mill-tmp": "", "p/a\\b": ""} {
+		got, ok := l.MarkerSpace(name)
+		if ok != (want != "") || ok && got != want {
+			t.Errorf("MarkerSpace(%q) = %q, %v; want %q", name, got, ok, want)
+		}
+	}
+}
