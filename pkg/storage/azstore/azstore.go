@@ -3,7 +3,6 @@ package azstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -169,32 +168,29 @@ func decodeName(name string) (id string, ok bool) {
 }
 
 // mapErr maps Azure errors onto storage's portable errors (keeping the
-// original in the chain); other errors pass unchanged. This is the one
-// place Azure error codes are interpreted.
-func mapErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	if objstore.Portable(err, storage.ErrChanged) {
-		return err
-	}
+// original in the chain); other errors pass unchanged.
+var mapErr = objstore.MapErr(azureKind, storage.ErrChanged)
+
+// azureKind names the storage error an Azure error is (nil: none). This
+// is the one place Azure error codes are interpreted.
+func azureKind(err error) error {
 	switch {
 	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound, bloberror.CannotVerifyCopySource):
-		return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
+		return storage.ErrNotFound
 	case bloberror.HasCode(err, bloberror.MD5Mismatch, bloberror.CRC64Mismatch):
-		return fmt.Errorf("%w: %w", storage.ErrChecksumMismatch, err)
+		return storage.ErrChecksumMismatch
 	case bloberror.HasCode(err, bloberror.ConditionNotMet):
-		return fmt.Errorf("%w: %w", storage.ErrChanged, err)
+		return storage.ErrChanged
 	case bloberror.HasCode(err, bloberror.MetadataTooLarge):
-		return fmt.Errorf("%w: %w", storage.ErrPropertiesTooLarge, err)
+		return storage.ErrPropertiesTooLarge
 	case bloberror.HasCode(err, bloberror.InvalidURI, bloberror.InvalidResourceName):
-		return fmt.Errorf("%w: %w", storage.ErrInvalidID, err)
+		return storage.ErrInvalidID
 	}
 	var re *azcore.ResponseError
 	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
-		return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
+		return storage.ErrNotFound
 	}
-	return err
+	return nil
 }
 
 // wrap names the store, the operation and the key in an error mapped by

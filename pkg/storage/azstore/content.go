@@ -2,7 +2,6 @@ package azstore
 
 import (
 	"context"
-	"errors"
 	"io"
 	"strings"
 	"time"
@@ -115,7 +114,7 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 	}
 	p, err := s.props(ctx, key)
 	if err != nil {
-		return nil, wrap("head", space+"/"+id, s.readErr(ctx, space, key, "", err))
+		return nil, wrap("head", space+"/"+id, s.spaces.ReadErr(ctx, space, err))
 	}
 	return p.info(id), nil
 }
@@ -135,7 +134,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 	}
 	r, err := bc.GetProperties(ctx, gp)
 	if err != nil {
-		return nil, nil, wrap("get", space+"/"+id, s.readErr(ctx, space, key, revision, err))
+		return nil, nil, wrap("get", space+"/"+id, s.spaces.ReadErr(ctx, space, err))
 	}
 	p := propsOf(r)
 	info := p.info(id)
@@ -148,19 +147,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 	}
 	d, err := bc.DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: off, Count: n}, AccessConditions: ifMatch(p.etag)})
 	if err != nil {
-		return nil, nil, wrap("get", space+"/"+id, s.readErr(ctx, space, key, string(p.etag), err))
+		return nil, nil, wrap("get", space+"/"+id, s.spaces.ReadErr(ctx, space, err))
 	}
 	return d.Body, info, nil
-}
-
-// readErr tells why a read failed: the space is missing, or the item.
-// A failed condition is ErrChanged already (mapErr).
-func (s *Store) readErr(ctx context.Context, space, key, revision string, err error) error {
-	if !errors.Is(mapErr(err), storage.ErrNotFound) {
-		return err
-	}
-	if serr := s.spaces.Need(ctx, space); serr != nil {
-		return serr
-	}
-	return err
 }

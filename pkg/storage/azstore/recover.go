@@ -55,7 +55,7 @@ func (s *Store) copyBlob(ctx context.Context, src, dst, etag string, m map[strin
 func (s *Store) preserve(ctx context.Context, key, space, id string, p *props, reason string) (undo func(), err error) {
 	return objstore.Preserver[props]{
 		Read:    s.propsPtr,
-		Missing: func(err error) bool { return errors.Is(mapErr(err), storage.ErrNotFound) },
+		Missing: s.spaces.NotFound,
 		Copy: func(ctx context.Context, p *props, key, tkey string) error {
 			return s.copyBlob(ctx, key, tkey, string(p.etag), nil)
 		},

@@ -2,7 +2,6 @@ package gcsstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -49,12 +48,7 @@ func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, erro
 		return nil, wrap("head", space+"/"+id, err)
 	}
 	info, err := s.head(ctx, key, id)
-	if errors.Is(mapErr(err), storage.ErrNotFound) {
-		if serr := s.spaces.Need(ctx, space); serr != nil {
-			err = serr
-		}
-	}
-	return info, wrap("head", space+"/"+id, err)
+	return info, wrap("head", space+"/"+id, s.spaces.ReadErr(ctx, space, err))
 }
 
 // GetRange implements storage.RangeReader. The revision is the object's
@@ -107,7 +101,7 @@ func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 // readErr tells why a read found no object: the space is missing, the
 // generation asked for was replaced (ErrChanged), or the item is missing.
 func (s *Store) readErr(ctx context.Context, space, key string, gen int64, err error) error {
-	if !errors.Is(mapErr(err), storage.ErrNotFound) {
+	if !s.spaces.NotFound(err) {
 		return err
 	}
 	if serr := s.spaces.Need(ctx, space); serr != nil {

@@ -3,7 +3,6 @@ package gcsstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -133,29 +132,26 @@ func (s *Store) Config() Config { return s.cfg }
 func (s *Store) Kind() storage.Kind { return storage.KindGCS }
 
 // mapErr maps GCS errors onto storage's portable errors (keeping the
-// original in the chain); other errors pass unchanged. This is the one
-// place GCS errors are interpreted.
-func mapErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	if objstore.Portable(err, storage.ErrChanged) {
-		return err
-	}
+// original in the chain); other errors pass unchanged.
+var mapErr = objstore.MapErr(gcsKind, storage.ErrChanged)
+
+// gcsKind names the storage error a GCS error is (nil: none). This is
+// the one place GCS errors are interpreted.
+func gcsKind(err error) error {
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
 		switch ge.Code {
 		case http.StatusNotFound:
-			return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
+			return storage.ErrNotFound
 		case http.StatusPreconditionFailed:
-			return fmt.Errorf("%w: %w", storage.ErrChanged, err)
+			return storage.ErrChanged
 		case http.StatusBadRequest:
 			if strings.Contains(strings.ToLower(ge.Message), "hash") || strings.Contains(strings.ToLower(ge.Message), "crc32c") {
-				return fmt.Errorf("%w: %w", storage.ErrChecksumMismatch, err)
+				return storage.ErrChecksumMismatch
 			}
 		}
 	}
-	return err
+	return nil
 }
 
 // wrap names the store, the operation and the key in an error mapped by

@@ -2,7 +2,6 @@ package gcsstore
 
 import (
 	"context"
-	"errors"
 	"maps"
 
 	"github.com/millfleet/mill/pkg/storage"
@@ -18,18 +17,16 @@ func (s *Store) preserve(ctx context.Context, key, space, id string, a *attrs, r
 		Read: func(ctx context.Context, key string) (*attrs, error) {
 			return s.bucket.attrs(ctx, key, 0)
 		},
-		Missing: notFound,
+		Missing: s.spaces.NotFound,
 		Copy: func(ctx context.Context, a *attrs, key, tkey string) error {
 			_, err := s.bucket.rewrite(ctx, key, a.Generation, tkey, maps.Clone(a.Metadata), a.ContentType)
 			return err
 		},
-		Stale:  notFound, // the generation copied is gone
+		Stale:  s.spaces.NotFound, // the generation copied is gone
 		Forget: s.deleteKey,
 		What:   "object",
 	}.Preserve(ctx, key, s.layout.TrashItemPrefix(space, id), reason, a)
 }
-
-func notFound(err error) bool { return errors.Is(mapErr(err), storage.ErrNotFound) }
 
 // recovery lists the trash copies (storage.Recoverer, by
 // objstore.Methods) and copies one back with its metadata (a rewrite).

@@ -3,7 +3,6 @@ package s3store
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/millfleet/mill/pkg/storage"
 )
@@ -43,8 +41,7 @@ func (s *Store) GetRange(ctx context.Context, space, id string, off, n int64, re
 	}
 	out, err := s.client.GetObject(ctx, in, getOptions(ctx)...)
 	if err != nil {
-		var api smithy.APIError
-		if errors.As(err, &api) && api.ErrorCode() == "InvalidRange" {
+		if errorCode(err) == "InvalidRange" {
 			// A range at or past the end: S3 refuses it (an empty
 			// object has no byte 0). Read the object whole instead.
 			return s.rangeFromHead(ctx, key, id, off, revision)

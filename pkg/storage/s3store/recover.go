@@ -12,7 +12,6 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
@@ -34,15 +33,6 @@ const (
 
 	versionIDPrefix = "version:"
 )
-
-// errorCode returns the S3 error code of err, or "".
-func errorCode(err error) string {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		return api.ErrorCode()
-	}
-	return ""
-}
 
 // versioning returns the bucket's versioning status ("" = never enabled,
 // Enabled, Suspended). A caller that may not ask (AccessDenied) or an

@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/millfleet/mill/pkg/storage"
 )
@@ -54,8 +53,7 @@ func (s *Store) RequestRestore(ctx context.Context, space, id string, days int, 
 	_, err = s.client.RestoreObject(ctx, &s3.RestoreObjectInput{
 		Bucket: aws.String(key.bucket), Key: aws.String(key.key), RestoreRequest: req,
 	})
-	var api smithy.APIError
-	if errors.As(err, &api) && api.ErrorCode() == "RestoreAlreadyInProgress" {
+	if errorCode(err) == "RestoreAlreadyInProgress" {
 		return false, nil
 	}
 	if err != nil {

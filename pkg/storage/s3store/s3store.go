@@ -167,39 +167,42 @@ func (s *Store) MaxContentIDLen(space string) int {
 }
 
 // mapErr maps S3 errors onto storage's portable errors (keeping the
-// original in the chain); other errors pass unchanged. This is the one
-// place S3 error codes are interpreted.
-func mapErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	if objstore.Portable(err, storage.ErrInvalidProperty, storage.ErrArchived, ErrTooLarge) {
-		return err
-	}
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "NoSuchKey", "NotFound", "NoSuchBucket", "NoSuchUpload":
-			return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
-		case "BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch":
-			return fmt.Errorf("%w: %w", storage.ErrChecksumMismatch, err)
-		case "PreconditionFailed", "ConditionalRequestConflict":
-			return fmt.Errorf("%w: %w", storage.ErrChanged, err)
-		case "MetadataTooLarge":
-			return fmt.Errorf("%w: %w", storage.ErrPropertiesTooLarge, err)
-		case "KeyTooLongError":
-			return fmt.Errorf("%w: %w", storage.ErrInvalidID, err)
-		case "InvalidObjectState", "ObjectNotInActiveTierError":
-			// GetObject of an archived object not restored; CopyObject
-			// from one.
-			return fmt.Errorf("%w: %w", storage.ErrArchived, err)
-		}
+// original in the chain); other errors pass unchanged.
+var mapErr = objstore.MapErr(s3Kind, storage.ErrInvalidProperty, storage.ErrArchived, ErrTooLarge)
+
+// s3Kind names the storage error an S3 error is (nil: none). This is
+// the one place S3 error codes are interpreted.
+func s3Kind(err error) error {
+	switch errorCode(err) {
+	case "NoSuchKey", "NotFound", "NoSuchBucket", "NoSuchUpload":
+		return storage.ErrNotFound
+	case "BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch":
+		return storage.ErrChecksumMismatch
+	case "PreconditionFailed", "ConditionalRequestConflict":
+		return storage.ErrChanged
+	case "MetadataTooLarge":
+		return storage.ErrPropertiesTooLarge
+	case "KeyTooLongError":
+		return storage.ErrInvalidID
+	case "InvalidObjectState", "ObjectNotInActiveTierError":
+		// GetObject of an archived object not restored; CopyObject
+		// from one.
+		return storage.ErrArchived
 	}
 	var re *awshttp.ResponseError
 	if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
-		return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
+		return storage.ErrNotFound
 	}
-	return err
+	return nil
+}
+
+// errorCode returns the S3 error code of err, or "".
+func errorCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
 }
 
 // wrap names the store, the operation and the key in an error mapped by

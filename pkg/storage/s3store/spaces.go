@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
 
 	"github.com/millfleet/mill/pkg/storage"
 )
@@ -137,12 +136,9 @@ func (s *Store) CreateSpaceIfAbsent(ctx context.Context, space string) (bool, er
 // because of its condition: 412 Precondition Failed, or 409
 // ConditionalRequestConflict (a concurrent conditional write won).
 func conditionFailed(err error) bool {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "PreconditionFailed", "ConditionalRequestConflict":
-			return true
-		}
+	switch errorCode(err) {
+	case "PreconditionFailed", "ConditionalRequestConflict":
+		return true
 	}
 	var re *awshttp.ResponseError
 	return errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusPreconditionFailed || re.HTTPStatusCode() == http.StatusConflict)

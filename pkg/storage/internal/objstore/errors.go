@@ -28,6 +28,23 @@ func Portable(err error, more ...error) bool {
 	return false
 }
 
+// MapErr returns a provider's mapping of its service's errors onto
+// storage's: nil, and an error that already is one of them (Portable,
+// with more), pass unchanged; otherwise kind reads the service's error
+// and names the storage error it is (nil: none, it passes unchanged),
+// which goes before it, keeping it in the chain.
+func MapErr(kind func(error) error, more ...error) func(error) error {
+	return func(err error) error {
+		if err == nil || Portable(err, more...) {
+			return err
+		}
+		if k := kind(err); k != nil {
+			return fmt.Errorf("%w: %w", k, err)
+		}
+		return err
+	}
+}
+
 // Wrap returns a provider's error wrapper: "pkg: op key: " before the
 // error mapErr maps onto storage's errors; nil stays nil.
 func Wrap(pkg string, mapErr func(error) error) func(op, key string, err error) error {

@@ -9,13 +9,19 @@ import (
 	"github.com/millfleet/mill/pkg/storage"
 )
 
-func TestWrapAndPortable(t *testing.T) {
+func TestMapErrWrapAndPortable(t *testing.T) {
 	other := errors.New("service said no")
-	mapErr := func(err error) error {
-		if Portable(err, storage.ErrChanged) {
-			return err
+	mapErr := MapErr(func(err error) error {
+		if err.Error() == "unknown" {
+			return nil
 		}
-		return fmt.Errorf("%w: %w", storage.ErrNotFound, err)
+		return storage.ErrNotFound
+	}, storage.ErrChanged)
+	if mapErr(nil) != nil {
+		t.Error("mapErr of nil is not nil")
+	}
+	if unknown := errors.New("unknown"); mapErr(unknown) != unknown {
+		t.Error("mapErr changed an error its kind does not name")
 	}
 	wrap := Wrap("teststore", mapErr)
 	if wrap("get", "s/x", nil) != nil {

@@ -175,7 +175,7 @@ func (m Methods[A]) item(ctx context.Context, space, id string) (string, *A, err
 func (m Methods[A]) delete(ctx context.Context, space, id string) error {
 	r := m.p.Recovery
 	key, a, err := m.item(ctx, space, id)
-	if m.p.Spaces.notFound(err) {
+	if m.p.Spaces.NotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -187,7 +187,7 @@ func (m Methods[A]) delete(ctx context.Context, space, id string) error {
 	}
 	if err := r.Remove(ctx, key, a); err != nil {
 		undo()
-		if m.p.Spaces.notFound(err) {
+		if m.p.Spaces.NotFound(err) {
 			return nil
 		}
 		return err
@@ -204,7 +204,7 @@ func (m Methods[A]) SetProperties(ctx context.Context, space, id string, props m
 func (m Methods[A]) setProperties(ctx context.Context, space, id string, props map[string]string) error {
 	r := m.p.Recovery
 	key, a, err := m.item(ctx, space, id)
-	if m.p.Spaces.notFound(err) {
+	if m.p.Spaces.NotFound(err) {
 		// The space is missing, or the item.
 		if serr := m.p.Put.NeedSpace(ctx, space); serr != nil {
 			return serr

@@ -5,9 +5,11 @@
 //
 //   - Layout: the names of space markers, items, trash copies and staged
 //     uploads under a store's prefix, and the name-length limit.
-//   - Spaces: the space markers (JSON ACLs), over a MarkerBackend.
-//     s3store uses it for its Mill layout only (DuraCloud spaces are
-//     buckets).
+//     s3store's DuraCloud layout uses it for its trash copies and staged
+//     uploads only (its items are in a bucket per space).
+//   - Spaces: the space markers (JSON ACLs), over a MarkerBackend, and
+//     why a read found nothing (ReadErr). s3store uses it for its Mill
+//     layout only (DuraCloud spaces are buckets).
 //   - Methods: what gcsstore and azstore have alike and embed (the space
 //     methods, Put, Get, Delete, SetProperties, MaxContentIDLen, Versions,
 //     Restore), built from a Provider: its Spaces, Put, Recovery (the
@@ -22,7 +24,8 @@
 //     TrashVersion, CutTrashID, PickVersion, Spaces.RestoreSource): how a
 //     store without service versions keeps what it replaces.
 //   - Page, GetCurrent, ClampRange: listing pages and reads.
-//   - Wrap, Portable, Detached: errors and cleanup.
+//   - MapErr, Wrap, Portable, Detached: errors and cleanup. A provider
+//     only names the storage error each of its service's errors is.
 package objstore
 
 import (

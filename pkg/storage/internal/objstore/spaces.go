@@ -44,8 +44,21 @@ type Spaces struct {
 	Wrap    func(op, key string, err error) error
 }
 
-func (s Spaces) notFound(err error) bool {
+// NotFound reports whether the service's err (MapErr) is ErrNotFound.
+func (s Spaces) NotFound(err error) bool {
 	return errors.Is(s.Backend.MapErr(err), storage.ErrNotFound)
+}
+
+// ReadErr tells why a read of an item of space failed: when it found no
+// object and the space is missing, the space's error; otherwise err.
+func (s Spaces) ReadErr(ctx context.Context, space string, err error) error {
+	if !s.NotFound(err) {
+		return err
+	}
+	if serr := s.Need(ctx, space); serr != nil {
+		return serr
+	}
+	return err
 }
 
 // ReadACLs reads the ACLs in the space's marker (unwrapped errors).
@@ -56,7 +69,7 @@ func (s Spaces) ReadACLs(ctx context.Context, space string) (map[string]string, 
 	}
 	r, err := s.Backend.Read(ctx, key)
 	if err != nil {
-		if s.notFound(err) {
+		if s.NotFound(err) {
 			return nil, fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
 		}
 		return nil, err
@@ -92,7 +105,7 @@ func (s Spaces) Need(ctx context.Context, space string) error {
 		return err
 	}
 	err = s.Backend.Stat(ctx, key)
-	if err != nil && s.notFound(err) {
+	if err != nil && s.NotFound(err) {
 		return fmt.Errorf("%w: space %q", storage.ErrNotFound, space)
 	}
 	return err
@@ -135,7 +148,7 @@ func (s Spaces) DeleteSpace(ctx context.Context, space string) error {
 	}
 	key, _ := s.Layout.SpaceKey(space)
 	err = s.Backend.Delete(ctx, key)
-	if s.notFound(err) {
+	if s.NotFound(err) {
 		return nil
 	}
 	return s.Wrap("delete space", space, err)

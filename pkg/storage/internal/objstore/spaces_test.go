@@ -3,7 +3,9 @@ package objstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +57,20 @@ func TestMarkerSpace(t *testing.T) {
 		if ok != (want != "") || ok && got != want {
 			t.Errorf("MarkerSpace(%q) = %q, %v; want %q", name, got, ok, want)
 		}
+	}
+}
+
+func TestReadErr(t *testing.T) {
+	s := Spaces{Layout: Layout{Prefix: "p/", MaxNameLen: 1024}, Backend: statOnly{"p/s": true}}
+	missing := fmt.Errorf("no object: %w", storage.ErrNotFound)
+	other := errors.New("service said no")
+	if err := s.ReadErr(t.Context(), "s", missing); err != missing {
+		t.Errorf("ReadErr of a missing item in a space that exists: %v", err)
+	}
+	if err := s.ReadErr(t.Context(), "gone", missing); !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), `space "gone"`) {
+		t.Errorf("ReadErr of a missing item in a missing space: %v", err)
+	}
+	if err := s.ReadErr(t.Context(), "gone", other); err != other {
+		t.Errorf("ReadErr of another error: %v", err)
 	}
 }
