@@ -144,33 +144,27 @@ func conditionFailed(err error) bool {
 	return errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusPreconditionFailed || re.HTTPStatusCode() == http.StatusConflict)
 }
 
-// DeleteSpace deletes the marker of an empty space; a missing space is
-// success.
+// DeleteSpace deletes the marker of an empty space (DuraCloud layout:
+// its bucket); a missing space is success.
 func (s *Store) DeleteSpace(ctx context.Context, space string) error {
-	err := s.needSpace(ctx, space)
+	if !s.dura() {
+		return s.spaces.DeleteSpace(ctx, space)
+	}
+	err := s.duraNeedSpace(ctx, space)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return wrap("delete space", space, err)
 	}
-	bucket, prefix, err := s.ObjectPrefix(space)
-	if err != nil {
-		return wrap("delete space", space, err)
-	}
-	full, err := s.anyUnder(ctx, bucket, prefix)
+	full, err := s.anyUnder(ctx, s.duraBucket(space), "")
 	if err != nil {
 		return wrap("delete space", space, err)
 	}
 	if full {
 		return wrap("delete space", space, storage.ErrSpaceNotEmpty)
 	}
-	if s.dura() {
-		return wrap("delete space", space, s.duraDeleteSpace(ctx, space))
-	}
-	key, _ := s.layout.SpaceKey(space)
-	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
-	return wrap("delete space", space, err)
+	return wrap("delete space", space, s.duraDeleteSpace(ctx, space))
 }
 
 // SpaceACLs returns the space's ACLs from its marker.
@@ -184,14 +178,14 @@ func (s *Store) SpaceACLs(ctx context.Context, space string) (map[string]string,
 
 // SetSpaceACLs replaces the space's ACLs in its marker.
 func (s *Store) SetSpaceACLs(ctx context.Context, space string, acls map[string]string) error {
-	if err := s.needSpace(ctx, space); err != nil {
+	if !s.dura() {
+		return s.spaces.SetSpaceACLs(ctx, space, acls)
+	}
+	if err := s.duraNeedSpace(ctx, space); err != nil {
 		return wrap("set space acls", space, err)
 	}
 	if acls == nil {
 		acls = map[string]string{}
 	}
-	if s.dura() {
-		return wrap("set space acls", space, s.duraSetACLs(ctx, space, acls))
-	}
-	return wrap("set space acls", space, s.spaces.WriteACLs(ctx, space, acls, false))
+	return wrap("set space acls", space, s.duraSetACLs(ctx, space, acls))
 }
