@@ -1,7 +1,6 @@
 package gcsstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -285,6 +284,3 @@ func (r *crcReader) Read(p []byte) (int, error) {
 }
 
 func (r *crcReader) Close() error { return r.body.Close() }
-
-// small is content sent in one request.
-func small(b []byte) io.Reader { return bytes.NewReader(b) }

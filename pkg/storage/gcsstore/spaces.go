@@ -1,6 +1,7 @@
 package gcsstore
 
 import (
+	"bytes"
 	"context"
 	"io"
 )
@@ -35,7 +36,7 @@ func (m markers) Stat(ctx context.Context, key string) error {
 // WriteMarker writes a space marker; onlyNew makes it conditional on the
 // marker not existing (ifGenerationMatch=0).
 func (m markers) WriteMarker(ctx context.Context, key string, body []byte, onlyNew bool) error {
-	_, err := m.s.bucket.insert(ctx, upload{key: key, contentType: "application/json", onlyNew: onlyNew}, small(body))
+	_, err := m.s.bucket.insert(ctx, upload{key: key, contentType: "application/json", onlyNew: onlyNew}, bytes.NewReader(body))
 	return err
 }
 
