@@ -96,8 +96,9 @@ type Store struct {
 	cfg    Config
 	layout objstore.Layout
 	spaces objstore.Spaces
-	// methods are the store's space methods, Put, Get, Delete, SetProperties,
-	// MaxContentIDLen, Versions and Restore (objstore.Methods).
+	// methods are the store's space methods, Put, Head, Get, Delete,
+	// SetProperties, MaxContentIDLen, Versions and Restore
+	// (objstore.Methods).
 	methods
 }
 

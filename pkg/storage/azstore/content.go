@@ -106,19 +106,6 @@ func (s *Store) ListContent(ctx context.Context, space, after string, limit int)
 	return page.IDs, false, nil
 }
 
-// Head returns the item's Info.
-func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, error) {
-	key, err := s.layout.ContentKey(space, id)
-	if err != nil {
-		return nil, wrap("head", space+"/"+id, err)
-	}
-	p, err := s.props(ctx, key)
-	if err != nil {
-		return nil, wrap("head", space+"/"+id, s.spaces.ReadErr(ctx, space, err))
-	}
-	return p.info(id), nil
-}
-
 // GetRange implements storage.RangeReader. The revision is the blob's
 // ETag: the read is conditional on it (If-Match), so a rewritten item
 // gives storage.ErrChanged.

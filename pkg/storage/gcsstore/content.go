@@ -33,24 +33,6 @@ func (s *Store) ListContent(ctx context.Context, space, after string, limit int)
 	return page.IDs, more, nil
 }
 
-func (s *Store) head(ctx context.Context, key, id string) (*storage.Info, error) {
-	a, err := s.bucket.attrs(ctx, key, 0)
-	if err != nil {
-		return nil, err
-	}
-	return infoOf(a, id), nil
-}
-
-// Head returns the item's Info.
-func (s *Store) Head(ctx context.Context, space, id string) (*storage.Info, error) {
-	key, err := s.layout.ContentKey(space, id)
-	if err != nil {
-		return nil, wrap("head", space+"/"+id, err)
-	}
-	info, err := s.head(ctx, key, id)
-	return info, wrap("head", space+"/"+id, s.spaces.ReadErr(ctx, space, err))
-}
-
 // GetRange implements storage.RangeReader. The revision is the object's
 // generation: the read asks for that generation, and when it is no longer
 // the live one the read fails with storage.ErrChanged.

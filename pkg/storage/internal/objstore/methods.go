@@ -55,7 +55,7 @@ type Provider[A any] struct {
 type spaceMethods = SpaceMethods
 
 // Methods are the storage.Provider methods every object-store provider
-// has alike: the space methods, Put, Get, Delete, SetProperties,
+// has alike: the space methods, Put, Head, Get, Delete, SetProperties,
 // MaxContentIDLen and storage.Recoverer's Versions and Restore over trash
 // copies. A provider
 // embeds them under an unexported alias: only these methods become its
@@ -81,6 +81,16 @@ func (m Methods[A]) MaxContentIDLen(space string) int {
 func (m Methods[A]) Put(ctx context.Context, space, id string, r io.Reader, opts storage.PutOptions) (*storage.Info, error) {
 	info, err := m.p.Put.Run(ctx, space, id, r, opts)
 	return info, m.p.Spaces.Wrap("put", space+"/"+id, err)
+}
+
+// Head returns the item's Info (Recovery.Attrs and Info); when there is
+// no item, the space's error if the space is missing (Spaces.ReadErr).
+func (m Methods[A]) Head(ctx context.Context, space, id string) (*storage.Info, error) {
+	_, a, err := m.item(ctx, space, id)
+	if err != nil {
+		return nil, m.p.Spaces.Wrap("head", space+"/"+id, m.p.Spaces.ReadErr(ctx, space, err))
+	}
+	return m.p.Recovery.Info(a, id), nil
 }
 
 // Get streams the whole item.
