@@ -75,8 +75,12 @@ func TestHead(t *testing.T) {
 			t.Errorf("Head(%q, %d, %d): content %q", tc.data, tc.size, tc.thr, got)
 		}
 	}
-	if SizeErr(3, -1) != nil || SizeErr(3, 3) != nil || SizeErr(3, 4) == nil {
-		t.Error("SizeErr")
+	if SizeErr(3, -1) != nil || SizeErr(3, 3) != nil {
+		t.Error("SizeErr of a size as promised")
+	}
+	// The provider's Wrap names the provider: the error does not.
+	if err := SizeErr(3, 4); err == nil || err.Error() != "read 3 bytes, the put promised 4" {
+		t.Errorf("SizeErr(3, 4) = %v", err)
 	}
 }
 
