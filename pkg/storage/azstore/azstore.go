@@ -96,8 +96,8 @@ type Store struct {
 	cfg    Config
 	layout objstore.Layout
 	spaces objstore.Spaces
-	// methods are the store's space methods, Put, Head, Get, Delete,
-	// SetProperties, MaxContentIDLen, Versions and Restore
+	// methods are the store's space methods, ListContent, Put, Head, Get,
+	// Delete, SetProperties, MaxContentIDLen, Versions and Restore
 	// (objstore.Methods).
 	methods
 }
@@ -117,13 +117,14 @@ func New(c *container.Client, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{c: c, cfg: cfg}
-	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen, Encode: encodeName, EncodedWhat: " as a blob name"}
+	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen, Encode: encodeName, EncodedWhat: " as a blob name", Decode: decodeName}
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
 	s.methods = objstore.Provider[props]{
-		Spaces:   s.spaces,
-		Put:      objstore.Put{Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.spaces.Need, Whole: s.putSmall, Stream: s.putBlocks},
-		Recovery: s.recovery(),
-		GetRange: s.GetRange,
+		Spaces:    s.spaces,
+		Put:       objstore.Put{Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.spaces.Need, Whole: s.putSmall, Stream: s.putBlocks},
+		Recovery:  s.recovery(),
+		GetRange:  s.GetRange,
+		ListNames: s.listNames,
 	}.Methods()
 	return s, nil
 }

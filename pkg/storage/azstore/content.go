@@ -75,35 +75,27 @@ func (s *Store) props(ctx context.Context, key string) (props, error) {
 	return propsOf(r), nil
 }
 
-// ListContent returns up to limit content IDs of space after the marker,
-// in byte-wise order (Azure lists names in that order).
-func (s *Store) ListContent(ctx context.Context, space, after string, limit int) ([]string, bool, error) {
-	if err := s.spaces.Need(ctx, space); err != nil {
-		return nil, false, wrap("list", space, err)
-	}
-	page := objstore.NewPage(after, limit)
-	prefix := s.layout.SpacePrefix(space)
-	opts := &container.ListBlobsFlatOptions{Prefix: to.Ptr(prefix), MaxResults: to.Ptr(int32(min(page.Limit+1, 5000)))}
-	if after != "" {
-		opts.StartFrom = to.Ptr(prefix + encodeName(after)) // inclusive; a service that ignores it lists from the start
+// listNames lists the blob names under prefix from start on (inclusive;
+// a service that ignores it lists from the first), in byte-wise order as
+// Azure lists them (objstore.Provider.ListNames).
+func (s *Store) listNames(ctx context.Context, prefix, start string, pageSize int, each func(string) bool) error {
+	opts := &container.ListBlobsFlatOptions{Prefix: to.Ptr(prefix), MaxResults: to.Ptr(int32(min(pageSize, 5000)))}
+	if start != "" {
+		opts.StartFrom = to.Ptr(start)
 	}
 	p := s.c.NewListBlobsFlatPager(opts)
 	for p.More() {
 		resp, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, false, wrap("list", space, err)
+			return err
 		}
 		for _, b := range resp.Segment.BlobItems {
-			if b.Name == nil {
-				continue
-			}
-			id, ok := decodeName((*b.Name)[len(prefix):])
-			if ok && page.Add(id) {
-				return page.IDs, true, nil
+			if b.Name != nil && !each(*b.Name) {
+				return nil
 			}
 		}
 	}
-	return page.IDs, false, nil
+	return nil
 }
 
 // GetRange implements storage.RangeReader. The revision is the blob's

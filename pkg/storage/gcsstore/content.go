@@ -10,27 +10,11 @@ import (
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
-// ListContent returns up to limit content IDs of space after the marker,
-// in byte-wise order (GCS lists names in that order).
-func (s *Store) ListContent(ctx context.Context, space, after string, limit int) ([]string, bool, error) {
-	if err := s.spaces.Need(ctx, space); err != nil {
-		return nil, false, wrap("list", space, err)
-	}
-	page := objstore.NewPage(after, limit)
-	prefix := s.layout.SpacePrefix(space)
-	q := listing{prefix: prefix, pageSize: int64(min(page.Limit+1, 1000)), fields: []string{"name"}}
-	if after != "" {
-		q.startOffset = prefix + after // inclusive: the marker itself is skipped below
-	}
-	more := false
-	err := s.bucket.list(ctx, q, func(a *attrs) (bool, error) {
-		more = page.Add(a.Name[len(prefix):])
-		return !more, nil
-	})
-	if err != nil {
-		return nil, false, wrap("list", space, err)
-	}
-	return page.IDs, more, nil
+// listNames lists the names under prefix from start on (inclusive), in
+// byte-wise order as GCS lists them (objstore.Provider.ListNames).
+func (s *Store) listNames(ctx context.Context, prefix, start string, pageSize int, each func(string) bool) error {
+	q := listing{prefix: prefix, startOffset: start, pageSize: int64(min(pageSize, 1000)), fields: []string{"name"}}
+	return s.bucket.list(ctx, q, func(a *attrs) (bool, error) { return each(a.Name), nil })
 }
 
 // GetRange implements storage.RangeReader. The revision is the object's

@@ -94,8 +94,8 @@ type Store struct {
 	cfg    Config
 	layout objstore.Layout
 	spaces objstore.Spaces
-	// methods are the store's space methods, Put, Head, Get, Delete,
-	// SetProperties, MaxContentIDLen, Versions and Restore
+	// methods are the store's space methods, ListContent, Put, Head, Get,
+	// Delete, SetProperties, MaxContentIDLen, Versions and Restore
 	// (objstore.Methods).
 	methods
 }
@@ -118,10 +118,11 @@ func New(client *Client, cfg Config) (*Store, error) {
 	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen}
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
 	s.methods = objstore.Provider[attrs]{
-		Spaces:   s.spaces,
-		Put:      objstore.Put{Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.spaces.Need, Whole: s.putSmall, Stream: s.putLarge},
-		Recovery: s.recovery(),
-		GetRange: s.GetRange,
+		Spaces:    s.spaces,
+		Put:       objstore.Put{Threshold: cfg.Threshold, CheckProps: metaNames.CheckProps, NeedSpace: s.spaces.Need, Whole: s.putSmall, Stream: s.putLarge},
+		Recovery:  s.recovery(),
+		GetRange:  s.GetRange,
+		ListNames: s.listNames,
 	}.Methods()
 	return s, nil
 }

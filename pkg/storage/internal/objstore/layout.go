@@ -20,9 +20,11 @@ type Layout struct {
 	MaxNameLen int
 	// Encode maps a content ID to the name under its space (nil: the ID
 	// itself); EncodedWhat says so in the too-long error (" as a blob
-	// name").
+	// name"). Decode reverses it; ok is false for a name Encode cannot
+	// have made (nil: the name is the ID).
 	Encode      func(string) string
 	EncodedWhat string
+	Decode      func(string) (id string, ok bool)
 }
 
 // CheckPrefix records in p (a provider Config's problems) a store prefix
@@ -65,14 +67,25 @@ func (l Layout) ContentKey(space, id string) (string, error) {
 	if err := storage.ValidateContentID(id); err != nil {
 		return "", err
 	}
-	name := id
-	if l.Encode != nil {
-		name = l.Encode(id)
-	}
+	name := l.encode(id)
 	if max := l.MaxContentIDLen(space); len(name) > max {
 		return "", fmt.Errorf("%w: content ID is %d bytes%s; with the store prefix and space %q the limit is %d", storage.ErrInvalidID, len(name), l.EncodedWhat, space, max)
 	}
 	return l.SpacePrefix(space) + name, nil
+}
+
+func (l Layout) encode(id string) string {
+	if l.Encode == nil {
+		return id
+	}
+	return l.Encode(id)
+}
+
+func (l Layout) decode(name string) (string, bool) {
+	if l.Decode == nil {
+		return name, true
+	}
+	return l.Decode(name)
 }
 
 // TrashItemPrefix is the name prefix of one item's trash copies.

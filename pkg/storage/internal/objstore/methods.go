@@ -43,22 +43,27 @@ type Recovery[A any] struct {
 
 // Provider is what an object-store provider hands Methods: its spaces
 // (whose Layout and Wrap Methods use), the front of its Put (whose
-// Layout Methods sets), its trash copies and its storage.RangeReader.
+// Layout Methods sets), its trash copies, its storage.RangeReader and its
+// listing of names.
 type Provider[A any] struct {
 	Spaces   Spaces
 	Put      Put
 	Recovery Recovery[A]
 	GetRange func(ctx context.Context, space, id string, off, n int64, revision string) (io.ReadCloser, *storage.Info, error)
+	// ListNames calls each with the name of every object under prefix,
+	// in byte-wise order, from start on ("": the first; a service may
+	// list from before it), asking for about pageSize names a request,
+	// until each returns false.
+	ListNames func(ctx context.Context, prefix, start string, pageSize int, each func(name string) bool) error
 }
 
 // spaceMethods keeps the embedded field of Methods unexported.
 type spaceMethods = SpaceMethods
 
 // Methods are the storage.Provider methods every object-store provider
-// has alike: the space methods, Put, Head, Get, Delete, SetProperties,
-// MaxContentIDLen and storage.Recoverer's Versions and Restore over trash
-// copies. A provider
-// embeds them under an unexported alias: only these methods become its
+// has alike: the space methods, ListContent, Put, Head, Get, Delete,
+// SetProperties, MaxContentIDLen and storage.Recoverer's Versions and
+// Restore over trash copies. A provider embeds them under an unexported alias: only these methods become its
 // own, nothing of Provider.
 type Methods[A any] struct {
 	spaceMethods
@@ -75,6 +80,37 @@ func (p Provider[A]) Methods() Methods[A] {
 // space: the service's name limit less the prefix, the space and a slash.
 func (m Methods[A]) MaxContentIDLen(space string) int {
 	return m.p.Spaces.Layout.MaxContentIDLen(space)
+}
+
+// ListContent returns up to limit content IDs of space after the marker,
+// in byte-wise order (a Page of the names ListNames lists from the
+// marker's on).
+func (m Methods[A]) ListContent(ctx context.Context, space, after string, limit int) ([]string, bool, error) {
+	ids, more, err := m.listContent(ctx, space, after, limit)
+	return ids, more, m.p.Spaces.Wrap("list", space, err)
+}
+
+func (m Methods[A]) listContent(ctx context.Context, space, after string, limit int) ([]string, bool, error) {
+	if err := m.p.Spaces.Need(ctx, space); err != nil {
+		return nil, false, err
+	}
+	l := m.p.Spaces.Layout
+	page := NewPage(after, limit)
+	prefix := l.SpacePrefix(space)
+	start := ""
+	if after != "" {
+		start = prefix + l.encode(after) // the page skips the marker itself
+	}
+	full := false
+	err := m.p.ListNames(ctx, prefix, start, page.Limit+1, func(name string) bool {
+		id, ok := l.decode(strings.TrimPrefix(name, prefix))
+		full = ok && page.Add(id)
+		return !full
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return page.IDs, full, nil
 }
 
 // Put writes the item (see the provider's package doc, Writes).

@@ -11,9 +11,10 @@
 //     why a read found nothing (ReadErr). s3store uses it for its Mill
 //     layout only (DuraCloud spaces are buckets).
 //   - Methods: what gcsstore and azstore have alike and embed (the space
-//     methods, Put, Head, Get, Delete, SetProperties, MaxContentIDLen,
-//     Versions, Restore), built from a Provider: its Spaces, Put, Recovery (the
-//     service's calls on one object) and GetRange.
+//     methods, ListContent, Put, Head, Get, Delete, SetProperties,
+//     MaxContentIDLen, Versions, Restore), built from a Provider: its
+//     Spaces, Put, Recovery (the service's calls on one object), GetRange
+//     and ListNames.
 //   - Put: the front of a put (refusals before any byte is read, then
 //     one buffered request or a streamed upload); CheckMD5, SizeErr;
 //     UploadRules: the defaults and the service's limits of a store
