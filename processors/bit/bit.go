@@ -90,8 +90,7 @@ func (c Common) WithDefaults(userID string) Common {
 // Validate returns every problem of cfg, the Config named name that embeds
 // c: its required fields (package validate) and c's own.
 func (c Common) Validate(name string, cfg any) error {
-	p := validate.New(name)
-	p.Required(cfg)
+	p := validate.Struct(name, cfg)
 	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
 	p.Add("Format", c.Format.Validate())
 	p.Add("Agent", c.Agent.Validate())

@@ -60,9 +60,7 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
-	p := validate.New("storagestats: Config")
-	p.Required(c)
-	return p.Err()
+	return validate.Struct("storagestats: Config", c).Err()
 }
 
 // Processor handles STORAGE_STATS tasks. Safe for concurrent use.

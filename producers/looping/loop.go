@@ -125,8 +125,7 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	p := validate.New("looping: Config")
-	p.Required(c)
+	p := validate.Struct("looping: Config", c)
 	p.Check(c.LeaseTTL >= 3*time.Second, "LeaseTTL", c.LeaseTTL, "be at least 3s")
 	p.Check(c.MaxQueueSize >= 0, "MaxQueueSize", c.MaxQueueSize, "not be negative")
 	p.Check(c.BiteSize >= 0, "BiteSize", c.BiteSize, "not be negative")

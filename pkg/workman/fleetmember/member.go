@@ -45,8 +45,7 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
-	p := validate.New("fleetmember: Config")
-	p.Required(c)
+	p := validate.Struct("fleetmember: Config", c)
 	p.Require("Self.ID", c.Self.ID != "")
 	p.Check(c.Interval >= 100*time.Millisecond, "Interval", c.Interval, "be at least 100ms")
 	p.Check(c.KeepLost > fleet.LostAfter*c.Interval, "KeepLost", c.KeepLost,
