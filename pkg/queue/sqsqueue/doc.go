@@ -26,7 +26,13 @@
 // not the caller's own context.DeadlineExceeded. It is a context deadline
 // per call rather than a response-header timeout of the shared HTTP
 // transport, which serves every AWS client and would have to allow the
-// longest long poll to all of them.
+// longest long poll to all of them. Nor is it per attempt (the SDK has no
+// such option), on purpose: SQS answers in milliseconds, so an attempt
+// that takes seconds is a stall a retry rarely escapes, and an attempt cut
+// short loses its answer — a send may then be queued twice, a receive
+// hides the messages it took for their visibility timeout and counts
+// towards their maxReceiveCount. A first attempt that stalls therefore
+// uses up the deadline without an SDK retry; the caller tries again later.
 //
 // A send is at least once too: when the answer to a SendMessageBatch is
 // lost after SQS stored the messages, the SDK sends them again and the
