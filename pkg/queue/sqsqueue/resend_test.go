@@ -1,47 +1,29 @@
 package sqsqueue_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/millfleet/mill/internal/ops/setup"
 	"github.com/millfleet/mill/internal/testkit/faultproxy"
+	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
 )
 
-// logBuffer collects JSON log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines returns the log lines so far, decoded, and forgets them.
-func (b *logBuffer) lines(t *testing.T) []map[string]any {
+// logLines decodes the JSON log lines written to b.
+func logLines(t *testing.T, b *testbin.Buffer) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
 		if l == "" {
 			continue
 		}
@@ -51,47 +33,34 @@ func (b *logBuffer) lines(t *testing.T) []map[string]any {
 		}
 		out = append(out, m)
 	}
-	b.buf.Reset()
 	return out
 }
 
-// resendFixture is a queue on the emulator reached through an HTTP fault
-// proxy, logging as JSON to logs, with a meter on its client (at most
-// maxAttempts attempts a call), and the same queue reached directly.
+// resendFixture is a queue on the emulator reached through a proxy that
+// breaks the answers to the first SendMessageBatch requests
+// (testenv.BreakSends), logging as JSON to logs, with a meter on its client
+// (at most maxAttempts attempts a call), and the same queue reached
+// directly.
 type resendFixture struct {
 	proxy  *faultproxy.HTTP
 	q      *sqsqueue.Queue
 	direct *sqsqueue.Queue
 	meter  *sqsqueue.Meter
-	logs   *logBuffer
+	logs   *testbin.Buffer
 }
 
-func newResendFixture(t *testing.T, maxAttempts int) resendFixture {
+func newResendFixture(t *testing.T, breaks, maxAttempts int) resendFixture {
 	t.Helper()
-	if testenv.RealAWS() {
-		t.Skip("the proxy stands in front of the emulator")
-	}
 	c, _, prefix := client(t)
+	proxy, viaProxy := testenv.BreakSends(t, breaks)
 	ctx := context.Background()
 	name := prefix + "resend"
 	if _, err := (setup.Queue{Client: c, QueueName: name, VisibilityTimeout: 30 * time.Second}).Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
-	u, err := url.Parse(testenv.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.NewHTTP(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
 	meter := sqsqueue.NewMeter()
-	pc := testenv.AWS(t).SQS(meter.Option(), func(o *sqs.Options) {
-		o.BaseEndpoint = aws.String(proxy.URL())
-		o.RetryMaxAttempts = maxAttempts
-	})
-	logs := &logBuffer{}
+	pc := testenv.AWS(t).SQS(meter.Option(), viaProxy, func(o *sqs.Options) { o.RetryMaxAttempts = maxAttempts })
+	logs := &testbin.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	q, err := sqsqueue.Open(ctx, pc, name, sqsqueue.Config{Logger: logger})
 	if err != nil {
@@ -103,24 +72,6 @@ func newResendFixture(t *testing.T, maxAttempts int) resendFixture {
 	}
 	meter.Reset()
 	return resendFixture{proxy: proxy, q: q, direct: direct, meter: meter, logs: logs}
-}
-
-// isSend reports whether r is a SendMessageBatch request (JSON protocol).
-func isSend(r *http.Request) bool {
-	return strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".SendMessageBatch")
-}
-
-// breakFirstSends arms the proxy to break the answers to the first n
-// SendMessageBatch requests after the emulator has taken them.
-func (f resendFixture) breakFirstSends(n int) {
-	left := n // read under the proxy's lock
-	f.proxy.BreakBodies(1, func(r *http.Request) bool {
-		if !isSend(r) || left == 0 {
-			return false
-		}
-		left--
-		return true
-	})
 }
 
 // drain receives the queue's messages (directly) until want have come or
@@ -157,8 +108,7 @@ func entriesOf(bodies ...string) []queue.SendEntry {
 // the attempt that answered, so that an operator can tell the copies
 // apart; the meter counts both attempts.
 func TestSendRetriedIsLogged(t *testing.T) {
-	f := newResendFixture(t, 3)
-	f.breakFirstSends(1)
+	f := newResendFixture(t, 1, 3)
 	bodies := []string{"resent-a", "resent-b", "resent-c"}
 	if err := f.q.Send(context.Background(), entriesOf(bodies...)...); err != nil {
 		t.Fatal(err)
@@ -166,7 +116,7 @@ func TestSendRetriedIsLogged(t *testing.T) {
 	if f.proxy.Breaks() != 1 {
 		t.Fatalf("%d answers broken, want 1", f.proxy.Breaks())
 	}
-	lines := f.logs.lines(t)
+	lines := logLines(t, f.logs)
 	if len(lines) != 1 {
 		t.Fatalf("%d log lines, want 1: %v", len(lines), lines)
 	}
@@ -218,11 +168,11 @@ func TestSendRetriedIsLogged(t *testing.T) {
 // TestSendNotRetriedNotLogged: through the same proxy, unarmed, a send
 // logs nothing and makes one request.
 func TestSendNotRetriedNotLogged(t *testing.T) {
-	f := newResendFixture(t, 3)
+	f := newResendFixture(t, 0, 3)
 	if err := f.q.Send(context.Background(), entriesOf("once-a", "once-b")...); err != nil {
 		t.Fatal(err)
 	}
-	if lines := f.logs.lines(t); len(lines) != 0 {
+	if lines := logLines(t, f.logs); len(lines) != 0 {
 		t.Fatalf("a send made once logged %v", lines)
 	}
 	if got := f.meter.Snapshot()["SendMessageBatch"]; got != 1 {
@@ -237,13 +187,12 @@ func TestSendNotRetriedNotLogged(t *testing.T) {
 // fails, yet each attempt was stored; the line says so (attempts=2, the
 // call's error, the entries by count: no message IDs came back).
 func TestSendFailedAfterRetriesIsLogged(t *testing.T) {
-	f := newResendFixture(t, 2)
-	f.breakFirstSends(2)
+	f := newResendFixture(t, 2, 2)
 	err := f.q.Send(context.Background(), entriesOf("lost-answer")...)
 	if err == nil {
 		t.Fatal("a send whose every answer broke succeeded")
 	}
-	lines := f.logs.lines(t)
+	lines := logLines(t, f.logs)
 	if len(lines) != 1 {
 		t.Fatalf("%d log lines, want 1: %v", len(lines), lines)
 	}
