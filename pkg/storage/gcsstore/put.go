@@ -64,12 +64,15 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 		return infoOf(a, id), nil
 	}
 	tmp := s.layout.TmpKey(randHex())
-	defer s.deleteKey(ctx, tmp)
-	if _, err := s.write(ctx, tmp, r, sums, storage.PutOptions{Size: opts.Size, MimeType: opts.MimeType, Properties: opts.Properties}, s.cfg.PartSize, func() error {
+	var tmpGen int64
+	defer func() { s.deleteKey(ctx, tmp, tmpGen) }()
+	t, err := s.write(ctx, tmp, r, sums, storage.PutOptions{Size: opts.Size, MimeType: opts.MimeType, Properties: opts.Properties}, s.cfg.PartSize, func() error {
 		return sizeErr(sums.Len(), opts.Size)
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
+	tmpGen = t.Generation
 	meta, err := metadata(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)
 	if err != nil {
 		return nil, err
@@ -141,5 +144,5 @@ func (c *checked) Read(p []byte) (int, error) {
 // copyObject copies src to dst server side (a rewrite) with metadata meta
 // and content type mime, and returns the new object's attributes.
 func (s *Store) copyObject(ctx context.Context, src, dst string, meta map[string]string, mime string) (*attrs, error) {
-	return s.bucket.rewrite(ctx, src, 0, dst, meta, mime)
+	return s.bucket.rewrite(ctx, src, 0, dst, meta, mime, false)
 }

@@ -14,17 +14,22 @@ import (
 // trash prefix with its metadata (objstore.Preserver). a is the object's
 // attributes when the caller has them, else they are read.
 func (s *Store) preserve(ctx context.Context, key, space, id string, a *attrs, reason string) (undo func(), err error) {
+	var copied int64 // the generation of the copy undo removes
 	return objstore.Preserver[attrs]{
 		Read: func(ctx context.Context, key string) (*attrs, error) {
 			return s.bucket.attrs(ctx, key, 0)
 		},
 		Missing: notFound,
 		Copy: func(ctx context.Context, a *attrs, key, tkey string) error {
-			_, err := s.bucket.rewrite(ctx, key, a.Generation, tkey, maps.Clone(a.Metadata), a.ContentType)
+			// tkey is a fresh name: the copy is retried.
+			c, err := s.bucket.rewrite(ctx, key, a.Generation, tkey, maps.Clone(a.Metadata), a.ContentType, true)
+			if err == nil {
+				copied = c.Generation
+			}
 			return err
 		},
 		Stale:  notFound, // the generation copied is gone
-		Forget: s.deleteKey,
+		Forget: func(ctx context.Context, tkey string) { s.deleteKey(ctx, tkey, copied) },
 		What:   "object",
 	}.Preserve(ctx, key, s.layout.TrashItemPrefix(space, id), reason, a)
 }
@@ -45,8 +50,9 @@ func (s *Store) recovery() objstore.Recovery[attrs] {
 		Patch: func(a *attrs, props map[string]string) (func(context.Context, string) error, error) {
 			meta, err := metadata(a.Metadata[MetaMD5], a.Metadata[MetaCRC64], props)
 			return func(ctx context.Context, key string) error {
-				// Only the generation read: a concurrent rewrite fails the patch.
-				return s.bucket.patchMetadata(ctx, key, a.Generation, meta)
+				// Only the generation and metadata read: a concurrent
+				// rewrite or patch fails the patch.
+				return s.bucket.patchMetadata(ctx, key, a.Generation, a.Metageneration, meta)
 			}, err
 		},
 		Remove: func(ctx context.Context, key string, a *attrs) error {

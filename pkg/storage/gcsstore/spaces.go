@@ -36,9 +36,14 @@ func (m markers) Stat(ctx context.Context, key string) error {
 }
 
 // WriteMarker writes a space marker; onlyNew makes it conditional on the
-// marker not existing (ifGenerationMatch=0).
+// marker not existing (ifGenerationMatch=0), and retried (objects.create).
+// Without onlyNew it replaces the marker unconditionally, sent once.
 func (m markers) WriteMarker(ctx context.Context, key string, body []byte, onlyNew bool) error {
-	_, err := m.s.bucket.insert(ctx, upload{key: key, contentType: "application/json", onlyNew: onlyNew}, small(body))
+	u := upload{key: key, contentType: "application/json"}
+	if onlyNew {
+		return m.s.bucket.create(ctx, u, body)
+	}
+	_, err := m.s.bucket.insert(ctx, u, small(body))
 	return err
 }
 
