@@ -1,0 +1,449 @@
+package gcsstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	gcs "cloud.google.com/go/storage"
+	"google.golang.org/api/iterator"
+
+	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/storage"
+)
+
+// fault is what the fault proxy does with one request a rule matched.
+type fault int
+
+const (
+	pass       fault = iota // forward it
+	failBefore              // answer 503 without forwarding: GCS never saw it
+	failAfter               // forward it, then answer 503: GCS applied it, the answer is lost
+	resetAfter              // forward it, then drop the connection unanswered
+	refuse412               // answer 412 without forwarding, as GCS answers a precondition the emulator does not check
+)
+
+// rule picks requests and says what to do with each in turn (pass once
+// the faults are used up); hits counts the requests it matched.
+type rule struct {
+	match  func(*http.Request) bool
+	faults []fault
+	hits   int
+}
+
+// faultProxy stands between a store and fake-gcs-server, failing the
+// requests its rules pick.
+type faultProxy struct {
+	next  http.Handler
+	mu    sync.Mutex
+	rules []*rule
+}
+
+// on adds a rule for the requests match picks.
+func (p *faultProxy) on(match func(*http.Request) bool, faults ...fault) *rule {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := &rule{match: match, faults: faults}
+	p.rules = append(p.rules, r)
+	return r
+}
+
+// count returns how many requests r matched.
+func (p *faultProxy) count(r *rule) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return r.hits
+}
+
+func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f := pass
+	p.mu.Lock()
+	for _, ru := range p.rules {
+		if ru.match(r) {
+			if ru.hits < len(ru.faults) {
+				f = ru.faults[ru.hits]
+			}
+			ru.hits++
+			break
+		}
+	}
+	p.mu.Unlock()
+	switch f {
+	case pass:
+		p.next.ServeHTTP(w, r)
+	case failBefore:
+		http.Error(w, `{"error":{"code":503,"message":"injected before"}}`, http.StatusServiceUnavailable)
+	case failAfter, resetAfter:
+		p.next.ServeHTTP(httptest.NewRecorder(), r)
+		if f == resetAfter {
+			panic(http.ErrAbortHandler)
+		}
+		http.Error(w, `{"error":{"code":503,"message":"injected after"}}`, http.StatusServiceUnavailable)
+	case refuse412:
+		http.Error(w, `{"error":{"code":412,"message":"injected: conditionNotMet"}}`, http.StatusPreconditionFailed)
+	}
+}
+
+// request picks requests of method whose path contains each of parts
+// (decoded object names) and whose query has each of query ("k=v", "k"
+// for any value, "!k" for none).
+func request(method string, parts []string, query ...string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		if r.Method != method {
+			return false
+		}
+		for _, p := range parts {
+			if !strings.Contains(r.URL.Path, p) {
+				return false
+			}
+		}
+		q := r.URL.Query()
+		for _, kv := range query {
+			if k, ok := strings.CutPrefix(kv, "!"); ok {
+				if q.Has(k) {
+					return false
+				}
+				continue
+			}
+			k, v, hasV := strings.Cut(kv, "=")
+			if !q.Has(k) || hasV && q.Get(k) != v {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// faultFixture is a store reaching fake-gcs-server through a fault proxy,
+// its backoff on a clock that waits no time, and another tool's client
+// of the same bucket (not through the proxy).
+type faultFixture struct {
+	s      *Store
+	p      *faultProxy
+	clk    *instantClock
+	other  *gcs.BucketHandle
+	prefix string
+}
+
+func newFaultFixture(t *testing.T, cfg Config) *faultFixture {
+	ep := testenv.FakeGCS(t)
+	target, err := url.Parse(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{next: httputil.NewSingleHostReverseProxy(target)}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	c := emulatorClient(t, srv.URL)
+	clk := &instantClock{}
+	c.retry.clock = clk
+	other := testenv.GCSClient(t, ep)
+	cfg.Bucket, cfg.Prefix = testenv.GCSBucket(t, other), "p/"
+	s, err := New(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &faultFixture{s: s, p: p, clk: clk, other: other.Bucket(cfg.Bucket), prefix: cfg.Prefix}
+}
+
+// names lists the names of the bucket's objects under prefix.
+func (f *faultFixture) names(t *testing.T, prefix string) []string {
+	t.Helper()
+	var out []string
+	it := f.other.Objects(t.Context(), &gcs.Query{Prefix: f.prefix + prefix})
+	for {
+		a, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, strings.TrimPrefix(a.Name, f.prefix))
+	}
+}
+
+// waits checks that the store waited n times, each the first backoff
+// step (each request retried once), or when doubling, twice as long each
+// time (one request retried n times).
+func (f *faultFixture) waits(t *testing.T, what string, n int, doubling bool) {
+	t.Helper()
+	got := f.clk.take()
+	if len(got) != n {
+		t.Errorf("%s: the store waited %v, want %d waits", what, got, n)
+	}
+	for i, d := range got {
+		want := defaultRetryFirst
+		if doubling {
+			want <<= i
+		}
+		if d != want {
+			t.Errorf("%s: wait %d was %v, want %v", what, i, d, want)
+		}
+	}
+}
+
+func (f *faultFixture) put(t *testing.T, space, id string, data []byte, opts storage.PutOptions) {
+	t.Helper()
+	opts.Size = int64(len(data))
+	if _, err := f.s.Put(t.Context(), space, id, bytes.NewReader(data), opts); err != nil {
+		t.Fatalf("Put(%s/%s): %v", space, id, err)
+	}
+}
+
+var faultNames = map[fault]string{failBefore: "fail before", failAfter: "fail after", resetAfter: "reset after"}
+
+// TestRetryCreateSpace: a space-marker creation (ifGenerationMatch=0)
+// whose first attempt fails transiently, applied by GCS or not, is
+// retried and reports that it created the space; one whose retry finds
+// another creator's marker reports that it did not.
+func TestRetryCreateSpace(t *testing.T) {
+	for _, fl := range []fault{failBefore, failAfter, resetAfter} {
+		t.Run(faultNames[fl], func(t *testing.T) {
+			f := newFaultFixture(t, Config{})
+			ctx := t.Context()
+			create := f.p.on(request(http.MethodPost, []string{"/upload/"}, "ifGenerationMatch=0"), fl)
+			created, err := f.s.CreateSpaceIfAbsent(ctx, "sp")
+			if err != nil || !created {
+				t.Fatalf("CreateSpaceIfAbsent after a %s: created=%v, %v; want created", faultNames[fl], created, err)
+			}
+			if n := f.p.count(create); n != 2 {
+				t.Errorf("the marker creation was sent %d times, want 2", n)
+			}
+			f.waits(t, "create", 1, false)
+			if acls, err := f.s.SpaceACLs(ctx, "sp"); err != nil || len(acls) != 0 {
+				t.Errorf("SpaceACLs of the new space: %v, %v; want none", acls, err)
+			}
+		})
+	}
+	t.Run("another creator", func(t *testing.T) {
+		f := newFaultFixture(t, Config{})
+		ctx := t.Context()
+		if created, err := f.s.CreateSpaceIfAbsent(ctx, "sp"); err != nil || !created {
+			t.Fatalf("first CreateSpaceIfAbsent: %v, %v", created, err)
+		}
+		if err := f.s.SetSpaceACLs(ctx, "sp", map[string]string{"user-a": "READ"}); err != nil {
+			t.Fatal(err)
+		}
+		create := f.p.on(request(http.MethodPost, []string{"/upload/"}, "ifGenerationMatch=0"), failBefore)
+		created, err := f.s.CreateSpaceIfAbsent(ctx, "sp")
+		if err != nil || created {
+			t.Errorf("CreateSpaceIfAbsent of an existing space, retried after a 503: created=%v, %v; want not created", created, err)
+		}
+		if n := f.p.count(create); n != 2 {
+			t.Errorf("the marker creation was sent %d times, want 2", n)
+		}
+		if acls, err := f.s.SpaceACLs(ctx, "sp"); err != nil || acls["user-a"] != "READ" {
+			t.Errorf("the space's ACLs after the refused creation: %v, %v; want the ones set", acls, err)
+		}
+	})
+	t.Run("always failing", func(t *testing.T) {
+		f := newFaultFixture(t, Config{})
+		create := f.p.on(request(http.MethodPost, []string{"/upload/"}, "ifGenerationMatch=0"), failBefore, failBefore, failBefore, failBefore, failBefore, failBefore)
+		if _, err := f.s.CreateSpaceIfAbsent(t.Context(), "sp"); err == nil {
+			t.Error("CreateSpaceIfAbsent always answered 503 succeeded")
+		}
+		if n := f.p.count(create); n != 1+defaultRetries {
+			t.Errorf("the marker creation was sent %d times, want %d", n, 1+defaultRetries)
+		}
+		f.waits(t, "create", defaultRetries, true)
+	})
+}
+
+// TestRetryDelete: an item's delete (conditional on the generation read)
+// applied by GCS whose answer is lost is retried; the 404 the retry gets
+// is success, and the trash copy of what was deleted stays.
+func TestRetryDelete(t *testing.T) {
+	for _, fl := range []fault{failBefore, failAfter, resetAfter} {
+		t.Run(faultNames[fl], func(t *testing.T) {
+			f := newFaultFixture(t, Config{})
+			ctx := t.Context()
+			if err := f.s.CreateSpace(ctx, "sp"); err != nil {
+				t.Fatal(err)
+			}
+			f.put(t, "sp", "item", []byte("deleted bytes"), storage.PutOptions{})
+			del := f.p.on(request(http.MethodDelete, []string{"p/sp/item"}, "ifGenerationMatch"), fl)
+			if err := f.s.Delete(ctx, "sp", "item"); err != nil {
+				t.Fatalf("Delete after a %s: %v", faultNames[fl], err)
+			}
+			if n := f.p.count(del); n != 2 {
+				t.Errorf("the delete was sent %d times, want 2", n)
+			}
+			f.waits(t, "delete", 1, false)
+			if _, err := f.s.Head(ctx, "sp", "item"); !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("Head of the deleted item: %v, want ErrNotFound", err)
+			}
+			vs, err := f.s.Versions(ctx, "sp", "item")
+			if err != nil || len(vs) != 1 || vs[0].Reason != storage.ReplacedByDelete {
+				t.Errorf("Versions of the deleted item: %+v, %v; want its one trash copy", vs, err)
+			}
+		})
+	}
+}
+
+// TestRetryTrashCopy: the copy that keeps a replaced item recoverable
+// goes to a fresh name on condition that it is new; applied by GCS with
+// its answer lost, it is retried, and the 412 GCS gives the retry is the
+// copy made: one trash copy, and the delete goes on.
+func TestRetryTrashCopy(t *testing.T) {
+	f := newFaultFixture(t, Config{})
+	ctx := t.Context()
+	if err := f.s.CreateSpace(ctx, "sp"); err != nil {
+		t.Fatal(err)
+	}
+	f.put(t, "sp", "item", []byte("kept bytes"), storage.PutOptions{})
+	copyRule := f.p.on(request(http.MethodPost, []string{"/rewriteTo/", "p/" + TrashPrefix}, "ifGenerationMatch=0"), failAfter, refuse412)
+	if err := f.s.Delete(ctx, "sp", "item"); err != nil {
+		t.Fatalf("Delete whose trash copy was applied, answered 503, then refused 412: %v", err)
+	}
+	if n := f.p.count(copyRule); n != 2 {
+		t.Errorf("the trash copy was sent %d times, want 2", n)
+	}
+	f.waits(t, "trash copy", 1, false)
+	vs, err := f.s.Versions(ctx, "sp", "item")
+	if err != nil || len(vs) != 1 || vs[0].Info.Size != int64(len("kept bytes")) {
+		t.Fatalf("Versions: %+v, %v; want the one trash copy", vs, err)
+	}
+	if _, err := f.s.Restore(ctx, "sp", "item", vs[0].ID); err != nil {
+		t.Errorf("Restore of the trash copy: %v", err)
+	}
+}
+
+// TestRetrySetProperties: a property patch is conditional on the
+// generation and metageneration read. Applied by GCS with its answer lost,
+// the retry is refused (412, the metageneration moved): that is success
+// when the item holds the new properties. A retry refused while the item
+// does not hold them (another writer's change) fails with ErrChanged and
+// changes nothing.
+func TestRetrySetProperties(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults []fault
+		ok     bool
+	}{
+		{"applied, retry refused", []fault{failAfter, refuse412}, true},
+		{"reset after, retry refused", []fault{resetAfter, refuse412}, true},
+		{"applied, retry passes", []fault{failAfter}, true},
+		{"not applied, retry passes", []fault{failBefore}, true},
+		{"not applied, retry refused", []fault{failBefore, refuse412}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFaultFixture(t, Config{})
+			ctx := t.Context()
+			if err := f.s.CreateSpace(ctx, "sp"); err != nil {
+				t.Fatal(err)
+			}
+			f.put(t, "sp", "item", []byte("bytes"), storage.PutOptions{Properties: map[string]string{"k": "old"}})
+			patch := f.p.on(request(http.MethodPatch, []string{"p/sp/item"}, "ifGenerationMatch", "ifMetagenerationMatch"), tc.faults...)
+			err := f.s.SetProperties(ctx, "sp", "item", map[string]string{"k": "new"})
+			if n := f.p.count(patch); n != 2 {
+				t.Errorf("the patch was sent %d times, want 2", n)
+			}
+			info, herr := f.s.Head(ctx, "sp", "item")
+			if herr != nil {
+				t.Fatal(herr)
+			}
+			if tc.ok {
+				if err != nil || info.Properties["k"] != "new" {
+					t.Errorf("SetProperties: %v, properties now %v; want success and k=new", err, info.Properties)
+				}
+				return
+			}
+			if !errors.Is(err, storage.ErrChanged) || info.Properties["k"] != "old" {
+				t.Errorf("SetProperties refused on its retry: %v, properties now %v; want ErrChanged and k=old", err, info.Properties)
+			}
+		})
+	}
+}
+
+// TestUnconditionalWritesNotRetried: writes GCS cannot tell from a second
+// one (an item's upload or copy over its name, a marker's ACL rewrite)
+// are sent once: a 503 fails the operation, which Workman retries.
+func TestUnconditionalWritesNotRetried(t *testing.T) {
+	large := bytes.Repeat([]byte("0123456789abcdef"), 40<<10) // 640 KiB
+	cfg := Config{Upload: storage.Upload{Threshold: 256 << 10, Transfer: storage.Transfer{PartSize: 256 << 10}}}
+	for _, tc := range []struct {
+		name  string
+		match func(*http.Request) bool
+		op    func(context.Context, *Store) error
+	}{
+		{"one-request upload", request(http.MethodPost, []string{"/upload/"}, "uploadType=multipart"), func(ctx context.Context, s *Store) error {
+			_, err := s.Put(ctx, "sp", "item", strings.NewReader("small"), storage.PutOptions{Size: 5})
+			return err
+		}},
+		{"copy of an upload over the item", request(http.MethodPost, []string{"/rewriteTo/", "p/sp/item"}), func(ctx context.Context, s *Store) error {
+			_, err := s.Put(ctx, "sp", "item", bytes.NewReader(large), storage.PutOptions{Size: int64(len(large))})
+			return err
+		}},
+		{"marker ACL rewrite", request(http.MethodPost, []string{"/upload/"}, "uploadType=multipart"), func(ctx context.Context, s *Store) error {
+			return s.SetSpaceACLs(ctx, "sp", map[string]string{"user-a": "READ"})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFaultFixture(t, cfg)
+			ctx := t.Context()
+			if err := f.s.CreateSpace(ctx, "sp"); err != nil {
+				t.Fatal(err)
+			}
+			r := f.p.on(tc.match, failBefore)
+			if err := tc.op(ctx, f.s); err == nil {
+				t.Error("the write answered 503 succeeded")
+			}
+			if n := f.p.count(r); n != 1 {
+				t.Errorf("the write was sent %d times, want once", n)
+			}
+			f.waits(t, tc.name, 0, false)
+		})
+	}
+}
+
+// TestRetryUploadHousekeeping: the start of a resumable upload session is
+// retried after a 503 (before or after GCS opened one), and the removal of
+// the temporary upload a put without an MD5 copies from, conditional on
+// its generation, is retried: no temporary object is left.
+func TestRetryUploadHousekeeping(t *testing.T) {
+	large := bytes.Repeat([]byte("fedcba9876543210"), 40<<10) // 640 KiB
+	cfg := Config{Upload: storage.Upload{Threshold: 256 << 10, Transfer: storage.Transfer{PartSize: 256 << 10}}}
+	for _, fl := range []fault{failBefore, failAfter} {
+		t.Run(faultNames[fl], func(t *testing.T) {
+			f := newFaultFixture(t, cfg)
+			ctx := t.Context()
+			if err := f.s.CreateSpace(ctx, "sp"); err != nil {
+				t.Fatal(err)
+			}
+			start := f.p.on(request(http.MethodPost, []string{"/upload/"}, "uploadType=resumable", "!upload_id"), fl, pass, fl)
+			del := f.p.on(request(http.MethodDelete, []string{"p/.mill-tmp/"}, "ifGenerationMatch"), fl)
+			f.put(t, "sp", "with-md5", large, storage.PutOptions{Checksum: md5hexOf(large)})
+			f.put(t, "sp", "without-md5", large, storage.PutOptions{})
+			if n := f.p.count(start); n != 4 {
+				t.Errorf("%d resumable sessions were started, want 4 (two puts, each failed once)", n)
+			}
+			if n := f.p.count(del); n != 2 {
+				t.Errorf("the temporary upload's removal was sent %d times, want 2", n)
+			}
+			f.waits(t, "uploads", 3, false)
+			if left := f.names(t, ".mill-tmp/"); len(left) != 0 {
+				t.Errorf("temporary uploads left: %v", left)
+			}
+			for _, id := range []string{"with-md5", "without-md5"} {
+				info, err := f.s.Head(ctx, "sp", id)
+				if err != nil || info.Checksum != md5hexOf(large) {
+					t.Errorf("Head(%s): %+v, %v; want the bytes put", id, info, err)
+				}
+			}
+		})
+	}
+}
+
+func md5hexOf(b []byte) string {
+	s := storage.NewSums()
+	s.Write(b)
+	return s.MD5()
+}
