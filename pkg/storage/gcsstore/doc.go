@@ -5,11 +5,8 @@
 // binary (about 220 packages, 28 MB of binary and 15 MiB of resident
 // memory in each process, GCS store or not) for calls Mill makes over
 // HTTP anyway. Client (NewClient) is the connection one or more stores
-// share. Idempotent requests (attribute reads, listings, downloads)
-// that fail transiently (408, 429, 5xx, a connection error) are retried
-// up to 4 times with doubling waits from 200 ms, as Google's libraries
-// do; a resumable upload retries its own chunks; other writes are not
-// retried (the task is).
+// share. Requests that are safe to send again are retried after a
+// transient failure (see Retries); other writes are not (the task is).
 //
 // # Object layout
 //
@@ -17,6 +14,7 @@
 // s3store lays out a bucket without versioning:
 //
 //	P<space>              space marker: JSON {"acls":{…}}; the space exists while it does
+//	                      (metadata "mill-write": its creator's random token, see Retries)
 //	P<space>/<contentID>  a content item
 //	P.mill-tmp/<random>   uploads whose MD5 was not known up front
 //	P.mill-trash/<space>/<sha256 of the content ID>/<time>-<random>.<reason>
@@ -84,4 +82,38 @@
 // not read: the trash works the same on every bucket and on the emulator.
 // Without versioning a concurrent writer of the same name can slip a
 // generation between the copy and the write.
+//
+// # Retries
+//
+// Following Google's retry strategy for Cloud Storage, a request that
+// fails transiently (a 408, 429 or 5xx answer, a connection reset or
+// timeout, a response cut short) is sent again only when doing so cannot
+// leave another state than sending it once: up to 4 more times, waiting
+// 200 ms then twice as long each time, while the context allows. Each
+// request gcsstore makes is one of:
+//
+//   - idempotent, retried by the client's transport: attribute reads,
+//     listings and downloads (GET), and the start of a resumable upload
+//     session (a second session commits nothing; an unused one expires).
+//     The chunks of a session, the last one included (the session
+//     commits the object once), are retried by Google's REST client.
+//   - conditionally idempotent, retried by the store's call, which reads
+//     a refusal answering a retry (the earlier attempt may have been
+//     applied, its answer lost) as what that attempt may have left:
+//     creating a space marker (ifGenerationMatch=0, carrying a random
+//     token in "mill-write": a 412 to a retry is success when the marker
+//     holds this call's token, else another creator's and "not created");
+//     a trash copy (a rewrite to a fresh random name, ifGenerationMatch=0:
+//     a 412 to a retry is that copy); a property patch (ifGenerationMatch
+//     and ifMetagenerationMatch of the state read: a 412 to a retry is
+//     success when that generation holds the new metadata, else
+//     storage.ErrChanged); a delete of a generation (an item's, a
+//     temporary upload's, an undone trash copy's: a 404 to a retry is
+//     success, so a delete keeps its trash copy).
+//   - not idempotent, sent once: an item's one-request upload and the
+//     server-side copy of an upload or a trash copy over an item's name
+//     (unconditional: last writer wins), a marker's ACL rewrite, the
+//     removal of a space marker, and a best-effort delete by name whose
+//     generation is unknown. A transient failure fails the operation; Workman retries
+//     the task, whose first step re-reads what is there.
 package gcsstore
