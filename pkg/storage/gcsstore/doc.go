@@ -80,8 +80,11 @@
 // the retention (the operator's; see docs). Object versioning and soft
 // delete of the bucket, where enabled, keep copies of their own and are
 // not read: the trash works the same on every bucket and on the emulator.
-// Without versioning a concurrent writer of the same name can slip a
-// generation between the copy and the write.
+// An item's one-request upload and its copy from .mill-tmp/ are
+// conditional on the generation copied (Retries): a concurrent writer
+// that slips a generation in between has it copied in turn before it is
+// written over. A resumable upload straight to the item and a restore are
+// not: without versioning such a generation can be lost.
 //
 // # Retries
 //
@@ -99,21 +102,25 @@
 //     commits the object once), are retried by Google's REST client.
 //   - conditionally idempotent, retried by the store's call, which reads
 //     a refusal answering a retry (the earlier attempt may have been
-//     applied, its answer lost) as what that attempt may have left:
-//     creating a space marker (ifGenerationMatch=0, carrying a random
+//     applied, its answer lost) as what that attempt may have left.
+//     Writes of an object: ifGenerationMatch of the generation read (0:
+//     none). A space marker's creation and ACL rewrite carry a random
 //     token in "mill-write": a 412 to a retry is success when the marker
-//     holds this call's token, else another creator's and "not created");
-//     a trash copy (a rewrite to a fresh random name, ifGenerationMatch=0:
-//     a 412 to a retry is that copy); a property patch (ifGenerationMatch
-//     and ifMetagenerationMatch of the state read: a 412 to a retry is
+//     holds this call's token; otherwise a creation reports "not
+//     created", a rewrite reads the marker again and writes over it. An
+//     item's one-request upload, or its copy from .mill-tmp/: a 412 to a
+//     retry is success when the item is what was written (size, MD5,
+//     metadata, type); otherwise another writer came first, whose
+//     generation is kept recoverable, then written over (20 tries). A
+//     trash copy (a rewrite to a fresh random name, ifGenerationMatch=0):
+//     a 412 to a retry is that copy. A property patch (ifGenerationMatch
+//     and ifMetagenerationMatch of the state read): a 412 to a retry is
 //     success when that generation holds the new metadata, else
-//     storage.ErrChanged); a delete of a generation (an item's, a
-//     temporary upload's, an undone trash copy's: a 404 to a retry is
-//     success, so a delete keeps its trash copy).
-//   - not idempotent, sent once: an item's one-request upload and the
-//     server-side copy of an upload or a trash copy over an item's name
-//     (unconditional: last writer wins), a marker's ACL rewrite, the
-//     removal of a space marker, and a best-effort delete by name whose
-//     generation is unknown. A transient failure fails the operation; Workman retries
-//     the task, whose first step re-reads what is there.
+//     storage.ErrChanged. A delete of a generation (an item's, a space
+//     marker's, a temporary upload's, an undone trash copy's): a 404 to
+//     a retry is success, so a delete keeps its trash copy.
+//   - not idempotent, sent once: a restore's copy over the item
+//     (unconditional), and a best-effort delete by name
+//     whose generation is unknown (of a temporary upload that failed). A
+//     transient failure fails the operation; Workman retries the task.
 package gcsstore

@@ -2,7 +2,6 @@ package gcsstore
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -28,14 +27,16 @@ const (
 	failAfter               // forward it, then answer 503: GCS applied it, the answer is lost
 	resetAfter              // forward it, then drop the connection unanswered
 	refuse412               // answer 412 without forwarding, as GCS answers a precondition the emulator does not check
+	interfere               // run the rule's interference (another writer's), then forward it
 )
 
 // rule picks requests and says what to do with each in turn (pass once
 // the faults are used up); hits counts the requests it matched.
 type rule struct {
-	match  func(*http.Request) bool
-	faults []fault
-	hits   int
+	match     func(*http.Request) bool
+	faults    []fault
+	hits      int
+	interfere func()
 }
 
 // faultProxy stands between a store and fake-gcs-server, failing the
@@ -63,12 +64,15 @@ func (p *faultProxy) count(r *rule) int {
 }
 
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f := pass
+	f, other := pass, func() {}
 	p.mu.Lock()
 	for _, ru := range p.rules {
 		if ru.match(r) {
 			if ru.hits < len(ru.faults) {
 				f = ru.faults[ru.hits]
+			}
+			if ru.interfere != nil {
+				other = ru.interfere
 			}
 			ru.hits++
 			break
@@ -77,6 +81,9 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	switch f {
 	case pass:
+		p.next.ServeHTTP(w, r)
+	case interfere:
+		other()
 		p.next.ServeHTTP(w, r)
 	case failBefore:
 		http.Error(w, `{"error":{"code":503,"message":"injected before"}}`, http.StatusServiceUnavailable)
@@ -92,7 +99,7 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // request picks requests of method whose path contains each of parts
-// (decoded object names) and whose query has each of query ("k=v", "k"
+// (decoded object names; "x$": ends with x) and whose query has each of query ("k=v", "k"
 // for any value, "!k" for none).
 func request(method string, parts []string, query ...string) func(*http.Request) bool {
 	return func(r *http.Request) bool {
@@ -100,7 +107,7 @@ func request(method string, parts []string, query ...string) func(*http.Request)
 			return false
 		}
 		for _, p := range parts {
-			if !strings.Contains(r.URL.Path, p) {
+			if end, ok := strings.CutSuffix(p, "$"); ok && !strings.HasSuffix(r.URL.Path, end) || !ok && !strings.Contains(r.URL.Path, p) {
 				return false
 			}
 		}
@@ -363,28 +370,54 @@ func TestRetrySetProperties(t *testing.T) {
 	}
 }
 
-// TestUnconditionalWritesNotRetried: writes GCS cannot tell from a second
-// one (an item's upload or copy over its name, a marker's ACL rewrite)
-// are sent once: a 503 fails the operation, which Workman retries.
-func TestUnconditionalWritesNotRetried(t *testing.T) {
+// TestRestoreCopyNotRetried: the copy of a trash copy over an item
+// (Restore, unconditional: GCS cannot tell a second one from another
+// writer's) is sent once: a 503 fails the restore, which is retried whole.
+func TestRestoreCopyNotRetried(t *testing.T) {
+	f := newFaultFixture(t, Config{})
+	ctx := t.Context()
+	if err := f.s.CreateSpace(ctx, "sp"); err != nil {
+		t.Fatal(err)
+	}
+	f.put(t, "sp", "item", []byte("first"), storage.PutOptions{})
+	f.put(t, "sp", "item", []byte("second"), storage.PutOptions{})
+	f.clk.take()
+	restore := f.p.on(request(http.MethodPost, []string{"/rewriteTo/", "/o/p/sp/item$"}, "!ifGenerationMatch"), failBefore)
+	if _, err := f.s.Restore(ctx, "sp", "item", ""); err == nil {
+		t.Error("Restore whose copy was answered 503 succeeded")
+	}
+	if n := f.p.count(restore); n != 1 {
+		t.Errorf("the restoring copy was sent %d times, want once", n)
+	}
+	f.waits(t, "restore", 0, false)
+}
+
+// TestRetryPut: an item's write is conditional on the generation kept
+// recoverable (none for a new item): applied by GCS with its answer lost,
+// it is retried, and the refusal the retry meets is the write made. One
+// refused because another writer came first keeps that writer's
+// generation recoverable too, then writes over it (last writer wins).
+func TestRetryPut(t *testing.T) {
 	large := bytes.Repeat([]byte("0123456789abcdef"), 40<<10) // 640 KiB
 	cfg := Config{Upload: storage.Upload{Threshold: 256 << 10, Transfer: storage.Transfer{PartSize: 256 << 10}}}
+	small := request(http.MethodPost, []string{"/upload/"}, "uploadType=multipart", "ifGenerationMatch")
+	copyOver := request(http.MethodPost, []string{"/rewriteTo/", "/o/p/sp/item$"}, "ifGenerationMatch", "sourceGeneration")
 	for _, tc := range []struct {
-		name  string
-		match func(*http.Request) bool
-		op    func(context.Context, *Store) error
+		name     string
+		existing bool // the item had a previous version
+		data     []byte
+		match    func(*http.Request) bool
+		faults   []fault
+		sends    int
 	}{
-		{"one-request upload", request(http.MethodPost, []string{"/upload/"}, "uploadType=multipart"), func(ctx context.Context, s *Store) error {
-			_, err := s.Put(ctx, "sp", "item", strings.NewReader("small"), storage.PutOptions{Size: 5})
-			return err
-		}},
-		{"copy of an upload over the item", request(http.MethodPost, []string{"/rewriteTo/", "p/sp/item"}), func(ctx context.Context, s *Store) error {
-			_, err := s.Put(ctx, "sp", "item", bytes.NewReader(large), storage.PutOptions{Size: int64(len(large))})
-			return err
-		}},
-		{"marker ACL rewrite", request(http.MethodPost, []string{"/upload/"}, "uploadType=multipart"), func(ctx context.Context, s *Store) error {
-			return s.SetSpaceACLs(ctx, "sp", map[string]string{"user-a": "READ"})
-		}},
+		{"new, fail before", false, []byte("new bytes"), small, []fault{failBefore}, 2},
+		{"new, fail after", false, []byte("new bytes"), small, []fault{failAfter}, 2},
+		{"new, reset after", false, []byte("new bytes"), small, []fault{resetAfter}, 2},
+		{"overwrite, fail before", true, []byte("new bytes"), small, []fault{failBefore}, 2},
+		{"overwrite, fail after", true, []byte("new bytes"), small, []fault{failAfter}, 2},
+		{"overwrite, reset after", true, []byte("new bytes"), small, []fault{resetAfter}, 2},
+		{"large copy, fail after, refused", true, large, copyOver, []fault{failAfter, refuse412}, 2},
+		{"large copy, fail before", true, large, copyOver, []fault{failBefore}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFaultFixture(t, cfg)
@@ -392,14 +425,105 @@ func TestUnconditionalWritesNotRetried(t *testing.T) {
 			if err := f.s.CreateSpace(ctx, "sp"); err != nil {
 				t.Fatal(err)
 			}
-			r := f.p.on(tc.match, failBefore)
-			if err := tc.op(ctx, f.s); err == nil {
-				t.Error("the write answered 503 succeeded")
+			if tc.existing {
+				f.put(t, "sp", "item", []byte("old bytes"), storage.PutOptions{})
 			}
-			if n := f.p.count(r); n != 1 {
-				t.Errorf("the write was sent %d times, want once", n)
+			f.clk.take()
+			r := f.p.on(tc.match, tc.faults...)
+			f.put(t, "sp", "item", tc.data, storage.PutOptions{Properties: map[string]string{"k": "v"}})
+			if n := f.p.count(r); n != tc.sends {
+				t.Errorf("the write was sent %d times, want %d", n, tc.sends)
 			}
-			f.waits(t, tc.name, 0, false)
+			f.waits(t, "put", 1, false)
+			info, err := f.s.Head(ctx, "sp", "item")
+			if err != nil || info.Checksum != md5hexOf(tc.data) || info.Properties["k"] != "v" {
+				t.Errorf("Head: %+v, %v; want the bytes and properties put", info, err)
+			}
+			vs, err := f.s.Versions(ctx, "sp", "item")
+			want := 0
+			if tc.existing {
+				want = 1
+			}
+			if err != nil || len(vs) != want {
+				t.Errorf("Versions: %d, %v; want %d (what the put replaced, once)", len(vs), err, want)
+			}
+		})
+	}
+	t.Run("another writer first", func(t *testing.T) {
+		f := newFaultFixture(t, cfg)
+		ctx := t.Context()
+		if err := f.s.CreateSpace(ctx, "sp"); err != nil {
+			t.Fatal(err)
+		}
+		f.put(t, "sp", "item", []byte("old bytes"), storage.PutOptions{})
+		r := f.p.on(small, interfere)
+		r.interfere = func() {
+			// Another tool replaces the item between the store's trash
+			// copy and its write.
+			w := f.other.Object(f.prefix + "sp/item").NewWriter(ctx)
+			if _, err := w.Write([]byte("other tool's bytes")); err != nil {
+				t.Error(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+		f.put(t, "sp", "item", []byte("new bytes"), storage.PutOptions{})
+		if n := f.p.count(r); n != 2 {
+			t.Errorf("the write was sent %d times, want 2 (refused, then over the other writer's)", n)
+		}
+		info, err := f.s.Head(ctx, "sp", "item")
+		if err != nil || info.Checksum != md5hexOf([]byte("new bytes")) {
+			t.Errorf("Head: %+v, %v; want the store's bytes (last writer)", info, err)
+		}
+		vs, err := f.s.Versions(ctx, "sp", "item")
+		if err != nil || len(vs) != 2 {
+			t.Fatalf("Versions: %+v, %v; want 2 (the old bytes and the other tool's)", vs, err)
+		}
+		sizes := map[int64]bool{vs[0].Info.Size: true, vs[1].Info.Size: true}
+		if !sizes[int64(len("old bytes"))] || !sizes[int64(len("other tool's bytes"))] {
+			t.Errorf("Versions hold sizes %v, want the old bytes' and the other tool's", sizes)
+		}
+	})
+}
+
+// TestRetryMarkerWrites: a space's ACL rewrite and its removal are
+// conditional on the marker's generation, so retried: applied by GCS with
+// the answer lost, they end as asked.
+func TestRetryMarkerWrites(t *testing.T) {
+	for _, fl := range []fault{failBefore, failAfter, resetAfter} {
+		t.Run(faultNames[fl], func(t *testing.T) {
+			f := newFaultFixture(t, Config{})
+			ctx := t.Context()
+			if err := f.s.CreateSpace(ctx, "sp"); err != nil {
+				t.Fatal(err)
+			}
+			acls := f.p.on(request(http.MethodPost, []string{"/upload/"}, "ifGenerationMatch"), fl, refuse412)
+			if err := f.s.SetSpaceACLs(ctx, "sp", map[string]string{"user-a": "READ"}); err != nil {
+				t.Fatalf("SetSpaceACLs after a %s: %v", faultNames[fl], err)
+			}
+			if got, err := f.s.SpaceACLs(ctx, "sp"); err != nil || got["user-a"] != "READ" {
+				t.Errorf("SpaceACLs: %v, %v; want user-a READ", got, err)
+			}
+			// A refused retry after a failure GCS never saw is another
+			// writer's change: the marker is read again and written over.
+			wantSends := 3
+			if fl != failBefore {
+				wantSends = 2
+			}
+			if n := f.p.count(acls); n != wantSends {
+				t.Errorf("the marker write was sent %d times, want %d", n, wantSends)
+			}
+			del := f.p.on(request(http.MethodDelete, []string{"/o/p/sp$"}, "ifGenerationMatch"), fl)
+			if err := f.s.DeleteSpace(ctx, "sp"); err != nil {
+				t.Fatalf("DeleteSpace after a %s: %v", faultNames[fl], err)
+			}
+			if n := f.p.count(del); n != 2 {
+				t.Errorf("the marker delete was sent %d times, want 2", n)
+			}
+			if spaces, err := f.s.ListSpaces(ctx); err != nil || len(spaces) != 0 {
+				t.Errorf("ListSpaces after DeleteSpace: %v, %v; want none", spaces, err)
+			}
 		})
 	}
 }

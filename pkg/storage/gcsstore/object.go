@@ -1,7 +1,6 @@
 package gcsstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -148,7 +147,7 @@ type upload struct {
 	key, contentType string
 	md5              []byte            // declared: GCS refuses other bytes
 	metadata         map[string]string // custom metadata
-	onlyNew          bool              // ifGenerationMatch=0
+	ifGen            *int64            // ifGenerationMatch: the live generation (0: none) the write replaces
 	chunk            int64             // 0: one request; else a resumable upload in chunks of this size
 }
 
@@ -162,8 +161,8 @@ func (b objects) insert(ctx context.Context, u upload, r io.Reader) (*attrs, err
 	}
 	c := b.svc.Objects.Insert(b.bucket, o).Context(ctx).
 		Media(r, googleapi.ChunkSize(int(u.chunk)), googleapi.ContentType(u.contentType))
-	if u.onlyNew {
-		c = c.IfGenerationMatch(0)
+	if u.ifGen != nil {
+		c = c.IfGenerationMatch(*u.ifGen)
 	}
 	res, err := c.Do()
 	if err != nil {
@@ -244,6 +243,3 @@ func (r *crcReader) Read(p []byte) (int, error) {
 }
 
 func (r *crcReader) Close() error { return r.body.Close() }
-
-// small is content sent in one request.
-func small(b []byte) io.Reader { return bytes.NewReader(b) }

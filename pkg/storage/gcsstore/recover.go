@@ -14,17 +14,26 @@ import (
 // trash prefix with its metadata (objstore.Preserver). a is the object's
 // attributes when the caller has them, else they are read.
 func (s *Store) preserve(ctx context.Context, key, space, id string, a *attrs, reason string) (undo func(), err error) {
+	_, undo, err = s.preserveGen(ctx, key, space, id, a, reason)
+	return undo, err
+}
+
+// preserveGen is preserve, also returning the generation kept (0: there
+// was no object).
+func (s *Store) preserveGen(ctx context.Context, key, space, id string, a *attrs, reason string) (gen int64, undo func(), err error) {
 	var copied int64 // the generation of the copy undo removes
-	return objstore.Preserver[attrs]{
+	undo, err = objstore.Preserver[attrs]{
 		Read: func(ctx context.Context, key string) (*attrs, error) {
 			return s.bucket.attrs(ctx, key, 0)
 		},
 		Missing: notFound,
 		Copy: func(ctx context.Context, a *attrs, key, tkey string) error {
-			// tkey is a fresh name: the copy is retried.
-			c, err := s.bucket.rewrite(ctx, key, a.Generation, tkey, maps.Clone(a.Metadata), a.ContentType, true)
+			// tkey is a fresh name: the copy is conditional on it being
+			// new, and retried.
+			none := int64(0)
+			c, err := s.bucket.rewrite(ctx, key, a.Generation, copyTo{key: tkey, meta: maps.Clone(a.Metadata), mime: a.ContentType, ifGen: &none})
 			if err == nil {
-				copied = c.Generation
+				gen, copied = a.Generation, c.Generation
 			}
 			return err
 		},
@@ -32,6 +41,7 @@ func (s *Store) preserve(ctx context.Context, key, space, id string, a *attrs, r
 		Forget: func(ctx context.Context, tkey string) { s.deleteKey(ctx, tkey, copied) },
 		What:   "object",
 	}.Preserve(ctx, key, s.layout.TrashItemPrefix(space, id), reason, a)
+	return gen, undo, err
 }
 
 func notFound(err error) bool { return errors.Is(mapErr(err), storage.ErrNotFound) }

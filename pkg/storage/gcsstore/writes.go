@@ -28,57 +28,124 @@ func (b objects) retryIf(ctx context.Context, ok bool, call func(retried bool) e
 	return b.retry.do(ctx, call)
 }
 
-// create writes body as object u.key on condition that no object has that
-// name (ifGenerationMatch=0), retrying after a transient failure. It
-// succeeds when this call wrote the object, and fails with GCS's 412
-// when another writer did: the object carries this call's random token
-// (MetaWrite), so a 412 answering a retry is told from another creator
-// by reading the token back.
-func (b objects) create(ctx context.Context, u upload, body []byte) error {
+// insertIf writes body as object u.key on condition that the live
+// generation is gen (0: that there is none), retrying after a transient
+// failure, and returns the object's attributes. A 412 answering a retry
+// is success when mine accepts the object now there as what the earlier
+// attempt wrote; otherwise it is GCS's 412: another writer came first.
+func (b objects) insertIf(ctx context.Context, u upload, body []byte, gen int64, mine func(*attrs) bool) (*attrs, error) {
+	u.ifGen = &gen
+	var out *attrs
+	err := b.retry.do(ctx, func(retried bool) error {
+		a, err := b.insert(ctx, u, bytes.NewReader(body))
+		if retried && conditionFailed(err) {
+			if now, aerr := b.attrs(ctx, u.key, 0); aerr == nil && mine(now) {
+				a, err = now, nil
+			}
+		}
+		out = a
+		return err
+	})
+	return out, err
+}
+
+// tokened returns u carrying a new random token (MetaWrite) and the test
+// that an object is the one written with it.
+func tokened(u upload) (upload, func(*attrs) bool) {
 	token := randHex()
 	u.metadata = maps.Clone(u.metadata)
 	if u.metadata == nil {
 		u.metadata = map[string]string{}
 	}
 	u.metadata[MetaWrite] = token
-	u.onlyNew = true
-	return b.retry.do(ctx, func(retried bool) error {
-		_, err := b.insert(ctx, u, bytes.NewReader(body))
-		if retried && conditionFailed(err) {
-			if a, aerr := b.attrs(ctx, u.key, 0); aerr == nil && a.Metadata[MetaWrite] == token {
-				return nil // the earlier attempt created it
-			}
+	return u, func(a *attrs) bool { return a.Metadata[MetaWrite] == token }
+}
+
+// create writes body as a new object u.key (no object has the name),
+// retrying after a transient failure. It fails with GCS's 412 when
+// another writer created the object: the object carries this call's
+// random token (MetaWrite), by which a 412 answering a retry is told
+// from another creator.
+func (b objects) create(ctx context.Context, u upload, body []byte) error {
+	u, mine := tokened(u)
+	_, err := b.insertIf(ctx, u, body, 0, mine)
+	return err
+}
+
+// replace writes body over the live object u.key, whatever its
+// generation (last writer wins), yet only ever sending conditional,
+// retried writes (insertIf, with a token): the write is conditional on
+// the generation read, and read again when another writer came first,
+// up to 10 times. A missing object is ErrNotFound (a deleted marker is
+// not written again).
+func (b objects) replace(ctx context.Context, u upload, body []byte) error {
+	u, mine := tokened(u)
+	for try := 0; ; try++ {
+		a, err := b.attrs(ctx, u.key, 0)
+		if err != nil {
+			return err
 		}
-		return err
-	})
+		_, err = b.insertIf(ctx, u, body, a.Generation, mine)
+		if !conditionFailed(err) || try == 9 {
+			return err
+		}
+	}
+}
+
+// deleteLive removes the live object key, whatever its generation, only
+// ever sending conditional, retried deletes: of the generation read, read
+// again when another writer replaced it first, up to 10 times.
+func (b objects) deleteLive(ctx context.Context, key string) error {
+	for try := 0; ; try++ {
+		a, err := b.attrs(ctx, key, 0)
+		if err != nil {
+			return err
+		}
+		err = b.delete(ctx, key, a.Generation)
+		if !conditionFailed(err) || try == 9 {
+			return err
+		}
+	}
+}
+
+// copyTo is the destination of a server-side copy (objects.rewrite).
+type copyTo struct {
+	key  string
+	meta map[string]string
+	mime string
+	// ifGen, when set, makes the copy conditional on the live generation
+	// of key (0: none) and retried; a 412 answering a retry is success
+	// when mine accepts the object now there (nil: any object, for a
+	// fresh name only this call writes).
+	ifGen *int64
+	mine  func(*attrs) bool
 }
 
 // rewrite copies generation gen of src (the live one when gen is 0) to
-// dst server side, with metadata meta and content type mime, and returns
-// the new object's attributes. A large object takes several calls. With
-// fresh, dst is a new name only this call writes (a trash copy's): the
-// copy is conditional on no object having it (ifGenerationMatch=0) and
-// retried, and a 412 answering a retry is the earlier attempt's copy.
-// Otherwise the copy replaces dst unconditionally and is sent once.
-func (b objects) rewrite(ctx context.Context, src string, gen int64, dst string, meta map[string]string, mime string, fresh bool) (*attrs, error) {
-	c := b.svc.Objects.Rewrite(b.bucket, src, b.bucket, dst, &raw.Object{Metadata: meta, ContentType: mime}).Context(ctx)
+// dst server side and returns the new object's attributes. A large object
+// takes several calls. Without dst.ifGen the copy replaces dst
+// unconditionally and is sent once.
+func (b objects) rewrite(ctx context.Context, src string, gen int64, dst copyTo) (*attrs, error) {
+	c := b.svc.Objects.Rewrite(b.bucket, src, b.bucket, dst.key, &raw.Object{Metadata: dst.meta, ContentType: dst.mime}).Context(ctx)
 	if gen > 0 {
 		c = c.SourceGeneration(gen)
 	}
-	if fresh {
-		c = c.IfGenerationMatch(0)
+	if dst.ifGen != nil {
+		c = c.IfGenerationMatch(*dst.ifGen)
 	}
 	token, retried := "", false
 	for {
 		var res *raw.RewriteResponse
-		err := b.retryIf(ctx, fresh, func(again bool) error {
+		err := b.retryIf(ctx, dst.ifGen != nil, func(again bool) error {
 			retried = retried || again
 			var err error
 			res, err = c.RewriteToken(token).Do()
 			return err
 		})
-		if fresh && retried && conditionFailed(err) {
-			return b.attrs(ctx, dst, 0)
+		if retried && conditionFailed(err) {
+			if a, aerr := b.attrs(ctx, dst.key, 0); aerr == nil && (dst.mine == nil || dst.mine(a)) {
+				return a, nil // the earlier attempt's copy
+			}
 		}
 		if err != nil {
 			return nil, err
