@@ -456,7 +456,7 @@ func TestRetryPut(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.put(t, "sp", "item", []byte("old bytes"), storage.PutOptions{})
-		r := f.p.on(small, interfere)
+		r := f.p.on(request(http.MethodPost, []string{"/upload/"}, "uploadType=multipart"), interfere)
 		r.interfere = func() {
 			// Another tool replaces the item between the store's trash
 			// copy and its write.
