@@ -160,6 +160,15 @@ func newFaultFixture(t *testing.T, cfg Config) *faultFixture {
 	return &faultFixture{s: s, p: p, clk: clk, other: other.Bucket(cfg.Bucket), prefix: cfg.Prefix}
 }
 
+// newFaultSpace is newFaultFixture with space "sp" created.
+func newFaultSpace(t *testing.T, cfg Config) *faultFixture {
+	f := newFaultFixture(t, cfg)
+	if err := f.s.CreateSpace(t.Context(), "sp"); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // names lists the names of the bucket's objects under prefix.
 func (f *faultFixture) names(t *testing.T, prefix string) []string {
 	t.Helper()
@@ -270,11 +279,8 @@ func TestRetryCreateSpace(t *testing.T) {
 func TestRetryDelete(t *testing.T) {
 	for _, fl := range []fault{failBefore, failAfter, resetAfter} {
 		t.Run(faultNames[fl], func(t *testing.T) {
-			f := newFaultFixture(t, Config{})
+			f := newFaultSpace(t, Config{})
 			ctx := t.Context()
-			if err := f.s.CreateSpace(ctx, "sp"); err != nil {
-				t.Fatal(err)
-			}
 			f.put(t, "sp", "item", []byte("deleted bytes"), storage.PutOptions{})
 			del := f.p.on(request(http.MethodDelete, []string{"p/sp/item"}, "ifGenerationMatch"), fl)
 			if err := f.s.Delete(ctx, "sp", "item"); err != nil {
@@ -300,11 +306,8 @@ func TestRetryDelete(t *testing.T) {
 // its answer lost, it is retried, and the 412 GCS gives the retry is the
 // copy made: one trash copy, and the delete goes on.
 func TestRetryTrashCopy(t *testing.T) {
-	f := newFaultFixture(t, Config{})
+	f := newFaultSpace(t, Config{})
 	ctx := t.Context()
-	if err := f.s.CreateSpace(ctx, "sp"); err != nil {
-		t.Fatal(err)
-	}
 	f.put(t, "sp", "item", []byte("kept bytes"), storage.PutOptions{})
 	copyRule := f.p.on(request(http.MethodPost, []string{"/rewriteTo/", "p/" + TrashPrefix}, "ifGenerationMatch=0"), failAfter, refuse412)
 	if err := f.s.Delete(ctx, "sp", "item"); err != nil {
@@ -342,11 +345,8 @@ func TestRetrySetProperties(t *testing.T) {
 		{"not applied, retry refused", []fault{failBefore, refuse412}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFaultFixture(t, Config{})
+			f := newFaultSpace(t, Config{})
 			ctx := t.Context()
-			if err := f.s.CreateSpace(ctx, "sp"); err != nil {
-				t.Fatal(err)
-			}
 			f.put(t, "sp", "item", []byte("bytes"), storage.PutOptions{Properties: map[string]string{"k": "old"}})
 			patch := f.p.on(request(http.MethodPatch, []string{"p/sp/item"}, "ifGenerationMatch", "ifMetagenerationMatch"), tc.faults...)
 			err := f.s.SetProperties(ctx, "sp", "item", map[string]string{"k": "new"})
@@ -374,11 +374,8 @@ func TestRetrySetProperties(t *testing.T) {
 // (Restore, unconditional: GCS cannot tell a second one from another
 // writer's) is sent once: a 503 fails the restore, which is retried whole.
 func TestRestoreCopyNotRetried(t *testing.T) {
-	f := newFaultFixture(t, Config{})
+	f := newFaultSpace(t, Config{})
 	ctx := t.Context()
-	if err := f.s.CreateSpace(ctx, "sp"); err != nil {
-		t.Fatal(err)
-	}
 	f.put(t, "sp", "item", []byte("first"), storage.PutOptions{})
 	f.put(t, "sp", "item", []byte("second"), storage.PutOptions{})
 	f.clk.take()
@@ -420,11 +417,8 @@ func TestRetryPut(t *testing.T) {
 		{"large copy, fail before", true, large, copyOver, []fault{failBefore}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFaultFixture(t, cfg)
+			f := newFaultSpace(t, cfg)
 			ctx := t.Context()
-			if err := f.s.CreateSpace(ctx, "sp"); err != nil {
-				t.Fatal(err)
-			}
 			if tc.existing {
 				f.put(t, "sp", "item", []byte("old bytes"), storage.PutOptions{})
 			}
@@ -450,11 +444,8 @@ func TestRetryPut(t *testing.T) {
 		})
 	}
 	t.Run("another writer first", func(t *testing.T) {
-		f := newFaultFixture(t, cfg)
+		f := newFaultSpace(t, cfg)
 		ctx := t.Context()
-		if err := f.s.CreateSpace(ctx, "sp"); err != nil {
-			t.Fatal(err)
-		}
 		f.put(t, "sp", "item", []byte("old bytes"), storage.PutOptions{})
 		r := f.p.on(request(http.MethodPost, []string{"/upload/"}, "uploadType=multipart"), interfere)
 		r.interfere = func() {
@@ -493,11 +484,8 @@ func TestRetryPut(t *testing.T) {
 func TestRetryMarkerWrites(t *testing.T) {
 	for _, fl := range []fault{failBefore, failAfter, resetAfter} {
 		t.Run(faultNames[fl], func(t *testing.T) {
-			f := newFaultFixture(t, Config{})
+			f := newFaultSpace(t, Config{})
 			ctx := t.Context()
-			if err := f.s.CreateSpace(ctx, "sp"); err != nil {
-				t.Fatal(err)
-			}
 			acls := f.p.on(request(http.MethodPost, []string{"/upload/"}, "ifGenerationMatch"), fl, refuse412)
 			if err := f.s.SetSpaceACLs(ctx, "sp", map[string]string{"user-a": "READ"}); err != nil {
 				t.Fatalf("SetSpaceACLs after a %s: %v", faultNames[fl], err)
@@ -537,11 +525,8 @@ func TestRetryUploadHousekeeping(t *testing.T) {
 	cfg := Config{Upload: storage.Upload{Threshold: 256 << 10, Transfer: storage.Transfer{PartSize: 256 << 10}}}
 	for _, fl := range []fault{failBefore, failAfter} {
 		t.Run(faultNames[fl], func(t *testing.T) {
-			f := newFaultFixture(t, cfg)
+			f := newFaultSpace(t, cfg)
 			ctx := t.Context()
-			if err := f.s.CreateSpace(ctx, "sp"); err != nil {
-				t.Fatal(err)
-			}
 			start := f.p.on(request(http.MethodPost, []string{"/upload/"}, "uploadType=resumable", "!upload_id"), fl, pass, fl)
 			del := f.p.on(request(http.MethodDelete, []string{"p/.mill-tmp/"}, "ifGenerationMatch"), fl)
 			f.put(t, "sp", "with-md5", large, storage.PutOptions{Checksum: md5hexOf(large)})

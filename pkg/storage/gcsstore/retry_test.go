@@ -45,16 +45,7 @@ func TestRetryingTransport(t *testing.T) {
 		if method == http.MethodPost {
 			body = strings.NewReader("payload")
 		}
-		req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
+		return send(t, hc, method, srv.URL+path, body)
 	}
 	if got := status(http.MethodGet, "/o"); got != http.StatusOK || calls.Load() != 3 {
 		t.Errorf("GET after two 503s: status %d after %d calls, want 200 after 3", got, calls.Load())
@@ -208,20 +199,12 @@ func TestRetryingTransportWrites(t *testing.T) {
 		{http.MethodPost, "uploadType=resumable&upload_id=abc", http.StatusServiceUnavailable, 1},
 		{http.MethodPatch, "ifMetagenerationMatch=1", http.StatusServiceUnavailable, 1},
 	} {
-		req, err := http.NewRequestWithContext(t.Context(), tc.method, srv.URL+"/upload/storage/v1/b/bk/o?"+tc.query, strings.NewReader(`{"name":"o"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
+		status := send(t, hc, tc.method, srv.URL+"/upload/storage/v1/b/bk/o?"+tc.query, strings.NewReader(`{"name":"o"}`))
 		mu.Lock()
 		sent := bodies[tc.method+" "+tc.query]
 		mu.Unlock()
-		if res.StatusCode != tc.want || len(sent) != tc.sends {
-			t.Errorf("%s ?%s answered 503 once: status %d after %d sends, want %d after %d", tc.method, tc.query, res.StatusCode, len(sent), tc.want, tc.sends)
+		if status != tc.want || len(sent) != tc.sends {
+			t.Errorf("%s ?%s answered 503 once: status %d after %d sends, want %d after %d", tc.method, tc.query, status, len(sent), tc.want, tc.sends)
 		}
 		for _, b := range sent {
 			if b != `{"name":"o"}` {
@@ -229,4 +212,19 @@ func TestRetryingTransportWrites(t *testing.T) {
 			}
 		}
 	}
+}
+
+// send sends a request through hc and returns its answer's status.
+func send(t *testing.T, hc *http.Client, method, url string, body io.Reader) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
