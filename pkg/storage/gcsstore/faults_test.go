@@ -128,6 +128,32 @@ func request(method string, parts []string, query ...string) func(*http.Request)
 	}
 }
 
+// faultTarget returns the endpoint of the fake-gcs-server behind the
+// fault proxy: by default one inside the test process;
+// TestRetryOnEmulator runs the tests on the one `make up` starts.
+var faultTarget = testenv.FakeGCS
+
+// TestRetryOnEmulator runs the fault tests against the fake-gcs-server at
+// 127.0.0.1:4443 (testenv.GCSEmulator), whose version may differ from the
+// one linked into the tests.
+func TestRetryOnEmulator(t *testing.T) {
+	ep := testenv.GCSEmulator(t)
+	faultTarget = func(testing.TB) string { return ep }
+	t.Cleanup(func() { faultTarget = testenv.FakeGCS })
+	for name, test := range map[string]func(*testing.T){
+		"CreateSpace":   TestRetryCreateSpace,
+		"Delete":        TestRetryDelete,
+		"TrashCopy":     TestRetryTrashCopy,
+		"SetProperties": TestRetrySetProperties,
+		"RestoreCopy":   TestRestoreCopyNotRetried,
+		"Put":           TestRetryPut,
+		"MarkerWrites":  TestRetryMarkerWrites,
+		"Uploads":       TestRetryUploadHousekeeping,
+	} {
+		t.Run(name, test)
+	}
+}
+
 // faultFixture is a store reaching fake-gcs-server through a fault proxy,
 // its backoff on a clock that waits no time, and another tool's client
 // of the same bucket (not through the proxy).
@@ -140,7 +166,7 @@ type faultFixture struct {
 }
 
 func newFaultFixture(t *testing.T, cfg Config) *faultFixture {
-	ep := testenv.FakeGCS(t)
+	ep := faultTarget(t)
 	target, err := url.Parse(ep)
 	if err != nil {
 		t.Fatal(err)
