@@ -3,7 +3,6 @@ package stores
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/millfleet/mill/pkg/storage"
@@ -33,15 +32,10 @@ import (
 // spillDirProblem says what is wrong with an fs store's listSpillDir as
 // written, or "".
 func spillDirProblem(dir string) string {
-	switch {
-	case dir == "":
+	if dir == "" {
 		return ""
-	case !filepath.IsAbs(dir):
-		return fmt.Sprintf("listSpillDir %q is not an absolute path", dir)
-	case slices.Contains(strings.Split(filepath.ToSlash(dir), "/"), ".."):
-		return fmt.Sprintf("listSpillDir %q has a \"..\" segment: write the directory itself (through a symbolic link \"..\" is not the parent it seems)", dir)
 	}
-	return ""
+	return pathProblem("listSpillDir", dir)
 }
 
 // spillDirsInRoots reports every fs store whose listSpillDir, as written,

@@ -53,19 +53,7 @@ func TestParseListSpillDir(t *testing.T) {
 			[]string{`3:5: account "a1" store "1": listSpillDir is for fs stores, not gcs`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			reg, err := stores.Parse("r.json", []byte(tc.doc))
-			var got []string
-			if err != nil {
-				got = strings.Split(err.Error(), "\n")
-			}
-			var want []string
-			for _, w := range tc.want {
-				want = append(want, "r.json:"+w)
-			}
-			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Fatalf("doc:\n%s\nerrors:\n%s\nwant:\n%s", tc.doc, strings.Join(got, "\n"), strings.Join(want, "\n"))
-			}
-			if err == nil {
+			if reg := parseWant(t, tc.doc, tc.want); reg != nil {
 				// The setting survives a round trip through Marshal.
 				b, err := reg.Marshal()
 				if err != nil {

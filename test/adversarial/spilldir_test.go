@@ -75,13 +75,13 @@ func TestHostileListSpillDir(t *testing.T) {
 	w := m.startWorkman()
 	m.send(queue.KeyDupHigh, dup(t, "mallory", "1", "2", space, "a"), nil)
 	letters := m.deadLetters(1, time.Minute, w)
-	if len(letters) != 1 || letters[0].Reason != workman.ReasonPermanent || !strings.Contains(letters[0].Error, fmt.Sprintf("listSpillDir %q", link)) ||
-		!strings.Contains(letters[0].Error, `lies inside the root of account "acme" store "3"`) {
-		var got []string
-		for _, d := range letters {
-			got = append(got, string(d.Reason)+": "+d.Error)
+	if len(letters) != 1 {
+		t.Fatalf("%d dead letters, want the DUP task's", len(letters))
+	}
+	for _, want := range []string{fmt.Sprintf("listSpillDir %q", link), `lies inside the root of account "acme" store "3"`} {
+		if d := letters[0]; d.Reason != workman.ReasonPermanent || !strings.Contains(d.Error, want) {
+			t.Errorf("dead letter %s: %s; want permanent, saying %s", d.Reason, d.Error, want)
 		}
-		t.Errorf("dead letters %q, want the DUP refused naming listSpillDir and acme's store 3", got)
 	}
 	w.alive(t)
 	if d := before.diff(m.snapshot(), func(p string) bool { return strings.HasPrefix(p, own2+string(filepath.Separator)) }); len(d) > 0 {
