@@ -13,6 +13,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/millfleet/mill/internal/base/pgerr"
 )
 
 // Dependencies named by Unavailable errors. An AWS service is named by its
@@ -85,8 +87,7 @@ func IsUnavailable(err error) (dep string, ok bool) {
 	if errors.As(err, &ce) {
 		return DependencyPostgres, true
 	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || pe.Code == "53300") {
+	if pgerr.Is(err, pgerr.ClassConnectionException, pgerr.AdminShutdown, pgerr.CrashShutdown, pgerr.CannotConnectNow, pgerr.TooManyConnections) {
 		return DependencyPostgres, true
 	}
 	var oe *smithy.OperationError

@@ -264,14 +264,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		q, err := o.claims.Open(ctx, client, s3c, queue.Resolve(*o.prefix, s), sqsqueue.Config{})
+		q, err := o.claims.Open(ctx, client, s3c, queue.Resolve(*o.prefix, s), sqsqueue.Config{Logger: logger})
 		if err != nil {
 			return fmt.Errorf("open queue %s: %w", queue.Resolve(*o.prefix, s), err)
 		}
 		queues = append(queues, q)
 		queueNames = append(queueNames, q.Name())
 	}
-	dlq, err := o.claims.Open(ctx, client, s3c, queue.Resolve(*o.prefix, o.deadLetter), sqsqueue.Config{})
+	dlq, err := o.claims.Open(ctx, client, s3c, queue.Resolve(*o.prefix, o.deadLetter), sqsqueue.Config{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("open dead-letter queue %s: %w", queue.Resolve(*o.prefix, o.deadLetter), err)
 	}

@@ -157,7 +157,7 @@ func AWS(ctx context.Context, cfg AWSConfig) (d *Deps, close func() error, err e
 		if n := cfg.QueueNames[k]; n != "" {
 			name = n
 		}
-		q, err := cfg.Claims.Open(ctx, sqsc, s3c, name, sqsqueue.Config{Clock: cfg.Clock})
+		q, err := cfg.Claims.Open(ctx, sqsc, s3c, name, sqsqueue.Config{Clock: cfg.Clock, Logger: cfg.Logger})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("wiring: open queue %s: %w", name, err))
 			continue

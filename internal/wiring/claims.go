@@ -63,11 +63,11 @@ func (c *Claims) Open(ctx context.Context, api sqsqueue.API, s3c s3blob.API, nam
 
 // DeadLetters returns the inspector of the dead-letter queue called name
 // (the prefix's when empty), its queue and the queues it redrives to opened
-// through c (see Open): what `millctl dlq` and the console read and redrive
-// with.
+// through c (see Open), logging to cfg.Logger: what `millctl dlq` and the
+// console read and redrive with.
 func (c *Claims) DeadLetters(ctx context.Context, api sqsqueue.API, s3c s3blob.API, name string, cfg deadletter.Config) (*deadletter.Inspector, error) {
 	cfg.Open = func(ctx context.Context, name string) (queue.Queue, error) {
-		return c.Open(ctx, api, s3c, name, sqsqueue.Config{})
+		return c.Open(ctx, api, s3c, name, sqsqueue.Config{Logger: cfg.Logger})
 	}
 	q, err := cfg.Open(ctx, cmp.Or(name, queue.Name(cfg.Prefix, queue.KeyDeadLetter)))
 	if err != nil {

@@ -72,9 +72,9 @@ func (c ConfigSource) Files(s3c *s3.Client, maxSize int64) (configstore.Store, e
 	return s3configstore.New(s3c, c.Bucket, c.Prefix, maxSize), nil
 }
 
-// NewOpener opens the stores of reg: fs stores with fsstore, gcs and azure
-// stores with gcsstore and azstore (clouds.go), s3 stores with
-// s3store on clients built from base (nil when no store is s3), each with
+// NewOpener opens the stores of reg: fs stores with fsstore (openFS),
+// gcs and azure stores with gcsstore and azstore (clouds.go), s3 stores
+// with s3store on clients built from base (nil when no store is s3), each with
 // its own credentials — the role or named profile it names (profiles are
 // read from the shared AWS config files), else base's, which go only to
 // AWS endpoints unless the store sets ambientCredentials (see
@@ -90,7 +90,7 @@ func NewOpener(reg *stores.Registry, base *aws.Config, pathStyle bool, s3opts ..
 		S3: stores.ShareS3Clients(func(_ context.Context, c *s3.Client, s stores.Store) (storage.Provider, error) {
 			return s3store.New(c, s3store.Config{Bucket: s.Bucket, Prefix: s.Prefix, Layout: s.Layout, AccountPrefix: s.AccountPrefix})
 		}),
-		FS:    func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
+		FS:    openFS,
 		GCS:   openGCS,
 		Azure: openAzure,
 	}
@@ -110,4 +110,10 @@ func StateLocation(state, bucket, key string) (string, error) {
 		return "", errors.New("--state or --state-bucket is required")
 	}
 	return "s3://" + bucket + "/" + key, nil
+}
+
+// openFS opens an fs store with fsstore, sorting the listings of large
+// directories in its listSpillDir (os.TempDir() when unset).
+func openFS(_ context.Context, s stores.Store) (storage.Provider, error) {
+	return fsstore.New(s.Root, fsstore.WithListSpillDir(s.ListSpillDir))
 }

@@ -1,7 +1,6 @@
 package wiring
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/millfleet/mill/pkg/runs/memruns"
 	"github.com/millfleet/mill/pkg/spacestats/memspacestats"
 	"github.com/millfleet/mill/pkg/storage"
-	"github.com/millfleet/mill/pkg/storage/fsstore"
 	"github.com/millfleet/mill/pkg/stores"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -95,7 +93,7 @@ func Memory(cfg MemoryConfig) (*Deps, error) {
 		})
 	}
 	opener := stores.NewOpener(cfg.Registry, stores.OpenerConfig{
-		FS: func(_ context.Context, s stores.Store) (storage.Provider, error) { return fsstore.New(s.Root) },
+		FS: openFS,
 	})
 	return &Deps{
 		Logger: cfg.Logger, Clock: clk, Queues: qs, Stores: opener, Policies: cfg.Policies,

@@ -304,11 +304,11 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	add(task.TypeDup, dp, err)
 
 	// The bit check and the bit-error processor write alike.
-	writes := bit.Writes{RecheckDelay: d.RecheckDelay, Format: d.Format, Agent: d.Agent}
+	common := bit.Common{RecheckDelay: d.RecheckDelay, Format: d.Format, Agent: d.Agent, Clock: d.Clock, Logger: d.Logger}
 	bp, err := bit.New(bit.Config{
 		Stores: d.Stores, Index: d.Index, AuditLog: d.AuditLog, BitLog: d.BitLog,
 		AuditQueue: q[queue.KeyAudit], BitErrorQueue: q[queue.KeyBitError],
-		Writes: writes, Clock: d.Clock, Logger: d.Logger,
+		Common: common,
 		ReadSettings: bit.ReadSettings{UnreadableKinds: d.UnreadableKinds,
 			Transfer: d.Transfer, Checkpoints: d.Checkpoints, ResumeMinSize: d.ResumeMinSize, CheckpointEvery: d.CheckpointEvery},
 	})
@@ -322,7 +322,7 @@ func build(d Deps, types []task.Type) (map[task.Type]processors.Handler, error) 
 	}
 	ep, err := biterror.New(biterror.Config{
 		Stores: d.Stores, Observer: observer, BitLog: d.BitLog, AuditQueue: q[queue.KeyAudit], BitQueue: q[queue.KeyBit],
-		Writes: writes, Clock: d.Clock, Logger: d.Logger,
+		Common: common,
 	})
 	add(task.TypeBitError, ep, err)
 

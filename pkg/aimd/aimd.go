@@ -43,6 +43,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/pkg/clock"
 )
 
@@ -84,26 +85,20 @@ type Config struct {
 	Clock clock.Clock
 }
 
+// defaultConfig holds the values withDefaults gives a Config's zero or
+// negative fields.
+var defaultConfig = Config{
+	Decrease: 0.85, Min: 1,
+	Interval: time.Second, Cooldown: time.Second,
+	Forget: 5 * time.Minute, MaxWait: 10 * time.Second,
+	Clock: clock.Real{},
+}
+
 func (c Config) withDefaults() Config {
-	if c.Decrease <= 0 || c.Decrease >= 1 {
-		c.Decrease = 0.85
+	if c.Decrease >= 1 { // a Decrease that does not decrease: the default
+		c.Decrease = defaultConfig.Decrease
 	}
-	if c.Min <= 0 {
-		c.Min = 1
-	}
-	if c.Interval <= 0 {
-		c.Interval = time.Second
-	}
-	if c.Cooldown <= 0 {
-		c.Cooldown = time.Second
-	}
-	if c.Forget <= 0 {
-		c.Forget = 5 * time.Minute
-	}
-	if c.MaxWait <= 0 {
-		c.MaxWait = 10 * time.Second
-	}
-	c.Clock = clock.Or(c.Clock)
+	defaults.FillNonPositive(&c, defaultConfig)
 	return c
 }
 

@@ -70,8 +70,7 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
-	p := validate.New("deadletter: Config")
-	p.Required(c)
+	p := validate.Struct("deadletter: Config", c)
 	p.Check(c.Hold >= time.Second && c.Hold <= queue.MaxVisibility, "Hold", c.Hold, "be within 1s..%v", queue.MaxVisibility)
 	return p.Err()
 }

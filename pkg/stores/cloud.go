@@ -61,6 +61,7 @@ var cloudFields = []struct {
 	{"roleArn", []storage.Kind{storage.KindS3}, func(s Store) bool { return s.RoleARN != "" }},
 	{"profile", []storage.Kind{storage.KindS3}, func(s Store) bool { return s.Profile != "" }},
 	{"root", []storage.Kind{storage.KindFS}, func(s Store) bool { return s.Root != "" }},
+	{"listSpillDir", []storage.Kind{storage.KindFS}, func(s Store) bool { return s.ListSpillDir != "" }},
 }
 
 // cloudFieldProblems lists the fields of the kinds outside AWS that s sets

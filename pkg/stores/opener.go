@@ -66,7 +66,9 @@ type OpenerConfig struct {
 // link-local or metadata address (endpoint.HTTPClient). An fs store whose
 // root, resolved through symbolic links on this machine, is, lies inside
 // or contains another fs store's does not open either (Parse compares the
-// roots as written). A store that breaks a rule does not open.
+// roots as written), nor one whose listSpillDir is missing, not a
+// directory, or resolves to an fs store's root or inside one
+// (spilldir.go). A store that breaks a rule does not open.
 type Opener struct {
 	reg  *Registry
 	cfg  OpenerConfig
@@ -125,6 +127,9 @@ func (o *Opener) Open(ctx context.Context, account, storeID string) (storage.Pro
 			return nil, errors.New("stores: no fs provider constructor configured (OpenerConfig.FS)")
 		}
 		if err = fsAliasProblem(o.reg, account, *s); err == nil {
+			err = spillDirOpenProblem(o.reg, *s)
+		}
+		if err == nil {
 			p, err = o.cfg.FS(ctx, *s)
 		}
 	case storage.KindGCS, storage.KindAzure:

@@ -31,7 +31,9 @@ func looksLikeCredential(key string) bool {
 // kind, missing bucket (s3) or root (fs), fields that do not belong to the
 // store's kind, a region, provider or threatZone that is not a short
 // label (place.go), a malformed endpoint or role ARN, an fs root that is not
-// absolute, is "/" or has a ".." segment, two stores (of any accounts)
+// absolute, is "/" or has a ".." segment, an fs store's listSpillDir that
+// is not absolute, has a ".." segment or is (or lies inside) an fs store's
+// root as written (spilldir.go), two stores (of any accounts)
 // sharing or nesting a location (unique.go), and an active account without
 // exactly one primary store (an inactive one may have none, never
 // several). A store's "fixity" object is checked value by value
@@ -76,6 +78,7 @@ func Parse(name string, data []byte) (*Registry, error) {
 				all = append(all, a.stores...)
 			}
 			errs = append(errs, collisions(w, all)...)
+			errs = append(errs, spillDirsInRoots(w, all)...)
 			if err := w.End(); err != nil {
 				return nil, err
 			}
@@ -234,7 +237,7 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, fixityAt, error) {
 	have := map[string]bool{}
 	str := map[string]*string{
 		"id": &s.ID, "bucket": &s.Bucket, "prefix": &s.Prefix, "layout": &s.Layout, "accountPrefix": &s.AccountPrefix,
-		"endpoint": &s.Endpoint, "roleArn": &s.RoleARN, "profile": &s.Profile, "root": &s.Root,
+		"endpoint": &s.Endpoint, "roleArn": &s.RoleARN, "profile": &s.Profile, "root": &s.Root, "listSpillDir": &s.ListSpillDir,
 		"serviceAccountFile": &s.ServiceAccountFile, "storageAccount": &s.StorageAccount, "container": &s.Container,
 		"connectionStringEnv": &s.ConnectionStringEnv, "managedIdentityClientId": &s.ManagedIdentityClientID,
 	}
@@ -292,7 +295,7 @@ func parseStore(w *jsonpos.Walker) (Store, int64, []error, fixityAt, error) {
 			if looksLikeCredential(key) {
 				errs = append(errs, w.Errorf(koff, "store: %q looks like a credential: accounts.json holds no secrets (use the AWS SDK chain or roleArn)", key))
 			} else {
-				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, layout, accountPrefix, endpoint, allowInsecureEndpoint, roleArn, profile, ambientCredentials, root, serviceAccountFile, anonymous, storageAccount, container, connectionStringEnv, managedIdentity, managedIdentityClientId, fixity, provider, threatZone)", key))
+				errs = append(errs, w.Errorf(koff, "store: unknown key %q (want id, primary, kind, bucket, prefix, region, layout, accountPrefix, endpoint, allowInsecureEndpoint, roleArn, profile, ambientCredentials, root, listSpillDir, serviceAccountFile, anonymous, storageAccount, container, connectionStringEnv, managedIdentity, managedIdentityClientId, fixity, provider, threatZone)", key))
 			}
 			if err := w.Skip(); err != nil {
 				return s, off, nil, fa, err
@@ -321,6 +324,9 @@ func storeProblems(s Store) []string {
 		if s.Root != "" {
 			out = append(out, "root is for fs stores, not s3")
 		}
+		if s.ListSpillDir != "" {
+			out = append(out, "listSpillDir is for fs stores, not s3")
+		}
 		if strings.HasPrefix(s.Prefix, "/") {
 			out = append(out, fmt.Sprintf("prefix %q must not start with /", s.Prefix))
 		}
@@ -331,6 +337,9 @@ func storeProblems(s Store) []string {
 		out = append(out, layoutProblems(s)...)
 	case storage.KindFS:
 		if p := rootProblem(s.Root); p != "" {
+			out = append(out, p)
+		}
+		if p := spillDirProblem(s.ListSpillDir); p != "" {
 			out = append(out, p)
 		}
 		for k, v := range map[string]string{"bucket": s.Bucket, "prefix": s.Prefix, "endpoint": s.Endpoint, "roleArn": s.RoleARN, "profile": s.Profile, "layout": s.Layout, "accountPrefix": s.AccountPrefix} {

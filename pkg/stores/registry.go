@@ -26,6 +26,15 @@
 // not AWS's names the credentials it gets (roleArn or profile), or says
 // "ambientCredentials": true.
 //
+// Listing spills: an fs store sorts the listing of a directory too large
+// for memory (over about 60,000 13-byte names) in temporary files,
+// unlinked at once, in its "listSpillDir" — by default os.TempDir(),
+// which on a host whose /tmp is a tmpfs costs memory outside the process
+// (about 15 MB a million names). It must be an absolute path to an existing directory,
+// and never an fs store's root nor inside one (its own or another's,
+// through symbolic links too), so that a spill never sits among content;
+// stores may share one (spilldir.go).
+//
 // Places: a store may say where it is and who keeps it, for the evidence
 // an auditor reads (millctl evidence pack, pkg/ndsa): "region" (on an s3
 // store also the region the SDK signs for; on an fs store a label),
@@ -71,7 +80,7 @@
 //	         "fixity": {"interval": "30d", "archivedInterval": "180d", "archivedMethod": "compute-checksum"}},
 //	        {"id": "3", "kind": "s3", "bucket": "archive", "endpoint": "https://s3.example.org", "profile": "archive",
 //	         "fixity": {"archivedMethod": "none", "sampleRate": 0.5}},
-//	        {"id": "4", "kind": "fs", "root": "/srv/mill/account1-4", "fixity": {"interval": "2160h"},
+//	        {"id": "4", "kind": "fs", "root": "/srv/mill/account1-4", "listSpillDir": "/var/tmp/mill", "fixity": {"interval": "2160h"},
 //	         "region": "eu-central", "provider": "on-premises", "threatZone": "rhine-valley"},
 //	        {"id": "5", "kind": "s3", "layout": "duracloud", "accountPrefix": "AKIAIOSFODNN7EXAMPLE",
 //	         "bucket": "acct1-mill-bookkeeping", "region": "us-east-1"}
@@ -144,6 +153,11 @@ type Store struct {
 	AmbientCredentials bool `json:"ambientCredentials,omitempty"`
 	// Root is the directory of an fs store.
 	Root string `json:"root,omitempty"`
+	// ListSpillDir is where an fs store sorts the listing of a directory
+	// too large for memory, in temporary files unlinked at once (default
+	// os.TempDir()): an absolute path to an existing directory outside
+	// every fs store's root (spilldir.go).
+	ListSpillDir string `json:"listSpillDir,omitempty"`
 	// Provider names who keeps the store's bytes ("aws", "wasabi",
 	// "on-premises") and ThreatZone the disaster threats it shares with
 	// other stores ("us-east-coast"): labels an operator chooses, with

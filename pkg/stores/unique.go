@@ -156,12 +156,24 @@ func rootProblem(root string) string {
 	switch {
 	case root == "":
 		return "an fs store needs a root directory"
-	case !filepath.IsAbs(root):
-		return fmt.Sprintf("root %q is not an absolute path", root)
-	case slices.Contains(strings.Split(filepath.ToSlash(root), "/"), ".."):
-		return fmt.Sprintf("root %q has a \"..\" segment: write the directory itself (through a symbolic link \"..\" is not the parent it seems)", root)
+	case pathProblem("root", root) != "":
+		return pathProblem("root", root)
 	case filepath.Clean(root) == "/":
 		return fmt.Sprintf("root %q is the whole filesystem: give a store a directory of its own", root)
+	}
+	return ""
+}
+
+// pathProblem says what is wrong with the directory p that key names,
+// or "": it must be absolute and without a ".." segment, which is not
+// cleaned away since through a symbolic link ".." is not the parent it
+// seems.
+func pathProblem(key, p string) string {
+	switch {
+	case !filepath.IsAbs(p):
+		return fmt.Sprintf("%s %q is not an absolute path", key, p)
+	case slices.Contains(strings.Split(filepath.ToSlash(p), "/"), ".."):
+		return fmt.Sprintf("%s %q has a \"..\" segment: write the directory itself (through a symbolic link \"..\" is not the parent it seems)", key, p)
 	}
 	return ""
 }

@@ -144,21 +144,27 @@ func TestStoresAreUnique(t *testing.T) {
 				`11:5: account "a3" store "1" (s3://b/p/) is the same location as account "a1" store "1" (s3://b/p/)` + tail,
 			}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := stores.Parse("r.json", []byte(tc.doc))
-			var got []string
-			if err != nil {
-				got = strings.Split(err.Error(), "\n")
-			}
-			var want []string
-			for _, w := range tc.want {
-				want = append(want, "r.json:"+w)
-			}
-			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Fatalf("doc:\n%s\nerrors:\n%s\nwant:\n%s", tc.doc, strings.Join(got, "\n"), strings.Join(want, "\n"))
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { parseWant(t, tc.doc, tc.want) })
 	}
+}
+
+// parseWant parses doc as "r.json" and fails unless its errors are want
+// (each without "r.json:"), in order; it returns the registry.
+func parseWant(t *testing.T, doc string, want []string) *stores.Registry {
+	t.Helper()
+	reg, err := stores.Parse("r.json", []byte(doc))
+	var got []string
+	if err != nil {
+		got = strings.Split(err.Error(), "\n")
+	}
+	var full []string
+	for _, w := range want {
+		full = append(full, "r.json:"+w)
+	}
+	if strings.Join(got, "\n") != strings.Join(full, "\n") {
+		t.Fatalf("doc:\n%s\nerrors:\n%s\nwant:\n%s", doc, strings.Join(got, "\n"), strings.Join(full, "\n"))
+	}
+	return reg
 }
 
 // TestValidateRefusesAliases: a registry built in code is held to the same

@@ -74,8 +74,7 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	p := validate.New("audit: Config")
-	p.Required(c)
+	p := validate.Struct("audit: Config", c)
 	p.Add("Format", c.Format.Validate())
 	p.Check(c.EchoWindow >= 0, "EchoWindow", c.EchoWindow, "not be negative")
 	return p.Err()

@@ -40,7 +40,7 @@ func TestRowNamesConfiguredAgent(t *testing.T) {
 	}
 	e := bt.New(t)
 	if _, err := bit.New(bit.Config{Stores: e.Opener, Index: e.Index, AuditLog: e.Audit, BitLog: e.BitLog,
-		AuditQueue: e.AuditQ, BitErrorQueue: e.ErrQ, Writes: bit.Writes{Agent: bitlog.Agent{Instance: "a\nb"}}}); err == nil || !strings.Contains(err.Error(), "Agent") {
+		AuditQueue: e.AuditQ, BitErrorQueue: e.ErrQ, Common: bit.Common{Agent: bitlog.Agent{Instance: "a\nb"}}}); err == nil || !strings.Contains(err.Error(), "Agent") {
 		t.Errorf("New with an agent holding a newline = %v, want an Agent error", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/bitlog"
@@ -47,31 +48,22 @@ type Config struct {
 	// ReadSettings are how the check reads content (see Observer): no
 	// store is unreadable, the default transfer, no checkpoints when zero.
 	ReadSettings
-	// Writes: RecheckDelay is the wait of cases 4, 8, 9 and 10 before the
+	// Common: RecheckDelay is the wait of cases 4, 8, 9 and 10 before the
 	// next attempt; UserID (default DefaultUserID) that of the AUDIT tasks
 	// the check emits.
-	Writes
-	Clock  clock.Clock  // default the system clock
-	Logger *slog.Logger // default slog.Default()
+	Common
 }
 
 // WithDefaults returns c with every zero default filled in.
 func (c Config) WithDefaults() Config {
-	c.Writes = c.Writes.WithDefaults(DefaultUserID)
-	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
+	c.Common = c.Common.WithDefaults(DefaultUserID)
 	return c
 }
 
-func (c Config) validate() error {
-	p := validate.New("bit: Config")
-	p.Required(c)
-	c.Writes.Check(p)
-	return p.Err()
-}
-
-// Writes are the settings of what a bit processor writes, alike in the
-// bit check's Config and the bit-error processor's (package biterror).
-type Writes struct {
+// Common is the part of a Config both bit processors share (the check's
+// and the bit-error processor's, package biterror): the settings of what
+// they write, their clock and their logger.
+type Common struct {
 	// RecheckDelay is the wait before the processor's re-check of an item
 	// (default DefaultRecheckDelay; at most queue.MaxDelay).
 	RecheckDelay time.Duration
@@ -83,26 +75,26 @@ type Writes struct {
 	Agent bitlog.Agent
 	// Format of emitted task bodies (default task.FormatJSON).
 	Format task.Format
+	Clock  clock.Clock  // default the system clock
+	Logger *slog.Logger // default slog.Default()
 }
 
-// WithDefaults returns w with zero fields set to their defaults; userID
+// WithDefaults returns c with zero fields set to their defaults; userID
 // is the processor's default UserID.
-func (w Writes) WithDefaults(userID string) Writes {
-	if w.RecheckDelay == 0 {
-		w.RecheckDelay = DefaultRecheckDelay
-	}
-	if w.UserID == "" {
-		w.UserID = userID
-	}
-	return w
+func (c Common) WithDefaults(userID string) Common {
+	defaults.Fill(&c, Common{RecheckDelay: DefaultRecheckDelay, UserID: userID})
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
+	return c
 }
 
-// Check records w's problems in p, the problems of the Config w is in
-// (named as that Config's fields: "bit: Config.Agent ...").
-func (w Writes) Check(p *validate.Problems) {
-	p.Add("RecheckDelay", queue.CheckDelay(w.RecheckDelay))
-	p.Add("Format", w.Format.Validate())
-	p.Add("Agent", w.Agent.Validate())
+// Validate returns every problem of cfg, the Config named name that embeds
+// c: its required fields (package validate) and c's own.
+func (c Common) Validate(name string, cfg any) error {
+	p := validate.Struct(name, cfg)
+	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
+	p.Add("Format", c.Format.Validate())
+	p.Add("Agent", c.Agent.Validate())
+	return p.Err()
 }
 
 // Processor is the BIT task processor. Safe for concurrent use.
@@ -114,7 +106,7 @@ type Processor struct {
 // New returns a BIT processor.
 func New(cfg Config) (*Processor, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Common.Validate("bit: Config", cfg); err != nil {
 		return nil, err
 	}
 	obs := &Observer{Stores: cfg.Stores, Index: cfg.Index, AuditLog: cfg.AuditLog, ReadSettings: cfg.ReadSettings}

@@ -21,7 +21,7 @@ func TestRepairRowNamesConfiguredAgent(t *testing.T) {
 		bit: e.Processor(func(c *bit.Config) { c.Agent = checker })}
 	p, err := biterror.New(biterror.Config{Stores: e.Opener, BitLog: e.BitLog, AuditQueue: e.AuditQ, BitQueue: f.bitQ,
 		Observer: &bit.Observer{Stores: e.Opener, Index: e.Index, AuditLog: e.Audit},
-		Writes:   bit.Writes{Agent: repairer}, Clock: e.Clock, Logger: e.Logger()})
+		Common:   bit.Common{Agent: repairer, Clock: e.Clock, Logger: e.Logger()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestRepairRowNamesConfiguredAgent(t *testing.T) {
 	}
 	if _, err := biterror.New(biterror.Config{Stores: e.Opener, BitLog: e.BitLog, AuditQueue: e.AuditQ, BitQueue: f.bitQ,
 		Observer: &bit.Observer{Stores: e.Opener, Index: e.Index, AuditLog: e.Audit},
-		Writes:   bit.Writes{Agent: bitlog.Agent{Version: "v1\x00"}}}); err == nil {
+		Common:   bit.Common{Agent: bitlog.Agent{Version: "v1\x00"}}}); err == nil {
 		t.Error("New accepted an agent version holding a NUL")
 	}
 }

@@ -113,9 +113,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/bitlog"
-	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/stores"
@@ -156,25 +154,15 @@ type Config struct {
 	BitLog     bitlog.Log    `validate:"required"`
 	AuditQueue queue.Queue   `validate:"required"` // audited repairs and case 6 re-syncs
 	BitQueue   queue.Queue   `validate:"required"` // re-checks of repaired items
-	// Writes: RecheckDelay delays the re-check after a case 6 audit
+	// Common: RecheckDelay delays the re-check after a case 6 audit
 	// re-sync; UserID (default DefaultUserID) is that of repair writes.
-	bit.Writes
-	Clock  clock.Clock  // default the system clock
-	Logger *slog.Logger // default slog.Default()
+	bit.Common
 }
 
 // WithDefaults returns c with every zero default filled in.
 func (c Config) WithDefaults() Config {
-	c.Writes = c.Writes.WithDefaults(DefaultUserID)
-	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
+	c.Common = c.Common.WithDefaults(DefaultUserID)
 	return c
-}
-
-func (c Config) validate() error {
-	p := validate.New("biterror: Config")
-	p.Required(c)
-	c.Writes.Check(p)
-	return p.Err()
 }
 
 // Processor is the BIT_ERROR task processor. Safe for concurrent use.
@@ -183,7 +171,7 @@ type Processor struct{ cfg Config }
 // New returns a BIT_ERROR processor.
 func New(cfg Config) (*Processor, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Common.Validate("biterror: Config", cfg); err != nil {
 		return nil, err
 	}
 	return &Processor{cfg: cfg}, nil

@@ -32,7 +32,7 @@ func setup(t *testing.T) *fixture {
 	f := &fixture{Env: e, bitQ: memqueue.New("bit", memqueue.Config{Clock: e.Clock}), bit: e.Processor(nil)}
 	p, err := biterror.New(biterror.Config{Stores: e.Opener, BitLog: e.BitLog, AuditQueue: e.AuditQ, BitQueue: f.bitQ,
 		Observer: &bit.Observer{Stores: e.Opener, Index: e.Index, AuditLog: e.Audit},
-		Clock:    e.Clock, Logger: e.Logger()})
+		Common:   bit.Common{Clock: e.Clock, Logger: e.Logger()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestRepairUnprovableCopyRefused(t *testing.T) {
 	ob := &bit.Observer{Stores: f.Opener, Index: f.Index, AuditLog: f.Audit,
 		ReadSettings: bit.ReadSettings{UnreadableStores: []string{bt.Account + "/1"}}}
 	p, err := biterror.New(biterror.Config{Stores: f.Opener, Observer: ob, BitLog: f.BitLog, AuditQueue: f.AuditQ,
-		BitQueue: f.bitQ, Clock: f.Clock, Logger: f.Logger()})
+		BitQueue: f.bitQ, Common: bit.Common{Clock: f.Clock, Logger: f.Logger()}})
 	if err != nil {
 		t.Fatal(err)
 	}

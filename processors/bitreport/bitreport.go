@@ -122,8 +122,7 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	p := validate.New("bitreport: Config")
-	p.Required(c)
+	p := validate.Struct("bitreport: Config", c)
 	p.Add("RecheckDelay", queue.CheckDelay(c.RecheckDelay))
 	p.Check(c.MaxRechecks >= 0, "MaxRechecks", c.MaxRechecks, "not be negative")
 	if c.AdminSpace { // the copy into the admin space is an audited write

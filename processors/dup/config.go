@@ -172,8 +172,7 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	p := validate.New("dup: Config")
-	p.Required(c)
+	p := validate.Struct("dup: Config", c)
 	p.Check(c.Retry.Attempts >= 1, "Retry.Attempts", c.Retry.Attempts, "be at least 1")
 	p.Check(c.Retry.Base > 0 && c.Retry.Max >= c.Retry.Base, "Retry", fmt.Sprintf("%s..%s", c.Retry.Base, c.Retry.Max), "be 0 < Base <= Max")
 	p.Check(c.RestoreArchivedDays >= 0, "RestoreArchivedDays", c.RestoreArchivedDays, "not be negative")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/clock"
@@ -48,21 +49,18 @@ type Config struct {
 	Logger *slog.Logger // default slog.Default()
 }
 
+// defaultConfig holds the values withDefaults gives a Config's zero or
+// negative fields.
+var defaultConfig = Config{MaxItems: DefaultMaxItems, PageSize: storage.DefaultPageSize}
+
 func (c Config) withDefaults() Config {
-	if c.MaxItems <= 0 {
-		c.MaxItems = DefaultMaxItems
-	}
-	if c.PageSize <= 0 {
-		c.PageSize = storage.DefaultPageSize
-	}
+	defaults.FillNonPositive(&c, defaultConfig)
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 
 func (c Config) validate() error {
-	p := validate.New("storagestats: Config")
-	p.Required(c)
-	return p.Err()
+	return validate.Struct("storagestats: Config", c).Err()
 }
 
 // Processor handles STORAGE_STATS tasks. Safe for concurrent use.

@@ -69,9 +69,7 @@ type AtRest struct {
 }
 
 func (a *AtRest) validate() error {
-	p := validate.New("bit producer: AtRest")
-	p.Required(a)
-	return p.Err()
+	return validate.Struct("bit producer: AtRest", a).Err()
 }
 
 // ObjectLocator is a store whose items are objects of a bucket at key

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/lease"
@@ -101,40 +102,30 @@ type Config struct {
 	ProgressInterval time.Duration
 }
 
+// defaultConfig holds the values WithDefaults gives a Config's zero fields.
+var defaultConfig = Config{
+	LeaseTTL:         DefaultLeaseTTL,
+	MaxQueueSize:     DefaultMaxQueueSize,
+	BiteSize:         DefaultBiteSize,
+	MorselAttempts:   DefaultMorselAttempts,
+	SendsInFlight:    DefaultSendsInFlight,
+	ProgressInterval: DefaultProgressInterval,
+	StartWindow:      DefaultStartWindow,
+}
+
 // WithDefaults returns c with unset optional fields set to their defaults.
 func (c Config) WithDefaults() Config {
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	if c.Holder.ID == "" {
 		c.Holder = lease.Self(c.Clock.Now())
 	}
-	if c.LeaseTTL == 0 {
-		c.LeaseTTL = DefaultLeaseTTL
-	}
-	if c.MaxQueueSize == 0 {
-		c.MaxQueueSize = DefaultMaxQueueSize
-	}
-	if c.BiteSize == 0 {
-		c.BiteSize = DefaultBiteSize
-	}
-	if c.MorselAttempts == 0 {
-		c.MorselAttempts = DefaultMorselAttempts
-	}
-	if c.SendsInFlight == 0 {
-		c.SendsInFlight = DefaultSendsInFlight
-	}
-	if c.ProgressInterval == 0 {
-		c.ProgressInterval = DefaultProgressInterval
-	}
-	if c.StartWindow == 0 {
-		c.StartWindow = DefaultStartWindow
-	}
+	defaults.Fill(&c, defaultConfig)
 	c.Notifier = notify.Or(c.Notifier, c.Logger)
 	return c
 }
 
 func (c Config) validate() error {
-	p := validate.New("looping: Config")
-	p.Required(c)
+	p := validate.Struct("looping: Config", c)
 	p.Check(c.LeaseTTL >= 3*time.Second, "LeaseTTL", c.LeaseTTL, "be at least 3s")
 	p.Check(c.MaxQueueSize >= 0, "MaxQueueSize", c.MaxQueueSize, "not be negative")
 	p.Check(c.BiteSize >= 0, "BiteSize", c.BiteSize, "not be negative")

@@ -53,4 +53,8 @@
 //     (internal/testkit/faultproxy) that cuts the body of one GET of a bit
 //     check and frames the half as the whole object; the check reads the
 //     item again and the run ends with 0 FAILURE rows and a SUCCESS report.
+//   - sendlog_test.go: Workman reaches SQS through a proxy that breaks the
+//     answer to its dead-letter send after the emulator stored it; the
+//     letter is queued twice, and Workman's JSON log has the one Warn line
+//     (dead-letter queue, attempts 2) naming one of the two copies.
 package adversarial

@@ -305,13 +305,13 @@ func TestBitIntegrityEndToEnd(t *testing.T) {
 	// Workman with the four processors.
 	const recheck = time.Second
 	bitP, err := bit.New(bit.Config{Stores: opener, Index: index, AuditLog: alog, BitLog: bitLog, AuditQueue: auditQ, BitErrorQueue: errorQ,
-		Writes: bit.Writes{RecheckDelay: recheck}, Logger: logger})
+		Common: bit.Common{RecheckDelay: recheck, Logger: logger}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	observer := &bit.Observer{Stores: opener, Index: index, AuditLog: alog}
 	errP, err := biterror.New(biterror.Config{Stores: opener, Observer: observer,
-		BitLog: bitLog, AuditQueue: auditQ, BitQueue: bitQ, Writes: bit.Writes{RecheckDelay: recheck}, Logger: logger})
+		BitLog: bitLog, AuditQueue: auditQ, BitQueue: bitQ, Common: bit.Common{RecheckDelay: recheck, Logger: logger}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,12 +95,12 @@ func TestChainAcrossClouds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bitP, err := bit.New(bit.Config{Stores: opener, Index: index, AuditLog: alog, BitLog: blog, AuditQueue: auditQ, BitErrorQueue: errQ, Logger: log})
+	bitP, err := bit.New(bit.Config{Stores: opener, Index: index, AuditLog: alog, BitLog: blog, AuditQueue: auditQ, BitErrorQueue: errQ, Common: bit.Common{Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	errP, err := biterror.New(biterror.Config{Stores: opener, Observer: &bit.Observer{Stores: opener, Index: index, AuditLog: alog},
-		BitLog: blog, AuditQueue: auditQ, BitQueue: bitQ, Logger: log})
+		BitLog: blog, AuditQueue: auditQ, BitQueue: bitQ, Common: bit.Common{Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func TestPostgresRestartDuringBitRun(t *testing.T) {
 	defer logf.Close()
 	logger := slog.New(slog.NewJSONHandler(io.MultiWriter(logf), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	proc, err := bit.New(bit.Config{Stores: opener, Index: index, AuditLog: audit, BitLog: bitLog,
-		AuditQueue: auditQ, BitErrorQueue: errQ, Logger: logger})
+		AuditQueue: auditQ, BitErrorQueue: errQ, Common: bit.Common{Logger: logger}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -273,7 +273,7 @@ func TestTransferChild(t *testing.T) {
 		blog := membitlog.New(nil)
 		p, err := bit.New(bit.Config{Stores: opener, Index: index, AuditLog: alog, BitLog: blog,
 			AuditQueue: memqueue.New("audit", memqueue.Config{}), BitErrorQueue: memqueue.New("bit-error", memqueue.Config{}),
-			ReadSettings: bit.ReadSettings{Transfer: tr, Checkpoints: cps, ResumeMinSize: 1, CheckpointEvery: killPartSize}, Logger: log})
+			ReadSettings: bit.ReadSettings{Transfer: tr, Checkpoints: cps, ResumeMinSize: 1, CheckpointEvery: killPartSize}, Common: bit.Common{Logger: log}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -80,7 +80,7 @@ func BenchmarkBitCheckReadPath(b *testing.B) {
 	blog := membitlog.New(nil)
 	p, err := bit.New(bit.Config{Stores: opener, Index: index, AuditLog: alog, BitLog: blog,
 		AuditQueue: memqueue.New("audit", memqueue.Config{}), BitErrorQueue: memqueue.New("bit-error", memqueue.Config{}),
-		Logger: slog.New(slog.DiscardHandler)})
+		Common: bit.Common{Logger: slog.New(slog.DiscardHandler)}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -215,7 +215,7 @@ func BenchmarkShapedTransfers(b *testing.B) {
 	newBit := func(tr storage.Transfer) *bit.Processor {
 		p, err := bit.New(bit.Config{Stores: bitOpener, Index: index, AuditLog: alog, BitLog: blog,
 			AuditQueue: memqueue.New("audit", memqueue.Config{}), BitErrorQueue: memqueue.New("bit-error", memqueue.Config{}),
-			ReadSettings: bit.ReadSettings{Transfer: tr}, Logger: slog.New(slog.DiscardHandler)})
+			ReadSettings: bit.ReadSettings{Transfer: tr}, Common: bit.Common{Logger: slog.New(slog.DiscardHandler)}})
 		if err != nil {
 			b.Fatal(err)
 		}

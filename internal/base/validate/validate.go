@@ -26,6 +26,15 @@ type Problems struct {
 // "bit: Config".
 func New(prefix string) *Problems { return &Problems{prefix: prefix} }
 
+// Struct returns a collection for the struct cfg (or the struct cfg points
+// to), named by prefix, that holds the problems of its required fields
+// (Required): where every Config's validation starts.
+func Struct(prefix string, cfg any) *Problems {
+	p := New(prefix)
+	p.Required(cfg)
+	return p
+}
+
 // Require records "prefix.field is required" unless present.
 func (p *Problems) Require(field string, present bool) {
 	if !present {

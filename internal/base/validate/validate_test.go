@@ -50,3 +50,19 @@ func TestRequired(t *testing.T) {
 		t.Fatalf("through a pointer: err = %v", err)
 	}
 }
+
+func TestStruct(t *testing.T) {
+	type cfg struct {
+		Name    string `validate:"required"`
+		Workers int
+	}
+	p := validate.Struct("x: Config", cfg{Workers: -1})
+	p.Check(false, "Workers", -1, "not be negative")
+	want := "x: Config.Name is required\nx: Config.Workers -1: must not be negative"
+	if err := p.Err(); err == nil || err.Error() != want {
+		t.Fatalf("err = %q, want %q", err, want)
+	}
+	if err := validate.Struct("x: Config", &cfg{Name: "n"}).Err(); err != nil {
+		t.Fatalf("a complete config: %v", err)
+	}
+}

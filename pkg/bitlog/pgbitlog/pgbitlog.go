@@ -5,16 +5,15 @@ package pgbitlog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/millfleet/mill/internal/base/pgerr"
 	"github.com/millfleet/mill/pkg/bitlog"
 )
 
@@ -67,8 +66,8 @@ func (l *Log) ensureMonth(ctx context.Context, m time.Time) error {
 // noPartition reports whether err is PostgreSQL's "no partition of relation
 // … found for row" (a month dropped since this Log last saw it).
 func noPartition(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23514" && strings.HasPrefix(pe.Message, "no partition of relation")
+	pe, ok := pgerr.Find(err, pgerr.CheckViolation)
+	return ok && strings.HasPrefix(pe.Message, "no partition of relation")
 }
 
 // sqlBitInsert upserts a row: $1 run, $2 account, $3 store, $4 store kind,

@@ -95,13 +95,9 @@ type Recorder struct {
 	cfg    Config
 	labels metrics.TaskTypeLabels
 
-	mu    sync.Mutex
-	tasks map[seriesKey]*series
-	dead  map[seriesKey]int64
-	timed map[timingKey]*timing // timing.go
-	calls int64
-	// limits: the per-store request limits' changes (limits.go)
-	limits map[string]*limitSeries
+	mu       sync.Mutex
+	interval *totals // the interval's aggregate (totals.go)
+	calls    int64
 
 	flushMu sync.Mutex // one publication at a time
 }
@@ -109,11 +105,6 @@ type Recorder struct {
 type seriesKey struct {
 	typ    string // a TaskTypeLabels label
 	result string
-}
-
-type series struct {
-	count         int64
-	sum, min, max float64 // milliseconds
 }
 
 var _ metrics.Recorder = (*Recorder)(nil)
@@ -127,7 +118,7 @@ func New(client API, cfg Config) (*Recorder, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("metrics: cloudwatch: %w", err)
 	}
-	return &Recorder{client: client, cfg: cfg, labels: metrics.NewTaskTypeLabels(cfg.TaskTypes), tasks: map[seriesKey]*series{}, dead: map[seriesKey]int64{}, timed: map[timingKey]*timing{}}, nil
+	return &Recorder{client: client, cfg: cfg, labels: metrics.NewTaskTypeLabels(cfg.TaskTypes), interval: newTotals()}, nil
 }
 
 // TaskDone implements metrics.Recorder: it adds to the interval's aggregate.
@@ -135,31 +126,14 @@ func (c *Recorder) TaskDone(t task.Type, result string, elapsed time.Duration) {
 	ms := float64(elapsed) / float64(time.Millisecond)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := seriesKey{c.labels.Label(t), result}
-	s := c.tasks[k]
-	if s == nil {
-		s = &series{min: ms, max: ms}
-		c.tasks[k] = s
-	}
-	s.add(1, ms, ms, ms)
-}
-
-func (s *series) add(n int64, sum, mn, mx float64) {
-	if s.count == 0 || mn < s.min {
-		s.min = mn
-	}
-	if s.count == 0 || mx > s.max {
-		s.max = mx
-	}
-	s.count += n
-	s.sum += sum
+	entry(c.interval.tasks, seriesKey{c.labels.Label(t), result}, newSeries).add(1, ms, ms, ms)
 }
 
 // DeadLettered implements metrics.Recorder.
 func (c *Recorder) DeadLettered(t task.Type, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dead[seriesKey{c.labels.Label(t), reason}]++
+	c.interval.dead[seriesKey{c.labels.Label(t), reason}]++
 }
 
 // Received implements metrics.Recorder (not published to CloudWatch).
@@ -203,16 +177,13 @@ func (c *Recorder) Flush(ctx context.Context) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	c.mu.Lock()
-	tasks, dead, timed := c.tasks, c.dead, c.timed
-	c.tasks, c.dead, c.timed = map[seriesKey]*series{}, map[seriesKey]int64{}, map[timingKey]*timing{}
+	taken := c.interval
+	c.interval = newTotals()
 	c.mu.Unlock()
-	lims := c.takeLimits()
-	if len(tasks) == 0 && len(dead) == 0 && len(timed) == 0 && len(lims) == 0 {
+	if taken.empty() {
 		return nil
 	}
-	now := time.Now()
-	data := append(datums(tasks, dead, now), timingDatums(timed, now)...)
-	data = append(data, limitDatums(lims, now)...)
+	data := taken.datums(time.Now())
 	var errs []error
 	for len(data) > 0 {
 		n := min(len(data), maxDatumsPerPutMetricData)
@@ -229,47 +200,20 @@ func (c *Recorder) Flush(ctx context.Context) error {
 		data = data[n:]
 	}
 	if err := errors.Join(errs...); err != nil {
-		c.restore(tasks, dead, timed)
-		c.restoreLimits(lims)
+		c.mu.Lock()
+		c.interval.merge(taken) // the next publication carries it
+		c.mu.Unlock()
 		return fmt.Errorf("metrics: cloudwatch: put metric data: %w", err)
 	}
 	return nil
 }
 
-// restore merges an unpublished aggregate back so the next publication
-// carries it.
-func (c *Recorder) restore(tasks map[seriesKey]*series, dead map[seriesKey]int64, timed map[timingKey]*timing) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, s := range tasks {
-		cur := c.tasks[k]
-		if cur == nil {
-			cur = &series{}
-			c.tasks[k] = cur
-		}
-		cur.add(s.count, s.sum, s.min, s.max)
-	}
-	for k, n := range dead {
-		c.dead[k] += n
-	}
-	for k, s := range timed {
-		cur := c.timed[k]
-		if cur == nil {
-			cur = newTimingSeries()
-			c.timed[k] = cur
-		}
-		cur.merge(s)
-	}
-}
-
 func dims(k seriesKey) []cwtypes.Dimension {
-	return []cwtypes.Dimension{
-		{Name: aws.String(DimTaskType), Value: aws.String(k.typ)},
-		{Name: aws.String(DimResult), Value: aws.String(k.result)},
-	}
+	return []cwtypes.Dimension{dim(DimTaskType, k.typ), dim(DimResult, k.result)}
 }
 
-func datums(tasks map[seriesKey]*series, dead map[seriesKey]int64, now time.Time) []cwtypes.MetricDatum {
+// taskDatums are the datums of the tasks' and the dead letters' totals.
+func taskDatums(tasks map[seriesKey]*series, dead map[seriesKey]int64, now time.Time) []cwtypes.MetricDatum {
 	keys := make([]seriesKey, 0, len(tasks))
 	for k := range tasks {
 		keys = append(keys, k)
@@ -278,14 +222,8 @@ func datums(tasks map[seriesKey]*series, dead map[seriesKey]int64, now time.Time
 	var out []cwtypes.MetricDatum
 	for _, k := range keys {
 		s := tasks[k]
-		out = append(out,
-			cwtypes.MetricDatum{MetricName: aws.String(MetricTasks), Dimensions: dims(k), Timestamp: aws.Time(now),
-				Unit: cwtypes.StandardUnitCount, Value: aws.Float64(float64(s.count))},
-			cwtypes.MetricDatum{MetricName: aws.String(MetricTaskDuration), Dimensions: dims(k), Timestamp: aws.Time(now),
-				Unit: cwtypes.StandardUnitMilliseconds, StatisticValues: &cwtypes.StatisticSet{
-					SampleCount: aws.Float64(float64(s.count)), Sum: aws.Float64(s.sum),
-					Minimum: aws.Float64(s.min), Maximum: aws.Float64(s.max)}},
-		)
+		out = append(out, countDatum(MetricTasks, s.count, now, dims(k)...),
+			s.statisticSet(MetricTaskDuration, cwtypes.StandardUnitMilliseconds, now, dims(k)...))
 	}
 	keys = keys[:0]
 	for k := range dead {
@@ -293,8 +231,7 @@ func datums(tasks map[seriesKey]*series, dead map[seriesKey]int64, now time.Time
 	}
 	sortKeys(keys)
 	for _, k := range keys {
-		out = append(out, cwtypes.MetricDatum{MetricName: aws.String(MetricDeadLettered), Dimensions: dims(k), Timestamp: aws.Time(now),
-			Unit: cwtypes.StandardUnitCount, Value: aws.Float64(float64(dead[k]))})
+		out = append(out, countDatum(MetricDeadLettered, dead[k], now, dims(k)...))
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package cloudwatchmetrics_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -13,6 +14,7 @@ import (
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
 	"github.com/millfleet/mill/internal/testkit/testenv"
+	"github.com/millfleet/mill/pkg/metrics"
 	"github.com/millfleet/mill/pkg/metrics/cloudwatchmetrics"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -141,5 +143,87 @@ func TestCloudWatchEmulator(t *testing.T) {
 	}
 	if sum != 40 {
 		t.Fatalf("Tasks{NOOP,success} sum %v, want 40 (datapoints %d)", sum, len(st.Datapoints))
+	}
+}
+
+// TestCloudWatchFailedPublicationKeepsTotals: a failed publication keeps
+// every total of its interval, the tasks' and the stores' limits' alike,
+// and the next one sends them merged with what came since, once.
+func TestCloudWatchFailedPublicationKeepsTotals(t *testing.T) {
+	cc := &capture{}
+	cw, err := cloudwatchmetrics.New(cc, cloudwatchmetrics.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cw.TaskDone(task.TypeNoop, "success", 20*time.Millisecond)
+	cw.TaskDone(task.TypeNoop, "success", 50*time.Millisecond)
+	cw.DeadLettered(task.TypeBit, "failed")
+	cw.TaskTimed(metrics.TaskTiming{Queue: "q", Type: task.TypeBit, Wait: time.Second, Attempts: 1})
+	cw.LimitChanged("s3 hot", "decrease", 85)
+	cc.fail.Store(true)
+	if err := cw.Flush(ctx); err == nil {
+		t.Fatal("a failed publication reported no error")
+	}
+	cc.fail.Store(false)
+	cc.data = nil
+	cw.TaskDone(task.TypeNoop, "success", 10*time.Millisecond)
+	cw.LimitChanged("s3 hot", "increase", 90)
+	if err := cw.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ name, dims string }
+	got := map[key]cwtypes.MetricDatum{}
+	var sent []key
+	for _, d := range cc.data {
+		var dims []string
+		for _, dm := range d.Dimensions {
+			dims = append(dims, aws.ToString(dm.Name)+"="+aws.ToString(dm.Value))
+		}
+		k := key{aws.ToString(d.MetricName), strings.Join(dims, ",")}
+		got[k] = d
+		sent = append(sent, k)
+	}
+	value := func(name, dims string) float64 {
+		t.Helper()
+		d, ok := got[key{name, dims}]
+		if !ok {
+			t.Fatalf("no %s{%s} after the retry; sent %v", name, dims, sent)
+		}
+		return aws.ToFloat64(d.Value)
+	}
+	stats := func(name, dims string) [4]float64 {
+		t.Helper()
+		d, ok := got[key{name, dims}]
+		if !ok || d.StatisticValues == nil {
+			t.Fatalf("no statistic set %s{%s} after the retry; sent %v", name, dims, sent)
+		}
+		s := d.StatisticValues
+		return [4]float64{aws.ToFloat64(s.SampleCount), aws.ToFloat64(s.Sum), aws.ToFloat64(s.Minimum), aws.ToFloat64(s.Maximum)}
+	}
+	noop := "TaskType=NOOP,Result=success"
+	if n := value(cloudwatchmetrics.MetricTasks, noop); n != 3 {
+		t.Errorf("Tasks{%s} %v, want 3", noop, n)
+	}
+	if s := stats(cloudwatchmetrics.MetricTaskDuration, noop); s != [4]float64{3, 80, 10, 50} {
+		t.Errorf("TaskDuration{%s} count, sum, min, max %v, want [3 80 10 50]", noop, s)
+	}
+	if n := value(cloudwatchmetrics.MetricDeadLettered, "TaskType=BIT,Result=failed"); n != 1 {
+		t.Errorf("DeadLettered %v, want 1", n)
+	}
+	if _, total := percentile(t, cc.data, cloudwatchmetrics.MetricQueueWait, 0.5); total != 1 {
+		t.Errorf("QueueWait samples %v, want 1", total)
+	}
+	if s := stats(cloudwatchmetrics.MetricStoreRequestLimit, "Store=s3 hot"); s != [4]float64{2, 175, 85, 90} {
+		t.Errorf("StoreRequestLimit count, sum, min, max %v, want [2 175 85 90]", s)
+	}
+	for _, ch := range []string{"decrease", "increase"} {
+		if n := value(cloudwatchmetrics.MetricStoreRequestLimitChanges, "Store=s3 hot,Change="+ch); n != 1 {
+			t.Errorf("StoreRequestLimitChanges{%s} %v, want 1", ch, n)
+		}
+	}
+	// Sent once: nothing is left for the next interval.
+	if err := cw.Flush(ctx); err != nil || cc.calls.Load() != 2 {
+		t.Fatalf("flush after the retry: %v, calls %d, want 2", err, cc.calls.Load())
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
 	"github.com/millfleet/mill/pkg/metrics"
@@ -72,12 +71,7 @@ var _ metrics.TaskTimer = (*Recorder)(nil)
 func (c *Recorder) TaskTimed(tt metrics.TaskTiming) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := timingKey{tt.Queue, c.labels.Label(tt.Type)}
-	s := c.timed[k]
-	if s == nil {
-		s = newTimingSeries()
-		c.timed[k] = s
-	}
+	s := entry(c.interval.timed, timingKey{tt.Queue, c.labels.Label(tt.Type)}, newTimingSeries)
 	s.wait[quantize(millis(tt.Wait))]++
 	s.run[quantize(millis(tt.Run))]++
 	s.attempts[float64(tt.Attempts)]++
@@ -98,10 +92,7 @@ func timingDatums(timed map[timingKey]*timing, now time.Time) []cwtypes.MetricDa
 	})
 	var out []cwtypes.MetricDatum
 	for _, k := range keys {
-		dims := []cwtypes.Dimension{
-			{Name: aws.String(DimQueue), Value: aws.String(k.queue)},
-			{Name: aws.String(DimTaskType), Value: aws.String(k.typ)},
-		}
+		dims := []cwtypes.Dimension{dim(DimQueue, k.queue), dim(DimTaskType, k.typ)}
 		s := timed[k]
 		for _, m := range []struct {
 			name string
@@ -123,8 +114,9 @@ func timingDatums(timed map[timingKey]*timing, now time.Time) []cwtypes.MetricDa
 				for i, v := range values[:n] {
 					counts[i] = m.d[v]
 				}
-				out = append(out, cwtypes.MetricDatum{MetricName: aws.String(m.name), Dimensions: dims, Timestamp: aws.Time(now),
-					Unit: m.unit, Values: values[:n:n], Counts: counts})
+				d := datum(m.name, m.unit, now, dims...)
+				d.Values, d.Counts = values[:n:n], counts
+				out = append(out, d)
 				values = values[n:]
 			}
 		}

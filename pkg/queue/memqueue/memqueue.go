@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
 )
@@ -64,18 +65,14 @@ type Config struct {
 	Fair bool
 }
 
+// defaultConfig holds the values WithDefaults gives a Config's zero or
+// negative fields.
+var defaultConfig = Config{VisibilityTimeout: DefaultVisibilityTimeout, MaxBodyBytes: DefaultMaxBodyBytes, Clock: clock.Real{}}
+
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.VisibilityTimeout <= 0 {
-		c.VisibilityTimeout = DefaultVisibilityTimeout
-	}
-	if c.VisibilityTimeout > queue.MaxVisibility {
-		c.VisibilityTimeout = queue.MaxVisibility
-	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	c.Clock = clock.Or(c.Clock)
+	defaults.FillNonPositive(&c, defaultConfig)
+	c.VisibilityTimeout = min(c.VisibilityTimeout, queue.MaxVisibility)
 	return c
 }
 

@@ -2,6 +2,7 @@ package sqsqueue
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/millfleet/mill/internal/base/validate"
@@ -40,6 +41,10 @@ type Config struct {
 	MaxBatchBytes int
 	// Clock times the entry retry backoff (default clock.Real{}).
 	Clock clock.Clock
+	// Logger gets a Warn line for each send the SDK had to make more
+	// than once, which may have queued its messages twice (resend.go;
+	// default slog.Default()).
+	Logger *slog.Logger
 	// CallTimeout bounds each SQS request beyond what it asks SQS to
 	// wait: a receive gets its long-poll wait plus CallTimeout, any other
 	// request CallTimeout (default DefaultCallTimeout, 10 s). A request
@@ -69,7 +74,7 @@ func (c Config) WithDefaults() Config {
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
-	c.Clock = clock.Or(c.Clock)
+	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 

@@ -26,10 +26,27 @@
 // not the caller's own context.DeadlineExceeded. It is a context deadline
 // per call rather than a response-header timeout of the shared HTTP
 // transport, which serves every AWS client and would have to allow the
-// longest long poll to all of them.
+// longest long poll to all of them. Nor is it per attempt (the SDK has no
+// such option), on purpose: SQS answers in milliseconds, so an attempt
+// that takes seconds is a stall a retry rarely escapes, and an attempt cut
+// short loses its answer — a send may then be queued twice, a receive
+// hides the messages it took for their visibility timeout and counts
+// towards their maxReceiveCount. A first attempt that stalls therefore
+// uses up the deadline without an SDK retry; the caller tries again later.
+//
+// A send is at least once too: when the answer to a SendMessageBatch is
+// lost after SQS stored the messages, the SDK sends them again and the
+// queue holds them twice, under two message IDs. Each send the SDK made
+// more than once (read from its retry metadata, retry.GetAttemptResults,
+// success or failure) is logged as one Warn line to Config.Logger (queue,
+// action, attempts, entries, the message IDs SQS returned, the first
+// attempt's error): what an operator needs to explain a task seen twice
+// (resend.go). Processors are idempotent; nothing else is done about it.
 //
 // Meter counts SQS requests per operation as an SDK middleware, so retried
-// HTTP attempts count too; benchmarks and metrics use it. Queues are
+// HTTP attempts count too (a resent SendMessageBatch counts once per
+// attempt; there is no separate count of resends, which are not requests
+// and would break Total); benchmarks and metrics use it. Queues are
 // provisioned by internal/ops/setup (`millctl setup`, and setup.Queue.Ensure in
 // tests), not here.
 package sqsqueue

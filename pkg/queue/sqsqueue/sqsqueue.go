@@ -311,10 +311,12 @@ func (q *Queue) sendChunk(entries []queue.SendEntry) chunkFunc {
 			in.Entries[j] = re
 		}
 		var out *sqs.SendMessageBatchOutput
+		var a attempts
 		err := q.request(ctx, "SendMessageBatch", q.cfg.CallTimeout, func(ctx context.Context) (err error) {
-			out, err = q.api.SendMessageBatch(ctx, in)
+			out, err = q.api.SendMessageBatch(ctx, in, a.option)
 			return err
 		})
+		q.logResent(ctx, "SendMessageBatch", &a, len(idx), out, err)
 		if err != nil {
 			return nil, err
 		}

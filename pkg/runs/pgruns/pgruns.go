@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/millfleet/mill/internal/base/pgerr"
 	"github.com/millfleet/mill/pkg/runs"
 	"github.com/millfleet/mill/pkg/task"
 )
@@ -89,13 +89,13 @@ func (s *Store) Record(ctx context.Context, o runs.Outcome) (runs.Status, error)
 		return runs.Status{}, err
 	}
 	st, err := s.record(ctx, o)
-	if undefinedColumn(err) && len(o.Requests) > 0 {
+	if pgerr.Is(err, pgerr.UndefinedColumn) && len(o.Requests) > 0 {
 		// A database without the requests column (its migration not
 		// applied yet): the outcome counts, its requests do not.
 		o.Requests = nil
 		st, err = s.record(ctx, o)
 	}
-	if undefinedTable(err) {
+	if pgerr.Is(err, pgerr.UndefinedTable) {
 		// A database without the runs tables (its migration not applied)
 		// has no run a producer recorded: the claim is refused, not the
 		// task failed.
@@ -190,16 +190,6 @@ const (
 			first_outcome = LEAST(first_outcome, COALESCE($6, now())), last_outcome = GREATEST(last_outcome, COALESCE($6, now()))`
 	sqlCountOutcomeRequests = sqlCountOutcome + `, ` + reqSumHead + `$7` + reqSumTail + runKey
 )
-
-func undefinedColumn(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "42703"
-}
-
-func undefinedTable(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "42P01"
-}
 
 // Complete implements runs.Store.
 func (s *Store) Complete(ctx context.Context, producer, id, report string, t time.Time) (bool, error) {

@@ -53,10 +53,16 @@
 // KiB of write and read buffers, whatever N is, and a kept index holds
 // N/128 keys (about 200 KB for a million 13-byte names). The temporary
 // files are created in the directory WithListSpillDir names (default
-// os.TempDir()) and unlinked at once, so a crash leaves nothing behind;
-// an index file takes about N × (key length + 1) bytes of disk, twice
-// that during a merge, and is closed when its listing is dropped. A failed
-// spill, merge or read fails the listing: a page is never partial.
+// os.TempDir(); a registered store's "listSpillDir", see pkg/stores) and
+// unlinked at once, so a crash leaves nothing behind; an index file takes
+// about N × (key length + 1) bytes of disk, twice that during a merge, and
+// is closed when its listing is dropped. Where /tmp is a tmpfs, that disk
+// is memory outside the process (about 15 MB at a million names): name a
+// directory on disk. New refuses one that is not an absolute path to an
+// existing directory (CheckListSpillDir), or that is the root or lies
+// inside it, through symbolic links too (ErrUnsafe): a spill never sits
+// among the content, even where it cannot be unlinked. A failed spill,
+// merge or read fails the listing: a page is never partial.
 //
 // At most 16 directories and 8 MiB of listing memory are kept (the most
 // recent listing even when larger), directories held in memory with fewer

@@ -57,8 +57,49 @@ func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention
 
 // WithListSpillDir sets the directory where the listing of a large
 // directory is sorted and indexed, in temporary files unlinked as soon as
-// they are created (default os.TempDir()).
+// they are created (default os.TempDir()). New refuses a directory that
+// CheckListSpillDir refuses, or that is the store's root or lies inside
+// it (through symbolic links too): spills never sit among the content.
 func WithListSpillDir(dir string) Option { return func(s *Store) { s.spillDir = dir } }
+
+// CheckListSpillDir says what is wrong with dir as a directory to spill
+// listings to (WithListSpillDir), or nil: it must be an absolute path to
+// an existing directory (a symbolic link to one is followed). Whether it
+// lies inside a store's root is for the caller, who knows the roots.
+func CheckListSpillDir(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("%q is not an absolute path", dir)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%q is not a directory", dir)
+	}
+	return nil
+}
+
+// checkSpillDir refuses a spill directory that CheckListSpillDir refuses
+// or that is, or lies inside, the store's root, both resolved through
+// symbolic links.
+func (s *Store) checkSpillDir() error {
+	if err := CheckListSpillDir(s.spillDir); err != nil {
+		return err
+	}
+	dir, err := filepath.EvalSymlinks(s.spillDir)
+	if err != nil {
+		return err
+	}
+	root, err := filepath.EvalSymlinks(s.dir)
+	if err != nil {
+		return err
+	}
+	if rel, err := filepath.Rel(root, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%w: %q is the store's root or lies inside it: spill outside the content", ErrUnsafe, s.spillDir)
+	}
+	return nil
+}
 
 // New opens (creating when missing) the store rooted at root and purges
 // its expired trash. The store holds the directory open until Close.
@@ -84,6 +125,12 @@ func New(root string, opts ...Option) (*Store, error) {
 	if s.retention <= 0 {
 		r.Close()
 		return nil, fmt.Errorf("fsstore: new %q: retention %v is not positive", root, s.retention)
+	}
+	if s.spillDir != "" {
+		if err := s.checkSpillDir(); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("fsstore: new %q: list spill directory: %w", root, err)
+		}
 	}
 	for _, d := range []string{tmpDir, trashDir} {
 		if err := s.ensureDir(d); err != nil {

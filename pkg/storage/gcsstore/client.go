@@ -47,6 +47,9 @@ type ClientConfig struct {
 type Client struct {
 	svc *raw.Service
 	hc  *http.Client
+	// retry is the backoff of the transport's retries and of the stores'
+	// retried writes (a test sets its clock).
+	retry *backoff
 }
 
 // Close releases the client's idle connections.
@@ -69,7 +72,8 @@ func NewClient(ctx context.Context, cc ClientConfig) (*Client, error) {
 	if cc.ServiceAccountFile != "" && (cc.Anonymous || !filepath.IsAbs(cc.ServiceAccountFile)) {
 		return nil, fmt.Errorf("gcsstore: service account file %q: want an absolute path, and not with anonymous access", cc.ServiceAccountFile)
 	}
-	var base http.RoundTripper = retrying{next: endpoint.HTTPClient(cc.Resolver).GetTransport(), retries: defaultRetries, first: defaultRetryFirst}
+	retry := defaultBackoff()
+	var base http.RoundTripper = retrying{next: endpoint.HTTPClient(cc.Resolver).GetTransport(), b: retry}
 	hc := &http.Client{Transport: base}
 	if !cc.Anonymous {
 		opts := &credentials.DetectOptions{Scopes: []string{scope}}
@@ -97,5 +101,5 @@ func NewClient(ctx context.Context, cc ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gcsstore: %w", err)
 	}
-	return &Client{svc: svc, hc: hc}, nil
+	return &Client{svc: svc, hc: hc, retry: retry}, nil
 }

@@ -5,11 +5,8 @@
 // binary (about 220 packages, 28 MB of binary and 15 MiB of resident
 // memory in each process, GCS store or not) for calls Mill makes over
 // HTTP anyway. Client (NewClient) is the connection one or more stores
-// share. Idempotent requests (attribute reads, listings, downloads)
-// that fail transiently (408, 429, 5xx, a connection error) are retried
-// up to 4 times with doubling waits from 200 ms, as Google's libraries
-// do; a resumable upload retries its own chunks; other writes are not
-// retried (the task is).
+// share. Requests that are safe to send again are retried after a
+// transient failure (see Retries); other writes are not (the task is).
 //
 // # Object layout
 //
@@ -17,6 +14,7 @@
 // s3store lays out a bucket without versioning:
 //
 //	P<space>              space marker: JSON {"acls":{…}}; the space exists while it does
+//	                      (metadata "mill-write": its creator's random token, see Retries)
 //	P<space>/<contentID>  a content item
 //	P.mill-tmp/<random>   uploads whose MD5 was not known up front
 //	P.mill-trash/<space>/<sha256 of the content ID>/<time>-<random>.<reason>
@@ -82,6 +80,47 @@
 // the retention (the operator's; see docs). Object versioning and soft
 // delete of the bucket, where enabled, keep copies of their own and are
 // not read: the trash works the same on every bucket and on the emulator.
-// Without versioning a concurrent writer of the same name can slip a
-// generation between the copy and the write.
+// An item's one-request upload and its copy from .mill-tmp/ are
+// conditional on the generation copied (Retries): a concurrent writer
+// that slips a generation in between has it copied in turn before it is
+// written over. A resumable upload straight to the item and a restore are
+// not: without versioning such a generation can be lost.
+//
+// # Retries
+//
+// Following Google's retry strategy for Cloud Storage, a request that
+// fails transiently (a 408, 429 or 5xx answer, a connection reset or
+// timeout, a response cut short) is sent again only when doing so cannot
+// leave another state than sending it once: up to 4 more times, waiting
+// 200 ms then twice as long each time, while the context allows. Each
+// request gcsstore makes is one of:
+//
+//   - idempotent, retried by the client's transport: attribute reads,
+//     listings and downloads (GET), and the start of a resumable upload
+//     session (a second session commits nothing; an unused one expires).
+//     The chunks of a session, the last one included (the session
+//     commits the object once), are retried by Google's REST client.
+//   - conditionally idempotent, retried by the store's call, which reads
+//     a refusal answering a retry (the earlier attempt may have been
+//     applied, its answer lost) as what that attempt may have left.
+//     Writes of an object: ifGenerationMatch of the generation read (0:
+//     none). A space marker's creation and ACL rewrite carry a random
+//     token in "mill-write": a 412 to a retry is success when the marker
+//     holds this call's token; otherwise a creation reports "not
+//     created", a rewrite reads the marker again and writes over it. An
+//     item's one-request upload, or its copy from .mill-tmp/: a 412 to a
+//     retry is success when the item is what was written (size, MD5,
+//     metadata, type); otherwise another writer came first, whose
+//     generation is kept recoverable, then written over (20 tries). A
+//     trash copy (a rewrite to a fresh random name, ifGenerationMatch=0):
+//     a 412 to a retry is that copy. A property patch (ifGenerationMatch
+//     and ifMetagenerationMatch of the state read): a 412 to a retry is
+//     success when that generation holds the new metadata, else
+//     storage.ErrChanged. A delete of a generation (an item's, a space
+//     marker's, a temporary upload's, an undone trash copy's): a 404 to
+//     a retry is success, so a delete keeps its trash copy.
+//   - not idempotent, sent once: a restore's copy over the item
+//     (unconditional), and a best-effort delete by name
+//     whose generation is unknown (of a temporary upload that failed). A
+//     transient failure fails the operation; Workman retries the task.
 package gcsstore

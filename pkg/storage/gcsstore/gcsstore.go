@@ -114,7 +114,7 @@ func New(client *Client, cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, bucket: objects{svc: client.svc, bucket: cfg.Bucket}, cfg: cfg}
+	s := &Store{client: client, bucket: objects{svc: client.svc, bucket: cfg.Bucket, retry: client.retry}, cfg: cfg}
 	s.layout = objstore.Layout{Prefix: cfg.Prefix, MaxNameLen: MaxNameLen}
 	s.spaces = objstore.Spaces{Layout: s.layout, Backend: markers{s}, Wrap: wrap}
 	s.methods = objstore.Provider[attrs]{
@@ -188,9 +188,11 @@ func infoOf(a *attrs, id string) *storage.Info {
 	return info
 }
 
-// deleteKey removes an object on a best-effort basis.
-func (s *Store) deleteKey(ctx context.Context, key string) {
+// deleteKey removes an object of the store's own (a temporary upload, a
+// trash copy being undone) on a best-effort basis: generation gen when
+// it is known (> 0), which makes the delete retried.
+func (s *Store) deleteKey(ctx context.Context, key string, gen int64) {
 	dctx, cancel := objstore.Detached(ctx)
 	defer cancel()
-	_ = s.bucket.delete(dctx, key, 0)
+	_ = s.bucket.delete(dctx, key, gen)
 }

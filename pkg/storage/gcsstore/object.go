@@ -20,16 +20,18 @@ import (
 // attrs are the attributes of one generation of an object, as the JSON
 // API describes it.
 type attrs struct {
-	Name         string
-	Size         int64
-	ContentType  string
-	Updated      time.Time
-	Generation   int64
-	MD5          []byte // nil for a composite object
-	CRC32C       uint32
-	HasCRC32C    bool
-	StorageClass string
-	Metadata     map[string]string
+	Name        string
+	Size        int64
+	ContentType string
+	Updated     time.Time
+	Generation  int64
+	// Metageneration counts the changes of the generation's metadata.
+	Metageneration int64
+	MD5            []byte // nil for a composite object
+	CRC32C         uint32
+	HasCRC32C      bool
+	StorageClass   string
+	Metadata       map[string]string
 }
 
 // attrsOf reads the JSON API's object resource.
@@ -38,7 +40,7 @@ func attrsOf(o *raw.Object) (*attrs, error) {
 		return nil, errors.New("gcsstore: GCS returned no object resource")
 	}
 	a := &attrs{Name: o.Name, Size: int64(o.Size), ContentType: o.ContentType, Generation: o.Generation,
-		StorageClass: o.StorageClass, Metadata: o.Metadata}
+		Metageneration: o.Metageneration, StorageClass: o.StorageClass, Metadata: o.Metadata}
 	if o.Size > 1<<62 {
 		return nil, fmt.Errorf("gcsstore: object %q: size %d out of range", o.Name, o.Size)
 	}
@@ -70,6 +72,8 @@ func attrsOf(o *raw.Object) (*attrs, error) {
 type objects struct {
 	svc    *raw.Service
 	bucket string
+	// retry is the backoff of the conditionally idempotent writes.
+	retry *backoff
 }
 
 // attrs reads the attributes of object key (of generation gen when gen >
@@ -143,7 +147,7 @@ type upload struct {
 	key, contentType string
 	md5              []byte            // declared: GCS refuses other bytes
 	metadata         map[string]string // custom metadata
-	onlyNew          bool              // ifGenerationMatch=0
+	ifGen            *int64            // ifGenerationMatch: the live generation (0: none) the write replaces
 	chunk            int64             // 0: one request; else a resumable upload in chunks of this size
 }
 
@@ -157,59 +161,14 @@ func (b objects) insert(ctx context.Context, u upload, r io.Reader) (*attrs, err
 	}
 	c := b.svc.Objects.Insert(b.bucket, o).Context(ctx).
 		Media(r, googleapi.ChunkSize(int(u.chunk)), googleapi.ContentType(u.contentType))
-	if u.onlyNew {
-		c = c.IfGenerationMatch(0)
+	if u.ifGen != nil {
+		c = c.IfGenerationMatch(*u.ifGen)
 	}
 	res, err := c.Do()
 	if err != nil {
 		return nil, err
 	}
 	return attrsOf(res)
-}
-
-// rewrite copies generation gen of src (the live one when gen is 0) to
-// dst server side, with metadata meta and content type mime, and returns
-// the new object's attributes. A large object takes several calls.
-func (b objects) rewrite(ctx context.Context, src string, gen int64, dst string, meta map[string]string, mime string) (*attrs, error) {
-	c := b.svc.Objects.Rewrite(b.bucket, src, b.bucket, dst, &raw.Object{Metadata: meta, ContentType: mime}).Context(ctx)
-	if gen > 0 {
-		c = c.SourceGeneration(gen)
-	}
-	token := ""
-	for {
-		res, err := c.RewriteToken(token).Do()
-		if err != nil {
-			return nil, err
-		}
-		if res.Done {
-			return attrsOf(res.Resource)
-		}
-		if res.RewriteToken == "" {
-			return nil, errors.New("gcsstore: rewrite not done and no token to continue it")
-		}
-		token = res.RewriteToken
-	}
-}
-
-// patchMetadata sets the custom metadata of generation gen of key (the
-// keys of meta; the others stay), failing when gen is no longer the live
-// one.
-func (b objects) patchMetadata(ctx context.Context, key string, gen int64, meta map[string]string) error {
-	o := &raw.Object{Metadata: meta}
-	if len(meta) == 0 {
-		o.NullFields = []string{"Metadata"} // an empty map would be no change
-	}
-	_, err := b.svc.Objects.Patch(b.bucket, key, o).IfGenerationMatch(gen).Context(ctx).Do()
-	return err
-}
-
-// delete removes object key (generation gen only when gen > 0).
-func (b objects) delete(ctx context.Context, key string, gen int64) error {
-	c := b.svc.Objects.Delete(b.bucket, key).Context(ctx)
-	if gen > 0 {
-		c = c.IfGenerationMatch(gen)
-	}
-	return c.Do()
 }
 
 // read returns the bytes of object key from off, n of them (n < 0: to

@@ -6,13 +6,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
 )
 
 // putSmall checks buffered content and sends it in one request with its
-// MD5, which GCS verifies.
+// MD5, which GCS verifies: a conditional write, retried (overwrite).
 func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte, want string, opts storage.PutOptions) (*storage.Info, error) {
 	if err := objstore.SizeErr(int64(len(data)), opts.Size); err != nil {
 		return nil, err
@@ -22,16 +23,45 @@ func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte
 	if err := objstore.CheckMD5(sums.MD5(), want); err != nil {
 		return nil, err
 	}
-	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
+	u, err := s.upload(key, sums, opts, 0)
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.write(ctx, key, bytes.NewReader(data), sums, opts, 0, nil)
+	a, err := s.overwrite(ctx, key, space, id, func(gen int64) (*attrs, error) {
+		return s.bucket.insertIf(ctx, u, data, gen, func(a *attrs) bool {
+			return a.Size == int64(len(data)) && bytes.Equal(a.MD5, u.md5) && a.ContentType == u.contentType && maps.Equal(a.Metadata, u.metadata)
+		})
+	})
 	if err != nil {
-		undo()
 		return nil, err
 	}
 	return infoOf(a, id), nil
+}
+
+// overwrite replaces the item at key (item id of space) by what write
+// writes on condition that the live generation is gen, the one it kept
+// recoverable (0: there was none). When another writer replaced that
+// generation first (a 412), that writer's is kept recoverable and written
+// over in turn, up to 20 times: the last writer wins, and every
+// generation replaced has a trash copy. write retries its conditional
+// request (insertIf, rewrite with copyTo.ifGen).
+func (s *Store) overwrite(ctx context.Context, key, space, id string, write func(gen int64) (*attrs, error)) (*attrs, error) {
+	for try := 0; ; try++ {
+		gen, undo, err := s.preserveGen(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
+		if err != nil {
+			return nil, err
+		}
+		a, err := write(gen)
+		if err == nil {
+			return a, nil
+		}
+		// A 412 keeps the trash copy: the generation it holds was
+		// replaced, by the other writer.
+		if !conditionFailed(err) || try == 19 {
+			undo()
+			return nil, err
+		}
+	}
 }
 
 // putLarge streams content as a resumable upload of PartSize chunks. With
@@ -59,23 +89,26 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 		return infoOf(a, id), nil
 	}
 	tmp := s.layout.TmpKey(objstore.RandHex())
-	defer s.deleteKey(ctx, tmp)
-	if _, err := s.write(ctx, tmp, r, sums, storage.PutOptions{Size: opts.Size, MimeType: opts.MimeType, Properties: opts.Properties}, s.cfg.PartSize, func() error {
+	var tmpGen int64
+	defer func() { s.deleteKey(ctx, tmp, tmpGen) }()
+	t, err := s.write(ctx, tmp, r, sums, storage.PutOptions{Size: opts.Size, MimeType: opts.MimeType, Properties: opts.Properties}, s.cfg.PartSize, func() error {
 		return objstore.SizeErr(sums.Len(), opts.Size)
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
+	tmpGen = t.Generation
 	meta, err := metaNames.Build(sums.MD5(), storage.CRC64NVMEBase64(sums.CRC64NVME()), opts.Properties)
 	if err != nil {
 		return nil, err
 	}
-	undo, err := s.preserve(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
+	mime := objstore.MimeOr(opts.MimeType)
+	a, err := s.overwrite(ctx, key, space, id, func(gen int64) (*attrs, error) {
+		return s.bucket.rewrite(ctx, tmp, tmpGen, copyTo{key: key, meta: meta, mime: mime, ifGen: &gen, mine: func(a *attrs) bool {
+			return a.Size == t.Size && bytes.Equal(a.MD5, t.MD5) && a.ContentType == mime && maps.Equal(a.Metadata, meta)
+		}})
+	})
 	if err != nil {
-		return nil, err
-	}
-	a, err := s.copyObject(ctx, tmp, key, meta, objstore.MimeOr(opts.MimeType))
-	if err != nil {
-		undo()
 		return nil, err
 	}
 	if hex.EncodeToString(a.MD5) != sums.MD5() {
@@ -84,11 +117,20 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 	return infoOf(a, id), nil
 }
 
-// write uploads r to key, hashing it into sums. chunk 0 sends it in one
-// request with its MD5 (known from sums, which already hold the bytes);
-// otherwise check runs when r ends, before the last chunk leaves: an error
-// abandons the upload, so nothing is committed.
+// write uploads r to key as a resumable upload in chunks of chunk bytes,
+// hashing it into sums; check runs when r ends, before the last chunk
+// leaves: an error abandons the upload, so nothing is committed.
 func (s *Store) write(ctx context.Context, key string, r io.Reader, sums *storage.Sums, opts storage.PutOptions, chunk int64, check func() error) (*attrs, error) {
+	u, err := s.upload(key, sums, opts, chunk)
+	if err != nil {
+		return nil, err
+	}
+	return s.bucket.insert(ctx, u, &checked{r: io.TeeReader(r, sums), check: check})
+}
+
+// upload describes the write of an item's bytes to key: in one request
+// (chunk 0), whose MD5 and CRC sums already hold, or in chunks.
+func (s *Store) upload(key string, sums *storage.Sums, opts storage.PutOptions, chunk int64) (upload, error) {
 	u := upload{key: key, contentType: objstore.MimeOr(opts.MimeType), chunk: chunk}
 	md5 := ""
 	if chunk == 0 {
@@ -104,15 +146,8 @@ func (s *Store) write(ctx context.Context, key string, r io.Reader, sums *storag
 		crc = storage.CRC64NVMEBase64(sums.CRC64NVME())
 	}
 	meta, err := metaNames.Build(md5, crc, opts.Properties)
-	if err != nil {
-		return nil, err
-	}
 	u.metadata = meta
-	src := r
-	if chunk != 0 {
-		src = &checked{r: io.TeeReader(r, sums), check: check}
-	}
-	return s.bucket.insert(ctx, u, src)
+	return u, err
 }
 
 // checked is a stream that runs check at its end: a failed check is the
@@ -133,8 +168,9 @@ func (c *checked) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// copyObject copies src to dst server side (a rewrite) with metadata meta
-// and content type mime, and returns the new object's attributes.
+// copyObject copies src over dst server side (a rewrite, unconditional
+// and sent once) with metadata meta and content type mime, and returns
+// the new object's attributes.
 func (s *Store) copyObject(ctx context.Context, src, dst string, meta map[string]string, mime string) (*attrs, error) {
-	return s.bucket.rewrite(ctx, src, 0, dst, meta, mime)
+	return s.bucket.rewrite(ctx, src, 0, copyTo{key: dst, meta: meta, mime: mime})
 }

@@ -1,7 +1,6 @@
 package gcsstore
 
 import (
-	"bytes"
 	"context"
 	"io"
 )
@@ -33,15 +32,21 @@ func (m markers) Stat(ctx context.Context, key string) error {
 	return err
 }
 
-// WriteMarker writes a space marker; onlyNew makes it conditional on the
-// marker not existing (ifGenerationMatch=0).
+// WriteMarker writes a space marker: a new one when onlyNew
+// (objects.create), else over the existing one (objects.replace). Both
+// are conditional writes, retried.
 func (m markers) WriteMarker(ctx context.Context, key string, body []byte, onlyNew bool) error {
-	_, err := m.s.bucket.insert(ctx, upload{key: key, contentType: "application/json", onlyNew: onlyNew}, bytes.NewReader(body))
-	return err
+	u := upload{key: key, contentType: "application/json"}
+	if onlyNew {
+		return m.s.bucket.create(ctx, u, body)
+	}
+	return m.s.bucket.replace(ctx, u, body)
 }
 
+// Delete removes a space marker (objects.deleteLive: conditional deletes,
+// retried).
 func (m markers) Delete(ctx context.Context, key string) error {
-	return m.s.bucket.delete(ctx, key, 0)
+	return m.s.bucket.deleteLive(ctx, key)
 }
 
 func (m markers) Any(ctx context.Context, prefix string) (bool, error) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/fleet"
@@ -34,23 +35,17 @@ type Config struct {
 	Logger             *slog.Logger
 }
 
+// defaultConfig holds the values withDefaults gives a Config's zero fields.
+var defaultConfig = Config{Interval: fleet.DefaultInterval, KeepLost: fleet.DefaultKeepLost, KeepGone: fleet.DefaultKeepGone}
+
 func (c Config) withDefaults() Config {
-	if c.Interval == 0 {
-		c.Interval = fleet.DefaultInterval
-	}
-	if c.KeepLost == 0 {
-		c.KeepLost = fleet.DefaultKeepLost
-	}
-	if c.KeepGone == 0 {
-		c.KeepGone = fleet.DefaultKeepGone
-	}
+	defaults.Fill(&c, defaultConfig)
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 
 func (c Config) validate() error {
-	p := validate.New("fleetmember: Config")
-	p.Required(c)
+	p := validate.Struct("fleetmember: Config", c)
 	p.Require("Self.ID", c.Self.ID != "")
 	p.Check(c.Interval >= 100*time.Millisecond, "Interval", c.Interval, "be at least 100ms")
 	p.Check(c.KeepLost > fleet.LostAfter*c.Interval, "KeepLost", c.KeepLost,

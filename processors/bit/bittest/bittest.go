@@ -311,7 +311,7 @@ func (e *Env) Remove(id string) {
 func (e *Env) Processor(mod func(*bit.Config)) *bit.Processor {
 	e.T.Helper()
 	cfg := bit.Config{Stores: e.Opener, Index: e.Index, AuditLog: e.Audit, BitLog: e.BitLog,
-		AuditQueue: e.AuditQ, BitErrorQueue: e.ErrQ, Clock: e.Clock, Logger: e.Logger()}
+		AuditQueue: e.AuditQ, BitErrorQueue: e.ErrQ, Common: bit.Common{Clock: e.Clock, Logger: e.Logger()}}
 	if mod != nil {
 		mod(&cfg)
 	}
