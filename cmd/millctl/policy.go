@@ -104,12 +104,11 @@ unless --yes. Deleting a policy that is not there is not an error.`
 
 // policyDeleteOptions are the options of policy delete.
 type policyDeleteOptions struct {
-	src *configSource
+	configOptions
 	yes bool
 }
 
-func (o *policyDeleteOptions) define(fs *flag.FlagSet, a *app) {
-	o.src = configFlags(fs, a)
+func (o *policyDeleteOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 }
 
