@@ -35,9 +35,6 @@ func (a *app) awsConfig(ctx context.Context) (*awsconfig.Config, error) {
 // databaseURLVar defines --database-url (MILL_DATABASE_URL) into p.
 func databaseURLVar(fs *flag.FlagSet, p *string) { wiring.DatabaseURLVar(fs, p, "", "") }
 
-// databaseURLFlag defines --database-url (MILL_DATABASE_URL).
-func databaseURLFlag(fs *flag.FlagSet) *string { return wiring.DatabaseURLFlag(fs, "", "") }
-
 // fleetTableVar defines --fleet-table (MILL_FLEET_TABLE) into p.
 func fleetTableVar(fs *flag.FlagSet, p *string) {
 	fs.StringVar(p, "fleet-table", fleet.DefaultTable, "DynamoDB `table` of the fleet registry")
