@@ -104,11 +104,12 @@ unless --yes. Deleting a policy that is not there is not an error.`
 
 // policyDeleteOptions are the options of policy delete.
 type policyDeleteOptions struct {
-	configOptions
+	src *configSource
 	yes bool
 }
 
-func (o *policyDeleteOptions) define(fs *flag.FlagSet, _ *app) {
+func (o *policyDeleteOptions) define(fs *flag.FlagSet, a *app) {
+	o.src = configFlags(fs, a)
 	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 }
 
