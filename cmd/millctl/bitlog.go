@@ -18,18 +18,15 @@ import (
 
 // bitlogFilter is the flag group of bitlog results and bitlog reports.
 type bitlogFilter struct {
-	dbURL                      string
-	run, account, store, space string
-	limit                      int
-	json                       bool
+	dbScope
+	run   string
+	limit int
+	json  bool
 }
 
-func (f *bitlogFilter) defineGroup(fs *flag.FlagSet, _ *app) {
-	databaseURLVar(fs, &f.dbURL)
+func (f *bitlogFilter) defineGroup(fs *flag.FlagSet, a *app) {
+	f.dbScope.defineGroup(fs, a)
 	fs.StringVar(&f.run, "run", "", "only this bitproducer run `id` (e.g. 20260501T030000Z)")
-	fs.StringVar(&f.account, "account", "", "only this `account`")
-	fs.StringVar(&f.store, "store", "", "only this store `id`")
-	fs.StringVar(&f.space, "space", "", "only this `space`")
 	fs.IntVar(&f.limit, "limit", 100, "print at most this many `rows` (0: all)")
 	fs.BoolVar(&f.json, "json", false, "print JSON, one object per line, instead of a table")
 }
