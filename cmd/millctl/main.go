@@ -56,18 +56,18 @@ type definer interface {
 	define(fs *flag.FlagSet, a *app)
 }
 
-// flagGroup is the environment that several commands work in (the config
-// source, the content stores, the dead-letter queue, an evidence log,
-// Mill's records, a listing of the database): the flags that name it and
-// what opens it. Options embed it, and bind defines its flags before the
+// flagGroup is the environment a command works in, most shared by several
+// (the config source, the content stores, the dead-letter queue, an evidence
+// log, Mill's records, a listing of the database): the flags that name it
+// and what opens it. Options embed it, and bind defines its flags before the
 // command's own; no define calls a defineGroup. Options embed at most one
-// (two would hide each other's defineGroup; bind panics): a group that
-// needs another embeds it or holds it in a field and defines it in its
-// own defineGroup (contentWriter builds on contentEnv, bitlogFilter on
-// dbScope, evidenceCrossFlags on evidenceLogFlags and
-// evidenceSourceFlags). Helpers that define a flag or two and return what
-// they bind (configFlags, databaseURLVar, the wiring package's) are not
-// groups: a define calls them.
+// (two would hide each other's defineGroup; bind panics): a group that needs
+// another embeds it or holds it in a field and defines it in its own
+// defineGroup (contentWriter builds on contentEnv, bitlogFilter on dbScope,
+// evidenceCrossFlags on evidenceLogFlags and evidenceSourceFlags). Helpers
+// that define a flag or two and return what they bind (configFlags,
+// databaseURLVar, the wiring package's), or part of one command's own flags
+// (console's consoleItemOptions), are not groups: a define calls them.
 type flagGroup interface {
 	defineGroup(fs *flag.FlagSet, a *app)
 }
