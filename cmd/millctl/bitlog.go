@@ -18,22 +18,17 @@ import (
 
 // bitlogFilter is the flag group of bitlog results and bitlog reports.
 type bitlogFilter struct {
-	dbURL                      *string
-	run, account, store, space *string
-	limit                      *int
-	json                       *bool
+	dbScope
+	run   string
+	limit int
+	json  bool
 }
 
-func bitlogFlags(fs *flag.FlagSet) *bitlogFilter {
-	return &bitlogFilter{
-		dbURL:   databaseURLFlag(fs),
-		run:     fs.String("run", "", "only this bitproducer run `id` (e.g. 20260501T030000Z)"),
-		account: fs.String("account", "", "only this `account`"),
-		store:   fs.String("store", "", "only this store `id`"),
-		space:   fs.String("space", "", "only this `space`"),
-		limit:   fs.Int("limit", 100, "print at most this many `rows` (0: all)"),
-		json:    fs.Bool("json", false, "print JSON, one object per line, instead of a table"),
-	}
+func (f *bitlogFilter) defineGroup(fs *flag.FlagSet, a *app) {
+	f.dbScope.defineGroup(fs, a)
+	fs.StringVar(&f.run, "run", "", "only this bitproducer run `id` (e.g. 20260501T030000Z)")
+	fs.IntVar(&f.limit, "limit", 100, "print at most this many `rows` (0: all)")
+	fs.BoolVar(&f.json, "json", false, "print JSON, one object per line, instead of a table")
 }
 
 const (
@@ -44,53 +39,50 @@ Example: millctl bitlog results --run 20260501T030000Z --result FAILURE`
 
 // bitlogResultsOptions are the options of bitlog results.
 type bitlogResultsOptions struct {
-	f      *bitlogFilter
+	bitlogFilter
 	result string
 }
 
 func (o *bitlogResultsOptions) define(fs *flag.FlagSet, _ *app) {
-	o.f = bitlogFlags(fs)
 	fs.StringVar(&o.result, "result", "", "only this `result`: SUCCESS, FAILURE or ERROR")
 }
 
 func (o *bitlogResultsOptions) run(ctx context.Context, a *app, args []string) error {
-	f := o.f
+	f := &o.bitlogFilter
 	res := bitlog.Result(strings.ToUpper(o.result))
 	if res != "" && !res.Valid() {
 		return usagef("--result %q: want SUCCESS, FAILURE or ERROR", o.result)
 	}
-	if *f.limit < 0 {
-		return usagef("--limit %d: must not be negative", *f.limit)
+	if f.limit < 0 {
+		return usagef("--limit %d: must not be negative", f.limit)
 	}
-	return withDB(ctx, *f.dbURL, args, func(db *milldb.DB) error {
+	return withDB(ctx, f.dbURL, args, func(db *milldb.DB) error {
 		return printResults(ctx, a, pgbitlog.New(db.Pool), f, bitlog.Filter{
-			RunID: *f.run, Account: *f.account, StoreID: *f.store, SpaceID: *f.space, Result: res,
+			RunID: f.run, Account: f.account, StoreID: f.store, SpaceID: f.space, Result: res,
 		})
 	})
 }
 
 // bitlogReportsOptions are the options of bitlog reports.
-type bitlogReportsOptions struct{ f *bitlogFilter }
-
-func (o *bitlogReportsOptions) define(fs *flag.FlagSet, _ *app) { o.f = bitlogFlags(fs) }
+type bitlogReportsOptions struct{ bitlogFilter }
 
 func (o *bitlogReportsOptions) run(ctx context.Context, a *app, args []string) error {
-	f := o.f
-	if *f.limit < 0 {
-		return usagef("--limit %d: must not be negative", *f.limit)
+	f := &o.bitlogFilter
+	if f.limit < 0 {
+		return usagef("--limit %d: must not be negative", f.limit)
 	}
-	return withDB(ctx, *f.dbURL, args, func(db *milldb.DB) error {
-		limit := *f.limit
+	return withDB(ctx, f.dbURL, args, func(db *milldb.DB) error {
+		limit := f.limit
 		if limit == 0 {
 			limit = bitlog.MaxPageSize
 		}
 		reps, err := pgbitlog.New(db.Pool).Reports(ctx, bitlog.ReportFilter{
-			RunID: *f.run, Account: *f.account, StoreID: *f.store, SpaceID: *f.space, Limit: limit,
+			RunID: f.run, Account: f.account, StoreID: f.store, SpaceID: f.space, Limit: limit,
 		})
 		if err != nil {
 			return err
 		}
-		return printReports(a, reps, *f.json)
+		return printReports(a, reps, f.json)
 	})
 }
 
@@ -122,21 +114,21 @@ func printResults(ctx context.Context, a *app, l bitlog.Log, f *bitlogFilter, fl
 	enc := json.NewEncoder(a.stdout)
 	enc.SetEscapeHTML(false)
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	if !*f.json {
+	if !f.json {
 		fmt.Fprintln(tw, "CHECKED\tRUN\tACCOUNT\tSTORE\tSPACE\tCONTENT\tRESULT\tCASE\tDETAILS")
 	}
 	printed := 0
 	for {
 		flt.Limit = bitlog.MaxPageSize
-		if *f.limit > 0 {
-			flt.Limit = min(*f.limit-printed, bitlog.MaxPageSize)
+		if f.limit > 0 {
+			flt.Limit = min(f.limit-printed, bitlog.MaxPageSize)
 		}
 		rows, next, err := l.Results(ctx, flt)
 		if err != nil {
 			return err
 		}
 		for _, r := range rows {
-			if *f.json {
+			if f.json {
 				if err := enc.Encode(resultJSON{r.RunID, r.Account, r.StoreID, r.StoreKind, r.SpaceID, r.ContentID, string(r.Result), r.Case,
 					r.ContentChecksum, r.StorageChecksum, r.IndexChecksum, r.AuditChecksum, r.Details, r.CheckedAt.UTC(),
 					string(r.Method), r.Bytes, r.Archived}); err != nil {
@@ -148,12 +140,12 @@ func printResults(ctx context.Context, a *app, l bitlog.Log, f *bitlogFilter, fl
 			}
 			printed++
 		}
-		if next == "" || (*f.limit > 0 && printed >= *f.limit) {
+		if next == "" || (f.limit > 0 && printed >= f.limit) {
 			break
 		}
 		flt.After = next
 	}
-	if *f.json {
+	if f.json {
 		return nil
 	}
 	return tw.Flush()

@@ -32,8 +32,7 @@ func TestBitlogTablesEncodeCells(t *testing.T) {
 
 	var out bytes.Buffer
 	a := &app{stdout: &out}
-	limit, asJSON := 0, false
-	must(printResults(t.Context(), a, l, &bitlogFilter{limit: &limit, json: &asJSON}, bitlog.Filter{RunID: "r1"}))
+	must(printResults(t.Context(), a, l, &bitlogFilter{limit: 0, json: false}, bitlog.Filter{RunID: "r1"}))
 	reps, err := l.Reports(t.Context(), bitlog.ReportFilter{RunID: "r1"})
 	must(err)
 	must(printReports(a, reps, false))

@@ -26,8 +26,7 @@ func configFlags(fs *flag.FlagSet, a *app) *configSource {
 	return &configSource{ConfigSource: wiring.ConfigFlags(fs), a: a}
 }
 
-// configOptions are the options of a command whose only flags are the
-// config source's: a flag group.
+// configOptions are a flag group: the config source.
 type configOptions struct{ src *configSource }
 
 func (o *configOptions) defineGroup(fs *flag.FlagSet, a *app) { o.src = configFlags(fs, a) }

@@ -77,10 +77,10 @@ pauses and resumes), admin (also edits policies).`
 
 // consoleOptions are the options of console.
 type consoleOptions struct {
+	configOptions
 	// cfg holds the console's settings that are flags (--refresh,
 	// --secure-cookies, ...); run fills in the rest.
 	cfg                        console.Config
-	src                        *configSource
 	listen, mode, tokensFile   string
 	allowedHosts               stringList
 	alb                        auth.ALBConfig
@@ -96,8 +96,7 @@ type consoleOptions struct {
 	evidenceLog, evidenceKey   string
 }
 
-func (o *consoleOptions) define(fs *flag.FlagSet, a *app) {
-	o.src = configFlags(fs, a)
+func (o *consoleOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "`address` to serve on")
 	fs.StringVar(&o.mode, "auth", "none", "authentication `mode`: alb, tokens or none (loopback only)")
 	fs.Var(&o.allowedHosts, "allowed-host", "`host` or host:port the console answers to, as browsers send it (repeatable, or comma-separated; default: under --auth none the loopback names with the --listen port, otherwise any)")

@@ -56,10 +56,11 @@ checkpoint's signature, the event's canonical encoding, and that the event is
 in the signed log. Prints the event; the exit code is 1 when the proof does
 not check.`
 
-// evidenceLogFlags are the flags that name a log and its verifier key.
+// evidenceLogFlags are the flag group that names a log and its verifier
+// key.
 type evidenceLogFlags struct{ log, key string }
 
-func (f *evidenceLogFlags) define(fs *flag.FlagSet) {
+func (f *evidenceLogFlags) defineGroup(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&f.log, "log", "", "the evidence log: a `directory`, or s3://BUCKET/PREFIX")
 	fs.StringVar(&f.key, "key", "", "`file` holding the log's note verifier key")
 }
@@ -103,15 +104,12 @@ func evidenceBlobs(ctx context.Context, a *app, loc string) (blob.Store, error) 
 }
 
 type evidenceVerifyOptions struct {
-	evidenceLogFlags
+	evidenceCrossFlags
 	trusted string
-	cross   evidenceCrossFlags
 }
 
 func (o *evidenceVerifyOptions) define(fs *flag.FlagSet, _ *app) {
-	o.evidenceLogFlags.define(fs)
 	fs.StringVar(&o.trusted, "trusted", "", "`file` holding a signed checkpoint verified before, which the log must still contain")
-	o.cross.define(fs)
 }
 
 func (o *evidenceVerifyOptions) run(ctx context.Context, a *app, args []string) error {
@@ -138,8 +136,8 @@ func (o *evidenceVerifyOptions) run(ctx context.Context, a *app, args []string) 
 	if r.Latest != nil {
 		fmt.Fprintf(a.stdout, "%s: log %s, %d checkpoints, newest of size %d; %d events checked\n", o.log, r.Latest.Origin, r.Checkpoints, r.Latest.Size, r.Leaves)
 	}
-	if o.cross.on {
-		cr, err := o.cross.run(ctx, a, b, v)
+	if o.cross {
+		cr, err := o.checkRecords(ctx, a, b, v)
 		if err != nil {
 			return err
 		}
@@ -161,7 +159,6 @@ type evidenceProofOptions struct {
 }
 
 func (o *evidenceProofOptions) define(fs *flag.FlagSet, _ *app) {
-	o.evidenceLogFlags.define(fs)
 	fs.StringVar(&o.event, "event", "", "the event's `ID`")
 	fs.StringVar(&o.out, "out", "", "write the proof to `file` instead of stdout")
 }

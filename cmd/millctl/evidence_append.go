@@ -46,10 +46,11 @@ const evidenceAppendLease = "evidence-append"
 // evidenceSignerEnv holds the signer key itself when no file is named.
 const evidenceSignerEnv = derive.EnvSignerKey
 
-// evidenceSourceFlags name Mill's records: the database and the audit table.
+// evidenceSourceFlags are the flag group that names Mill's records: the
+// database and the audit table.
 type evidenceSourceFlags struct{ dbURL, auditTable string }
 
-func (f *evidenceSourceFlags) define(fs *flag.FlagSet) {
+func (f *evidenceSourceFlags) defineGroup(fs *flag.FlagSet, _ *app) {
 	databaseURLVar(fs, &f.dbURL)
 	fs.StringVar(&f.auditTable, "audit-table", auditlog.DefaultTable, "DynamoDB audit log `table`")
 }
@@ -89,7 +90,6 @@ type evidenceAppendOptions struct {
 func (o *evidenceAppendOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.StringVar(&o.log, "log", "", "the evidence log: a `directory`, or s3://BUCKET/PREFIX")
 	fs.StringVar(&o.signerFile, "signer-key-file", "", "`file` holding the log's secret signer key (else "+evidenceSignerEnv+" holds the key)")
-	o.evidenceSourceFlags.define(fs)
 	fs.StringVar(&o.leaseTable, "lease-table", lease.DefaultTable, "DynamoDB `table` of the appender's lease (\"none\": an in-memory lease)")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 2*time.Minute, "how long the lease outlives a crashed holder (renewed every third of it)")
 	fs.DurationVar(&o.settle, "settle", time.Hour, "derive only records timed at least this long ago (a record written later than this after its time is missed, and the cross-check names it)")

@@ -13,22 +13,27 @@ import (
 	"github.com/millfleet/mill/pkg/evidence/derive"
 )
 
-// evidenceCrossFlags are verify's cross-check of the log with Mill's records.
+// evidenceCrossFlags are the flag group of a log that may be cross-checked
+// with Mill's records (verify --cross-check): the log, the period and the
+// records.
 type evidenceCrossFlags struct {
-	on           bool
+	evidenceLogFlags
+	cross        bool
 	since, until string
-	evidenceSourceFlags
+	records      evidenceSourceFlags
 }
 
-func (f *evidenceCrossFlags) define(fs *flag.FlagSet) {
-	fs.BoolVar(&f.on, "cross-check", false, "also compare Mill's records of the period (the bit log, the audit log) with the log's events")
+func (f *evidenceCrossFlags) defineGroup(fs *flag.FlagSet, a *app) {
+	f.evidenceLogFlags.defineGroup(fs, a)
+	fs.BoolVar(&f.cross, "cross-check", false, "also compare Mill's records of the period (the bit log, the audit log) with the log's events")
 	fs.StringVar(&f.since, "since", "", "cross-check the records from this RFC 3339 `time` (default: the beginning)")
 	fs.StringVar(&f.until, "until", "", "cross-check the records before this RFC 3339 `time` (default and at most: where the appender got)")
-	f.evidenceSourceFlags.define(fs)
+	f.records.defineGroup(fs, a)
 }
 
-// run cross-checks and returns the mismatches.
-func (f *evidenceCrossFlags) run(ctx context.Context, a *app, b blob.Store, v note.Verifier) ([]evidence.Problem, error) {
+// checkRecords cross-checks the records of the period with the events of
+// the log (b, v) and returns the mismatches.
+func (f *evidenceCrossFlags) checkRecords(ctx context.Context, a *app, b blob.Store, v note.Verifier) ([]evidence.Problem, error) {
 	var since, until time.Time
 	var err error
 	if f.since != "" {
@@ -55,7 +60,7 @@ func (f *evidenceCrossFlags) run(ctx context.Context, a *app, b blob.Store, v no
 			fmt.Fprintf(a.stderr, "cross-check: --until %s is past where the appender got; checking to %s\n", f.until, until.Format(time.RFC3339Nano))
 		}
 	}
-	src, db, err := f.open(ctx, a)
+	src, db, err := f.records.open(ctx, a)
 	if err != nil {
 		return nil, err
 	}

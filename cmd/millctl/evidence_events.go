@@ -32,7 +32,6 @@ type evidenceEventsOptions struct {
 }
 
 func (o *evidenceEventsOptions) define(fs *flag.FlagSet, _ *app) {
-	o.evidenceLogFlags.define(fs)
 	fs.StringVar(&o.format, "format", "jsonl", "output `format`: jsonl or premis-xml")
 	fs.StringVar(&o.out, "out", "", "write to `file` instead of stdout")
 	fs.StringVar(&o.account, "account", "", "only events of this `account`")

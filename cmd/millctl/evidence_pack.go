@@ -45,7 +45,6 @@ type evidencePackOptions struct {
 }
 
 func (o *evidencePackOptions) define(fs *flag.FlagSet, a *app) {
-	o.evidenceLogFlags.define(fs)
 	o.src = configFlags(fs, a)
 	databaseURLVar(fs, &o.dbURL)
 	fs.StringVar(&o.period, "period", "", "the `period`: a quarter (2026-Q3) or a month (2026-07)")

@@ -44,14 +44,13 @@ Examples:
 
 // fixityCoverageOptions are the options of fixity coverage.
 type fixityCoverageOptions struct {
-	src              *configSource
+	configOptions
 	dbURL            string
 	account, store   string
 	json, prometheus bool
 }
 
-func (o *fixityCoverageOptions) define(fs *flag.FlagSet, a *app) {
-	o.src = configFlags(fs, a)
+func (o *fixityCoverageOptions) define(fs *flag.FlagSet, _ *app) {
 	databaseURLVar(fs, &o.dbURL)
 	fs.StringVar(&o.account, "account", "", "only this `account`")
 	fs.StringVar(&o.store, "store", "", "only this store `id`")

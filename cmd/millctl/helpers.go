@@ -35,8 +35,17 @@ func (a *app) awsConfig(ctx context.Context) (*awsconfig.Config, error) {
 // databaseURLVar defines --database-url (MILL_DATABASE_URL) into p.
 func databaseURLVar(fs *flag.FlagSet, p *string) { wiring.DatabaseURLVar(fs, p, "", "") }
 
-// databaseURLFlag defines --database-url (MILL_DATABASE_URL).
-func databaseURLFlag(fs *flag.FlagSet) *string { return wiring.DatabaseURLFlag(fs, "", "") }
+// dbScope is the flag group of a listing of Mill's database (stats, and
+// the bitlog commands through bitlogFilter): the database and the
+// account, store and space whose records it lists.
+type dbScope struct{ dbURL, account, store, space string }
+
+func (s *dbScope) defineGroup(fs *flag.FlagSet, _ *app) {
+	databaseURLVar(fs, &s.dbURL)
+	fs.StringVar(&s.account, "account", "", "only this `account`")
+	fs.StringVar(&s.store, "store", "", "only this store `id`")
+	fs.StringVar(&s.space, "space", "", "only this `space`")
+}
 
 // fleetTableVar defines --fleet-table (MILL_FLEET_TABLE) into p.
 func fleetTableVar(fs *flag.FlagSet, p *string) {

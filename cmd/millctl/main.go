@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
 	"syscall"
 )
 
@@ -55,20 +56,40 @@ type definer interface {
 	define(fs *flag.FlagSet, a *app)
 }
 
-// flagGroup is the environment that several commands work in (the config
-// source, the content stores, the dead-letter queue): the flags that name
-// it and what opens it. Options embed it, and bind defines its flags
-// before the command's own. Options embed at most one (two would hide each
-// other's defineGroup).
+// flagGroup is the environment a command works in, most shared by several
+// (the config source, the content stores, the dead-letter queue, an evidence
+// log, Mill's records, a listing of the database): the flags that name it
+// and what opens it. Options embed it, and bind defines its flags before the
+// command's own; no define calls a defineGroup. Options embed at most one
+// (two would hide each other's defineGroup; bind panics): a group that needs
+// another embeds it or holds it in a field and defines it in its own
+// defineGroup (contentWriter builds on contentEnv, bitlogFilter on dbScope,
+// evidenceCrossFlags on evidenceLogFlags and evidenceSourceFlags). Helpers
+// that define a flag or two and return what they bind (configFlags,
+// databaseURLVar, the wiring package's), or part of one command's own flags
+// (console's consoleItemOptions), are not groups: a define calls them.
 type flagGroup interface {
 	defineGroup(fs *flag.FlagSet, a *app)
 }
+
+// flagGroupType is flagGroup's reflect.Type.
+var flagGroupType = reflect.TypeFor[flagGroup]()
 
 // bind is command.flags for the options type T: a new T per command line.
 func bind[T any, P interface {
 	*T
 	options
 }](fs *flag.FlagSet, a *app) func(context.Context, []string) error {
+	t := reflect.TypeFor[T]()
+	groups := 0
+	for f := range t.Fields() {
+		if f.Anonymous && reflect.PointerTo(f.Type).Implements(flagGroupType) {
+			groups++
+		}
+	}
+	if groups > 1 {
+		panic("millctl: " + t.Name() + " embeds more than one flag group")
+	}
 	o := P(new(T))
 	if g, ok := any(o).(flagGroup); ok {
 		g.defineGroup(fs, a)

@@ -46,7 +46,7 @@ was not copied or skipped.`
 
 // migrateDuraCloudOptions are the options of migrate duracloud.
 type migrateDuraCloudOptions struct {
-	src         *configSource
+	configOptions
 	queuePrefix string
 	format      *wiring.WireFormat
 	claims      *wiring.Claims
@@ -56,8 +56,7 @@ type migrateDuraCloudOptions struct {
 	transfer    *storage.Transfer
 }
 
-func (o *migrateDuraCloudOptions) define(fs *flag.FlagSet, a *app) {
-	o.src = configFlags(fs, a)
+func (o *migrateDuraCloudOptions) define(fs *flag.FlagSet, _ *app) {
 	wiring.QueuePrefixVar(fs, &o.queuePrefix)
 	o.format = wiring.WireFormatFlag(fs)
 	o.claims = wiring.ClaimsFlags(fs)

@@ -27,7 +27,7 @@ Example: millctl runs 20260501T030000Z --producer dupproducer --watch`
 
 // runsOptions are the options of runs.
 type runsOptions struct {
-	dbURL    *string
+	dbURL    string
 	producer string
 	limit    int
 	json     bool
@@ -36,7 +36,7 @@ type runsOptions struct {
 }
 
 func (o *runsOptions) define(fs *flag.FlagSet, _ *app) {
-	o.dbURL = databaseURLFlag(fs)
+	databaseURLVar(fs, &o.dbURL)
 	fs.StringVar(&o.producer, "producer", "", "only this `producer`: dupproducer, bitproducer or statsproducer")
 	fs.IntVar(&o.limit, "limit", 20, "list at most this many `runs`")
 	fs.BoolVar(&o.json, "json", false, "print JSON, one object per line")
@@ -59,7 +59,7 @@ func (o *runsOptions) run(ctx context.Context, a *app, args []string) error {
 	if o.watch && len(args) == 0 {
 		return usagef("--watch needs a run ID")
 	}
-	return withDB(ctx, *o.dbURL, nil, func(db *milldb.DB) error {
+	return withDB(ctx, o.dbURL, nil, func(db *milldb.DB) error {
 		s := pgruns.New(db.Pool)
 		if len(args) == 0 {
 			return o.list(ctx, a, s)

@@ -28,16 +28,13 @@ Examples:
 
 // statsOptions are the options of stats.
 type statsOptions struct {
-	dbURL, account, store, space, by, since string
-	history, json                           bool
-	limit                                   int
+	dbScope
+	by, since     string
+	history, json bool
+	limit         int
 }
 
 func (o *statsOptions) define(fs *flag.FlagSet, _ *app) {
-	databaseURLVar(fs, &o.dbURL)
-	fs.StringVar(&o.account, "account", "", "only this `account`")
-	fs.StringVar(&o.store, "store", "", "only this store `id`")
-	fs.StringVar(&o.space, "space", "", "only this `space`")
 	fs.StringVar(&o.by, "by", string(spacestats.BySpace), "sum the latest counts per `level`: account, store or space")
 	fs.BoolVar(&o.history, "history", false, "show the selection's totals per statistics run instead")
 	fs.StringVar(&o.since, "since", "", "with --history: only runs measured on or after this `date` (2006-01-02 or RFC 3339)")

@@ -33,13 +33,12 @@ place ("would update": millctl setup adds it). Changes nothing.`
 
 // storesValidateOptions are the options of stores validate.
 type storesValidateOptions struct {
-	src          *configSource
+	configOptions
 	checkBuckets bool
 	retention    time.Duration
 }
 
-func (o *storesValidateOptions) define(fs *flag.FlagSet, a *app) {
-	o.src = configFlags(fs, a)
+func (o *storesValidateOptions) define(fs *flag.FlagSet, _ *app) {
 	fs.BoolVar(&o.checkBuckets, "buckets", false, "also check every s3 store's bucket: exists, versioned, trash expiry (needs AWS access)")
 	trashRetentionVar(fs, &o.retention)
 }

@@ -23,7 +23,7 @@ func commandTree() []group {
 			{name: "setup", summary: "create every queue, bucket and table and migrate the database (idempotent)", usage: setupUsage, flags: bind[setupOptions]},
 			{name: "queues", summary: "show the depth of the seven queues (visible, in flight, delayed, oldest message age)", usage: queuesUsage, flags: bind[queuesOptions]},
 			{name: "enqueue", summary: "send tasks to a queue (from flags or files; --count for load tests)", usage: enqueueUsage, flags: bind[enqueueOptions]},
-			runCommand(),
+			{name: "run", summary: "process one queue's tasks in the foreground until it is empty", usage: runUsage, flags: bind[runOptions]},
 			{name: "fleet", summary: "show the Workman fleet: every worker's state, queues, tasks and counts; the pauses", usage: fleetUsage, flags: bind[fleetOptions]},
 			{name: "pause", summary: "pause a task type or a queue fleet-wide (every Workman within one heartbeat)", usage: pauseUsage, flags: bind[pauseOptions]},
 			{name: "resume", summary: "lift a fleet-wide pause of a task type or a queue", usage: resumeUsage, flags: bind[resumeOptions]},
