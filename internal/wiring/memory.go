@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
+	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/auditlog/memauditlog"
 	"github.com/millfleet/mill/pkg/bitlog/membitlog"
 	"github.com/millfleet/mill/pkg/clock"
@@ -27,11 +29,11 @@ const DefaultMemoryMaxReceiveCount = 10
 // MemoryConfig configures Memory.
 type MemoryConfig struct {
 	// Registry of the accounts; its stores must be fs stores.
-	Registry *stores.Registry // required
+	Registry *stores.Registry `validate:"required"`
 	// Policies holds the duplication policies (for example policy.NewDir).
-	Policies policy.Repository // required
+	Policies policy.Repository `validate:"required"`
 	// ReportsDir is the directory the report processor writes to.
-	ReportsDir string // required
+	ReportsDir string `validate:"required"`
 	// QueuePrefix names the memory queues (default queue.DefaultPrefix).
 	QueuePrefix string
 	// VisibilityTimeout of every queue (default
@@ -46,6 +48,10 @@ type MemoryConfig struct {
 	Logger          *slog.Logger
 }
 
+// defaultMemoryConfig holds the values Memory gives a MemoryConfig's zero
+// fields.
+var defaultMemoryConfig = MemoryConfig{QueuePrefix: queue.DefaultPrefix, MaxReceiveCount: DefaultMemoryMaxReceiveCount}
+
 // Memory returns the in-process dependencies of the dev mode and tests:
 // seven memqueue queues (the six work queues redrive to the seventh,
 // dead-letter), filesystem stores opened from the registry, an in-memory
@@ -53,16 +59,7 @@ type MemoryConfig struct {
 // policies read from Policies (uncached, so a policy written during a run
 // applies at once).
 func Memory(cfg MemoryConfig) (*Deps, error) {
-	var errs []error
-	if cfg.Registry == nil {
-		errs = append(errs, errors.New("wiring: MemoryConfig.Registry is required"))
-	}
-	if cfg.Policies == nil {
-		errs = append(errs, errors.New("wiring: MemoryConfig.Policies is required"))
-	}
-	if cfg.ReportsDir == "" {
-		errs = append(errs, errors.New("wiring: MemoryConfig.ReportsDir is required"))
-	}
+	errs := []error{validate.Struct("wiring: MemoryConfig", cfg).Err()}
 	if cfg.Registry != nil {
 		for _, a := range cfg.Registry.Accounts {
 			for _, s := range a.Stores {
@@ -75,12 +72,7 @@ func Memory(cfg MemoryConfig) (*Deps, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if cfg.QueuePrefix == "" {
-		cfg.QueuePrefix = queue.DefaultPrefix
-	}
-	if cfg.MaxReceiveCount == 0 {
-		cfg.MaxReceiveCount = DefaultMemoryMaxReceiveCount
-	}
+	defaults.Fill(&cfg, defaultMemoryConfig)
 	clk := clock.Or(cfg.Clock)
 	dlq := memqueue.New(queue.Name(cfg.QueuePrefix, queue.KeyDeadLetter), memqueue.Config{
 		VisibilityTimeout: cfg.VisibilityTimeout, Clock: clk,

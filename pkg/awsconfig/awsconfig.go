@@ -48,6 +48,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/pkg/aimd"
 	"github.com/millfleet/mill/pkg/endpoint"
 )
@@ -86,19 +87,15 @@ type Config struct {
 	throttle *throttling
 }
 
+// defaultOptions holds the values Load gives an Options' zero or negative
+// fields.
+var defaultOptions = Options{MaxAttempts: DefaultMaxAttempts, ConnectTimeout: DefaultConnectTimeout, Getenv: os.Getenv}
+
 // Load reads the default chain. A missing region is defaulted to
 // DefaultRegion with a logged notice rather than failing the first call.
 func Load(ctx context.Context, o Options) (*Config, error) {
+	defaults.FillNonPositive(&o, defaultOptions)
 	o.Logger = cmp.Or(o.Logger, slog.Default())
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
-	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
-	}
 	opts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 			// The SDK keeps 10 idle connections a host; a Workman has more

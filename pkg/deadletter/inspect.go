@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
@@ -57,14 +58,12 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// defaultConfig holds the values withDefaults gives a Config's zero fields.
+var defaultConfig = Config{Hold: DefaultHold, Wait: DefaultWait}
+
 func (c Config) withDefaults() Config {
-	if c.Hold == 0 {
-		c.Hold = DefaultHold
-	}
-	if c.Wait == 0 {
-		c.Wait = DefaultWait
-	}
-	c.Wait = max(c.Wait, 0)
+	defaults.Fill(&c, defaultConfig)
+	c.Wait = max(c.Wait, 0) // negative: none
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/pkg/blob"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -42,6 +43,10 @@ type Options struct {
 	// Parallel is how many blobs a batch writes at once; 0 means 8.
 	Parallel int
 }
+
+// defaultOptions holds the values Open gives an Options' zero or negative
+// fields.
+var defaultOptions = Options{DedupWindow: DefaultDedupWindow, Parallel: 8}
 
 // Log appends events to a tamper-evident log kept in blob.Store. Its methods
 // are safe for concurrent use; one Log (one process) may write a log.
@@ -105,12 +110,7 @@ func Open(ctx context.Context, blobs blob.Store, skey string, opts Options) (*Lo
 	if err != nil {
 		return nil, err
 	}
-	if opts.DedupWindow <= 0 {
-		opts.DedupWindow = DefaultDedupWindow
-	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = 8
-	}
+	defaults.FillNonPositive(&opts, defaultOptions)
 	l := &Log{blobs: blobs, signer: s, verifier: v, opts: opts, ids: map[string]tlog.Hash{}}
 	if err := l.load(ctx); err != nil {
 		return nil, err

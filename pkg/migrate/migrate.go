@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/pkg/storage"
 )
 
@@ -42,6 +43,10 @@ type Config struct {
 	Transfer storage.Transfer
 }
 
+// defaultConfig holds the values Migrate gives a Config's zero or negative
+// fields.
+var defaultConfig = Config{Workers: DefaultWorkers}
+
 // Item is the record of one item.
 type Item struct {
 	Space     string  `json:"space"`
@@ -64,9 +69,7 @@ func Migrate(ctx context.Context, c Config, record func(Item)) error {
 	if c.Source == nil || c.Dest == nil {
 		return errors.New("migrate: a source and a destination store are required")
 	}
-	if c.Workers <= 0 {
-		c.Workers = DefaultWorkers
-	}
+	defaults.FillNonPositive(&c, defaultConfig)
 	spaces := c.Spaces
 	if len(spaces) == 0 {
 		var err error

@@ -56,7 +56,7 @@ type Config struct {
 }
 
 func (c Config) validate() error {
-	p := validate.New("milldb: Config")
+	p := validate.Struct("milldb: Config", c)
 	p.Check(c.MaxConns >= 0, "MaxConns", c.MaxConns, "not be negative")
 	p.Check(c.MinConns >= 0, "MinConns", c.MinConns, "not be negative")
 	p.Check(c.MaxConns == 0 || c.MinConns <= c.MaxConns, "MinConns", c.MinConns, "not exceed MaxConns %d", c.MaxConns)

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/stores/jsonpos"
 )
@@ -42,18 +43,14 @@ type CacheConfig struct {
 	Logger *slog.Logger
 }
 
+// defaultCacheConfig holds the values WithDefaults gives a CacheConfig's
+// zero or negative fields.
+var defaultCacheConfig = CacheConfig{Refresh: DefaultRefresh, FailureRetry: DefaultFailureRetry, LoadTimeout: DefaultLoadTimeout}
+
 // WithDefaults returns c with defaults filled in.
 func (c CacheConfig) WithDefaults() CacheConfig {
-	if c.Refresh <= 0 {
-		c.Refresh = DefaultRefresh
-	}
-	if c.FailureRetry <= 0 {
-		c.FailureRetry = DefaultFailureRetry
-	}
+	defaults.FillNonPositive(&c, defaultCacheConfig)
 	c.FailureRetry = min(c.FailureRetry, c.Refresh)
-	if c.LoadTimeout <= 0 {
-		c.LoadTimeout = DefaultLoadTimeout
-	}
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }

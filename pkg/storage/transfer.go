@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/millfleet/mill/internal/base/defaults"
 )
 
 // ErrChanged: the item was rewritten while it was being read in parts (its
@@ -48,14 +50,13 @@ type Transfer struct {
 	PartSize int64
 }
 
-// WithDefaults returns t with zero fields set to the defaults.
+// defaultTransfer holds the values WithDefaults gives a Transfer's zero or
+// negative fields.
+var defaultTransfer = Transfer{Streams: DefaultStreams, PartSize: DefaultPartSize}
+
+// WithDefaults returns t with zero or negative fields set to the defaults.
 func (t Transfer) WithDefaults() Transfer {
-	if t.Streams <= 0 {
-		t.Streams = DefaultStreams
-	}
-	if t.PartSize <= 0 {
-		t.PartSize = DefaultPartSize
-	}
+	defaults.FillNonPositive(&t, defaultTransfer)
 	return t
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
@@ -186,52 +187,42 @@ func DefaultWorkerID() string {
 	return h + "-" + strconv.Itoa(os.Getpid())
 }
 
+// defaultConfig holds the values WithDefaults gives a Config's zero fields.
+var defaultConfig = Config{
+	Workers:            DefaultWorkers,
+	ReceiveWait:        DefaultReceiveWait,
+	QueueBackoffMin:    DefaultQueueBackoffMin,
+	QueueBackoffMax:    DefaultQueueBackoffMax,
+	IdlePollWait:       DefaultIdlePollWait,
+	DefaultTaskTimeout: DefaultTaskTimeout,
+	MaxAttempts:        DefaultMaxAttempts,
+	RetryBase:          DefaultRetryBase,
+	RetryMax:           DefaultRetryMax,
+	GracePeriod:        DefaultGracePeriod,
+	HardStopTimeout:    DefaultHardStopTimeout,
+	DeleteFlush:        DefaultDeleteFlush,
+	OperationAttempts:  DefaultOperationAttempts,
+	OperationRetryBase: DefaultOperationRetryBase,
+	CallTimeout:        DefaultCallTimeout,
+	ProbeInterval:      DefaultProbeInterval,
+	ProbeMax:           DefaultProbeMax,
+	Observer:           nopObserver{},
+	ProcessorName:      func(t task.Type) string { return string(t) },
+}
+
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	def(&c.ReceiveWait, DefaultReceiveWait)
-	def(&c.QueueBackoffMin, DefaultQueueBackoffMin)
-	def(&c.QueueBackoffMax, DefaultQueueBackoffMax)
-	def(&c.IdlePollWait, DefaultIdlePollWait)
-	def(&c.DefaultTaskTimeout, DefaultTaskTimeout)
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	def(&c.RetryBase, DefaultRetryBase)
-	def(&c.RetryMax, DefaultRetryMax)
-	def(&c.GracePeriod, DefaultGracePeriod)
-	def(&c.HardStopTimeout, DefaultHardStopTimeout)
-	def(&c.DeleteFlush, DefaultDeleteFlush)
-	if c.OperationAttempts == 0 {
-		c.OperationAttempts = DefaultOperationAttempts
-	}
-	def(&c.OperationRetryBase, DefaultOperationRetryBase)
-	def(&c.CallTimeout, DefaultCallTimeout)
-	def(&c.ProbeInterval, DefaultProbeInterval)
-	def(&c.ProbeMax, DefaultProbeMax)
+	defaults.Fill(&c, defaultConfig)
 	if c.WorkerID == "" {
 		c.WorkerID = DefaultWorkerID()
 	}
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
-	if c.Observer == nil {
-		c.Observer = nopObserver{}
-	}
-	if c.ProcessorName == nil {
-		c.ProcessorName = func(t task.Type) string { return string(t) }
-	}
 	return c
 }
 
 // validate reports every problem of a defaulted config at once.
 func (c Config) validate() error {
-	p := validate.New("workman: Config")
+	p := validate.Struct("workman: Config", c)
 	p.Require("Queues", len(c.Queues) > 0)
 	seen := map[string]bool{}
 	for i, q := range c.Queues {
@@ -242,7 +233,6 @@ func (c Config) validate() error {
 		p.Check(!seen[q.Name()], "Queues", q.Name(), "be listed once")
 		seen[q.Name()] = true
 	}
-	p.Required(c)
 	if c.DeadLetter != nil {
 		p.Check(!seen[c.DeadLetter.Name()], "DeadLetter", c.DeadLetter.Name(), "not be a work queue too")
 	}

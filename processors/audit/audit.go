@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/auditlog"
 	"github.com/millfleet/mill/pkg/clock"
@@ -63,13 +64,14 @@ type Config struct {
 	Clock clock.Clock
 }
 
+// defaultConfig holds the values WithDefaults gives a Config's zero fields.
+var defaultConfig = Config{EchoWindow: DefaultEchoWindow}
+
 // WithDefaults returns c with defaults filled in.
 func (c Config) WithDefaults() Config {
+	defaults.Fill(&c, defaultConfig)
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	c.Notifier = notify.Or(c.Notifier, c.Logger)
-	if c.EchoWindow == 0 {
-		c.EchoWindow = DefaultEchoWindow
-	}
 	return c
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/clock"
@@ -102,17 +103,15 @@ type Config struct {
 	Logger       *slog.Logger // default slog.Default()
 }
 
-// WithDefaults returns c with the zero defaults filled in.
+// defaultConfig holds the values WithDefaults gives a Config's zero fields.
+var defaultConfig = Config{RecheckDelay: DefaultRecheckDelay, MaxRechecks: DefaultMaxRechecks, PageSize: 1000}
+
+// WithDefaults returns c with the zero defaults filled in. Fill, not
+// FillNonPositive: a negative RecheckDelay or MaxRechecks is an error
+// (validate); only a negative PageSize is unset too.
 func (c Config) WithDefaults() Config {
-	if c.RecheckDelay == 0 {
-		c.RecheckDelay = DefaultRecheckDelay
-	}
-	if c.MaxRechecks == 0 {
-		c.MaxRechecks = DefaultMaxRechecks
-	}
-	if c.PageSize <= 0 {
-		c.PageSize = 1000
-	}
+	c.PageSize = max(c.PageSize, 0)
+	defaults.Fill(&c, defaultConfig)
 	if c.Prices == nil {
 		c.Prices = pricing.Default()
 	}

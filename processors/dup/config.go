@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/clock"
@@ -150,23 +151,17 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// defaultConfig holds the values WithDefaults gives a Config's zero fields
+// (Retry's field by field).
+var defaultConfig = Config{
+	Retry:         Retry{Attempts: DefaultRetryAttempts, Base: DefaultRetryBase, Max: DefaultRetryMax},
+	ResumeMinSize: DefaultResumeMinSize,
+	ContinueAfter: DefaultContinueAfter,
+}
+
 // WithDefaults returns c with zero optional fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.Retry.Attempts == 0 {
-		c.Retry.Attempts = DefaultRetryAttempts
-	}
-	if c.Retry.Base == 0 {
-		c.Retry.Base = DefaultRetryBase
-	}
-	if c.Retry.Max == 0 {
-		c.Retry.Max = DefaultRetryMax
-	}
-	if c.ResumeMinSize == 0 {
-		c.ResumeMinSize = DefaultResumeMinSize
-	}
-	if c.ContinueAfter == 0 {
-		c.ContinueAfter = DefaultContinueAfter
-	}
+	defaults.Fill(&c, defaultConfig)
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }

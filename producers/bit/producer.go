@@ -31,11 +31,10 @@ type Opener = storage.Opener
 // log to, the part of their Configs they share.
 type Source struct {
 	// Registry lists the accounts and their stores; inactive accounts are
-	// skipped (required).
-	Registry *stores.Registry
-	// Opener opens the stores to list their spaces and content
-	// (required).
-	Opener Opener
+	// skipped.
+	Registry *stores.Registry `validate:"required"`
+	// Opener opens the stores to list their spaces and content.
+	Opener Opener `validate:"required"`
 	// Filter selects the spaces (default: every space).
 	Filter Filter
 	// Logger (default slog.Default()).
@@ -44,8 +43,7 @@ type Source struct {
 
 // Check adds to p what s lacks and sets its defaults.
 func (s *Source) Check(p *validate.Problems) {
-	p.Require("Registry", s.Registry != nil)
-	p.Require("Opener", s.Opener != nil)
+	p.Required(s)
 	s.Logger = cmp.Or(s.Logger, slog.Default())
 }
 
@@ -58,7 +56,7 @@ type Config struct {
 	// before it queues the space's BIT_REPORT: the report processor makes
 	// a report only for a run recorded there, and waits for that many
 	// results. SkipRecent reads the reports from it too.
-	BitLog BitLog
+	BitLog BitLog `validate:"required"`
 	// SkipRecent, when positive, leaves out of a run every space whose
 	// latest bit-integrity report is a SUCCESS made less than SkipRecent
 	// before the run started (the Java Mill skips those of the last 60
@@ -120,9 +118,8 @@ var _ looping.Producer = (*Producer)(nil)
 
 // New returns a producer.
 func New(cfg Config) (*Producer, error) {
-	p := validate.New("bit producer: Config")
+	p := validate.Struct("bit producer: Config", cfg)
 	cfg.Source.Check(p)
-	p.Require("BitLog", cfg.BitLog != nil)
 	p.Check(cfg.SkipRecent >= 0, "SkipRecent", cfg.SkipRecent, "not be negative")
 	p.Check(cfg.CoveredMargin >= 0, "CoveredMargin", cfg.CoveredMargin, "not be negative")
 	// A run with SkipCovered checks only the copies that are due: its

@@ -41,7 +41,7 @@ type Restore struct {
 const DefaultRestoreDays = 7
 
 func (r *Restore) validate() error {
-	p := validate.New("bit producer: Restore")
+	p := validate.Struct("bit producer: Restore", r)
 	p.Check(r.Days >= 1, "Days", r.Days, "be at least 1")
 	if err := p.Err(); err != nil {
 		return err

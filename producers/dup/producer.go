@@ -73,13 +73,13 @@ type Opener = storage.Opener
 // Config configures a Producer. Registry, Policies and Opener are required.
 type Config struct {
 	// Registry says which accounts are active.
-	Registry *stores.Registry
+	Registry *stores.Registry `validate:"required"`
 	// Policies holds duplication-accounts.json and the account policies,
 	// read through policy.InForce (a *policy.Cache saves re-reading the
 	// account list per account).
-	Policies policy.Reader
+	Policies policy.Reader `validate:"required"`
 	// Opener opens the source and destination stores.
-	Opener Opener
+	Opener Opener `validate:"required"`
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -98,11 +98,7 @@ var (
 
 // New returns a Producer.
 func New(cfg Config) (*Producer, error) {
-	p := validate.New("dup producer: Config")
-	p.Require("Registry", cfg.Registry != nil)
-	p.Require("Policies", cfg.Policies != nil)
-	p.Require("Opener", cfg.Opener != nil)
-	if err := p.Err(); err != nil {
+	if err := validate.Struct("dup producer: Config", cfg).Err(); err != nil {
 		return nil, err
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())

@@ -35,7 +35,7 @@ type Config struct {
 	bit.Source
 	// Known reads the spaces the history has rows for (the statistics
 	// store itself).
-	Known spacestats.Store
+	Known spacestats.Store `validate:"required"`
 }
 
 // Producer is the statistics producer. Calls are sequential.
@@ -47,9 +47,8 @@ var _ looping.Producer = (*Producer)(nil)
 
 // New returns a producer.
 func New(cfg Config) (*Producer, error) {
-	p := validate.New("stats producer: Config")
+	p := validate.Struct("stats producer: Config", cfg)
 	cfg.Source.Check(p)
-	p.Require("Known", cfg.Known != nil)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/app/console/auth"
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/internal/ops/queuestats"
 	"github.com/millfleet/mill/pkg/auditlog"
@@ -157,21 +157,25 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// defaultConfig holds the values withDefaults gives a Config's zero fields.
+var defaultConfig = Config{
+	Refresh:          DefaultRefresh,
+	SampleEvery:      DefaultSampleEvery,
+	HistoryWindow:    DefaultHistoryWindow,
+	PolicyRefresh:    DefaultPolicyRefresh,
+	ScanBudget:       DefaultScanBudget,
+	DeadLetterRescan: DefaultDeadLetterRescan,
+	DeadLetterMax:    DefaultDeadLetterMax,
+}
+
 func (c Config) withDefaults() Config {
-	c.Refresh = cmp.Or(c.Refresh, DefaultRefresh)
-	c.SampleEvery = cmp.Or(c.SampleEvery, DefaultSampleEvery)
-	c.HistoryWindow = cmp.Or(c.HistoryWindow, DefaultHistoryWindow)
-	c.PolicyRefresh = cmp.Or(c.PolicyRefresh, DefaultPolicyRefresh)
-	c.ScanBudget = cmp.Or(c.ScanBudget, DefaultScanBudget)
-	c.DeadLetterRescan = cmp.Or(c.DeadLetterRescan, DefaultDeadLetterRescan)
-	c.DeadLetterMax = cmp.Or(c.DeadLetterMax, DefaultDeadLetterMax)
+	defaults.Fill(&c, defaultConfig)
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
 }
 
 func (c Config) validate() error {
-	p := validate.New("console: Config")
-	p.Required(c)
+	p := validate.Struct("console: Config", c)
 	if c.Auth != nil {
 		p.Add("AllowedHosts", CheckAllowedHosts(c.AllowedHosts, c.Auth))
 	}

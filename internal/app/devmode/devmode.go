@@ -32,7 +32,6 @@
 package devmode
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -44,6 +43,7 @@ import (
 	"time"
 
 	"github.com/millfleet/mill/internal/base/buildinfo"
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/wiring"
 	"github.com/millfleet/mill/pkg/bitlog"
 	"github.com/millfleet/mill/pkg/notify"
@@ -116,13 +116,18 @@ type Config struct {
 // queues: the run lasts seconds.
 const consoleSampleEvery = 2 * time.Second
 
+// defaultConfig holds the values withDefaults gives a Config's zero fields.
+var defaultConfig = Config{
+	Dir:          DefaultDir,
+	Items:        DefaultItems,
+	Seed:         DefaultSeed,
+	Workers:      DefaultWorkers,
+	RecheckDelay: DefaultRecheckDelay,
+	PhaseTimeout: DefaultPhaseTimeout,
+}
+
 func (c Config) withDefaults() Config {
-	c.Dir = cmp.Or(c.Dir, DefaultDir)
-	c.Items = cmp.Or(c.Items, DefaultItems)
-	c.Seed = cmp.Or(c.Seed, DefaultSeed)
-	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
-	c.RecheckDelay = cmp.Or(c.RecheckDelay, DefaultRecheckDelay)
-	c.PhaseTimeout = cmp.Or(c.PhaseTimeout, DefaultPhaseTimeout)
+	defaults.Fill(&c, defaultConfig)
 	if c.Out == nil {
 		c.Out = os.Stdout
 	}

@@ -1,19 +1,32 @@
 // Package defaults fills the unset fields of a configuration struct from
 // a value of the same type that holds the defaults: the first step of the
-// one protocol every Config of Mill follows (fill the defaults, then
-// report every problem with package validate).
+// one protocol every Config (and Options) of Mill follows.
 //
-// A package states its defaults once, as a Config literal:
+// The package states its defaults once, as a Config literal that names its
+// exported Default* constants (flags and docs use those), and fills them
+// in before anything else reads the Config:
 //
 //	var defaultConfig = Config{Workers: DefaultWorkers, Delay: time.Second}
 //
 //	func (c Config) withDefaults() Config {
 //		defaults.Fill(&c, defaultConfig)
-//		…
+//		c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
+//		return c
 //	}
 //
-// Defaults that are computed (from the clock, another field or the
-// environment) are set by the package after Fill.
+//	func (c Config) validate() error {
+//		p := validate.Struct("pkg: Config", c) // the required fields
+//		p.Check(c.Workers >= 1, "Workers", c.Workers, "be at least 1")
+//		return p.Err()
+//	}
+//
+// Fill treats only a zero field as unset: a negative count or duration is
+// then a problem validate reports. FillNonPositive treats a negative number
+// as unset too. A Config where only some numbers read negative as unset
+// clamps those to 0 before Fill. Defaults that are computed (the clock and
+// logger, a host name, one that depends on another field, a fresh value per
+// call) are set after the call. New fills, validates, and returns the
+// problems before it uses the Config.
 package defaults
 
 import "reflect"

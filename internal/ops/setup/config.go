@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/pkg/auditlog/dynamoauditlog"
 
 	"github.com/millfleet/mill/pkg/auditlog"
@@ -87,34 +89,28 @@ type Config struct {
 	SkipDB      bool
 }
 
-// WithDefaults returns c with every zero field set to its default.
+// defaultConfig holds the values WithDefaults gives a Config's zero fields.
+var defaultConfig = Config{
+	QueuePrefix:         queue.DefaultPrefix,
+	VisibilityTimeout:   DefaultVisibilityTimeout,
+	WorkRetention:       DefaultWorkRetention,
+	DeadLetterRetention: DefaultDeadLetterRetention,
+	MaxReceiveCount:     DefaultMaxReceiveCount,
+	ConfigBucket:        DefaultConfigBucket,
+	StateBucket:         DefaultStateBucket,
+	ReportsBucket:       DefaultReportsBucket,
+	ClaimsBucket:        DefaultClaimsBucket,
+	ClaimsPrefix:        DefaultClaimsPrefix,
+	AuditTable:          DefaultAuditTable,
+	LeaseTable:          DefaultLeaseTable,
+	FleetTable:          DefaultFleetTable,
+	TableTimeout:        DefaultTableTimeout,
+}
+
+// WithDefaults returns c with every zero field set to its default
+// (EvidenceRetentionDays only with an EvidenceBucket).
 func (c Config) WithDefaults() Config {
-	def := func(s *string, d string) {
-		if *s == "" {
-			*s = d
-		}
-	}
-	defDur := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.QueuePrefix, queue.DefaultPrefix)
-	defDur(&c.VisibilityTimeout, DefaultVisibilityTimeout)
-	defDur(&c.WorkRetention, DefaultWorkRetention)
-	defDur(&c.DeadLetterRetention, DefaultDeadLetterRetention)
-	if c.MaxReceiveCount == 0 {
-		c.MaxReceiveCount = DefaultMaxReceiveCount
-	}
-	def(&c.ConfigBucket, DefaultConfigBucket)
-	def(&c.StateBucket, DefaultStateBucket)
-	def(&c.ReportsBucket, DefaultReportsBucket)
-	def(&c.ClaimsBucket, DefaultClaimsBucket)
-	def(&c.ClaimsPrefix, DefaultClaimsPrefix)
-	def(&c.AuditTable, DefaultAuditTable)
-	def(&c.LeaseTable, DefaultLeaseTable)
-	def(&c.FleetTable, DefaultFleetTable)
-	defDur(&c.TableTimeout, DefaultTableTimeout)
+	defaults.Fill(&c, defaultConfig)
 	if c.EvidenceBucket != "" && c.EvidenceRetentionDays == 0 {
 		c.EvidenceRetentionDays = DefaultEvidenceRetentionDays
 	}

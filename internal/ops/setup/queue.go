@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/millfleet/mill/internal/base/defaults"
 )
 
 // SQS attribute names setup manages.
@@ -272,12 +274,7 @@ func (q *Queue) create(ctx context.Context, dlqArn string) (Result, error) {
 // needs one queue (tests, tools). Zero VisibilityTimeout, Retention and
 // (with DeadLetter set) MaxReceiveCount take Config's defaults.
 func (q Queue) Ensure(ctx context.Context) (url string, err error) {
-	if q.VisibilityTimeout == 0 {
-		q.VisibilityTimeout = DefaultVisibilityTimeout
-	}
-	if q.Retention == 0 {
-		q.Retention = DefaultWorkRetention
-	}
+	defaults.Fill(&q, Queue{VisibilityTimeout: DefaultVisibilityTimeout, Retention: DefaultWorkRetention})
 	if q.DeadLetter != "" && q.MaxReceiveCount == 0 {
 		q.MaxReceiveCount = DefaultMaxReceiveCount
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/task"
 
@@ -60,23 +61,18 @@ type Config struct {
 	TaskTypes []task.Type
 }
 
+// defaultConfig holds the values WithDefaults gives a Config's zero fields.
+var defaultConfig = Config{Namespace: DefaultNamespace, Interval: DefaultPublishInterval, FlushTimeout: DefaultFlushTimeout}
+
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.Namespace == "" {
-		c.Namespace = DefaultNamespace
-	}
-	if c.Interval == 0 {
-		c.Interval = DefaultPublishInterval
-	}
-	if c.FlushTimeout == 0 {
-		c.FlushTimeout = DefaultFlushTimeout
-	}
+	defaults.Fill(&c, defaultConfig)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
 func (c Config) validate() error {
-	p := validate.New("metrics: CloudWatchConfig")
+	p := validate.Struct("metrics: CloudWatchConfig", c)
 	p.Check(c.Interval >= time.Second, "Interval", c.Interval, "be at least 1s")
 	p.Check(c.FlushTimeout > 0, "FlushTimeout", c.FlushTimeout, "be positive")
 	return p.Err()

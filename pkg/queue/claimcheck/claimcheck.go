@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/pkg/blob"
 	"github.com/millfleet/mill/pkg/queue"
 )
@@ -55,11 +56,14 @@ type Config struct {
 	KeyPrefix string
 }
 
-// WithDefaults returns c with zero fields set to their defaults.
+// defaultConfig holds the values WithDefaults gives a Config's zero or
+// negative fields.
+var defaultConfig = Config{Threshold: DefaultThreshold}
+
+// WithDefaults returns c with zero or negative fields set to their
+// defaults.
 func (c Config) WithDefaults() Config {
-	if c.Threshold <= 0 {
-		c.Threshold = DefaultThreshold
-	}
+	defaults.FillNonPositive(&c, defaultConfig)
 	return c
 }
 

@@ -69,7 +69,8 @@ type Config struct {
 // negative fields.
 var defaultConfig = Config{VisibilityTimeout: DefaultVisibilityTimeout, MaxBodyBytes: DefaultMaxBodyBytes, Clock: clock.Real{}}
 
-// WithDefaults returns c with zero fields set to their defaults.
+// WithDefaults returns c with zero or negative fields set to their
+// defaults.
 func (c Config) WithDefaults() Config {
 	defaults.FillNonPositive(&c, defaultConfig)
 	c.VisibilityTimeout = min(c.VisibilityTimeout, queue.MaxVisibility)

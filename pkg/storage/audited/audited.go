@@ -68,8 +68,7 @@ func (c Config) WithDefaults(p storage.Provider) Config {
 }
 
 func (c Config) validate() error {
-	p := validate.New("audited: Config")
-	p.Required(c)
+	p := validate.Struct("audited: Config", c)
 	p.Check(c.Format == task.FormatJSON || c.Format == task.FormatProperties, "Format", c.Format, "be JSON or properties")
 	return p.Err()
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/millfleet/mill/internal/base/defaults"
 )
 
 // ALBHeader carries the user's claims, signed by the load balancer.
@@ -126,29 +128,19 @@ type ALB struct {
 
 var _ Authenticator = (*ALB)(nil)
 
+// defaultALBConfig holds the values NewALB gives an ALBConfig's empty
+// fields (and a negative Leeway).
+var defaultALBConfig = ALBConfig{KeyURL: DefaultALBKeyURL, UserClaim: "email", RoleClaim: "groups", Leeway: 30 * time.Second, Now: time.Now}
+
 // NewALB returns the ALB mode.
 func NewALB(cfg ALBConfig) (*ALB, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	region, _ := arnRegion(cfg.ARN)
-	if cfg.KeyURL == "" {
-		cfg.KeyURL = DefaultALBKeyURL
-	}
-	if cfg.UserClaim == "" {
-		cfg.UserClaim = "email"
-	}
-	if cfg.RoleClaim == "" {
-		cfg.RoleClaim = "groups"
-	}
-	if cfg.Leeway <= 0 {
-		cfg.Leeway = 30 * time.Second
-	}
+	defaults.FillNonPositive(&cfg, defaultALBConfig)
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	keyURL := strings.ReplaceAll(cfg.KeyURL, "{region}", region)
 	if !strings.HasSuffix(keyURL, "/") {

@@ -1,11 +1,11 @@
 package objstore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/storage"
 )
@@ -74,9 +74,7 @@ type UploadRules struct {
 
 // WithDefaults returns u with its zero fields set to r's defaults.
 func (r UploadRules) WithDefaults(u storage.Upload) storage.Upload {
-	u.Threshold = cmp.Or(u.Threshold, r.Default.Threshold)
-	u.PartSize = cmp.Or(u.PartSize, r.Default.PartSize)
-	u.Streams = cmp.Or(u.Streams, r.Default.Streams)
+	defaults.Fill(&u, r.Default)
 	return u
 }
 
