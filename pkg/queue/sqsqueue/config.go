@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/clock"
 	"github.com/millfleet/mill/pkg/queue"
@@ -56,26 +57,21 @@ type Config struct {
 // MaxBatchBytes is at least MaxMessageBytes, so one message always fits a
 // batch).
 func (c Config) WithDefaults() Config {
-	if c.Retries == 0 {
-		c.Retries = DefaultRetries
-	}
-	if c.Retries < 0 {
-		c.Retries = 0
-	}
-	if c.RetryBackoff == 0 {
-		c.RetryBackoff = DefaultRetryBackoff
-	}
-	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = DefaultMaxMessageBytes
-	}
+	defaults.Fill(&c, defaultConfig)
+	c.Retries = max(c.Retries, 0) // negative: no retries
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = max(DefaultMaxBatchBytes, c.MaxMessageBytes)
 	}
-	if c.CallTimeout == 0 {
-		c.CallTimeout = DefaultCallTimeout
-	}
 	c.Clock, c.Logger = clock.Ambient(c.Clock, c.Logger)
 	return c
+}
+
+// defaultConfig holds the values WithDefaults gives a Config's zero fields.
+var defaultConfig = Config{
+	Retries:         DefaultRetries,
+	RetryBackoff:    DefaultRetryBackoff,
+	MaxMessageBytes: DefaultMaxMessageBytes,
+	CallTimeout:     DefaultCallTimeout,
 }
 
 // MaxPayloadBytes is the most SQS takes in one message and in one batch
@@ -84,7 +80,7 @@ const MaxPayloadBytes = 1 << 20
 
 // validate reports every field of c (defaults applied) out of range.
 func (c Config) validate() error {
-	p := validate.New("sqsqueue: Config")
+	p := validate.Struct("sqsqueue: Config", c)
 	p.Check(c.RetryBackoff >= 0, "RetryBackoff", c.RetryBackoff, "not be negative")
 	p.Check(c.CallTimeout > 0, "CallTimeout", c.CallTimeout, "be positive")
 	p.Check(c.MaxMessageBytes >= 0 && c.MaxMessageBytes <= MaxPayloadBytes, "MaxMessageBytes", c.MaxMessageBytes, "be within 1..%d", MaxPayloadBytes)

@@ -71,7 +71,7 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	p := validate.New("azstore: Config")
+	p := validate.Struct("azstore: Config", c)
 	objstore.CheckPrefix(p, c.Prefix, MaxNameLen)
 	uploadRules.Check(p, c.Upload)
 	return p.Err()

@@ -43,7 +43,7 @@ const (
 // Config describes one store.
 type Config struct {
 	// Bucket holding the store (required).
-	Bucket string
+	Bucket string `validate:"required"`
 	// Prefix of every object name of the store, normally ending in '/';
 	// "" uses the whole bucket.
 	Prefix string
@@ -68,8 +68,7 @@ func (c Config) WithDefaults() Config {
 }
 
 func (c Config) validate() error {
-	p := validate.New("gcsstore: Config")
-	p.Require("Bucket", c.Bucket != "")
+	p := validate.Struct("gcsstore: Config", c)
 	objstore.CheckPrefix(p, c.Prefix, MaxNameLen)
 	uploadRules.Check(p, c.Upload)
 	return p.Err()

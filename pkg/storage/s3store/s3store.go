@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/millfleet/mill/internal/base/defaults"
 	"github.com/millfleet/mill/internal/base/validate"
 	"github.com/millfleet/mill/pkg/storage"
 	"github.com/millfleet/mill/pkg/storage/internal/objstore"
@@ -86,22 +87,20 @@ var uploadRules = objstore.UploadRules{
 
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
+	defaults.Fill(&c, defaultConfig)
 	c.Upload = uploadRules.WithDefaults(c.Upload)
-	if c.CopyThreshold == 0 {
-		c.CopyThreshold = DefaultCopyThreshold
-	}
-	if c.CopyPartSize == 0 {
-		c.CopyPartSize = DefaultCopyPartSize
-	}
 	if c.Layout == LayoutDuraCloud {
 		c.AccountPrefix = strings.ToLower(c.AccountPrefix)
 	}
 	return c
 }
 
+// defaultConfig holds the values WithDefaults gives a Config's zero fields
+// (the upload's come from uploadRules).
+var defaultConfig = Config{CopyThreshold: DefaultCopyThreshold, CopyPartSize: DefaultCopyPartSize}
+
 func (c Config) validate() error {
-	p := validate.New("s3store: Config")
-	p.Required(c)
+	p := validate.Struct("s3store: Config", c)
 	objstore.CheckPrefix(p, c.Prefix, MaxKeyLen)
 	uploadRules.Check(p, c.Upload)
 	p.Check(c.CopyThreshold > 0 && c.CopyThreshold <= DefaultCopyThreshold, "CopyThreshold", c.CopyThreshold, "be within 1..%d", int64(DefaultCopyThreshold))
