@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/queue"
 	"github.com/millfleet/mill/pkg/queue/sqsqueue"
@@ -58,13 +59,13 @@ func TestWorkmanLogsResentDeadLetter(t *testing.T) {
 		}
 	}
 
+	// The second copy is queued before the SDK's retry gets its answer,
+	// and workman logs only once the call returns: wait for the line.
 	var lines []map[string]any
-	for _, l := range strings.Split(w.Output(), "\n") {
-		var r map[string]any
-		if json.Unmarshal([]byte(l), &r) == nil && strings.Contains(asString(r["msg"]), "send retried by the SDK") {
-			lines = append(lines, r)
-		}
-	}
+	testbin.Poll(10*time.Second, 50*time.Millisecond, func() bool {
+		lines = resendLines(w.Output())
+		return len(lines) > 0
+	})
 	if len(lines) != 1 {
 		t.Fatalf("%d resend lines in workman's log, want 1\n%s", len(lines), w.Output())
 	}
@@ -83,6 +84,18 @@ func TestWorkmanLogsResentDeadLetter(t *testing.T) {
 		t.Fatalf("resend line names %v; want exactly one of the copies %v", ids, slices.Collect(maps.Keys(copies)))
 	}
 	w.alive(t)
+}
+
+// resendLines are the JSON log lines of sends the SDK retried.
+func resendLines(out string) []map[string]any {
+	var lines []map[string]any
+	for _, l := range strings.Split(out, "\n") {
+		var r map[string]any
+		if json.Unmarshal([]byte(l), &r) == nil && strings.Contains(asString(r["msg"]), "send retried by the SDK") {
+			lines = append(lines, r)
+		}
+	}
+	return lines
 }
 
 func asString(v any) string {
