@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,15 +41,7 @@ func runThrottled(tb testing.TB, allowed float64, hotWorkers, coldWorkers int, d
 	tb.Helper()
 	base := testenv.AWS(tb)
 	ctx := context.Background()
-	u, err := url.Parse(testenv.Endpoint())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	proxy, err := faultproxy.NewHTTP(u.Host)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { proxy.Close() })
+	proxy := testenv.EmulatorProxy(tb)
 	raw := base.S3()
 	prefix := strings.TrimSuffix(testenv.Prefix(tb), "-")
 	hot, cold := prefix+"-hot", prefix+"-cold"

@@ -5,13 +5,11 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/url"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/millfleet/mill/internal/testkit/faultproxy"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/awsconfig"
 )
@@ -23,15 +21,7 @@ import (
 func TestBrokenBodiesRetried(t *testing.T) {
 	direct := testenv.AWS(t)
 	ctx := context.Background()
-	u, err := url.Parse(testenv.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.NewHTTP(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	proxy := testenv.EmulatorProxy(t)
 	t.Setenv("AWS_ENDPOINT_URL", proxy.URL())
 	cfg, err := awsconfig.Load(ctx, awsconfig.Options{MaxAttempts: 10})
 	if err != nil {

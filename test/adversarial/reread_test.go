@@ -3,14 +3,12 @@ package adversarial
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/millfleet/mill/internal/testkit/faultproxy"
 	"github.com/millfleet/mill/internal/testkit/testbin"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/bitlog"
@@ -35,13 +33,7 @@ func TestTruncatedReadIsNoFalseAlarm(t *testing.T) {
 	bp := testbin.Build(t, "bitproducer")["bitproducer"]
 	m := newMill(t, ctx)
 	m.writeConfig(nil, nil)
-	u, err := url.Parse(testenv.Endpoint())
-	if err != nil || u.Host == "" {
-		t.Fatalf("AWS_ENDPOINT_URL %q: %v", testenv.Endpoint(), err)
-	}
-	proxy, err := faultproxy.NewHTTP(u.Host)
-	must(t, err)
-	t.Cleanup(func() { proxy.Close() })
+	proxy := testenv.EmulatorProxy(t)
 	m.extraEnv = []string{"AWS_ENDPOINT_URL_S3=" + proxy.URL()}
 
 	items := map[string]string{"a": "alpha content", "b": strings.Repeat("bravo content, long enough to cut. ", 40), "c": "charlie content"}

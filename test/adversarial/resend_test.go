@@ -2,13 +2,11 @@ package adversarial
 
 import (
 	"net/http"
-	"net/url"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/millfleet/mill/internal/testkit/faultproxy"
 	"github.com/millfleet/mill/internal/testkit/testenv"
 	"github.com/millfleet/mill/pkg/workman"
 )
@@ -62,11 +60,7 @@ func (m *mill) sendingTwice(send func()) bool {
 	if testenv.Endpoint() == "" {
 		return false
 	}
-	u, err := url.Parse(testenv.Endpoint())
-	must(m.t, err)
-	proxy, err := faultproxy.NewHTTP(u.Host)
-	must(m.t, err)
-	defer proxy.Close()
+	proxy := testenv.EmulatorProxy(m.t)
 	first := true // read under the proxy's lock
 	proxy.BreakBodies(1, func(*http.Request) bool {
 		b := first

@@ -4,7 +4,6 @@ package faults
 
 import (
 	"context"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +19,7 @@ import (
 
 // emulatorProxy is an HTTP fault proxy in front of the AWS emulator,
 // closed when the test ends.
-func emulatorProxy(t *testing.T) *faultproxy.HTTP {
-	t.Helper()
-	u, err := url.Parse(testenv.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.NewHTTP(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	return proxy
-}
+func emulatorProxy(t *testing.T) *faultproxy.HTTP { return testenv.EmulatorProxy(t) }
 
 // degradedWithin polls the fleet registry for worker id's entry until it
 // shows the state degraded with an outage (at most within), and returns

@@ -24,15 +24,7 @@ func BreakSends(t testing.TB, n int) (*faultproxy.HTTP, func(*sqs.Options)) {
 	if RealAWS() {
 		t.Skip("the proxy stands in front of the emulator")
 	}
-	u, err := url.Parse(Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.NewHTTP(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy := EmulatorProxy(t)
 	left := n // read under the proxy's lock
 	proxy.BreakBodies(1, func(r *http.Request) bool {
 		// The SQS JSON protocol names the action in X-Amz-Target.
@@ -43,4 +35,21 @@ func BreakSends(t testing.TB, n int) (*faultproxy.HTTP, func(*sqs.Options)) {
 		return true
 	})
 	return proxy, func(o *sqs.Options) { o.BaseEndpoint = aws.String(proxy.URL()) }
+}
+
+// EmulatorProxy is an HTTP fault proxy in front of the AWS emulator
+// (Endpoint), closed when the test ends; the test fails without an
+// emulator endpoint.
+func EmulatorProxy(tb testing.TB) *faultproxy.HTTP {
+	tb.Helper()
+	u, err := url.Parse(Endpoint())
+	if err != nil || u.Host == "" {
+		tb.Fatalf("AWS_ENDPOINT_URL %q: no emulator to stand in front of (%v)", Endpoint(), err)
+	}
+	proxy, err := faultproxy.NewHTTP(u.Host)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { proxy.Close() })
+	return proxy
 }
