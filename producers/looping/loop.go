@@ -29,6 +29,12 @@ const (
 // even when the run's context was cancelled.
 const releaseTimeout = 10 * time.Second
 
+// saveTimeout bounds a state save, which also runs after a cancellation
+// (the bites done are kept). A save is a few requests (the journal's
+// listing, deletes, a put), each of which the SDK may retry five times
+// with backoff up to 5 s: about 12 s of waiting for one request alone.
+const saveTimeout = 30 * time.Second
+
 // Config configures a Loop. Kind, Producer, Queue, State and Lease are
 // required; every other field has a documented default.
 type Config struct {

@@ -365,7 +365,7 @@ func (r *runner) save() error {
 		r.st.Queued = Counts{}
 	}
 	// A cancelled invocation still records the bites it completed.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), saveTimeout)
 	defer cancel()
 	return r.cfg.State.Save(ctx, r.st)
 }
