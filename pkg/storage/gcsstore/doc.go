@@ -111,7 +111,8 @@
 //     item's one-request upload, or its copy from .mill-tmp/: a 412 to a
 //     retry is success when the item is what was written (size, MD5,
 //     metadata, type); otherwise another writer came first, whose
-//     generation is kept recoverable, then written over (20 tries). A
+//     generation is kept recoverable, then written over (20 tries, the
+//     last unconditional and sent once, so a put always wins). A
 //     trash copy (a rewrite to a fresh random name, ifGenerationMatch=0):
 //     a 412 to a retry is that copy. A property patch (ifGenerationMatch
 //     and ifMetagenerationMatch of the state read): a 412 to a retry is

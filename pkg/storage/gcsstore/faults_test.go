@@ -582,3 +582,36 @@ func md5hexOf(b []byte) string {
 	s.Write(b)
 	return s.MD5()
 }
+
+// TestPutWinsEveryLostRace: another writer replaces the item before each
+// of the store's conditional writes. After losing every race but the last,
+// the put writes unconditionally and wins, as every write did before
+// writes were conditional, instead of failing with ErrChanged
+// (storagetest's Concurrent did, under load).
+func TestPutWinsEveryLostRace(t *testing.T) {
+	f := newFaultSpace(t, Config{})
+	ctx := t.Context()
+	f.put(t, "sp", "item", []byte("old bytes"), storage.PutOptions{})
+	faults := make([]fault, overwriteTries)
+	for i := range faults {
+		faults[i] = interfere
+	}
+	r := f.p.on(request(http.MethodPost, []string{"/upload/"}, "uploadType=multipart"), faults...)
+	r.interfere = func() {
+		w := f.other.Object(f.prefix + "sp/item").NewWriter(ctx)
+		if _, err := w.Write([]byte("other tool's bytes")); err != nil {
+			t.Error(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	f.put(t, "sp", "item", []byte("new bytes"), storage.PutOptions{})
+	if n := f.p.count(r); n != overwriteTries {
+		t.Errorf("the write was sent %d times, want %d", n, overwriteTries)
+	}
+	info, err := f.s.Head(ctx, "sp", "item")
+	if err != nil || info.Checksum != md5hexOf([]byte("new bytes")) {
+		t.Errorf("Head: %+v, %v; want the store's bytes (last writer)", info, err)
+	}
+}

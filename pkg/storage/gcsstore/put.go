@@ -44,12 +44,19 @@ func (s *Store) putSmall(ctx context.Context, key, space, id string, data []byte
 // generation first (a 412), that writer's is kept recoverable and written
 // over in turn, up to 20 times: the last writer wins, and every
 // generation replaced has a trash copy. write retries its conditional
-// request (insertIf, rewrite with copyTo.ifGen).
+// request (insertIf, rewrite with copyTo.ifGen). A writer that lost every
+// race but the last writes unconditionally (gen is unconditional), sent
+// once: it still wins, as every write did before writes were conditional,
+// and only a generation written in that last moment has no trash copy.
 func (s *Store) overwrite(ctx context.Context, key, space, id string, write func(gen int64) (*attrs, error)) (*attrs, error) {
 	for try := 0; ; try++ {
 		gen, undo, err := s.preserveGen(ctx, key, space, id, nil, storage.ReplacedByOverwrite)
 		if err != nil {
 			return nil, err
+		}
+		last := try == overwriteTries-1
+		if last {
+			gen = unconditional
 		}
 		a, err := write(gen)
 		if err == nil {
@@ -57,11 +64,27 @@ func (s *Store) overwrite(ctx context.Context, key, space, id string, write func
 		}
 		// A 412 keeps the trash copy: the generation it holds was
 		// replaced, by the other writer.
-		if !conditionFailed(err) || try == 19 {
+		if !conditionFailed(err) || last {
 			undo()
 			return nil, err
 		}
 	}
+}
+
+// overwriteTries bounds overwrite's writes; unconditional is the gen of
+// its last.
+const (
+	overwriteTries       = 20
+	unconditional  int64 = -1
+)
+
+// condition is the ifGenerationMatch of a write replacing gen: none for
+// an unconditional one.
+func condition(gen int64) *int64 {
+	if gen == unconditional {
+		return nil
+	}
+	return &gen
 }
 
 // putLarge streams content as a resumable upload of PartSize chunks. With
@@ -104,7 +127,7 @@ func (s *Store) putLarge(ctx context.Context, key, space, id string, r io.Reader
 	}
 	mime := objstore.MimeOr(opts.MimeType)
 	a, err := s.overwrite(ctx, key, space, id, func(gen int64) (*attrs, error) {
-		return s.bucket.rewrite(ctx, tmp, tmpGen, copyTo{key: key, meta: meta, mime: mime, ifGen: &gen, mine: func(a *attrs) bool {
+		return s.bucket.rewrite(ctx, tmp, tmpGen, copyTo{key: key, meta: meta, mime: mime, ifGen: condition(gen), mine: func(a *attrs) bool {
 			return a.Size == t.Size && bytes.Equal(a.MD5, t.MD5) && a.ContentType == mime && maps.Equal(a.Metadata, meta)
 		}})
 	})

@@ -37,9 +37,9 @@ func (b objects) retryIf(ctx context.Context, ok bool, call func(retried bool) e
 // is success when mine accepts the object now there as what the earlier
 // attempt wrote; otherwise it is GCS's 412: another writer came first.
 func (b objects) insertIf(ctx context.Context, u upload, body []byte, gen int64, mine func(*attrs) bool) (*attrs, error) {
-	u.ifGen = &gen
+	u.ifGen = condition(gen)
 	var out *attrs
-	err := b.retry.do(ctx, func(retried bool) error {
+	err := b.retryIf(ctx, u.ifGen != nil, func(retried bool) error {
 		a, err := b.insert(ctx, u, bytes.NewReader(body))
 		if retried && conditionFailed(err) {
 			if now, aerr := b.attrs(ctx, u.key, 0); aerr == nil && mine(now) {
