@@ -474,17 +474,9 @@ func TestRetryPut(t *testing.T) {
 		ctx := t.Context()
 		f.put(t, "sp", "item", []byte("old bytes"), storage.PutOptions{})
 		r := f.p.on(request(http.MethodPost, []string{"/upload/"}, "uploadType=multipart"), interfere)
-		r.interfere = func() {
-			// Another tool replaces the item between the store's trash
-			// copy and its write.
-			w := f.other.Object(f.prefix + "sp/item").NewWriter(ctx)
-			if _, err := w.Write([]byte("other tool's bytes")); err != nil {
-				t.Error(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Error(err)
-			}
-		}
+		// Another tool replaces the item between the store's trash copy
+		// and its write.
+		r.interfere = otherToolWrites(t, f)
 		f.put(t, "sp", "item", []byte("new bytes"), storage.PutOptions{})
 		if n := f.p.count(r); n != 2 {
 			t.Errorf("the write was sent %d times, want 2 (refused, then over the other writer's)", n)
@@ -597,15 +589,7 @@ func TestPutWinsEveryLostRace(t *testing.T) {
 		faults[i] = interfere
 	}
 	r := f.p.on(request(http.MethodPost, []string{"/upload/"}, "uploadType=multipart"), faults...)
-	r.interfere = func() {
-		w := f.other.Object(f.prefix + "sp/item").NewWriter(ctx)
-		if _, err := w.Write([]byte("other tool's bytes")); err != nil {
-			t.Error(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Error(err)
-		}
-	}
+	r.interfere = otherToolWrites(t, f)
 	f.put(t, "sp", "item", []byte("new bytes"), storage.PutOptions{})
 	if n := f.p.count(r); n != overwriteTries {
 		t.Errorf("the write was sent %d times, want %d", n, overwriteTries)
@@ -613,5 +597,19 @@ func TestPutWinsEveryLostRace(t *testing.T) {
 	info, err := f.s.Head(ctx, "sp", "item")
 	if err != nil || info.Checksum != md5hexOf([]byte("new bytes")) {
 		t.Errorf("Head: %+v, %v; want the store's bytes (last writer)", info, err)
+	}
+}
+
+// otherToolWrites returns an interference: another tool writes sp/item
+// behind the store's back.
+func otherToolWrites(t *testing.T, f *faultFixture) func() {
+	return func() {
+		w := f.other.Object(f.prefix + "sp/item").NewWriter(t.Context())
+		if _, err := w.Write([]byte("other tool's bytes")); err != nil {
+			t.Error(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Error(err)
+		}
 	}
 }
